@@ -1,0 +1,1 @@
+"""Conformance checks: hold the simulator against external oracles (packetdrill scripts, ...)."""
