@@ -1,0 +1,1 @@
+"""Real-kernel capture: namespaces, delay, socket programs, probes, wire, samples -> trace."""

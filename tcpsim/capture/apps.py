@@ -1,0 +1,191 @@
+"""The scenario's writer and reader kinds as loops over a real socket.
+
+Each loop runs until ``stop`` is set and appends (t_ns, kind, nbytes) to ``log``; times come
+from time.monotonic_ns(). Ticks are scheduled on an absolute grid so they do not drift; a
+tick that finds nothing to do (reader: nothing queued; writer: send buffer full) does nothing.
+"""
+
+from __future__ import annotations
+
+import errno
+import select
+import socket
+import threading
+import time
+from typing import Callable
+
+Log = list[tuple[int, str, int]]
+
+
+def _sleep_until(t_ns: int, stop: threading.Event) -> bool:
+    """Sleep until monotonic time ``t_ns``; False if stopped meanwhile."""
+    while not stop.is_set():
+        left = t_ns - time.monotonic_ns()
+        if left <= 0:
+            return True
+        time.sleep(min(left / 1e9, 0.05))
+    return False
+
+
+def periodic_writer(sock: socket.socket, nbytes: int, every_ns: int, stop: threading.Event,
+                    log: Log) -> None:
+    """Every ``every_ns`` try to write ``nbytes`` (non-blocking; skipped if the buffer is full)."""
+    sock.setblocking(False)
+    payload = b"a" * nbytes
+    t = time.monotonic_ns()
+    while _sleep_until(t, stop):
+        try:
+            n = sock.send(payload)
+            log.append((time.monotonic_ns(), "write", n))
+        except BlockingIOError:
+            log.append((time.monotonic_ns(), "write_blocked", 0))
+        except OSError:
+            return
+        t += every_ns
+
+
+def bulk_writer(sock: socket.socket, stop: threading.Event, log: Log, chunk: int = 65536) -> None:
+    """Write ``chunk``-sized buffers whenever the send buffer has room."""
+    sock.setblocking(False)
+    payload = b"a" * chunk
+    while not stop.is_set():
+        _, w, _ = select.select([], [sock], [], 0.05)
+        if not w:
+            continue
+        try:
+            n = sock.send(payload)
+            log.append((time.monotonic_ns(), "write", n))
+        except BlockingIOError:
+            pass
+        except OSError:
+            return
+
+
+def never_reader(sock: socket.socket, stop: threading.Event, log: Log) -> None:
+    """Never reads."""
+    stop.wait()
+
+
+def periodic_reader(sock: socket.socket, nbytes: int, every_ns: int, stop: threading.Event,
+                    log: Log) -> None:
+    """Every ``every_ns`` read up to ``nbytes`` (nothing queued: nothing read)."""
+    t = time.monotonic_ns()
+    while _sleep_until(t, stop):
+        try:
+            n = len(sock.recv(nbytes, socket.MSG_DONTWAIT))
+            log.append((time.monotonic_ns(), "read", n))
+            if n == 0:
+                return
+        except BlockingIOError:
+            pass
+        except OSError:
+            return
+        t += every_ns
+
+
+def fast_reader(sock: socket.socket, stop: threading.Event, log: Log, nbytes: int = 1 << 20) -> None:
+    """Read everything as soon as the socket wakes us."""
+    while not stop.is_set():
+        r, _, _ = select.select([sock], [], [], 0.05)
+        if not r:
+            continue
+        try:
+            n = len(sock.recv(nbytes, socket.MSG_DONTWAIT))
+        except BlockingIOError:
+            continue
+        except OSError:
+            return
+        log.append((time.monotonic_ns(), "read", n))
+        if n == 0:
+            return
+
+
+def oscillating_reader(sock: socket.socket, b1: int, e1: int, b2: int, e2: int, period_ns: int,
+                       stop: threading.Event, log: Log) -> None:
+    """Periodic reader alternating between (b1 every e1) and (b2 every e2) every ``period_ns``."""
+    start = t = time.monotonic_ns()
+    while _sleep_until(t, stop):
+        phase = ((t - start) // period_ns) % 2
+        nbytes, every = (b1, e1) if phase == 0 else (b2, e2)
+        try:
+            n = len(sock.recv(nbytes, socket.MSG_DONTWAIT))
+            log.append((time.monotonic_ns(), "read", n))
+            if n == 0:
+                return
+        except BlockingIOError:
+            pass
+        except OSError:
+            return
+        t += every
+
+
+def oscil_reader(sock: socket.socket, stop: threading.Event, log: Log, fast_for_ns: int = 5 * 10**9,
+                 slow_for_ns: int = 15 * 10**9, fraction: float = 0.05) -> None:
+    """Cloudflare's benchmark reader: fast for 5 s, then each second read `fraction` of the best
+    one-second rate seen, for 15 s; repeat."""
+    best = 0
+    while not stop.is_set():
+        end = time.monotonic_ns() + fast_for_ns
+        sec_start, sec_bytes = time.monotonic_ns(), 0
+        while time.monotonic_ns() < end and not stop.is_set():
+            r, _, _ = select.select([sock], [], [], 0.05)
+            if r:
+                try:
+                    n = len(sock.recv(1 << 20, socket.MSG_DONTWAIT))
+                except BlockingIOError:
+                    n = 0
+                if n:
+                    log.append((time.monotonic_ns(), "read", n))
+                sec_bytes += n
+            if time.monotonic_ns() - sec_start >= 10**9:
+                best = max(best, sec_bytes)
+                sec_start, sec_bytes = time.monotonic_ns(), 0
+        per_s = max(1, int(best * fraction))
+        t = time.monotonic_ns()
+        end = t + slow_for_ns
+        while t < end and _sleep_until(t, stop):
+            left = per_s
+            while left > 0:
+                try:
+                    n = len(sock.recv(left, socket.MSG_DONTWAIT))
+                except BlockingIOError:
+                    break
+                if n == 0:
+                    break
+                left -= n
+                log.append((time.monotonic_ns(), "read", n))
+            t += 10**9
+
+
+def make_reader(spec: dict, parse_ns: Callable[[object], int]) -> Callable[[socket.socket, threading.Event, Log], None]:
+    """A reader loop for a scenario's [reader] table."""
+    kind = spec.get("kind", "never")
+    if kind == "never":
+        return never_reader
+    if kind == "periodic":
+        b, e = int(spec["bytes"]), parse_ns(spec["every"])
+        return lambda s, st, lg: periodic_reader(s, b, e, st, lg)
+    if kind == "fast":
+        b = int(spec.get("bytes", 1 << 20))
+        return lambda s, st, lg: fast_reader(s, st, lg, b)
+    if kind == "oscillating":
+        a = (int(spec["bytes"]), parse_ns(spec["every"]), int(spec["bytes2"]),
+             parse_ns(spec["every2"]), parse_ns(spec["period"]))
+        return lambda s, st, lg: oscillating_reader(s, *a, st, lg)
+    if kind == "oscil":
+        f, sl = parse_ns(spec.get("fast_for", "5s")), parse_ns(spec.get("slow_for", "15s"))
+        fr = float(spec.get("fraction", 0.05))
+        return lambda s, st, lg: oscil_reader(s, st, lg, f, sl, fr)
+    raise ValueError(f"reader.kind: unknown kind {kind!r}")
+
+
+def make_writer(spec: dict, parse_ns: Callable[[object], int]) -> Callable[[socket.socket, threading.Event, Log], None]:
+    """A writer loop for a scenario's [writer] table."""
+    kind = spec.get("kind", "periodic")
+    if kind == "periodic":
+        b, e = int(spec["bytes"]), parse_ns(spec["every"])
+        return lambda s, st, lg: periodic_writer(s, b, e, st, lg)
+    if kind == "bulk":
+        c = int(spec.get("bytes", 65536))
+        return lambda s, st, lg: bulk_writer(s, st, lg, c)
+    raise ValueError(f"writer.kind: unknown kind {kind!r}")
