@@ -2,21 +2,24 @@
 
 Checks run in packetdrill's order and stop at the first difference:
 
-1. payload length                      `live packet payload: expected 0 bytes vs actual 1000 bytes`
-2. IP length (options + payload)       `live packet field ipv4_total_length: expected: 52 (0x34) vs actual: 40 (0x28)`
-3. TCP header: data offset, FIN, SYN, RST, PSH, ACK, URG, seq, ack_seq, window, urg_ptr
-                                       `live packet field tcp_window: expected: 756 (0x2f4) vs actual: 1550 (0x60e)`
-4. TCP options, kind by kind in order  `bad value outbound TCP option 5 (sack): expected sack 1:1001 vs actual sack 1:2001`
-5. timing (`match_outbound` only)      `timing error: expected outbound packet at 0.147979 sec but happened at ...`
+1. payload length, e.g. `live packet payload: expected 0 bytes vs actual 1000 bytes`;
+2. IP length (headers + options + payload),
+   e.g. `live packet field ipv4_total_length: expected: 52 (0x34) vs actual: 40 (0x28)`;
+3. TCP header: data offset, FIN, SYN, RST, PSH, ACK, URG, seq, ack_seq, window, urg_ptr,
+   e.g. `live packet field tcp_window: expected: 756 (0x2f4) vs actual: 1550 (0x60e)`;
+4. TCP options, kind by kind in order,
+   e.g. `bad value outbound TCP option 5 (sack): expected sack 1:1001 vs actual sack 1:2001`;
+5. timing (`match_outbound` only),
+   e.g. `timing error: expected outbound packet at 0.147979 sec but happened at ...`.
 
 Step 2 is why a missing or extra option usually surfaces as an IP length error, exactly as
 with the real tool; `Mismatch.report()` adds both packets to show what differs. Pass
 `ip_version=None` in the config to skip the length checks (IP length and TCP data offset)
 and get the option-level message instead.
 
-What is not checked, as in packetdrill: `win` when omitted or `*`; options under `<...>`;
-TS ecr of outbound packets; TS val unless `--tcp_ts_tick_usecs` is set. `ack *` skips the
-ack check (an extension). An omitted `ack` expects 0, but only when the actual segment has
+What is not checked, as in packetdrill: `win` when omitted; options under `<...>`; TS ecr
+of outbound packets; TS val unless `--tcp_ts_tick_usecs` is set. `win *` and `ack *` skip
+their check (an extension of this front end). An omitted `ack` expects 0, but only when the actual segment has
 the ACK bit (a `Segment` without ACK may carry any value in `ack`).
 
 Sequence numbers are compared as given: the interpreter uses ISN 0 on both sides, so script

@@ -74,6 +74,8 @@ def _parse_flags(s: TokenStream) -> int:
     if token.kind is not Kind.WORD:
         s.fail(f"expected TCP flags (e.g. 'S', 'P.', '.'), got {token.describe()}")
     s.next()
+    if s.peek().kind is Kind.FLOAT and s.peek().text.startswith("."):
+        s.unsupported(f"AccECN ACE flags '{token.text}{s.peek().text}'")
     flags = 0
     for char in token.text:
         flags |= _flag_bit(s, char, token.line)

@@ -13,9 +13,15 @@ without a rule per struct; the interpreter gives them meaning.
 
 from __future__ import annotations
 
-from .ast import Array, Assign, BinOp, Call, Dots, Expr, Int, Ref, Str, Struct, Symbol, SyscallEvent, Timing
+import re
+
+from .ast import (
+    Array, Assign, BinOp, Call, Dots, Expr, Int, Ref, Str, Struct, Symbol, SyscallEvent, Timing,
+)
 from .lexer import Kind
 from .stream import TokenStream
+
+_ERRNO_NAME = re.compile(r"E[A-Z0-9_]+")
 
 
 def parse_syscall(s: TokenStream, line: int, timing: Timing) -> SyscallEvent:
@@ -97,8 +103,9 @@ def _parse_word(s: TokenStream) -> Expr:
 
 
 def _parse_errno(s: TokenStream) -> str | None:
-    """`ERRNO` after the result, e.g. `= -1 EAGAIN`."""
-    if s.peek().kind is Kind.WORD:
+    """`ERRNO` after the result, e.g. `= -1 EAGAIN` (a word shaped like an errno name)."""
+    token = s.peek()
+    if token.kind is Kind.WORD and _ERRNO_NAME.fullmatch(token.text):
         return s.next().text
     return None
 

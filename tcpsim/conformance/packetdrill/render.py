@@ -10,9 +10,9 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from .ast import (
-    ACK, ANY, FLAG_CHARS, Array, Assign, BinOp, Call, CodeEvent, CommandEvent, Dots, Eol, Event, Expr,
-    Int, Mss, Nop, PacketEvent, Ref, Sack, SackOK, Str, Struct, Symbol, SyscallEvent, TcpOption,
-    TcpPacket, TimeKind, Timestamp, Timing, Wildcard, WScale,
+    ACK, ANY, FLAG_CHARS, Array, Assign, BinOp, Call, CodeEvent, CommandEvent, Dots, Eol, Event,
+    Expr, Int, Mss, Nop, PacketEvent, Ref, Sack, SackOK, Str, Struct, Symbol, SyscallEvent,
+    TcpOption, TcpPacket, TimeKind, Timestamp, Timing, Wildcard, WScale,
 )
 from .layout import segment_options
 

@@ -57,8 +57,14 @@ class TokenStream:
         return int(token.value)  # type: ignore[arg-type]
 
     def fail(self, message: str, line: int | None = None) -> NoReturn:
-        """Raise a syntax error at `line`, by default the line of the next token."""
-        raise PacketdrillSyntaxError(self.filename, line or self.peek().line, message)
+        """Raise a syntax error at `line`; by default the line of the next token, or of the
+        last token when the script ended early."""
+        raise PacketdrillSyntaxError(self.filename, line or self._error_line(), message)
+
+    def _error_line(self) -> int:
+        if self.at_end() and self.index > 0:
+            return self.tokens[self.index - 1].line
+        return self.peek().line
 
     def unsupported(self, construct: str, line: int | None = None) -> NoReturn:
         self.fail(f"unsupported: {construct}", line)
