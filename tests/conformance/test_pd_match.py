@@ -49,7 +49,7 @@ def test_ack_seq():
 
 
 def test_ack_ignored_without_ack_flag():
-    assert mismatch("+0 > R 1:1(0)", Segment(1, 0, RST, 777, 0)) is None
+    assert mismatch("+0 > R 5:5(0)", Segment(5, 0, RST, 777, 0)) is None
 
 
 def test_seq():
@@ -101,37 +101,37 @@ def test_report_shows_both_packets():
 
 
 def test_sack_block_values_and_order():
-    seg = Segment(1, 0, ACK, 1, 9, sacks=((3001, 4001), (1001, 2001)))
-    assert mismatch("+0 > . 1:1(0) ack 1 <nop,nop,sack 3001:4001 1001:2001>", seg) is None
-    assert mismatch("+0 > . 1:1(0) ack 1 <nop,nop,sack 1001:2001 3001:4001>", seg) == (
+    seg = Segment(1, 0, ACK, 7, 9, sacks=((3001, 4001), (1001, 2001)))
+    assert mismatch("+0 > . 1:1(0) ack 7 <nop,nop,sack 3001:4001 1001:2001>", seg) is None
+    assert mismatch("+0 > . 1:1(0) ack 7 <nop,nop,sack 1001:2001 3001:4001>", seg) == (
         "bad value outbound TCP option 5 (sack): expected sack 1001:2001 3001:4001 "
         "vs actual sack 3001:4001 1001:2001")
 
 
 def test_sack_block_count_without_length_check():
-    seg = Segment(1, 0, ACK, 1, 9, sacks=((3001, 4001), (1001, 2001)))
-    assert mismatch("+0 > . 1:1(0) ack 1 <nop,nop,sack 3001:4001>", seg, ip_version=None) == (
+    seg = Segment(1, 0, ACK, 7, 9, sacks=((3001, 4001), (1001, 2001)))
+    assert mismatch("+0 > . 1:1(0) ack 7 <nop,nop,sack 3001:4001>", seg, ip_version=None) == (
         "bad lengths for outbound TCP option 5 (sack): expected sack 3001:4001 "
         "vs actual sack 3001:4001 1001:2001")
 
 
 def test_syn_ack_options():
-    seg = Segment(0, 0, SYN | ACK, 1, 65535, mss=1460, wscale=8, sack_ok=True)
-    good = "+0 > S. 0:0(0) ack 1 <mss 1460,nop,nop,sackOK,nop,wscale 8>"
+    seg = Segment(0, 0, SYN | ACK, 1, 65535, mss=1440, wscale=6, sack_ok=True)
+    good = "+0 > S. 0:0(0) ack 1 <mss 1440,nop,nop,sackOK,nop,wscale 6>"
     assert mismatch(good, seg) is None
-    assert mismatch(good.replace("wscale 8", "wscale 7"), seg) == \
-        "bad value outbound TCP option 3 (wscale): expected wscale 7 vs actual wscale 8"
-    assert mismatch(good.replace("mss 1460", "mss 1000"), seg) == \
-        "bad value outbound TCP option 2 (mss): expected mss 1000 vs actual mss 1460"
-    assert mismatch("+0 > S. 0:0(0) ack 1 <nop,nop,sackOK,mss 1460,nop,wscale 8>", seg) == (
-        "bad outbound TCP options: expected <nop,nop,sackOK,mss 1460,nop,wscale 8> "
-        "vs actual <mss 1460,nop,nop,sackOK,nop,wscale 8>")
-    assert mismatch("+0 > S. 0:0(0) ack 1 <...>", seg) is None
+    assert mismatch(good.replace("wscale 6", "wscale 7"), seg) == \
+        "bad value outbound TCP option 3 (wscale): expected wscale 7 vs actual wscale 6"
+    assert mismatch(good.replace("mss 1440", "mss 1000"), seg) == \
+        "bad value outbound TCP option 2 (mss): expected mss 1000 vs actual mss 1440"
+    assert mismatch("+0 > S. 0:0(0) ack 1 <nop,nop,sackOK,mss 1440,nop,wscale 6>", seg) == (
+        "bad outbound TCP options: expected <nop,nop,sackOK,mss 1440,nop,wscale 6> "
+        "vs actual <mss 1440,nop,nop,sackOK,nop,wscale 6>")
+    assert mismatch("* > S. 0:0(0) ack 1 win 65535 <...>", seg) is None
 
 
 def test_timestamps_val_by_tolerance_ecr_unchecked():
-    seg = Segment(1, 0, ACK, 1, 9, tsval=105, tsecr=12345)
-    text = "+0 > . 1:1(0) ack 1 <nop,nop,TS val 100 ecr 700>"
+    seg = Segment(1, 0, ACK, 7, 9, tsval=105, tsecr=12345)
+    text = "+0 > . 1:1(0) ack 7 <nop,nop,TS val 100 ecr 700>"
     assert mismatch(text, seg) is None                       # no tick length: val unchecked
     assert mismatch(text, seg, ts_tick_usecs=1000) == (
         "bad outbound TCP timestamp value, tolerance 4000: "
@@ -146,10 +146,10 @@ def test_timestamp_map_learns_baseline():
     syn_ack = Segment(0, 0, SYN | ACK, 1, 65535, mss=1460, wscale=7, sack_ok=True,
                       tsval=987654, tsecr=50)
     assert match_packet(first, syn_ack, config, ts_map) is None
-    later = line("+0 > . 1:1(0) ack 1001 <nop,nop,TS val 300 ecr 60>")
-    on_time = Segment(1, 0, ACK, 1001, 9, tsval=987854, tsecr=60)
+    later = line("+0 > . 1:1(0) ack 1201 <nop,nop,TS val 300 ecr 60>")
+    on_time = Segment(1, 0, ACK, 1201, 9, tsval=987854, tsecr=60)
     assert match_packet(later, on_time, config, ts_map) is None
-    late = Segment(1, 0, ACK, 1001, 9, tsval=987860, tsecr=60)
+    late = Segment(1, 0, ACK, 1201, 9, tsval=987860, tsecr=60)
     assert "expected TS val 300 vs actual 306" in str(match_packet(later, late, config, ts_map))
     assert ts_map.live_ecr(100) == 987654 and ts_map.live_ecr(300) == 987860
     assert ts_map.live_ecr(150) is None and ts_map.live_ecr(150, interpolate=True) == 987704
@@ -170,9 +170,9 @@ def test_linux_option_layout():
 
 
 def test_match_outbound_checks_fields_then_time():
-    event = line("+.04 > . 1:1(0) ack 20001 win 18000")
-    seg = Segment(1, 0, ACK, 20001, 18000)
-    expected = resolve(event.timing, 107_979)
+    event = line("+.05 > . 1:1(0) ack 30001 win 17000")
+    seg = Segment(1, 0, ACK, 30001, 17000)
+    expected = resolve(event.timing, 97_979)
     assert match_outbound(event, seg, 149_000, expected) is None
     late = match_outbound(event, seg, 235_739, expected)
     assert late.field == "timing"
@@ -180,13 +180,13 @@ def test_match_outbound_checks_fields_then_time():
                          "but happened at 0.235739 sec; tolerance 0.004000 sec")
     assert failure_line("x.pkt", event, late).startswith(
         "x.pkt:2: error handling packet: timing error: expected outbound packet at 0.147979")
-    wrong = match_outbound(event, Segment(1, 0, ACK, 20001, 1), 235_739, expected)
+    wrong = match_outbound(event, Segment(1, 0, ACK, 30001, 1), 235_739, expected)
     assert wrong.field == "tcp_window"
 
 
 def test_match_outbound_tolerance_from_config():
-    event = line("+0 > . 1:1(0) ack 1")
-    seg = Segment(1, 0, ACK, 1, 5)
+    event = line("+0 > . 1:1(0) ack 3")
+    seg = Segment(1, 0, ACK, 3, 5)
     expected = resolve(event.timing, 1_000_000)
     assert match_outbound(event, seg, 1_009_000, expected) is not None
     assert match_outbound(event, seg, 1_009_000, expected,

@@ -208,8 +208,7 @@ def test_syscall_multiline_msghdr_with_cmsg():
         +0 recvmsg(8, {msg_name(...)=...,
                 msg_iov(1)=[{..., 512}],
                 msg_flags=0,
-                msg_control=[{cmsg_level=SOL_TCP,
-                              cmsg_type=TCP_CM_INQ,
+                msg_control=[{cmsg_type=TCP_CM_INQ, cmsg_level=SOL_TCP,
                               cmsg_data=256}]}, 0) = 512
     """)
     call = s.events[1]
@@ -229,13 +228,13 @@ def test_syscall_multiline_msghdr_with_cmsg():
 def test_init_timed_and_cleanup_commands():
     s = script("""\
         `echo setup
-        sysctl -q net.ipv4.tcp_sack=1`
+        sysctl -q net.ipv4.tcp_dsack=0`
         0 `echo timed`
         +0.5 `nstat -n | grep -q " 7 "`
         `echo cleanup`
     """)
     assert s.init_command.line == 1
-    assert s.init_command.command == "echo setup\nsysctl -q net.ipv4.tcp_sack=1"
+    assert s.init_command.command == "echo setup\nsysctl -q net.ipv4.tcp_dsack=0"
     timed = s.events[0]
     assert isinstance(timed, CommandEvent) and timed.command == "echo timed" and timed.line == 3
     assert s.events[1].command == 'nstat -n | grep -q " 7 "'
@@ -264,7 +263,7 @@ def test_all_event_kinds_in_one_script():
         0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 4
         +0 listen(4, 8) = 0
         +0 < S 0:0(0) win 1000 <mss 500,nop,nop,sackOK>
-        +0 > S. 0:0(0) ack 1 <...>
+        +0 > S. 0:0(0) ack 1 win * <...>
         +.05 < . 1:1(0) ack 1 win 1000
         +0 accept(4, ..., ...) = 5
         +0 < P. 1:1501(1500) ack 1 win 1000

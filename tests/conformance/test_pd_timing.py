@@ -12,7 +12,7 @@ EVENTS = parse("""\
 0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 5
 +0.3 < S 0:0(0) win 900
 +0.05 < . 1:1(0) ack 1 win 900
-+0 > . 1:1(0) ack 1
++0 > . 1:1(0) ack 2 win 800
 +0 `true`
 +0 %{ pass }%
 +0.1...0.25 read(5, ..., 7) = 7

@@ -7,7 +7,7 @@ Arguments and the result are small expression trees (see `ast.Expr`):
              | '&' primary | WORD ['(' [expr, ...] ')'] ['=' expr]
 
 This generic form covers packetdrill's typed structs (`{sa_family=AF_INET, ...}`,
-`{msg_name(...)=..., msg_iov(1)=[{..., 1000}], ...}`, `{onoff=1, linger=0}`, cmsg lists)
+`{msg_name(...)=..., msg_iov(1)=[{..., 64}], ...}`, `{onoff=1, linger=0}`, cmsg lists)
 without a rule per struct; the interpreter gives them meaning.
 """
 
