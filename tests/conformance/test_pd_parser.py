@@ -177,6 +177,12 @@ def test_syscall_error_form_and_note():
     assert f.result == Int(0x802, "0x802") and f.errno is None and f.note == "flags O_RDWR"
 
 
+def test_symbolic_result_with_note_is_not_a_call():
+    e = only_event("+0 fcntl(6, F_GETFL) = O_RDWR|O_NONBLOCK (flags)")
+    assert e.result == BinOp("|", Symbol("O_RDWR"), Symbol("O_NONBLOCK"))
+    assert e.note == "flags"
+
+
 def test_syscall_bitwise_or_and_no_args():
     e = only_event("+0 fcntl(6, F_SETFL, O_RDWR|O_NONBLOCK|O_CLOEXEC) = 0")
     assert e.args[2] == BinOp("|", BinOp("|", Symbol("O_RDWR"), Symbol("O_NONBLOCK")),

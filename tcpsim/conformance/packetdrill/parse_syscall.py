@@ -30,16 +30,17 @@ def parse_syscall(s: TokenStream, line: int, timing: Timing) -> SyscallEvent:
     s.expect_punct("(", f"after system call name '{name}'")
     args = _parse_list(s, ")", f"arguments of {name}()")
     s.expect_punct("=", f"and the expected result after {name}(...)")
-    result = parse_expression(s)
+    result = parse_expression(s, calls=False)  # `= O_RDWR (note)` is a word and a note
     errno = _parse_errno(s)
     note = _parse_note(s)
     return SyscallEvent(line, timing, name, args, result, errno, note)
 
 
-def parse_expression(s: TokenStream) -> Expr:
-    expr = _parse_primary(s)
+def parse_expression(s: TokenStream, calls: bool = True) -> Expr:
+    """One expression; with `calls=False` a word followed by '(' is not read as a call."""
+    expr = _parse_primary(s, calls)
     while s.accept_punct("|"):
-        expr = BinOp("|", expr, _parse_primary(s))
+        expr = BinOp("|", expr, _parse_primary(s, calls))
     return expr
 
 
@@ -54,7 +55,7 @@ def _parse_list(s: TokenStream, close: str, context: str) -> tuple[Expr, ...]:
     return tuple(items)
 
 
-def _parse_primary(s: TokenStream) -> Expr:
+def _parse_primary(s: TokenStream, calls: bool = True) -> Expr:
     token = s.peek()
     kind = token.kind
     if kind is Kind.ELLIPSIS:
@@ -66,7 +67,7 @@ def _parse_primary(s: TokenStream) -> Expr:
     if kind is Kind.STRING:
         return _parse_string(s)
     if kind is Kind.WORD:
-        return _parse_word(s)
+        return _parse_word(s, calls)
     if token.is_punct("["):
         s.next()
         return Array(_parse_list(s, "]", "array"))
@@ -75,7 +76,7 @@ def _parse_primary(s: TokenStream) -> Expr:
         return Struct(_parse_list(s, "}", "struct"))
     if token.is_punct("&"):
         s.next()
-        return Ref(_parse_primary(s))
+        return Ref(_parse_primary(s, calls))
     if kind is Kind.FLOAT:
         s.unsupported(f"floating-point value {token.text} in a system call expression")
     s.fail(f"expected an expression, got {token.describe()}")
@@ -92,10 +93,10 @@ def _parse_string(s: TokenStream) -> Str:
     return Str(value, truncated)
 
 
-def _parse_word(s: TokenStream) -> Expr:
+def _parse_word(s: TokenStream, calls: bool = True) -> Expr:
     name = s.next().text
     target: Symbol | Call = Symbol(name)
-    if s.accept_punct("("):
+    if calls and s.accept_punct("("):
         target = Call(name, _parse_list(s, ")", f"arguments of {name}(...)"))
     if s.accept_punct("="):
         return Assign(target, parse_expression(s))
