@@ -4,9 +4,11 @@ Layout without delay::
 
     [snd] veth 10.77.0.1/24  <->  10.77.0.2/24 veth [rcv]
 
-With a one-way ``delay`` a middle ``rtr`` namespace forwards both directions and queues every
-forwarded packet to NFQUEUE 0, where :mod:`tcpsim.capture.nfq_delay` (pinned to one CPU) accepts
-each packet exactly ``delay`` after it was queued::
+With a delay, rate limit or loss a middle ``rtr`` namespace forwards both directions. Delayed
+directions are queued to NFQUEUE 0 (sender -> receiver) and 1 (receiver -> sender), where
+:mod:`tcpsim.capture.nfq_delay` (pinned to one CPU) accepts each packet exactly ``delay`` after
+it was queued; loss is an iptables `statistic` DROP on the data direction; a rate is a `tbf`
+qdisc on both router egresses (after the delay). The endpoints carry no qdisc tricks::
 
     [snd] 10.77.1.1 <-> 10.77.1.2 [rtr] 10.77.2.1 <-> 10.77.2.2 [rcv]
 
@@ -45,7 +47,11 @@ class Topology:
     """Names and addresses of one created topology, plus the processes started in it."""
 
     tag: str
-    delay_ns: int = 0
+    delay_ns: int = 0            # one-way delay, both directions (unless delay_ba_ns is set)
+    delay_ba_ns: int = -1        # receiver -> sender delay; -1 = same as delay_ns
+    rate_bps: int = 0            # tbf on both router egresses; 0 = unlimited
+    queue_limit: int = 1000      # tbf queue, packets
+    loss: float = 0.0            # random drop probability, data direction (snd -> rcv)
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     @property
@@ -61,8 +67,16 @@ class Topology:
         return f"tcs-rtr-{self.tag}"
 
     @property
+    def delay_ab(self) -> int:
+        return self.delay_ns
+
+    @property
+    def delay_ba(self) -> int:
+        return self.delay_ns if self.delay_ba_ns < 0 else self.delay_ba_ns
+
+    @property
     def routed(self) -> bool:
-        return self.delay_ns > 0
+        return self.delay_ab > 0 or self.delay_ba > 0 or self.rate_bps > 0 or self.loss > 0
 
     @property
     def namespaces(self) -> list[str]:
@@ -97,7 +111,8 @@ class Topology:
         self.sh(ns, ["sysctl", "-q", "-w", f"{name}={value}"])
 
     def read_sysctl(self, ns: str, name: str) -> str:
-        return self.sh(ns, ["sysctl", "-n", name]).strip()
+        """A sysctl's value in ``ns``, "" if it is not visible there (e.g. global-only ones)."""
+        return " ".join(self.sh(ns, ["sysctl", "-n", name], check=False).split())
 
 
 def _veth(a_ns: str, a_if: str, a_ip: str, b_ns: str, b_if: str, b_ip: str, mtu: int) -> None:
@@ -124,21 +139,48 @@ def build(topo: Topology, mtu: int = 1500) -> None:
     run(["ip", "-n", topo.snd, "route", "add", "10.77.2.0/24", "via", "10.77.1.2"])
     run(["ip", "-n", topo.rcv, "route", "add", "10.77.1.0/24", "via", "10.77.2.1"])
     topo.sysctl(topo.rtr, "net.ipv4.ip_forward", 1)
-    topo.sh(topo.rtr, ["iptables-legacy", "-A", "FORWARD", "-j", "NFQUEUE", "--queue-num", "0"])
+    ipt = ["iptables-legacy", "-A", "FORWARD"]
+    if topo.loss > 0:
+        topo.sh(topo.rtr, ipt + ["-i", "vs", "-m", "statistic", "--mode", "random",
+                                 "--probability", f"{topo.loss:.6f}", "-j", "DROP"])
+    # queue 0: sender -> receiver (arrives on vs); queue 1: receiver -> sender (arrives on vr)
+    for queue, ifname, delay in ((0, "vs", topo.delay_ab), (1, "vr", topo.delay_ba)):
+        if delay > 0:
+            topo.sh(topo.rtr, ipt + ["-i", ifname, "-j", "NFQUEUE", "--queue-num", str(queue)])
+    if topo.rate_bps > 0:
+        burst = max(2 * mtu + 100, topo.rate_bps // 8 // 250)
+        for ifname in ("vr", "vs"):
+            topo.sh(topo.rtr, ["tc", "qdisc", "add", "dev", ifname, "root", "tbf", "rate",
+                               f"{topo.rate_bps}bit", "burst", str(burst), "limit",
+                               str(topo.queue_limit * (mtu + 14))])
+
+
+def python_env() -> dict[str, str]:
+    """Environment for our own `python -m tcpsim...` children (finds this checkout)."""
+    root = str(Path(__file__).resolve().parents[2])
+    old = os.environ.get("PYTHONPATH", "")
+    return dict(os.environ, PYTHONPATH=root + (os.pathsep + old if old else ""))
 
 
 def start_delay(topo: Topology, cpu: int = 0, stats_path: Path | None = None) -> None:
-    """Start the NFQUEUE delay program in the router namespace and wait until it is bound."""
-    argv = [sys.executable, "-m", "tcpsim.capture.nfq_delay", "--delay-ns", str(topo.delay_ns),
-            "--cpu", str(cpu)]
-    if stats_path is not None:
-        argv += ["--stats", str(stats_path)]
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    p = topo.spawn(topo.rtr, argv, stdout=subprocess.PIPE, env=env)
-    assert p.stdout is not None
-    line = p.stdout.readline().decode().strip()
-    if line != "bound":
-        raise RuntimeError(f"nfq_delay did not start: {line!r}")
+    """Start one NFQUEUE delay program per delayed direction (router namespace); wait for bind.
+
+    Stats go to ``stats_path`` (queue 0, data direction) and ``<stem>.ba<suffix>`` (queue 1).
+    """
+    for queue, delay in ((0, topo.delay_ab), (1, topo.delay_ba)):
+        if delay <= 0:
+            continue
+        argv = [sys.executable, "-m", "tcpsim.capture.nfq_delay", "--queue", str(queue),
+                "--delay-ns", str(delay), "--cpu", str(cpu)]
+        if stats_path is not None:
+            path = stats_path if queue == 0 else stats_path.with_name(
+                stats_path.stem + ".ba" + stats_path.suffix)
+            argv += ["--stats", str(path)]
+        p = topo.spawn(topo.rtr, argv, stdout=subprocess.PIPE, env=python_env())
+        assert p.stdout is not None
+        line = p.stdout.readline().decode().strip()
+        if line != "bound":
+            raise RuntimeError(f"nfq_delay (queue {queue}) did not start: {line!r}")
 
 
 def stop_procs(procs: list[subprocess.Popen[bytes]], timeout: float = 3.0) -> None:
@@ -174,9 +216,11 @@ def teardown(topo: Topology) -> list[str]:
 
 @contextlib.contextmanager
 def topology(delay_ns: int = 0, mtu: int = 1500, tag: str | None = None,
-             delay_cpu: int = 0, delay_stats: Path | None = None) -> Iterator[Topology]:
+             delay_cpu: int = 0, delay_stats: Path | None = None, delay_ba_ns: int = -1,
+             rate_bps: int = 0, queue_limit: int = 1000, loss: float = 0.0) -> Iterator[Topology]:
     """Create a topology, yield it, and tear it down on every exit path (incl. SIGTERM)."""
-    topo = Topology(tag=tag or f"{os.getpid()}", delay_ns=delay_ns)
+    topo = Topology(tag=tag or f"{os.getpid()}", delay_ns=delay_ns, delay_ba_ns=delay_ba_ns,
+                    rate_bps=rate_bps, queue_limit=queue_limit, loss=loss)
     old_term = signal.getsignal(signal.SIGTERM)
 
     def _on_term(signum, frame):  # turn SIGTERM into an exception so `finally` runs
@@ -185,7 +229,7 @@ def topology(delay_ns: int = 0, mtu: int = 1500, tag: str | None = None,
     signal.signal(signal.SIGTERM, _on_term)
     try:
         build(topo, mtu)
-        if topo.routed:
+        if topo.delay_ab > 0 or topo.delay_ba > 0:
             start_delay(topo, cpu=delay_cpu, stats_path=delay_stats)
         yield topo
     finally:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import gc
 import json
 import os
 import select
@@ -155,9 +156,15 @@ def main() -> None:
     ap.add_argument("--delay-ns", type=int, required=True)
     ap.add_argument("--cpu", type=int, default=-1)
     ap.add_argument("--stats", default="")
+    ap.add_argument("--rt", type=int, default=10, help="SCHED_FIFO priority (0: leave as is)")
     args = ap.parse_args()
     if args.cpu >= 0:
         os.sched_setaffinity(0, {args.cpu})
+    if args.rt > 0:
+        try:  # real-time priority keeps the lateness tail short while the CPU is busy
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt))
+        except OSError:
+            pass
     stop = [False]
 
     def _stop(signum, frame):
@@ -165,6 +172,7 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
+    gc.disable()  # a collection pause would show up as lateness
     d = Delayer(args.queue, args.delay_ns)
     d.bind()
     print("bound", flush=True)

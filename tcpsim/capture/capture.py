@@ -1,0 +1,252 @@
+"""`tcpsim capture`: run a scenario's workload over the real kernel and write a Parquet trace.
+
+    capture(scenario, out_dir, duration_s=None, use_bpftrace=True) -> Path
+
+Needs root, `ip`, `ethtool`, `tcpdump`, `iptables-legacy` (for a delay) and optionally
+`bpftrace`. Without bpftrace the trace has no 'rx' rows (no per-segment kernel state): only the
+wire, the socket samples, the app logs and the counters; metadata summary says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tcpsim.capture import nstat, parquet_out, trace_build as tb, wire
+from tcpsim.capture.netns import Topology, python_env, topology
+from tcpsim.capture.probe import BpfProbe, TRACEFS, available as bpf_available
+from tcpsim.capture.probe_csv import drop_reason_names
+from tcpsim.capture.recorder import WireRecorder
+from tcpsim.capture.spec import CaptureSpec, parse
+
+RCV_PORT = 46000
+SND_PORT = 5001
+SENDER_CPU = 0
+
+
+def _expect(proc: subprocess.Popen[bytes], word: str, timeout: float) -> None:
+    """Wait for a line ``word`` on the process's stdout."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([proc.stdout], [], [], 0.1)
+        if r:
+            line = proc.stdout.readline().decode().strip()
+            if line == word:
+                return
+            if not line and proc.poll() is not None:
+                break
+    raise RuntimeError(f"endpoint did not say {word!r} (exit {proc.poll()})")
+
+
+def endpoint_configs(spec: CaptureSpec, topo: Topology, raw: Path) -> tuple[dict, dict]:
+    """(sender config, receiver config) for tcpsim.capture.endpoint."""
+    rcv_listens = spec.role == "server"
+    snd = {"role": "connect" if rcv_listens else "listen", "addr": topo.snd_addr,
+           "port": 0 if rcv_listens else SND_PORT, "peer_addr": topo.rcv_addr,
+           "peer_port": RCV_PORT, "nodelay": spec.nodelay, "cc": "cubic", "cpu": SENDER_CPU,
+           "app": spec.writer, "sample_ns": 10_000_000, "out": str(raw)}
+    rcv = {"role": "listen" if rcv_listens else "connect", "addr": topo.rcv_addr,
+           "port": RCV_PORT, "peer_addr": topo.snd_addr, "peer_port": SND_PORT,
+           "so_rcvbuf": spec.so_rcvbuf, "cpu": -1, "app": spec.reader,
+           "sample_ns": 10_000_000, "out": str(raw)}
+    return snd, rcv
+
+
+def configure(spec: CaptureSpec, topo: Topology) -> None:
+    """Receiver sysctls (inside its namespace) and the sender's initcwnd (a host route)."""
+    for name, value in spec.sysctls.items():
+        topo.sysctl(topo.rcv, name, value)
+    route = ["ip", "-n", topo.snd, "route", "add", f"{topo.rcv_addr}/32", "dev", "veth0"]
+    if topo.routed:
+        route += ["via", "10.77.1.2"]
+    subprocess.run(route + ["initcwnd", str(spec.initcwnd)], check=True, capture_output=True)
+
+
+def read_csv_ints(path: Path) -> list[dict[str, int]]:
+    if not path.exists():
+        return []
+    lines = path.read_text().splitlines()
+    head = lines[0].split(",")
+    return [dict(zip(head, map(int, ln.split(",")))) for ln in lines[1:] if ln]
+
+
+def read_events(path: Path) -> list[tuple[int, str, int]]:
+    if not path.exists():
+        return []
+    out = []
+    for ln in path.read_text().splitlines()[1:]:
+        t, kind, n = ln.split(",")
+        out.append((int(t), kind, int(n)))
+    return out
+
+
+def run_workload(spec: CaptureSpec, topo: Topology, raw: Path, duration_s: float) -> int:
+    """Start both endpoints (listener first), run for ``duration_s``, stop them; return t0."""
+    snd_cfg, rcv_cfg = endpoint_configs(spec, topo, raw)
+    env = python_env()
+    first, second = (("receiver", rcv_cfg), ("sender", snd_cfg)) if rcv_cfg["role"] == "listen" \
+        else (("sender", snd_cfg), ("receiver", rcv_cfg))
+    procs = []
+    for side, cfg in (first, second):
+        ns = topo.rcv if side == "receiver" else topo.snd
+        p = topo.spawn(ns, [sys.executable, "-m", "tcpsim.capture.endpoint", side,
+                            "--config", json.dumps(cfg)], stdout=subprocess.PIPE, env=env)
+        procs.append(p)
+        if cfg["role"] == "listen":
+            _expect(p, "listening", 10)
+    for p in procs:
+        _expect(p, "connected", 10)
+    t0 = time.monotonic_ns()
+    time.sleep(duration_s)
+    for p in procs:          # SIGTERM the endpoint; it writes its logs and exits
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        topo.procs.remove(p)
+    return t0
+
+
+def capture(scenario: dict[str, Any] | str | Path, out_dir: str | Path,
+            duration_s: float | None = None, use_bpftrace: bool = True) -> Path:
+    """Run the scenario over the real kernel; return the Parquet trace path."""
+    spec = parse(scenario)
+    out = Path(out_dir)
+    raw = out / f"{spec.name}.raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    duration = duration_s if duration_s is not None else spec.duration_ns / 1e9
+    use_bpf = use_bpftrace and bpf_available()
+    probe = BpfProbe(RCV_PORT, RCV_PORT, raw / "probe.csv") if use_bpf else None
+    pcap = raw / "wire.pcap"
+    with topology(delay_ns=spec.delay_ab_ns, delay_ba_ns=spec.delay_ba_ns, mtu=spec.mtu,
+                  rate_bps=spec.rate_bps, queue_limit=spec.queue_limit, loss=spec.loss,
+                  tag=f"c{os.getpid()}", delay_stats=raw / "delay.json") as topo:
+        configure(spec, topo)
+        sysctls = {k: topo.read_sysctl(topo.rcv, k) for k in _sysctl_names(spec)}
+        before = nstat.read_counters(lambda a: topo.sh(topo.rcv, a))
+        if probe:
+            probe.start()
+        try:
+            realtime_offset = time.time_ns() - time.monotonic_ns()
+            with WireRecorder(topo, pcap, RCV_PORT):
+                t0 = run_workload(spec, topo, raw, duration)
+        finally:
+            records = probe.stop() if probe else None
+        after = nstat.read_counters(lambda a: topo.sh(topo.rcv, a))
+    counters = {k: v for k, v in nstat.diff(before, after).items() if k.startswith("TcpExt")}
+    rows, summary = assemble(raw, pcap, records, t0, realtime_offset)
+    summary.update({"duration_s": duration, "bpftrace": bool(records),
+                    "rx_state": "before the segment (tcp:tcp_probe)" if records else
+                    "no per-segment kernel state (bpftrace not used)",
+                    "delay": _delay_stats(raw)})
+    meta = {"source": "capture", "profile": f"linux-{platform.release()}",
+            "scenario": spec.raw, "sysctls": sysctls, "counters": counters, "summary": summary}
+    (raw / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
+    path = out / f"{spec.name}.parquet"
+    return parquet_out.write(tb.sort_rows(rows), path, meta)
+
+
+def assemble(raw: Path, pcap: Path, records: dict | None, t0: int,
+             realtime_offset: int) -> tuple[list[tb.Row], dict[str, Any]]:
+    """All rows of the trace plus a summary with the cross-checks."""
+    flow = wire.build_flow(wire.read_pcap(pcap), RCV_PORT) if pcap.exists() else None
+    rows: list[tb.Row] = []
+    summary: dict[str, Any] = {}
+    if flow and flow.packets:
+        # pcap time (realtime) -> monotonic -> relative to t0
+        rows += tb.wire_rows(wire.rows(flow), -realtime_offset - t0)
+        summary["wire"] = wire.window_summary(wire.ack_windows(flow))
+        data_end = [r["end_seq"] for r in wire.rows(flow) if r["sock"] == "snd" and r["len"]]
+        summary["wire_bytes"] = max(data_end, default=1) - 1
+    rcv_samples = read_csv_ints(raw / "receiver_samples.csv")
+    snd_samples = read_csv_ints(raw / "sender_samples.csv")
+    rows += tb.sample_rows(rcv_samples, "rcv", t0) + tb.sample_rows(snd_samples, "snd", t0)
+    rows += tb.app_rows(read_events(raw / "sender_events.csv"), "snd", t0)
+    rows += tb.app_rows(read_events(raw / "receiver_events.csv"), "rcv", t0)
+    if rcv_samples:
+        summary["tcpi_bytes_received"] = rcv_samples[-1]["tcpi_bytes_received"]
+        summary["max_rmem"] = max(s["sk_rmem_alloc"] for s in rcv_samples)
+        summary["max_rcvbuf"] = max(s["sk_rcvbuf"] for s in rcv_samples)
+    if records:
+        probes = [p for p in records["probe"] if p["sport"] == RCV_PORT]
+        peer_isn = flow.isn.get(False) if flow else None
+        own_isn = flow.isn.get(True) if flow else None
+        if peer_isn is None and probes:
+            first = next((p for p in probes if p["data_len"] > 0), probes[0])
+            peer_isn = (first["seq"] - 1) % tb.U32
+        rx = tb.probe_rows(probes, peer_isn or 0, own_isn, t0)
+        rows += rx
+        rows += tb.drop_rows(records["drop"], _drop_reasons(), t0)
+        rows += tb.state_rows(records["grow"], records["adjust"], t0)
+        summary["probe_rows"] = len(rx)
+        summary["probe_last_rcv_nxt"] = max((r["end_seq"] for r in rx if r["len"] > 0), default=1) - 1
+        if flow:
+            summary["window_check"] = window_check(rx, [r for r in rows if r["event"] == "tx"
+                                                        and r["sock"] == "rcv"])
+    return rows, summary
+
+
+def window_check(rx: list[tb.Row], acks: list[tb.Row]) -> dict[str, int]:
+    """How often the window of the last ACK on the wire before a segment equals the kernel's
+    rcv_wnd that tcp_probe shows for that segment (ACKs in flight make a few differ)."""
+    acks = sorted((a for a in acks if "S" not in a["flags"]), key=lambda a: a["t_ns"])
+    i, last, match, mismatch = 0, None, 0, 0
+    for r in sorted(rx, key=lambda r: r["t_ns"]):
+        while i < len(acks) and acks[i]["t_ns"] <= r["t_ns"]:
+            last = acks[i]
+            i += 1
+        if last is None:
+            continue
+        if last["win_scaled"] == r["rcv_wnd"]:
+            match += 1
+        else:
+            mismatch += 1
+    return {"match": match, "mismatch": mismatch}
+
+
+def _drop_reasons() -> dict[int, str]:
+    fmt = TRACEFS / "events/skb/kfree_skb/format"
+    return drop_reason_names(fmt.read_text()) if fmt.exists() else {}
+
+
+def _delay_stats(raw: Path) -> dict[str, Any]:
+    out = {}
+    for name in ("delay.json", "delay.ba.json"):
+        p = raw / name
+        if p.exists():
+            out[name] = json.loads(p.read_text())
+    return out
+
+
+def _sysctl_names(spec: CaptureSpec) -> list[str]:
+    base = ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.core.rmem_max",
+            "net.ipv4.tcp_shrink_window", "net.ipv4.tcp_moderate_rcvbuf",
+            "net.ipv4.tcp_adv_win_scale", "net.ipv4.tcp_app_win", "net.ipv4.tcp_timestamps",
+            "net.ipv4.tcp_window_scaling", "net.ipv4.tcp_sack", "net.ipv4.tcp_mem"]
+    return list(dict.fromkeys(base + list(spec.sysctls)))
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+    ap = argparse.ArgumentParser(description="Capture a scenario over the real kernel.")
+    ap.add_argument("scenario", help="scenario TOML file")
+    ap.add_argument("--out", default="captures")
+    ap.add_argument("--duration", type=float, default=None, help="seconds (default: scenario)")
+    ap.add_argument("--no-bpftrace", action="store_true")
+    args = ap.parse_args(argv)
+    print(capture(args.scenario, args.out, args.duration, not args.no_bpftrace))
+
+
+if __name__ == "__main__":
+    main()
