@@ -1,0 +1,59 @@
+"""Linux 6.14 (and the 6.11 change before it).
+
+* from 6.11 (Subash Abhinov Kasiviswanathan / Sean Tranchetti): when the measured
+  scaling_ratio changes, window_clamp follows tcp_win_from_space(sk_rcvbuf) -- also for
+  SO_RCVBUF-locked sockets -- and the DRS baseline is capped to it.
+* 8c670bdfa58e "tcp: correct handling of extreme memory squeeze" (Jon Maloy, v6.14): the
+  zero window advertised after a memory drop is stored (rcv_wnd = 0, rcv_wup = rcv_nxt), so a
+  later read reliably sends the window update.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tcpsim.models.linux_6_10 import Linux610
+from tcpsim.policy import Profile
+
+if TYPE_CHECKING:
+    from tcpsim.core.socket import TcpSocket
+
+
+class Linux614(Linux610):
+    """Linux 6.14: clamp follows the ratio; NOMEM zero window stored."""
+
+    RELEASE = "6.14"
+
+    def on_scaling_ratio_change(self, sk: TcpSocket) -> None:
+        """tcp_measure_rcv_mss() [6.11+]: window_clamp = W(sk_rcvbuf), DRS baseline capped."""
+        self.set_window_clamp(sk, self.win_from_space(sk, sk.sk_rcvbuf))
+        if sk.window_clamp < sk.rcvq_space:
+            sk.rcvq_space = sk.window_clamp
+
+    def set_window_clamp(self, sk: TcpSocket, val: int) -> None:
+        """Models tcp_set_window_clamp() [6.x]: lowering the clamp lowers rcv_ssthresh;
+        raising it lets rcv_ssthresh follow up to rcv_wnd."""
+        if val == 0:
+            if sk.state == "CLOSED":
+                sk.window_clamp = 0
+            return
+        old = sk.window_clamp
+        new = max(val, 4608 // 2)
+        if new == old:
+            return
+        sk.window_clamp = new
+        if new < old:
+            sk.rcv_ssthresh = min(sk.rcv_ssthresh, new)
+        else:
+            sk.rcv_ssthresh = max(min(sk.rcv_wnd, new), sk.rcv_ssthresh)
+
+    def nomem_window(self, sk: TcpSocket) -> int:
+        """tcp_select_window() NOMEM branch [6.14+]: store the zero."""
+        sk.pred_ok = False
+        sk.rcv_wnd = 0
+        sk.rcv_wup = sk.rcv_nxt
+        return 0
+
+
+PROFILE = Profile("linux-6.14", Linux614,
+                  "6.14: window_clamp follows scaling_ratio (6.11), memory-squeeze zero window stored")

@@ -1,0 +1,59 @@
+"""Linux 6.18: the development machines' kernel.
+
+What 6.18 changed on top of 6.17 (autumn-2025 fixes):
+* "tcp: use skb->len instead of skb->truesize in tcp_can_ingest()": admission tests
+  rmem + len <= rcvbuf -- 6.17's truesize test starved small SO_RCVBUF sockets and NICs
+  that spend a 4 KiB page on a small frame.
+* aa251c84636c "tcp: fix too slow tcp_rcvbuf_grow() action": the slow-start growth term
+  2 * rcvwin * (new - old) / old is back in tcp_rcvbuf_grow().
+* out-of-order segments grow sk_rcvbuf (tcp_data_queue_ofo() calls tcp_rcvbuf_grow() with
+  the unchanged baseline, so the OFO span is budgeted) once the socket is accepted.
+* a bare FIN is accepted at a zero window, and a segment whose data fits but whose FIN lies
+  just past the window is not "beyond window".
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tcpsim.core.segment import FIN, Segment
+from tcpsim.core.skb import Skb
+from tcpsim.models.linux_6_17 import Linux617
+from tcpsim.policy import Profile
+
+if TYPE_CHECKING:
+    from tcpsim.core.socket import TcpSocket
+
+
+class Linux618(Linux617):
+    """Linux 6.18: len-based admission, proportional DRS growth, OFO-driven growth."""
+
+    RELEASE = "6.18"
+
+    def can_ingest(self, sk: TcpSocket, skb: Skb) -> bool:
+        """Models tcp_can_ingest() [6.18]: rmem + skb->len <= rcvbuf."""
+        return sk.sk_rmem_alloc + skb.len <= sk.sk_rcvbuf
+
+    def rcvbuf_grow_term(self, sk: TcpSocket, newval: int, oldval: int) -> int:
+        """aa251c84636c: let the sender double its rate, 2 * rcvwin * (new - old) / old."""
+        rcvwin = newval << 1
+        return (rcvwin * (newval - oldval) // oldval) << 1 if oldval else 0
+
+    def ofo_rcvbuf_grow(self, sk: TcpSocket) -> None:
+        """tcp_data_queue_ofo() [6.18]: tcp_rcvbuf_grow(rcvq_space.space) for accepted
+        sockets, so the receive buffer covers the out-of-order span."""
+        if sk.accepted:
+            self.rcvbuf_grow(sk, sk.rcvq_space)
+
+    def zero_window_accepts(self, sk: TcpSocket, seg: Segment) -> bool:
+        """A bare FIN is accepted even at a zero window."""
+        return seg.len == 0 and bool(seg.flags & FIN)
+
+    def end_beyond_window(self, sk: TcpSocket, seg: Segment, right: int) -> bool:
+        """FIN allowance: only the data must fit."""
+        return seg.seq + seg.len > right
+
+
+PROFILE = Profile("linux-6.18", Linux618,
+                  "6.18 (development machines): len-based admission, proportional DRS growth, "
+                  "OFO-driven buffer growth")

@@ -1,0 +1,1 @@
+"""Patches: mixins that override one or two decision points of any compatible kernel."""

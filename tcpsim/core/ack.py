@@ -1,0 +1,284 @@
+"""ACK generation: per-segment bookkeeping, immediate vs delayed ACKs, the delayed-ACK
+timer, window updates after reads, and SACK/D-SACK blocks.
+
+Models tcp_event_data_recv(), __tcp_ack_snd_check(), tcp_send_delayed_ack(),
+tcp_delack_timer_handler(), __tcp_cleanup_rbuf() and tcp_send_ack() [tcp_input.c,
+tcp_output.c, tcp_timer.c, tcp.c].
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tcpsim.core.constants import (
+    ICSK_ACK_NOW, ICSK_ACK_PUSHED, ICSK_ACK_PUSHED2, ICSK_ACK_SCHED, ICSK_ACK_TIMER,
+    TCP_ATO_MIN_NS, TCP_DELACK_MAX_NS, TCP_DELACK_MIN_NS, TCP_MAX_QUICKACKS, NS_PER_MS,
+)
+from tcpsim.core.segment import ACK, Segment
+from tcpsim.core.skb import Skb
+
+if TYPE_CHECKING:
+    from tcpsim.core.socket import TcpSocket
+
+
+class AckMixin:
+    """ACK behaviour of TcpSocket."""
+
+    __slots__ = ()
+
+    def _init_ack_state(self: TcpSocket) -> None:
+        self.ack_pending = 0
+        self.ack_quick = 0
+        self.ack_ato = 0
+        self.ack_lrcvtime = 0
+        self.ack_pingpong = 0
+        self.delack_deadline = 0
+        self.ack_rcv_mss = 536
+        self.dup_ack_counter = 0
+        self.compressed_ack = 0
+        self.comp_sack_deadline = 0
+        self.lsndtime = 0
+
+    # -- quick-ack mode -----------------------------------------------------------------------
+
+    def incr_quickack(self: TcpSocket, max_quickacks: int) -> None:
+        """Models tcp_incr_quickack(): allow up to rcv_wnd/(2*rcv_mss) immediate ACKs."""
+        quickacks = self.rcv_wnd // (2 * self.ack_rcv_mss) or 2
+        quickacks = min(quickacks, max_quickacks)
+        if quickacks > self.ack_quick:
+            self.ack_quick = quickacks
+
+    def enter_quickack_mode(self: TcpSocket, max_quickacks: int) -> None:
+        """Models tcp_enter_quickack_mode(): quick ACKs, leave ping-pong, reset ato."""
+        self.incr_quickack(max_quickacks)
+        self.ack_pingpong = 0
+        self.ack_ato = TCP_ATO_MIN_NS
+
+    def in_quickack_mode(self: TcpSocket) -> bool:
+        """Models tcp_in_quickack_mode()."""
+        return self.ack_quick > 0 and not self.in_pingpong()
+
+    def in_pingpong(self: TcpSocket) -> bool:
+        return self.ack_pingpong >= self.k.pingpong_thresh()
+
+    def enter_pingpong(self: TcpSocket) -> None:
+        self.ack_pingpong = self.k.pingpong_thresh()
+
+    # -- tcp_event_data_recv ------------------------------------------------------------------
+
+    def event_data_recv(self: TcpSocket, seg: Segment, skb: Skb) -> None:
+        """Models tcp_event_data_recv(): schedule an ACK, learn rcv_mss and RTT, adapt the
+        delayed-ACK timeout (ato) to the inter-arrival time, grow rcv_ssthresh."""
+        self.ack_pending |= ICSK_ACK_SCHED
+        self.k.measure_rcv_mss(self, seg, skb)
+        self.k.rcv_rtt_measure(self)
+        now = self.now - self.now % NS_PER_MS          # jiffies
+        if not self.ack_ato:
+            self.incr_quickack(TCP_MAX_QUICKACKS)
+            self.ack_ato = TCP_ATO_MIN_NS
+        else:
+            m = now - self.ack_lrcvtime
+            if m <= TCP_ATO_MIN_NS // 2:
+                self.ack_ato = (self.ack_ato >> 1) + TCP_ATO_MIN_NS // 2
+            elif m < self.ack_ato:
+                self.ack_ato = min((self.ack_ato >> 1) + m, self.rto)
+            elif m > self.rto:
+                self.incr_quickack(TCP_MAX_QUICKACKS)
+        self.ack_lrcvtime = now
+        if seg.len >= 128:
+            self.k.grow_window(self, skb, True, seg)
+
+    # -- immediate or delayed ----------------------------------------------------------------
+
+    def ack_snd_check(self: TcpSocket, ofo_possible: bool) -> None:
+        """Models tcp_ack_snd_check() / __tcp_ack_snd_check()."""
+        if not self.ack_pending & ICSK_ACK_SCHED:
+            return
+        if (((self.rcv_nxt - self.rcv_wup) > self.ack_rcv_mss
+             and ((self.rcv_nxt - self.copied_seq) < self.rcvlowat
+                  or self.k.select_window(self) >= self.rcv_wnd))
+                or self.in_quickack_mode() or self.ack_pending & ICSK_ACK_NOW):
+            self.send_ack()
+            return
+        if not ofo_possible or not self.ofo_queue:
+            self.send_delayed_ack()
+            return
+        self._sack_compress()
+
+    def _sack_compress(self: TcpSocket) -> None:
+        """Out-of-order data with SACK: the first dupACKs go out at once, then they are
+        compressed by a short timer (tcp_comp_sack_delay_ns, 5 % of the RTT)."""
+        s = self.sysctl
+        if not self.sack_ok or self.compressed_ack >= s.tcp_comp_sack_nr:
+            self.send_ack()
+            return
+        if self.dup_ack_counter < 3:
+            self.dup_ack_counter += 1
+            self.send_ack()
+            return
+        self.compressed_ack += 1
+        if self.comp_sack_deadline:
+            return
+        rtt_us = self.rcv_rtt_us8 >> 3
+        if self.srtt_us8:
+            rtt_us = min(rtt_us, self.srtt_us8 >> 3) if rtt_us else self.srtt_us8 >> 3
+        delay = min(s.tcp_comp_sack_delay_ns, rtt_us * 1000 // 20)
+        self.comp_sack_deadline = self.now + delay
+
+    def compressed_ack_timer(self: TcpSocket) -> None:
+        """tcp_compressed_ack_kick(): flush the compressed SACK."""
+        if self.compressed_ack:
+            self.compressed_ack = 0
+            self.send_ack()
+
+    def send_delayed_ack(self: TcpSocket) -> None:
+        """Models tcp_send_delayed_ack(): arm (or pull in) the delayed-ACK timer."""
+        ato = self.ack_ato
+        if ato > TCP_DELACK_MIN_NS:
+            max_ato = 500 * NS_PER_MS
+            if self.in_pingpong() or self.ack_pending & ICSK_ACK_PUSHED:
+                max_ato = TCP_DELACK_MAX_NS
+            if self.srtt_us8:
+                rtt = max(self.srtt_us8 >> 3, TCP_DELACK_MIN_NS // 1000) * 1000
+                max_ato = min(max_ato, rtt)
+            ato = min(ato, max_ato)
+        ato = min(ato, self.k.delack_max(self))
+        now = self.now - self.now % NS_PER_MS
+        timeout = now + ato
+        if self.ack_pending & ICSK_ACK_TIMER and self.delack_deadline:
+            if self.delack_deadline <= now + (ato >> 2):
+                self.send_ack()
+                return
+            timeout = min(timeout, self.delack_deadline)
+        self.ack_pending |= ICSK_ACK_SCHED | ICSK_ACK_TIMER
+        self.delack_deadline = timeout
+
+    def delack_timer(self: TcpSocket) -> None:
+        """Models tcp_delack_timer_handler(): send the ACK still owed, inflate ato."""
+        if self.compressed_ack:
+            self.compressed_ack = 0
+        if not self.ack_pending & ICSK_ACK_SCHED or self.state == "CLOSED":
+            return
+        if not self.in_pingpong():
+            self.ack_ato = min(self.ack_ato << 1, self.rto)
+        else:
+            self.ack_pingpong = 0
+            self.ack_ato = TCP_ATO_MIN_NS
+        self.mib.DelayedACKs += 1
+        self.send_ack()
+
+    # -- window update after a read ------------------------------------------------------------
+
+    def cleanup_would_ack(self: TcpSocket, copied: int) -> bool:
+        """The decision of __tcp_cleanup_rbuf() without its effects (see cleanup_rbuf)."""
+        if self.ack_pending & ICSK_ACK_SCHED:
+            if self.rcv_nxt - self.rcv_wup > self.ack_rcv_mss:
+                return True
+            if (copied > 0 and (self.ack_pending & ICSK_ACK_PUSHED2
+                                or (self.ack_pending & ICSK_ACK_PUSHED and not self.in_pingpong()))
+                    and self.sk_rmem_alloc == 0):
+                return True
+        if copied > 0 and not self.rcv_shutdown:
+            now_win = self.receive_window()
+            if 2 * now_win <= self.window_clamp:
+                new = self.k.select_window(self)
+                if new and new >= 2 * now_win:
+                    return True
+        return False
+
+    def cleanup_rbuf(self: TcpSocket, copied: int) -> bool:
+        """Models __tcp_cleanup_rbuf(): after a read, send the ACK still owed or a window
+        update when the read at least doubled a window that was at most half open."""
+        if self.state == "CLOSED":
+            return False
+        if self.cleanup_would_ack(copied):
+            self.send_ack()
+            return True
+        return False
+
+    # -- sending ACKs ---------------------------------------------------------------------------
+
+    def send_ack(self: TcpSocket) -> None:
+        """Models tcp_send_ack(): a pure ACK carrying the window tcp_select_window() picks."""
+        if self.state == "CLOSED":
+            return
+        seg = self.make_segment(self.snd_nxt, 0, ACK)
+        self.ack_sent()
+        self._emit(seg)
+
+    def send_dupack(self: TcpSocket, seg: Segment) -> None:
+        """Models tcp_send_dupack(): duplicate data gets a D-SACK and quick-ack mode."""
+        if seg.len and seg.seq < self.rcv_nxt:
+            self.mib.DelayedACKLost += 1
+            self.enter_quickack_mode(TCP_MAX_QUICKACKS)
+            if self.sack_ok:
+                self._set_dsack(seg.seq, min(seg.end_seq, self.rcv_nxt))
+        self.send_ack()
+
+    def ack_sent(self: TcpSocket) -> None:
+        """Models tcp_event_ack_sent(): leave quick-ack mode by one, clear the pending ACK."""
+        if self.compressed_ack:
+            self.compressed_ack = 0
+            self.comp_sack_deadline = 0
+        self.k.dec_quickack_mode(self)
+        self.ack_pending = 0
+        self.delack_deadline = 0
+
+    def make_segment(self: TcpSocket, seq: int, length: int, flags: int) -> Segment:
+        """Build an outgoing segment with ACK, window, timestamps and SACK blocks
+        (__tcp_transmit_skb: every non-SYN segment calls tcp_select_window)."""
+        win = self.k.advertise_window(self)
+        seg = Segment(seq, length, flags, self.rcv_nxt, win)
+        if self.ts_ok:
+            seg.tsval = self._tsval()
+            seg.tsecr = self.ts_recent
+        if self.sack_ok and (self.dsack or self.selective_acks):
+            blocks = []
+            if self.dsack:
+                blocks.append(self.dsack)
+                self.dsack = None
+            room = (3 if self.ts_ok else 4) - len(blocks)
+            blocks.extend((b[0], b[1]) for b in self.selective_acks[:room])
+            seg.sacks = tuple(blocks)
+        return seg
+
+    # -- SACK blocks ------------------------------------------------------------------------------
+
+    def _set_dsack(self: TcpSocket, start: int, end: int) -> None:
+        """tcp_dsack_set(): report a duplicate range in the next ACK."""
+        if self.sack_ok:
+            self.dsack = (start, end)
+            self.mib.TCPDSACKOldSent += 1 if end <= self.rcv_nxt else 0
+
+    def sack_new_ofo(self: TcpSocket, seq: int, end: int) -> None:
+        """Models tcp_sack_new_ofo_skb(): extend or add a SACK block, most recent first."""
+        if not self.sack_ok:
+            return
+        blocks = self.selective_acks
+        for i, b in enumerate(blocks):
+            if b[0] <= end and seq <= b[1]:              # touches: extend and move to front
+                b[0], b[1] = min(b[0], seq), max(b[1], end)
+                blocks.insert(0, blocks.pop(i))
+                self._sack_merge()
+                return
+        blocks.insert(0, [seq, end])
+        del blocks[4:]
+
+    def _sack_merge(self: TcpSocket) -> None:
+        """tcp_sack_maybe_coalesce(): merge the first block with any it now overlaps."""
+        blocks = self.selective_acks
+        first = blocks[0]
+        i = 1
+        while i < len(blocks):
+            b = blocks[i]
+            if b[0] <= first[1] and first[0] <= b[1]:
+                first[0], first[1] = min(first[0], b[0]), max(first[1], b[1])
+                del blocks[i]
+            else:
+                i += 1
+
+    def sack_remove(self: TcpSocket) -> None:
+        """Models tcp_sack_remove(): drop blocks now below rcv_nxt."""
+        self.selective_acks = [b for b in self.selective_acks if b[1] > self.rcv_nxt]
+        if not self.ofo_queue:
+            self.selective_acks = []

@@ -1,0 +1,189 @@
+"""Receive-memory accounting and the mechanics the prune policies use.
+
+`sk_rmem_alloc` is the sum of the truesize of every skb charged to the socket;
+`sk_forward_alloc` is the page-granular quota charged against the protocol's memory pool.
+This module holds the mechanics (charging, freeing, coalescing, collapsing, dropping OFO
+skbs); *when* to use them is decided by the kernel policies in models/.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import TYPE_CHECKING
+
+from tcpsim.core.constants import (
+    COLLAPSE_CHUNK, MAX_SKB_FRAGS, PAGE_SIZE, SKB_SHINFO, SKB_STRUCT, SKB_WITH_OVERHEAD_PAGE,
+    data_align, kmalloc_size, skb_truesize,
+)
+from tcpsim.core.skb import Skb
+
+if TYPE_CHECKING:
+    from tcpsim.core.socket import TcpSocket
+
+
+class MemoryMixin:
+    """Memory accounting of TcpSocket (split out for reading; state lives in socket.py)."""
+
+    __slots__ = ()
+
+    # -- sk_rmem_schedule / skb_set_owner_r / sock_rfree -----------------------------------
+
+    def rmem_schedule(self: TcpSocket, size: int) -> bool:
+        """Models `sk_rmem_schedule()` [include/net/sock.h]: make `size` bytes of quota
+        available, charging whole pages to the protocol pool. The pool is never exhausted
+        here (no global tcp_mem pressure is modelled), so this always succeeds."""
+        need = size - self.sk_forward_alloc
+        if need > 0:
+            self.sk_forward_alloc += -(-need // PAGE_SIZE) * PAGE_SIZE
+        return True
+
+    def charge(self: TcpSocket, size: int) -> None:
+        """skb_set_owner_r() / the coalesce delta: rmem += size, quota -= size."""
+        self.sk_rmem_alloc += size
+        self.sk_forward_alloc -= size
+
+    def uncharge(self: TcpSocket, size: int) -> None:
+        """Models `sock_rfree()` + `sk_mem_uncharge()` [6.x]: give back `size` and reclaim
+        whole pages of quota, keeping less than one page (sk_mem_reclaim)."""
+        self.sk_rmem_alloc -= size
+        fwd = self.sk_forward_alloc + size
+        if fwd >= PAGE_SIZE:
+            fwd &= PAGE_SIZE - 1
+        self.sk_forward_alloc = fwd
+
+    # -- tcp_try_coalesce / skb_try_coalesce --------------------------------------------
+
+    def coalesce_into(self: TcpSocket, to: Skb, frm: Skb) -> bool:
+        """Models `tcp_try_coalesce()` + `skb_try_coalesce()`: merge `frm` into `to`.
+
+        Charges only the delta (no rcvbuf check: coalescing never consults sk_rcvbuf).
+        Returns False when the skbs cannot be merged (gap, FIN, fragment limit).
+        """
+        if frm.seq != to.end_seq or to.fin:
+            return False
+        length = frm.len
+        if length <= to.tailroom and to.nfrags == 0:
+            delta = 0                              # copied into the linear tail: free
+            to.tailroom -= length
+            to.linear += length
+        elif frm.linear:
+            # payload in the head: steal it as one more fragment if it is a page fragment
+            if to.nfrags + frm.nfrags >= MAX_SKB_FRAGS or not frm.head_frag:
+                return False
+            delta = frm.truesize - SKB_STRUCT
+            to.nfrags += frm.nfrags + 1
+        else:
+            # payload in page fragments: move the descriptors, keep their memory
+            if to.nfrags + frm.nfrags > MAX_SKB_FRAGS:
+                return False
+            delta = frm.truesize - skb_truesize(frm.head)
+            to.nfrags += frm.nfrags
+        to.len += length
+        to.end_seq = frm.end_seq
+        to.fin = frm.fin
+        to.truesize += delta
+        self.charge(delta)
+        self.mib.TCPRcvCoalesce += 1
+        return True
+
+    # -- tcp_collapse / tcp_collapse_ofo_queue -------------------------------------------
+
+    def collapse_receive_queue(self: TcpSocket) -> None:
+        """Models `tcp_collapse()` over sk_receive_queue, range [copied_seq, rcv_nxt)."""
+        if self.receive_queue:
+            q = list(self.receive_queue)
+            q = self._collapse(q, 0, len(q), self.copied_seq, self.rcv_nxt)
+            self.receive_queue.clear()
+            self.receive_queue.extend(q)
+
+    def collapse_ofo_queue(self: TcpSocket) -> None:
+        """Models `tcp_collapse_ofo_queue()`: collapse each contiguous OFO range that holds
+        more than one skb or at least a page of payload; give up once the tiny ranges skipped
+        add up to more than rcvbuf/8."""
+        ofo = self.ofo_queue
+        i = 0
+        sum_tiny = 0
+        while i < len(ofo):
+            head = i
+            start, end = ofo[i].seq, ofo[i].end_seq
+            range_truesize = ofo[i].truesize
+            j = i + 1
+            while j < len(ofo) and not ofo[j].seq > end and not ofo[j].end_seq < start:
+                range_truesize += ofo[j].truesize
+                start = min(start, ofo[j].seq)
+                end = max(end, ofo[j].end_seq)
+                j += 1
+            if range_truesize != ofo[head].truesize or end - start >= SKB_WITH_OVERHEAD_PAGE:
+                before = len(ofo)
+                ofo[:] = self._collapse(ofo, head, j, start, end)
+                j -= before - len(ofo)
+            else:
+                sum_tiny += range_truesize
+                if sum_tiny > self.sk_rcvbuf >> 3:
+                    return
+            i = j
+
+    def _collapse(self: TcpSocket, q: list[Skb], head: int, tail: int,
+                  start: int, end: int) -> list[Skb]:
+        """Models `tcp_collapse()` on q[head:tail]: copy the payload of bloated skbs into
+        fresh linear skbs of up to one page and free the originals (TCPRcvCollapsed)."""
+        i = head
+        while i < tail:
+            skb = q[i]
+            if not start < skb.end_seq:          # no new bits: free it
+                self._free_collapsed(skb)
+                del q[i]
+                tail -= 1
+                continue
+            if not skb.fin and (self.k.win_from_space(self, skb.truesize) > skb.len
+                                or skb.seq < start):
+                break
+            if i + 1 < tail and skb.end_seq != q[i + 1].seq:
+                break
+            start = skb.end_seq                   # decided to skip this one
+            i += 1
+        if i >= tail or q[i].fin:
+            return q
+        out = q[:i]
+        rest_i = i
+        while start < end:
+            copy = min(COLLAPSE_CHUNK, end - start)
+            alloc = kmalloc_size(data_align(copy) + SKB_SHINFO)
+            nskb = Skb(start, 0, skb_truesize(alloc - SKB_SHINFO), head=alloc - SKB_SHINFO,
+                       linear=0, nfrags=0, tailroom=alloc - SKB_SHINFO)
+            self.charge(nskb.truesize)
+            out.append(nskb)
+            while copy > 0:
+                skb = q[rest_i]
+                size = skb.end_seq - start - (1 if skb.fin else 0)
+                if size > 0:
+                    size = min(copy, size)
+                    nskb.len += size
+                    nskb.linear += size
+                    nskb.end_seq += size
+                    nskb.tailroom -= size
+                    copy -= size
+                    start += size
+                if not start < skb.end_seq - (1 if skb.fin else 0):
+                    self._free_collapsed(skb)
+                    rest_i += 1
+                    if rest_i >= tail or q[rest_i].fin:
+                        return out + q[rest_i:]
+        return out + q[rest_i:]
+
+    def _free_collapsed(self: TcpSocket, skb: Skb) -> None:
+        """tcp_collapse_one(): free a source skb whose payload was copied."""
+        self.uncharge(skb.truesize)
+        self.mib.TCPRcvCollapsed += 1
+
+    # -- OFO queue helpers -----------------------------------------------------------------
+
+    def ofo_drop_last(self: TcpSocket) -> Skb:
+        """Drop the highest-sequence OFO skb (tcp_prune_ofo_queue's unit of work)."""
+        skb = self.ofo_queue.pop()
+        self.uncharge(skb.truesize)
+        return skb
+
+    def ofo_index(self: TcpSocket, seq: int) -> int:
+        """Index of the first OFO skb whose seq >= `seq`."""
+        return bisect_left([s.seq for s in self.ofo_queue], seq)

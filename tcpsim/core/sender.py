@@ -1,0 +1,417 @@
+"""The send half: segmentation of writes, send window, congestion window (Reno), RTO with
+exponential backoff and the tcp_retries2 give-up, zero-window persist probes.
+
+Models tcp_sendmsg()/tcp_write_xmit() [tcp.c, tcp_output.c], tcp_ack() [tcp_input.c] and
+tcp_retransmit_timer()/tcp_probe_timer() [tcp_timer.c]. The write queue is a byte stream:
+unsent bytes are cut into segments of at most one MSS when they are sent, which is what
+Linux's tail-skb appending produces without TSO/GSO.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+from tcpsim.core.constants import (
+    NS_PER_US, TCP_RESOURCE_PROBE_INTERVAL_NS, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS,
+    TCP_TIMEOUT_INIT_NS, skb_truesize,
+)
+from tcpsim.core.segment import ACK, FIN, PSH, Segment
+
+if TYPE_CHECKING:
+    from tcpsim.core.socket import TcpSocket
+
+INFINITE_SSTHRESH = 0x7FFFFFFF
+SND_SKB_OVERHEAD = skb_truesize(256)     # head of a sender skb (tcp_stream_alloc_skb)
+_PER_MSS_MEM = 4096 + 256                # tcp_sndbuf_expand(): roundup_pow_of_two + sk_buff
+
+# rtx_queue entry fields: [seq, end, last tx time, times retransmitted, lost, is FIN]
+SEQ, END, TX_NS, RETRANS, LOST, IS_FIN = 0, 1, 2, 3, 4, 5
+
+
+class SendMixin:
+    """Send-path behaviour of TcpSocket."""
+
+    __slots__ = ()
+
+    def _init_send_state(self: TcpSocket, initcwnd: int, nodelay: bool) -> None:
+        self.iss = self.snd_una = self.snd_nxt = self.write_seq = 0
+        self.snd_wnd = self.snd_wl1 = self.max_window = 0
+        self.bytes_acked = 0
+        self.initcwnd = initcwnd
+        self.snd_cwnd = initcwnd
+        self.snd_ssthresh = INFINITE_SSTHRESH
+        self.cwnd_cnt = 0
+        self.cwnd_limited = False
+        self.srtt_us8 = 0
+        self.mdev_us = 0
+        self.rto = TCP_TIMEOUT_INIT_NS
+        self.rtx_queue: deque[list[int]] = deque()
+        self.rto_deadline = self.probe_deadline = 0
+        self.backoff = self.retransmits = self.probes_out = 0
+        self.retrans_stamp = 0
+        self.rcv_tstamp = 0
+        self.dupacks = 0
+        self.high_seq = 0
+        self.in_recovery = False
+        self.rtx_next = 0
+        self.sk_sndbuf = self.sysctl.tcp_wmem[1]
+        self.nodelay = nodelay
+        self.fin_queued = self.fin_sent = self.snd_shutdown = False
+
+    # -- send buffer ----------------------------------------------------------------------------
+
+    def sndbuf_expand(self: TcpSocket) -> None:
+        """Models tcp_sndbuf_expand(): room for two windows of max(cwnd, 10) segments."""
+        sndmem = 2 * max(self.initcwnd, self.snd_cwnd, 10) * _PER_MSS_MEM
+        if self.sk_sndbuf < sndmem:
+            self.sk_sndbuf = min(sndmem, self.sysctl.tcp_wmem[2])
+
+    def wmem_queued(self: TcpSocket) -> int:
+        """sk_wmem_queued: payload plus one sender-skb overhead per MSS-sized skb."""
+        unsent = self.write_seq - self.snd_nxt
+        mss = self.mss_cache or 536
+        nskbs = len(self.rtx_queue) + -(-unsent // mss)
+        return (self.write_seq - self.snd_una) + nskbs * SND_SKB_OVERHEAD
+
+    def send_space(self: TcpSocket) -> int:
+        """Payload bytes a write() may still queue (sk_stream_memory_free), 0 when full."""
+        free = self.sk_sndbuf - self.wmem_queued()
+        if free <= 0:
+            return 0
+        mss = self.mss_cache or 536
+        return max(0, free * mss // (mss + SND_SKB_OVERHEAD))
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def write(self: TcpSocket, now: int, n: int) -> int:
+        """The application writes n bytes; returns how many were queued (0 when the send
+        buffer is full or the connection is not open)."""
+        self._clock(now)
+        if self.state not in ("ESTABLISHED", "CLOSE_WAIT") or self.snd_shutdown:
+            return 0
+        take = min(n, self.send_space())
+        if take <= 0:
+            self.writable = False
+            return 0
+        self.write_seq += take
+        self.sink.record(self, "write", "", length=take)
+        self.write_xmit()
+        return take
+
+    def shutdown_write(self: TcpSocket, now: int) -> None:
+        """shutdown(SHUT_WR)/close(): queue a FIN after the data."""
+        self._clock(now)
+        if self.snd_shutdown:
+            return
+        self.snd_shutdown = True
+        self.fin_queued = True
+        if self.state == "ESTABLISHED":
+            self.state = "FIN_WAIT1"
+        elif self.state == "CLOSE_WAIT":
+            self.state = "LAST_ACK"
+        self.write_xmit()
+
+    def packets_in_flight(self: TcpSocket) -> int:
+        """tcp_packets_in_flight(): sent, not acked, not considered lost."""
+        return sum(1 for e in self.rtx_queue if not e[LOST] or e[RETRANS])
+
+    def write_xmit(self: TcpSocket) -> None:
+        """Models tcp_write_xmit(): send what cwnd, the peer's window and Nagle allow;
+        retransmissions of lost segments go first. Arms the persist timer when the window
+        blocks everything (tcp_check_probe_timer)."""
+        if self.state not in ("ESTABLISHED", "CLOSE_WAIT", "FIN_WAIT1", "LAST_ACK", "CLOSING"):
+            return
+        self._retransmit_lost()
+        mss = self.mss_cache
+        inflight = self.packets_in_flight()
+        wnd_end = self.snd_una + self.snd_wnd
+        while self.snd_nxt < self.write_seq:
+            seg_len = min(mss, self.write_seq - self.snd_nxt)
+            if inflight >= self.snd_cwnd:
+                self.cwnd_limited = True
+                break
+            if self.snd_nxt + seg_len > wnd_end:
+                break
+            if (not self.nodelay and seg_len < mss and self.rtx_queue):
+                break                                              # Nagle
+            self._send_new(self.snd_nxt, seg_len)
+            inflight += 1
+        if self.fin_queued and not self.fin_sent and self.snd_nxt == self.write_seq:
+            self._send_fin()
+        if not self.rtx_queue and self.snd_nxt < self.write_seq and not self.probe_deadline:
+            self.probe_deadline = self.now + self.probe0_base()
+
+    def _send_new(self: TcpSocket, seq: int, length: int) -> None:
+        flags = ACK | (PSH if seq + length == self.write_seq else 0)
+        seg = self.make_segment(seq, length, flags)
+        self.snd_nxt = seq + length
+        self.rtx_queue.append([seq, seq + length, self.now, 0, 0, 0])
+        self._data_sent()
+        self._emit(seg)
+
+    def _send_fin(self: TcpSocket) -> None:
+        seg = self.make_segment(self.snd_nxt, 0, ACK | FIN)
+        self.rtx_queue.append([self.snd_nxt, self.snd_nxt + 1, self.now, 0, 0, 1])
+        self.snd_nxt += 1
+        self.write_seq += 1
+        self.fin_sent = True
+        self._data_sent()
+        self._emit(seg)
+
+    def _data_sent(self: TcpSocket) -> None:
+        """tcp_event_data_sent() + tcp_event_new_data_sent(): ping-pong and RTO arming."""
+        self.ack_sent()
+        if self.now - self.ack_lrcvtime < self.ack_ato:
+            self.ack_pingpong += 1
+        self.lsndtime = self.now
+        if not self.rto_deadline:
+            self.rto_deadline = self.now + self.rto
+        self.probe_deadline = 0
+
+    def _retransmit_lost(self: TcpSocket) -> None:
+        """Retransmit segments marked lost, as cwnd allows (tcp_xmit_retransmit_queue)."""
+        if not self.in_recovery:
+            return
+        inflight = self.packets_in_flight()
+        for e in self.rtx_queue:
+            if inflight >= self.snd_cwnd:
+                break
+            if e[LOST] and not e[RETRANS]:
+                self._retransmit(e)
+                inflight += 1
+
+    def _retransmit(self: TcpSocket, e: list[int]) -> None:
+        """Models tcp_retransmit_skb(): resend one queued segment."""
+        if not self.retrans_stamp:
+            self.retrans_stamp = e[TX_NS]
+        if e[IS_FIN]:
+            seg = self.make_segment(e[SEQ], 0, ACK | FIN)
+        else:
+            seg = self.make_segment(e[SEQ], e[END] - e[SEQ], ACK | PSH)
+        e[RETRANS] += 1
+        e[TX_NS] = self.now
+        self.mib.TCPRetransSegs += 1
+        self._emit(seg)
+
+    # -- ACK processing --------------------------------------------------------------------------
+
+    def tcp_ack(self: TcpSocket, seg: Segment) -> int:
+        """Models tcp_ack(): window update, cleaning the retransmit queue, RTT, cwnd,
+        recovery, persist-timer handling. Returns -1 for an unacceptable ACK."""
+        ack = seg.ack
+        if ack > self.snd_nxt:
+            self.send_ack()
+            return -1
+        if ack < self.snd_una:
+            if ack < self.snd_una - min(self.max_window, self.bytes_acked):
+                self.send_ack()                                  # challenge ACK
+                return -1
+            return 0
+        nwin = seg.win << self.snd_wscale
+        prior_una = self.snd_una
+        prior_wnd = self.snd_wnd
+        if self.k.may_update_window(self, seg, ack, nwin):
+            self.snd_wnd = nwin
+            self.snd_wl1 = seg.seq
+            if nwin > self.max_window:
+                self.max_window = nwin
+        self.rcv_tstamp = self.now
+        self.probes_out = 0
+        if ack > prior_una:
+            self._clean_rtx_queue(ack)
+        elif (not seg.len and nwin == prior_wnd and self.rtx_queue
+              and not seg.flags & FIN):
+            self._dupack()
+        if not self.rtx_queue:
+            self.rto_deadline = 0
+            if self.snd_nxt < self.write_seq:
+                self._ack_probe()
+        self.write_xmit()
+        return 0
+
+    def _clean_rtx_queue(self: TcpSocket, ack: int) -> None:
+        acked_pkts = 0
+        rtt_ns = -1
+        q = self.rtx_queue
+        while q and q[0][END] <= ack:
+            e = q.popleft()
+            acked_pkts += 1
+            if not e[RETRANS]:
+                rtt_ns = self.now - e[TX_NS]
+        if q and q[0][SEQ] < ack:                # partially acked segment
+            q[0][SEQ] = ack
+        self.bytes_acked += ack - self.snd_una
+        self.snd_una = ack
+        self.retransmits = 0
+        self.dupacks = 0
+        if rtt_ns >= 0:
+            self._rtt_estimator(max(1, rtt_ns // NS_PER_US))
+        if self.in_recovery and ack >= self.high_seq:
+            self.in_recovery = False
+            self.snd_cwnd = max(min(self.snd_cwnd, self.snd_ssthresh), 1) if self.snd_ssthresh < INFINITE_SSTHRESH else self.snd_cwnd
+            self.retrans_stamp = 0
+        elif self.in_recovery:
+            for e in q:
+                if not e[RETRANS]:
+                    e[LOST] = 1                  # NewReno partial ACK: next hole is lost
+                    break
+        else:
+            self.retrans_stamp = 0
+            self._cong_avoid(acked_pkts)
+        self.rto_deadline = self.now + self.rto if q else 0
+        self.backoff = 0
+        self.writable = self.send_space() > 0
+        self.sndbuf_expand()
+
+    def _rtt_estimator(self: TcpSocket, m: int) -> None:
+        """Models tcp_rtt_estimator() + tcp_set_rto() (RFC 6298 with Linux's rto_min)."""
+        if self.srtt_us8:
+            err = m - (self.srtt_us8 >> 3)
+            self.srtt_us8 += err
+            if err < 0:
+                err = -err - (self.mdev_us >> 2)
+                if err > 0:
+                    err >>= 3
+            else:
+                err -= self.mdev_us >> 2
+            self.mdev_us += err
+        else:
+            self.srtt_us8 = m << 3
+            self.mdev_us = m << 1
+        rttvar = max(self.mdev_us, TCP_RTO_MIN_NS // NS_PER_US)
+        self.rto = min(((self.srtt_us8 >> 3) + rttvar) * NS_PER_US, TCP_RTO_MAX_NS)
+
+    def _cong_avoid(self: TcpSocket, acked: int) -> None:
+        """Reno: slow start below ssthresh, +1 segment per window above, only while the
+        flow is cwnd-limited (tcp_is_cwnd_limited)."""
+        if not self.cwnd_limited:
+            return
+        self.cwnd_limited = False
+        if self.snd_cwnd < self.snd_ssthresh:
+            self.snd_cwnd = min(self.snd_cwnd + acked, self.snd_ssthresh)
+            return
+        self.cwnd_cnt += acked
+        if self.cwnd_cnt >= self.snd_cwnd:
+            self.cwnd_cnt -= self.snd_cwnd
+            self.snd_cwnd += 1
+
+    def _dupack(self: TcpSocket) -> None:
+        """Three duplicate ACKs: fast retransmit the head, halve cwnd (Reno)."""
+        self.dupacks += 1
+        if self.dupacks == 3 and not self.in_recovery:
+            self.mib.TCPFastRetrans += 1
+            self.snd_ssthresh = max(self.snd_cwnd >> 1, 2)
+            self.snd_cwnd = self.snd_ssthresh
+            self.in_recovery = True
+            self.high_seq = self.snd_nxt
+            self.rtx_queue[0][LOST] = 1
+            self._retransmit(self.rtx_queue[0])
+
+    def _ack_probe(self: TcpSocket) -> None:
+        """Models tcp_ack_probe(): stop probing once the head segment fits the window."""
+        head_end = self.snd_nxt + min(self.mss_cache, self.write_seq - self.snd_nxt)
+        if head_end <= self.snd_una + self.snd_wnd:
+            self.backoff = 0
+            self.probe_deadline = 0
+        else:
+            self.probe_deadline = self.now + self.probe0_when()
+
+    # -- timers ------------------------------------------------------------------------------------
+
+    def probe0_base(self: TcpSocket) -> int:
+        """tcp_probe0_base(): max(rto, TCP_RTO_MIN)."""
+        return max(self.rto, TCP_RTO_MIN_NS)
+
+    def probe0_when(self: TcpSocket) -> int:
+        """tcp_probe0_when(): exponential persist backoff, at most TCP_RTO_MAX."""
+        b = min(self.backoff, 10)
+        return min(self.probe0_base() << b, TCP_RTO_MAX_NS)
+
+    def retransmit_timer(self: TcpSocket) -> None:
+        """Models tcp_retransmit_timer(): give up after tcp_retries2 (as modelled time), or
+        enter loss, retransmit the head and back off. With a zero window and data in flight
+        the retransmission acts as a probe (the profile decides when that times out)."""
+        if not self.rtx_queue or self.state == "CLOSED":
+            return
+        if self.state in ("SYN_SENT", "SYN_RECV"):
+            self._handshake_timeout()
+            return
+        self.mib.TCPTimeouts += 1
+        if self.snd_wnd == 0:
+            if self.k.rtx_probe0_timed_out(self):
+                self.mib.TCPAbortOnTimeout += 1
+                self.abort("ETIMEDOUT")
+                return
+            self._enter_loss()
+            self._retransmit(self.rtx_queue[0])
+            self.rto = min(self.rto << 1, TCP_RTO_MAX_NS)
+            self.rto_deadline = self.now + self.rto
+            return
+        if self.retransmits and self._write_timeout():
+            self.mib.TCPAbortOnTimeout += 1
+            self.abort("ETIMEDOUT")
+            return
+        self._enter_loss()
+        self._retransmit(self.rtx_queue[0])
+        self.backoff += 1
+        self.retransmits += 1
+        self.rto = min(self.rto << 1, TCP_RTO_MAX_NS)
+        self.rto_deadline = self.now + self.rto
+
+    def _enter_loss(self: TcpSocket) -> None:
+        """tcp_enter_loss(): everything in flight is lost, cwnd = 1."""
+        if not self.in_recovery or self.retransmits == 0:
+            self.snd_ssthresh = max(self.packets_in_flight() >> 1, 2)
+        self.snd_cwnd = 1
+        self.cwnd_cnt = 0
+        self.in_recovery = True
+        self.high_seq = self.snd_nxt
+        for e in self.rtx_queue:
+            e[LOST] = 1
+            e[RETRANS] = 0
+
+    def _write_timeout(self: TcpSocket) -> bool:
+        """Models retransmits_timed_out() with tcp_model_timeout(retries2, TCP_RTO_MIN)."""
+        boundary = self.sysctl.tcp_retries2
+        thresh = 9                                     # ilog2(TCP_RTO_MAX / TCP_RTO_MIN)
+        if boundary <= thresh:
+            timeout = ((2 << boundary) - 1) * TCP_RTO_MIN_NS
+        else:
+            timeout = ((2 << thresh) - 1) * TCP_RTO_MIN_NS + (boundary - thresh) * TCP_RTO_MAX_NS
+        return self.now - self.retrans_stamp >= timeout
+
+    def _handshake_timeout(self: TcpSocket) -> None:
+        self.retransmits += 1
+        if self.retransmits > 6:
+            self.abort("ETIMEDOUT")
+            return
+        self.rto = min(self.rto << 1, TCP_RTO_MAX_NS)
+        self.rto_deadline = self.now + self.rto
+
+    def probe_timer(self: TcpSocket) -> None:
+        """Models tcp_probe_timer() + tcp_send_probe0() + tcp_write_wakeup()."""
+        if self.rtx_queue or self.snd_nxt >= self.write_seq or self.state == "CLOSED":
+            self.probes_out = 0
+            return
+        if self.probes_out >= self.sysctl.tcp_retries2:
+            self.mib.TCPAbortOnTimeout += 1
+            self.abort("ETIMEDOUT")
+            return
+        wnd_end = self.snd_una + self.snd_wnd
+        if self.snd_nxt < wnd_end:                      # window partly open: send a slice
+            seg_len = min(wnd_end - self.snd_nxt, self.mss_cache, self.write_seq - self.snd_nxt)
+            self._send_new(self.snd_nxt, seg_len)
+        else:                                          # zero-window probe: old sequence
+            self.mib.TCPWinProbe += 1
+            seg = self.make_segment(self.snd_una - 1, 0, ACK)
+            self.sink.record(self, "timer", "probe")
+            self._emit(seg)
+        if self.rtx_queue:
+            self.probes_out = 0
+            self.backoff = 0
+            return
+        self.probes_out += 1
+        if self.backoff < self.sysctl.tcp_retries2:
+            self.backoff += 1
+        self.probe_deadline = self.now + self.probe0_when()

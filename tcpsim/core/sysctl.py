@@ -1,0 +1,130 @@
+"""Sysctls that shape the receive path, under their kernel names.
+
+`Sysctls` is a plain record; profiles supply per-era defaults and the set of names that exist
+on that kernel, and `Sysctls.with_overrides()` applies a user's `net.ipv4.x = v` settings with
+one clear error per bad value (the name, what is wrong, what to write instead).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+
+class SysctlError(ValueError):
+    """A sysctl setting that the kernel would refuse (unknown name, wrong type, out of range)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sysctls:
+    """Receive-path sysctls (net.ipv4.* unless the name says net.core)."""
+
+    tcp_rmem: tuple[int, int, int] = (4096, 131072, 6291456)
+    tcp_wmem: tuple[int, int, int] = (4096, 16384, 4194304)
+    tcp_adv_win_scale: int = 1
+    tcp_app_win: int = 31
+    tcp_moderate_rcvbuf: int = 1
+    tcp_shrink_window: int = 0
+    tcp_timestamps: int = 1
+    tcp_window_scaling: int = 1
+    tcp_sack: int = 1
+    tcp_retries2: int = 15
+    tcp_invalid_ratelimit: int = 500  # ms
+    tcp_rcvbuf_low_rtt: int = 1000    # us (6.19)
+    tcp_collapse_max_bytes: int = 0   # Cloudflare out-of-tree patch; 0 = stock behaviour
+    tcp_workaround_signed_windows: int = 0
+    tcp_backlog_ack_defer: int = 1
+    tcp_comp_sack_nr: int = 44
+    tcp_comp_sack_delay_ns: int = 1_000_000
+    rmem_max: int = 212992            # net.core.rmem_max
+    wmem_max: int = 212992            # net.core.wmem_max
+
+    def with_overrides(self, settings: dict[str, Any], known: frozenset[str] | None = None,
+                       profile: str = "") -> "Sysctls":
+        """Return a copy with `settings` ({"net.ipv4.tcp_rmem": [..], ...}) applied.
+
+        `known` limits the names to those that exist on the profile's kernel.
+        """
+        changes: dict[str, Any] = {}
+        for full, value in settings.items():
+            short = short_name(full)
+            if short not in _FIELD_TYPES:
+                raise SysctlError(f"sysctl {full}: unknown to tcpsim; known: "
+                                  + ", ".join(long_name(n) for n in sorted(_FIELD_TYPES)))
+            if known is not None and short not in known:
+                raise SysctlError(f"sysctl {full}: does not exist on {profile or 'this kernel'}; "
+                                  "pick a profile that has it (tcpsim profiles) or apply the patch "
+                                  "that adds it (--policy)")
+            changes[short] = _validate(full, short, value)
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        """{kernel name: value}, e.g. {"net.ipv4.tcp_rmem": [4096, 131072, 6291456]}."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            out[long_name(f.name)] = list(v) if isinstance(v, tuple) else v
+        return out
+
+
+_FIELD_TYPES = {f.name: f.type for f in fields(Sysctls)}
+_CORE = {"rmem_max", "wmem_max"}
+_BOOLEAN = {"tcp_moderate_rcvbuf", "tcp_shrink_window", "tcp_window_scaling", "tcp_sack",
+            "tcp_workaround_signed_windows", "tcp_backlog_ack_defer"}
+_RANGES = {
+    "tcp_adv_win_scale": (-31, 31),
+    "tcp_app_win": (0, 31),
+    "tcp_timestamps": (0, 2),
+    "tcp_retries2": (0, 255),
+    "tcp_invalid_ratelimit": (0, 2**31 - 1),
+    "tcp_rcvbuf_low_rtt": (0, 2**31 - 1),
+    "tcp_collapse_max_bytes": (0, 2**31 - 1),
+    "tcp_comp_sack_nr": (0, 255),
+    "tcp_comp_sack_delay_ns": (0, 2**63 - 1),
+    "rmem_max": (1, 2**31 - 1),
+    "wmem_max": (1, 2**31 - 1),
+}
+
+
+def short_name(name: str) -> str:
+    """'net.ipv4.tcp_rmem' -> 'tcp_rmem'; 'net.core.rmem_max' -> 'rmem_max'."""
+    for prefix in ("net.ipv4.", "net.core.", "net/ipv4/", "net/core/"):
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
+def long_name(short: str) -> str:
+    """'tcp_rmem' -> 'net.ipv4.tcp_rmem'."""
+    return f"net.core.{short}" if short in _CORE else f"net.ipv4.{short}"
+
+
+def _validate(full: str, short: str, value: Any) -> Any:
+    if short in ("tcp_rmem", "tcp_wmem"):
+        return _validate_triple(full, value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SysctlError(f"sysctl {full}: expected an integer, got {value!r}")
+    if short in _BOOLEAN and value not in (0, 1):
+        raise SysctlError(f"sysctl {full}: must be 0 or 1, got {value}")
+    lo, hi = _RANGES.get(short, (-(2**31), 2**31 - 1))
+    if not lo <= value <= hi:
+        raise SysctlError(f"sysctl {full}: {value} is out of range; the kernel accepts {lo}..{hi}")
+    return value
+
+
+def _validate_triple(full: str, value: Any) -> tuple[int, int, int]:
+    if isinstance(value, str):
+        value = value.split()
+    try:
+        triple = tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        raise SysctlError(f"sysctl {full}: expected three integers (min default max), "
+                          f"e.g. [4096, 131072, 6291456], got {value!r}") from None
+    if len(triple) != 3:
+        raise SysctlError(f"sysctl {full}: expected three integers (min default max), got {len(triple)}")
+    lo, default, hi = triple
+    if lo < 1 or default < 1 or hi < 1:
+        raise SysctlError(f"sysctl {full}: values must be positive, got {list(triple)}")
+    if not lo <= default <= hi:
+        raise SysctlError(f"sysctl {full}: needs min <= default <= max, got {list(triple)}")
+    return lo, default, hi  # type: ignore[return-value]

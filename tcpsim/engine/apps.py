@@ -1,0 +1,276 @@
+"""Application writers and readers, driven by the scheduler.
+
+Periodic applications act on a grid of ticks (start, start+T, ...). The tick-by-tick engine
+runs every tick; the time-skipping engine runs only the ticks that can change something and
+applies the others exactly, in bulk, when something else is about to happen:
+
+* a blocked writer's ticks are no-ops until the send buffer has room, so it sleeps until the
+  socket is writable and resumes at the next grid tick;
+* a periodic reader's reads that free no skb and trigger no ACK are "inert"
+  (TcpSocket.count_inert_reads); they are applied lazily (apply_inert_reads) just before the
+  next event reaches the socket, and the reader is woken for the first read that is not.
+
+Both give identical results; tests/engine/test_skip.py holds them to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator
+
+from tcpsim.core.constants import NS_PER_S
+from tcpsim.engine.scheduler import APP
+
+if TYPE_CHECKING:
+    from tcpsim.engine.simulation import Simulation
+    from tcpsim.scenario import App
+
+_FAR = 1 << 62
+
+
+# -- writers ------------------------------------------------------------------------------------
+
+class PeriodicWriter:
+    """Writes `n` bytes every `period`; a write that does not fit blocks, and is retried at
+    the following ticks before a new one starts (a blocking send() followed by a sleep)."""
+
+    def __init__(self, sim: Simulation, n: int, period: int, start: int) -> None:
+        self.sim, self.n, self.period, self.start = sim, n, period, start
+        self.pending = 0
+        self.blocked = False
+        self.written = 0
+
+    def begin(self) -> None:
+        self.sim.sched.at(max(self.start, self.sim.sched.now), APP, self.tick)
+
+    def tick(self) -> None:
+        sim = self.sim
+        sk = sim.snd
+        if sk.error:
+            return
+        now = sim.sched.now
+        if self.pending == 0:
+            self.pending = self.n
+        w = sk.write(now, self.pending)
+        self.pending -= w
+        self.written += w
+        sim.after(sk)
+        if self.pending and sim.skip and sk.send_space() == 0:
+            self.blocked = True                 # sleep until writable
+            return
+        sim.sched.at(now + self.period, APP, self.tick)
+
+    def on_writable(self, now: int) -> None:
+        """The send buffer has room again: resume at the next grid tick."""
+        if not self.blocked:
+            return
+        self.blocked = False
+        k = -(-(now - self.start) // self.period)
+        self.sim.sched.at(self.start + k * self.period, APP, self.tick)
+
+
+class BulkWriter:
+    """Writes `chunk`-byte pieces whenever the send buffer has room."""
+
+    def __init__(self, sim: Simulation, chunk: int, start: int) -> None:
+        self.sim, self.chunk, self.start = sim, chunk, start
+        self.blocked = False
+        self.written = 0
+        self._busy = False
+
+    def begin(self) -> None:
+        self.sim.sched.at(max(self.start, self.sim.sched.now), APP, self.fill)
+
+    def fill(self) -> None:
+        sim = self.sim
+        sk = sim.snd
+        if self._busy or sk.error:
+            return
+        self._busy = True
+        now = sim.sched.now
+        while True:
+            w = sk.write(now, self.chunk)
+            self.written += w
+            if w < self.chunk:
+                break
+        self.blocked = True
+        self._busy = False
+        sim.after(sk)
+
+    def on_writable(self, now: int) -> None:
+        if self.blocked and not self._busy:
+            self.blocked = False
+            self.fill()
+
+
+# -- readers ------------------------------------------------------------------------------------
+
+@dataclass
+class Phase:
+    """One stretch of reader behaviour: 'never', 'fast', or 'periodic' (n bytes every T)."""
+
+    kind: str
+    start: int
+    end: int
+    n: int = 0
+    period: int = 0
+
+
+class Reader:
+    """Reads from the receiving socket following a sequence of phases."""
+
+    def __init__(self, sim: Simulation, phases: Iterator[Phase]) -> None:
+        self.sim = sim
+        self.phases = phases
+        self.phase = Phase("never", 0, 0)
+        self.next_read = _FAR        # time of the first read not yet applied (periodic)
+        self.gen = 0                 # invalidates stale wake-ups
+        self.read_bytes = 0
+        self.second_start = 0
+        self.second_bytes = 0
+        self.best_second = 0
+        self._busy = False
+
+    def begin(self) -> None:
+        self._next_phase()
+
+    # -- phases --
+
+    def _next_phase(self) -> None:
+        self.phase = next(self.phases, Phase("never", self.sim.sched.now, _FAR))
+        self.sim.sched.at(max(self.phase.start, self.sim.sched.now), APP, self._enter, self.phase)
+
+    def _enter(self, phase: Phase) -> None:
+        if phase is not self.phase:
+            return
+        now = self.sim.sched.now
+        self.catch_up(now)
+        self.next_read = _FAR
+        self.gen += 1
+        if phase.end < _FAR:
+            self.sim.sched.at(phase.end, APP, self._leave, phase)
+        if phase.kind == "fast":
+            self.on_readable(now)
+        elif phase.kind == "periodic":
+            self.next_read = phase.start
+            self._plan(now)
+
+    def _leave(self, phase: Phase) -> None:
+        if phase is self.phase:
+            self.catch_up(self.sim.sched.now)
+            self._next_phase()
+
+    # -- periodic reads --
+
+    def _wake(self, gen: int) -> None:
+        if gen != self.gen or self.phase.kind != "periodic":
+            return
+        now = self.sim.sched.now
+        self.catch_up(now)
+        if self.next_read != now:
+            return
+        p = self.phase
+        if self.sim.skip and self.sim.rcv.count_inert_reads(now, p.period, p.n, 1):
+            self._plan(now)             # still inert: look further ahead, read nothing yet
+            return
+        self._read(now, p.n)
+        self.next_read = now + p.period
+        self._plan(now)
+
+    def _reads_before(self, t: int) -> int:
+        """Reads of the current phase scheduled strictly before t, not yet applied."""
+        p = self.phase
+        if p.kind != "periodic" or self.next_read >= t:
+            return 0
+        last = min(t, p.end)
+        return max(0, -(-(last - self.next_read) // p.period))
+
+    def catch_up(self, t: int) -> None:
+        """Apply the (inert) reads scheduled before t. Called before any event reaches the
+        receiving socket, so the socket is exactly as the tick-by-tick engine leaves it."""
+        count = self._reads_before(t)
+        if count:
+            p = self.phase
+            self.sim.rcv.apply_inert_reads(self.next_read, p.period, p.n, count)
+            self.read_bytes += count * p.n
+            self.next_read += count * p.period
+
+    def replan(self) -> None:
+        """Something changed the socket: recompute the next read that matters."""
+        if self.phase.kind == "periodic" and self.sim.skip:
+            self._plan(self.sim.sched.now)
+
+    def _plan(self, now: int) -> None:
+        p = self.phase
+        if self.next_read >= p.end or self.sim.rcv.error:
+            return
+        self.gen += 1
+        t = self.next_read
+        if self.sim.skip:
+            # Look ahead only up to the next pending event: whatever happens there will
+            # re-plan if it touches the socket, and a wake at the horizon re-plans if not.
+            horizon = min(self.sim.sched.env.peek(), p.end)
+            limit = max(1, -(-(horizon - t) // p.period) + 1)
+            limit = min(limit, -(-(p.end - t) // p.period))
+            t += self.sim.rcv.count_inert_reads(t, p.period, p.n, limit) * p.period
+            if t >= p.end:
+                return
+        self.sim.sched.at(t, APP, self._wake, self.gen)
+
+    # -- reading --
+
+    def on_readable(self, now: int) -> None:
+        """The socket woke the reader: a fast reader drains what is queued."""
+        if self.phase.kind != "fast" or self._busy:
+            return
+        self._busy = True
+        cap = self.phase.n or (1 << 20)
+        while self._read(now, cap):
+            pass
+        self._busy = False
+
+    def _read(self, now: int, n: int) -> int:
+        sim = self.sim
+        got = sim.rcv.read(now, n)
+        if got:
+            self.read_bytes += got
+            self._account_second(now, got)
+            sim.after(sim.rcv)
+        return got
+
+    def _account_second(self, now: int, got: int) -> None:
+        """Bytes read per one-second bucket, for the oscil reader's high-water mark."""
+        if now - self.second_start >= NS_PER_S:
+            self.best_second = max(self.best_second, self.second_bytes)
+            self.second_start = now - (now - self.second_start) % NS_PER_S
+            self.second_bytes = 0
+        self.second_bytes += got
+
+
+def reader_phases(app: App, reader: Reader, duration: int) -> Iterator[Phase]:
+    """The phase sequence of a scenario's reader."""
+    start = app.start
+    if app.kind == "never":
+        yield Phase("never", start, _FAR)
+    elif app.kind == "fast":
+        yield Phase("fast", start, _FAR, n=app.bytes)
+    elif app.kind == "periodic":
+        yield Phase("periodic", start, _FAR, n=app.bytes, period=app.every)
+    elif app.kind == "oscillating":
+        t, i = start, 0
+        while t < duration:
+            n, per = (app.bytes, app.every) if i % 2 == 0 else (app.bytes2, app.every2)
+            yield Phase("periodic", t, t + app.period, n=n, period=per)
+            t += app.period
+            i += 1
+    elif app.kind == "oscil":
+        t = start
+        while t < duration:
+            yield Phase("fast", t, t + app.fast_for)
+            t += app.fast_for
+            best = max(reader.best_second, reader.second_bytes)
+            n = max(1, int(best * app.fraction))
+            yield Phase("periodic", t, t + app.slow_for, n=n, period=NS_PER_S)
+            t += app.slow_for
+    else:
+        raise ValueError(f"unknown reader kind {app.kind!r}")

@@ -1,0 +1,51 @@
+"""One direction of a link: propagation delay, optional rate with a FIFO queue, random loss."""
+
+from __future__ import annotations
+
+import random
+from typing import Callable
+
+from tcpsim.core.segment import Segment
+from tcpsim.engine.scheduler import NETWORK, Scheduler
+
+WIRE_OVERHEAD = 14 + 20 + 20 + 4 + 8 + 12   # Ethernet + IP + TCP + FCS + preamble + gap
+
+
+class LinkDirection:
+    """Carries segments from one endpoint to the other, in order."""
+
+    def __init__(self, sched: Scheduler, deliver: Callable[[Segment], None], delay_ns: int,
+                 rate_bps: int = 0, queue_limit: int = 1000, loss: float = 0.0,
+                 rng: random.Random | None = None) -> None:
+        self.sched = sched
+        self.deliver = deliver
+        self.delay = delay_ns
+        self.rate = rate_bps
+        self.queue_limit = queue_limit
+        self.loss = loss
+        self.rng = rng or random.Random(0)
+        self.busy_until = 0
+        self.in_queue: list[int] = []     # departure times of queued packets (rate only)
+        self.sent = self.dropped = self.lost = 0
+
+    def send(self, seg: Segment) -> None:
+        """Put a segment on the link (at the scheduler's current time)."""
+        now = self.sched.now
+        self.sent += 1
+        if self.loss and self.rng.random() < self.loss:
+            self.lost += 1
+            return
+        t = now
+        if self.rate:
+            q = self.in_queue
+            while q and q[0] <= now:
+                q.pop(0)
+            if len(q) >= self.queue_limit:
+                self.dropped += 1
+                return
+            start = max(now, self.busy_until)
+            bits = (seg.len + (12 if seg.tsval >= 0 else 0) + WIRE_OVERHEAD) * 8
+            self.busy_until = start + bits * 1_000_000_000 // self.rate
+            q.append(self.busy_until)
+            t = self.busy_until
+        self.sched.at(t + self.delay, NETWORK, self.deliver, seg)

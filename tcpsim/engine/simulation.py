@@ -1,0 +1,235 @@
+"""One simulated run: two TCP endpoints, a link between them, a writer and a reader.
+
+The simulation only moves things around: segments from a socket's outbox onto a link,
+deliveries and timer expiries into sockets, wake-ups to applications. Everything TCP does
+happens inside tcpsim.core.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from tcpsim.core.constants import NS_PER_S
+from tcpsim.core.devices import LocalSender, device
+from tcpsim.core.segment import Segment
+from tcpsim.core.socket import NullSink, TcpSocket
+from tcpsim.engine.apps import BulkWriter, PeriodicWriter, Reader, reader_phases
+from tcpsim.engine.link import LinkDirection
+from tcpsim.engine.scheduler import NETWORK, Scheduler
+from tcpsim.policy import Profile
+from tcpsim.scenario import Scenario
+
+
+@dataclass
+class Peaks:
+    """Extremes of the receiver's state over the run (sampled after every event)."""
+
+    rmem: int = 0
+    rcvbuf: int = 0
+    recv_q: int = 0
+    t_rmem: int = 0
+
+
+@dataclass
+class RunResult:
+    """What a run produced: summary numbers, counters, final `ss` lines."""
+
+    scenario: str
+    profile: str
+    summary: dict[str, Any]
+    counters: dict[str, int]
+    ss: dict[str, str]
+    sysctls: dict[str, Any] = field(default_factory=dict)
+
+
+class Simulation:
+    """Wires a scenario to sockets, links and applications and runs it."""
+
+    def __init__(self, scenario: Scenario, profile: Profile, sink: Any = None,
+                 skip: bool = True) -> None:
+        self.scenario = scenario
+        self.profile = profile
+        self.skip = skip
+        self.sched = Scheduler()
+        sink = sink or NullSink()
+        sysctls = profile.default_sysctls().with_overrides(
+            scenario.sysctl, known=profile.known_sysctls(), profile=profile.name)
+        self.sysctls = sysctls
+        mtu = scenario.link.mtu
+        self.rcv = TcpSocket(profile.policy(), sysctls, device(scenario.device), name="rcv",
+                             sink=sink, mtu=mtu)
+        self.snd = TcpSocket(profile.policy(), profile.default_sysctls(), LocalSender(),
+                             name="snd", sink=sink, mtu=mtu, initcwnd=scenario.initcwnd,
+                             nodelay=scenario.nodelay)
+        if scenario.so_rcvbuf:
+            self.rcv.set_rcvbuf(scenario.so_rcvbuf)
+        rng = random.Random(scenario.seed)
+        link = scenario.link
+        self.ab = LinkDirection(self.sched, self._to_rcv, link.delay_ab, link.rate_bps,
+                                link.queue_limit, link.loss, rng)
+        self.ba = LinkDirection(self.sched, self._to_snd, link.delay_ba, link.rate_bps,
+                                link.queue_limit, 0.0, rng)
+        self._timer_at = {id(self.rcv): 0, id(self.snd): 0}
+        w = scenario.writer
+        self.writer: PeriodicWriter | BulkWriter
+        if w.kind == "periodic":
+            self.writer = PeriodicWriter(self, w.bytes, w.every, w.start)
+        else:
+            self.writer = BulkWriter(self, w.bytes, w.start)
+        self.reader = Reader(self, iter(()))
+        self.reader.phases = reader_phases(scenario.reader, self.reader, scenario.duration)
+        self.peaks = Peaks()
+        self.established_at = -1
+        self.died_at = -1
+        self.events = 0
+
+    # -- moving things around -------------------------------------------------------------------
+
+    def after(self, sk: TcpSocket) -> None:
+        """Drain what a socket produced: segments to the link, timers to the scheduler,
+        wake-ups to the applications."""
+        out = sk.outbox
+        if out:
+            sk.outbox = []
+            link = self.ab if sk is self.snd else self.ba
+            for seg in out:
+                link.send(seg)
+        self._arm(sk)
+        if sk is self.rcv:
+            if sk.sk_rmem_alloc > self.peaks.rmem:
+                self.peaks.rmem = sk.sk_rmem_alloc
+                self.peaks.t_rmem = self.sched.now
+            if sk.sk_rcvbuf > self.peaks.rcvbuf:
+                self.peaks.rcvbuf = sk.sk_rcvbuf
+            q = sk.rcv_nxt - sk.copied_seq
+            if q > self.peaks.recv_q:
+                self.peaks.recv_q = q
+            if sk.readable:
+                self.reader.on_readable(self.sched.now)
+        elif self.writer.blocked and sk.state in ("ESTABLISHED", "CLOSE_WAIT") \
+                and sk.send_space() > 0:
+            self.writer.on_writable(self.sched.now)
+        if sk.error and self.died_at < 0:
+            self.died_at = self.sched.now
+
+    def _arm(self, sk: TcpSocket) -> None:
+        """Make sure a timer event is pending at or before the socket's next deadline."""
+        d = sk.next_deadline()
+        key = id(sk)
+        if d and (self._timer_at[key] == 0 or d < self._timer_at[key]):
+            self._timer_at[key] = d
+            self.sched.at(d, NETWORK, self._timer, sk, d)
+
+    def _to_rcv(self, seg: Segment) -> None:
+        now = self.sched.now
+        self.events += 1
+        self.reader.catch_up(now)
+        self.rcv.on_segment(now, seg)
+        self.after(self.rcv)
+        self.reader.replan()
+
+    def _to_snd(self, seg: Segment) -> None:
+        now = self.sched.now
+        self.events += 1
+        was_open = self.snd.state == "ESTABLISHED"
+        self.snd.on_segment(now, seg)
+        self.after(self.snd)
+        if not was_open and self.snd.state == "ESTABLISHED":
+            self._established()
+
+    def _timer(self, sk: TcpSocket, d: int) -> None:
+        key = id(sk)
+        if self._timer_at[key] == d:
+            self._timer_at[key] = 0
+        due = sk.next_deadline()
+        if not due or due > self.sched.now:
+            self._arm(sk)                    # a stale wake-up: the deadline moved
+            return
+        self.events += 1
+        now = self.sched.now
+        if sk is self.rcv:
+            self.reader.catch_up(now)
+        was_open = sk.state
+        sk.on_timer(now)
+        self.after(sk)
+        if sk is self.rcv:
+            self.reader.replan()
+        elif was_open != "ESTABLISHED" and sk.state == "ESTABLISHED":
+            self._established()
+
+    def _established(self) -> None:
+        if self.established_at < 0:
+            self.established_at = self.sched.now
+            self.writer.begin()
+
+    # -- running ----------------------------------------------------------------------------------
+
+    def run(self, progress: Callable[[int], None] | None = None) -> RunResult:
+        """Open the connection, start the applications, run for the scenario's duration."""
+        sc = self.scenario
+        client, server = (self.rcv, self.snd) if sc.receiver_role == "client" else (self.snd, self.rcv)
+        server.listen()
+        client.connect(0)
+        self.after(client)
+        self.reader.begin()
+        wall = time.perf_counter()
+        self.sched.run(sc.duration, progress)
+        self.reader.catch_up(sc.duration + 1)
+        wall = time.perf_counter() - wall
+        return self.result(wall)
+
+    def result(self, wall: float) -> RunResult:
+        """Summary numbers a person can read in ten seconds."""
+        rcv, snd, sc = self.rcv, self.snd, self.scenario
+        c = rcv.mib.as_nstat()
+        dur_s = sc.duration / NS_PER_S
+        delivered = self.reader.read_bytes
+        summary = {
+            "duration_s": dur_s,
+            "wall_s": round(wall, 3),
+            "events": self.events,
+            "packets": self.ab.sent + self.ba.sent,
+            "established": self.established_at >= 0,
+            "bytes_written": self.writer.written,
+            "bytes_received": rcv.bytes_received,
+            "bytes_read": delivered,
+            "goodput_mbps": round(delivered * 8 / dur_s / 1e6, 3) if dur_s else 0.0,
+            "peak_sk_rmem_alloc": self.peaks.rmem,
+            "peak_sk_rcvbuf": self.peaks.rcvbuf,
+            "peak_recv_q": self.peaks.recv_q,
+            "final_sk_rmem_alloc": rcv.sk_rmem_alloc,
+            "final_sk_rcvbuf": rcv.sk_rcvbuf,
+            "final_rcv_ssthresh": rcv.rcv_ssthresh,
+            "final_window_clamp": rcv.window_clamp,
+            "rcv_wscale": rcv.rcv_wscale,
+            "zero_windows_sent": c["TcpExtTCPToZeroWindowAdv"],
+            "want_zero_window": c["TcpExtTCPWantZeroWindowAdv"],
+            "drops": (c["TcpExtTCPRcvQDrop"] + c["TcpExtTCPOFODrop"] + c["TcpExtTCPZeroWindowDrop"]
+                      + c["TcpExtBeyondWindow"]),
+            "retransmits": snd.mib.TCPRetransSegs,
+            "rto_timeouts": snd.mib.TCPTimeouts,
+            "window_probes": snd.mib.TCPWinProbe,
+            "error": snd.error or rcv.error,
+            "died_at_s": round(self.died_at / NS_PER_S, 3) if self.died_at >= 0 else None,
+        }
+        return RunResult(sc.name, self.profile.name, summary, c,
+                         {"rcv": rcv.ss_line(), "snd": snd.ss_line()}, self.sysctls.as_dict())
+
+
+def progress_bar(total_ns: int, enabled: bool) -> Callable[[int], None] | None:
+    """A one-line progress bar on stderr (simulated time), for long runs."""
+    if not enabled:
+        return None
+    start = time.perf_counter()
+
+    def show(now: int) -> None:
+        frac = min(1.0, now / total_ns) if total_ns else 1.0
+        bar = "#" * int(frac * 30)
+        sys.stderr.write(f"\r[{bar:<30}] {frac * 100:5.1f}%  {now / NS_PER_S:8.1f}s simulated "
+                         f"in {time.perf_counter() - start:6.1f}s")
+        sys.stderr.flush()
+    return show

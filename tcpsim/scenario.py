@@ -1,0 +1,296 @@
+"""Scenario files (TOML) -> a validated `Scenario`.
+
+Every problem is reported as one `ScenarioError` line that names the field and says what to
+write instead, e.g. `link.rtt: "20 ms" is not a duration; write e.g. "20ms" or 0.02`.
+The format is documented in docs/scenarios.md.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from tcpsim.core.constants import NS_PER_S
+from tcpsim.core.devices import DEVICES
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot run, with the field to fix."""
+
+
+_DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ns|us|ms|s|sec|min|h)\s*$")
+_DUR_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": NS_PER_S, "sec": NS_PER_S,
+           "min": 60 * NS_PER_S, "h": 3600 * NS_PER_S}
+_SIZE = re.compile(r"^\s*([0-9]+)\s*(B|KiB|MiB|GiB|KB|MB|GB|k|K|M|G)?\s*$")
+_SIZE_B = {None: 1, "B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "KB": 1000,
+           "MB": 1000**2, "GB": 1000**3, "k": 1024, "K": 1024, "M": 1024**2, "G": 1024**3}
+_RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(bit|kbit|mbit|gbit|bps|kbps|mbps|gbps)\s*$", re.I)
+_RATE_BPS = {"bit": 1, "bps": 1, "kbit": 10**3, "kbps": 10**3, "mbit": 10**6, "mbps": 10**6,
+             "gbit": 10**9, "gbps": 10**9}
+
+
+def parse_duration(value: Any, where: str) -> int:
+    """'20ms' / '1.5s' / '35min' / seconds as a number -> integer nanoseconds."""
+    if isinstance(value, bool):
+        raise ScenarioError(f'{where}: expected a duration such as "20ms", got {value!r}')
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ScenarioError(f"{where}: duration must not be negative, got {value}")
+        return int(round(value * NS_PER_S))
+    m = _DUR.match(str(value))
+    if not m:
+        raise ScenarioError(f'{where}: {value!r} is not a duration; write e.g. "20ms", "1.5s", '
+                            '"35min" or a number of seconds')
+    return int(round(float(m.group(1)) * _DUR_NS[m.group(2)]))
+
+
+def parse_size(value: Any, where: str) -> int:
+    """1448 / '32KiB' / '256MiB' -> bytes."""
+    if isinstance(value, bool):
+        raise ScenarioError(f'{where}: expected a size such as 1448 or "32KiB", got {value!r}')
+    if isinstance(value, int):
+        if value < 0:
+            raise ScenarioError(f"{where}: size must not be negative, got {value}")
+        return value
+    m = _SIZE.match(str(value))
+    if not m:
+        raise ScenarioError(f'{where}: {value!r} is not a size; write bytes (1448) or "32KiB", "8MiB"')
+    return int(m.group(1)) * _SIZE_B[m.group(2)]
+
+
+def parse_rate(value: Any, where: str) -> int:
+    """'1gbit' / '100mbit' -> bits per second."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return int(value)
+    m = _RATE.match(str(value))
+    if not m:
+        raise ScenarioError(f'{where}: {value!r} is not a rate; write e.g. "1gbit" or "100mbit"')
+    return int(float(m.group(1)) * _RATE_BPS[m.group(2).lower()])
+
+
+@dataclass(frozen=True)
+class Link:
+    delay_ab: int = 10_000_000        # sender -> receiver, ns
+    delay_ba: int = 10_000_000        # receiver -> sender, ns
+    rate_bps: int = 0                 # 0 = unlimited
+    queue_limit: int = 1000           # packets, with a rate
+    loss: float = 0.0                 # data direction
+    mtu: int = 1500
+
+
+@dataclass(frozen=True)
+class App:
+    kind: str
+    bytes: int = 0
+    every: int = 0
+    bytes2: int = 0
+    every2: int = 0
+    period: int = 0
+    fast_for: int = 5 * NS_PER_S
+    slow_for: int = 15 * NS_PER_S
+    fraction: float = 0.05
+    start: int = 0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str = ""
+    profile: str = "linux-6.18"
+    duration: int = 10 * NS_PER_S
+    seed: int = 1
+    sysctl: dict[str, Any] = field(default_factory=dict)
+    link: Link = field(default_factory=Link)
+    receiver_role: str = "client"
+    device: str = "veth"
+    so_rcvbuf: int = 0
+    initcwnd: int = 10
+    nodelay: bool = True
+    writer: App = field(default_factory=lambda: App("bulk", bytes=65536))
+    reader: App = field(default_factory=lambda: App("fast", bytes=1 << 20))
+    policies: tuple[str, ...] = ()
+    source: str = ""
+
+    def with_(self, **changes: Any) -> "Scenario":
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-friendly record (stored in trace metadata)."""
+        from dataclasses import asdict
+        return asdict(self)
+
+
+_TOP = {"name", "description", "profile", "duration", "seed", "sysctl", "link", "receiver",
+        "sender", "writer", "reader", "policies"}
+_READERS = {"never", "periodic", "fast", "oscillating", "oscil"}
+_WRITERS = {"periodic", "bulk"}
+
+
+def _check_keys(table: dict, allowed: set[str], where: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise ScenarioError(f"{where}{key}: unknown field; allowed here: {', '.join(sorted(allowed))}")
+
+
+def _table(raw: dict, key: str) -> dict:
+    value = raw.get(key, {})
+    if not isinstance(value, dict):
+        raise ScenarioError(f"{key}: expected a table [{key}], got {type(value).__name__}")
+    return value
+
+
+def _parse_link(t: dict) -> Link:
+    _check_keys(t, {"rtt", "delay", "delay_ab", "delay_ba", "rate", "queue_limit", "loss", "mtu"}, "link.")
+    link = Link()
+    if "rtt" in t:
+        rtt = parse_duration(t["rtt"], "link.rtt")
+        link = replace(link, delay_ab=rtt // 2, delay_ba=rtt - rtt // 2)
+    if "delay" in t:
+        d = parse_duration(t["delay"], "link.delay")
+        link = replace(link, delay_ab=d, delay_ba=d)
+    for k in ("delay_ab", "delay_ba"):
+        if k in t:
+            link = replace(link, **{k: parse_duration(t[k], f"link.{k}")})
+    if "rate" in t:
+        link = replace(link, rate_bps=parse_rate(t["rate"], "link.rate"))
+    if "queue_limit" in t:
+        q = t["queue_limit"]
+        if not isinstance(q, int) or q < 1:
+            raise ScenarioError(f"link.queue_limit: expected a positive number of packets, got {q!r}")
+        link = replace(link, queue_limit=q)
+    if "loss" in t:
+        loss = t["loss"]
+        if not isinstance(loss, (int, float)) or not 0 <= loss < 1:
+            raise ScenarioError(f"link.loss: expected a probability in [0, 1), got {loss!r}")
+        link = replace(link, loss=float(loss))
+    if "mtu" in t:
+        mtu = t["mtu"]
+        if not isinstance(mtu, int) or not 576 <= mtu <= 65536:
+            raise ScenarioError(f"link.mtu: expected an integer from 576 to 65536, got {mtu!r}")
+        link = replace(link, mtu=mtu)
+    return link
+
+
+def _parse_app(t: dict, where: str, kinds: set[str], default: App) -> App:
+    if not t:
+        return default
+    kind = t.get("kind")
+    if kind not in kinds:
+        raise ScenarioError(f"{where}.kind: expected one of {', '.join(sorted(kinds))}, got {kind!r}")
+    _check_keys(t, {"kind", "bytes", "every", "bytes2", "every2", "period", "fast_for",
+                    "slow_for", "fraction", "start"}, f"{where}.")
+    app = App(kind)
+    for k in ("bytes", "bytes2"):
+        if k in t:
+            app = replace(app, **{k: parse_size(t[k], f"{where}.{k}")})
+    for k in ("every", "every2", "period", "fast_for", "slow_for", "start"):
+        if k in t:
+            app = replace(app, **{k: parse_duration(t[k], f"{where}.{k}")})
+    if "fraction" in t:
+        f = t["fraction"]
+        if not isinstance(f, (int, float)) or not 0 < f <= 1:
+            raise ScenarioError(f"{where}.fraction: expected a number in (0, 1], got {f!r}")
+        app = replace(app, fraction=float(f))
+    need = {"periodic": ("bytes", "every"),
+            "oscillating": ("bytes", "every", "bytes2", "every2", "period")}.get(kind, ())
+    for k in need:
+        if k not in t:
+            raise ScenarioError(f"{where}.{k}: required for kind = \"{kind}\"")
+    for k in ("every", "every2", "period"):
+        if k in t and getattr(app, k) <= 0:
+            raise ScenarioError(f"{where}.{k}: must be longer than zero")
+    if kind == "bulk" and not app.bytes:
+        app = replace(app, bytes=65536)
+    if kind == "fast" and not app.bytes:
+        app = replace(app, bytes=1 << 20)
+    if kind in ("periodic", "bulk") and app.bytes <= 0:
+        raise ScenarioError(f"{where}.bytes: must be at least 1")
+    return app
+
+
+def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
+    """Validate a parsed TOML document into a Scenario."""
+    _check_keys(raw, _TOP, "")
+    name = raw.get("name") or (Path(source).stem if source else "scenario")
+    sc = Scenario(name=str(name), description=str(raw.get("description", "")), source=source)
+    if "profile" in raw:
+        if not isinstance(raw["profile"], str):
+            raise ScenarioError(f'profile: expected a profile name such as "linux-6.1", got {raw["profile"]!r}')
+        sc = replace(sc, profile=raw["profile"])
+    if "duration" in raw:
+        sc = replace(sc, duration=parse_duration(raw["duration"], "duration"))
+        if sc.duration <= 0:
+            raise ScenarioError("duration: must be longer than zero")
+    if "seed" in raw:
+        if not isinstance(raw["seed"], int) or isinstance(raw["seed"], bool):
+            raise ScenarioError(f"seed: expected an integer, got {raw['seed']!r}")
+        sc = replace(sc, seed=raw["seed"])
+    sysctl = _table(raw, "sysctl")
+    sc = replace(sc, sysctl=dict(sysctl), link=_parse_link(_table(raw, "link")))
+    rcv = _table(raw, "receiver")
+    _check_keys(rcv, {"role", "device", "so_rcvbuf"}, "receiver.")
+    if "role" in rcv:
+        if rcv["role"] not in ("client", "server"):
+            raise ScenarioError(f'receiver.role: expected "client" or "server", got {rcv["role"]!r}')
+        sc = replace(sc, receiver_role=rcv["role"])
+    if "device" in rcv:
+        if rcv["device"] not in DEVICES:
+            raise ScenarioError(f"receiver.device: expected one of {', '.join(DEVICES)}, got {rcv['device']!r}")
+        sc = replace(sc, device=rcv["device"])
+    if "so_rcvbuf" in rcv:
+        sc = replace(sc, so_rcvbuf=parse_size(rcv["so_rcvbuf"], "receiver.so_rcvbuf"))
+    snd = _table(raw, "sender")
+    _check_keys(snd, {"initcwnd", "nodelay"}, "sender.")
+    if "initcwnd" in snd:
+        if not isinstance(snd["initcwnd"], int) or snd["initcwnd"] < 1:
+            raise ScenarioError(f"sender.initcwnd: expected a positive integer, got {snd['initcwnd']!r}")
+        sc = replace(sc, initcwnd=snd["initcwnd"])
+    if "nodelay" in snd:
+        if not isinstance(snd["nodelay"], bool):
+            raise ScenarioError(f"sender.nodelay: expected true or false, got {snd['nodelay']!r}")
+        sc = replace(sc, nodelay=snd["nodelay"])
+    sc = replace(sc, writer=_parse_app(_table(raw, "writer"), "writer", _WRITERS, sc.writer),
+                 reader=_parse_app(_table(raw, "reader"), "reader", _READERS, sc.reader))
+    pol = raw.get("policies", [])
+    if not isinstance(pol, list) or not all(isinstance(p, str) for p in pol):
+        raise ScenarioError('policies: expected a list of patch names, e.g. ["shrink-window"]')
+    return replace(sc, policies=tuple(pol))
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file; a bare name finds a built-in experiment."""
+    p = Path(path)
+    if not p.exists() and not p.suffix:
+        builtin = builtin_experiment(str(path))
+        if builtin is not None:
+            p = builtin
+    if not p.is_file():
+        raise ScenarioError(f"{path}: no such scenario file (built-in experiments: "
+                            f"{', '.join(builtin_experiments())})")
+    try:
+        raw = tomllib.loads(p.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{p}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ScenarioError(f"{p}: not a text file") from None
+    try:
+        return scenario_from_dict(raw, source=str(p))
+    except ScenarioError as exc:
+        raise ScenarioError(f"{p}: {exc}") from None
+
+
+def builtin_experiments() -> list[str]:
+    """Names of the experiments shipped with tcpsim."""
+    root = resources.files("tcpsim.experiments")
+    return sorted(Path(str(e)).stem for e in root.iterdir() if str(e).endswith(".toml"))
+
+
+def builtin_experiment(name: str) -> Path | None:
+    """Path of a shipped experiment by name (without .toml)."""
+    root = resources.files("tcpsim.experiments")
+    cand = root / f"{name}.toml"
+    return Path(str(cand)) if cand.is_file() else None

@@ -1,0 +1,1 @@
+"""Traces: the recorder the core writes rows into, and readers for them."""
