@@ -128,6 +128,12 @@ def main(argv: list[str] | None = None) -> None:
         stop.wait(0.2)
     worker.join(2)
     th.join(2)
+    try:  # one last sample, after the app stopped
+        d = sample(sock)
+        d["inq"] = inq(sock)
+        samples.append([time.monotonic_ns()] + [int(d.get(k, -1)) for k in SAMPLE_KEYS])
+    except OSError:
+        pass
     write_outputs(Path(cfg["out"]), args.side, log, samples)
     sock.close()
     sys.stdout.flush()

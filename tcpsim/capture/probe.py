@@ -31,9 +31,11 @@ class BpfProbe:
     the fact that the port lives only in our namespace) selects our socket.
     """
 
-    def __init__(self, port: int, last_port: int | None = None, out_path: Path | None = None, settle_s: float = 2.0) -> None:
+    def __init__(self, port: int, last_port: int | None = None, out_path: Path | None = None,
+                 settle_s: float = 2.0, every: int = 1) -> None:
         self.port, self.out_path, self.settle_s = port, out_path, settle_s
         self.last_port = last_port if last_port is not None else port
+        self.every = max(1, every)
         self.lines: list[str] = []
         self.proc: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
@@ -42,7 +44,7 @@ class BpfProbe:
     def start(self) -> "BpfProbe":
         ensure_tracefs()
         self.proc = subprocess.Popen(["bpftrace", "-B", "line", str(SCRIPT), str(self.port),
-                                      str(self.last_port)],
+                                      str(self.last_port), str(self.every)],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True, start_new_session=True)
         self._reader = threading.Thread(target=self._pump, daemon=True)

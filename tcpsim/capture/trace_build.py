@@ -67,13 +67,14 @@ def rx_detail(cur: dict[str, int], nxt: dict[str, int] | None) -> str:
 
 
 def probe_rows(probes: list[dict[str, int]], peer_isn: int, own_isn: int | None,
-               t0_ns: int) -> list[Row]:
-    """'rx' rows from tcp_probe records (one socket, time-ordered)."""
+               t0_ns: int, consecutive: bool = True) -> list[Row]:
+    """'rx' rows from tcp_probe records (one socket, time-ordered). ``consecutive`` says the
+    records are every segment, so queued/coalesced can be judged from the next record."""
     rel = SeqMap(peer_isn)
     own = SeqMap(own_isn) if own_isn is not None else None
     out: list[Row] = []
     for i, p in enumerate(probes):
-        nxt = probes[i + 1] if i + 1 < len(probes) else None
+        nxt = probes[i + 1] if consecutive and i + 1 < len(probes) else None
         seq = rel(p["seq"])
         rcv_nxt = rel(p["rcv_nxt"])
         copied = rel(p["copied_seq"])
