@@ -140,7 +140,7 @@ def capture(scenario: dict[str, Any] | str | Path, out_dir: str | Path,
     raw.mkdir(parents=True, exist_ok=True)
     duration = duration_s if duration_s is not None else spec.duration_ns / 1e9
     use_bpf = use_bpftrace and bpf_available()
-    probe = BpfProbe(RCV_PORT, RCV_PORT, raw / "probe.csv", every=probe_every) if use_bpf else None
+    probe = None
     pcap = raw / "wire.pcap"
     with topology(delay_ns=spec.delay_ab_ns, delay_ba_ns=spec.delay_ba_ns, mtu=spec.mtu,
                   rate_bps=spec.rate_bps, queue_limit=spec.queue_limit, loss=spec.loss,
@@ -148,8 +148,9 @@ def capture(scenario: dict[str, Any] | str | Path, out_dir: str | Path,
         configure(spec, topo)
         sysctls = {k: topo.read_sysctl(topo.rcv, k) for k in _sysctl_names(spec)}
         before = nstat.read_counters(lambda a: topo.sh(topo.rcv, a))
-        if probe:
-            probe.start()
+        if use_bpf:
+            probe = BpfProbe(RCV_PORT, RCV_PORT, raw / "probe.csv", every=probe_every,
+                             netns=topo.rcv).start()
         try:
             realtime_offset = time.time_ns() - time.monotonic_ns()
             with WireRecorder(topo, pcap, RCV_PORT):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import threading
@@ -27,24 +28,29 @@ def available() -> bool:
 class BpfProbe:
     """bpftrace on tcp:tcp_probe (+grow/adjust/kfree_skb) filtered on the receiver's port.
 
-    Tracepoints are global, so bpftrace runs in the root namespace; the port filter (and
-    the fact that the port lives only in our namespace) selects our socket.
+    Tracepoints are global, so bpftrace runs in the root namespace; the port range and (if
+    ``netns`` is given, e.g. the receiver namespace's name) the namespace inode select our
+    socket even when other captures use the same port.
     """
 
     def __init__(self, port: int, last_port: int | None = None, out_path: Path | None = None,
-                 settle_s: float = 2.0, every: int = 1) -> None:
+                 settle_s: float = 2.0, every: int = 1, netns: str | None = None) -> None:
         self.port, self.out_path, self.settle_s = port, out_path, settle_s
         self.last_port = last_port if last_port is not None else port
         self.every = max(1, every)
+        self.netns = netns
         self.lines: list[str] = []
         self.proc: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
         self._ready = threading.Event()
 
     def start(self) -> "BpfProbe":
+        """Start bpftrace, wait until it has attached (plus ``settle_s``)."""
         ensure_tracefs()
+        inum = os.stat(f"/run/netns/{self.netns}").st_ino if self.netns else 0
         self.proc = subprocess.Popen(["bpftrace", "-B", "line", str(SCRIPT), str(self.port),
-                                      str(self.last_port), str(self.every)],
+                                      str(self.last_port), str(self.every),
+                                      str(inum)],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True, start_new_session=True)
         self._reader = threading.Thread(target=self._pump, daemon=True)
