@@ -1,9 +1,11 @@
-"""Linux 6.18: the development machines' kernel.
+"""Linux 6.18 as the development machines run it (6.18.44).
 
-What 6.18 changed on top of 6.17 (autumn-2025 fixes):
-* "tcp: use skb->len instead of skb->truesize in tcp_can_ingest()": admission tests
-  rmem + len <= rcvbuf -- 6.17's truesize test starved small SO_RCVBUF sockets and NICs
-  that spend a 4 KiB page on a small frame.
+What 6.18 changed on top of 6.17 (autumn-2025 fixes), and what its stable series took back:
+* admission: 6.18.0 tested rmem + skb->len <= rcvbuf ("tcp: use skb->len instead of
+  skb->truesize in tcp_can_ingest()"); 026dfef287c0 "tcp: give up on stronger sk_rcvbuf
+  checks (for now)" (Feb 2026, in 6.18.y stable) returned to rmem <= rcvbuf. 6.18.44
+  measured: 787 PruneCalled and 0 RcvPruned while tcp_clamp_window() dragged rcvbuf up
+  (docs/kernel-measurements.md, E5), which only the reverted test allows.
 * aa251c84636c "tcp: fix too slow tcp_rcvbuf_grow() action": the slow-start growth term
   2 * rcvwin * (new - old) / old is back in tcp_rcvbuf_grow().
 * out-of-order segments grow sk_rcvbuf (tcp_data_queue_ofo() calls tcp_rcvbuf_grow() with
@@ -26,13 +28,14 @@ if TYPE_CHECKING:
 
 
 class Linux618(Linux617):
-    """Linux 6.18: len-based admission, proportional DRS growth, OFO-driven growth."""
+    """Linux 6.18.y: proportional DRS growth, OFO-driven growth, plain admission."""
 
     RELEASE = "6.18"
 
     def can_ingest(self, sk: TcpSocket, skb: Skb) -> bool:
-        """Models tcp_can_ingest() [6.18]: rmem + skb->len <= rcvbuf."""
-        return sk.sk_rmem_alloc + skb.len <= sk.sk_rcvbuf
+        """Models tcp_can_ingest() [6.18.y after 026dfef287c0]: rmem <= rcvbuf, tested
+        before queueing (tcp_prune_queue() still clamps whenever this fails)."""
+        return sk.sk_rmem_alloc <= sk.sk_rcvbuf
 
     def rcvbuf_grow_term(self, sk: TcpSocket, newval: int, oldval: int) -> int:
         """aa251c84636c: let the sender double its rate, 2 * rcvwin * (new - old) / old."""
@@ -55,5 +58,5 @@ class Linux618(Linux617):
 
 
 PROFILE = Profile("linux-6.18", Linux618,
-                  "6.18 (development machines): len-based admission, proportional DRS growth, "
-                  "OFO-driven buffer growth")
+                  "6.18.44 (development machines): proportional DRS growth, OFO-driven buffer "
+                  "growth, 6.17's stricter admission given up")

@@ -33,16 +33,27 @@ class LocalSender:
     tcp_sendmsg() builds a small kmalloc'd head for the headers (`head` bytes of data area,
     SKB_TRUESIZE(head) with the struct overhead) and copies the payload into page fragments,
     so truesize = len + SKB_TRUESIZE(head) and a coalesce charges exactly `len`.
-    Measured on 6.18 over veth: 2280 for a 1448-byte segment (docs/kernel-measurements.md).
+    Measured on 6.18 over veth: truesize = len + 832 and 17 segments per skb
+    (docs/kernel-measurements.md, E1, E4).
+
+    `shared`: the receiver's skb is a clone of the sender's retransmit-queue skb (a veth pair
+    or loopback with both ends on one host and no forwarding hop). skb_try_coalesce() refuses
+    a cloned skb, so nothing coalesces into it until the sender frees its copy on ACK -- with
+    delayed ACKs most small segments then become new skbs (measured, E1). A forwarding hop
+    (the capture's delay router) gives the receiver private skbs: coalescing as usual (E4).
     """
 
     name: str = "veth"
     head: int = 256
+    shared: bool = False
 
     def make_skb(self, seq: int, length: int, fin: bool, gso_size: int = 0) -> Skb:
         nfrags = 0 if length == 0 else 1 + (length - 1) // (8 * PAGE_SIZE)
-        return Skb(seq, length, skb_truesize(self.head) + length, head=self.head, linear=0,
-                   nfrags=nfrags, fin=fin)
+        skb = Skb(seq, length, skb_truesize(self.head) + length, head=self.head, linear=0,
+                  nfrags=nfrags, fin=fin)
+        if self.shared:
+            skb.cloned_until = seq + length + (1 if fin else 0)
+        return skb
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +120,8 @@ Device = LocalSender | Tun | PageNic
 
 DEVICES: dict[str, Device] = {
     "veth": LocalSender("veth"),
-    "loopback": LocalSender("loopback"),
+    "veth-direct": LocalSender("veth-direct", shared=True),
+    "loopback": LocalSender("loopback", shared=True),
     "tun": Tun(),
     "nic-2k": PageNic("nic-2k", 2048),
     "nic-4k": PageNic("nic-4k", 4096),
@@ -117,7 +129,7 @@ DEVICES: dict[str, Device] = {
 
 
 def device(name: str) -> Device:
-    """Look up an ingress device profile by name (veth, loopback, tun, nic-2k, nic-4k)."""
+    """Look up an ingress device profile by name (see DEVICES)."""
     try:
         return DEVICES[name]
     except KeyError:

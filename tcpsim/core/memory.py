@@ -59,7 +59,7 @@ class MemoryMixin:
         Charges only the delta (no rcvbuf check: coalescing never consults sk_rcvbuf).
         Returns False when the skbs cannot be merged (gap, FIN, fragment limit).
         """
-        if frm.seq != to.end_seq or to.fin:
+        if frm.seq != to.end_seq or to.fin or to.cloned_until > self.peer_released:
             return False
         length = frm.len
         if length <= to.tailroom and to.nfrags == 0:

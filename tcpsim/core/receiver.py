@@ -44,9 +44,11 @@ class ReceiveMixin:
         return w if w > 0 else 0
 
     def fast_path_check(self: TcpSocket) -> None:
-        """Models tcp_fast_path_check(): re-enable header prediction when nothing unusual."""
-        self.pred_ok = (not self.ofo_queue and self.rcv_wnd != 0
-                        and self.sk_rmem_alloc < self.sk_rcvbuf)
+        """Models tcp_fast_path_check(): re-enable header prediction when nothing unusual.
+        It only ever turns the fast path on; a zero window, OFO data or a failed prune
+        turn it off elsewhere."""
+        if not self.ofo_queue and self.rcv_wnd != 0 and self.sk_rmem_alloc < self.sk_rcvbuf:
+            self.pred_ok = True
 
     # -- tcp_rcv_established ----------------------------------------------------------------
 

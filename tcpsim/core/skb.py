@@ -13,7 +13,7 @@ class Skb:
     """One queued socket buffer (an skb on sk_receive_queue or the out-of-order queue)."""
 
     __slots__ = ("seq", "end_seq", "len", "truesize", "head", "linear", "nfrags", "head_frag",
-                 "tailroom", "fin")
+                 "tailroom", "fin", "cloned_until")
 
     def __init__(self, seq: int, length: int, truesize: int, *, head: int, linear: int,
                  nfrags: int, head_frag: bool = False, tailroom: int = 0,
@@ -28,6 +28,10 @@ class Skb:
         self.head_frag = head_frag  # the head is a page fragment that can be stolen
         self.tailroom = tailroom    # free bytes after the linear data (skb_tailroom)
         self.fin = fin
+        # veth/loopback: the head is shared with the sender's retransmit-queue skb until the
+        # sender frees it on ACK; until the peer has released everything below this
+        # sequence the skb is "cloned" and nothing can be coalesced into it.
+        self.cloned_until = 0
 
     def __repr__(self) -> str:
         return (f"Skb({self.seq}:{self.end_seq} len={self.len} truesize={self.truesize} "

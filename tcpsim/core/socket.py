@@ -78,7 +78,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         "receive_queue", "ofo_queue", "scaling_ratio", "last_seg_size",
         "rcvq_space", "rcvq_seq", "rcvq_time", "rcv_rtt_us8", "rcv_rtt_seq", "rcv_rtt_time",
         "rcv_rtt_last_tsecr", "pred_ok", "last_oow_ack_ns", "selective_acks", "dsack",
-        "rcv_shutdown", "memory_pressure", "bytes_received", "read_untraced",
+        "rcv_shutdown", "memory_pressure", "bytes_received", "read_untraced", "peer_released",
         # ACK state (icsk_ack)
         "ack_pending", "ack_quick", "ack_ato", "ack_lrcvtime", "ack_pingpong",
         "delack_deadline", "ack_rcv_mss", "dup_ack_counter", "compressed_ack",
@@ -155,6 +155,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self.memory_pressure = False
         self.bytes_received = 0
         self.read_untraced = 0
+        self.peer_released = 1 << 62     # see on_peer_release()
 
     # -- socket options ---------------------------------------------------------------------
 
@@ -305,6 +306,14 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
                 self.state = LISTEN
             elif self._on_handshake_ack(seg) and (seg.len or seg.flags & 1):
                 self.rcv_established(seg)
+
+    def on_peer_release(self, seq: int) -> None:
+        """The peer freed its copies of our received data below `seq` (it processed an
+        ACK). On veth/loopback the receiver's skb shares its head with the sender's
+        retransmit-queue skb, and skb_try_coalesce() refuses a cloned skb: only once the
+        sender lets go can data be coalesced into it. Devices that build their own skbs
+        never call this (peer_released stays infinite)."""
+        self.peer_released = seq
 
     def on_timer(self, now: int) -> None:
         """Run every timer whose deadline has passed (delayed ACK, RTO, persist)."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
 from tcpsim.core.constants import NS_PER_S
-from tcpsim.engine.scheduler import APP
+from tcpsim.engine.scheduler import READER, WRITER
 
 if TYPE_CHECKING:
     from tcpsim.engine.simulation import Simulation
@@ -41,7 +41,7 @@ class PeriodicWriter:
         self.written = 0
 
     def begin(self) -> None:
-        self.sim.sched.at(max(self.start, self.sim.sched.now), APP, self.tick)
+        self.sim.sched.at(max(self.start, self.sim.sched.now), WRITER, self.tick)
 
     def tick(self) -> None:
         sim = self.sim
@@ -58,7 +58,7 @@ class PeriodicWriter:
         if self.pending and sim.skip and sk.send_space() == 0:
             self.blocked = True                 # sleep until writable
             return
-        sim.sched.at(now + self.period, APP, self.tick)
+        sim.sched.at(now + self.period, WRITER, self.tick)
 
     def on_writable(self, now: int) -> None:
         """The send buffer has room again: resume at the next grid tick."""
@@ -66,7 +66,7 @@ class PeriodicWriter:
             return
         self.blocked = False
         k = -(-(now - self.start) // self.period)
-        self.sim.sched.at(self.start + k * self.period, APP, self.tick)
+        self.sim.sched.at(self.start + k * self.period, WRITER, self.tick)
 
 
 class BulkWriter:
@@ -79,7 +79,7 @@ class BulkWriter:
         self._busy = False
 
     def begin(self) -> None:
-        self.sim.sched.at(max(self.start, self.sim.sched.now), APP, self.fill)
+        self.sim.sched.at(max(self.start, self.sim.sched.now), WRITER, self.fill)
 
     def fill(self) -> None:
         sim = self.sim
@@ -138,7 +138,7 @@ class Reader:
 
     def _next_phase(self) -> None:
         self.phase = next(self.phases, Phase("never", self.sim.sched.now, _FAR))
-        self.sim.sched.at(max(self.phase.start, self.sim.sched.now), APP, self._enter, self.phase)
+        self.sim.sched.at(max(self.phase.start, self.sim.sched.now), READER, self._enter, self.phase)
 
     def _enter(self, phase: Phase) -> None:
         if phase is not self.phase:
@@ -148,7 +148,7 @@ class Reader:
         self.next_read = _FAR
         self.gen += 1
         if phase.end < _FAR:
-            self.sim.sched.at(phase.end, APP, self._leave, phase)
+            self.sim.sched.at(phase.end, READER, self._leave, phase)
         if phase.kind == "fast":
             self.on_readable(now)
         elif phase.kind == "periodic":
@@ -215,7 +215,7 @@ class Reader:
             t += self.sim.rcv.count_inert_reads(t, p.period, p.n, limit) * p.period
             if t >= p.end:
                 return
-        self.sim.sched.at(t, APP, self._wake, self.gen)
+        self.sim.sched.at(t, READER, self._wake, self.gen)
 
     # -- reading --
 

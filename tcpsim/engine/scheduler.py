@@ -2,8 +2,10 @@
 
 simpy's loop pops (time, priority, id, event) and calls the event's callbacks; a `_Call` is
 the smallest object it accepts as an event, so the per-packet path allocates one object and
-runs no generator. Ties at the same time go NETWORK before APP, then in scheduling order,
-which both engines (time-skipping and tick-by-tick) share.
+runs no generator. Events at the same nanosecond run in a fixed order of kinds -- segment
+deliveries, TCP timers, the writer, the reader -- and within a kind in scheduling order. The
+kind order must not depend on when an event was scheduled: the time-skipping engine
+schedules application ticks at other moments than the tick-by-tick one.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from typing import Any, Callable
 
 import simpy
 
-NETWORK = 0   # segment deliveries and TCP timers
-APP = 1       # application reads and writes
+NETWORK = 0   # segment deliveries
+TIMER = 1     # TCP timers (delayed ACK, RTO, persist)
+WRITER = 2    # the sending application
+READER = 3    # the receiving application
 
 
 class _Call:
@@ -39,6 +43,7 @@ class Scheduler:
     def __init__(self) -> None:
         self.env = simpy.Environment(initial_time=0)
         self._schedule = self.env.schedule
+        self.steps = 0
 
     @property
     def now(self) -> int:
@@ -59,3 +64,4 @@ class Scheduler:
             n += 1
             if progress is not None and not n & 0x3FFF:
                 progress(env.now)
+        self.steps += n

@@ -19,7 +19,7 @@ from tcpsim.core.segment import Segment
 from tcpsim.core.socket import NullSink, TcpSocket
 from tcpsim.engine.apps import BulkWriter, PeriodicWriter, Reader, reader_phases
 from tcpsim.engine.link import LinkDirection
-from tcpsim.engine.scheduler import NETWORK, Scheduler
+from tcpsim.engine.scheduler import TIMER, Scheduler
 from tcpsim.policy import Profile
 from tcpsim.scenario import Scenario
 
@@ -74,6 +74,9 @@ class Simulation:
         self.ba = LinkDirection(self.sched, self._to_snd, link.delay_ba, link.rate_bps,
                                 link.queue_limit, 0.0, rng)
         self._timer_at = {id(self.rcv): 0, id(self.snd): 0}
+        self.shared_skbs = getattr(self.rcv.dev, "shared", False)
+        if self.shared_skbs:
+            self.rcv.on_peer_release(0)
         w = scenario.writer
         self.writer: PeriodicWriter | BulkWriter
         if w.kind == "periodic":
@@ -85,7 +88,6 @@ class Simulation:
         self.peaks = Peaks()
         self.established_at = -1
         self.died_at = -1
-        self.events = 0
 
     # -- moving things around -------------------------------------------------------------------
 
@@ -122,11 +124,10 @@ class Simulation:
         key = id(sk)
         if d and (self._timer_at[key] == 0 or d < self._timer_at[key]):
             self._timer_at[key] = d
-            self.sched.at(d, NETWORK, self._timer, sk, d)
+            self.sched.at(d, TIMER, self._timer, sk, d)
 
     def _to_rcv(self, seg: Segment) -> None:
         now = self.sched.now
-        self.events += 1
         self.reader.catch_up(now)
         self.rcv.on_segment(now, seg)
         self.after(self.rcv)
@@ -134,9 +135,10 @@ class Simulation:
 
     def _to_snd(self, seg: Segment) -> None:
         now = self.sched.now
-        self.events += 1
         was_open = self.snd.state == "ESTABLISHED"
         self.snd.on_segment(now, seg)
+        if self.shared_skbs:
+            self.rcv.on_peer_release(self.snd.snd_una)
         self.after(self.snd)
         if not was_open and self.snd.state == "ESTABLISHED":
             self._established()
@@ -149,7 +151,6 @@ class Simulation:
         if not due or due > self.sched.now:
             self._arm(sk)                    # a stale wake-up: the deadline moved
             return
-        self.events += 1
         now = self.sched.now
         if sk is self.rcv:
             self.reader.catch_up(now)
@@ -191,7 +192,7 @@ class Simulation:
         summary = {
             "duration_s": dur_s,
             "wall_s": round(wall, 3),
-            "events": self.events,
+            "events": self.sched.steps,
             "packets": self.ab.sent + self.ba.sent,
             "established": self.established_at >= 0,
             "bytes_written": self.writer.written,

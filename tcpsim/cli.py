@@ -1,0 +1,176 @@
+"""The `tcpsim` command. Thin: parse arguments, call tcpsim.runner / tcpsim.profiles, print.
+
+Every user mistake ends in one line on stderr naming what to fix and exit status 2 -- never
+a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from tcpsim.core.sysctl import SysctlError
+from tcpsim.profiles import ProfileError, builtin_patches, builtin_profiles, get_profile
+from tcpsim.scenario import ScenarioError, builtin_experiments, load_scenario, parse_duration
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Simulate the Linux TCP receive path, per kernel version and patch.")
+profiles_app = typer.Typer(help="List kernel profiles and patches.", invoke_without_command=True)
+app.add_typer(profiles_app, name="profiles")
+
+USER_ERRORS = (ScenarioError, SysctlError, ProfileError)
+
+
+def _fail(msg: str) -> None:
+    typer.echo(f"tcpsim: error: {msg}", err=True)
+    raise typer.Exit(2)
+
+
+def _parse_sysctls(items: list[str]) -> dict:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            _fail(f"--sysctl {item}: expected NAME=VALUE, e.g. net.ipv4.tcp_shrink_window=1")
+        value = value.strip()
+        parts = value.split()
+        try:
+            out[name.strip()] = [int(p) for p in parts] if len(parts) > 1 else int(value)
+        except ValueError:
+            _fail(f"--sysctl {item}: value must be an integer (or three for tcp_rmem)")
+    return out
+
+
+@app.command()
+def run(
+    scenario: str = typer.Argument(..., help="scenario TOML file, or the name of a built-in experiment"),
+    profile: Optional[str] = typer.Option(None, "--profile", "-p", help="kernel profile (tcpsim profiles)"),
+    policy: List[str] = typer.Option([], "--policy", help="patch name or FILE.py:Class (repeatable)"),
+    sysctl: List[str] = typer.Option([], "--sysctl", "-s", help="NAME=VALUE receiver sysctl (repeatable)"),
+    duration: Optional[str] = typer.Option(None, "--duration", "-d", help='override, e.g. "60s"'),
+    seed: Optional[int] = typer.Option(None, "--seed"),
+    trace: Optional[Path] = typer.Option(None, "--trace", "-o", help="write the per-event trace (Parquet)"),
+    no_skip: bool = typer.Option(False, "--no-skip", help="tick by tick (no time skipping)"),
+    as_json: bool = typer.Option(False, "--json", help="print the summary as JSON on stdout"),
+    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="progress bar on stderr"),
+) -> None:
+    """Run one scenario and print its summary, counters and ss-style snapshot."""
+    from tcpsim.runner import RunOptions, run as run_scenario
+    try:
+        sc = load_scenario(scenario)
+        opts = RunOptions(profile=profile, policies=tuple(policy), sysctl=_parse_sysctls(sysctl),
+                          duration=parse_duration(duration, "--duration") if duration else None,
+                          seed=seed, skip=not no_skip, trace=trace,
+                          progress=sys.stderr.isatty() if progress is None else progress)
+        result, _ = run_scenario(sc, opts)
+    except USER_ERRORS as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        typer.echo(json.dumps({"scenario": result.scenario, "profile": result.profile,
+                               "summary": result.summary, "counters": result.counters,
+                               "ss": result.ss, "trace": str(trace) if trace else None},
+                              indent=2, sort_keys=True))
+        return
+    _print_result(result, trace)
+
+
+def _print_result(result, trace: Optional[Path]) -> None:
+    s = result.summary
+    typer.echo(f"{result.scenario} under {result.profile}: {s['duration_s']:g} s simulated "
+               f"in {s['wall_s']:g} s ({s['events']} events)")
+    width = max(len(k) for k in s)
+    for k, v in s.items():
+        if k not in ("duration_s", "wall_s", "events"):
+            typer.echo(f"  {k:<{width}}  {v}")
+    typer.echo("counters (nstat, non-zero):")
+    for k, v in result.counters.items():
+        if v:
+            typer.echo(f"  {k:<32} {v}")
+    typer.echo("ss -tmi:")
+    for name, line in result.ss.items():
+        typer.echo(f"  {name}: {line}")
+    if trace:
+        typer.echo(f"trace: {trace}")
+
+
+@profiles_app.callback()
+def profiles_list(ctx: typer.Context) -> None:
+    """List the kernel profiles and patches with a one-line summary each."""
+    if ctx.invoked_subcommand:
+        return
+    typer.echo("profiles:")
+    for name, p in builtin_profiles().items():
+        typer.echo(f"  {name:<12} {p.summary}")
+    patches = builtin_patches()
+    if patches:
+        typer.echo("patches (--policy NAME):")
+        for name, cls in patches.items():
+            typer.echo(f"  {name:<20} {cls.summary}")
+
+
+@profiles_app.command("show")
+def profiles_show(name: str, source: Optional[str] = typer.Option(
+        None, "--source", help="print the code of one decision point")) -> None:
+    """Show a profile's decision points (and which kernel class defines each) and defaults."""
+    try:
+        p = get_profile(name)
+    except ProfileError as exc:
+        _fail(str(exc))
+        return
+    if source:
+        try:
+            typer.echo(p.source_of(source))
+        except AttributeError:
+            _fail(f"--source {source}: no such decision point")
+        return
+    typer.echo(f"{p.name}: {p.summary}")
+    typer.echo("decision points:")
+    for point, owner in p.decision_points():
+        typer.echo(f"  {point:<24} {owner}")
+    typer.echo("sysctl defaults:")
+    known = p.known_sysctls()
+    for k, v in p.default_sysctls().as_dict().items():
+        if k.split(".")[-1] in known:
+            typer.echo(f"  {k} = {v}")
+
+
+@app.command()
+def experiments() -> None:
+    """List the built-in experiments (scenario files shipped with tcpsim)."""
+    for name in builtin_experiments():
+        try:
+            sc = load_scenario(name)
+            typer.echo(f"  {name:<36} {sc.description}")
+        except ScenarioError as exc:
+            typer.echo(f"  {name:<36} (invalid: {exc})")
+
+
+@app.command()
+def bench(
+    quick: bool = typer.Option(False, "--quick", help="short durations (a smoke run)"),
+    repeat: int = typer.Option(1, "--repeat", "-r", help="repetitions per case (median reported)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Benchmark the simulator: packets/s, simulated s per wall s, peak RSS."""
+    from tcpsim.bench import run_benchmarks
+    rows = run_benchmarks(quick=quick, repeat=repeat, echo=None if as_json else typer.echo)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+
+
+def main() -> None:
+    """Entry point of the console script."""
+    try:
+        app()
+    except USER_ERRORS as exc:  # pragma: no cover - safety net
+        typer.echo(f"tcpsim: error: {exc}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

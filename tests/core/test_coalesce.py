@@ -1,0 +1,67 @@
+"""tcp_try_coalesce / skb_try_coalesce: delta charging, the 17-fragment limit, tailroom, clones."""
+
+from tcpsim.core.devices import device
+from tcpsim.core.skb import Skb
+
+from conftest import established
+
+
+def test_veth_truesize_and_coalesce_charge_match_the_kernel():
+    # E1: a new skb costs L + 832, segments 2..17 coalesce and cost exactly L, 18 starts anew
+    p = established("linux-6.18")
+    sk = p.sk
+    for i in range(18):
+        p.at(2 + i).send(100)
+    assert sk.mib.TCPRcvCoalesce == 16
+    assert len(sk.receive_queue) == 2
+    assert sk.sk_rmem_alloc == (100 + 832) + 16 * 100 + (100 + 832)
+    assert sk.receive_queue[0].nfrags == 17
+
+
+def test_coalescing_never_checks_rcvbuf():
+    p = established("linux-6.1", so_rcvbuf=4608)          # rcvbuf 9216
+    sk = p.sk
+    for i in range(8):
+        p.at(2 + i).send(1448)
+    assert sk.sk_rmem_alloc > sk.sk_rcvbuf or sk.mib.TCPRcvQDrop == 0
+
+
+def test_tailroom_copy_is_free_and_stolen_head_costs_buffer():
+    p = established("linux-6.18", dev="nic-2k")
+    sk = p.sk
+    p.at(2).send(4)
+    before = sk.sk_rmem_alloc
+    p.at(3).send(4)                                         # fits the linear tailroom: free
+    assert sk.sk_rmem_alloc == before and sk.mib.TCPRcvCoalesce == 1
+    q = sk.receive_queue[0]
+    q.tailroom = 0                                          # force the head-steal branch
+    p.at(4).send(1400)
+    assert sk.sk_rmem_alloc == before + 2048 + 256 - 256    # delta = truesize - sizeof(sk_buff)
+
+
+def test_shared_skb_is_not_coalesced_until_the_peer_releases_it():
+    p = established("linux-6.18", dev="veth-direct")
+    sk = p.sk
+    sk.on_peer_release(0)
+    p.at(2).send(100)
+    p.at(3).send(100)
+    assert sk.mib.TCPRcvCoalesce == 0 and len(sk.receive_queue) == 2
+    sk.on_peer_release(sk.rcv_nxt)
+    p.at(4).send(100)
+    assert sk.mib.TCPRcvCoalesce == 1
+
+
+def test_tun_linear_head_cannot_be_stolen():
+    tun = device("tun")
+    a = tun.make_skb(1, 3000, False)
+    assert a.linear > 0 and not a.head_frag
+    p = established("linux-6.18", dev="tun")
+    sk = p.sk
+    p.at(2).send(3000)
+    p.at(3).send(3000)
+    assert sk.mib.TCPRcvCoalesce == 0
+
+
+def test_skb_repr_mentions_flags():
+    s = Skb(1, 10, 842, head=256, linear=0, nfrags=1, fin=True)
+    assert "FIN" in repr(s) and s.end_seq == 12
