@@ -7,7 +7,6 @@ tick that finds nothing to do (reader: nothing queued; writer: send buffer full)
 
 from __future__ import annotations
 
-import errno
 import select
 import socket
 import threading
@@ -29,13 +28,18 @@ def _sleep_until(t_ns: int, stop: threading.Event) -> bool:
 
 def periodic_writer(sock: socket.socket, nbytes: int, every_ns: int, stop: threading.Event,
                     log: Log) -> None:
-    """Every ``every_ns`` try to write ``nbytes`` (non-blocking; skipped if the buffer is full)."""
+    """Every ``every_ns`` write ``nbytes``; a write the send buffer cannot take (wholly) is not
+    dropped but continued at the next tick, and no new write starts meanwhile."""
     sock.setblocking(False)
     payload = b"a" * nbytes
+    left = 0                      # bytes of the current write still to go
     t = time.monotonic_ns()
     while _sleep_until(t, stop):
+        if left == 0:
+            left = nbytes
         try:
-            n = sock.send(payload)
+            n = sock.send(payload[:left])
+            left -= n
             log.append((time.monotonic_ns(), "write", n))
         except BlockingIOError:
             log.append((time.monotonic_ns(), "write_blocked", 0))
@@ -173,7 +177,8 @@ def make_reader(spec: dict, parse_ns: Callable[[object], int]) -> Callable[[sock
              parse_ns(spec["every2"]), parse_ns(spec["period"]))
         return lambda s, st, lg: oscillating_reader(s, *a, st, lg)
     if kind == "oscil":
-        f, sl = parse_ns(spec.get("fast_for", "5s")), parse_ns(spec.get("slow_for", "15s"))
+        f = parse_ns(spec["fast_for"]) if "fast_for" in spec else 5 * 10**9
+        sl = parse_ns(spec["slow_for"]) if "slow_for" in spec else 15 * 10**9
         fr = float(spec.get("fraction", 0.05))
         return lambda s, st, lg: oscil_reader(s, st, lg, f, sl, fr)
     raise ValueError(f"reader.kind: unknown kind {kind!r}")

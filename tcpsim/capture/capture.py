@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tcpsim.capture import nstat, parquet_out, trace_build as tb, wire
-from tcpsim.capture.netns import Topology, python_env, topology
+from tcpsim.capture.netns import Topology, python_env, run, topology
 from tcpsim.capture.probe import BpfProbe, TRACEFS, available as bpf_available
 from tcpsim.capture.probe_csv import drop_reason_names
 from tcpsim.capture.recorder import WireRecorder
@@ -70,7 +70,7 @@ def configure(spec: CaptureSpec, topo: Topology) -> None:
     route = ["ip", "-n", topo.snd, "route", "add", f"{topo.rcv_addr}/32", "dev", "veth0"]
     if topo.routed:
         route += ["via", "10.77.1.2"]
-    subprocess.run(route + ["initcwnd", str(spec.initcwnd)], check=True, capture_output=True)
+    run(route + ["initcwnd", str(spec.initcwnd)])
 
 
 def read_csv_ints(path: Path) -> list[dict[str, int]]:

@@ -242,7 +242,7 @@ def topology(delay_ns: int = 0, mtu: int = 1500, tag: str | None = None,
 @contextlib.contextmanager
 def in_netns(name: str) -> Iterator[None]:
     """Run the calling thread inside namespace ``name``; sockets created here stay in it."""
-    own = os.open(f"/proc/thread-self/ns/net", os.O_RDONLY)
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
     target = os.open(f"/run/netns/{name}", os.O_RDONLY)
     try:
         if _libc.setns(target, CLONE_NEWNET) != 0:
