@@ -2,9 +2,10 @@
 
 Run as root:  ``python -m tcpsim.capture.measure [--out docs/measurements] [--only e1,e3]``
 
-Every experiment builds its own namespaces (tcpsim.capture.netns) and tears them down; sockets
-are created in-process with setns() (the sockets stay in their namespaces), so one Python
-process drives both ends with exact sequencing. Raw outputs go to ``--out``.
+Every experiment builds its own namespaces (tcpsim.capture.netns) and tears them down. E1-E3 and
+E6 create the sockets in-process with setns() (the sockets stay in their namespaces), so one
+Python process drives both ends with exact sequencing; E4/E5 are scenarios run with the capture
+tool (endpoints as processes, 20 ms RTT through the NFQUEUE delay). Raw outputs go to ``--out``.
 """
 
 from __future__ import annotations
@@ -14,16 +15,20 @@ import csv
 import json
 import os
 import socket
+import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from tcpsim.capture import apps, nstat, wire
+from tcpsim.capture.capture import capture
 from tcpsim.capture.netns import Topology, in_netns, topology
 from tcpsim.capture.probe import BpfProbe, available as bpf_available
 from tcpsim.capture.recorder import WireRecorder
-from tcpsim.capture.sockinfo import meminfo, sample, tcp_info, window_clamp
+from tcpsim.capture.sockinfo import meminfo, sample, tcp_info
 
 SND_PORT = 5000
 ALL_CPUS = set(range(os.cpu_count() or 1))
@@ -260,92 +265,65 @@ def e3_handshake(out: Path) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------
-def periodic_run(out: Path, label: str, rmem: tuple[int, int, int], shrink: int, seconds: float,
-                 wbytes: int, rspec: dict[str, Any], delay_ns: int, nodelay: bool) -> dict[str, Any]:
-    """Periodic writer (wbytes every 1 ms) into a reader of kind rspec, sampled every second."""
-    port = 44000
-    stats = out / f"{label}_delay.json"
-    with topology(delay_ns=delay_ns, tag=f"p{os.getpid()}", delay_stats=stats) as topo:
-        topo.sysctl(topo.rcv, "net.ipv4.tcp_rmem", rmem)
-        topo.sysctl(topo.rcv, "net.ipv4.tcp_shrink_window", shrink)
-        topo.sysctl(topo.rcv, "net.ipv4.tcp_adv_win_scale", -2)  # as in the reproducer (no effect >= 6.6)
-        sysctls = tcp_sysctls(topo, topo.rcv)
-        before = nstat.read_counters(lambda a: topo.sh(topo.rcv, a))
-        pcap = out / f"{label}.pcap"
-        samples: list[dict[str, Any]] = []
-        with WireRecorder(topo, pcap, port):
-            s, r = connect_pair(topo, port, nodelay=nodelay)
-            stop = threading.Event()
-            wlog: apps.Log = []
-            rlog: apps.Log = []
-            reader = apps.make_reader(rspec, lambda v: int(float(str(v).rstrip("ms")) * 1e6))
-
-            def writer() -> None:
-                pin(0)
-                apps.periodic_writer(s, wbytes, 1_000_000, stop, wlog)
-
-            ths = [threading.Thread(target=writer), threading.Thread(target=reader, args=(r, stop, rlog))]
-            t0 = time.monotonic_ns()
-            for th in ths:
-                th.start()
-            next_t = t0
-            while time.monotonic_ns() - t0 < seconds * 1e9:
-                d = sample(r)
-                d["t_s"] = round((time.monotonic_ns() - t0) / 1e9, 3)
-                samples.append(d)
-                next_t += 10**9
-                time.sleep(max(0.0, (next_t - time.monotonic_ns()) / 1e9))
-            ss_text = ss(topo, topo.rcv)
-            stop.set()
-            for th in ths:
-                th.join()
-            final = sample(r)
-            s.close()
-            r.close()
-        after = nstat.read_counters(lambda a: topo.sh(topo.rcv, a))
-    flow = wire.build_flow(wire.read_pcap(pcap), port)
-    acks = wire.ack_windows(flow, flow.packets[0].t_ns if flow.packets else 0)
-    pcap.unlink()
-    keep = ("t_s", "sk_rmem_alloc", "sk_rcvbuf", "sk_drops", "tcpi_rcv_ssthresh", "window_clamp",
-            "tcpi_rcv_wnd", "tcpi_rcv_space", "tcpi_bytes_received", "tcpi_rcv_mss")
+def scenario_run(out: Path, label: str, scenario: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """Run a scenario with the capture tool (no bpftrace) and keep a small text digest:
+    receiver samples every second, ACK windows (thinned), counters, delay lateness."""
+    with tempfile.TemporaryDirectory() as tmp:
+        table = pq.read_table(capture(dict(scenario, name=label), tmp, seconds, use_bpftrace=False))
+    meta = {k.decode(): json.loads(v) for k, v in table.schema.metadata.items()}
+    rows = table.to_pylist()
+    samples = [r for r in rows if (r["sock"], r["event"], r["detail"]) == ("rcv", "state", "sample")]
+    acks = [r for r in rows if (r["sock"], r["event"]) == ("rcv", "tx")]
     with open(out / f"{label}_samples.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(keep)
-        for d in samples:
-            w.writerow([d[k] for k in keep])
-    # windows: keep only changes of (win_scaled == 0) or every 100th ACK, to stay small
+        w.writerow(["t_s", "sk_rmem_alloc", "sk_rcvbuf", "rcv_ssthresh", "window_clamp", "rcv_wnd",
+                    "rcvq_space", "bytes_received", "recv_q"])
+        next_t = 0
+        for r in samples:
+            if r["t_ns"] >= next_t or r is samples[-1]:
+                w.writerow([round(r["t_ns"] / 1e9, 3), r["sk_rmem_alloc"], r["sk_rcvbuf"],
+                            r["rcv_ssthresh"], r["window_clamp"], r["rcv_wnd"], r["rcvq_space"],
+                            r["rcv_nxt"] - 1, r["recv_q"]])
+                next_t = max(next_t + 10**9, r["t_ns"])
     with open(out / f"{label}_acks.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["t_us", "flags", "ack_seq", "win_raw", "win_scaled"])
         prev = None
-        for n, a in enumerate(acks):
-            if n % 200 == 0 or (a["win_scaled"] == 0) != prev or n < 50:
-                w.writerow([int(a["t_ns"]) // 1000, a["flags"], a["ack_seq"], a["win_raw"], a["win_scaled"]])
+        for n, a in enumerate(acks):   # the first 50, every 200th, and every zero/non-zero change
+            if n < 50 or n % 200 == 0 or (a["win_scaled"] == 0) != prev:
+                w.writerow([a["t_ns"] // 1000, a["flags"], a["ack_seq"], a["win_raw"], a["win_scaled"]])
             prev = a["win_scaled"] == 0
-    delay = json.loads(stats.read_text()) if stats.exists() else None
-    res = {"label": label, "rmem": rmem, "shrink": shrink, "seconds": seconds, "delay_ns": delay_ns,
-           "delay_stats": delay, "sysctls": {k: sysctls[k] for k in sysctls if "rmem" in k or "shrink" in k
-                                             or "adv_win" in k or "moderate" in k},
-           "final": final, "ss_end": ss_text, "window_summary": wire.window_summary(acks),
-           "wscale": flow.wscale.get(True, -1),
-           "counters": {k: v for k, v in nstat.diff(before, after).items() if k.startswith("TcpExt")},
-           "writes": sum(1 for _, k, _n in wlog if k == "write"),
-           "writes_blocked": sum(1 for _, k, _n in wlog if k == "write_blocked"),
-           "bytes_read": sum(n for _, k, n in rlog if k == "read"),
-           "max_rmem": max(d["sk_rmem_alloc"] for d in samples),
-           "max_rcvbuf": max(d["sk_rcvbuf"] for d in samples)}
+    writes = [r for r in rows if (r["sock"], r["event"]) == ("snd", "write")]
+    res = {"label": label, "scenario": meta["scenario"], "sysctls": meta["sysctls"],
+           "counters": meta["counters"], "summary": meta["summary"],
+           "writes": sum(1 for r in writes if r["detail"] == ""),
+           "writes_blocked": sum(1 for r in writes if r["detail"] == "blocked"),
+           "bytes_read": sum(r["len"] for r in rows if (r["sock"], r["event"]) == ("rcv", "read")),
+           "final": samples[-1] if samples else None}
     (out / f"{label}.json").write_text(json.dumps(res, indent=1))
     return res
 
 
-def e4_never_reads(out: Path, seconds: float = 30, delay_ns: int = 10_000_000) -> list[dict]:
-    return [periodic_run(out, f"e4_never_shrink{sh}", (4096, 131072, 8388608), sh, seconds, 4,
-                         {"kind": "never"}, delay_ns, True) for sh in (0, 1)]
+def _reproducer(rmem_max: int, shrink: int, writer: dict, reader: dict, nodelay: bool) -> dict:
+    return {"sysctl": {"net.ipv4.tcp_rmem": [4096, 131072, rmem_max],
+                       "net.ipv4.tcp_shrink_window": shrink,
+                       "net.ipv4.tcp_adv_win_scale": -2},    # as in the blog; no effect >= 6.6
+            "link": {"rtt": "20ms"}, "receiver": {"role": "client"},
+            "sender": {"nodelay": nodelay}, "writer": writer, "reader": reader}
 
 
-def e5_unbounded(out: Path, seconds: float = 60, delay_ns: int = 10_000_000) -> list[dict]:
-    return [periodic_run(out, f"e5_slowread_shrink{sh}", (4096, 131072, 268435456), sh, seconds, 1448,
-                         {"kind": "periodic", "bytes": 1, "every": "1ms"}, delay_ns, False)
+def e4_never_reads(out: Path, seconds: float = 30) -> list[dict]:
+    """Cloudflare's "reader never reads": 4 B every 1 ms, tcp_rmem max 8 MiB, shrink 0 and 1."""
+    return [scenario_run(out, f"e4_never_shrink{sh}",
+                         _reproducer(8388608, sh, {"kind": "periodic", "bytes": 4, "every": "1ms"},
+                                     {"kind": "never"}, True), seconds) for sh in (0, 1)]
+
+
+def e5_unbounded(out: Path, seconds: float = 60) -> list[dict]:
+    """The original reproducer: 1448 B every 1 ms, reader 1 B every 1 ms, max 256 MiB."""
+    return [scenario_run(out, f"e5_slowread_shrink{sh}",
+                         _reproducer(268435456, sh, {"kind": "periodic", "bytes": 1448, "every": "1ms"},
+                                     {"kind": "periodic", "bytes": 1, "every": "1ms"}, False), seconds)
             for sh in (0, 1)]
 
 

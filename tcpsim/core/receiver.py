@@ -103,8 +103,6 @@ class ReceiveMixin:
         if seg.len or seg.flags & FIN:
             self.data_queue(seg)
             self.ack_snd_check(ofo_possible=True)
-        elif self.state != "CLOSED":
-            self.sink.record(self, "rx", "ack", seg)
 
     def _ts_update(self: TcpSocket, seg: Segment) -> None:
         """tcp_store_ts_recent(): remember the peer's timestamp for our echo."""

@@ -47,6 +47,7 @@ class SendMixin:
         self.mdev_us = 0
         self.rto = TCP_TIMEOUT_INIT_NS
         self.rtx_queue: deque[list[int]] = deque()
+        self.lost_out = 0
         self.rto_deadline = self.probe_deadline = 0
         self.backoff = self.retransmits = self.probes_out = 0
         self.retrans_stamp = 0
@@ -113,8 +114,16 @@ class SendMixin:
         self.write_xmit()
 
     def packets_in_flight(self: TcpSocket) -> int:
-        """tcp_packets_in_flight(): sent, not acked, not considered lost."""
-        return sum(1 for e in self.rtx_queue if not e[LOST] or e[RETRANS])
+        """tcp_packets_in_flight(): sent and not acked, less those marked lost and not yet
+        retransmitted (packets_out - lost_out + retrans_out)."""
+        return len(self.rtx_queue) - self.lost_out
+
+    def _mark_lost(self: TcpSocket, e: list[int]) -> None:
+        """Mark a segment lost: it leaves the flight until it is retransmitted."""
+        if not (e[LOST] and not e[RETRANS]):
+            e[LOST] = 1
+            e[RETRANS] = 0
+            self.lost_out += 1
 
     def write_xmit(self: TcpSocket) -> None:
         """Models tcp_write_xmit(): send what cwnd, the peer's window and Nagle allow;
@@ -171,11 +180,11 @@ class SendMixin:
 
     def _retransmit_lost(self: TcpSocket) -> None:
         """Retransmit segments marked lost, as cwnd allows (tcp_xmit_retransmit_queue)."""
-        if not self.in_recovery:
+        if not self.lost_out:
             return
         inflight = self.packets_in_flight()
         for e in self.rtx_queue:
-            if inflight >= self.snd_cwnd:
+            if inflight >= self.snd_cwnd or not self.lost_out:
                 break
             if e[LOST] and not e[RETRANS]:
                 self._retransmit(e)
@@ -185,6 +194,8 @@ class SendMixin:
         """Models tcp_retransmit_skb(): resend one queued segment."""
         if not self.retrans_stamp:
             self.retrans_stamp = e[TX_NS]
+        if e[LOST] and not e[RETRANS]:
+            self.lost_out -= 1
         if e[IS_FIN]:
             seg = self.make_segment(e[SEQ], 0, ACK | FIN)
         else:
@@ -237,6 +248,8 @@ class SendMixin:
         while q and q[0][END] <= ack:
             e = q.popleft()
             acked_pkts += 1
+            if e[LOST] and not e[RETRANS]:
+                self.lost_out -= 1
             if not e[RETRANS]:
                 rtt_ns = self.now - e[TX_NS]
         if q and q[0][SEQ] < ack:                # partially acked segment
@@ -254,7 +267,7 @@ class SendMixin:
         elif self.in_recovery:
             for e in q:
                 if not e[RETRANS]:
-                    e[LOST] = 1                  # NewReno partial ACK: next hole is lost
+                    self._mark_lost(e)           # NewReno partial ACK: next hole is lost
                     break
         else:
             self.retrans_stamp = 0
@@ -305,7 +318,7 @@ class SendMixin:
             self.snd_cwnd = self.snd_ssthresh
             self.in_recovery = True
             self.high_seq = self.snd_nxt
-            self.rtx_queue[0][LOST] = 1
+            self._mark_lost(self.rtx_queue[0])
             self._retransmit(self.rtx_queue[0])
 
     def _ack_probe(self: TcpSocket) -> None:
@@ -370,6 +383,7 @@ class SendMixin:
         for e in self.rtx_queue:
             e[LOST] = 1
             e[RETRANS] = 0
+        self.lost_out = len(self.rtx_queue)
 
     def _write_timeout(self: TcpSocket) -> bool:
         """Models retransmits_timed_out() with tcp_model_timeout(retries2, TCP_RTO_MIN)."""

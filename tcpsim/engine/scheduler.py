@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from heapq import heappush
+from itertools import count
+
 import simpy
 
 NETWORK = 0   # segment deliveries
@@ -42,7 +45,8 @@ class Scheduler:
 
     def __init__(self) -> None:
         self.env = simpy.Environment(initial_time=0)
-        self._schedule = self.env.schedule
+        self._queue = self.env._queue           # simpy's heap of (time, priority, id, event)
+        self._eid = self.env._eid               # and its tie-breaking counter
         self.steps = 0
 
     @property
@@ -50,8 +54,9 @@ class Scheduler:
         return self.env.now
 
     def at(self, t: int, prio: int, fn: Callable[..., Any], *args: Any) -> None:
-        """Call fn(*args) at absolute time t (>= now)."""
-        self._schedule(_Call(fn, args), prio, t - self.env.now)  # type: ignore[arg-type]
+        """Call fn(*args) at absolute time t (>= now). Same as env.schedule(), without its
+        Python-level call on the per-packet path."""
+        heappush(self._queue, (t, prio, next(self._eid), _Call(fn, args)))
 
     def run(self, until: int, progress: Callable[[int], None] | None = None) -> None:
         """Run events up to and including time `until`."""

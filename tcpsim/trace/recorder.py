@@ -21,12 +21,18 @@ _ARROW = {"int64": pa.int64(), "string": pa.string()}
 SCHEMA = pa.schema([(name, _ARROW[t]) for name, t, _ in COLUMNS])
 
 
+_FLAGS = [flags_str(f) for f in range(64)]
+
+
 def _row(sk: Any, event: str, detail: str, seg: Segment | None, truesize: int, reason: str,
          length: int) -> tuple:
     """One trace row from the socket's state after the event (kernel field names)."""
     if seg is not None:
-        seq, end_seq, flags, ack, win = seg.seq, seg.end_seq, flags_str(seg.flags), seg.ack, seg.win
-        scale = 0 if seg.flags & SYN else (sk.rcv_wscale if event == "tx" else sk.snd_wscale)
+        f = seg.flags
+        seq, ack, win = seg.seq, seg.ack, seg.win
+        end_seq = seq + seg.len + (1 if f & 0x03 else 0)
+        flags = _FLAGS[f & 63]
+        scale = 0 if f & SYN else (sk.rcv_wscale if event == "tx" else sk.snd_wscale)
         win_scaled = win << scale
         if length < 0:
             length = seg.len
@@ -48,7 +54,7 @@ class MemoryRecorder:
 
     def __init__(self, socks: tuple[str, ...] = ("rcv", "snd")) -> None:
         self.rows: list[tuple] = []
-        self.socks = socks
+        self.socks = frozenset(socks)
 
     def record(self, sk: Any, event: str, detail: str, seg: Segment | None = None,
                truesize: int = -1, reason: str = "", length: int = -1) -> None:
@@ -57,8 +63,14 @@ class MemoryRecorder:
 
     def columns(self) -> dict[str, list]:
         """The trace as {column: values}."""
-        cols = list(zip(*self.rows)) if self.rows else [[] for _ in COLUMN_NAMES]
+        cols = list(zip(*self.rows)) if self.rows else [() for _ in COLUMN_NAMES]
         return {name: list(c) for name, c in zip(COLUMN_NAMES, cols)}
+
+    def table(self) -> pa.Table:
+        """The buffered rows as an Arrow table (columnar, typed)."""
+        cols = zip(*self.rows) if self.rows else [() for _ in COLUMN_NAMES]
+        arrays = [pa.array(c, type=SCHEMA.field(i).type) for i, c in enumerate(cols)]
+        return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
     def close(self, metadata: dict[str, Any] | None = None) -> None:
         return None
@@ -87,13 +99,87 @@ class ParquetRecorder(MemoryRecorder):
         """Write the buffered rows as one row group."""
         if not self.rows:
             return
-        table = pa.Table.from_pydict(self.columns(), schema=SCHEMA)
+        table = self.table()
         if self._writer is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._writer = pq.ParquetWriter(self._tmp, SCHEMA, compression="zstd")
         self._writer.write_table(table)
         self.nrows += len(self.rows)
         self.rows = []
+
+    def close(self, metadata: dict[str, Any] | None = None) -> None:
+        return None
+
+
+_STR_IDX = tuple(i for i, (_, t, _) in enumerate(COLUMNS) if t == "string")
+_PACK = struct.Struct(f"<{len(COLUMNS)}q").pack
+
+
+class ParquetRecorder(MemoryRecorder):
+    """Streams rows to a Parquet file in row groups of `group_rows` rows.
+
+    Each row is packed at once into a binary buffer of int64 fields (strings replaced by
+    small codes), and a row group becomes columns with one numpy view per column: no
+    per-value Python work at flush time."""
+
+    def __init__(self, path: str | Path, socks: tuple[str, ...] = ("rcv", "snd"),
+                 group_rows: int = 65536) -> None:
+        super().__init__(socks)
+        self.path = Path(path)
+        self.group_rows = group_rows
+        self._writer: pq.ParquetWriter | None = None
+        self._tmp = self.path.with_name(self.path.name + ".partial")
+        self.nrows = 0
+        self._buf = bytearray()
+        self._n = 0
+        self._codes: dict[str, int] = {}
+
+    def _code(self, s: str) -> int:
+        c = self._codes.get(s)
+        if c is None:
+            c = self._codes[s] = len(self._codes)
+        return c
+
+    def record(self, sk: Any, event: str, detail: str, seg: Segment | None = None,
+               truesize: int = -1, reason: str = "", length: int = -1) -> None:
+        if sk.name in self.socks:
+            v = list(_row(sk, event, detail, seg, truesize, reason, length))
+            code = self._code
+            for i in _STR_IDX:
+                v[i] = code(v[i])
+            self._buf += _PACK(*v)
+            self._n += 1
+            if self._n >= self.group_rows:
+                self.flush()
+
+    def table(self) -> pa.Table:
+        """The buffered rows as an Arrow table (columnar, typed)."""
+        ncol = len(COLUMNS)
+        grid = np.frombuffer(bytes(self._buf), dtype=np.int64).reshape(self._n, ncol)
+        names = np.array(sorted(self._codes, key=self._codes.__getitem__) or [""], dtype=object)
+        dictionary = pa.array(names, type=pa.string())
+        arrays = []
+        for i in range(ncol):
+            col = np.ascontiguousarray(grid[:, i])
+            if i in _STR_IDX:
+                idx = pa.array(col.astype(np.int32))
+                arrays.append(pa.DictionaryArray.from_arrays(idx, dictionary).cast(pa.string()))
+            else:
+                arrays.append(pa.array(col))
+        return pa.Table.from_arrays(arrays, schema=SCHEMA)
+
+    def flush(self) -> None:
+        """Write the buffered rows as one row group."""
+        if not self._n:
+            return
+        table = self.table()
+        if self._writer is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._writer = pq.ParquetWriter(self._tmp, SCHEMA, compression="zstd")
+        self._writer.write_table(table)
+        self.nrows += self._n
+        self._buf = bytearray()
+        self._n = 0
 
     def close(self, metadata: dict[str, Any] | None = None) -> None:
         """Finish the file and attach metadata (scenario, profile, counters, summary).

@@ -1,0 +1,107 @@
+"""Benchmarks (`tcpsim bench`): fixed scenarios with the full model and tracing on.
+
+Prints, per case, the median wall time of `repeat` runs, simulated packets per wall-second,
+simulated seconds per wall-second, the tick-by-tick engine's time for the same case (ratio)
+and the peak RSS of a child process running it. Numbers, never pass/fail: the machine is
+noisy, compare ratios measured in one invocation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from tcpsim.core.constants import NS_PER_S
+from tcpsim.runner import RunOptions, run
+from tcpsim.scenario import load_scenario
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    experiment: str
+    duration: str
+    quick: str
+    sysctl: tuple[tuple[str, Any], ...] = ()
+    profile: str | None = None
+
+
+CASES = (
+    Case("a: 1 Gbit/s bulk, 20 ms RTT, fast reader", "bulk-1gbit", "10s", "1s"),
+    Case("b: 1448 B every 1 ms, fast reader", "seed-unbounded-growth", "35min", "20s",
+         profile="linux-6.18", sysctl=(("reader", "fast"),)),
+    Case("c: 1 B/1 ms reader, mostly zero window", "seed-unbounded-growth", "35min", "60s",
+         sysctl=(("net.ipv4.tcp_shrink_window", 1),)),
+    Case("d: oscillating reader", "seed-oscillating-reader", "12min", "30s"),
+)
+
+
+def _scenario(case: Case):
+    sc = load_scenario(case.experiment)
+    sysctl = {k: v for k, v in case.sysctl if k != "reader"}
+    if dict(case.sysctl).get("reader") == "fast":
+        sc = sc.with_(reader=sc.reader.__class__("fast", bytes=1 << 20))
+    return sc, sysctl
+
+
+def _once(case: Case, duration: str, skip: bool, trace: str | None) -> dict:
+    from tcpsim.scenario import parse_duration
+    sc, sysctl = _scenario(case)
+    t = time.perf_counter()
+    result, _ = run(sc, RunOptions(profile=case.profile, sysctl=sysctl,
+                                   duration=parse_duration(duration, "duration"), skip=skip,
+                                   trace=trace))
+    wall = time.perf_counter() - t
+    return {"wall": wall, "packets": result.summary["packets"],
+            "sim_s": result.summary["duration_s"], "events": result.summary["events"]}
+
+
+def _child_rss(case_index: int, duration: str) -> int:
+    """Peak RSS (kB) of a fresh process running one case with the full trace written."""
+    code = ("import sys,resource,tempfile;from tcpsim.bench import CASES,_once;"
+            f"c=CASES[{case_index}];d=tempfile.mkdtemp();"
+            f"_once(c,{duration!r},True,d+'/t.parquet');"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+def run_benchmarks(quick: bool = False, repeat: int = 1,
+                   echo: Callable[[str], None] | None = print) -> list[dict]:
+    """Run every case; returns one row per case (and prints them when echo is given)."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, case in enumerate(CASES):
+            duration = case.quick if quick else case.duration
+            runs = [_once(case, duration, True, os.path.join(tmp, "t.parquet"))
+                    for _ in range(max(1, repeat))]
+            wall = statistics.median(r["wall"] for r in runs)
+            tick = _once(case, case.quick, False, None)
+            fast = _once(case, case.quick, True, None)
+            row = {
+                "case": case.name, "duration": duration, "wall_s": round(wall, 3),
+                "packets": runs[0]["packets"],
+                "packets_per_s": round(runs[0]["packets"] / wall),
+                "sim_s_per_wall_s": round(runs[0]["sim_s"] / wall, 1),
+                "tick_over_skip": round(tick["wall"] / fast["wall"], 2) if fast["wall"] else None,
+                "peak_rss_mb": round(_child_rss(i, duration) / 1024, 1),
+            }
+            rows.append(row)
+            if echo:
+                echo(f"{row['case']:<44} {duration:>6}  wall {row['wall_s']:8.2f} s  "
+                     f"{row['packets_per_s']:>9,} pkt/s  {row['sim_s_per_wall_s']:>8} sim-s/s  "
+                     f"tick/skip {row['tick_over_skip']}  RSS {row['peak_rss_mb']} MB")
+    return rows
+
+
+if __name__ == "__main__":
+    quick = "--quick" in sys.argv
+    print(json.dumps(run_benchmarks(quick=quick), indent=2))
