@@ -1,0 +1,63 @@
+"""The model against numbers measured on the development kernel (docs/kernel-measurements.md).
+
+Each test names the experiment it holds the model to. These are exact matches where the
+kernel is deterministic for the workload; tolerances are stated where it is not.
+"""
+
+import pytest
+
+from tcpsim.runner import RunOptions, run
+from tcpsim.scenario import scenario_from_dict
+
+from conftest import established
+
+
+def fill(so_rcvbuf: int = 0) -> dict:
+    raw = {"name": "e2", "profile": "linux-6.18", "duration": "1s",
+           "sysctl": {"net.ipv4.tcp_rmem": [4096, 131072, 33554432],
+                      "net.core.rmem_max": 4194304},
+           "link": {"rtt": "50us"}, "receiver": {"role": "client"},
+           "writer": {"kind": "bulk"}, "reader": {"kind": "never"}}
+    if so_rcvbuf:
+        raw["receiver"]["so_rcvbuf"] = so_rcvbuf
+    result, _ = run(scenario_from_dict(raw), RunOptions())
+    return {**result.summary, **result.counters}
+
+
+def test_e2_so_rcvbuf_32k_never_read_fill_is_exact():
+    s = fill(32768)
+    assert (s["bytes_received"], s["final_sk_rmem_alloc"], s["final_sk_rcvbuf"]) == (60816, 63312, 65536)
+    assert (s["final_rcv_ssthresh"], s["final_window_clamp"], s["rcv_wscale"]) == (38196, 41472, 0)
+    assert s["TcpExtTCPRcvCoalesce"] == 39 and s["TcpExtTCPToZeroWindowAdv"] == 1
+    assert s["TcpExtTCPRcvQDrop"] == s["TcpExtPruneCalled"] == 0
+
+
+def test_e2_default_never_read_fill_within_three_segments():
+    s = fill()
+    assert s["final_sk_rcvbuf"] == 131072 and s["rcv_wscale"] == 10
+    assert (s["final_rcv_ssthresh"], s["final_window_clamp"]) == (77835, 82944)
+    assert abs(s["bytes_received"] - 118160) <= 3 * 1448           # kernel: 118160
+    assert s["final_sk_rmem_alloc"] <= s["final_sk_rcvbuf"]          # no overshoot
+    assert s["TcpExtTCPToZeroWindowAdv"] == 1 and s["TcpExtPruneCalled"] == 0
+
+
+@pytest.mark.parametrize("mib,ws,first_ack", [(6, 7, 502), (8, 8, 251), (32, 10, 63), (256, 13, 8)])
+def test_e3_handshake_client(mib, ws, first_ack):
+    p = established("linux-6.18", sysctl={"net.ipv4.tcp_rmem": [4096, 131072, mib << 20],
+                                          "net.core.rmem_max": 4194304})
+    sk = p.sk
+    assert sk.rcv_wscale == ws and sk.rcv_ssthresh == 64088 == sk.window_clamp
+    first = [r for r in sk.sink.rows if r[2] == "tx" and r[8] == "A"][0]
+    assert first[10] == first_ack
+
+
+def test_e6_rcv_ssthresh_growth_over_the_first_segments():
+    # tcp_probe before segments 2..6: 67408, 70304, 73200, 76096, then capped at 77835
+    p = established("linux-6.18", sysctl={"net.ipv4.tcp_rmem": [4096, 131072, 33554432],
+                                          "net.core.rmem_max": 4194304})
+    seen = []
+    for i in range(6):
+        p.at(2 + i * 0.01).send(1448)
+        seen.append(p.sk.rcv_ssthresh)
+    assert seen == [67408, 70304, 73200, 76096, 77835, 77835]
+    assert p.sk.scaling_ratio == 162 and p.sk.window_clamp == 82944
