@@ -221,8 +221,8 @@ class SendMixin:
             return 0
         nwin = seg.win << self.snd_wscale
         prior_una = self.snd_una
-        prior_wnd = self.snd_wnd
-        if self.k.may_update_window(self, seg, ack, nwin):
+        win_update = self.k.may_update_window(self, seg, ack, nwin)   # FLAG_WIN_UPDATE
+        if win_update:
             self.snd_wnd = nwin
             self.snd_wl1 = seg.seq
             if nwin > self.max_window:
@@ -231,9 +231,8 @@ class SendMixin:
         self.probes_out = 0
         if ack > prior_una:
             self._clean_rtx_queue(ack)
-        elif (not seg.len and nwin == prior_wnd and self.rtx_queue
-              and not seg.flags & FIN):
-            self._dupack()
+        elif not seg.len and not win_update and self.rtx_queue and not seg.flags & FIN:
+            self._dupack()                                  # FLAG_NOT_DUP is clear
         if not self.rtx_queue:
             self.rto_deadline = 0
             if self.snd_nxt < self.write_seq:

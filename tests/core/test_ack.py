@@ -3,7 +3,7 @@
 from tcpsim.core.constants import NS_PER_MS
 from tcpsim.core.segment import ACK
 
-from conftest import established
+from harness import established
 
 
 def test_first_segments_are_quick_acked_then_every_second_full_segment():

@@ -2,7 +2,7 @@
 
 from tcpsim.core.segment import ACK
 
-from conftest import established
+from harness import established
 
 
 def fill(p, n, size=1448, start_ms=2.0):

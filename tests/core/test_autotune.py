@@ -1,6 +1,6 @@
 """Receive autotuning (DRS) per era and the receiver RTT estimators."""
 
-from conftest import established
+from harness import established
 
 
 def stream(p, ms, per_ms=16, read=True, start=2.0):

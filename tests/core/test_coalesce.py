@@ -3,7 +3,7 @@
 from tcpsim.core.devices import device
 from tcpsim.core.skb import Skb
 
-from conftest import established
+from harness import established
 
 
 def test_veth_truesize_and_coalesce_charge_match_the_kernel():

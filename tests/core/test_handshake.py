@@ -4,7 +4,7 @@ from tcpsim.core.segment import ACK, SYN, Segment
 from tcpsim.core.socket import TcpSocket
 from tcpsim.profiles import get_profile
 
-from conftest import established
+from harness import established
 
 
 def syn_of(profile: str, **sysctl) -> tuple[TcpSocket, Segment]:

@@ -2,7 +2,7 @@
 
 from tcpsim.core.constants import align_up
 
-from conftest import established
+from harness import established
 
 
 def test_window_is_a_multiple_of_the_scale_unit_and_right_edge_never_retreats():

@@ -9,7 +9,7 @@ import pytest
 from tcpsim.runner import RunOptions, run
 from tcpsim.scenario import scenario_from_dict
 
-from conftest import established
+from harness import established
 
 
 def fill(so_rcvbuf: int = 0) -> dict:

@@ -1,0 +1,100 @@
+"""The send half: segmentation, send window, RTO backoff and give-up, persist probes."""
+
+from tcpsim.core.constants import NS_PER_MS, NS_PER_S, TCP_RTO_MAX_NS
+from tcpsim.core.segment import ACK, SYN, Segment
+from tcpsim.core.socket import TcpSocket
+from tcpsim.profiles import get_profile
+
+
+def sender(profile="linux-6.1", peer_win=65535, peer_ws=7, nodelay=True):
+    prof = get_profile(profile)
+    sk = TcpSocket(prof.policy(), prof.default_sysctls(), name="snd", nodelay=nodelay)
+    sk.listen()
+    sk.on_segment(0, Segment(0, 0, SYN, 0, 65535, mss=1460, wscale=peer_ws, sack_ok=True, tsval=1, tsecr=0))
+    sk.take_outbox()
+    sk.on_segment(NS_PER_MS, Segment(1, 0, ACK, 1, peer_win, tsval=2, tsecr=sk.ts_recent))
+    return sk
+
+
+def ack(sk, t_ms, ackno, win, seq=1):
+    sk.on_segment(int(t_ms * NS_PER_MS), Segment(seq, 0, ACK, ackno, win, tsval=int(t_ms) + 1,
+                                                 tsecr=1))
+    return sk.take_outbox()
+
+
+def test_writes_are_cut_into_mss_segments_within_the_window():
+    sk = sender(peer_win=40)                              # 40 << 7 = 5120 bytes of window
+    sk.write(2 * NS_PER_MS, 10000)
+    out = sk.take_outbox()
+    assert [s.len for s in out] == [1448, 1448, 1448]     # a 4th would pass the right edge
+    assert sk.snd_nxt - sk.snd_una <= 5120
+
+
+def test_nagle_holds_a_small_segment_while_data_is_in_flight():
+    sk = sender(nodelay=False)
+    sk.write(2 * NS_PER_MS, 1448 + 100)
+    assert [s.len for s in sk.take_outbox()] == [1448]
+    ack(sk, 3, 1449, 502)
+    assert [s.len for s in sk.take_outbox() or []] in ([100], [])
+
+
+def test_rto_backs_off_exponentially_and_gives_up_after_tcp_retries2_model_time():
+    sk = sender()
+    sk.write(2 * NS_PER_MS, 1448)
+    sk.take_outbox()
+    times = []
+    while not sk.error:
+        d = sk.next_deadline()
+        sk.on_timer(d)
+        sk.take_outbox()
+        times.append(d)
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert all(b >= a for a, b in zip(gaps, gaps[1:]))    # backing off
+    assert max(gaps) == TCP_RTO_MAX_NS
+    assert sk.error == "ETIMEDOUT"
+    elapsed = (times[-1] - 2 * NS_PER_MS) / NS_PER_S
+    assert 924 <= elapsed <= 1100                         # 924.6 s for tcp_retries2 = 15
+
+
+def test_zero_window_persist_probes_back_off_and_stop_when_window_opens():
+    sk = sender(peer_win=20)                              # 2560 bytes
+    sk.write(2 * NS_PER_MS, 4000)
+    out = sk.take_outbox()
+    ack(sk, 5, 1 + sum(s.len for s in out), 0)            # everything acked, window 0
+    probes = []
+    for _ in range(4):
+        d = sk.next_deadline()
+        sk.on_timer(d)
+        got = sk.take_outbox()
+        assert got and got[0].len == 0 and got[0].seq == sk.snd_una - 1
+        probes.append(d)
+    gaps = [b - a for a, b in zip(probes, probes[1:])]
+    assert gaps[1] == 2 * gaps[0] and gaps[2] == 2 * gaps[1]
+    assert sk.mib.TCPWinProbe == 4
+    out = ack(sk, probes[-1] / NS_PER_MS + 1, sk.snd_una, 40)
+    assert out and out[0].len > 0 and not sk.probe_deadline
+
+
+def test_zero_window_with_data_in_flight_times_out_by_profile_rule():
+    for profile, limit_s in (("linux-6.1", 120), ("linux-6.6", 240)):
+        sk = sender(profile)
+        sk.write(2 * NS_PER_MS, 2 * 1448)
+        sk.take_outbox()
+        ack(sk, 3, 1449, 0)                               # window closed, one segment outstanding
+        assert sk.snd_wnd == 0
+        while not sk.error:
+            sk.on_timer(sk.next_deadline())
+            sk.take_outbox()
+        died = sk.now / NS_PER_S
+        assert limit_s < died < limit_s + 130, (profile, died)
+
+
+def test_three_dupacks_fast_retransmit_and_halve_cwnd():
+    sk = sender()
+    sk.snd_cwnd = 20
+    sk.write(2 * NS_PER_MS, 20 * 1448)
+    sk.take_outbox()
+    for i in range(3):
+        out = ack(sk, 5 + i, 1, 502)
+    assert sk.mib.TCPFastRetrans == 1 and sk.snd_cwnd == 10
+    assert any(s.seq == 1 and s.len == 1448 for s in out)

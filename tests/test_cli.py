@@ -1,0 +1,62 @@
+"""The tcpsim command: user errors are one line and exit 2; results print and --json works."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from typer.testing import CliRunner
+
+from tcpsim.cli import app
+
+runner = CliRunner()
+
+
+def test_run_json_summary():
+    r = runner.invoke(app, ["run", "seed-rcvbuf32k-fill", "--json", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["summary"]["final_sk_rcvbuf"] == 65536 and "TcpExtTCPRcvCoalesce" in d["counters"]
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["run", "no-such-experiment"], "no such scenario"),
+    (["run", "seed-rcvbuf32k-fill", "-p", "linux-9.9"], "unknown profile"),
+    (["run", "seed-rcvbuf32k-fill", "-s", "net.ipv4.tcp_shrink_window=5"], "must be 0 or 1"),
+    (["run", "seed-rcvbuf32k-fill", "-p", "linux-5.15", "-s", "net.ipv4.tcp_shrink_window=1"],
+     "does not exist on linux-5.15"),
+    (["run", "seed-rcvbuf32k-fill", "--policy", "nonexistent"], "unknown patch"),
+    (["run", "seed-rcvbuf32k-fill", "--duration", "soon"], "--duration"),
+])
+def test_user_errors_are_one_line_without_traceback(args, needle):
+    proc = subprocess.run([sys.executable, "-m", "tcpsim.cli", *args], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert needle in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_profiles_list_and_show():
+    r = runner.invoke(app, ["profiles"])
+    assert "linux-6.1" in r.output and "linux-6.18" in r.output
+    r = runner.invoke(app, ["profiles", "show", "linux-6.6"])
+    assert "win_from_space" in r.output and "Linux66" in r.output
+
+
+def test_user_policy_file_overrides_one_decision_point(tmp_path):
+    f = tmp_path / "my_patch.py"
+    f.write_text(textwrap.dedent('''
+        class AlwaysShrink:
+            """Retract the window whenever memory says so (like tcp_shrink_window=1)."""
+            name = "always-shrink"
+            def shrink_allowed(self, sk):
+                return sk.rcv_wscale != 0
+    '''))
+    base = runner.invoke(app, ["run", "seed-never-reads", "-d", "20s", "--json", "--no-progress"])
+    pat = runner.invoke(app, ["run", "seed-never-reads", "-d", "20s", "--json", "--no-progress",
+                              "--policy", f"{f}:AlwaysShrink"])
+    assert pat.exit_code == 0, pat.output
+    b, p = json.loads(base.output), json.loads(pat.output)
+    assert p["profile"].endswith("+AlwaysShrink") or "always-shrink" in p["profile"]
+    assert b["summary"]["zero_windows_sent"] == 0 and p["summary"]["zero_windows_sent"] > 0
+    assert p["summary"]["peak_sk_rcvbuf"] < b["summary"]["peak_sk_rcvbuf"]

@@ -1,0 +1,59 @@
+"""Scenario files: parsing units, validation with one clear line per mistake."""
+
+import pytest
+
+from tcpsim.core.sysctl import SysctlError, Sysctls
+from tcpsim.scenario import (
+    ScenarioError, builtin_experiments, load_scenario, parse_duration, parse_rate, parse_size,
+    scenario_from_dict,
+)
+
+
+def test_units():
+    assert parse_duration("20ms", "x") == 20_000_000 and parse_duration(1.5, "x") == 1_500_000_000
+    assert parse_duration("35min", "x") == 35 * 60 * 10**9
+    assert parse_size("32KiB", "x") == 32768 and parse_size(1448, "x") == 1448
+    assert parse_rate("1gbit", "x") == 10**9
+
+
+@pytest.mark.parametrize("raw,field", [
+    ({"link": {"rtt": "20 mins"}}, "link.rtt"),
+    ({"link": {"loss": 1.5}}, "link.loss"),
+    ({"reader": {"kind": "sometimes"}}, "reader.kind"),
+    ({"reader": {"kind": "periodic", "bytes": 1}}, "reader.every"),
+    ({"writer": {"kind": "periodic", "bytes": 10, "every": "0ms"}}, "writer.every"),
+    ({"receiver": {"device": "e1000"}}, "receiver.device"),
+    ({"bogus": 1}, "bogus"),
+    ({"seed": "one"}, "seed"),
+    ({"sender": {"nodelay": "yes"}}, "sender.nodelay"),
+])
+def test_errors_name_the_field(raw, field):
+    with pytest.raises(ScenarioError) as exc:
+        scenario_from_dict({"name": "t", **raw})
+    assert str(exc.value).startswith(field) and "\n" not in str(exc.value)
+
+
+def test_sysctl_errors_say_what_the_kernel_accepts():
+    with pytest.raises(SysctlError, match="tcp_rmem.*min <= default <= max"):
+        Sysctls().with_overrides({"net.ipv4.tcp_rmem": [4096, 131072, 1000]})
+    with pytest.raises(SysctlError, match="must be 0 or 1"):
+        Sysctls().with_overrides({"net.ipv4.tcp_shrink_window": 2})
+    with pytest.raises(SysctlError, match="unknown to tcpsim"):
+        Sysctls().with_overrides({"net.ipv4.tcp_frobnicate": 1})
+    with pytest.raises(SysctlError, match="does not exist on linux-5.15"):
+        Sysctls().with_overrides({"net.ipv4.tcp_shrink_window": 1}, known=frozenset({"tcp_rmem"}),
+                                 profile="linux-5.15")
+
+
+def test_every_builtin_experiment_loads():
+    names = builtin_experiments()
+    assert "seed-unbounded-growth" in names and len(names) >= 7
+    for n in names:
+        assert load_scenario(n).duration > 0
+
+
+def test_malformed_toml_is_one_line(tmp_path):
+    f = tmp_path / "bad.toml"
+    f.write_text("name = 'x'\n[link\nrtt=1")
+    with pytest.raises(ScenarioError, match="not valid TOML"):
+        load_scenario(f)
