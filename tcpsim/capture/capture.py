@@ -179,9 +179,10 @@ def assemble(raw: Path, pcap: Path, records: dict | None, t0: int, realtime_offs
     summary: dict[str, Any] = {}
     if flow and flow.packets:
         # pcap time (realtime) -> monotonic -> relative to t0
-        rows += tb.wire_rows(wire.rows(flow), -realtime_offset - t0)
-        summary["wire"] = wire.window_summary(wire.ack_windows(flow))
-        data_end = [r["end_seq"] for r in wire.rows(flow) if r["sock"] == "snd" and r["len"]]
+        wrows = wire.rows(flow)
+        rows += tb.wire_rows(wrows, -realtime_offset - t0)
+        summary["wire"] = wire.window_summary([r for r in wrows if r["sock"] == "rcv"])
+        data_end = [r["end_seq"] for r in wrows if r["sock"] == "snd" and r["len"]]
         summary["wire_bytes"] = max(data_end, default=1) - 1
     rcv_samples = read_csv_ints(raw / "receiver_samples.csv")
     snd_samples = read_csv_ints(raw / "sender_samples.csv")
