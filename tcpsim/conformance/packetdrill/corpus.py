@@ -85,3 +85,32 @@ def kernel_results(root: Path | None = None) -> dict[str, KernelResult]:
         rows[path] = KernelResult(path, ipv4.upper(), ipv6.upper(), failure,
                                   int(number.group(1)) if number else None)
     return rows
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """A simulated run next to the real kernel's record for the same script."""
+
+    script: str
+    kernel: KernelResult
+    model_passed: bool
+    model_line: int | None
+    model_message: str
+
+    @property
+    def agrees(self) -> bool:
+        """Same verdict and, when both fail, the same first failing line."""
+        if self.model_passed != self.kernel.passed:
+            return False
+        return self.model_passed or self.model_line == self.kernel.line
+
+    @property
+    def summary(self) -> str:
+        model = "PASS" if self.model_passed else f"FAIL at line {self.model_line}"
+        kernel = "PASS" if self.kernel.passed else f"FAIL at line {self.kernel.line}"
+        return f"{self.script}: model {model}, kernel {kernel}"
+
+
+def compare(script: str, result, kernel: KernelResult) -> Comparison:
+    """`result` is the interpreter's ScriptResult for corpus-relative `script`."""
+    return Comparison(script, kernel, result.passed, result.line, result.message)

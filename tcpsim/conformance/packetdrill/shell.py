@@ -324,7 +324,7 @@ _OPS = {pyast.Add: operator.add, pyast.Sub: operator.sub, pyast.Mult: operator.m
 def _arith(expr: str) -> int:
     """Integer arithmetic of `$(( ))`: + - * / % << >> | & and parentheses."""
     try:
-        tree = pyast.parse(expr.replace("/", "//"), mode="eval")
+        tree = pyast.parse(expr.strip().replace("/", "//"), mode="eval")
     except SyntaxError:
         raise ShellUnsupported(f"unsupported: arithmetic $(({expr}))") from None
 
