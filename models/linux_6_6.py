@@ -1,6 +1,7 @@
 """Linux 6.6 LTS: windows from a measured len/truesize ratio, zero windows on memory pressure.
 
 What 6.6 changed in the receive path (commits cited in receive-path.md §12):
+* from 6.5: net.ipv4.tcp_shrink_window (b650d953cd39, Cloudflare's patch upstream; default 0).
 * dfa2f0483360 "tcp: get rid of sysctl_tcp_adv_win_scale": memory <-> window uses
   `scaling_ratio` (len/truesize x 256), sampled from a segment that changes rcv_mss; the
   default before any sample is 65 (~25 %) -- 6.6.0 to 6.8 shipped the small ~32 KiB initial
@@ -28,6 +29,7 @@ from tcpsim.core.constants import (
 from tcpsim.core.segment import PSH, Segment
 from tcpsim.core.skb import Skb
 from tcpsim.models.linux_6_1 import Linux61
+from tcpsim.models.patches.shrink_window import ShrinkWindowSysctl
 from tcpsim.policy import Profile
 
 if TYPE_CHECKING:
@@ -36,10 +38,11 @@ if TYPE_CHECKING:
 TCP_RMEM_TO_WIN_SCALE = 8
 
 
-class Linux66(Linux61):
+class Linux66(ShrinkWindowSysctl, Linux61):
     """Linux 6.6: scaling_ratio windows (25 % default), NOMEM zero-window ACKs."""
 
     RELEASE = "6.6"
+    SYSCTLS = Linux61.SYSCTLS | {"tcp_shrink_window"}
     DEFAULT_SCALING_RATIO = 65      # (1200 << 8) / SKB_TRUESIZE(4096)
 
     def initial_scaling_ratio(self) -> int:

@@ -95,7 +95,8 @@ class Profile:
                        self.patches + tuple(patches), frozenset(extra))
 
     def default_sysctls(self) -> Sysctls:
-        return self.kernel().default_sysctls()
+        """The kernel's defaults, as the patches change them."""
+        return self.policy().default_sysctls()
 
     def known_sysctls(self) -> frozenset[str]:
         return self.kernel.SYSCTLS | self.extra_sysctls

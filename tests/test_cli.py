@@ -23,7 +23,8 @@ def test_run_json_summary():
 @pytest.mark.parametrize("args,needle", [
     (["run", "no-such-experiment"], "no such scenario"),
     (["run", "seed-rcvbuf32k-fill", "-p", "linux-9.9"], "unknown profile"),
-    (["run", "seed-rcvbuf32k-fill", "-s", "net.ipv4.tcp_shrink_window=5"], "must be 0 or 1"),
+    (["run", "seed-rcvbuf32k-fill", "-p", "linux-6.18", "-s", "net.ipv4.tcp_shrink_window=5"],
+     "must be 0 or 1"),
     (["run", "seed-rcvbuf32k-fill", "-p", "linux-5.15", "-s", "net.ipv4.tcp_shrink_window=1"],
      "does not exist on linux-5.15"),
     (["run", "seed-rcvbuf32k-fill", "--policy", "nonexistent"], "unknown patch"),

@@ -52,9 +52,9 @@ class Sysctls:
                 raise SysctlError(f"sysctl {full}: unknown to tcpsim; known: "
                                   + ", ".join(long_name(n) for n in sorted(_FIELD_TYPES)))
             if known is not None and short not in known:
-                raise SysctlError(f"sysctl {full}: does not exist on {profile or 'this kernel'}; "
-                                  "pick a profile that has it (tcpsim profiles) or apply the patch "
-                                  "that adds it (--policy)")
+                hint = _MISSING_HINTS.get(short, "pick a profile that has it (tcpsim profiles) "
+                                                 "or apply the patch that adds it (--policy)")
+                raise SysctlError(f"sysctl {full}: does not exist on {profile or 'this kernel'}; {hint}")
             changes[short] = _validate(full, short, value)
         return replace(self, **changes)
 
@@ -68,6 +68,12 @@ class Sysctls:
 
 
 _FIELD_TYPES = {f.name: f.type for f in fields(Sysctls)}
+_MISSING_HINTS = {
+    "tcp_shrink_window": "it arrived in 6.5 and 6.1.59: use -p linux-6.1.59 (or later) "
+                         "or --policy shrink-window",
+    "tcp_collapse_max_bytes": "it is Cloudflare's out-of-tree patch: add --policy collapse-max-bytes",
+    "tcp_rcvbuf_low_rtt": "it arrived in 6.19, which tcpsim does not model yet",
+}
 _CORE = {"rmem_max", "wmem_max"}
 _BOOLEAN = {"tcp_moderate_rcvbuf", "tcp_shrink_window", "tcp_window_scaling", "tcp_sack",
             "tcp_workaround_signed_windows", "tcp_backlog_ack_defer"}

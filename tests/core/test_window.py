@@ -30,7 +30,7 @@ def test_never_shrink_rounds_the_current_window_up():
 
 
 def test_shrink_window_sysctl_advertises_zero():
-    p = established("linux-6.1", sysctl={"net.ipv4.tcp_rmem": [4096, 131072, 256 << 20],
+    p = established("linux-6.1.59", sysctl={"net.ipv4.tcp_rmem": [4096, 131072, 256 << 20],
                                          "net.ipv4.tcp_shrink_window": 1})
     sk = p.sk
     sk.sk_rmem_alloc = sk.sk_rcvbuf
@@ -39,7 +39,7 @@ def test_shrink_window_sysctl_advertises_zero():
 
 
 def test_shrink_needs_window_scaling():
-    p = established("linux-6.1", sysctl={"net.ipv4.tcp_shrink_window": 1}, so_rcvbuf=32768)
+    p = established("linux-6.1.59", sysctl={"net.ipv4.tcp_shrink_window": 1}, so_rcvbuf=32768)
     sk = p.sk
     assert sk.rcv_wscale == 0 and not sk.k.shrink_allowed(sk)
 
@@ -68,3 +68,14 @@ def test_window_bounded_by_rcv_ssthresh_early_on():
 def test_no_initial_cap_from_6_10():
     p = established("linux-6.10", sysctl={"net.ipv4.tcp_rmem": [4096, 1 << 21, 6 << 20]})
     assert p.sk.rcv_ssthresh > 65535
+
+
+def test_the_shrink_window_patch_on_6_1_equals_the_6_1_59_sysctl():
+    a = established("linux-6.1", patches=("shrink-window",))
+    b = established("linux-6.1.59", sysctl={"net.ipv4.tcp_shrink_window": 1})
+    for p in (a, b):
+        p.sk.sk_rmem_alloc = p.sk.sk_rcvbuf
+    assert a.sk.k.advertise_window(a.sk) == b.sk.k.advertise_window(b.sk) == 0
+    plain = established("linux-6.1")
+    plain.sk.sk_rmem_alloc = plain.sk.sk_rcvbuf
+    assert plain.sk.k.advertise_window(plain.sk) > 0
