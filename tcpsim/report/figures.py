@@ -1,0 +1,414 @@
+"""Plotly figures of a run's story, for one run or several side by side.
+
+Every figure function takes a list of `Run`s. With one run, series are told apart by
+colour (Cloudflare's: skmem_rb purple, skmem_r blue, Recv-Q green). With several, each run
+has a colour and series are told apart by dash; charts where overlaid runs would be
+unreadable (windows, sender, segment dispositions) become small multiples, one row per run
+on shared axes.
+
+Long series are downsampled (tcpsim.report.downsample); marks are never dropped.
+`report_charts()` returns the charts of a report in reading order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from tcpsim.report import extract, style
+from tcpsim.report.downsample import DEFAULT_MAX_POINTS, MAX_MARKS, downsample, thin_marks
+from tcpsim.report.extract import Marks, Series
+from tcpsim.report.runs import Run
+from tcpsim.report.tables import fmt_value
+from tcpsim.report.trace import Trace
+
+PACKET_VIEW_MAX = 3000         # ingress packets: above this a run gets no per-packet chart
+TIMELINE_KINDS = ("zero window", "drop", "collapse", "retransmit", "probe")
+TIMELINE_IF_PRESENT = ("prune", "RTO", "autotune")
+
+
+@dataclass
+class Chart:
+    """A figure with what the reader should look for; `time_axis` charts zoom together."""
+
+    key: str
+    fig: go.Figure
+    note: str = ""
+    time_axis: bool = True
+
+
+# -- building blocks -------------------------------------------------------------------------
+
+def line(s: Series, name: str, color: str, dash: str = "solid", group: str | None = None,
+         showlegend: bool = True, max_points: int = DEFAULT_MAX_POINTS, width: float = 1.8,
+         end_s: float | None = None) -> go.Scatter:
+    """A state series as a line, downsampled to at most ~max_points points. A step series
+    is held at its last value up to `end_s` (a state lasts until the run ends)."""
+    idx = downsample(s.t, s.y, max_points, s.shape)
+    x, y = s.t[idx], s.y[idx]
+    if end_s is not None and s.shape == "hv" and len(x) and end_s > x[-1]:
+        x, y = np.r_[x, end_s], np.r_[y, y[-1]]
+    return go.Scatter(x=x, y=y, name=name, mode="lines", legendgroup=group,
+                      showlegend=showlegend, line=dict(color=color, dash=dash, width=width,
+                                                       shape=s.shape))
+
+
+def marks_scatter(m: Marks, name: str, color: str | None = None, y: np.ndarray | None = None,
+                  group: str | None = None, showlegend: bool = True,
+                  max_marks: int = MAX_MARKS) -> go.Scatter:
+    """Every mark of one kind as a marker (see downsample.thin_marks for the one case
+    where marks are merged: more than `max_marks` of them)."""
+    symbol, default_color, size = style.MARK_STYLE.get(m.kind, ("circle", "#000", 8))
+    color = color or default_color
+    ys = m.y if y is None else np.asarray(y)
+    idx, counts = thin_marks(m.t, max_marks)
+    label = f"{name} ({len(m)})"
+    if len(idx) < len(m):
+        label = f"{name} ({len(m)}, merged per time bin)"
+        text = [f"{m.kind}: {c} events from here" for c in counts]
+    else:
+        text = None if m.text is None else list(m.text)
+    return go.Scatter(
+        x=m.t[idx], y=ys[idx], name=label, mode="markers", legendgroup=group,
+        showlegend=showlegend, text=text,
+        hovertemplate=("%{text}" if text is not None else m.kind)
+        + "<br>t=%{x:.6f} s<extra></extra>",
+        marker=dict(symbol=symbol, color=color, size=size,
+                    line=dict(width=1.5, color=color)))
+
+
+def layout(fig: go.Figure, title: str, ytitle: str = "bytes", height: int = style.FIG_HEIGHT,
+           bytes_axis: bool = True, xtitle: str = "time (s)") -> go.Figure:
+    """Common layout: title, axis titles, compact margins, legend on the right."""
+    fig.update_layout(template=style.TEMPLATE, title=dict(text=title, x=0.01, font=dict(size=15)),
+                      height=height, margin=dict(l=70, r=20, t=48, b=40),
+                      hovermode="closest", legend=dict(font=dict(size=11)))
+    fig.update_xaxes(title_text=xtitle, showgrid=True)
+    fig.update_yaxes(title_text=ytitle, tickformat=style.BYTES_FORMAT if bytes_axis else None,
+                     rangemode="tozero")
+    return fig
+
+
+def log_toggle(fig: go.Figure, log: bool = False) -> go.Figure:
+    """Buttons to switch every y axis between linear and log."""
+    axes = [k for k in fig.layout.to_plotly_json() if k.startswith("yaxis")] or ["yaxis"]
+    def args(kind: str) -> dict:
+        return {f"{a}.type": kind for a in axes}
+    fig.update_layout(updatemenus=[dict(
+        type="buttons", direction="right", x=1.0, xanchor="right", y=1.02, yanchor="bottom",
+        showactive=True, active=1 if log else 0, pad=dict(r=2, t=2), font=dict(size=11),
+        buttons=[dict(label="linear", method="relayout", args=[args("linear")]),
+                 dict(label="log", method="relayout", args=[args("log")])])])
+    if log:
+        fig.update_yaxes(type="log")
+    return fig
+
+
+def _look(runs: Sequence[Run], i: int, key: str) -> tuple[str, str]:
+    """(colour, dash) of series `key` of run i: by series alone, or by run then series."""
+    if len(runs) == 1:
+        return style.SERIES_COLORS[key], "solid"
+    return style.run_color(i), style.SERIES_DASH.get(key, "solid")
+
+
+def _width(runs: Sequence[Run], i: int, base: float = 1.8) -> float:
+    """Earlier runs draw wider, so a later run lying on top of one leaves it visible."""
+    return base if len(runs) == 1 else base + 1.6 * (len(runs) - 1 - i) / max(1, len(runs) - 1)
+
+
+def _peak_note(fig: go.Figure, s: Series, text: str, color: str) -> None:
+    """Label the highest point of a series."""
+    if not len(s.y):
+        return
+    k = int(np.argmax(s.y))
+    fig.add_annotation(x=s.t[k], y=s.y[k], text=text, showarrow=True, arrowhead=0, ax=-40,
+                       ay=-18, font=dict(size=11, color=color), arrowcolor=color,
+                       bgcolor="rgba(255,255,255,0.8)")
+
+
+def _name(runs: Sequence[Run], run: Run, series: str) -> str:
+    return series if len(runs) == 1 else f"{run.label}: {series}"
+
+
+def _multiples(runs: Sequence[Run], title: str, ytitle: str = "bytes",
+               bytes_axis: bool = True) -> go.Figure:
+    """One row per run on shared axes (a plain figure for one run)."""
+    n = len(runs)
+    if n == 1:
+        return layout(go.Figure(), title, ytitle, bytes_axis=bytes_axis)
+    fig = make_subplots(rows=n, cols=1, shared_xaxes=True, shared_yaxes=True,
+                        vertical_spacing=min(0.08, 0.25 / n),
+                        subplot_titles=[r.label for r in runs])
+    layout(fig, title, ytitle, height=70 + style.ROW_HEIGHT * n, bytes_axis=bytes_axis)
+    fig.update_xaxes(title_text=None)
+    fig.update_xaxes(title_text="time (s)", row=n, col=1)
+    fig.update_annotations(font=dict(size=12), x=0.0, xanchor="left")
+    return fig
+
+
+def _add(fig: go.Figure, trace: go.BaseTraceType, runs: Sequence[Run], i: int) -> None:
+    if len(runs) == 1:
+        fig.add_trace(trace)
+    else:
+        fig.add_trace(trace, row=i + 1, col=1)
+
+
+# -- time charts --------------------------------------------------------------------------------
+
+def memory_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> go.Figure:
+    """skmem_rb (sk_rcvbuf), skmem_r (sk_rmem_alloc) and Recv-Q over time, with drops,
+    collapses and prunes marked on skmem_r."""
+    fig = layout(go.Figure(), "Receive memory: skmem_r against its limit skmem_rb")
+    for i, run in enumerate(runs):
+        tr, group = run.trace, run.label
+        for key, label in (("sk_rcvbuf", "skmem_rb (sk_rcvbuf)"),
+                           ("sk_rmem_alloc", "skmem_r (sk_rmem_alloc)"), ("recv_q", "Recv-Q")):
+            color, dash = _look(runs, i, key)
+            s = extract.rcv_series(tr, key)
+            fig.add_trace(line(s, _name(runs, run, label), color, dash, group,
+                               max_points=max_points, end_s=run.end_s,
+                               width=_width(runs, i, 2.4 if key == "sk_rmem_alloc" else 1.4)))
+            if key == "sk_rmem_alloc":
+                peak = fmt_value(int(s.y.max()) if len(s.y) else 0, "bytes")
+                _peak_note(fig, s, f"peak {peak}" if len(runs) == 1 else f"{run.label}: {peak}",
+                           color)
+        for m in (extract.drops(tr), extract.collapses(tr), extract.prunes(tr)):
+            if len(m):
+                color = None if len(runs) == 1 else style.run_color(i)
+                fig.add_trace(marks_scatter(m, _name(runs, run, m.kind), color, group=group))
+    return log_toggle(fig)
+
+
+def recvq_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> go.Figure:
+    """Recv-Q alone (bytes queued and unread), one line per run."""
+    fig = layout(go.Figure(), "Recv-Q: bytes received and not yet read")
+    for i, run in enumerate(runs):
+        fig.add_trace(line(extract.rcv_series(run.trace, "recv_q"), run.label,
+                           style.run_color(i), group=run.label, max_points=max_points,
+                           end_s=run.end_s, width=_width(runs, i)))
+    return log_toggle(fig)
+
+
+def window_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> go.Figure:
+    """The advertised window on the wire, rcv_ssthresh and window_clamp; zero windows
+    marked at 0."""
+    fig = _multiples(runs, "Receive window: advertised (on the wire), rcv_ssthresh, window_clamp")
+    for i, run in enumerate(runs):
+        tr, first = run.trace, i == 0
+        for s, key, label in ((extract.advertised_window(tr), "advertised", "advertised window"),
+                              (extract.rcv_series(tr, "rcv_ssthresh"), "rcv_ssthresh", None),
+                              (extract.rcv_series(tr, "window_clamp"), "window_clamp", None)):
+            label = label or key
+            dash = style.SERIES_DASH[key] if key != "advertised" else "solid"
+            _add(fig, line(s, label, style.SERIES_COLORS[key], dash, key, first,
+                           max_points, end_s=run.end_s), runs, i)
+        zw = extract.zero_windows(tr)
+        _add(fig, marks_scatter(zw, "zero window", group="zero window",
+                                showlegend=first or len(runs) == 1), runs, i)
+    return fig
+
+
+def delivery_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> go.Figure:
+    """Bytes handed to the application so far."""
+    fig = layout(go.Figure(), "Delivered to the application (cumulative bytes read)")
+    for i, run in enumerate(runs):
+        color, _ = _look(runs, i, "delivered")
+        d = extract.delivered(run.trace, run.end_s, run.bytes_read)
+        fig.add_trace(line(d, _name(runs, run, "delivered"), color,
+                           group=run.label, max_points=max_points, width=_width(runs, i)))
+    return log_toggle(fig)
+
+
+def rate_figure(runs: Sequence[Run]) -> go.Figure:
+    """Throughput on the wire (payload sent, retransmissions included) and goodput (bytes
+    read by the application), per time bin. Log scale by default: a 1-byte reader next to a
+    megabit sender."""
+    width = extract.rate_width(max(r.end_s for r in runs))
+    fig = layout(go.Figure(), f"Throughput on the wire and goodput (per {fmt_value(width, 's')})",
+                 "bit/s")
+    fig.update_yaxes(tickformat="~s", rangemode="normal")
+    for i, run in enumerate(runs):
+        d = extract.delivered(run.trace, run.end_s, run.bytes_read)
+        for s, key, label in ((extract.wire_rate(run.trace, width, run.end_s), "wire",
+                               "sent on the wire"),
+                              (extract.goodput(d, width, run.end_s), "goodput", "goodput")):
+            color, dash = _look(runs, i, key)
+            if len(runs) == 1 and key == "wire":
+                dash = "solid"
+            y = np.where(s.y > 0, s.y, np.nan)
+            fig.add_trace(go.Scatter(x=s.t, y=y, name=_name(runs, run, label), mode="lines",
+                                     legendgroup=run.label, connectgaps=False,
+                                     line=dict(color=color, dash=dash, width=_width(runs, i, 1.6),
+                                               shape="hvh")))
+    return log_toggle(fig, log=True)
+
+
+def sender_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> go.Figure:
+    """The sender's side: the window it was given (snd_wnd), bytes in flight, and its
+    retransmissions, RTOs and zero-window probes."""
+    fig = _multiples(runs, "Sender: window it holds (snd_wnd), bytes in flight, "
+                           "retransmissions and probes")
+    for i, run in enumerate(runs):
+        tr, first = run.trace, i == 0
+        _add(fig, line(extract.sender_window(tr), "snd_wnd", style.SERIES_COLORS["snd_wnd"],
+                       "solid", "snd_wnd", first, max_points, end_s=run.end_s), runs, i)
+        _add(fig, line(extract.sender_inflight(tr), "in flight", style.SERIES_COLORS["inflight"],
+                       "solid", "inflight", first, max_points, end_s=run.end_s), runs, i)
+        for m in (extract.retransmissions(tr), extract.sender_timers(tr, "rto", "RTO"),
+                  extract.sender_timers(tr, "probe", "probe")):
+            if len(m):
+                _add(fig, marks_scatter(m, m.kind, group=m.kind), runs, i)
+    return fig
+
+
+def segments_figure(runs: Sequence[Run]) -> go.Figure:
+    """Received data segments per bin: coalesced into the previous skb, queued as a new
+    skb (each new skb costs a struct sk_buff of truesize), or out of order."""
+    width = extract.rate_width(max(r.end_s for r in runs))
+    fig = _multiples(runs, f"Received segments per {fmt_value(width, 's')}: coalesced vs "
+                           "queued as a new skb", "segments", bytes_axis=False)
+    fig.update_layout(barmode="stack", bargap=0)
+    for i, run in enumerate(runs):
+        for kind, s in extract.segment_counts(run.trace, width, run.end_s).items():
+            if kind == "ofo" and not s.y.any():
+                continue
+            _add(fig, go.Bar(x=s.t, y=s.y, name=kind, legendgroup=kind, showlegend=i == 0,
+                             marker=dict(color=style.SERIES_COLORS[kind], line=dict(width=0)),
+                             width=width), runs, i)
+    return fig
+
+
+def timeline_figure(runs: Sequence[Run]) -> go.Figure:
+    """Every rare event on one strip per kind (and run): when zero windows, drops,
+    collapses, retransmissions and probes happened. An empty row says 'never'."""
+    per_run = [extract.all_marks(r.trace) for r in runs]
+    kinds = list(TIMELINE_KINDS) + [k for k in TIMELINE_IF_PRESENT
+                                    if any(len(m[k]) for m in per_run)]
+    cats: list[str] = []
+    fig = go.Figure()
+    for kind in kinds:
+        for i, (run, marks) in enumerate(zip(runs, per_run)):
+            m = marks[kind]
+            cat = f"{kind} ({len(m)})" if len(runs) == 1 else f"{run.label} · {kind} ({len(m)})"
+            cats.append(cat)
+            color = None if len(runs) == 1 else style.run_color(i)
+            row = -float(len(cats) - 1)          # numeric rows: compact, first on top
+            fig.add_trace(marks_scatter(m, cat, color, y=np.full(len(m), row),
+                                        showlegend=False))
+    height = 90 + 22 * len(cats)
+    layout(fig, "Events: when the receiver advertised zero windows, dropped or collapsed, "
+                "and the sender retransmitted or probed", "", height=height, bytes_axis=False)
+    fig.update_yaxes(tickvals=[-float(k) for k in range(len(cats))], ticktext=cats,
+                     range=[-len(cats) + 0.5, 0.5], rangemode=None, showgrid=True,
+                     zeroline=False, tickfont=dict(size=11), fixedrange=True)
+    end = max(r.end_s for r in runs)
+    fig.update_xaxes(range=[0, end])
+    return fig
+
+
+# -- per-packet chart (short fills) -------------------------------------------------------------
+
+def packet_figure(run: Run, max_packets: int = PACKET_VIEW_MAX) -> go.Figure | None:
+    """Receiver state per ingress packet (Cloudflare's fill charts), with dispositions
+    below: coalesced, queued as a new skb, out of order, dropped. None for runs of more
+    than `max_packets` ingress packets."""
+    tr = run.trace
+    ing = tr.rows(sock="rcv", event=("rx", "drop"))
+    if not 0 < len(ing) <= max_packets:
+        return None
+    x = np.arange(1, len(ing) + 1)
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.78, 0.22],
+                        vertical_spacing=0.04)
+    for key, label in (("sk_rcvbuf", "skmem_rb"), ("sk_rmem_alloc", "skmem_r"),
+                       ("recv_q", "Recv-Q"), ("rcv_wnd", "rcv_wnd (advertised)"),
+                       ("rcv_ssthresh", "rcv_ssthresh"), ("window_clamp", "window_clamp")):
+        color = style.SERIES_COLORS.get(key, style.SERIES_COLORS["advertised"])
+        dash = "solid" if key in ("sk_rcvbuf", "sk_rmem_alloc", "recv_q", "rcv_wnd") \
+            else style.SERIES_DASH[key]
+        fig.add_trace(go.Scatter(x=x, y=tr.col(key)[ing], name=label, mode="lines",
+                                 line=dict(color=color, dash=dash, shape="hv")), row=1, col=1)
+    _packet_marks(fig, tr, ing, x)
+    layout(fig, f"Per ingress packet: {run.label}", height=520, xtitle="")
+    fig.update_xaxes(title_text="ingress packet number", row=2, col=1)
+    fig.update_yaxes(title_text=None, tickformat=None, rangemode=None, row=2, col=1)
+    return fig
+
+
+def _packet_marks(fig: go.Figure, tr: Trace, ing: np.ndarray, x: np.ndarray) -> None:
+    """Dispositions in the lower strip, drops/collapses/zero windows on the upper plot."""
+    detail = tr.text("detail").take(ing)
+    event = tr.text("event").take(ing)
+    kinds = {"coalesced": (event == "rx") & (detail == "coalesced"),
+             "queued": (event == "rx") & (detail == "queued"),
+             "ofo": (event == "rx") & np.isin(detail, ["ofo", "ofo coalesced"]),
+             "drop": event == "drop"}
+    for kind, sel in kinds.items():
+        if not sel.any():
+            continue
+        symbol, color, size = style.MARK_STYLE[kind]
+        fig.add_trace(go.Scatter(x=x[sel], y=[kind] * int(sel.sum()), mode="markers",
+                                 name=kind, showlegend=kind in ("coalesced", "queued"),
+                                 marker=dict(symbol=symbol, color=color, size=size,
+                                             line=dict(width=2, color=color))), row=2, col=1)
+    rmem = tr.col("sk_rmem_alloc")[ing]
+    drop = event == "drop"
+    if drop.any():
+        fig.add_trace(go.Scatter(x=x[drop], y=rmem[drop], mode="markers", name="drop",
+                                 text=list(tr.text("drop_reason").take(ing[drop])),
+                                 marker=dict(symbol="x", color="#d62728", size=10)), row=1, col=1)
+    # collapses and zero windows are not ingress rows: place them after the packet before
+    for kind, rows in (("collapse", tr.rows(sock="rcv", event="collapse")),
+                       ("zero window", _zero_window_rows(tr))):
+        if len(rows):
+            pos = np.searchsorted(ing, rows)          # ingress packets before the event
+            y = rmem[np.maximum(pos - 1, 0)] if kind == "collapse" else np.zeros(len(rows))
+            symbol, color, size = style.MARK_STYLE[kind]
+            fig.add_trace(go.Scatter(x=np.maximum(pos, 1), y=y, mode="markers", name=kind,
+                                     marker=dict(symbol=symbol, color=color, size=size + 2,
+                                                 line=dict(width=2, color=color))), row=1, col=1)
+
+
+def _zero_window_rows(tr: Trace) -> np.ndarray:
+    idx = tr.rows(sock="rcv", event="tx")
+    idx = idx[tr.col("win_raw")[idx] == 0]
+    return idx[~tr.text("flags").contains("S")[idx]]
+
+
+# -- the report's charts -----------------------------------------------------------------------
+
+def report_charts(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> list[Chart]:
+    """All charts of a report (one run) or a comparison (several), in reading order."""
+    charts = [
+        Chart("memory", memory_figure(runs, max_points),
+              "skmem_r (solid) is what the socket holds; skmem_rb (dotted) is the limit. "
+              "When skmem_rb follows skmem_r up, the limit is not limiting. Buttons switch to "
+              "a log scale."),
+        Chart("events", timeline_figure(runs),
+              "One strip per kind of event; the count is in brackets. An empty strip means "
+              "it never happened."),
+        Chart("window", window_figure(runs, max_points),
+              "The window the receiver put on the wire, with the soft (rcv_ssthresh) and hard "
+              "(window_clamp) limits; triangles at 0 are zero-window advertisements."),
+        Chart("delivery", delivery_figure(runs, max_points),
+              "Bytes the application has read (copied_seq)."),
+        Chart("rates", rate_figure(runs),
+              "Payload sent by the sender per bin (retransmissions included) and bytes read "
+              "by the application per bin; log scale by default."),
+        Chart("sender", sender_figure(runs, max_points),
+              "What the sender saw: the window it may fill and what it has in flight."),
+        Chart("segments", segments_figure(runs),
+              "How each data segment was stored: appended to the previous skb (coalesced, "
+              "cheap) or queued as a new skb (a new struct sk_buff)."),
+    ]
+    for run in runs:
+        fig = packet_figure(run)
+        if fig is not None:
+            charts.append(Chart(f"packets-{run.label}", fig,
+                                "Receiver state after each ingress packet, as in Cloudflare's "
+                                "fill charts; the strip below shows how each was stored.",
+                                time_axis=False))
+    return charts

@@ -1,0 +1,115 @@
+"""The numbers a person reads first: one dict per run, with labels and units.
+
+Values come from the run's metadata summary where the simulator computed them (peaks are
+sampled after every event, not only at traced rows) and from the trace otherwise, so a
+trace from a capture or an importer, which has no tcpsim summary, still gets a table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from tcpsim.report import extract
+from tcpsim.report.trace import Trace
+
+
+@dataclass(frozen=True)
+class Field:
+    """One summary line: key, label shown to people, unit (bytes, count, s, bit/s, text)."""
+
+    key: str
+    label: str
+    unit: str
+    hint: str = ""
+
+
+SUMMARY_FIELDS: tuple[Field, ...] = (
+    Field("peak_sk_rmem_alloc", "peak memory (skmem_r)", "bytes",
+          "highest sk_rmem_alloc: truesize charged to the receive queues"),
+    Field("peak_sk_rcvbuf", "peak limit (skmem_rb)", "bytes", "highest sk_rcvbuf"),
+    Field("peak_recv_q", "peak Recv-Q", "bytes", "most bytes queued and unread"),
+    Field("final_sk_rmem_alloc", "memory at the end", "bytes", "sk_rmem_alloc when the run ended"),
+    Field("zero_windows", "zero windows advertised", "count",
+          "TcpExtTCPToZeroWindowAdv (else: zero-window episodes in the trace)"),
+    Field("zero_window_segments", "zero-window segments", "count",
+          "segments sent by the receiver with a zero window"),
+    Field("want_zero_window", "zero window wanted, not sent", "count",
+          "TcpExtTCPWantZeroWindowAdv: the never-shrink rule kept the window open"),
+    Field("data_drops", "data segments dropped", "count", "drop rows carrying payload"),
+    Field("drop_reasons", "drop reasons", "text", "kernel drop reasons of the dropped data"),
+    Field("collapses", "collapses", "count", "receive-queue collapses (trace event 'collapse')"),
+    Field("stalls", "stalls", "count",
+          "gaps >= 200 ms with no data arriving although the sender had data"),
+    Field("stalled_s", "time stalled", "s", "total length of the stalls"),
+    Field("goodput_bps", "goodput", "bit/s", "bytes read by the application / duration"),
+    Field("bytes_read", "delivered to the application", "bytes", "bytes read"),
+    Field("retransmits", "retransmitted segments", "count", ""),
+    Field("rto_timeouts", "RTO timeouts", "count", "TcpExtTCPTimeouts"),
+    Field("window_probes", "zero-window probes", "count", "TcpExtTCPWinProbe"),
+    Field("error", "error", "text", "socket error, if the connection died"),
+    Field("died_at_s", "died at", "s", "when the connection died"),
+)
+FIELDS_BY_KEY: dict[str, Field] = {f.key: f for f in SUMMARY_FIELDS}
+
+
+def _peak(tr: Trace, column: str) -> int:
+    y = tr.col(column)[tr.rows(sock="rcv")]
+    return int(y.max()) if len(y) else 0
+
+
+def _last(tr: Trace, column: str) -> int:
+    y = tr.col(column)[tr.rows(sock="rcv")]
+    return int(y[-1]) if len(y) else 0
+
+
+def _zero_window_episodes(tr: Trace) -> int:
+    """Transitions of the receiver's advertised window from non-zero to zero."""
+    idx = tr.rows(sock="rcv", event="tx")
+    w = tr.col("win_raw")[idx]
+    w = w[w >= 0]
+    if not len(w):
+        return 0
+    z = w == 0
+    return int(z[0]) + int(np.count_nonzero(z[1:] & ~z[:-1]))
+
+
+def summarize(tr: Trace, meta: Mapping[str, Any] | None = None,
+              min_stall_ns: int = extract.DEFAULT_STALL_NS) -> dict[str, Any]:
+    """Summary values keyed as SUMMARY_FIELDS (plus duration_s and profile)."""
+    meta = meta or {}
+    s = dict(meta.get("summary") or {})
+    c = dict(meta.get("counters") or {})
+    duration = float(s.get("duration_s") or tr.end_s)
+    stall_list = extract.stalls(tr, min_stall_ns, end_s=duration)
+    drops = extract.drop_reasons(tr)
+    read = s.get("bytes_read")
+    if read is None:
+        d = extract.delivered(tr)
+        read = int(d.y[-1]) if len(d.y) else 0
+    zw = c.get("TcpExtTCPToZeroWindowAdv")
+    return {
+        "profile": meta.get("profile", ""),
+        "duration_s": duration,
+        "peak_sk_rmem_alloc": s.get("peak_sk_rmem_alloc", _peak(tr, "sk_rmem_alloc")),
+        "peak_sk_rcvbuf": s.get("peak_sk_rcvbuf", _peak(tr, "sk_rcvbuf")),
+        "peak_recv_q": s.get("peak_recv_q", _peak(tr, "recv_q")),
+        "final_sk_rmem_alloc": s.get("final_sk_rmem_alloc", _last(tr, "sk_rmem_alloc")),
+        "zero_windows": zw if zw is not None else _zero_window_episodes(tr),
+        "zero_window_segments": len(extract.zero_windows(tr)),
+        "want_zero_window": c.get("TcpExtTCPWantZeroWindowAdv", s.get("want_zero_window")),
+        "data_drops": sum(drops.values()),
+        "drop_reasons": ", ".join(f"{r} {n}" for r, n in drops.items()),
+        "collapses": len(extract.collapses(tr)),
+        "stalls": len(stall_list),
+        "stalled_s": round(sum(st.length_s for st in stall_list), 3),
+        "goodput_bps": round(read * 8 / duration) if duration else 0,
+        "bytes_read": read,
+        "retransmits": s.get("retransmits", len(extract.retransmissions(tr))),
+        "rto_timeouts": s.get("rto_timeouts", c.get("TcpExtTCPTimeouts")),
+        "window_probes": s.get("window_probes", len(extract.sender_timers(tr, "probe", "probe"))),
+        "error": s.get("error") or "",
+        "died_at_s": s.get("died_at_s"),
+    }
