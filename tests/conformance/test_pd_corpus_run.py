@@ -18,13 +18,14 @@ from tcpsim.conformance.packetdrill.interpreter import run_file
 PROFILE = "linux-6.18"
 
 # Scripts the model does not agree on yet: corpus path -> the core/model fix it needs.
+# (docs/packetdrill-results.md, "Proposed fixes", has the evidence and a tested diff.)
 KNOWN_DISAGREEMENTS = {
-    "kernel-selftests/tcp_close_no_rst.pkt":
-        "tcp_fin() must reset the SACK state (tcp_sack_reset): the model sends a D-SACK "
-        "with the ACK of data+FIN",
     "kernel-selftests/tcp_dsack_mult.pkt":
-        "tcp_ofo_queue() must D-SACK out-of-order data that an in-order segment already "
-        "covered",
+        "fix 1: tcp_ofo_queue() must D-SACK out-of-order data that an in-order segment "
+        "covered again (the model sends no D-SACK at line 37)",
+    "kernel-selftests/tcp_close_no_rst.pkt":
+        "fix 2: tcp_fin() must purge the OFO queue and reset the SACK state "
+        "(tcp_sack_reset); the model sends a D-SACK with the ACK of data+FIN at line 26",
 }
 
 
