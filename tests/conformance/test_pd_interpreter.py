@@ -111,6 +111,12 @@ def test_segment_without_a_socket_is_reset(tmp_path):
     assert any("tcp_v4_send_reset" in n for n in result.notes)
 
 
+def test_ack_to_a_listener_is_reset(tmp_path):
+    prologue = "\n".join(SERVER.splitlines()[:6]) + "\n"
+    body = "+0 < . 1:1(0) ack 1 win 500\n+0 > R 1:1(0)\n"
+    assert run(tmp_path, body, prologue=prologue).passed
+
+
 def test_only_the_socket_under_test_is_sniffed(tmp_path):
     """The first connection's FIN (after close) is not mistaken for the second SYN-ACK."""
     second = "\n".join(SERVER.splitlines()[2:]) + "\n"

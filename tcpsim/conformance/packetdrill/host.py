@@ -15,7 +15,8 @@ Timers of every socket run: `fire_timers(limit)` runs the earliest due deadline 
 Where no socket takes an inbound segment (the socket under test was reset, or never
 opened), the host answers as tcp_v4_rcv() does for a segment without a socket
 (tcp_v4_send_reset(), RFC 9293 section 3.10.7.1): a RST whose seq is the segment's ACK
-number, or a RST+ACK acknowledging the segment when it carries no ACK. That lookup is outside
+number, or a RST+ACK acknowledging the segment when it carries no ACK. An ACK to a listening
+socket gets the same reset (tcp_rcv_state_process() in LISTEN). That lookup is outside
 `TcpSocket`, which only models one socket.
 """
 
@@ -117,6 +118,9 @@ class Host:
         sk = self.under_test
         if sk is None or sk.state == "CLOSED":
             self._no_socket(seg, sk)
+            return
+        if sk.state == "LISTEN" and seg.flags & ACK and not seg.flags & RST:
+            self._no_socket(seg, sk)       # tcp_rcv_state_process(LISTEN): an ACK is reset
             return
         sk.on_segment(self.now_ns, seg)
         self.collect()
