@@ -70,7 +70,8 @@ def generate(corpus: Path = DEFAULT_CORPUS) -> str:
         total += 1
         agree += cmp.agrees
         kernel = "PASS" if record.passed else f"FAIL :{record.line}"
-        lines.append(f"| {rel} | {kernel} | {_cell(result)} | {'yes' if cmp.agrees else '**no**'} |")
+        verdict = "yes" if cmp.agrees else "**no**"
+        lines.append(f"| {rel} | {kernel} | {_cell(result)} | {verdict} |")
         if not result.passed and not record.passed:
             both_fail.append((rel, record.failure, _reason(result.message)))
     model_pass = sum(r.passed for r in main.values())

@@ -6,18 +6,20 @@ would block (the interpreter retries a blocked call after every change of state)
 script's fd numbers are used as the simulated fds, as packetdrill maps script fds onto live
 ones.
 
-| call | effect |
-|---|---|
-| socket(..., SOCK_STREAM, IPPROTO_TCP) | a new TcpSocket, the new socket under test |
-| setsockopt SO_REUSEADDR / SO_RCVBUF / TCP_INQ / TCP_WINDOW_CLAMP / TCP_NODELAY | no-op / `set_rcvbuf` / cmsg flag / `set_window_clamp` / Nagle |
-| getsockopt SO_RCVBUF / SO_SNDBUF / TCP_INQ / TCP_WINDOW_CLAMP / TCP_MAXSEG | compared with `[value]` |
-| bind, listen, accept | `listen()`; accept returns once the handshake is done |
-| connect | `connect(now)`; EINPROGRESS when non-blocking |
-| fcntl F_GETFL / F_SETFL | O_NONBLOCK |
-| read, recv, recvfrom, recvmsg (TCP_CM_INQ cmsg) | `read(now, n)`; EOF, EAGAIN, ENOTCONN as tcp_recvmsg() |
-| ioctl SIOCINQ/FIONREAD, SIOCOUTQ | tcp_ioctl() |
-| write, send | `write(now, n)` |
-| shutdown SHUT_WR, close | `shutdown_write(now)`; close as tcp_close() (see `_tcp_close`) |
+    socket(..., SOCK_STREAM, IPPROTO_TCP)  a new TcpSocket, the new socket under test
+    setsockopt SO_REUSEADDR, SO_RCVBUF,    no-op, `set_rcvbuf`, the TCP_CM_INQ flag,
+      TCP_INQ, TCP_WINDOW_CLAMP,           `set_window_clamp`, Nagle
+      TCP_NODELAY
+    getsockopt SO_RCVBUF, SO_SNDBUF,       the value, compared with `[value]`
+      TCP_INQ, TCP_WINDOW_CLAMP, TCP_MAXSEG
+    bind, listen, accept                   `listen()`; accept once the handshake is done
+    connect                                `connect(now)`; EINPROGRESS when non-blocking
+    fcntl F_GETFL / F_SETFL                O_NONBLOCK
+    read, recv, recvfrom, recvmsg          `read(now, n)`; EOF, EAGAIN, ENOTCONN as
+                                           tcp_recvmsg(); the TCP_CM_INQ cmsg
+    ioctl SIOCINQ/FIONREAD, SIOCOUTQ       tcp_ioctl()
+    write, send                            `write(now, n)`
+    shutdown SHUT_WR, close                `shutdown_write(now)`; close as tcp_close()
 """
 
 from __future__ import annotations
@@ -137,9 +139,11 @@ class Syscalls:
 
     def _sys_socket(self, event: SyscallEvent, args: tuple[Expr, ...]) -> Attempt:
         self._nargs(args, 3)
-        if not isinstance(args[0], Dots) and int_value(args[0]) not in (S["AF_INET"], S["AF_INET6"]):
+        domains = (S["AF_INET"], S["AF_INET6"])
+        if not isinstance(args[0], Dots) and int_value(args[0]) not in domains:
             raise _unsupported("socket domain other than AF_INET/AF_INET6")
-        if int_value(args[1]) != S["SOCK_STREAM"] or int_value(args[2]) not in (S["IPPROTO_TCP"], 0):
+        stream = int_value(args[1]) == S["SOCK_STREAM"]
+        if not stream or int_value(args[2]) not in (S["IPPROTO_TCP"], 0):
             raise _unsupported("socket other than SOCK_STREAM/IPPROTO_TCP")
 
         def attempt() -> Outcome:
