@@ -10,12 +10,15 @@ fix made a script agree). The expectations themselves are read from the README a
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tcpsim.conformance.packetdrill.corpus import DEFAULT_CORPUS, compare, kernel_results
+from tcpsim.conformance.packetdrill.corpus import compare, kernel_results
 from tcpsim.conformance.packetdrill.interpreter import run_file
 
 PROFILE = "linux-6.18"
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "peer-tests" / "packetdrill"
 
 # Scripts the model does not agree on yet: corpus path -> the core/model fix it needs.
 # (docs/packetdrill-results.md, "Proposed fixes", has the evidence and a tested diff.)
@@ -30,13 +33,13 @@ KNOWN_DISAGREEMENTS = {
 
 
 def _cases():
-    if not DEFAULT_CORPUS.is_dir():
+    if not CORPUS.is_dir():
         return [pytest.param(None, marks=pytest.mark.skip(
-            reason=f"packetdrill corpus not found at {DEFAULT_CORPUS} (third-party, outside "
+            reason=f"packetdrill corpus not found at {CORPUS} (third-party, outside "
                    "the repo: ../shared/peer-tests/packetdrill)"), id="no-corpus")]
     cases = []
-    for path in sorted(DEFAULT_CORPUS.rglob("*.pkt")):
-        rel = str(path.relative_to(DEFAULT_CORPUS))
+    for path in sorted(CORPUS.rglob("*.pkt")):
+        rel = str(path.relative_to(CORPUS))
         marks = []
         if rel in KNOWN_DISAGREEMENTS:
             marks.append(pytest.mark.xfail(reason=KNOWN_DISAGREEMENTS[rel], strict=False))
@@ -46,10 +49,10 @@ def _cases():
 
 @pytest.mark.parametrize("script", _cases())
 def test_model_agrees_with_the_real_kernel(script):
-    kernel = kernel_results(DEFAULT_CORPUS).get(script)
+    kernel = kernel_results(CORPUS).get(script)
     if kernel is None:
         pytest.skip(f"the corpus README records no real-kernel result for {script}")
-    result = run_file(DEFAULT_CORPUS / script, PROFILE, name=script)
+    result = run_file(CORPUS / script, PROFILE, name=script)
     assert result.kind not in ("unsupported", "syntax", "internal"), result.message
     comparison = compare(script, result, kernel)
     assert comparison.agrees, (f"{comparison.summary}\n  model:  {result.message or 'PASS'}"
@@ -58,16 +61,16 @@ def test_model_agrees_with_the_real_kernel(script):
 
 def test_known_disagreements_are_corpus_scripts():
     """The xfail list names real files (a renamed script must not hide behind it)."""
-    if not DEFAULT_CORPUS.is_dir():
+    if not CORPUS.is_dir():
         pytest.skip("packetdrill corpus not found")
-    missing = [s for s in KNOWN_DISAGREEMENTS if not (DEFAULT_CORPUS / s).is_file()]
+    missing = [s for s in KNOWN_DISAGREEMENTS if not (CORPUS / s).is_file()]
     assert not missing
 
 
 def test_every_recorded_script_exists():
     """Each README row maps to a corpus file, so no real-kernel result goes unchecked."""
-    if not DEFAULT_CORPUS.is_dir():
+    if not CORPUS.is_dir():
         pytest.skip("packetdrill corpus not found")
-    rows = kernel_results(DEFAULT_CORPUS)
+    rows = kernel_results(CORPUS)
     assert rows, "no results table found in the corpus README"
-    assert [r for r in rows if not (DEFAULT_CORPUS / r).is_file()] == []
+    assert [r for r in rows if not (CORPUS / r).is_file()] == []
