@@ -33,10 +33,11 @@ def check_labels(labels: Sequence[str]) -> None:
                          "its own label")
 
 
-def comparison_rows(runs: Sequence[Run]) -> list[Row]:
+def comparison_rows(runs: Sequence[Run],
+                    summaries: Mapping[str, Mapping[str, Any]] | None = None) -> list[Row]:
     """Config differences, summary and counters, each with deltas against runs[0]."""
     metas = {r.label: r.meta for r in runs}
-    summaries = {r.label: summarize(r.trace, r.meta) for r in runs}
+    summaries = summaries or {r.label: summarize(r.trace, r.meta) for r in runs}
     counters = {r.label: r.meta.get("counters") or {} for r in runs}
     return config_rows(metas) + summary_rows(summaries) + counter_rows(counters)
 
@@ -56,13 +57,14 @@ def runs_legend(runs: Sequence[Run]) -> str:
 
 
 def comparison_html(runs: Sequence[Run], rows: Sequence[Row],
+                    summaries: Mapping[str, Mapping[str, Any]],
                     max_points: int = DEFAULT_MAX_POINTS) -> str:
     """The comparison page."""
     names = sorted({r.scenario_name for r in runs if r.scenario_name})
     title = f"{' / '.join(names) or 'runs'}: " + " vs ".join(r.label for r in runs)
     by_section = {s: [r for r in rows if r["section"] == s]
                   for s in ("config", "summary", "counters")}
-    body = [f"<h1>{h.esc(title)}</h1>", runs_legend(runs)]
+    body = [f"<h1>{h.esc(title)}</h1>", runs_legend(runs), h.glance(runs, summaries)]
     if len(by_section["config"]) > 1:          # more than the profile row
         body += ["<h2>What differs</h2>", h.rows_table(by_section["config"], with_hints=False)]
     body += ["<h2>Summary</h2>", h.rows_table(by_section["summary"]),
@@ -78,5 +80,6 @@ def compare_runs(runs: Sequence[RunInput],
     """Compare runs given as (label, columns, metadata): (HTML page, table rows)."""
     check_labels([r[0] for r in runs])
     prepared = [make_run(label, cols, meta) for label, cols, meta in runs]
-    rows = comparison_rows(prepared)
-    return comparison_html(prepared, rows, max_points), rows
+    summaries = {r.label: summarize(r.trace, r.meta) for r in prepared}
+    rows = comparison_rows(prepared, summaries)
+    return comparison_html(prepared, rows, summaries, max_points), rows

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from typing import Any, Mapping, Sequence
 
 from plotly.offline import get_plotlyjs
@@ -44,6 +45,7 @@ td.changed { font-weight: 700; }
 span.delta { display: block; font-size: 11px; color: #6b5a00; font-weight: normal; }
 div.chart { margin: 0; }
 .runs td { text-align: left; }
+ul.glance { font-size: 15px; line-height: 1.6; margin: 10px 0 4px 0; padding-left: 20px; }
 .swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px;
           margin-right: 6px; vertical-align: middle; }
 """
@@ -97,7 +99,7 @@ def charts_html(charts: Sequence[Chart], prefix: str = "chart") -> str:
     """All charts, plus the script that zooms the time-axis charts together."""
     parts, synced = [], []
     for i, chart in enumerate(charts):
-        div_id = f"{prefix}-{i}-{chart.key}".replace(" ", "_")
+        div_id = re.sub(r"[^A-Za-z0-9_-]+", "_", f"{prefix}-{i}-{chart.key}")
         parts.append(chart_div(chart, div_id))
         if chart.time_axis:
             synced.append(div_id)
@@ -167,6 +169,21 @@ def scenario_block(run: Run) -> str:
     return f'{desc}<p class="meta">{" · ".join(bits)}</p>'
 
 
+def glance(runs: Sequence[Run], summaries: Mapping[str, Mapping[str, Any]]) -> str:
+    """One line of words per run: the story before the numbers."""
+    from tcpsim.report.style import run_color
+    from tcpsim.report.story import headline, memory_trend
+    items = []
+    for i, run in enumerate(runs):
+        phrases = headline(summaries[run.label], memory_trend(run.trace, run.end_s))
+        who = ""
+        if len(runs) > 1:
+            who = (f'<span class="swatch" style="background:{run_color(i)}"></span>'
+                   f"<b>{esc(run.label)}</b>: ")
+        items.append(f"<li>{who}{' · '.join(esc(p) for p in phrases)}</li>")
+    return f'<ul class="glance">{"".join(items)}</ul>'
+
+
 # -- single-run report --------------------------------------------------------------------------
 
 def report_html(run: Run, max_points: int | None = None) -> str:
@@ -175,7 +192,7 @@ def report_html(run: Run, max_points: int | None = None) -> str:
     summ = summarize(run.trace, run.meta)
     title = f"{run.scenario_name or run.label} under {summ['profile'] or '?'}"
     charts = report_charts([run], max_points or DEFAULT_MAX_POINTS)
-    body = [f"<h1>{esc(title)}</h1>", scenario_block(run),
+    body = [f"<h1>{esc(title)}</h1>", scenario_block(run), glance([run], {run.label: summ}),
             "<h2>Summary</h2>", rows_table(summary_rows({run.label: summ})),
             "<h2>Charts</h2>", charts_html(charts), collapse_section([run]),
             "<h2>Counters (nstat, non-zero)</h2>",

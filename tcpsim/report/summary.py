@@ -83,7 +83,9 @@ def summarize(tr: Trace, meta: Mapping[str, Any] | None = None,
     s = dict(meta.get("summary") or {})
     c = dict(meta.get("counters") or {})
     duration = float(s.get("duration_s") or tr.end_s)
-    stall_list = extract.stalls(tr, min_stall_ns, end_s=duration)
+    died = s.get("died_at_s")
+    stall_list = extract.stalls(tr, min_stall_ns,      # a dead connection stalls no more
+                                end_s=min(duration, died) if died is not None else duration)
     drops = extract.drop_reasons(tr)
     read = s.get("bytes_read")
     if read is None:
