@@ -163,6 +163,21 @@ def bench(
         typer.echo(json.dumps(rows, indent=2))
 
 
+@app.command()
+def claims(
+    only: List[str] = typer.Option([], "--only", help="claim key (repeatable)"),
+    quick: bool = typer.Option(False, "--quick", help="shorter runs (the death check is skipped)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Run the seeds' claims as experiments and print a pass/fail table with the figures."""
+    from tcpsim.claims import run_claims
+    rows = run_claims(keys=only or None, quick=quick, echo=None if as_json else typer.echo)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+    if any(r["result"] != "PASS" for r in rows):
+        raise typer.Exit(1)
+
+
 def main() -> None:
     """Entry point of the console script."""
     try:

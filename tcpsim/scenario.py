@@ -108,6 +108,7 @@ class Scenario:
     receiver_role: str = "client"
     device: str = "veth"
     so_rcvbuf: int = 0
+    initrwnd: int = 0                 # route initrwnd of the receiver, segments (0 = unset)
     initcwnd: int = 10
     nodelay: bool = True
     writer: App = field(default_factory=lambda: App("bulk", bytes=65536))
@@ -232,7 +233,7 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
     sysctl = _table(raw, "sysctl")
     sc = replace(sc, sysctl=dict(sysctl), link=_parse_link(_table(raw, "link")))
     rcv = _table(raw, "receiver")
-    _check_keys(rcv, {"role", "device", "so_rcvbuf"}, "receiver.")
+    _check_keys(rcv, {"role", "device", "so_rcvbuf", "initrwnd"}, "receiver.")
     if "role" in rcv:
         if rcv["role"] not in ("client", "server"):
             raise ScenarioError(f'receiver.role: expected "client" or "server", got {rcv["role"]!r}')
@@ -243,6 +244,11 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
         sc = replace(sc, device=rcv["device"])
     if "so_rcvbuf" in rcv:
         sc = replace(sc, so_rcvbuf=parse_size(rcv["so_rcvbuf"], "receiver.so_rcvbuf"))
+    if "initrwnd" in rcv:
+        if not isinstance(rcv["initrwnd"], int) or not 0 <= rcv["initrwnd"] <= 65535:
+            raise ScenarioError(f"receiver.initrwnd: expected a number of segments 0..65535, "
+                                f"got {rcv['initrwnd']!r}")
+        sc = replace(sc, initrwnd=rcv["initrwnd"])
     snd = _table(raw, "sender")
     _check_keys(snd, {"initcwnd", "nodelay"}, "sender.")
     if "initcwnd" in snd:

@@ -61,7 +61,7 @@ class Simulation:
         self.sysctls = sysctls
         mtu = scenario.link.mtu
         self.rcv = TcpSocket(profile.policy(), sysctls, device(scenario.device), name="rcv",
-                             sink=sink, mtu=mtu)
+                             sink=sink, mtu=mtu, init_rwnd=scenario.initrwnd)
         self.snd = TcpSocket(profile.policy(), profile.default_sysctls(), LocalSender(),
                              name="snd", sink=sink, mtu=mtu, initcwnd=scenario.initcwnd,
                              nodelay=scenario.nodelay)
