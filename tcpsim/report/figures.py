@@ -97,15 +97,30 @@ def log_toggle(fig: go.Figure, log: bool = False) -> go.Figure:
     """Buttons to switch every y axis between linear and log."""
     axes = [k for k in fig.layout.to_plotly_json() if k.startswith("yaxis")] or ["yaxis"]
     def args(kind: str) -> dict:
-        return {f"{a}.type": kind for a in axes}
+        out: dict = {f"{a}.type": kind for a in axes}
+        # log: a tick per power of ten (SI labels on minor ticks overlap); linear: automatic
+        out.update({f"{a}.dtick": 1 if kind == "log" else None for a in axes})
+        return out
     fig.update_layout(updatemenus=[dict(
-        type="buttons", direction="right", x=1.0, xanchor="right", y=1.02, yanchor="bottom",
+        type="buttons", direction="right", x=1.02, xanchor="left", y=1.0, yanchor="bottom",
         showactive=True, active=1 if log else 0, pad=dict(r=2, t=2), font=dict(size=11),
         buttons=[dict(label="linear", method="relayout", args=[args("linear")]),
                  dict(label="log", method="relayout", args=[args("log")])])])
     if log:
-        fig.update_yaxes(type="log")
+        fig.update_yaxes(type="log", dtick=1)
     return fig
+
+
+def time_range(fig: go.Figure, runs: Sequence[Run]) -> go.Figure:
+    """Every time chart spans the whole run, from 0 to the end of the longest run."""
+    fig.update_xaxes(range=[0, max(r.end_s for r in runs)])
+    return fig
+
+
+def _empty_bytes_axis(fig: go.Figure, peak: float) -> None:
+    """With nothing to show, keep the byte axis at whole bytes (not 0.2 "m"illibytes)."""
+    if peak <= 0:
+        fig.update_yaxes(range=[0, 1024])
 
 
 def _look(runs: Sequence[Run], i: int, key: str) -> tuple[str, str]:
@@ -215,11 +230,14 @@ def window_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> 
 def delivery_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> go.Figure:
     """Bytes handed to the application so far."""
     fig = layout(go.Figure(), "Delivered to the application (cumulative bytes read)")
+    peak = 0
     for i, run in enumerate(runs):
         color, _ = _look(runs, i, "delivered")
         d = extract.delivered(run.trace, run.end_s, run.bytes_read)
+        peak = max(peak, int(d.y.max()) if len(d.y) else 0)
         fig.add_trace(line(d, _name(runs, run, "delivered"), color,
                            group=run.label, max_points=max_points, width=_width(runs, i)))
+    _empty_bytes_axis(fig, peak)
     return log_toggle(fig)
 
 
@@ -239,9 +257,10 @@ def rate_figure(runs: Sequence[Run]) -> go.Figure:
             color, dash = _look(runs, i, key)
             if len(runs) == 1 and key == "wire":
                 dash = "solid"
-            y = np.where(s.y > 0, s.y, np.nan)
-            fig.add_trace(go.Scatter(x=s.t, y=y, name=_name(runs, run, label), mode="lines",
-                                     legendgroup=run.label, connectgaps=False,
+            y = np.where(s.y > 0, s.y, np.nan)       # log scale: an empty bin is a gap
+            fig.add_trace(go.Scatter(x=s.t, y=y, name=_name(runs, run, label),
+                                     mode="lines+markers", legendgroup=run.label,
+                                     connectgaps=False, marker=dict(size=3, color=color),
                                      line=dict(color=color, dash=dash, width=_width(runs, i, 1.6),
                                                shape="hvh")))
     return log_toggle(fig, log=True)
@@ -305,8 +324,6 @@ def timeline_figure(runs: Sequence[Run]) -> go.Figure:
     fig.update_yaxes(tickvals=[-float(k) for k in range(len(cats))], ticktext=cats,
                      range=[-len(cats) + 0.5, 0.5], rangemode=None, showgrid=True,
                      zeroline=False, tickfont=dict(size=11), fixedrange=True)
-    end = max(r.end_s for r in runs)
-    fig.update_xaxes(range=[0, end])
     return fig
 
 
@@ -382,6 +399,14 @@ def _zero_window_rows(tr: Trace) -> np.ndarray:
 
 def report_charts(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> list[Chart]:
     """All charts of a report (one run) or a comparison (several), in reading order."""
+    packets = []
+    for run in runs:
+        fig = packet_figure(run)
+        if fig is not None:
+            packets.append(Chart(f"packets-{run.label}", fig,
+                                 "Receiver state after each ingress packet, as in Cloudflare's "
+                                 "fill charts; the strip below shows how each was stored.",
+                                 time_axis=False))
     charts = [
         Chart("memory", memory_figure(runs, max_points),
               "skmem_r (solid) is what the socket holds; skmem_rb (dotted) is the limit. "
@@ -390,6 +415,7 @@ def report_charts(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> 
         Chart("events", timeline_figure(runs),
               "One strip per kind of event; the count is in brackets. An empty strip means "
               "it never happened."),
+        *packets,                  # short fills: the per-packet story comes early
         Chart("window", window_figure(runs, max_points),
               "The window the receiver put on the wire, with the soft (rcv_ssthresh) and hard "
               "(window_clamp) limits; triangles at 0 are zero-window advertisements."),
@@ -404,11 +430,7 @@ def report_charts(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> 
               "How each data segment was stored: appended to the previous skb (coalesced, "
               "cheap) or queued as a new skb (a new struct sk_buff)."),
     ]
-    for run in runs:
-        fig = packet_figure(run)
-        if fig is not None:
-            charts.append(Chart(f"packets-{run.label}", fig,
-                                "Receiver state after each ingress packet, as in Cloudflare's "
-                                "fill charts; the strip below shows how each was stored.",
-                                time_axis=False))
+    for chart in charts:
+        if chart.time_axis:
+            time_range(chart.fig, runs)
     return charts

@@ -30,8 +30,8 @@ def fill(fill_run):
 def test_report_has_every_chart_and_a_packet_view_for_a_short_fill(fill) -> None:
     _, _, run = fill
     keys = [c.key for c in figures.report_charts([run])]
-    assert keys == ["memory", "events", "window", "delivery", "rates", "sender", "segments",
-                    "packets-fill"]
+    assert keys == ["memory", "events", "packets-fill", "window", "delivery", "rates", "sender",
+                    "segments"]
 
 
 def test_memory_chart_draws_rb_r_and_recv_q_from_the_receiver(fill) -> None:
