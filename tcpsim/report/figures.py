@@ -135,14 +135,15 @@ def _width(runs: Sequence[Run], i: int, base: float = 1.8) -> float:
     return base if len(runs) == 1 else base + 1.6 * (len(runs) - 1 - i) / max(1, len(runs) - 1)
 
 
-def _peak_note(fig: go.Figure, s: Series, text: str, color: str) -> None:
-    """Label the highest point of a series."""
+def _peak_note(fig: go.Figure, s: Series, text: str, color: str, end_s: float) -> None:
+    """Label the highest point of a series (the label leans into the plot)."""
     if not len(s.y):
         return
     k = int(np.argmax(s.y))
-    fig.add_annotation(x=s.t[k], y=s.y[k], text=text, showarrow=True, arrowhead=0, ax=-40,
+    lean = -40 if s.t[k] > end_s / 2 else 40
+    fig.add_annotation(x=s.t[k], y=s.y[k], text=text, showarrow=True, arrowhead=0, ax=lean,
                        ay=-18, font=dict(size=11, color=color), arrowcolor=color,
-                       bgcolor="rgba(255,255,255,0.8)")
+                       xanchor="right" if lean < 0 else "left", bgcolor="rgba(255,255,255,0.8)")
 
 
 def _name(runs: Sequence[Run], run: Run, series: str) -> str:
@@ -175,13 +176,17 @@ def _add(fig: go.Figure, trace: go.BaseTraceType, runs: Sequence[Run], i: int) -
 # -- time charts --------------------------------------------------------------------------------
 
 def memory_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> go.Figure:
-    """skmem_rb (sk_rcvbuf), skmem_r (sk_rmem_alloc) and Recv-Q over time, with drops,
-    collapses and prunes marked on skmem_r."""
+    """skmem_rb (sk_rcvbuf), skmem_r (sk_rmem_alloc) and, for one run, Recv-Q over time
+    (several runs get Recv-Q in a chart of its own), with drops, collapses and prunes
+    marked on skmem_r."""
     fig = layout(go.Figure(), "Receive memory: skmem_r against its limit skmem_rb")
+    series = [("sk_rcvbuf", "skmem_rb (sk_rcvbuf)"), ("sk_rmem_alloc", "skmem_r (sk_rmem_alloc)")]
+    if len(runs) == 1:
+        series.append(("recv_q", "Recv-Q"))
+    end = max(r.end_s for r in runs)
     for i, run in enumerate(runs):
         tr, group = run.trace, run.label
-        for key, label in (("sk_rcvbuf", "skmem_rb (sk_rcvbuf)"),
-                           ("sk_rmem_alloc", "skmem_r (sk_rmem_alloc)"), ("recv_q", "Recv-Q")):
+        for key, label in series:
             color, dash = _look(runs, i, key)
             s = extract.rcv_series(tr, key)
             fig.add_trace(line(s, _name(runs, run, label), color, dash, group,
@@ -190,7 +195,7 @@ def memory_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> 
             if key == "sk_rmem_alloc":
                 peak = fmt_value(int(s.y.max()) if len(s.y) else 0, "bytes")
                 _peak_note(fig, s, f"peak {peak}" if len(runs) == 1 else f"{run.label}: {peak}",
-                           color)
+                           color, end)
         for m in (extract.drops(tr), extract.collapses(tr), extract.prunes(tr)):
             if len(m):
                 color = None if len(runs) == 1 else style.run_color(i)
@@ -310,6 +315,9 @@ def timeline_figure(runs: Sequence[Run]) -> go.Figure:
     cats: list[str] = []
     fig = go.Figure()
     for kind in kinds:
+        if len(runs) > 1 and not any(len(marks[kind]) for marks in per_run):
+            cats.append(f"{kind}: none in any run")
+            continue
         for i, (run, marks) in enumerate(zip(runs, per_run)):
             m = marks[kind]
             cat = f"{kind} ({len(m)})" if len(runs) == 1 else f"{run.label} · {kind} ({len(m)})"
@@ -416,6 +424,8 @@ def report_charts(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> 
               "One strip per kind of event; the count is in brackets. An empty strip means "
               "it never happened."),
         *packets,                  # short fills: the per-packet story comes early
+        *([Chart("recvq", recvq_figure(runs, max_points),
+                 "Bytes received and not yet read, per run.")] if len(runs) > 1 else []),
         Chart("window", window_figure(runs, max_points),
               "The window the receiver put on the wire, with the soft (rcv_ssthresh) and hard "
               "(window_clamp) limits; triangles at 0 are zero-window advertisements."),

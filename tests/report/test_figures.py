@@ -131,3 +131,19 @@ def test_long_trace_is_downsampled_but_keeps_extremes_and_marks(make_trace) -> N
     assert max(r.y) == 10**9 and min(r.y) == rmem.min()
     drop = _by_name(fig, "drop")
     assert list(drop.x) == pytest.approx([i / 1000 for i in drops_at])
+
+
+def test_comparison_timeline_folds_kinds_that_no_run_has(growth_runs) -> None:
+    runs = [make_run(lab, *growth_runs[lab]) for lab in ("stock", "shrink")]
+    labels = list(figures.timeline_figure(runs).layout.yaxis.ticktext)
+    assert "collapse: none in any run" in labels
+    assert "stock · zero window (0)" in labels
+    assert any(lab.startswith("shrink · zero window (") and not lab.endswith("(0)")
+               for lab in labels)
+
+
+def test_comparison_gives_recv_q_a_chart_of_its_own(growth_runs) -> None:
+    runs = [make_run(lab, *growth_runs[lab]) for lab in ("stock", "shrink")]
+    charts = {c.key: c for c in figures.report_charts(runs)}
+    assert [t.name for t in charts["recvq"].fig.data] == ["stock", "shrink"]
+    assert not any("Recv-Q" in (t.name or "") for t in charts["memory"].fig.data)
