@@ -1,0 +1,372 @@
+"""Replay a recorded trace's workload in the simulator.
+
+What is taken from the trace:
+
+* the scenario from its metadata (sysctls as read back on the real receiver, not the file's);
+* the link: each direction's configured delay plus the delay program's median lateness
+  (`summary.delay`), so a 0.5 ms delay that really took 0.66 ms is replayed as 0.66 ms;
+* the ingress device: `veth` when a router namespace forwards the traffic (delay, rate or
+  loss: the receiver's skbs are private), `veth-direct` for a bare veth pair;
+* the applications' clocks: a periodic writer ticks at the times of the trace's `write` rows
+  (blocked ticks included); a periodic/oscillating reader at the times of its `read` rows
+  plus the grid slots no logged read took (the capture logs only reads that found data; see
+  `reader_ticks`); a fast reader at its logged reads (the real one is a process that takes
+  its time to wake up, the model's would read the instant data arrives). At each tick the
+  scenario's application logic runs against the *model's* socket -- a writer continues a
+  partial write, a reader asks for its `bytes` (fast: its cap) -- so the model is driven by
+  the real timing, not by the kernel's results. A bulk writer is the model's own, started
+  when the real one started (it writes whenever the socket has room: the socket's timing).
+
+Time: the model's connect() is at 0. The trace is aligned on the SYN seen on the receiver's
+wire (client receiver: the SYN it sent; server receiver: the SYN it got, `delay_ab` after it
+left), so `model time = trace time + shift`.
+
+Uses only the public pieces of tcpsim.engine.simulation.Simulation: it builds one, replaces
+its `writer` / `reader` with the replay applications below and runs it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from tcpsim.conformance.validate_trace import TraceView
+from tcpsim.core.sysctl import short_name
+from tcpsim.engine.scheduler import READER, WRITER
+from tcpsim.engine.simulation import RunResult, Simulation
+from tcpsim.profiles import builtin_profiles, get_profile
+from tcpsim.scenario import Link, Scenario, ScenarioError, scenario_from_dict
+from tcpsim.trace.recorder import MemoryRecorder
+
+DEFAULT_PROFILE = "linux-6.18"
+CLOCKED_WRITERS = ("periodic",)
+CLOCKED_READERS = ("periodic", "oscillating", "fast", "oscil")
+
+
+class ReplayError(ValueError):
+    """A trace that cannot be replayed (no scenario, no handshake, ...), with what to fix."""
+
+
+@dataclass
+class ReplayPlan:
+    """Everything a replay needs, decided from the trace before anything runs."""
+
+    scenario: Scenario
+    profile: str
+    policies: tuple[str, ...]
+    shift_ns: int                     # model time = trace time + shift_ns
+    end_ns: int                       # end of the comparison, trace axis
+    write_ticks: list[tuple[int, int]] | None    # (model time, bytes the kernel accepted)
+    read_ticks: list[tuple[int, int, int]] | None  # (model time, bytes asked, kernel got or -1)
+    link: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ReplayResult:
+    """The model's run: summary, counters, its trace, and how the app replay went."""
+
+    plan: ReplayPlan
+    result: RunResult
+    columns: dict[str, list]
+    write_ticks: int = 0
+    write_size_mismatch: int = 0      # ticks where the model accepted other bytes than the kernel
+    read_ticks: int = 0
+    read_size_mismatch: int = 0
+
+
+# -- the plan -----------------------------------------------------------------------------------
+
+def matching_profile(kernel_profile: str) -> tuple[str, str]:
+    """The built-in profile for a captured kernel release ('linux-6.18.44-x' -> 'linux-6.18'),
+    and a note when it is only the nearest older one."""
+    names = list(builtin_profiles())
+    m = re.match(r"linux-(\d+)\.(\d+)", kernel_profile or "")
+    if not m:
+        return DEFAULT_PROFILE, f"profile {kernel_profile!r} unknown: replayed under {DEFAULT_PROFILE}"
+    want = (int(m.group(1)), int(m.group(2)))
+    exact = f"linux-{want[0]}.{want[1]}"
+    if exact in names:
+        return exact, ""
+    older = []
+    for n in names:
+        mm = re.fullmatch(r"linux-(\d+)\.(\d+)", n)
+        if mm and (int(mm.group(1)), int(mm.group(2))) <= want:
+            older.append(((int(mm.group(1)), int(mm.group(2))), n))
+    if older:
+        best = max(older)[1]
+        return best, f"no profile for {exact}: replayed under {best}, the nearest older one"
+    return DEFAULT_PROFILE, f"no profile for {exact}: replayed under {DEFAULT_PROFILE}"
+
+
+def replay_sysctls(sysctls: dict[str, Any], known: frozenset[str]) -> tuple[dict[str, Any], list[str]]:
+    """The captured receiver sysctls (strings as read back) as model overrides."""
+    out: dict[str, Any] = {}
+    skipped = []
+    for name, value in (sysctls or {}).items():
+        short = short_name(name)
+        text = " ".join(str(value).split()) if not isinstance(value, (list, tuple)) else value
+        if text in ("", None):
+            continue
+        if short not in known:
+            skipped.append(name)
+            continue
+        if short in ("tcp_rmem", "tcp_wmem"):
+            out[name] = [int(x) for x in (text.split() if isinstance(text, str) else text)]
+        else:
+            try:
+                out[name] = int(text)
+            except (TypeError, ValueError):
+                skipped.append(name)
+    return out, skipped
+
+
+def measured_link(link: Link, summary: dict[str, Any]) -> tuple[Link, dict[str, Any]]:
+    """The link with each delayed direction's median NFQUEUE lateness added."""
+    delay = (summary or {}).get("delay") or {}
+    info: dict[str, Any] = {"configured_ab_ns": link.delay_ab, "configured_ba_ns": link.delay_ba}
+    ab, ba = link.delay_ab, link.delay_ba
+    for key, name in (("delay.json", "ab"), ("delay.ba.json", "ba")):
+        lat = ((delay.get(key) or {}).get("lateness_ns") or {}).get("p50")
+        if lat is not None and lat >= 0:
+            info[f"lateness_p50_{name}_ns"] = int(lat)
+            if name == "ab" and ab > 0:
+                ab += int(lat)
+            elif name == "ba" and ba > 0:
+                ba += int(lat)
+    info.update({"delay_ab_ns": ab, "delay_ba_ns": ba})
+    return replace(link, delay_ab=ab, delay_ba=ba), info
+
+
+def plan(v: TraceView, profile: str | None = None, policies: tuple[str, ...] = (),
+         until_ns: int | None = None) -> ReplayPlan:
+    """Decide the replay of a trace: scenario, profile, link, time shift, app ticks."""
+    meta = v.meta
+    raw = meta.get("scenario")
+    if not isinstance(raw, dict) or not raw:
+        raise ReplayError("trace metadata has no 'scenario': only captures (tcpsim.capture) and "
+                          "imports given --scenario can be replayed")
+    raw = {k: val for k, val in raw.items() if k != "profile"}
+    try:
+        sc = scenario_from_dict(raw)
+    except ScenarioError as exc:
+        raise ReplayError(f"trace metadata 'scenario': {exc}") from None
+    notes: list[str] = []
+    if profile is None:
+        profile, note = matching_profile(str(meta.get("profile", "")))
+        if note:
+            notes.append(note)
+    known = get_profile(profile, policies).known_sysctls()
+    sysctls, skipped = replay_sysctls(meta.get("sysctls") or {}, known)
+    if skipped:
+        notes.append(f"sysctls not modelled on {profile}: {', '.join(sorted(skipped))}")
+    summary = meta.get("summary") or {}
+    link, link_info = measured_link(sc.link, summary)
+    routed = link.delay_ab > 0 or link.delay_ba > 0 or link.rate_bps > 0 or link.loss > 0
+    device = "veth" if routed else "veth-direct"
+    if v.syn_t is None:
+        raise ReplayError("trace has no SYN on the receiver's wire: cannot align it in time "
+                          "(capture with tcpdump, or import a trace that starts at the handshake)")
+    shift = -v.syn_t + (link.delay_ab if sc.receiver_role == "server" else 0)
+    end = int(float(summary.get("duration_s", 0)) * 1e9) or v.end_ns
+    if until_ns is not None:
+        end = min(end, until_ns)
+    write_ticks = read_ticks = None
+    writer, reader = sc.writer, sc.reader
+    writes = [w for w in v.writes if w[0] <= end]
+    if writer.kind in CLOCKED_WRITERS and writes:
+        write_ticks = [(t + shift, -1 if blocked else n) for t, n, blocked in writes]
+    else:
+        # the model's own writer, started when the real one started (the capture's apps
+        # start at its t0 = 0 on the trace axis)
+        writer = replace(writer, start=max(0, (writes[0][0] if writes else 0) + shift))
+        if writer.kind in CLOCKED_WRITERS:
+            notes.append("no write rows in the trace: the model's periodic writer runs on its own grid")
+    if reader.kind in CLOCKED_READERS and v.reads:
+        read_ticks = reader_ticks(v.reads, reader, end, shift)
+    else:
+        reader = replace(reader, start=max(0, shift))
+        if reader.kind in CLOCKED_READERS:
+            notes.append("no read rows in the trace: the model's reader runs on its own grid")
+    sc = sc.with_(profile=profile, policies=tuple(policies), device=device, link=link,
+                  sysctl={**sc.sysctl, **sysctls}, writer=writer, reader=reader,
+                  duration=max(1, end + shift))
+    return ReplayPlan(sc, profile, tuple(policies), shift, end, write_ticks, read_ticks,
+                      link_info, notes)
+
+
+def reader_ticks(reads: list[tuple[int, int]], app: Any, end: int, shift: int) -> list[tuple[int, int, int]]:
+    """The reader's ticks on the model axis: (time, bytes asked, bytes the kernel read or -1).
+
+    A periodic reader ticks on an absolute grid (tcpsim.capture.apps) and logs only the ticks
+    that found data. The grid's phase is taken from the least-late logged read; each logged
+    read takes the next free grid slot (a late tick still occupies its own slot), and slots
+    no read took are ticks that found nothing -- the model ticks there too, at the grid time.
+    A fast reader ticks exactly at its logged reads (it reads whenever woken)."""
+    logged = [(t, n) for t, n in reads if t <= end]
+    if app.kind == "fast":
+        cap = app.bytes or (1 << 20)
+        return [(t + shift, cap, n) for t, n in logged]
+    if app.kind == "oscil":
+        return [(t + shift, n, n) for t, n in logged]
+    every = app.every if app.kind == "periodic" or app.every == app.every2 else 0
+    if not every:
+        return _gap_ticks(logged, app, end, shift)
+    if not logged:
+        return [(k + shift, _bytes_at(app, k), -1) for k in range(0, end + 1, every)]
+    cand = logged[0][0] % every
+    phase = cand + min((t - cand) % every for t, _ in logged)
+    out: list[tuple[int, int, int]] = []
+    slot = -(-(0 - phase) // every) - 1          # the last slot before time 0
+    for t, n in logged:
+        s = max(slot + 1, (t - phase) // every)
+        for k in range(slot + 1, s):
+            g = phase + k * every
+            out.append((g + shift, _bytes_at(app, g), -1))
+        out.append((t + shift, _bytes_at(app, phase + s * every), n))
+        slot = s
+    k = slot + 1
+    while phase + k * every <= end:
+        g = phase + k * every
+        out.append((g + shift, _bytes_at(app, g), -1))
+        k += 1
+    return out
+
+
+def _gap_ticks(logged: list[tuple[int, int]], app: Any, end: int, shift: int) -> list[tuple[int, int, int]]:
+    """Ticks for a reader whose period changes (oscillating with two periods): logged reads,
+    plus grid ticks in gaps of two periods or more."""
+    out: list[tuple[int, int, int]] = []
+    prev = 0
+    for t, n in logged + [(end + 1, -2)]:
+        k = prev + _period_at(app, prev)
+        while t - k >= _period_at(app, k):
+            out.append((k + shift, _bytes_at(app, k), -1))
+            k += _period_at(app, k)
+        if n != -2:
+            out.append((t + shift, _bytes_at(app, t), n))
+            prev = t
+    return out
+
+
+def _phase(app: Any, t: int) -> int:
+    return 0 if app.kind != "oscillating" or app.period <= 0 else (max(0, t) // app.period) % 2
+
+
+def _period_at(app: Any, t: int) -> int:
+    return app.every if _phase(app, t) == 0 else app.every2
+
+
+def _bytes_at(app: Any, t: int) -> int:
+    return app.bytes if _phase(app, t) == 0 else app.bytes2
+
+
+# -- the replay applications --------------------------------------------------------------------
+
+class ReplayWriter:
+    """The scenario's periodic writer, ticking at the trace's write times: each tick continues
+    the write in progress (or starts a new one of `bytes`) against the model's socket."""
+
+    def __init__(self, sim: Simulation, n: int, ticks: list[tuple[int, int]]) -> None:
+        self.sim, self.n, self.ticks = sim, n, ticks
+        self.i = 0
+        self.pending = 0
+        self.blocked = False          # never sleeps: the trace says when to tick
+        self.written = 0
+        self.size_mismatch = 0
+
+    def begin(self) -> None:
+        self._next()
+
+    def _next(self) -> None:
+        if self.i < len(self.ticks):
+            self.sim.sched.at(max(self.ticks[self.i][0], self.sim.sched.now), WRITER, self.tick)
+
+    def tick(self) -> None:
+        sim = self.sim
+        sk = sim.snd
+        kernel_n = self.ticks[self.i][1]
+        self.i += 1
+        if not sk.error:
+            if self.pending == 0:
+                self.pending = self.n
+            w = sk.write(sim.sched.now, self.pending)
+            self.pending -= w
+            self.written += w
+            if w != max(0, kernel_n):
+                self.size_mismatch += 1
+            sim.after(sk)
+        self._next()
+
+    def on_writable(self, now: int) -> None:
+        return None
+
+
+class ReplayReader:
+    """The scenario's periodic (or oscillating) reader, ticking at the trace's read times."""
+
+    def __init__(self, sim: Simulation, ticks: list[tuple[int, int, int]]) -> None:
+        self.sim, self.ticks = sim, ticks
+        self.i = 0
+        self.read_bytes = 0
+        self.size_mismatch = 0
+        self.phases = iter(())
+
+    def begin(self) -> None:
+        self._next()
+
+    def _next(self) -> None:
+        if self.i < len(self.ticks):
+            self.sim.sched.at(max(self.ticks[self.i][0], self.sim.sched.now), READER, self.tick)
+
+    def tick(self) -> None:
+        sim = self.sim
+        _, ask, kernel_got = self.ticks[self.i]
+        self.i += 1
+        got = 0
+        if not sim.rcv.error:
+            got = sim.rcv.read(sim.sched.now, ask)
+            if got:
+                self.read_bytes += got
+                sim.after(sim.rcv)
+        if got != max(0, kernel_got):
+            self.size_mismatch += 1
+        self._next()
+
+    # the Simulation's reader hooks: nothing to do, every tick is an event of its own
+    def on_readable(self, now: int) -> None:
+        return None
+
+    def catch_up(self, t: int) -> None:
+        return None
+
+    def replan(self) -> None:
+        return None
+
+
+# -- running ------------------------------------------------------------------------------------
+
+def run_plan(p: ReplayPlan) -> ReplayResult:
+    """Run the model on a plan; returns its result and trace (model time axis)."""
+    profile = get_profile(p.profile, p.policies)
+    sink = MemoryRecorder(("rcv",))
+    sim = Simulation(p.scenario, profile, sink=sink, skip=True)
+    writer = reader = None
+    if p.write_ticks is not None:
+        writer = ReplayWriter(sim, p.scenario.writer.bytes, p.write_ticks)
+        sim.writer = writer  # type: ignore[assignment]
+    if p.read_ticks is not None:
+        reader = ReplayReader(sim, p.read_ticks)
+        sim.reader = reader  # type: ignore[assignment]
+    result = sim.run()
+    return ReplayResult(
+        p, result, sink.columns(),
+        write_ticks=len(p.write_ticks or ()), write_size_mismatch=writer.size_mismatch if writer else 0,
+        read_ticks=len(p.read_ticks or ()), read_size_mismatch=reader.size_mismatch if reader else 0)
+
+
+def replay(v: TraceView, profile: str | None = None, policies: tuple[str, ...] = (),
+           until_ns: int | None = None) -> ReplayResult:
+    """Plan and run the replay of a trace."""
+    return run_plan(plan(v, profile, policies, until_ns))

@@ -1,0 +1,113 @@
+"""The pieces of `validate` on small made-up inputs: replay ticks, profile matching, sysctls,
+outcome classes, ACK pairing."""
+
+from __future__ import annotations
+
+import pytest
+
+from tcpsim.conformance.replay import matching_profile, reader_ticks, replay_sysctls
+from tcpsim.conformance.validate_outcomes import outcomes, stall_start
+from tcpsim.conformance.validate_scores import match_acks, rel_error
+from tcpsim.conformance.validate_trace import Ack, view
+from tcpsim.scenario import App
+
+MS = 1_000_000
+
+
+def periodic(n=1, every=MS):
+    return App("periodic", bytes=n, every=every)
+
+
+def test_reader_ticks_fill_only_the_slots_no_read_took():
+    # grid phase 0.2 ms; a late tick at 2.9 ms (slot 2) must not create an extra tick, the
+    # empty slot 4 (4.2 ms) must be filled
+    reads = [(200_000, 1), (1_250_000, 1), (2_900_000, 1), (3_210_000, 1), (5_230_000, 1)]
+    ticks = reader_ticks(reads, periodic(), end=6 * MS, shift=0)
+    times = [t for t, _, _ in ticks]
+    assert times == [200_000, 1_250_000, 2_900_000, 3_210_000, 4_200_000, 5_230_000]
+    assert [k for _, _, k in ticks] == [1, 1, 1, 1, -1, 1]
+    assert all(ask == 1 for _, ask, _ in ticks)
+
+
+def test_reader_ticks_shift_and_oscillating_sizes():
+    app = App("oscillating", bytes=1, every=MS, bytes2=3300, every2=MS, period=3 * MS)
+    ticks = reader_ticks([(100_000, 1)], app, end=5 * MS, shift=7)
+    assert ticks[0][0] == 100_007
+    assert [ask for _, ask, _ in ticks] == [1, 1, 1, 3300, 3300]   # 0.1 .. 4.1 ms
+
+
+def test_reader_ticks_fast_reader_is_its_log():
+    ticks = reader_ticks([(5, 100), (9, 20)], App("fast", bytes=1 << 20), end=10, shift=1)
+    assert ticks == [(6, 1 << 20, 100), (10, 1 << 20, 20)]
+
+
+def test_matching_profile():
+    assert matching_profile("linux-6.18.44-fc-v657") == ("linux-6.18", "")
+    name, note = matching_profile("linux-6.7.2")
+    assert name == "linux-6.6" and "nearest older" in note
+    name, note = matching_profile("freebsd")
+    assert name == "linux-6.18" and note
+
+
+def test_replay_sysctls_converts_read_back_strings():
+    known = frozenset({"tcp_rmem", "rmem_max", "tcp_shrink_window", "tcp_adv_win_scale"})
+    out, skipped = replay_sysctls({"net.ipv4.tcp_rmem": "4096 131072 33554432",
+                                   "net.core.rmem_max": "4194304",
+                                   "net.ipv4.tcp_adv_win_scale": "-2",
+                                   "net.ipv4.tcp_mem": "", "net.ipv4.tcp_app_win": "31"}, known)
+    assert out == {"net.ipv4.tcp_rmem": [4096, 131072, 33554432], "net.core.rmem_max": 4194304,
+                   "net.ipv4.tcp_adv_win_scale": -2}
+    assert skipped == ["net.ipv4.tcp_app_win"]
+
+
+def trace(rows, source="tcpsim", counters=None):
+    """Columns for view() from short row dicts (missing columns -1 / '')."""
+    from tcpsim.trace.schema import COLUMN_NAMES, INT_COLUMNS
+    cols = {c: [] for c in COLUMN_NAMES}
+    for r in rows:
+        for c in COLUMN_NAMES:
+            cols[c].append(r.get(c, -1 if c in INT_COLUMNS else ""))
+    return view(cols, {"source": source, "counters": counters or {}})
+
+
+def ack(t, seq, win, **state):
+    return {"t_ns": t, "sock": "rcv", "event": "tx", "flags": "A", "ack_seq": seq,
+            "win_scaled": win, "win_raw": win // 256, **state}
+
+
+def test_outcomes_unbounded_stall_and_drops():
+    v = trace([ack(0, 1, 64000, sk_rmem_alloc=0, sk_rcvbuf=131072),
+               ack(1 * MS, 100, 8192, sk_rmem_alloc=200000, sk_rcvbuf=150000),
+               ack(2 * MS, 200, 0, sk_rmem_alloc=210000, sk_rcvbuf=200000),
+               ack(900 * MS, 200, 0, sk_rmem_alloc=210000, sk_rcvbuf=210000)],
+              counters={"TcpExtBeyondWindow": 3})
+    o = outcomes(v, end_ns=1000 * MS, stall_gap_ns=500 * MS)
+    assert (o.memory, o.zero_window, o.drops, o.stall, o.stall_at_ns) == \
+        ("unbounded", True, True, True, 2 * MS)
+    assert o.label("zero_window") == "zero window" and o.label("drops") == "drops"
+    short = outcomes(v, end_ns=400 * MS, stall_gap_ns=500 * MS)
+    assert short.stall is False                 # the zero window has not lasted long enough
+
+
+def test_stall_needs_ack_seq_to_stay_put():
+    acks = [Ack(0, 1, 0, 0), Ack(100, 50, 0, 0), Ack(10_000, 60, 100, 1)]
+    assert stall_start(acks, end_ns=20_000, gap_ns=5_000) == 100
+    assert stall_start(acks, end_ns=20_000, gap_ns=50_000) is None
+
+
+def test_acks_pair_by_ack_seq_then_nearest():
+    k = trace([ack(10, 1449, 65536), ack(20, 2897, 64512), ack(30, 2897, 64512),
+               ack(40, 5000, 60160)], source="capture")
+    m = trace([ack(11, 1449, 65536), ack(21, 2897, 64512), ack(45, 5001, 59904)])
+    s = match_acks(k, m, t1=100)
+    assert (s.kernel_acks, s.paired, s.nearest, s.exact) == (4, 3, 1, 3)
+    assert s.fraction == 0.75 and s.within_unit == 4
+    fm = s.first_mismatch
+    assert fm["ack_seq"] == 5000 and fm["kernel_win"] == 60160 and fm["model_win"] == 59904
+    assert fm["model_ack_seq"] == 5001
+
+
+def test_rel_error():
+    assert rel_error(100, 110) == pytest.approx(0.1)
+    assert rel_error(0, 0) == 0.0 and rel_error(0, 5) == float("inf")
+    assert rel_error(None, 5) is None
