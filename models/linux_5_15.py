@@ -337,9 +337,18 @@ class Linux515:
         starting beyond the window. Returns a drop reason, or '' when acceptable."""
         if seg.end_seq < sk.rcv_wup:
             return "TCP_OLD_SEQUENCE"
-        if seg.seq > sk.rcv_nxt + sk.receive_window():
+        if seg.seq > sk.rcv_nxt + self.sequence_window(sk):
             return "TCP_INVALID_SEQUENCE"
         return ""
+
+    def sequence_window(self, sk: TcpSocket) -> int:
+        """The window tcp_sequence() checks against: tcp_receive_window(), what the peer may
+        still send according to our last advertisement."""
+        return sk.receive_window()
+
+    def overwindow_drop(self, sk: TcpSocket) -> None:
+        """tcp_data_queue() drops a segment that starts beyond the window
+        (TCP_OVERWINDOW): no counter of its own."""
 
     def zero_window_accepts(self, sk: TcpSocket, seg: Segment) -> bool:
         """In-order data at a zero window is dropped (TCPZeroWindowDrop), FIN included."""
@@ -439,6 +448,12 @@ class Linux515:
         """Models tcp_try_coalesce(): merge into the previous skb, charging only the
         delta, with no receive-buffer check at all."""
         return sk.coalesce_into(to, frm)
+
+    def ofo_dsack(self, sk: TcpSocket, skb: Skb, dsack_high: int) -> tuple[int, int]:
+        """tcp_ofo_queue() [<= 6.16]: an OFO skb starting below dsack_high (where the new
+        in-order data ended) is D-SACKed up to dsack_high -- more than was duplicated --
+        and dsack_high drops to the skb's end. Returns (D-SACK end, new dsack_high)."""
+        return dsack_high, min(dsack_high, skb.end_seq)
 
     def ofo_rcvbuf_grow(self, sk: TcpSocket) -> None:
         """Out-of-order data does not grow sk_rcvbuf before 6.18."""

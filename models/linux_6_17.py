@@ -15,6 +15,9 @@ From 6.17 (the July-2025 series):
 * "do not accept packets beyond window": a segment whose end lies beyond the advertised
   window is dropped unless the receive queue is empty (BeyondWindow).
 * out-of-order segments also update rcv_mss ("call tcp_measure_rcv_mss() for ooo packets").
+* "tcp: fix tcp_ofo_queue() to avoid including too much DUP SACK range" (June 2025): data
+  received again in order while held out of order is D-SACKed exactly, not up to the end of
+  the new data (tcp_dsack_mult.pkt is its test).
 """
 
 from __future__ import annotations
@@ -132,7 +135,7 @@ class Linux617(Linux614):
         unless the receive queue is empty (BeyondWindow)."""
         if seg.end_seq < sk.rcv_wup:
             return "TCP_OLD_SEQUENCE"
-        right = sk.rcv_nxt + sk.receive_window()
+        right = sk.rcv_nxt + self.sequence_window(sk)
         if self.end_beyond_window(sk, seg, right):
             if seg.seq > right:
                 sk.mib.BeyondWindow += 1
@@ -145,6 +148,11 @@ class Linux617(Linux614):
     def end_beyond_window(self, sk: TcpSocket, seg: Segment, right: int) -> bool:
         """Does the segment end past the right edge? [6.17: the FIN byte counts]."""
         return seg.end_seq > right
+
+    def ofo_dsack(self, sk: TcpSocket, skb: Skb, dsack_high: int) -> tuple[int, int]:
+        """tcp_ofo_queue() [6.17+, "tcp: fix tcp_ofo_queue() to avoid including too much DUP
+        SACK range"]: D-SACK only the duplicated part, up to min(end_seq, dsack_high)."""
+        return min(skb.end_seq, dsack_high), dsack_high
 
     def ofo_measure_rcv_mss(self, sk: TcpSocket, seg: Segment, skb: Skb) -> None:
         """tcp_data_queue_ofo() [6.17+]: out-of-order data updates rcv_mss too."""

@@ -164,6 +164,19 @@ def bench(
 
 
 @app.command()
+def packetdrill(
+    paths: List[Path] = typer.Argument(..., help=".pkt scripts or folders of them"),
+    profile: str = typer.Option("linux-6.18", "--profile", "-p"),
+    policy: List[str] = typer.Option([], "--policy", help="patch name or FILE.py:Class (repeatable)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Run the kernel's packetdrill receive tests against the model (no tun device, no root)."""
+    from tcpsim.conformance.packetdrill.command import run_paths
+    code = run_paths([str(p) for p in paths], profile, list(policy), as_json, typer.echo)
+    raise typer.Exit(code)
+
+
+@app.command()
 def claims(
     only: List[str] = typer.Option([], "--only", help="claim key (repeatable)"),
     quick: bool = typer.Option(False, "--quick", help="shorter runs (the death check is skipped)"),

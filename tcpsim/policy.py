@@ -53,7 +53,8 @@ DECISION_POINTS: tuple[str, ...] = (
     "ofo_measure_rcv_mss", "rcv_rtt_measure", "rcv_rtt_measure_ts", "tcp_sequence",
     "zero_window_accepts", "select_initial_window", "init_rcv_ssthresh", "init_buffer_space",
     "dec_quickack_mode", "pingpong_thresh", "delack_max", "may_update_window",
-    "rtx_probe0_timed_out", "set_window_clamp", "on_rcvbuf_set",
+    "rtx_probe0_timed_out", "set_window_clamp", "on_rcvbuf_set", "ofo_dsack",
+    "sequence_window", "overwindow_drop",
 )
 
 

@@ -250,6 +250,13 @@ class AckMixin:
             self.dsack = (start, end)
             self.mib.TCPDSACKOldSent += 1 if end <= self.rcv_nxt else 0
 
+    def _dsack_extend(self: TcpSocket, start: int, end: int) -> None:
+        """tcp_dsack_extend(): start a D-SACK, or widen the pending one when they touch."""
+        if self.dsack is None:
+            self._set_dsack(start, end)
+        elif start <= self.dsack[1] and self.dsack[0] <= end:
+            self.dsack = (min(start, self.dsack[0]), max(end, self.dsack[1]))
+
     def sack_new_ofo(self: TcpSocket, seq: int, end: int) -> None:
         """Models tcp_sack_new_ofo_skb(): extend or add a SACK block, most recent first."""
         if not self.sack_ok:

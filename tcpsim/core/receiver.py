@@ -142,6 +142,7 @@ class ReceiveMixin:
             self._out_of_window(seg, "TCP_OLD_DATA")
             return
         if seg.seq >= self.rcv_nxt + self.receive_window():  # starts beyond the window
+            self.k.overwindow_drop(self)
             self._out_of_window(seg, "TCP_OVERWINDOW")
             return
         if seg.seq < self.rcv_nxt:                          # partial overlap
@@ -239,13 +240,16 @@ class ReceiveMixin:
     def ofo_queue_drain(self: TcpSocket) -> None:
         """Models tcp_ofo_queue(): move OFO skbs that became in-order to the receive queue."""
         ofo = self.ofo_queue
+        dsack_high = self.rcv_nxt                            # the end of the new in-order data
         while ofo and ofo[0].seq <= self.rcv_nxt:
             skb = ofo.pop(0)
+            if skb.seq < dsack_high:                         # received twice: D-SACK it
+                end, dsack_high = self.k.ofo_dsack(self, skb, dsack_high)
+                self._dsack_extend(skb.seq, end)
             if skb.end_seq <= self.rcv_nxt:                  # entirely old
                 self.uncharge(skb.truesize)
                 continue
             if skb.seq < self.rcv_nxt:                       # trim the already-received head
-                self._set_dsack(skb.seq, self.rcv_nxt)
                 cut = self.rcv_nxt - skb.seq
                 skb.len -= cut
                 skb.seq = self.rcv_nxt
@@ -275,6 +279,14 @@ class ReceiveMixin:
         elif self.state == "FIN_WAIT2":
             self.state = "TIME_WAIT"
             self.ack_pending |= ICSK_ACK_NOW
+        # Out-of-order data after the FIN is dropped, and the SACK state with it, a pending
+        # D-SACK included (skb_rbtree_purge + tcp_sack_reset).
+        for skb in self.ofo_queue:
+            self.uncharge(skb.truesize)
+        self.ofo_queue.clear()
+        if self.sack_ok:
+            self.dsack = None
+            self.selective_acks = []
         self.readable = True
 
     def data_ready(self: TcpSocket) -> None:

@@ -22,13 +22,8 @@ CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "peer-tests" / 
 
 # Scripts the model does not agree on yet: corpus path -> the core/model fix it needs.
 # (docs/packetdrill-results.md, "Proposed fixes", has the evidence and a tested diff.)
-KNOWN_DISAGREEMENTS = {
-    "kernel-selftests/tcp_dsack_mult.pkt":
-        "fix 1: tcp_ofo_queue() must D-SACK out-of-order data that an in-order segment "
-        "covered again (the model sends no D-SACK at line 37)",
-    "kernel-selftests/tcp_close_no_rst.pkt":
-        "fix 2: tcp_fin() must purge the OFO queue and reset the SACK state "
-        "(tcp_sack_reset); the model sends a D-SACK with the ACK of data+FIN at line 26",
+KNOWN_DISAGREEMENTS: dict[str, str] = {
+    # none today: every corpus script agrees with the real 6.18.44 kernel
 }
 
 

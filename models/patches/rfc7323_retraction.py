@@ -1,0 +1,49 @@
+"""RFC 7323 receiver-side window retraction (Simon Baatz, net-next 2026): rcv_mwnd_seq.
+
+RFC 7323 §2.4 lets a receiver retract (shrink) its window but requires it to accept data
+that the sender sent into any window previously advertised. Linux's tcp_shrink_window (6.5)
+retracts without that tolerance: tcp_sequence() checks against the current window, so a
+sender that used the old window is dropped as beyond-window. The series tracks the maximum
+right edge ever advertised (tp->rcv_mwnd_seq) and makes tcp_sequence() accept segments up to
+it (tcp_max_receive_window()); tcp_data_queue() still drops in-order data at a zero window
+and out-of-order data beyond the current window, which now counts as BeyondWindow
+(e2b9c52a2b00). Apply it to linux-6.17 or later (it
+builds on their beyond-window checks): `--policy rfc7323-retraction`.
+Tests: the kernel selftests tcp_rcv_wnd_shrink_allowed / tcp_rcv_wnd_shrink_nomem.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tcpsim.policy import Patch
+
+if TYPE_CHECKING:
+    from tcpsim.core.socket import TcpSocket
+
+
+class Rfc7323Retraction(Patch):
+    """tcp_sequence() accepts up to the largest right edge ever advertised."""
+
+    name = "rfc7323-retraction"
+    summary = "2026 upstream series: accept data up to the max advertised right edge (rcv_mwnd_seq)"
+
+    rcv_mwnd_seq = 0        # per socket: a policy object belongs to one socket
+
+    def advertise_window(self, sk: TcpSocket) -> int:
+        """tcp_select_window() then rcv_mwnd_seq = max(rcv_mwnd_seq, rcv_wup + rcv_wnd)."""
+        raw = super().advertise_window(sk)  # type: ignore[misc]
+        self.rcv_mwnd_seq = max(self.rcv_mwnd_seq, sk.rcv_wup + sk.rcv_wnd)
+        return raw
+
+    def overwindow_drop(self, sk: TcpSocket) -> None:
+        """e2b9c52a2b00: TCP_OVERWINDOW drops count as BeyondWindow too."""
+        sk.mib.BeyondWindow += 1
+
+    def sequence_window(self, sk: TcpSocket) -> int:
+        """tcp_max_receive_window(): from rcv_nxt to the largest right edge advertised."""
+        right = max(self.rcv_mwnd_seq, sk.rcv_wup + sk.rcv_wnd)
+        return max(0, right - sk.rcv_nxt)
+
+
+PATCH = Rfc7323Retraction
