@@ -101,9 +101,9 @@ def metric(s: Score, name: str) -> Metric | None:
 
 def markdown_table(scores: list[Score]) -> str:
     """The docs/validation.md table: one row per fixture."""
-    head = ("| fixture | outcomes kernel → model (memory, zero window, drops, stall) | final r | "
-            "peak r | final rb | peak rb | series r | series rb | ACK windows exact | result |\n"
-            "|---|---|---|---|---|---|---|---|---|---|\n")
+    head = ("| fixture | outcomes kernel → model (memory, zero window, drops, stall) | numbers over "
+            "| final r | peak r | final rb | peak rb | series r | series rb | ACK windows exact "
+            "| result |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
     rows = []
     for s in scores:
         oc = []
@@ -116,9 +116,18 @@ def markdown_table(scores: list[Score]) -> str:
                                                "peak_rcvbuf", "series_rmem", "series_rcvbuf")]
         name = s.name + (" (t-d)" if s.timing_dependent else "")
         verdict = "pass" if s.passed else "**fail**"
-        rows.append(f"| {name} | {'; '.join(oc)} | {' | '.join(cells)} | "
+        rows.append(f"| {name} | {'; '.join(oc)} | {_window(s)} | {' | '.join(cells)} | "
                     f"{_pct(s.acks.fraction)} ({s.acks.exact}/{s.acks.kernel_acks}) | {verdict} |")
     return head + "\n".join(rows) + "\n"
+
+
+def _window(s: Score) -> str:
+    """The stretch of the run the numbers were scored over."""
+    if "numbers" in s.timing_dependent:
+        return f"0–{s.window_ns[1] / 1e9:g} s, not scored"
+    if s.scored_end_ns != s.window_ns[1]:
+        return f"0–{s.scored_end_ns / 1e9:.2f} s (to the kernel's stall)"
+    return f"0–{s.window_ns[1] / 1e9:g} s"
 
 
 def _err(m: Metric | None) -> str:
