@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
@@ -161,6 +162,115 @@ def bench(
     rows = run_benchmarks(quick=quick, repeat=repeat, echo=None if as_json else typer.echo)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
+
+
+@dataclass
+class Variant:
+    """One side of a comparison: a profile with its own patches and sysctls."""
+
+    profile: str
+    policies: list = field(default_factory=list)
+    sysctl: list = field(default_factory=list)
+
+    def label(self) -> str:
+        extra = [*self.policies, *self.sysctl]
+        return self.profile + (" + " + " ".join(extra) if extra else "")
+
+
+def _parse_variants(args: list[str]) -> list[Variant]:
+    """--profile A [--policy X] [--sysctl S] --vs B [--policy Y] ... (options bind to the
+    profile before them)."""
+    variants: list[Variant] = []
+    it = iter(args)
+    for arg in it:
+        value = next(it, None)
+        if value is None:
+            _fail(f"{arg}: missing its value")
+        if arg in ("--profile", "-p", "--vs"):
+            variants.append(Variant(value))
+        elif arg in ("--policy", "--sysctl", "-s"):
+            if not variants:
+                _fail(f"{arg} {value}: put it after the --profile or --vs it applies to")
+            (variants[-1].policies if arg == "--policy" else variants[-1].sysctl).append(value)
+        else:
+            _fail(f"{arg}: unknown option; use --profile A [--policy X] [--sysctl N=V] --vs B ...")
+    if len(variants) < 2:
+        _fail("compare needs at least two variants: --profile A ... --vs B ...")
+    return variants
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def compare(
+    ctx: typer.Context,
+    scenario: str = typer.Argument(..., help="scenario TOML file or built-in experiment"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML report (default compare-NAME.html)"),
+    duration: Optional[str] = typer.Option(None, "--duration", "-d"),
+    as_json: bool = typer.Option(False, "--json", help="print the comparison table as JSON"),
+) -> None:
+    """Run one workload under several profiles/patches; write a side-by-side HTML report.
+
+    Example: tcpsim compare seed-unbounded-growth --profile linux-6.1 --vs linux-6.1
+    --policy shrink-window
+    """
+    from tcpsim.report import compare_runs, format_table, simulate, table_json
+    from tcpsim.runner import RunOptions
+    variants = _parse_variants(list(ctx.args))
+    try:
+        sc = load_scenario(scenario)
+        dur = parse_duration(duration, "--duration") if duration else None
+        runs = []
+        for v in variants:
+            opts = RunOptions(profile=v.profile, policies=tuple(v.policies),
+                              sysctl=_parse_sysctls(v.sysctl), duration=dur)
+            columns, meta = simulate(sc, opts)
+            runs.append((v.label(), columns, meta))
+    except USER_ERRORS as exc:
+        _fail(str(exc))
+        return
+    page, rows = compare_runs(runs)
+    target = out or Path(f"compare-{sc.name}.html")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(page, encoding="utf-8")
+    typer.echo(table_json(rows) if as_json else format_table(rows))
+    if not as_json:
+        typer.echo(f"report: {target}")
+
+
+@app.command()
+def report(trace: Path = typer.Argument(..., help="a trace written by tcpsim run --trace or capture"),
+           out: Optional[Path] = typer.Option(None, "--out", "-o")) -> None:
+    """Write the interactive HTML report of one trace."""
+    from tcpsim.report import build_report
+    if not trace.is_file():
+        _fail(f"{trace}: no such trace file")
+    try:
+        path = build_report(trace, out or trace.with_suffix(".html"))
+    except (OSError, ValueError) as exc:
+        _fail(f"{trace}: not a readable tcpsim trace ({exc})")
+        return
+    typer.echo(f"report: {path}")
+
+
+@app.command()
+def capture(
+    scenario: str = typer.Argument(..., help="scenario TOML file or built-in experiment"),
+    out: Path = typer.Option(Path("captures"), "--out", "-o", help="output folder"),
+    duration: Optional[str] = typer.Option(None, "--duration", "-d"),
+    no_bpftrace: bool = typer.Option(False, "--no-bpftrace", help="wire, samples and counters only"),
+) -> None:
+    """Run the scenario over the real kernel (root; namespaces + veth) and record a trace."""
+    import os
+    if os.geteuid() != 0:
+        _fail("capture needs root (network namespaces, tracepoints): run it with sudo")
+    from tcpsim.capture.capture import capture as run_capture
+    try:
+        sc = load_scenario(scenario)
+        dur = parse_duration(duration, "--duration") / 1e9 if duration else None
+        path = run_capture(sc.source or scenario, out, duration_s=dur, use_bpftrace=not no_bpftrace)
+    except USER_ERRORS as exc:
+        _fail(str(exc))
+        return
+    typer.echo(f"trace: {path}")
 
 
 @app.command()

@@ -61,3 +61,37 @@ def test_user_policy_file_overrides_one_decision_point(tmp_path):
     assert p["profile"].endswith("+AlwaysShrink") or "always-shrink" in p["profile"]
     assert b["summary"]["zero_windows_sent"] == 0 and p["summary"]["zero_windows_sent"] > 0
     assert p["summary"]["peak_sk_rcvbuf"] < b["summary"]["peak_sk_rcvbuf"]
+
+
+def test_compare_writes_a_self_contained_report(tmp_path):
+    out = tmp_path / "cmp.html"
+    r = runner.invoke(app, ["compare", "seed-never-reads", "-d", "5s", "-o", str(out),
+                            "--profile", "linux-6.1", "--vs", "linux-6.1", "--policy", "shrink-window"])
+    assert r.exit_code == 0, r.output
+    page = out.read_text()
+    assert "shrink-window" in r.output and "zero windows advertised" in r.output
+    assert "<script src=\"http" not in page and "plotly" in page.lower()
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["compare", "seed-never-reads", "--profile", "linux-6.1"], "at least two variants"),
+    (["compare", "seed-never-reads", "--policy", "x", "--profile", "linux-6.1"], "after the --profile"),
+    (["compare", "seed-never-reads", "--profile", "linux-6.1", "--vs", "linux-9"], "unknown profile"),
+])
+def test_compare_user_errors(args, needle):
+    proc = subprocess.run([sys.executable, "-m", "tcpsim.cli", *args], capture_output=True, text=True)
+    assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_report_of_a_trace(tmp_path):
+    trace = tmp_path / "t.parquet"
+    assert runner.invoke(app, ["run", "seed-rcvbuf32k-fill", "--trace", str(trace), "--no-progress"]).exit_code == 0
+    r = runner.invoke(app, ["report", str(trace), "-o", str(tmp_path / "t.html")])
+    assert r.exit_code == 0 and (tmp_path / "t.html").stat().st_size > 100_000
+
+
+def test_capture_refuses_without_root(monkeypatch):
+    import os
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    r = runner.invoke(app, ["capture", "seed-never-reads"])
+    assert r.exit_code == 2 and "needs root" in r.output
