@@ -1,0 +1,14 @@
+"""Generated documentation is up to date with the code."""
+
+from tcpsim.docgen import DOC, render
+
+
+def test_profiles_doc_is_generated_from_the_classes():
+    assert DOC.read_text() == render(), "run: python -m tcpsim.docgen"
+
+
+def test_every_era_says_what_it_changed():
+    text = render()
+    for name in ("linux-6.6", "linux-6.17", "linux-6.18"):
+        section = text.split(f"## `{name}`")[1].split("## ")[0]
+        assert section.count("* `") >= 2, name
