@@ -167,9 +167,13 @@ class Linux515:
             return
         sk.rcv_rtt_last_tsecr = tsecr
         if seg.len >= sk.ack_rcv_mss:
-            delta = sk._tsval() - tsecr
-            if delta >= 0:
-                self.rcv_rtt_update(sk, max(delta, 1) * 1000, False)
+            sample = self.ts_rtt_sample_us(sk._tsval() - tsecr)
+            if sample >= 0:
+                self.rcv_rtt_update(sk, sample, False)
+
+    def ts_rtt_sample_us(self, delta_ms: int) -> int:
+        """tcp_rtt_tsopt_us() [5.15]: a 0 ms difference counts as 1 ms; -1 = no sample."""
+        return max(delta_ms, 1) * 1000 if delta_ms >= 0 else -1
 
     # -- rcv_mss -----------------------------------------------------------------------------------
 

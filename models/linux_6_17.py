@@ -98,16 +98,9 @@ class Linux617(Linux614):
             return
         sk.rcv_rtt_us8 = old - (old >> 3) + sample_us
 
-    def rcv_rtt_measure_ts(self, sk: TcpSocket, seg: Segment) -> None:
-        """Models tcp_rcv_rtt_measure_ts() [6.16+]: zero-delay samples are ignored."""
-        tsecr = sk.rcv_tsecr
-        if not sk.ts_ok or tsecr <= 0 or tsecr == sk.rcv_rtt_last_tsecr:
-            return
-        sk.rcv_rtt_last_tsecr = tsecr
-        if seg.len >= sk.ack_rcv_mss:
-            delta = sk._tsval() - tsecr
-            if delta > 0:
-                self.rcv_rtt_update(sk, delta * 1000, False)
+    def ts_rtt_sample_us(self, delta_ms: int) -> int:
+        """tcp_rcv_rtt_measure_ts() [6.16+]: zero-delay samples are ignored."""
+        return delta_ms * 1000 if delta_ms > 0 else -1
 
     # -- 6.17: admission and sequence checks -------------------------------------------------------
 
