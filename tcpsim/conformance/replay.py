@@ -143,6 +143,9 @@ def plan(v: TraceView, profile: str | None = None, policies: tuple[str, ...] = (
          until_ns: int | None = None) -> ReplayPlan:
     """Decide the replay of a trace: scenario, profile, link, time shift, app ticks."""
     meta = v.meta
+    if v.source == "tcpsim":
+        raise ReplayError("this is a simulated trace (source 'tcpsim'): validate holds the model "
+                          "to real-kernel captures; compare simulated runs with tcpsim compare")
     raw = meta.get("scenario")
     if not isinstance(raw, dict) or not raw:
         raise ReplayError("trace metadata has no 'scenario': only captures (tcpsim.capture) and "

@@ -193,3 +193,13 @@ def test_docs_block_is_replaced_in_place(tmp_path):
 def test_profile_override():
     v = validate_trace(FIXTURES / "seed-rcvbuf32k-fill.parquet", profile="linux-6.1")
     assert v.score.profile == "linux-6.1" and v.replay.plan.profile == "linux-6.1"
+
+
+def test_run_validate_on_a_simulated_trace_says_why_not(tmp_path):
+    from tcpsim.runner import RunOptions, run
+    from tcpsim.scenario import scenario_from_dict
+    sc = scenario_from_dict({"name": "sim", "duration": "50ms", "reader": {"kind": "never"}})
+    run(sc, RunOptions(trace=tmp_path / "sim.parquet"))
+    lines: list[str] = []
+    assert run_validate([tmp_path / "sim.parquet"], echo=lines.append) == 2
+    assert "simulated trace" in lines[0]
