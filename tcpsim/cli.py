@@ -274,6 +274,34 @@ def capture(
 
 
 @app.command()
+def validate(
+    traces: List[Path] = typer.Argument(..., help="kernel traces (tcpsim capture) or folders"),
+    profile: Optional[str] = typer.Option(None, "--profile", "-p", help="default: the capture's kernel"),
+    policy: List[str] = typer.Option([], "--policy"),
+    until: Optional[float] = typer.Option(None, "--until", help="compare only the first S seconds"),
+    html: Optional[Path] = typer.Option(None, "--html", help="kernel-vs-model overlay page"),
+    min_ack_match: Optional[float] = typer.Option(None, "--min-ack-match", help="fraction, e.g. 0.95"),
+    max_final_error: Optional[float] = typer.Option(None, "--max-final-error"),
+    max_peak_error: Optional[float] = typer.Option(None, "--max-peak-error"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Replay a kernel trace's workload in the model and score the agreement."""
+    from dataclasses import replace as dc_replace
+
+    from tcpsim.conformance.validate import run_validate
+    from tcpsim.conformance.validate_scores import Thresholds
+    th = Thresholds()
+    for name, value in (("min_ack_match", min_ack_match), ("max_final_error", max_final_error),
+                        ("max_peak_error", max_peak_error)):
+        if value is not None:
+            th = dc_replace(th, **{name: value})
+    code = run_validate([str(t) for t in traces], profile=profile, thresholds=th,
+                        html_out=str(html) if html else None, as_json=as_json, echo=typer.echo,
+                        until_s=until, policies=tuple(policy))
+    raise typer.Exit(code)
+
+
+@app.command()
 def packetdrill(
     paths: List[Path] = typer.Argument(..., help=".pkt scripts or folders of them"),
     profile: str = typer.Option("linux-6.18", "--profile", "-p"),

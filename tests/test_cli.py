@@ -95,3 +95,14 @@ def test_capture_refuses_without_root(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     r = runner.invoke(app, ["capture", "seed-never-reads"])
     assert r.exit_code == 2 and "needs root" in r.output
+
+
+def test_validate_scores_a_committed_fixture():
+    from pathlib import Path
+    fixture = Path(__file__).resolve().parent / "fixtures" / "kernel"
+    traces = sorted(fixture.glob("seed-rcvbuf32k-fill*.parquet"))
+    if not traces:
+        pytest.skip("no committed kernel fixture")
+    r = runner.invoke(app, ["validate", str(traces[0])])
+    assert r.exit_code == 0, r.output
+    assert "pass" in r.output.lower()
