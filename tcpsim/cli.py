@@ -301,6 +301,28 @@ def validate(
     raise typer.Exit(code)
 
 
+@app.command(name="import")
+def import_trace(
+    fmt: str = typer.Argument(..., help="cloudflare-csv | ss | rcvbuf-grow"),
+    src: Path = typer.Argument(..., help="the other tool's output (text)"),
+    out: Path = typer.Option(..., "--out", "-o", help="Parquet trace to write"),
+    port: Optional[int] = typer.Option(None, "--port", help="the receiver's local port"),
+) -> None:
+    """Convert another tool's trace (Cloudflare's bpftrace CSV, ss -tmi snapshots,
+    tcp:tcp_rcvbuf_grow lines) into a tcpsim trace for `tcpsim report`."""
+    from tcpsim.conformance.importers import FORMATS, ImportFormatError, import_file
+    if fmt not in FORMATS:
+        _fail(f"import: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if not src.is_file():
+        _fail(f"import: {src}: no such file")
+    try:
+        path = import_file(fmt, src, out, **({"port": port} if port is not None else {}))
+    except ImportFormatError as exc:
+        _fail(str(exc))
+        return
+    typer.echo(f"trace: {path}")
+
+
 @app.command()
 def packetdrill(
     paths: List[Path] = typer.Argument(..., help=".pkt scripts or folders of them"),
