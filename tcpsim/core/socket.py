@@ -268,13 +268,12 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
 
     def _established(self, active: bool) -> None:
         """Models tcp_finish_connect()/tcp_init_transfer(): MSS, buffers, timers.
-        Only the active opener lowers advmss for the timestamp option
-        (tcp_rcv_synsent_state_process); a passive child keeps the route's advmss
-        (tcp_v4_syn_recv_sock)."""
+        With timestamps advmss loses the option's 12 bytes on both sides (the passive side
+        too: its rcv_ssthresh grows by 2 * 1448 per segment, measured on 6.18 in
+        docs/validation.md)."""
         if self.ts_ok:
             self.tcp_header_len = 32
-            if active:
-                self.advmss -= TCP_HEADER_TS
+            self.advmss -= TCP_HEADER_TS
         self.mss_cache = min(self.peer_mss, self.mtu - 40) - (TCP_HEADER_TS if self.ts_ok else 0)
         self.ack_rcv_mss = max(TCP_MIN_MSS, min(self.advmss, self.mss_cache, self.rcv_wnd // 2,
                                                 TCP_MSS_DEFAULT))  # tcp_initialize_rcv_mss()
