@@ -2,9 +2,11 @@
 exponential backoff and the tcp_retries2 give-up, zero-window persist probes.
 
 Models tcp_sendmsg()/tcp_write_xmit() [tcp.c, tcp_output.c], tcp_ack() [tcp_input.c] and
-tcp_retransmit_timer()/tcp_probe_timer() [tcp_timer.c]. The write queue is a byte stream:
-unsent bytes are cut into segments of at most one MSS when they are sent, which is what
-Linux's tail-skb appending produces without TSO/GSO.
+tcp_retransmit_timer()/tcp_probe_timer() [tcp_timer.c]. The write queue keeps skb
+boundaries as Linux does without TSO/GSO: a write fills the unsent tail skb up to one MSS
+and starts new ones; an skb goes out whole; a persist-timer slice splits the head skb and
+its remainder stays a skb of its own (tcp_fragment) -- which is how a sender can land
+exactly on a receiver's right window edge.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class SendMixin:
         self.mdev_us = 0
         self.rto = TCP_TIMEOUT_INIT_NS
         self.rtx_queue: deque[list[int]] = deque()
+        self.write_queue: deque[int] = deque()   # lengths of the unsent skbs, in order
         self.lost_out = 0
         self.rto_deadline = self.probe_deadline = 0
         self.backoff = self.retransmits = self.probes_out = 0
@@ -69,10 +72,8 @@ class SendMixin:
             self.sk_sndbuf = min(sndmem, self.sysctl.tcp_wmem[2])
 
     def wmem_queued(self: TcpSocket) -> int:
-        """sk_wmem_queued: payload plus one sender-skb overhead per MSS-sized skb."""
-        unsent = self.write_seq - self.snd_nxt
-        mss = self.mss_cache or 536
-        nskbs = len(self.rtx_queue) + -(-unsent // mss)
+        """sk_wmem_queued: payload plus one sender-skb overhead per queued skb."""
+        nskbs = len(self.rtx_queue) + len(self.write_queue)
         return (self.write_seq - self.snd_una) + nskbs * SND_SKB_OVERHEAD
 
     def send_space(self: TcpSocket) -> int:
@@ -95,10 +96,23 @@ class SendMixin:
         if take <= 0:
             self.writable = False
             return 0
+        self._queue_bytes(take)
         self.write_seq += take
         self.sink.record(self, "write", "", length=take)
         self.write_xmit()
         return take
+
+    def _queue_bytes(self: TcpSocket, n: int) -> None:
+        """tcp_sendmsg_locked(): top up the unsent tail skb to one MSS, then new skbs."""
+        q = self.write_queue
+        mss = self.mss_cache
+        if q and q[-1] < mss:
+            room = min(mss - q[-1], n)
+            q[-1] += room
+            n -= room
+        while n > 0:
+            q.append(min(mss, n))
+            n -= q[-1]
 
     def shutdown_write(self: TcpSocket, now: int) -> None:
         """shutdown(SHUT_WR)/close(): queue a FIN after the data."""
@@ -135,21 +149,23 @@ class SendMixin:
         mss = self.mss_cache
         inflight = self.packets_in_flight()
         wnd_end = self.snd_una + self.snd_wnd
-        while self.snd_nxt < self.write_seq:
-            seg_len = min(mss, self.write_seq - self.snd_nxt)
+        q = self.write_queue
+        while q:
+            seg_len = q[0]
             if inflight >= self.snd_cwnd:
                 self.cwnd_limited = True
                 break
             if self.snd_nxt + seg_len > wnd_end:
-                break
-            if (not self.nodelay and seg_len < mss and self.rtx_queue):
+                break                                              # tcp_snd_wnd_test()
+            if not self.nodelay and seg_len < mss and self.rtx_queue:
                 break                                              # Nagle
+            q.popleft()
             self._send_new(self.snd_nxt, seg_len)
             inflight += 1
-        if self.fin_queued and not self.fin_sent and self.snd_nxt == self.write_seq:
+        if self.fin_queued and not self.fin_sent and not q:
             self._send_fin()
-        if not self.rtx_queue and self.snd_nxt < self.write_seq and not self.probe_deadline:
-            self.probe_deadline = self.now + self.probe0_base()
+        if not self.rtx_queue and q and not self.probe_deadline:
+            self.probe_deadline = self.now + self.probe0_base()    # tcp_check_probe_timer()
 
     def _send_new(self: TcpSocket, seq: int, length: int) -> None:
         flags = ACK | (PSH if seq + length == self.write_seq else 0)
@@ -235,7 +251,7 @@ class SendMixin:
             self._dupack()                                  # FLAG_NOT_DUP is clear
         if not self.rtx_queue:
             self.rto_deadline = 0
-            if self.snd_nxt < self.write_seq:
+            if self.write_queue:
                 self._ack_probe()
         self.write_xmit()
         return 0
@@ -321,8 +337,8 @@ class SendMixin:
             self._retransmit(self.rtx_queue[0])
 
     def _ack_probe(self: TcpSocket) -> None:
-        """Models tcp_ack_probe(): stop probing once the head segment fits the window."""
-        head_end = self.snd_nxt + min(self.mss_cache, self.write_seq - self.snd_nxt)
+        """Models tcp_ack_probe(): stop probing once the head skb fits the window."""
+        head_end = self.snd_nxt + self.write_queue[0]
         if head_end <= self.snd_una + self.snd_wnd:
             self.backoff = 0
             self.probe_deadline = 0
@@ -404,7 +420,7 @@ class SendMixin:
 
     def probe_timer(self: TcpSocket) -> None:
         """Models tcp_probe_timer() + tcp_send_probe0() + tcp_write_wakeup()."""
-        if self.rtx_queue or self.snd_nxt >= self.write_seq or self.state == "CLOSED":
+        if self.rtx_queue or not self.write_queue or self.state == "CLOSED":
             self.probes_out = 0
             return
         if self.probes_out >= self.sysctl.tcp_retries2:
@@ -412,8 +428,13 @@ class SendMixin:
             self.abort("ETIMEDOUT")
             return
         wnd_end = self.snd_una + self.snd_wnd
+        q = self.write_queue
         if self.snd_nxt < wnd_end:                      # window partly open: send a slice
-            seg_len = min(wnd_end - self.snd_nxt, self.mss_cache, self.write_seq - self.snd_nxt)
+            seg_len = min(wnd_end - self.snd_nxt, self.mss_cache, q[0])
+            if seg_len < q[0]:
+                q[0] -= seg_len                          # tcp_fragment(): the rest stays a skb
+            else:
+                q.popleft()
             self._send_new(self.snd_nxt, seg_len)
         else:                                          # zero-window probe: old sequence
             self.mib.TCPWinProbe += 1

@@ -98,3 +98,16 @@ def test_three_dupacks_fast_retransmit_and_halve_cwnd():
         out = ack(sk, 5 + i, 1, 502)
     assert sk.mib.TCPFastRetrans == 1 and sk.snd_cwnd == 10
     assert any(s.seq == 1 and s.len == 1448 for s in out)
+
+
+def test_a_persist_slice_leaves_the_rest_of_the_skb_as_its_own_segment():
+    # tcp_write_wakeup() fragments the head skb to the window; the remainder keeps its
+    # boundary, so the next transmission is 1448 - slice, not a full MSS
+    sk = sender(peer_win=4, peer_ws=7)                    # 512 bytes of window
+    sk.write(2 * NS_PER_MS, 1448 * 3)
+    assert sk.take_outbox() == []                          # a whole skb does not fit
+    sk.on_timer(sk.next_deadline())                        # persist timer: send a slice
+    first = sk.take_outbox()
+    assert [s.len for s in first] == [512]
+    ack(sk, 300, 513, 502)                                 # window opens wide
+    assert [s.len for s in sk.take_outbox()] == [936, 1448, 1448]
