@@ -79,6 +79,7 @@ class Link:
     rate_bps: int = 0                 # 0 = unlimited
     queue_limit: int = 1000           # packets, with a rate
     loss: float = 0.0                 # data direction
+    jitter: int = 0                   # mean extra delay per packet, ns (order-preserving)
     mtu: int = 1500
 
 
@@ -145,7 +146,8 @@ def _table(raw: dict, key: str) -> dict:
 
 
 def _parse_link(t: dict) -> Link:
-    _check_keys(t, {"rtt", "delay", "delay_ab", "delay_ba", "rate", "queue_limit", "loss", "mtu"}, "link.")
+    _check_keys(t, {"rtt", "delay", "delay_ab", "delay_ba", "rate", "queue_limit", "loss", "mtu",
+                    "jitter"}, "link.")
     link = Link()
     if "rtt" in t:
         rtt = parse_duration(t["rtt"], "link.rtt")
@@ -168,6 +170,8 @@ def _parse_link(t: dict) -> Link:
         if not isinstance(loss, (int, float)) or not 0 <= loss < 1:
             raise ScenarioError(f"link.loss: expected a probability in [0, 1), got {loss!r}")
         link = replace(link, loss=float(loss))
+    if "jitter" in t:
+        link = replace(link, jitter=parse_duration(t["jitter"], "link.jitter"))
     if "mtu" in t:
         mtu = t["mtu"]
         if not isinstance(mtu, int) or not 576 <= mtu <= 65536:

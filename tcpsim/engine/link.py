@@ -1,4 +1,12 @@
-"""One direction of a link: propagation delay, optional rate with a FIFO queue, random loss."""
+"""One direction of a link: propagation delay, optional rate with a FIFO queue, random loss,
+optional jitter.
+
+Jitter is an extra delay per packet, exponentially distributed with the given mean, that never
+reorders packets: a packet is not delivered before the one sent ahead of it. Real paths have
+it (the capture's NFQUEUE delay is late by 0.1 ms median and several ms at p99, and
+application sleeps overshoot) and some kernel behaviour depends on it: a slow reader's ACKs
+spaced unevenly is what lets 6.18's never-shrink window ratchet down to zero.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +24,8 @@ class LinkDirection:
 
     def __init__(self, sched: Scheduler, deliver: Callable[[Segment], None], delay_ns: int,
                  rate_bps: int = 0, queue_limit: int = 1000, loss: float = 0.0,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, jitter_ns: int = 0,
+                 jitter_rng: random.Random | None = None) -> None:
         self.sched = sched
         self.deliver = deliver
         self.delay = delay_ns
@@ -24,6 +33,9 @@ class LinkDirection:
         self.queue_limit = queue_limit
         self.loss = loss
         self.rng = rng or random.Random(0)
+        self.jitter = jitter_ns
+        self.jitter_rng = jitter_rng or random.Random(1)
+        self.last_delivery = 0
         self.busy_until = 0
         self.in_queue: list[int] = []     # departure times of queued packets (rate only)
         self.sent = self.dropped = self.lost = 0
@@ -48,4 +60,10 @@ class LinkDirection:
             self.busy_until = start + bits * 1_000_000_000 // self.rate
             q.append(self.busy_until)
             t = self.busy_until
-        self.sched.at(t + self.delay, NETWORK, self.deliver, seg)
+        t += self.delay
+        if self.jitter:
+            t += int(self.jitter_rng.expovariate(1.0 / self.jitter))
+            if t < self.last_delivery:
+                t = self.last_delivery                  # never overtake the previous packet
+            self.last_delivery = t
+        self.sched.at(t, NETWORK, self.deliver, seg)

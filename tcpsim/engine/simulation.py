@@ -70,9 +70,11 @@ class Simulation:
         rng = random.Random(scenario.seed)
         link = scenario.link
         self.ab = LinkDirection(self.sched, self._to_rcv, link.delay_ab, link.rate_bps,
-                                link.queue_limit, link.loss, rng)
+                                link.queue_limit, link.loss, rng, link.jitter,
+                                random.Random(scenario.seed * 2 + 1))
         self.ba = LinkDirection(self.sched, self._to_snd, link.delay_ba, link.rate_bps,
-                                link.queue_limit, 0.0, rng)
+                                link.queue_limit, 0.0, rng, link.jitter,
+                                random.Random(scenario.seed * 2 + 2))
         self._timer_at = {id(self.rcv): 0, id(self.snd): 0}
         self.shared_skbs = getattr(self.rcv.dev, "shared", False)
         if self.shared_skbs:

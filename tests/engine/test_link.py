@@ -44,3 +44,23 @@ def test_loss_is_seeded():
         s.run(10**9)
         return [i for i, x in enumerate(sent) if x not in got]
     assert lost(1) == lost(1) and 30 < len(lost(1)) < 90 and lost(1) != lost(2)
+
+
+def test_jitter_delays_but_never_reorders_and_is_seeded():
+    def deliveries(seed):
+        s = Scheduler()
+        got = []
+        link = LinkDirection(s, lambda x: got.append((s.now, x)), 1000, jitter_ns=500_000,
+                             jitter_rng=random.Random(seed))
+        sent = [seg() for _ in range(300)]
+        for i, x in enumerate(sent):
+            s.at(i * 100_000, 0, link.send, x)
+        s.run(10**10)
+        return got, sent
+    got, sent = deliveries(1)
+    assert [x for _, x in got] == sent                       # order kept
+    times = [t for t, _ in got]
+    assert times == sorted(times)
+    extra = [t - i * 100_000 - 1000 for i, t in enumerate(times)]
+    assert min(extra) >= 0 and 200_000 < sum(extra) / len(extra) < 2_000_000
+    assert [t for t, _ in deliveries(1)[0]] == times != [t for t, _ in deliveries(2)[0]]
