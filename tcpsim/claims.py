@@ -143,6 +143,19 @@ def initrwnd_opens_at_once(r: Runner) -> Outcome:
     return Outcome(ok, f"first ACK window: stock {stock} B, with initrwnd 1000: {patched} B")
 
 
+def collapse_tradeoff(r: Runner) -> Outcome:
+    """Stock collapse: tens of ms per collapse once the queue is near tcp_rmem[2];
+    tcp_collapse_max_bytes (6 MiB) removes the spikes and drops instead."""
+    stock, _ = r.run("collapse-tradeoff")
+    patched, _ = r.run("collapse-tradeoff", policies=("collapse-max-bytes",))
+    ok = (32 <= stock["collapse_ms_max"] < 64 and patched["collapse_ms_max"] <= 2.1
+          and patched["drops"] > stock["drops"])
+    return Outcome(ok, f"stock: {stock['collapses']} collapses, max {stock['collapse_ms_max']} ms, "
+                       f"{stock['drops']} drops, {stock['goodput_mbps']} Mbit/s; with 6 MiB limit: "
+                       f"{patched['collapses']} collapses, max {patched['collapse_ms_max']} ms, "
+                       f"{patched['drops']} drops, {patched['goodput_mbps']} Mbit/s")
+
+
 def syn_window_6_6(r: Runner) -> Outcome:
     wins = {}
     for prof in ("linux-6.6", "linux-6.8"):
@@ -174,6 +187,9 @@ CLAIMS: tuple[Claim, ...] = (
           "five window updates, six RTTs", budget_fills_in_six_rtts),
     Claim("initrwnd", "rcv_ssthresh starts at 64 KiB; initrwnd opens ~1 MiB in the first ACK",
           "000: Large receive windows - rcv_ssthresh", "64 KiB vs ~1 MiB", initrwnd_opens_at_once),
+    Claim("collapse", "collapse is a latency spike; tcp_collapse_max_bytes trades it for drops",
+          "001 (Optimizing TCP...): latency spikes / Setting tcp_collapse_max_bytes",
+          "170 MiB, adv_win_scale +2: 32-64 ms spikes; 6 MiB limit: <= 2 ms", collapse_tradeoff),
     Claim("syn-6.6", "6.6's 25 % default ratio halves the SYN-ACK window",
           "receive-path.md §5.2/§6.4 (Hechao Li)", "~32 KB on 6.6.0 vs ~64 KB after the fix",
           syn_window_6_6),

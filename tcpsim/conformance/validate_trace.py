@@ -104,7 +104,7 @@ def load(path: str | Path) -> tuple[dict[str, list], dict[str, Any]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from tcpsim.trace.schema import COLUMN_NAMES
+    from tcpsim.trace.schema import COLUMN_NAMES, OPTIONAL_COLUMNS
 
     p = Path(path)
     if not p.is_file():
@@ -115,6 +115,8 @@ def load(path: str | Path) -> tuple[dict[str, list], dict[str, Any]]:
         raise TraceFileError(f"{p}: not a readable Parquet trace ({str(exc).splitlines()[0]}); "
                              "give a file written by tcpsim run --trace, tcpsim.capture or an "
                              "importer") from None
+    for col in OPTIONAL_COLUMNS - set(table.column_names):
+        table = table.append_column(col, pa.array([-1] * table.num_rows, type=pa.int64()))
     missing = [c for c in COLUMN_NAMES if c not in table.column_names]
     if missing:
         raise TraceFileError(f"{p}: column {missing[0]!r} missing: not a tcpsim trace "

@@ -158,6 +158,7 @@ class MemoryMixin:
                 size = skb.end_seq - start - (1 if skb.fin else 0)
                 if size > 0:
                     size = min(copy, size)
+                    self.collapsed_bytes += size
                     nskb.len += size
                     nskb.linear += size
                     nskb.end_seq += size

@@ -366,6 +366,7 @@ class SendMixin:
             self._handshake_timeout()
             return
         self.mib.TCPTimeouts += 1
+        self.sink.record(self, "timer", "rto")
         if self.snd_wnd == 0:
             if self.k.rtx_probe0_timed_out(self):
                 self.mib.TCPAbortOnTimeout += 1

@@ -52,7 +52,7 @@ class TraceSink(Protocol):
     """Where the socket reports trace rows; see tcpsim/trace/recorder.py."""
 
     def record(self, sk: "TcpSocket", event: str, detail: str, seg: Segment | None = None,
-               truesize: int = -1, reason: str = "", length: int = -1) -> None: ...
+               truesize: int = -1, reason: str = "", length: int = -1, cost: int = -1) -> None: ...
 
 
 class NullSink:
@@ -79,6 +79,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         "rcvq_space", "rcvq_seq", "rcvq_time", "rcv_rtt_us8", "rcv_rtt_seq", "rcv_rtt_time",
         "rcv_rtt_last_tsecr", "pred_ok", "last_oow_ack_ns", "selective_acks", "dsack",
         "rcv_shutdown", "memory_pressure", "bytes_received", "read_untraced", "peer_released",
+        "collapsed_bytes", "collapse_ns_total", "collapse_ns_max", "collapses",
         # ACK state (icsk_ack)
         "ack_pending", "ack_quick", "ack_ato", "ack_lrcvtime", "ack_pingpong",
         "delack_deadline", "ack_rcv_mss", "dup_ack_counter", "compressed_ack",
@@ -156,6 +157,10 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self.bytes_received = 0
         self.read_untraced = 0
         self.peer_released = 1 << 62     # see on_peer_release()
+        self.collapsed_bytes = 0           # payload bytes rewritten by tcp_collapse, ever
+        self.collapses = 0
+        self.collapse_ns_total = 0         # modelled time spent collapsing (cost model)
+        self.collapse_ns_max = 0
 
     # -- socket options ---------------------------------------------------------------------
 

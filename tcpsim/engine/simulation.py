@@ -213,6 +213,9 @@ class Simulation:
             "want_zero_window": c["TcpExtTCPWantZeroWindowAdv"],
             "drops": (c["TcpExtTCPRcvQDrop"] + c["TcpExtTCPOFODrop"] + c["TcpExtTCPZeroWindowDrop"]
                       + c["TcpExtBeyondWindow"]),
+            "collapses": rcv.collapses,
+            "collapse_ms_total": round(rcv.collapse_ns_total / 1e6, 3),
+            "collapse_ms_max": round(rcv.collapse_ns_max / 1e6, 3),
             "retransmits": snd.mib.TCPRetransSegs,
             "rto_timeouts": snd.mib.TCPTimeouts,
             "window_probes": snd.mib.TCPWinProbe,

@@ -37,9 +37,9 @@ def collapse_latencies(tr: Trace) -> np.ndarray | None:
 
 
 def collapse_figure(runs: Sequence[Run]) -> go.Figure | None:
-    """Histogram of collapse latency per run, or None when no run has the column."""
+    """Histogram of collapse latency per run, or None when no run has a collapse timed."""
     data = [(i, r, collapse_latencies(r.trace)) for i, r in enumerate(runs)]
-    if all(d is None for _, _, d in data):
+    if all(d is None or not len(d) for _, _, d in data):
         return None
     fig = go.Figure()
     for i, run, lat in data:
@@ -55,6 +55,7 @@ def collapse_figure(runs: Sequence[Run]) -> go.Figure | None:
     return fig
 
 
-PLACEHOLDER = ("Collapse latency: these traces have no <code>collapse_ns</code> column yet "
-               "(the collapse cost model is not in the core). When it is, a histogram of the "
-               "time spent in each collapse appears here.")
+PLACEHOLDER = ("Collapse latency: these traces have no <code>collapse_ns</code> column "
+               "(recorded before the collapse cost model, or captured from a kernel, which does "
+               "not time its collapses).")
+NONE_HAPPENED = "Collapse latency: no run collapsed its queues."

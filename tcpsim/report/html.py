@@ -204,7 +204,9 @@ def collapse_section(runs: Sequence[Run]) -> str:
     """The collapse-latency histogram, or a placeholder while traces lack collapse_ns."""
     fig = collapse.collapse_figure(runs)
     if fig is None:
-        return f'<p class="note" style="margin-left:0">{collapse.PLACEHOLDER}</p>'
+        timed = any(r.trace.has(collapse.COLUMN) for r in runs)
+        text = collapse.NONE_HAPPENED if timed else collapse.PLACEHOLDER
+        return f'<p class="note" style="margin-left:0">{text}</p>'
     return chart_div(Chart("collapse", fig, time_axis=False), "chart-collapse")
 
 

@@ -25,7 +25,7 @@ _FLAGS = [flags_str(f) for f in range(64)]
 
 
 def _row(sk: Any, event: str, detail: str, seg: Segment | None, truesize: int, reason: str,
-         length: int) -> tuple:
+         length: int, cost: int = -1) -> tuple:
     """One trace row from the socket's state after the event (kernel field names)."""
     if seg is not None:
         f = seg.flags
@@ -45,7 +45,7 @@ def _row(sk: Any, event: str, detail: str, seg: Segment | None, truesize: int, r
         sk.rcv_wnd, sk.rcv_ssthresh, sk.window_clamp, sk.ack_rcv_mss, sk.scaling_ratio,
         sk.rcvq_space, sk.rcv_rtt_us8 >> 3, sk.rcv_nxt - sk.copied_seq,
         len(sk.receive_queue), len(sk.ofo_queue), sk.snd_una, sk.snd_nxt, sk.snd_wnd,
-        sk.snd_cwnd, reason,
+        sk.snd_cwnd, reason, cost,
     )
 
 
@@ -57,9 +57,9 @@ class MemoryRecorder:
         self.socks = frozenset(socks)
 
     def record(self, sk: Any, event: str, detail: str, seg: Segment | None = None,
-               truesize: int = -1, reason: str = "", length: int = -1) -> None:
+               truesize: int = -1, reason: str = "", length: int = -1, cost: int = -1) -> None:
         if sk.name in self.socks:
-            self.rows.append(_row(sk, event, detail, seg, truesize, reason, length))
+            self.rows.append(_row(sk, event, detail, seg, truesize, reason, length, cost))
 
     def columns(self) -> dict[str, list]:
         """The trace as {column: values}."""
@@ -89,9 +89,9 @@ class ParquetRecorder(MemoryRecorder):
         self.nrows = 0
 
     def record(self, sk: Any, event: str, detail: str, seg: Segment | None = None,
-               truesize: int = -1, reason: str = "", length: int = -1) -> None:
+               truesize: int = -1, reason: str = "", length: int = -1, cost: int = -1) -> None:
         if sk.name in self.socks:
-            self.rows.append(_row(sk, event, detail, seg, truesize, reason, length))
+            self.rows.append(_row(sk, event, detail, seg, truesize, reason, length, cost))
             if len(self.rows) >= self.group_rows:
                 self.flush()
 

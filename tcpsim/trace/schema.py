@@ -14,8 +14,8 @@ from __future__ import annotations
 COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("t_ns", "int64", "simulated (or capture-relative) time, nanoseconds"),
     ("sock", "string", "which endpoint: 'rcv' (the receiver under study) or 'snd' (its peer)"),
-    ("event", "string", "rx | tx | read | write | timer | drop | state"),
-    ("detail", "string", "what happened: queued, coalesced, ofo, collapsed, pruned, probe, rto, delack, ..."),
+    ("event", "string", "rx | tx | read | write | timer | drop | state | collapse | prune | autotune | window"),
+    ("detail", "string", "what happened: queued, coalesced, ofo, probe, rto, clamp_window, want zero, ..."),
     ("seq", "int64", "segment sequence number (rx/tx/drop), else -1"),
     ("end_seq", "int64", "segment end sequence (seq + len + SYN + FIN), else -1"),
     ("len", "int64", "payload bytes of the segment, or bytes read/written"),
@@ -44,9 +44,12 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("snd_wnd", "int64", "sender: peer's advertised window, bytes"),
     ("snd_cwnd", "int64", "sender: congestion window, segments"),
     ("drop_reason", "string", "kernel drop reason (skb:kfree_skb) for a dropped segment, else ''"),
+    ("collapse_ns", "int64", "collapse rows: modelled time the collapse took (cost model), else -1"),
 )
 
 COLUMN_NAMES: tuple[str, ...] = tuple(name for name, _, _ in COLUMNS)
+# Columns added after traces were already recorded: readers fill them with -1 when absent.
+OPTIONAL_COLUMNS: frozenset[str] = frozenset({"collapse_ns"})
 INT_COLUMNS: frozenset[str] = frozenset(n for n, t, _ in COLUMNS if t == "int64")
 STR_COLUMNS: frozenset[str] = frozenset(n for n, t, _ in COLUMNS if t == "string")
 

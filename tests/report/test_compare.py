@@ -93,9 +93,12 @@ def test_labels_must_be_distinct(growth_runs) -> None:
 
 def test_collapse_latency_hook(growth_runs) -> None:
     cols, meta = growth_runs["stock"]
-    assert collapse_latencies(Trace.from_columns(cols)) is None
-    page, _ = compare_runs([("plain", cols, meta)])
+    old = {k: v for k, v in cols.items() if k != "collapse_ns"}      # a trace from before
+    assert collapse_latencies(Trace.from_columns(old)) is None
+    page, _ = compare_runs([("plain", old, meta)])
     assert "no <code>collapse_ns</code> column" in page
+    page, _ = compare_runs([("timed", cols, meta)])                    # timed, none happened
+    assert "no run collapsed its queues" in page
     # the cost model adds a collapse_ns column: the histogram appears, fed from it
     n = len(cols["t_ns"])
     with_cost = dict(cols, event=list(cols["event"]), collapse_ns=[-1] * n)
