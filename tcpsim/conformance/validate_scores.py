@@ -12,9 +12,9 @@
 
 Fixtures may be timing-dependent (their metadata's `fixture.timing_dependent` lists outcome
 classes, "series" or "numbers"): the classes listed are reported but not scored; with
-"series" the numeric metrics are scored only up to the kernel's stall (what comes after
-depends on when the real system's jitter made the connection stall), the whole run being
-reported too; with "numbers" no numeric metric is scored (the kernel's own run-to-run spread
+"series" the numeric metrics are scored only up to the first stall, the kernel's or the
+model's (what comes after depends on when jitter made the connection stall), the whole run
+being reported too; with "numbers" no numeric metric is scored (the kernel's own run-to-run spread
 is larger than any threshold).
 """
 
@@ -264,10 +264,15 @@ def score(name: str, profile: str, k: TraceView, m: TraceView, ko: Outcomes, mo:
     if not numbers_scored:
         notes.append("timing-dependent: the kernel's own numbers differ from run to run more than "
                      "any threshold (see the fixtures manifest); numbers reported, not scored")
-    elif "series" in timing and ko.stall_at_ns is not None and ko.stall_at_ns > t0:
-        scored_end = ko.stall_at_ns
-        notes.append(f"timing-dependent: numbers scored up to the kernel's stall at "
-                     f"{ko.stall_at_ns / 1e9:.3f} s; the whole run is reported, not scored")
+    elif "series" in timing:
+        # a stall at a moment set by jitter, on either side, ends what can be compared
+        stalls = [t for t in (ko.stall_at_ns, mo.stall_at_ns) if t is not None and t > t0]
+        if stalls:
+            scored_end = min(stalls)
+            who = "kernel's" if scored_end == ko.stall_at_ns else "model's"
+            notes.append(f"timing-dependent: numbers scored up to the {who} stall at "
+                         f"{scored_end / 1e9:.3f} s (the first of the two); the whole run is "
+                         "reported, not scored")
     metrics = numeric_metrics(k, m, t0, scored_end, th, numbers_scored)
     acks = match_acks(k, m, scored_end)
     acks_full = None

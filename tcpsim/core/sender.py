@@ -3,10 +3,13 @@ exponential backoff and the tcp_retries2 give-up, zero-window persist probes.
 
 Models tcp_sendmsg()/tcp_write_xmit() [tcp.c, tcp_output.c], tcp_ack() [tcp_input.c] and
 tcp_retransmit_timer()/tcp_probe_timer() [tcp_timer.c]. The write queue keeps skb
-boundaries as Linux does without TSO/GSO: a write fills the unsent tail skb up to one MSS
-and starts new ones; an skb goes out whole; a persist-timer slice splits the head skb and
-its remainder stays a skb of its own (tcp_fragment) -- which is how a sender can land
-exactly on a receiver's right window edge.
+boundaries as Linux does. TCP always uses (software) GSO, even when the device has it off
+(sk_setup_caps), so a write fills the unsent tail skb up to the size goal -- at least two
+MSS (tcp_tso_autosize's min_tso_segs) -- and a transmission sends an skb as MSS-sized wire
+segments. An skb goes out when its first MSS fits the peer's window (tcp_snd_wnd_test); it
+is then cut at the window's right edge (tcp_mss_split_point), the last wire segment partial
+unless Nagle holds it. A persist-timer slice splits the head skb too (tcp_fragment). Both
+are how a sender lands exactly on a receiver's right window edge.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ class SendMixin:
         self.rto = TCP_TIMEOUT_INIT_NS
         self.rtx_queue: deque[list[int]] = deque()
         self.write_queue: deque[int] = deque()   # lengths of the unsent skbs, in order
+        self.snd_sml = 0                         # end of the last small segment sent
         self.lost_out = 0
         self.rto_deadline = self.probe_deadline = 0
         self.backoff = self.retransmits = self.probes_out = 0
@@ -102,17 +106,29 @@ class SendMixin:
         self.write_xmit()
         return take
 
+    def size_goal(self: TcpSocket) -> int:
+        """tcp_xmit_size_goal(): bytes per skb. tcp_tso_autosize() gives at least two
+        segments (min_tso_segs) -- what an app-limited or slow flow gets; faster flows build
+        bigger skbs, which go on the wire the same way."""
+        return 2 * self.mss_cache
+
     def _queue_bytes(self: TcpSocket, n: int) -> None:
-        """tcp_sendmsg_locked(): top up the unsent tail skb to one MSS, then new skbs."""
+        """tcp_sendmsg_locked(): top up the unsent tail skb to the size goal, then new skbs."""
         q = self.write_queue
-        mss = self.mss_cache
-        if q and q[-1] < mss:
-            room = min(mss - q[-1], n)
+        goal = self.size_goal()
+        if q and q[-1] < goal:
+            room = min(goal - q[-1], n)
             q[-1] += room
             n -= room
         while n > 0:
-            q.append(min(mss, n))
+            q.append(min(goal, n))
             n -= q[-1]
+
+    def _nagle_holds(self: TcpSocket, small: bool) -> bool:
+        """tcp_nagle_check(): with Nagle on, a small segment waits while an earlier small
+        segment is still unacknowledged (Minshall's variant)."""
+        return (small and not self.nodelay and bool(self.rtx_queue)
+                and self.snd_una < self.snd_sml <= self.snd_nxt)
 
     def shutdown_write(self: TcpSocket, now: int) -> None:
         """shutdown(SHUT_WR)/close(): queue a FIN after the data."""
@@ -151,17 +167,27 @@ class SendMixin:
         wnd_end = self.snd_una + self.snd_wnd
         q = self.write_queue
         while q:
-            seg_len = q[0]
+            skb_len = q[0]
             if inflight >= self.snd_cwnd:
                 self.cwnd_limited = True
                 break
-            if self.snd_nxt + seg_len > wnd_end:
+            if self.snd_nxt + min(mss, skb_len) > wnd_end:
                 break                                              # tcp_snd_wnd_test()
-            if not self.nodelay and seg_len < mss and self.rtx_queue:
-                break                                              # Nagle
+            if self._nagle_holds(skb_len < mss):
+                break                                              # tcp_nagle_test()
+            limit = min(skb_len, wnd_end - self.snd_nxt, (self.snd_cwnd - inflight) * mss)
+            if limit < skb_len and limit % mss and self._nagle_holds(True):
+                limit -= limit % mss                               # tcp_mss_split_point()
+            sent = 0
+            while sent < limit:
+                seg_len = min(mss, limit - sent)
+                self._send_new(self.snd_nxt, seg_len)
+                sent += seg_len
+                inflight += 1
+            if sent < skb_len:
+                q[0] = skb_len - sent                              # tso_fragment(): rest stays
+                break
             q.popleft()
-            self._send_new(self.snd_nxt, seg_len)
-            inflight += 1
         if self.fin_queued and not self.fin_sent and not q:
             self._send_fin()
         if not self.rtx_queue and q and not self.probe_deadline:
@@ -171,6 +197,8 @@ class SendMixin:
         flags = ACK | (PSH if seq + length == self.write_seq else 0)
         seg = self.make_segment(seq, length, flags)
         self.snd_nxt = seq + length
+        if length < self.mss_cache:
+            self.snd_sml = self.snd_nxt                 # tcp_minshall_update()
         self.rtx_queue.append([seq, seq + length, self.now, 0, 0, 0])
         self._data_sent()
         self._emit(seg)

@@ -22,20 +22,25 @@ def ack(sk, t_ms, ackno, win, seq=1):
     return sk.take_outbox()
 
 
-def test_writes_are_cut_into_mss_segments_within_the_window():
+def test_the_window_is_filled_exactly_with_a_partial_last_segment():
+    # tcp_snd_wnd_test() lets an skb go when its first MSS fits; tcp_mss_split_point() then
+    # cuts it at the right edge, the last wire segment partial (TCP_NODELAY)
     sk = sender(peer_win=40)                              # 40 << 7 = 5120 bytes of window
     sk.write(2 * NS_PER_MS, 10000)
     out = sk.take_outbox()
-    assert [s.len for s in out] == [1448, 1448, 1448]     # a 4th would pass the right edge
-    assert sk.snd_nxt - sk.snd_una <= 5120
+    assert [s.len for s in out] == [1448, 1448, 1448, 776]
+    assert sk.snd_nxt - sk.snd_una == 5120
 
 
-def test_nagle_holds_a_small_segment_while_data_is_in_flight():
+def test_nagle_holds_a_small_segment_while_an_earlier_small_one_is_unacked():
+    # Minshall's Nagle (tcp_nagle_check): one small segment may be in flight, not two
     sk = sender(nodelay=False)
     sk.write(2 * NS_PER_MS, 1448 + 100)
-    assert [s.len for s in sk.take_outbox()] == [1448]
-    ack(sk, 3, 1449, 502)
-    assert [s.len for s in sk.take_outbox() or []] in ([100], [])
+    assert [s.len for s in sk.take_outbox()] == [1448, 100]
+    sk.write(3 * NS_PER_MS, 50)
+    assert sk.take_outbox() == []                          # held: 100 B still unacked
+    out = ack(sk, 30, 1549, 502)
+    assert [s.len for s in out] == [50]
 
 
 def test_rto_backs_off_exponentially_and_gives_up_after_tcp_retries2_model_time():
@@ -101,8 +106,8 @@ def test_three_dupacks_fast_retransmit_and_halve_cwnd():
 
 
 def test_a_persist_slice_leaves_the_rest_of_the_skb_as_its_own_segment():
-    # tcp_write_wakeup() fragments the head skb to the window; the remainder keeps its
-    # boundary, so the next transmission is 1448 - slice, not a full MSS
+    # tcp_write_wakeup() fragments the head skb (two MSS: the size goal) to the window; the
+    # remainder keeps its boundary, so it goes out as 1448 + 936 before the next skb
     sk = sender(peer_win=4, peer_ws=7)                    # 512 bytes of window
     sk.write(2 * NS_PER_MS, 1448 * 3)
     assert sk.take_outbox() == []                          # a whole skb does not fit
@@ -110,4 +115,4 @@ def test_a_persist_slice_leaves_the_rest_of_the_skb_as_its_own_segment():
     first = sk.take_outbox()
     assert [s.len for s in first] == [512]
     out = ack(sk, sk.now / NS_PER_MS + 20, 513, 502)       # window opens wide
-    assert [s.len for s in out] == [936, 1448, 1448]
+    assert [s.len for s in out] == [1448, 936, 1448]       # the 2384 B rest, then the next skb
