@@ -1,1 +1,1 @@
-"""The event engine: the only users of simpy. It schedules; all TCP logic is in tcpsim.core."""
+"""The event engine: it schedules (tcpsim.engine.scheduler); all TCP logic is in tcpsim.core."""

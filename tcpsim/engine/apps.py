@@ -209,7 +209,7 @@ class Reader:
         if self.sim.skip:
             # Look ahead only up to the next pending event: whatever happens there will
             # re-plan if it touches the socket, and a wake at the horizon re-plans if not.
-            horizon = min(self.sim.sched.env.peek(), p.end)
+            horizon = min(self.sim.sched.peek(), p.end)
             limit = max(1, -(-(horizon - t) // p.period) + 1)
             limit = min(limit, -(-(p.end - t) // p.period))
             t += self.sim.rcv.count_inert_reads(t, p.period, p.n, limit) * p.period

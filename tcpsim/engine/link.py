@@ -11,6 +11,7 @@ spaced unevenly is what lets 6.18's never-shrink window ratchet down to zero.
 from __future__ import annotations
 
 import random
+from collections import deque
 from typing import Callable
 
 from tcpsim.core.segment import Segment
@@ -37,33 +38,32 @@ class LinkDirection:
         self.jitter_rng = jitter_rng or random.Random(1)
         self.last_delivery = 0
         self.busy_until = 0
-        self.in_queue: list[int] = []     # departure times of queued packets (rate only)
+        self.in_queue: deque[int] = deque()   # departure times of queued packets (rate only)
         self.sent = self.dropped = self.lost = 0
 
     def send(self, seg: Segment) -> None:
         """Put a segment on the link (at the scheduler's current time)."""
-        now = self.sched.now
+        sched = self.sched
+        t = sched.now
         self.sent += 1
         if self.loss and self.rng.random() < self.loss:
             self.lost += 1
             return
-        t = now
         if self.rate:
             q = self.in_queue
-            while q and q[0] <= now:
-                q.pop(0)
+            while q and q[0] <= t:
+                q.popleft()
             if len(q) >= self.queue_limit:
                 self.dropped += 1
                 return
-            start = max(now, self.busy_until)
+            start = t if t > self.busy_until else self.busy_until
             bits = (seg.len + (12 if seg.tsval >= 0 else 0) + WIRE_OVERHEAD) * 8
-            self.busy_until = start + bits * 1_000_000_000 // self.rate
-            q.append(self.busy_until)
-            t = self.busy_until
+            t = self.busy_until = start + bits * 1_000_000_000 // self.rate
+            q.append(t)
         t += self.delay
         if self.jitter:
             t += int(self.jitter_rng.expovariate(1.0 / self.jitter))
             if t < self.last_delivery:
                 t = self.last_delivery                  # never overtake the previous packet
             self.last_delivery = t
-        self.sched.at(t, NETWORK, self.deliver, seg)
+        sched.at(t, NETWORK, self.deliver, seg)

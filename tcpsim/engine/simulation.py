@@ -23,6 +23,8 @@ from tcpsim.engine.scheduler import TIMER, Scheduler
 from tcpsim.policy import Profile
 from tcpsim.scenario import Scenario
 
+_WRITABLE_STATES = frozenset({"ESTABLISHED", "CLOSE_WAIT"})
+
 
 @dataclass
 class Peaks:
@@ -75,7 +77,7 @@ class Simulation:
         self.ba = LinkDirection(self.sched, self._to_snd, link.delay_ba, link.rate_bps,
                                 link.queue_limit, 0.0, rng, link.jitter,
                                 random.Random(scenario.seed * 2 + 2))
-        self._timer_at = {id(self.rcv): 0, id(self.snd): 0}
+        self._timer_at = {self.rcv: 0, self.snd: 0}     # earliest timer event pending (ns)
         self.shared_skbs = getattr(self.rcv.dev, "shared", False)
         if self.shared_skbs:
             self.rcv.on_peer_release(0)
@@ -95,65 +97,72 @@ class Simulation:
 
     def after(self, sk: TcpSocket) -> None:
         """Drain what a socket produced: segments to the link, timers to the scheduler,
-        wake-ups to the applications."""
+        wake-ups to the applications. Re-entered when a woken reader reads (its reads
+        produce window updates of their own)."""
         out = sk.outbox
         if out:
             sk.outbox = []
-            link = self.ab if sk is self.snd else self.ba
+            send = self.ab.send if sk is self.snd else self.ba.send
             for seg in out:
-                link.send(seg)
+                send(seg)
         self._arm(sk)
         if sk is self.rcv:
-            if sk.sk_rmem_alloc > self.peaks.rmem:
-                self.peaks.rmem = sk.sk_rmem_alloc
-                self.peaks.t_rmem = self.sched.now
-            if sk.sk_rcvbuf > self.peaks.rcvbuf:
-                self.peaks.rcvbuf = sk.sk_rcvbuf
-            q = sk.rcv_nxt - sk.copied_seq
-            if q > self.peaks.recv_q:
-                self.peaks.recv_q = q
+            self._note_peaks(sk)
             if sk.readable:
                 self.reader.on_readable(self.sched.now)
-        elif self.writer.blocked and sk.state in ("ESTABLISHED", "CLOSE_WAIT") \
-                and sk.send_space() > 0:
+        elif self.writer.blocked and sk.state in _WRITABLE_STATES and sk.send_space() > 0:
             self.writer.on_writable(self.sched.now)
         if sk.error and self.died_at < 0:
             self.died_at = self.sched.now
 
+    def _note_peaks(self, rcv: TcpSocket) -> None:
+        """Track the receiver's extremes (sampled after every event)."""
+        peaks = self.peaks
+        if rcv.sk_rmem_alloc > peaks.rmem:
+            peaks.rmem = rcv.sk_rmem_alloc
+            peaks.t_rmem = self.sched.now
+        if rcv.sk_rcvbuf > peaks.rcvbuf:
+            peaks.rcvbuf = rcv.sk_rcvbuf
+        q = rcv.rcv_nxt - rcv.copied_seq
+        if q > peaks.recv_q:
+            peaks.recv_q = q
+
     def _arm(self, sk: TcpSocket) -> None:
         """Make sure a timer event is pending at or before the socket's next deadline."""
         d = sk.next_deadline()
-        key = id(sk)
-        if d and (self._timer_at[key] == 0 or d < self._timer_at[key]):
-            self._timer_at[key] = d
-            self.sched.at(d, TIMER, self._timer, sk, d)
+        if d:
+            pending = self._timer_at[sk]
+            if pending == 0 or d < pending:
+                self._timer_at[sk] = d
+                self.sched.at(d, TIMER, self._timer, sk, d)
 
     def _to_rcv(self, seg: Segment) -> None:
+        rcv = self.rcv
         now = self.sched.now
         self.reader.catch_up(now)
-        self.rcv.on_segment(now, seg)
-        self.after(self.rcv)
+        rcv.on_segment(now, seg)
+        self.after(rcv)
         self.reader.replan()
 
     def _to_snd(self, seg: Segment) -> None:
+        snd = self.snd
         now = self.sched.now
-        was_open = self.snd.state == "ESTABLISHED"
-        self.snd.on_segment(now, seg)
+        was_open = snd.state == "ESTABLISHED"
+        snd.on_segment(now, seg)
         if self.shared_skbs:
-            self.rcv.on_peer_release(self.snd.snd_una)
-        self.after(self.snd)
-        if not was_open and self.snd.state == "ESTABLISHED":
+            self.rcv.on_peer_release(snd.snd_una)
+        self.after(snd)
+        if not was_open and snd.state == "ESTABLISHED":
             self._established()
 
     def _timer(self, sk: TcpSocket, d: int) -> None:
-        key = id(sk)
-        if self._timer_at[key] == d:
-            self._timer_at[key] = 0
+        if self._timer_at[sk] == d:
+            self._timer_at[sk] = 0
         due = sk.next_deadline()
-        if not due or due > self.sched.now:
+        now = self.sched.now
+        if not due or due > now:
             self._arm(sk)                    # a stale wake-up: the deadline moved
             return
-        now = self.sched.now
         if sk is self.rcv:
             self.reader.catch_up(now)
         was_open = sk.state

@@ -1,6 +1,6 @@
 """Trace recorders: the sink the sans-IO core reports events to.
 
-`ParquetRecorder` keeps rows as tuples in a small buffer and writes them to a Parquet file in
+`ParquetRecorder` keeps rows in a small columnar buffer and writes them to a Parquet file in
 row groups, so a 35-minute run never holds its trace in memory. `MemoryRecorder` keeps the
 rows (tests, reports of short runs). Both implement `record()` as the core calls it.
 """
@@ -8,10 +8,14 @@ rows (tests, reports of short runs). Both implement `record()` as the core calls
 from __future__ import annotations
 
 import json
+from array import array
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.ipc  # noqa: F401  (pa.ipc)
 import pyarrow.parquet as pq
 
 from tcpsim.core.segment import SYN, Segment, flags_str
@@ -23,10 +27,17 @@ SCHEMA = pa.schema([(name, _ARROW[t]) for name, t, _ in COLUMNS])
 
 _FLAGS = [flags_str(f) for f in range(64)]
 
+# Positions of the integer and the string columns in the schema: a row is built as two
+# tuples, one per kind, so the Parquet recorder can store the integers in a flat int64
+# buffer while they are hot (converting millions of Python ints later is the slow part).
+INT_POS = tuple(i for i, (_, t, _) in enumerate(COLUMNS) if t == "int64")
+STR_POS = tuple(i for i, (_, t, _) in enumerate(COLUMNS) if t == "string")
 
-def _row(sk: Any, event: str, detail: str, seg: Segment | None, truesize: int, reason: str,
-         length: int, cost: int = -1) -> tuple:
-    """One trace row from the socket's state after the event (kernel field names)."""
+
+def _row_parts(sk: Any, event: str, detail: str, seg: Segment | None, truesize: int,
+               reason: str, length: int, cost: int = -1) -> tuple[tuple, tuple]:
+    """One trace row from the socket's state after the event (kernel field names), as
+    (integer columns, string columns), each in schema order."""
     if seg is not None:
         f = seg.flags
         seq, ack, win = seg.seq, seg.ack, seg.win
@@ -39,18 +50,35 @@ def _row(sk: Any, event: str, detail: str, seg: Segment | None, truesize: int, r
     else:
         seq = end_seq = ack = win = win_scaled = -1
         flags = ""
+    rcv_nxt = sk.rcv_nxt
+    copied_seq = sk.copied_seq
     return (
-        sk.now, sk.name, event, detail, seq, end_seq, length, truesize, flags, ack, win,
-        win_scaled, sk.sk_rmem_alloc, sk.sk_rcvbuf, sk.rcv_nxt, sk.copied_seq, sk.rcv_wup,
-        sk.rcv_wnd, sk.rcv_ssthresh, sk.window_clamp, sk.ack_rcv_mss, sk.scaling_ratio,
-        sk.rcvq_space, sk.rcv_rtt_us8 >> 3, sk.rcv_nxt - sk.copied_seq,
-        len(sk.receive_queue), len(sk.ofo_queue), sk.snd_una, sk.snd_nxt, sk.snd_wnd,
-        sk.snd_cwnd, reason, cost,
-    )
+        sk.now, seq, end_seq, length, truesize, ack, win, win_scaled,
+        sk.sk_rmem_alloc, sk.sk_rcvbuf, rcv_nxt, copied_seq, sk.rcv_wup, sk.rcv_wnd,
+        sk.rcv_ssthresh, sk.window_clamp, sk.ack_rcv_mss, sk.scaling_ratio, sk.rcvq_space,
+        sk.rcv_rtt_us8 >> 3, rcv_nxt - copied_seq, len(sk.receive_queue), len(sk.ofo_queue),
+        sk.snd_una, sk.snd_nxt, sk.snd_wnd, sk.snd_cwnd, cost,
+    ), (sk.name, event, detail, flags, reason)
+
+
+# schema column i is element _MERGE_ORDER[i] of (integer columns + string columns)
+_MERGE_ORDER = tuple(sorted(range(len(COLUMNS)), key=(INT_POS + STR_POS).__getitem__))
+_merge_getter = itemgetter(*_MERGE_ORDER)
+
+
+def _merge(ints: tuple, strs: tuple) -> tuple:
+    """The two halves of a row back in schema order (t_ns, sock, event, detail, seq, ...)."""
+    return _merge_getter(ints + strs)
+
+
+def _row(sk: Any, event: str, detail: str, seg: Segment | None, truesize: int, reason: str,
+         length: int, cost: int = -1) -> tuple:
+    """One trace row as a tuple in schema order."""
+    return _merge(*_row_parts(sk, event, detail, seg, truesize, reason, length, cost))
 
 
 class MemoryRecorder:
-    """Keeps every row in memory (short runs, tests)."""
+    """Keeps every row in memory as a tuple (short runs, tests)."""
 
     def __init__(self, socks: tuple[str, ...] = ("rcv", "snd")) -> None:
         self.rows: list[tuple] = []
@@ -76,54 +104,86 @@ class MemoryRecorder:
         return None
 
 
-class ParquetRecorder(MemoryRecorder):
-    """Streams rows to a Parquet file in row groups of `group_rows` rows."""
+class ParquetRecorder:
+    """Streams rows to a Parquet file in row groups of `group_rows` rows.
+
+    A row's integers go straight into a flat int64 buffer and its five strings become one
+    small code (an index into the distinct string tuples of the row group), so a full row
+    group turns into Arrow arrays without touching a Python object per value.
+
+    Parquet keeps key-value metadata (scenario, counters, summary) in the footer, known only
+    at the end, and the footer's schema must carry it. So full row groups go to an Arrow IPC
+    stream ('.partial', cheap to write and read back), and close() writes the Parquet file
+    in one pass, one row group per buffered group, with the metadata.
+    """
 
     def __init__(self, path: str | Path, socks: tuple[str, ...] = ("rcv", "snd"),
                  group_rows: int = 65536) -> None:
-        super().__init__(socks)
+        self.socks = frozenset(socks)
         self.path = Path(path)
         self.group_rows = group_rows
-        self._writer: pq.ParquetWriter | None = None
         self._tmp = self.path.with_name(self.path.name + ".partial")
+        self._stream: pa.ipc.RecordBatchStreamWriter | None = None
+        self._ints = array("q")            # INT_POS columns, row after row
+        self._codes = array("q")           # per row: index of its strings in _strings
+        self._strings: dict[tuple, int] = {}
         self.nrows = 0
 
     def record(self, sk: Any, event: str, detail: str, seg: Segment | None = None,
                truesize: int = -1, reason: str = "", length: int = -1, cost: int = -1) -> None:
-        if sk.name in self.socks:
-            self.rows.append(_row(sk, event, detail, seg, truesize, reason, length, cost))
-            if len(self.rows) >= self.group_rows:
-                self.flush()
+        if sk.name not in self.socks:
+            return
+        ints, strs = _row_parts(sk, event, detail, seg, truesize, reason, length, cost)
+        self._ints.extend(ints)
+        code = self._strings.get(strs)
+        if code is None:
+            code = self._strings[strs] = len(self._strings)
+        self._codes.append(code)
+        if len(self._codes) >= self.group_rows:
+            self.flush()
+
+    def table(self) -> pa.Table:
+        """The buffered rows as an Arrow table (columnar, typed)."""
+        n = len(self._codes)
+        ints = np.frombuffer(self._ints, dtype=np.int64).reshape(n, len(INT_POS))
+        codes = pa.array(np.frombuffer(self._codes, dtype=np.int64))
+        distinct = list(self._strings)
+        arrays: list[pa.Array] = [None] * len(COLUMNS)  # type: ignore[list-item]
+        for j, pos in enumerate(INT_POS):
+            arrays[pos] = pa.array(np.ascontiguousarray(ints[:, j]))
+        for j, pos in enumerate(STR_POS):
+            arrays[pos] = pa.array([s[j] for s in distinct], pa.string()).take(codes)
+        return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
     def flush(self) -> None:
-        """Write the buffered rows as one row group."""
-        if not self.rows:
+        """Move the buffered rows to the temporary stream as one group."""
+        if not self._codes:
             return
         table = self.table()
-        if self._writer is None:
+        if self._stream is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._writer = pq.ParquetWriter(self._tmp, SCHEMA, compression="zstd")
-        self._writer.write_table(table)
-        self.nrows += len(self.rows)
-        self.rows = []
+            self._stream = pa.ipc.new_stream(str(self._tmp), SCHEMA)
+        self._stream.write_table(table)
+        self.nrows += len(self._codes)
+        self._ints = array("q")
+        self._codes = array("q")
+        self._strings = {}
 
     def close(self, metadata: dict[str, Any] | None = None) -> None:
-        """Finish the file and attach metadata (scenario, profile, counters, summary).
-
-        Parquet keeps key-value metadata in the footer, so the rows are streamed to a
-        '.partial' file and the footer is rewritten once with the metadata at the end."""
+        """Write the Parquet file: every group as a row group, with metadata (scenario,
+        profile, counters, summary) in the footer. An empty trace is one empty row group."""
         self.flush()
-        if self._writer is None:
-            self._writer = pq.ParquetWriter(self._tmp, SCHEMA, compression="zstd")
-            self._writer.write_table(pa.Table.from_pydict(
-                {n: [] for n in COLUMN_NAMES}, schema=SCHEMA))
-        self._writer.close()
         meta = {k: json.dumps(v, sort_keys=True) for k, v in (metadata or {}).items()}
-        pf = pq.ParquetFile(self._tmp)
-        schema = pf.schema_arrow.with_metadata(meta)
+        schema = SCHEMA.with_metadata(meta)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         with pq.ParquetWriter(self.path, schema, compression="zstd") as out:
-            for i in range(pf.num_row_groups):
-                out.write_table(pf.read_row_group(i).replace_schema_metadata(meta))
+            if self._stream is None:
+                out.write_table(pa.Table.from_pydict({n: [] for n in COLUMN_NAMES}, schema=schema))
+                return
+            self._stream.close()
+            with pa.ipc.open_stream(str(self._tmp)) as groups:
+                for batch in groups:
+                    out.write_table(pa.Table.from_batches([batch]).replace_schema_metadata(meta))
         self._tmp.unlink()
 
 
