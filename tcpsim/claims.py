@@ -79,6 +79,18 @@ def unbounded_growth_wscale13(r: Runner) -> Outcome:
                    f"({gap:.1f} min later)" if gap else text + f", error {s['error']!r}")
 
 
+def wscale8_failure(r: Runner) -> Outcome:
+    """The seed's lab NIC is unknown; the outcome depends on its truesize, so two devices."""
+    out = {}
+    for dev in ("veth", "nic-4k"):
+        sc = load_scenario("seed-wscale8").with_(device=dev)
+        out[dev], _ = r.run(sc, "20min" if r.quick else None)
+    ok = any(s["peak_sk_rcvbuf"] >= 8 * MIB and s["drops"] > 0 for s in out.values())
+    return Outcome(ok, "; ".join(
+        f"{dev}: rcvbuf {s['peak_sk_rcvbuf'] / MIB:.1f} MiB, {s['zero_windows_sent']} zero "
+        f"windows, {s['drops']} drops" for dev, s in out.items()))
+
+
 def shrink_bounds_wscale13(r: Runner) -> Outcome:
     s, _ = r.run("seed-unbounded-growth", "300s" if r.quick else "20min", policies=("shrink-window",))
     ok = s["peak_sk_rcvbuf"] == 131072 and s["zero_windows_sent"] > 0 and not s["error"]
@@ -177,6 +189,9 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("shrink-13", "with the shrink patch memory stays bounded",
           "001: Rerunning the test above with kernel patch",
           "memory limit honoured, ZeroWindows sent, no disconnect", shrink_bounds_wscale13),
+    Claim("wscale8", "6.1, wscale 8, adv_win_scale 1: the same failure, later",
+          "001: Test results using a TCP window scaling factor of 8",
+          "the wscale-13 problems appear around 2100 s", wscale8_failure),
     Claim("never-reads", "a reader that never reads still fills tcp_rmem[2] (8 MiB)",
           "001: Reader never reads", "queue grows to tcp_rmem max; bounded with the patch", never_reads),
     Claim("oscillating", "oscillating reader: with the patch skmem_rb reaches only ~20 MB",
