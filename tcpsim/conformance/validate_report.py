@@ -126,7 +126,7 @@ def _window(s: Score) -> str:
     if "numbers" in s.timing_dependent:
         return f"0–{s.window_ns[1] / 1e9:g} s, not scored"
     if s.scored_end_ns != s.window_ns[1]:
-        return f"0–{s.scored_end_ns / 1e9:.2f} s (to the kernel's stall)"
+        return f"0–{s.scored_end_ns / 1e9:.2f} s (to the first stall)"
     return f"0–{s.window_ns[1] / 1e9:g} s"
 
 
