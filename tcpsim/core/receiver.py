@@ -69,6 +69,8 @@ class ReceiveMixin:
                 if skb.truesize <= self.sk_forward_alloc:
                     self._fast_path_data(seg, skb)
                     return
+                self._slow_path(seg, skb)       # in order: the slow path queues this skb
+                return
         self._slow_path(seg)
 
     def _fast_path_data(self: TcpSocket, seg: Segment, skb: Skb) -> None:
@@ -83,7 +85,9 @@ class ReceiveMixin:
         self.ack_snd_check(ofo_possible=False)
         self.data_ready()
 
-    def _slow_path(self: TcpSocket, seg: Segment) -> None:
+    def _slow_path(self: TcpSocket, seg: Segment, skb: Skb | None = None) -> None:
+        """tcp_validate_incoming(), tcp_ack(), then tcp_data_queue(). `skb`: the skb the
+        fast path already built for this in-order segment (the same one would be built)."""
         reason = self.k.tcp_sequence(self, seg)
         if reason:
             self._drop_unacceptable(seg, reason)
@@ -101,7 +105,7 @@ class ReceiveMixin:
             return
         self.k.rcv_rtt_measure_ts(self, seg)
         if seg.len or seg.flags & FIN:
-            self.data_queue(seg)
+            self.data_queue(seg, skb)
             self.ack_snd_check(ofo_possible=True)
 
     def _ts_update(self: TcpSocket, seg: Segment) -> None:
@@ -125,15 +129,16 @@ class ReceiveMixin:
 
     # -- tcp_data_queue ---------------------------------------------------------------------
 
-    def data_queue(self: TcpSocket, seg: Segment) -> None:
-        """Models tcp_data_queue(): in-order, old, beyond-window, partial and OFO cases."""
+    def data_queue(self: TcpSocket, seg: Segment, skb: Skb | None = None) -> None:
+        """Models tcp_data_queue(): in-order, old, beyond-window, partial and OFO cases.
+        `skb`: already built for an in-order segment (see _slow_path)."""
         fin = bool(seg.flags & FIN)
         if seg.seq == self.rcv_nxt:
             if self.receive_window() == 0 and not self.k.zero_window_accepts(self, seg):
                 self.mib.TCPZeroWindowDrop += 1
                 self._out_of_window(seg, "TCP_ZEROWINDOW")
                 return
-            self._queue_in_order(seg, seg.seq, seg.len, fin)
+            self._queue_in_order(seg, seg.seq, seg.len, fin, skb)
             return
         end_seq = seg.end_seq
         if end_seq <= self.rcv_nxt:                         # wholly old
@@ -163,8 +168,10 @@ class ReceiveMixin:
         self.ack_pending |= ICSK_ACK_SCHED
         self.ack_pending |= ICSK_ACK_NOW
 
-    def _queue_in_order(self: TcpSocket, seg: Segment, seq: int, length: int, fin: bool) -> None:
-        skb = self.dev.make_skb(seq, length, fin, seg.gso_size)
+    def _queue_in_order(self: TcpSocket, seg: Segment, seq: int, length: int, fin: bool,
+                        skb: Skb | None = None) -> None:
+        if skb is None:
+            skb = self.dev.make_skb(seq, length, fin, seg.gso_size)
         if not self.k.admit_in_order(self, skb):
             self.mib.TCPRcvQDrop += 1
             self.sink.record(self, "drop", "rcvq full", seg, skb.truesize, reason="PROTO_MEM")

@@ -30,6 +30,8 @@ INFINITE_SSTHRESH = 0x7FFFFFFF
 SND_SKB_OVERHEAD = skb_truesize(256)     # head of a sender skb (tcp_stream_alloc_skb)
 _PER_MSS_MEM = 4096 + 256                # tcp_sndbuf_expand(): roundup_pow_of_two + sk_buff
 
+_XMIT_STATES = frozenset({"ESTABLISHED", "CLOSE_WAIT", "FIN_WAIT1", "LAST_ACK", "CLOSING"})
+
 # rtx_queue entry fields: [seq, end, last tx time, times retransmitted, lost, is FIN]
 SEQ, END, TX_NS, RETRANS, LOST, IS_FIN = 0, 1, 2, 3, 4, 5
 
@@ -159,7 +161,10 @@ class SendMixin:
         """Models tcp_write_xmit(): send what cwnd, the peer's window and Nagle allow;
         retransmissions of lost segments go first. Arms the persist timer when the window
         blocks everything (tcp_check_probe_timer)."""
-        if self.state not in ("ESTABLISHED", "CLOSE_WAIT", "FIN_WAIT1", "LAST_ACK", "CLOSING"):
+        if not self.write_queue and not self.lost_out and not (
+                self.fin_queued and not self.fin_sent):
+            return                                  # nothing to send (the common case)
+        if self.state not in _XMIT_STATES:
             return
         self._retransmit_lost()
         mss = self.mss_cache

@@ -45,6 +45,7 @@ from tcpsim.core.sysctl import Sysctls
 CLOSED, LISTEN, SYN_SENT, SYN_RECV, ESTABLISHED = "CLOSED", "LISTEN", "SYN_SENT", "SYN_RECV", "ESTABLISHED"
 CLOSE_WAIT, FIN_WAIT1, FIN_WAIT2, LAST_ACK, CLOSING, TIME_WAIT = (
     "CLOSE_WAIT", "FIN_WAIT1", "FIN_WAIT2", "LAST_ACK", "CLOSING", "TIME_WAIT")
+_UNARMED = 1 << 62                  # sorts after every real deadline (ns)
 SYNCHRONIZED = frozenset({ESTABLISHED, CLOSE_WAIT, FIN_WAIT1, FIN_WAIT2, LAST_ACK, CLOSING, TIME_WAIT})
 
 
@@ -336,13 +337,10 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
             self.probe_timer()
 
     def next_deadline(self) -> int:
-        """Earliest armed timer, or 0 when none is armed."""
-        d = 0
-        for t in (self.delack_deadline, self.comp_sack_deadline, self.rto_deadline,
-                  self.probe_deadline):
-            if t and (d == 0 or t < d):
-                d = t
-        return d
+        """Earliest armed timer, or 0 when none is armed (a deadline of 0 is unarmed)."""
+        d = min(self.delack_deadline or _UNARMED, self.comp_sack_deadline or _UNARMED,
+                self.rto_deadline or _UNARMED, self.probe_deadline or _UNARMED)
+        return 0 if d == _UNARMED else d
 
     # -- helpers ----------------------------------------------------------------------------
 
