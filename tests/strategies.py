@@ -95,3 +95,59 @@ def pd_segments(draw):
         sacks=tuple(draw(st.lists(st.tuples(st.integers(0, U32), st.integers(0, U32)),
                                   max_size=sack_limit))),
     )
+
+
+# =========================================================================== receiver state machine
+# Strategies for tests/core/test_receiver_state_machine.py: the arguments of the rules that
+# drive one receiving TcpSocket (segment sizes and offsets, reads, socket options, time).
+# Sizes cluster where the receive path changes behaviour: tiny segments (bloated truesize,
+# tailroom coalescing), MSS-sized ones, GRO aggregates and segments larger than the window.
+
+rx_mss = 1448                                            # the harness peer: MSS 1460 - TS option
+
+rx_segment_length = st.one_of(
+    st.integers(1, 64),                                  # tiny writes (Cloudflare 2023)
+    st.sampled_from([100, 536, 1000, rx_mss - 1, rx_mss, rx_mss + 1, 2 * rx_mss]),
+    st.integers(1, 4 * rx_mss),
+)
+
+rx_oversize_length = st.one_of(
+    st.sampled_from([16 * rx_mss, 45 * rx_mss, 65535]),
+    st.integers(4 * rx_mss, 65535),
+)
+
+rx_gso_size = st.sampled_from([0, rx_mss])               # 0: one wire segment, else a GRO aggregate
+
+rx_gap = st.one_of(                                      # bytes between rcv_nxt and an OFO segment
+    st.integers(1, 4 * rx_mss),
+    st.sampled_from([rx_mss, 2 * rx_mss, 10 * rx_mss]),
+    st.integers(1, 200_000),
+)
+
+rx_back = st.one_of(st.integers(1, 64), st.integers(1, 4 * rx_mss))   # bytes below rcv_nxt
+
+rx_read_size = st.one_of(
+    st.just(0), st.integers(1, 100), st.sampled_from([rx_mss, 4096, 65536]),
+    st.integers(1, 1 << 20),
+)
+
+rx_so_rcvbuf = st.one_of(                                # setsockopt(SO_RCVBUF) value (doubled)
+    st.sampled_from([1, 2304, 4096, 8192, 16384, 65536, 1 << 20]),
+    st.integers(1, 1 << 19),
+)
+
+rx_window_clamp = st.one_of(                             # setsockopt(TCP_WINDOW_CLAMP) value
+    st.sampled_from([0, 1, 2304, rx_mss, 8192, 65535, 1 << 20]),
+    st.integers(0, 1 << 21),
+)
+
+rx_elapsed_ms = st.one_of(st.integers(0, 5), st.integers(0, 250), st.sampled_from([40, 200, 1000]))
+
+rx_tcp_rmem = st.sampled_from([                          # net.ipv4.tcp_rmem at connect time
+    None,                                                # the profile's default
+    (4096, 8192, 65536),                                 # small, autotuned (wscale 2: rmem_max)
+    (4096, 16384, 32 << 20),                             # small start, large max: wscale 10
+    (4096, 131072, 256 << 20),                           # wscale 13 (16 KiB scale unit)
+])
+
+rx_handshake_rcvbuf = st.sampled_from([0, 0, 2304, 8192, 32768])   # SO_RCVBUF before connect
