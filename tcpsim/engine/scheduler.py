@@ -1,19 +1,22 @@
-"""The event loop: schedule a plain callback at an integer-ns time.
+"""The event loop: simpy schedules plain callbacks at integer-nanosecond times.
 
-A heap of (time, kind, sequence number, fn, args) tuples; run() pops the earliest and calls
-fn(*args). (It replaces a loop over simpy's environment that did the same with one event
-object and two more Python calls per event; the order of events is unchanged.) Events at the
-same nanosecond run in a fixed order of kinds -- segment deliveries, TCP timers, the writer,
-the reader -- and within a kind in scheduling order. The kind order must not depend on when
-an event was scheduled: the time-skipping engine schedules application ticks at other
-moments than the tick-by-tick one.
+The simulation runs on a `simpy.Environment`: simpy's heap of (time, priority, id, event)
+orders everything and `env.step()` runs it. The per-packet path creates no simpy Process or
+Store: `at()` pushes a `_Call` -- the smallest object simpy accepts as an event -- straight
+onto simpy's heap, and simpy calls it back with no generator in between.
+
+Events at the same nanosecond run in a fixed order of kinds (simpy's priority) -- segment
+deliveries, TCP timers, the writer, the reader -- and within a kind in scheduling order.
+The kind order must not depend on when an event was scheduled: the time-skipping engine
+schedules application ticks at other moments than the tick-by-tick one.
 """
 
 from __future__ import annotations
 
-from heapq import heappop, heappush
-from itertools import count
+from heapq import heappush
 from typing import Any, Callable
+
+import simpy
 
 NETWORK = 0   # segment deliveries
 TIMER = 1     # TCP timers (delayed ACK, RTO, persist)
@@ -23,32 +26,54 @@ READER = 3    # the receiving application
 INFINITY = float("inf")
 
 
+class _Call:
+    """A one-shot simpy event that calls fn(*args) when simpy processes it."""
+
+    __slots__ = ("callbacks", "_ok", "_value", "fn", "args")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple) -> None:
+        self.callbacks = (_Call._fire,)
+        self._ok = True
+        self._value = None
+        self.fn = fn
+        self.args = args
+
+    @staticmethod
+    def _fire(ev: "_Call") -> None:
+        ev.fn(*ev.args)
+
+
 class Scheduler:
-    """Calls callbacks in time order, with integer-nanosecond time."""
+    """Calls callbacks in time order on a simpy environment, integer-nanosecond time."""
 
     def __init__(self) -> None:
-        self.now = 0                     # time of the event being run (ns)
-        self._queue: list[tuple] = []    # heap of (time, kind, sequence number, fn, args)
-        self._seq = count()              # tie-break within (time, kind): scheduling order
-        self.steps = 0                   # events run so far
+        self.env = simpy.Environment(initial_time=0)
+        self._queue = self.env._queue      # simpy's heap: (time, priority, id, event)
+        self._eid = self.env._eid          # simpy's tie-breaking counter
+        self.steps = 0                     # events run so far
+
+    @property
+    def now(self) -> int:
+        """Time of the event being run (ns)."""
+        return self.env._now
 
     def at(self, t: int, prio: int, fn: Callable[..., Any], *args: Any) -> None:
-        """Call fn(*args) at absolute time t (>= now), after the events of kind < prio."""
-        heappush(self._queue, (t, prio, next(self._seq), fn, args))
+        """Call fn(*args) at absolute time t (>= now), after the events of kind < prio.
+        What env.schedule() does, without its Python-level call on the per-packet path."""
+        heappush(self._queue, (t, prio, next(self._eid), _Call(fn, args)))
 
     def peek(self) -> int | float:
         """Time of the next event, INFINITY when none is scheduled."""
         return self._queue[0][0] if self._queue else INFINITY
 
     def run(self, until: int, progress: Callable[[int], None] | None = None) -> None:
-        """Run events up to and including time `until`."""
+        """Run events up to and including time `until` (simpy's env.step() each)."""
         queue = self._queue
+        step = self.env.step
         n = 0
         while queue and queue[0][0] <= until:
-            t, _, _, fn, args = heappop(queue)
-            self.now = t
-            fn(*args)
+            step()
             n += 1
             if progress is not None and not n & 0x3FFF:
-                progress(t)
+                progress(self.env._now)
         self.steps += n
