@@ -1,6 +1,7 @@
 """Benchmarks (`tcpsim bench`): fixed scenarios with the full model and tracing on.
 
-Prints, per case, the median wall time of `repeat` runs, simulated packets per wall-second,
+Prints, per case, the median wall time of `repeat` runs (and their median CPU time: on a
+shared machine, time.process_time() is the steadier figure), simulated packets per wall-second,
 simulated seconds per wall-second, the tick-by-tick engine's time for the same case (ratio)
 and the peak RSS of a child process running it. Numbers, never pass/fail: the machine is
 noisy, compare ratios measured in one invocation.
@@ -56,11 +57,13 @@ def _once(case: Case, duration: str, skip: bool, trace: str | None) -> dict:
     from tcpsim.scenario import parse_duration
     sc, sysctl = _scenario(case)
     t = time.perf_counter()
+    cpu = time.process_time()
     result, _ = run(sc, RunOptions(profile=case.profile, sysctl=sysctl,
                                    duration=parse_duration(duration, "duration"), skip=skip,
                                    trace=trace))
+    cpu = time.process_time() - cpu
     wall = time.perf_counter() - t
-    return {"wall": wall, "packets": result.summary["packets"],
+    return {"wall": wall, "cpu": cpu, "packets": result.summary["packets"],
             "sim_s": result.summary["duration_s"], "events": result.summary["events"]}
 
 
@@ -84,10 +87,12 @@ def run_benchmarks(quick: bool = False, repeat: int = 1,
             runs = [_once(case, duration, True, os.path.join(tmp, "t.parquet"))
                     for _ in range(max(1, repeat))]
             wall = statistics.median(r["wall"] for r in runs)
+            cpu = statistics.median(r["cpu"] for r in runs)
             tick = _once(case, case.quick, False, None)
             fast = _once(case, case.quick, True, None)
             row = {
                 "case": case.name, "duration": duration, "wall_s": round(wall, 3),
+                "cpu_s": round(cpu, 3),
                 "packets": runs[0]["packets"],
                 "packets_per_s": round(runs[0]["packets"] / wall),
                 "sim_s_per_wall_s": round(runs[0]["sim_s"] / wall, 1),
@@ -97,6 +102,7 @@ def run_benchmarks(quick: bool = False, repeat: int = 1,
             rows.append(row)
             if echo:
                 echo(f"{row['case']:<44} {duration:>6}  wall {row['wall_s']:8.2f} s  "
+                     f"CPU {row['cpu_s']:8.2f} s  "
                      f"{row['packets_per_s']:>9,} pkt/s  {row['sim_s_per_wall_s']:>8} sim-s/s  "
                      f"tick/skip {row['tick_over_skip']}  RSS {row['peak_rss_mb']} MB")
     return rows
