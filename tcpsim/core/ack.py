@@ -35,6 +35,7 @@ class AckMixin:
         self.delack_deadline = 0
         self.ack_rcv_mss = 536
         self.dup_ack_counter = 0
+        self.comp_rcv_nxt = -1
         self.compressed_ack = 0
         self.comp_sack_deadline = 0
         self.lsndtime = 0
@@ -112,6 +113,9 @@ class AckMixin:
         if not self.sack_ok or self.compressed_ack >= s.tcp_comp_sack_nr:
             self.send_ack()
             return
+        if self.comp_rcv_nxt != self.rcv_nxt:               # the first 3 dupACKs at each
+            self.comp_rcv_nxt = self.rcv_nxt                # new rcv_nxt go out at once
+            self.dup_ack_counter = 0
         if self.dup_ack_counter < 3:
             self.dup_ack_counter += 1
             self.send_ack()

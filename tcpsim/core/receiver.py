@@ -106,7 +106,8 @@ class ReceiveMixin:
         self.k.rcv_rtt_measure_ts(self, seg)
         if seg.len or seg.flags & FIN:
             self.data_queue(seg, skb)
-            self.ack_snd_check(ofo_possible=True)
+        if self.state != "CLOSED":
+            self.ack_snd_check(ofo_possible=True)            # tcp_ack_snd_check(), every segment
 
     def _ts_update(self: TcpSocket, seg: Segment) -> None:
         """tcp_store_ts_recent(): remember the peer's timestamp for our echo."""
@@ -156,8 +157,9 @@ class ReceiveMixin:
                 self.mib.TCPZeroWindowDrop += 1
                 self._out_of_window(seg, "TCP_ZEROWINDOW")
                 return
-            trim = self.rcv_nxt - seg.seq
-            self._queue_in_order(seg, self.rcv_nxt, seg.len - trim, fin)
+            # not trimmed: the whole skb is queued (it cannot coalesce: its seq is not the
+            # tail's end_seq) and the reader skips the old bytes by offset
+            self._queue_in_order(seg, seg.seq, seg.len, fin)
             return
         self.data_queue_ofo(seg)
 
@@ -200,8 +202,8 @@ class ReceiveMixin:
         if not eaten:
             q.append(skb)
             self.charge(skb.truesize)
+        self.bytes_received += skb.end_seq - self.rcv_nxt - (1 if skb.fin else 0)
         self.rcv_nxt = skb.end_seq
-        self.bytes_received += skb.len
         return eaten
 
     # -- out-of-order queue -------------------------------------------------------------------
@@ -256,17 +258,13 @@ class ReceiveMixin:
             if skb.end_seq <= self.rcv_nxt:                  # entirely old
                 self.uncharge(skb.truesize)
                 continue
-            if skb.seq < self.rcv_nxt:                       # trim the already-received head
-                cut = self.rcv_nxt - skb.seq
-                skb.len -= cut
-                skb.seq = self.rcv_nxt
             q = self.receive_queue
             if q and self.k.try_coalesce(self, q[-1], skb):
                 self.uncharge(skb.truesize)                  # the source skb is freed
             else:
                 q.append(skb)
-            self.rcv_nxt = skb.end_seq
-            self.bytes_received += skb.len
+            self.bytes_received += skb.end_seq - self.rcv_nxt - (1 if skb.fin else 0)
+            self.rcv_nxt = skb.end_seq               # an overlapping head is kept: reads skip it
             if skb.fin:
                 self.tcp_fin()
                 break

@@ -83,7 +83,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         "collapsed_bytes", "collapse_ns_total", "collapse_ns_max", "collapses",
         # ACK state (icsk_ack)
         "ack_pending", "ack_quick", "ack_ato", "ack_lrcvtime", "ack_pingpong",
-        "delack_deadline", "ack_rcv_mss", "dup_ack_counter", "compressed_ack",
+        "delack_deadline", "ack_rcv_mss", "dup_ack_counter", "comp_rcv_nxt", "compressed_ack",
         "comp_sack_deadline", "lsndtime",
         # send half
         "iss", "snd_una", "snd_nxt", "write_seq", "snd_wnd", "snd_wl1", "max_window",
