@@ -185,7 +185,8 @@ class ParquetRecorder:
                 out.write_table(pa.Table.from_pydict({n: [] for n in COLUMN_NAMES}, schema=schema))
                 return
             self._stream.close()
-            with pa.ipc.open_stream(str(self._tmp)) as groups:
+            # read through a plain file: a memory-mapped one keeps every page in RSS
+            with pa.OSFile(str(self._tmp), "rb") as f, pa.ipc.open_stream(f) as groups:
                 for batch in groups:
                     out.write_table(pa.Table.from_batches([batch]).replace_schema_metadata(meta))
         self._tmp.unlink()
