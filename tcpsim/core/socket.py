@@ -338,9 +338,12 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
 
     def next_deadline(self) -> int:
         """Earliest armed timer, or 0 when none is armed (a deadline of 0 is unarmed)."""
-        d = min(self.delack_deadline or _UNARMED, self.comp_sack_deadline or _UNARMED,
-                self.rto_deadline or _UNARMED, self.probe_deadline or _UNARMED)
-        return 0 if d == _UNARMED else d
+        d = 0
+        for t in (self.delack_deadline, self.comp_sack_deadline, self.rto_deadline,
+                  self.probe_deadline):
+            if t and (not d or t < d):
+                d = t
+        return d
 
     # -- helpers ----------------------------------------------------------------------------
 

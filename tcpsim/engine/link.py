@@ -39,6 +39,12 @@ class LinkDirection:
         self.last_delivery = 0
         self.busy_until = 0
         self.in_queue: deque[int] = deque()   # departure times of queued packets (rate only)
+        # Packets on their way, in delivery order: (arrival time, tie-break ticket, segment).
+        # Arrival times never decrease (a FIFO link, jitter never reorders), so only the
+        # head is on the scheduler's heap; each delivery schedules the next one with the
+        # ticket reserved when it was sent, which keeps the event order exactly as if every
+        # packet had been scheduled at send time.
+        self.flight: deque[tuple[int, int, Segment]] = deque()
         self.sent = self.dropped = self.lost = 0
 
     def send(self, seg: Segment) -> None:
@@ -66,4 +72,16 @@ class LinkDirection:
             if t < self.last_delivery:
                 t = self.last_delivery                  # never overtake the previous packet
             self.last_delivery = t
-        sched.at(t, NETWORK, self.deliver, seg)
+        flight = self.flight
+        flight.append((t, sched.ticket(), seg))
+        if len(flight) == 1:
+            sched.at_ticket(t, NETWORK, flight[0][1], self._arrive)
+
+    def _arrive(self) -> None:
+        """The head of the flight reaches the far end; the next one takes its place."""
+        flight = self.flight
+        seg = flight.popleft()[2]
+        if flight:
+            t, ticket, _ = flight[0]
+            self.sched.at_ticket(t, NETWORK, ticket, self._arrive)
+        self.deliver(seg)

@@ -62,6 +62,16 @@ class Scheduler:
         What env.schedule() does, without its Python-level call on the per-packet path."""
         heappush(self._queue, (t, prio, next(self._eid), _Call(fn, args)))
 
+    def ticket(self) -> int:
+        """Reserve the tie-breaking id an event scheduled now would get, for at_ticket()."""
+        return next(self._eid)
+
+    def at_ticket(self, t: int, prio: int, ticket: int, fn: Callable[..., Any], *args: Any) -> None:
+        """Schedule fn(*args) as if at() had been called when `ticket` was reserved: same
+        (t, prio, id) key, so same order. Lets a FIFO (the link) keep one event on the heap
+        for a whole train of packets and push the next one only when its turn comes."""
+        heappush(self._queue, (t, prio, ticket, _Call(fn, args)))
+
     def peek(self) -> int | float:
         """Time of the next event, INFINITY when none is scheduled."""
         return self._queue[0][0] if self._queue else INFINITY

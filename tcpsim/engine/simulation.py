@@ -7,11 +7,13 @@ happens inside tcpsim.core.
 
 from __future__ import annotations
 
+import gc
 import random
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.core.devices import LocalSender, device
@@ -109,11 +111,11 @@ class Simulation:
         if sk is self.rcv:
             self._note_peaks(sk)
             if sk.readable:
-                self.reader.on_readable(self.sched.now)
+                self.reader.on_readable(self.sched.env._now)
         elif self.writer.blocked and sk.state in _WRITABLE_STATES and sk.send_space() > 0:
-            self.writer.on_writable(self.sched.now)
+            self.writer.on_writable(self.sched.env._now)
         if sk.error and self.died_at < 0:
-            self.died_at = self.sched.now
+            self.died_at = self.sched.env._now
 
     def _note_peaks(self, rcv: TcpSocket) -> None:
         """Track the receiver's extremes (sampled after every event)."""
@@ -189,7 +191,8 @@ class Simulation:
         self.after(client)
         self.reader.begin()
         wall = time.perf_counter()
-        self.sched.run(sc.duration, progress)
+        with _few_gc_passes():
+            self.sched.run(sc.duration, progress)
         self.reader.catch_up(sc.duration + 1)
         wall = time.perf_counter() - wall
         return self.result(wall)
@@ -233,6 +236,21 @@ class Simulation:
         }
         return RunResult(sc.name, self.profile.name, summary, c,
                          {"rcv": rcv.ss_line(), "snd": snd.ss_line()}, self.sysctls.as_dict())
+
+
+@contextmanager
+def _few_gc_passes() -> Iterator[None]:
+    """Run the event loop with the cyclic garbage collector's young generation scanned
+    every 100 000 allocations instead of 700. The per-packet path makes many short-lived
+    objects (segments, skbs, events) but no reference cycles, so refcounting frees them
+    all and the default collector's frequent passes find nothing (about 4 % of a bulk
+    run); cycles made during the run are still collected, less often."""
+    old = gc.get_threshold()
+    gc.set_threshold(100_000, old[1], old[2])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
 
 
 def progress_bar(total_ns: int, enabled: bool) -> Callable[[int], None] | None:
