@@ -49,7 +49,9 @@ class SendMixin:
         self.snd_cwnd = initcwnd
         self.snd_ssthresh = INFINITE_SSTHRESH
         self.cwnd_cnt = 0
-        self.cwnd_limited = False
+        self.cwnd_limited = False                # tp->is_cwnd_limited
+        self.max_packets_out = 0                 # tp->max_packets_out
+        self.cwnd_usage_seq = 0                  # tp->cwnd_usage_seq
         self.srtt_us8 = 0
         self.mdev_us = 0
         self.rto = TCP_TIMEOUT_INIT_NS
@@ -169,13 +171,12 @@ class SendMixin:
             return
         self._retransmit_lost()
         mss = self.mss_cache
-        inflight = self.packets_in_flight()
+        inflight = start = self.packets_in_flight()
         wnd_end = self.snd_una + self.snd_wnd
         q = self.write_queue
         while q:
             skb_len = q[0]
             if inflight >= self.snd_cwnd:
-                self.cwnd_limited = True
                 break
             if self.snd_nxt + min(mss, skb_len) > wnd_end:
                 break                                              # tcp_snd_wnd_test()
@@ -194,6 +195,9 @@ class SendMixin:
                 q[0] = skb_len - sent                              # tso_fragment(): rest stays
                 break
             q.popleft()
+        limited = inflight >= self.snd_cwnd
+        if inflight > start or limited:
+            self._cwnd_validate(limited)
         if self.fin_queued and not self.fin_sent and not q:
             self._send_fin()
         if not self.rtx_queue and q and not self.probe_deadline:
@@ -344,12 +348,33 @@ class SendMixin:
         rttvar = max(self.mdev_us, TCP_RTO_MIN_NS // NS_PER_US)
         self.rto = min(((self.srtt_us8 >> 3) + rttvar) * NS_PER_US, TCP_RTO_MAX_NS)
 
+    def _cwnd_validate(self: TcpSocket, limited: bool) -> None:
+        """Models the bookkeeping of tcp_cwnd_validate() [tcp_output.c, as of f4ce91ce12a7
+        "tcp: fix cwnd-limited checking to improve congestion control"; every profile shares
+        this sender], called by tcp_write_xmit() when it sent something or found the flight
+        at cwnd: a cwnd-limited send is remembered for the rest of the current window (until
+        snd_una passes cwnd_usage_seq, the snd_nxt of then); while not limited,
+        max_packets_out follows the largest flight of the window."""
+        if (self.snd_una >= self.cwnd_usage_seq or limited
+                or (not self.cwnd_limited and len(self.rtx_queue) > self.max_packets_out)):
+            self.cwnd_limited = limited
+            self.max_packets_out = len(self.rtx_queue)
+            self.cwnd_usage_seq = self.snd_nxt
+
+    def is_cwnd_limited(self: TcpSocket) -> bool:
+        """tcp_is_cwnd_limited() [include/net/tcp.h]: cwnd was the limit in this window, or,
+        in slow start, cwnd is below twice the largest flight of the window."""
+        if self.cwnd_limited:
+            return True
+        if self.snd_cwnd < self.snd_ssthresh:
+            return self.snd_cwnd < 2 * self.max_packets_out
+        return False
+
     def _cong_avoid(self: TcpSocket, acked: int) -> None:
         """Reno: slow start below ssthresh, +1 segment per window above, only while the
         flow is cwnd-limited (tcp_is_cwnd_limited)."""
-        if not self.cwnd_limited:
+        if not self.is_cwnd_limited():
             return
-        self.cwnd_limited = False
         if self.snd_cwnd < self.snd_ssthresh:
             self.snd_cwnd = min(self.snd_cwnd + acked, self.snd_ssthresh)
             return

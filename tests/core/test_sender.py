@@ -116,3 +116,33 @@ def test_a_persist_slice_leaves_the_rest_of_the_skb_as_its_own_segment():
     assert [s.len for s in first] == [512]
     out = ack(sk, sk.now / NS_PER_MS + 20, 513, 502)       # window opens wide
     assert [s.len for s in out] == [1448, 936, 1448]       # the 2384 B rest, then the next skb
+
+
+def _small_flight(sk, n):
+    """n 4-byte writes, one per ms, each its own segment (TCP_NODELAY)."""
+    for i in range(n):
+        sk.write((2 + i) * NS_PER_MS, 4)
+    return [s for s in sk.take_outbox() if s.len]
+
+
+def test_a_cwnd_limited_flight_grows_cwnd_on_every_ack_of_that_window():
+    # tcp_cwnd_validate() remembers "cwnd-limited" until snd_una passes the snd_nxt of the
+    # moment it was limited, so each of the ten ACKs of the first flight counts in slow start
+    # (the kernel's 10 -> 20 in seed-never-reads-shrink1), not only the first one
+    sk = sender()
+    assert sk.snd_cwnd == 10
+    segs = _small_flight(sk, 12)
+    assert len(segs) == 10 and sk.write_queue                  # cwnd full, 8 B queued
+    for i, s in enumerate(segs):
+        ack(sk, 30 + i, s.seq + s.len, 502)
+    assert sk.snd_cwnd == 20
+
+
+def test_slow_start_grows_an_app_limited_cwnd_only_to_twice_the_largest_flight():
+    # tcp_is_cwnd_limited(): in slow start, cwnd may grow while below 2 * max_packets_out
+    sk = sender()
+    segs = _small_flight(sk, 6)
+    assert len(segs) == 6 and not sk.write_queue                # never cwnd-limited
+    for i, s in enumerate(segs):
+        ack(sk, 30 + i, s.seq + s.len, 502)
+    assert sk.snd_cwnd == 12
