@@ -3,7 +3,8 @@
 Prints, per case, the median wall time of `repeat` runs (and their median CPU time: on a
 shared machine, time.process_time() is the steadier figure), simulated packets per wall-second,
 simulated seconds per wall-second, the tick-by-tick engine's time for the same case (ratio)
-and the peak RSS of a child process running it. Numbers, never pass/fail: the machine is
+and the peak RSS of a child process running it; then (e), a 100-point `tcpsim sweep` grid
+timed as a whole. Numbers, never pass/fail: the machine is
 noisy, compare ratios measured in one invocation.
 """
 
@@ -43,6 +44,36 @@ CASES = (
          profile="linux-6.1.59", sysctl=(("net.ipv4.tcp_shrink_window", 1),)),
     Case("d: oscillating reader", "seed-oscillating-reader", "12min", "30s"),
 )
+
+
+# (e): a 100-point grid of the unbounded-growth reproducer, whole-sweep wall time
+SWEEP_NAME = "e: 100-point grid (5 profiles x 4 read rates x 5 RTTs)"
+SWEEP_EXPERIMENT = "seed-unbounded-growth"
+SWEEP_AXES = ("profile=linux-5.15,linux-6.1,linux-6.6,linux-6.17,linux-6.18",
+              "reader.bytes=1,100,1000,3000", "link.rtt=2ms,10ms,20ms,50ms,100ms")
+SWEEP_DURATION, SWEEP_QUICK = "60s", "5s"
+
+
+def _sweep_once(duration: str) -> dict:
+    """Run the grid in worker processes (one per CPU), trace off; wall and CPU of the whole."""
+    from tcpsim.scenario import parse_duration
+    from tcpsim.sweep import build_points, parse_axis, run_sweep
+    points = build_points(SWEEP_EXPERIMENT, [parse_axis(a) for a in SWEEP_AXES],
+                          RunOptions(duration=parse_duration(duration, "duration")))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    cpu = time.process_time()
+    run_sweep(points)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (time.process_time() - cpu + after.ru_utime - before.ru_utime
+           + after.ru_stime - before.ru_stime)
+    bad = [p.error for p in points if p.error]
+    if bad:
+        raise RuntimeError(f"sweep benchmark: {len(bad)} points failed: {bad[0]}")
+    return {"wall": wall, "cpu": cpu, "points": len(points),
+            "packets": sum(p.summary["packets"] for p in points),
+            "sim_s": sum(p.summary["duration_s"] for p in points)}
 
 
 def _scenario(case: Case):
@@ -105,6 +136,18 @@ def run_benchmarks(quick: bool = False, repeat: int = 1,
                      f"CPU {row['cpu_s']:8.2f} s  "
                      f"{row['packets_per_s']:>9,} pkt/s  {row['sim_s_per_wall_s']:>8} sim-s/s  "
                      f"tick/skip {row['tick_over_skip']}  RSS {row['peak_rss_mb']} MB")
+    duration = SWEEP_QUICK if quick else SWEEP_DURATION
+    runs = [_sweep_once(duration) for _ in range(max(1, repeat))]
+    wall = statistics.median(r["wall"] for r in runs)
+    row = {"case": SWEEP_NAME, "duration": f"{runs[0]['points']} x {duration}",
+           "wall_s": round(wall, 3), "cpu_s": round(statistics.median(r["cpu"] for r in runs), 3),
+           "packets": runs[0]["packets"], "packets_per_s": round(runs[0]["packets"] / wall),
+           "sim_s_per_wall_s": round(runs[0]["sim_s"] / wall, 1), "workers": os.cpu_count()}
+    rows.append(row)
+    if echo:
+        echo(f"{row['case']:<44} {row['duration']:>6}  wall {row['wall_s']:8.2f} s  "
+             f"CPU {row['cpu_s']:8.2f} s  {row['packets_per_s']:>9,} pkt/s  "
+             f"{row['sim_s_per_wall_s']:>8} sim-s/s  ({row['workers']} workers, whole sweep)")
     return rows
 
 

@@ -152,6 +152,71 @@ def experiments() -> None:
 
 
 @app.command()
+def sweep(
+    scenario: str = typer.Argument(..., help="scenario TOML file, or the name of a built-in experiment"),
+    vary: List[str] = typer.Option(..., "--vary", "-x",
+                                   help="KEY=V1,V2,... (repeatable; the grid is their product), e.g. "
+                                        "link.rtt=1ms,20ms  sysctl.net.ipv4.tcp_adv_win_scale=-2,1  "
+                                        "profile=linux-6.1,linux-6.18  policy=none,shrink-window"),
+    profile: Optional[str] = typer.Option(None, "--profile", "-p", help="profile of every point"),
+    policy: List[str] = typer.Option([], "--policy", help="patch on every point (repeatable)"),
+    sysctl: List[str] = typer.Option([], "--sysctl", "-s", help="NAME=VALUE on every point"),
+    duration: Optional[str] = typer.Option(None, "--duration", "-d", help='every point, e.g. "60s"'),
+    jobs: int = typer.Option(0, "--jobs", "-j", help="worker processes (default: one per CPU)"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="results as .csv or .json"),
+    trace_dir: Optional[Path] = typer.Option(None, "--trace-dir", help="one Parquet trace per point here"),
+    no_skip: bool = typer.Option(False, "--no-skip", help="tick by tick (no time skipping)"),
+    as_json: bool = typer.Option(False, "--json", help="print every point's row as JSON"),
+) -> None:
+    """Run a scenario over a grid of parameter values, in parallel; one row per point."""
+    import time
+
+    from tcpsim.runner import RunOptions
+    from tcpsim.sweep import build_points, parse_axis, run_sweep, table_lines, write_results
+    if out is not None and out.suffix not in (".csv", ".json"):
+        _fail(f"--out {out}: use a .csv or .json file name")
+    if jobs < 0:
+        _fail(f"--jobs {jobs}: use a positive number of workers (0 = one per CPU)")
+    try:
+        axes = [parse_axis(v) for v in vary]
+        base = RunOptions(profile=profile, policies=tuple(policy), sysctl=_parse_sysctls(sysctl),
+                          duration=parse_duration(duration, "--duration") if duration else None,
+                          skip=not no_skip)
+        points = build_points(scenario, axes, base)
+    except USER_ERRORS as exc:
+        _fail(str(exc))
+        return
+    show = sys.stderr.isatty() and not as_json
+
+    def progress(_point, done: int) -> None:
+        if show:
+            sys.stderr.write(f"\r{done}/{len(points)} points")
+            sys.stderr.flush()
+
+    start = time.perf_counter()
+    try:
+        run_sweep(points, jobs=jobs, trace_dir=trace_dir, on_done=progress)
+    except KeyboardInterrupt:
+        done = sum(1 for p in points if p.summary is not None or p.error)
+        where = f", written to {out}" if out is not None and write_results(points, out) else ""
+        _fail(f"interrupted: {done} of {len(points)} points finished{where}")
+        return
+    if show:
+        sys.stderr.write("\n")
+    wall = time.perf_counter() - start
+    if out is not None:
+        write_results(points, out)
+    if as_json:
+        typer.echo(json.dumps([p.row() for p in points], indent=2, sort_keys=True))
+    else:
+        for line in table_lines(points, axes):
+            typer.echo(line)
+        typer.echo(f"{len(points)} points in {wall:.1f} s" + (f"; results: {out}" if out else ""))
+    if any(p.error for p in points):
+        raise typer.Exit(1)
+
+
+@app.command()
 def bench(
     quick: bool = typer.Option(False, "--quick", help="short durations (a smoke run)"),
     repeat: int = typer.Option(1, "--repeat", "-r", help="repetitions per case (median reported)"),

@@ -273,6 +273,16 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file; a bare name finds a built-in experiment."""
+    raw, source = read_scenario_file(path)
+    try:
+        return scenario_from_dict(raw, source=source)
+    except ScenarioError as exc:
+        raise ScenarioError(f"{source}: {exc}") from None
+
+
+def read_scenario_file(path: str | Path) -> tuple[dict[str, Any], str]:
+    """The parsed TOML document of a scenario file (not yet validated) and its path; a bare
+    name finds a built-in experiment."""
     p = Path(path)
     if not p.exists() and not p.suffix:
         builtin = builtin_experiment(str(path))
@@ -282,15 +292,11 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(f"{path}: no such scenario file (built-in experiments: "
                             f"{', '.join(builtin_experiments())})")
     try:
-        raw = tomllib.loads(p.read_text())
+        return tomllib.loads(p.read_text()), str(p)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{p}: not valid TOML: {exc}") from None
     except UnicodeDecodeError:
         raise ScenarioError(f"{p}: not a text file") from None
-    try:
-        return scenario_from_dict(raw, source=str(p))
-    except ScenarioError as exc:
-        raise ScenarioError(f"{p}: {exc}") from None
 
 
 def builtin_experiments() -> list[str]:
