@@ -66,3 +66,20 @@ def test_same_seed_same_trace_bytes(tmp_path):
     other = tmp_path / "other.parquet"
     r8, _ = run(sc, RunOptions(duration=_ns("2s"), seed=8, trace=other))
     assert other.read_bytes() != paths[0]
+
+
+@pytest.mark.parametrize("index,duration", [(0, "0.2s"), (1, "3s"), (2, "10s"), (3, "3s")])
+def test_bench_cases_give_the_same_trace_with_and_without_skipping(tmp_path, index, duration):
+    """Issue #6's cases (a)-(d), as `tcpsim bench` runs them, at reduced durations: the
+    Parquet traces hold the same rows (the metadata differs only in the event count)."""
+    import pyarrow.parquet as pq
+
+    from tcpsim.bench import CASES, _scenario
+    sc, sysctl = _scenario(CASES[index])
+    tables = []
+    for skip in (True, False):
+        path = tmp_path / f"{skip}.parquet"
+        run(sc, RunOptions(profile=CASES[index].profile, sysctl=sysctl, duration=_ns(duration),
+                           skip=skip, trace=path))
+        tables.append(pq.read_table(path).replace_schema_metadata(None))
+    assert tables[0].num_rows > 100 and tables[0].equals(tables[1])
