@@ -154,8 +154,7 @@ def capture_hz(meta: dict[str, Any], manifest: dict[str, Any] | None = None) -> 
             return int(hz), f"trace metadata ({src})"
         return None, f"the capture could not read its kernel's HZ ({src})"
     if manifest and manifest.get("hz"):
-        return int(manifest["hz"]), "manifest.json" + (f" ({manifest['hz_source']})"
-                                                      if manifest.get("hz_source") else "")
+        return int(manifest["hz"]), "manifest.json"        # its hz_source says where from
     return None, "the trace does not record its kernel's HZ"
 
 

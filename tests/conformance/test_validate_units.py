@@ -119,5 +119,5 @@ def test_capture_hz_from_metadata_then_manifest():
     hz, why = capture_hz({"kernel_hz": None, "kernel_hz_source": "unknown: no CONFIG_HZ in x"},
                          {"hz": 1000})
     assert hz is None and "could not read" in why          # the trace's own word wins
-    assert capture_hz({}, {"hz": 250, "hz_source": "read later"}) == (250, "manifest.json (read later)")
+    assert capture_hz({}, {"hz": 250, "hz_source": "read later"}) == (250, "manifest.json")
     assert capture_hz({}, {}) == (None, "the trace does not record its kernel's HZ")
