@@ -54,6 +54,8 @@ def run(
     sysctl: List[str] = typer.Option([], "--sysctl", "-s", help="NAME=VALUE receiver sysctl (repeatable)"),
     duration: Optional[str] = typer.Option(None, "--duration", "-d", help='override, e.g. "60s"'),
     seed: Optional[int] = typer.Option(None, "--seed"),
+    hz: Optional[int] = typer.Option(None, "--hz", help="the kernel's CONFIG_HZ: 100, 250, 300 or 1000 "
+                                     "(default: the scenario's hz, else tcpsim's 1 ms clock)"),
     trace: Optional[Path] = typer.Option(None, "--trace", "-o", help="write the per-event trace (Parquet)"),
     no_skip: bool = typer.Option(False, "--no-skip", help="tick by tick (no time skipping)"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON on stdout"),
@@ -65,7 +67,7 @@ def run(
         sc = load_scenario(scenario)
         opts = RunOptions(profile=profile, policies=tuple(policy), sysctl=_parse_sysctls(sysctl),
                           duration=parse_duration(duration, "--duration") if duration else None,
-                          seed=seed, skip=not no_skip, trace=trace,
+                          seed=seed, hz=hz, skip=not no_skip, trace=trace,
                           progress=sys.stderr.isatty() if progress is None else progress)
         result, _ = run_scenario(sc, opts)
     except USER_ERRORS as exc:
@@ -82,11 +84,12 @@ def run(
 
 def _print_result(result, trace: Optional[Path]) -> None:
     s = result.summary
-    typer.echo(f"{result.scenario} under {result.profile}: {s['duration_s']:g} s simulated "
+    tick = f" at HZ={s['hz']}" if s.get("hz") else ""
+    typer.echo(f"{result.scenario} under {result.profile}{tick}: {s['duration_s']:g} s simulated "
                f"in {s['wall_s']:g} s ({s['events']} events)")
     width = max(len(k) for k in s)
     for k, v in s.items():
-        if k not in ("duration_s", "wall_s", "events"):
+        if k not in ("duration_s", "wall_s", "events", "hz"):
             typer.echo(f"  {k:<{width}}  {v}")
     typer.echo("counters (nstat, non-zero):")
     for k, v in result.counters.items():
@@ -138,6 +141,9 @@ def profiles_show(name: str, source: Optional[str] = typer.Option(
     for k, v in p.default_sysctls().as_dict().items():
         if k.split(".")[-1] in known:
             typer.echo(f"  {k} = {v}")
+    typer.echo("kernel tick (CONFIG_HZ): a build option, not part of the profile; set it per run "
+               "with --hz or hz = 250 in the scenario (100, 250, 300, 1000; unset: tcpsim's 1 ms "
+               "clock with exact timers)")
 
 
 @app.command()
@@ -271,6 +277,7 @@ def compare(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML report (default compare-NAME.html)"),
     duration: Optional[str] = typer.Option(None, "--duration", "-d"),
     as_json: bool = typer.Option(False, "--json", help="print the comparison table as JSON"),
+    hz: Optional[int] = typer.Option(None, "--hz", help="the kernel's CONFIG_HZ for every variant"),
 ) -> None:
     """Run one workload under several profiles/patches; write a side-by-side HTML report.
 
@@ -286,7 +293,7 @@ def compare(
         runs = []
         for v in variants:
             opts = RunOptions(profile=v.profile, policies=tuple(v.policies),
-                              sysctl=_parse_sysctls(v.sysctl), duration=dur)
+                              sysctl=_parse_sysctls(v.sysctl), duration=dur, hz=hz)
             columns, meta = simulate(sc, opts)
             runs.append((v.label(), columns, meta))
     except USER_ERRORS as exc:
@@ -348,6 +355,8 @@ def validate(
     min_ack_match: Optional[float] = typer.Option(None, "--min-ack-match", help="fraction, e.g. 0.95"),
     max_final_error: Optional[float] = typer.Option(None, "--max-final-error"),
     max_peak_error: Optional[float] = typer.Option(None, "--max-peak-error"),
+    hz: Optional[int] = typer.Option(None, "--hz", help="replay at this CONFIG_HZ (default: the "
+                                     "capture's, from its metadata or manifest.json)"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Replay a kernel trace's workload in the model and score the agreement."""
@@ -362,7 +371,7 @@ def validate(
             th = dc_replace(th, **{name: value})
     code = run_validate([str(t) for t in traces], profile=profile, thresholds=th,
                         html_out=str(html) if html else None, as_json=as_json, echo=typer.echo,
-                        until_s=until, policies=tuple(policy))
+                        until_s=until, policies=tuple(policy), hz=hz)
     raise typer.Exit(code)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from tcpsim.engine.simulation import RunResult, Simulation, progress_bar
 from tcpsim.profiles import get_profile
-from tcpsim.scenario import Scenario
+from tcpsim.scenario import Scenario, check_hz
 from tcpsim.trace.recorder import MemoryRecorder, ParquetRecorder
 
 
@@ -19,6 +19,7 @@ class RunOptions:
     sysctl: dict[str, Any] | None = None    # overrides on top of the scenario's [sysctl]
     duration: int | None = None             # ns, overrides the scenario's
     seed: int | None = None
+    hz: int | None = None                   # CONFIG_HZ to model, overrides the scenario's
     skip: bool = True                       # time skipping (False = tick by tick)
     trace: str | Path | None = None         # Parquet path, or None for no trace
     memory_trace: bool = False              # keep the trace in memory (returned)
@@ -32,6 +33,8 @@ def prepare(scenario: Scenario, opts: RunOptions) -> tuple[Scenario, Any]:
         sc = sc.with_(duration=opts.duration)
     if opts.seed is not None:
         sc = sc.with_(seed=opts.seed)
+    if opts.hz is not None:
+        sc = sc.with_(hz=check_hz(opts.hz, "--hz"))
     if opts.sysctl:
         sc = sc.with_(sysctl={**sc.sysctl, **opts.sysctl})
     name = opts.profile or sc.profile

@@ -16,6 +16,7 @@ from typing import Any
 
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.core.devices import DEVICES
+from tcpsim.core.jiffies import parse_hz
 
 
 class ScenarioError(ValueError):
@@ -72,6 +73,14 @@ def parse_rate(value: Any, where: str) -> int:
     return int(float(m.group(1)) * _RATE_BPS[m.group(2).lower()])
 
 
+def check_hz(value: Any, where: str) -> int:
+    """The kernel's CONFIG_HZ (100, 250, 300 or 1000), or a ScenarioError naming `where`."""
+    try:
+        return parse_hz(value, where)
+    except ValueError as exc:
+        raise ScenarioError(str(exc)) from None
+
+
 @dataclass(frozen=True)
 class Link:
     delay_ab: int = 10_000_000        # sender -> receiver, ns
@@ -102,6 +111,7 @@ class Scenario:
     name: str
     description: str = ""
     profile: str = "linux-6.18"
+    hz: int = 0                       # CONFIG_HZ of the modelled kernel (0 = tcpsim's default clock)
     duration: int = 10 * NS_PER_S
     seed: int = 1
     sysctl: dict[str, Any] = field(default_factory=dict)
@@ -123,10 +133,13 @@ class Scenario:
     def as_dict(self) -> dict[str, Any]:
         """A JSON-friendly record (stored in trace metadata)."""
         from dataclasses import asdict
-        return asdict(self)
+        d = asdict(self)
+        if not self.hz:
+            del d["hz"]                # unset: the model's default clock, as before the field
+        return d
 
 
-_TOP = {"name", "description", "profile", "duration", "seed", "sysctl", "link", "receiver",
+_TOP = {"name", "description", "profile", "hz", "duration", "seed", "sysctl", "link", "receiver",
         "sender", "writer", "reader", "policies"}
 _READERS = {"never", "periodic", "fast", "oscillating", "oscil"}
 _WRITERS = {"periodic", "bulk"}
@@ -226,6 +239,8 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
         if not isinstance(raw["profile"], str):
             raise ScenarioError(f'profile: expected a profile name such as "linux-6.1", got {raw["profile"]!r}')
         sc = replace(sc, profile=raw["profile"])
+    if "hz" in raw:
+        sc = replace(sc, hz=check_hz(raw["hz"], "hz"))
     if "duration" in raw:
         sc = replace(sc, duration=parse_duration(raw["duration"], "duration"))
         if sc.duration <= 0:

@@ -60,11 +60,13 @@ class Peer:
 
 def established(profile: str = "linux-6.1", *, sysctl: dict | None = None, dev: str = "veth",
                 so_rcvbuf: int = 0, patches: tuple[str, ...] = (), peer_wscale: int = 7,
-                role: str = "client", sink=None) -> Peer:
-    """A receiver socket that completed the handshake with a timestamp/SACK/wscale peer."""
+                role: str = "client", sink=None, hz: int = 0) -> Peer:
+    """A receiver socket that completed the handshake with a timestamp/SACK/wscale peer
+    (`hz`: the kernel's CONFIG_HZ; 0 = tcpsim's default clock)."""
     prof = get_profile(profile, patches)
     sysctls = prof.default_sysctls().with_overrides(sysctl or {}, known=prof.known_sysctls())
-    sk = TcpSocket(prof.policy(), sysctls, device(dev), name="rcv", sink=sink or MemoryRecorder())
+    sk = TcpSocket(prof.policy(), sysctls, device(dev), name="rcv", sink=sink or MemoryRecorder(),
+                   hz=hz)
     if so_rcvbuf:
         sk.set_rcvbuf(so_rcvbuf)
     if role == "client":

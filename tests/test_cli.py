@@ -23,6 +23,7 @@ def test_run_json_summary():
 @pytest.mark.parametrize("args,needle", [
     (["run", "no-such-experiment"], "no such scenario"),
     (["run", "seed-rcvbuf32k-fill", "-p", "linux-9.9"], "unknown profile"),
+    (["run", "seed-rcvbuf32k-fill", "--hz", "200"], "--hz: 200 is not a kernel tick rate"),
     (["run", "seed-rcvbuf32k-fill", "-p", "linux-6.18", "-s", "net.ipv4.tcp_shrink_window=5"],
      "must be 0 or 1"),
     (["run", "seed-rcvbuf32k-fill", "-p", "linux-5.15", "-s", "net.ipv4.tcp_shrink_window=1"],
@@ -106,3 +107,15 @@ def test_validate_scores_a_committed_fixture():
     r = runner.invoke(app, ["validate", str(traces[0])])
     assert r.exit_code == 0, r.output
     assert "pass" in r.output.lower()
+
+
+def test_run_at_a_kernel_tick():
+    base = runner.invoke(app, ["run", "seed-never-reads", "-d", "3s", "--json", "--no-progress",
+                               "-p", "linux-6.18", "-s", "net.ipv4.tcp_shrink_window=1"])
+    at250 = runner.invoke(app, ["run", "seed-never-reads", "-d", "3s", "--json", "--no-progress",
+                                "-p", "linux-6.18", "-s", "net.ipv4.tcp_shrink_window=1", "--hz", "250"])
+    assert base.exit_code == 0 and at250.exit_code == 0, at250.output
+    b, h = json.loads(base.output)["summary"], json.loads(at250.output)["summary"]
+    assert "hz" not in b and h["hz"] == 250
+    text = runner.invoke(app, ["run", "seed-rcvbuf32k-fill", "--no-progress", "--hz", "250"]).output
+    assert "at HZ=250:" in text.splitlines()[0]

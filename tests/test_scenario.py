@@ -26,6 +26,8 @@ def test_units():
     ({"bogus": 1}, "bogus"),
     ({"seed": "one"}, "seed"),
     ({"sender": {"nodelay": "yes"}}, "sender.nodelay"),
+    ({"hz": 200}, "hz"),
+    ({"hz": "fast"}, "hz"),
 ])
 def test_errors_name_the_field(raw, field):
     with pytest.raises(ScenarioError) as exc:
@@ -57,3 +59,13 @@ def test_malformed_toml_is_one_line(tmp_path):
     f.write_text("name = 'x'\n[link\nrtt=1")
     with pytest.raises(ScenarioError, match="not valid TOML"):
         load_scenario(f)
+
+
+def test_hz_is_a_top_level_field_recorded_only_when_set():
+    sc = scenario_from_dict({"hz": 250})
+    assert sc.hz == 250 and sc.as_dict()["hz"] == 250
+    plain = scenario_from_dict({})
+    assert plain.hz == 0 and "hz" not in plain.as_dict()   # default: the same metadata as before
+    with pytest.raises(ScenarioError) as e:
+        scenario_from_dict({"hz": 200})
+    assert str(e.value).startswith("hz: 200 is not a kernel tick rate; write one of 100, 250, 300, 1000")

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tcpsim.capture import nstat, parquet_out, trace_build as tb, wire
+from tcpsim.capture.kconfig import kernel_hz
 from tcpsim.capture.netns import Topology, python_env, run, topology
 from tcpsim.capture.probe import BpfProbe, TRACEFS, available as bpf_available
 from tcpsim.capture.probe_csv import drop_reason_names
@@ -164,7 +165,12 @@ def capture(scenario: dict[str, Any] | str | Path, out_dir: str | Path,
                     "rx_state": "before the segment (tcp:tcp_probe)" if records else
                     "no per-segment kernel state (bpftrace not used)",
                     "delay": _delay_stats(raw)})
+    hz, hz_source = kernel_hz()
+    if hz is None:
+        print(f"capture: the kernel's CONFIG_HZ is {hz_source}; the trace records it as unknown "
+              "(replay it with tcpsim validate --hz N)", file=sys.stderr)
     meta = {"source": "capture", "profile": f"linux-{platform.release()}",
+            "kernel_hz": hz, "kernel_hz_source": hz_source,
             "scenario": spec.raw, "sysctls": sysctls, "counters": counters, "summary": summary}
     (raw / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
     path = out / f"{spec.name}.parquet"

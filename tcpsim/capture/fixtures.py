@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tcpsim.capture.kconfig import kernel_hz
+
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "kernel"
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 
@@ -271,7 +273,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{fx.name}: {fx.duration_s:g} s x {args.repeat}", flush=True)
             entries[fx.name] = record(fx, args.out, max(1, args.repeat), Path(tmp))
     order = [f.name for f in FIXTURES]
+    hz, hz_source = kernel_hz()
     manifest = {"kernel": platform.release(),
+                "hz": hz, "hz_source": f"CONFIG_HZ read from {hz_source} at capture",
                 "regenerate": "sudo python -m tcpsim.capture.fixtures",
                 "fixtures": sorted(entries.values(), key=lambda e: order.index(e["name"])
                                    if e["name"] in order else len(order))}

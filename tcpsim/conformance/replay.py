@@ -5,6 +5,9 @@ What is taken from the trace:
 * the scenario from its metadata (sysctls as read back on the real receiver, not the file's);
 * the link: each direction's configured delay plus the delay program's median lateness
   (`summary.delay`), so a 0.5 ms delay that really took 0.66 ms is replayed as 0.66 ms;
+* the kernel's tick: CONFIG_HZ as the capture recorded it (`kernel_hz` in the metadata, or
+  `hz` in the fixture folder's manifest.json; see capture_hz()), so the delayed-ACK and
+  retransmission timers run on the same jiffies as the captured kernel's;
 * the ingress device: `veth` when a router namespace forwards the traffic (delay, rate or
   loss: the receiver's skbs are private), `veth-direct` for a bare veth pair;
 * the applications' clocks: a periodic writer ticks at the times of the trace's `write` rows
@@ -61,6 +64,7 @@ class ReplayPlan:
     read_ticks: list[tuple[int, int, int]] | None  # (model time, bytes asked, kernel got or -1)
     link: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    hz: dict[str, Any] = field(default_factory=dict)   # {"hz": 250 or None, "source": "..."}
 
 
 @dataclass
@@ -139,9 +143,27 @@ def measured_link(link: Link, summary: dict[str, Any]) -> tuple[Link, dict[str, 
     return replace(link, delay_ab=ab, delay_ba=ba), info
 
 
+def capture_hz(meta: dict[str, Any], manifest: dict[str, Any] | None = None) -> tuple[int | None, str]:
+    """The capturing kernel's CONFIG_HZ and where it came from: the trace's metadata
+    (`kernel_hz`, written by tcpsim capture since it records it), else the fixture folder's
+    manifest.json (`hz`, for captures made before), else (None, why not)."""
+    if "kernel_hz" in meta:
+        hz = meta.get("kernel_hz")
+        src = str(meta.get("kernel_hz_source") or "trace metadata")
+        if hz:
+            return int(hz), f"trace metadata ({src})"
+        return None, f"the capture could not read its kernel's HZ ({src})"
+    if manifest and manifest.get("hz"):
+        return int(manifest["hz"]), "manifest.json"        # its hz_source says where from
+    return None, "the trace does not record its kernel's HZ"
+
+
 def plan(v: TraceView, profile: str | None = None, policies: tuple[str, ...] = (),
-         until_ns: int | None = None) -> ReplayPlan:
-    """Decide the replay of a trace: scenario, profile, link, time shift, app ticks."""
+         until_ns: int | None = None, hz: int | None = None,
+         hz_source: str = "") -> ReplayPlan:
+    """Decide the replay of a trace: scenario, profile, link, time shift, app ticks.
+    `hz`: the capturing kernel's CONFIG_HZ (capture_hz()), or None to replay on tcpsim's
+    default clock."""
     meta = v.meta
     if v.source == "tcpsim":
         raise ReplayError("this is a simulated trace (source 'tcpsim'): validate holds the model "
@@ -192,11 +214,14 @@ def plan(v: TraceView, profile: str | None = None, policies: tuple[str, ...] = (
         reader = replace(reader, start=max(0, shift))
         if reader.kind in CLOCKED_READERS:
             notes.append("no read rows in the trace: the model's reader runs on its own grid")
+    if hz is None:
+        notes.append(f"{hz_source or 'no kernel HZ given'}: replayed on tcpsim's default clock "
+                     "(1 ms jiffies, exact timers); pass --hz to replay a kernel tick")
     sc = sc.with_(profile=profile, policies=tuple(policies), device=device, link=link,
                   sysctl={**sc.sysctl, **sysctls}, writer=writer, reader=reader,
-                  duration=max(1, end + shift))
+                  duration=max(1, end + shift), hz=hz or 0)
     return ReplayPlan(sc, profile, tuple(policies), shift, end, write_ticks, read_ticks,
-                      link_info, notes)
+                      link_info, notes, {"hz": hz, "source": hz_source})
 
 
 def reader_ticks(reads: list[tuple[int, int]], app: Any, end: int, shift: int) -> list[tuple[int, int, int]]:
@@ -370,6 +395,7 @@ def run_plan(p: ReplayPlan) -> ReplayResult:
 
 
 def replay(v: TraceView, profile: str | None = None, policies: tuple[str, ...] = (),
-           until_ns: int | None = None) -> ReplayResult:
+           until_ns: int | None = None, hz: int | None = None,
+           hz_source: str = "") -> ReplayResult:
     """Plan and run the replay of a trace."""
-    return run_plan(plan(v, profile, policies, until_ns))
+    return run_plan(plan(v, profile, policies, until_ns, hz, hz_source))

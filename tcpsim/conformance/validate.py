@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from tcpsim.conformance.replay import ReplayError, ReplayResult, replay
+from tcpsim.conformance.replay import ReplayError, ReplayResult, capture_hz, replay
 from tcpsim.conformance.validate_outcomes import DEFAULT_STALL_GAP_NS, outcomes
 from tcpsim.conformance.validate_report import markdown_table, text
 from tcpsim.conformance.validate_scores import Score, Thresholds, score
@@ -66,11 +66,28 @@ def timing_dependent(meta: dict[str, Any], path: Path) -> list[str]:
     return []
 
 
+def _manifest(path: Path) -> dict[str, Any]:
+    manifest = path.parent / "manifest.json"
+    if manifest.is_file():
+        try:
+            return json.loads(manifest.read_text())
+        except ValueError:
+            return {}
+    return {}
+
+
+def replay_hz(meta: dict[str, Any], path: Path, override: int | None = None) -> tuple[int | None, str]:
+    """The HZ to replay a trace at: --hz, else the capture's (capture_hz())."""
+    if override is not None:
+        return override, "--hz"
+    return capture_hz(meta, _manifest(path))
+
+
 def validate_trace(path: str | Path, profile: str | None = None,
                    thresholds: Thresholds | None = None, until_s: float | None = None,
                    stall_gap_ns: int = DEFAULT_STALL_GAP_NS,
-                   policies: tuple[str, ...] = ()) -> Validation:
-    """Replay one trace and score the model against it."""
+                   policies: tuple[str, ...] = (), hz: int | None = None) -> Validation:
+    """Replay one trace and score the model against it (at the capture's HZ unless `hz`)."""
     from tcpsim.profiles import ProfileError
     from tcpsim.scenario import ScenarioError
 
@@ -80,7 +97,8 @@ def validate_trace(path: str | Path, profile: str | None = None,
         cols, meta = load(p)
         k = view(cols, meta)
         until_ns = None if until_s is None else int(until_s * 1e9)
-        rp = replay(k, profile, policies, until_ns)
+        replay_at, hz_source = replay_hz(meta, p, hz)
+        rp = replay(k, profile, policies, until_ns, replay_at, hz_source)
     except (TraceFileError, ReplayError, ScenarioError, ProfileError) as exc:
         raise ValidateError(f"{p}: {exc}" if str(p) not in str(exc) else str(exc)) from None
     end = rp.plan.end_ns
@@ -92,6 +110,7 @@ def validate_trace(path: str | Path, profile: str | None = None,
                or p.stem)
     s = score(name, rp.plan.profile, k, m, ko, mo, end, th, timing, rp.result.counters)
     s.info = {"kernel": meta.get("profile", "?"), "file": str(p), "link": rp.plan.link,
+              "hz": rp.plan.hz,
               "notes": rp.plan.notes, "shift_ns": rp.plan.shift_ns,
               "replay": {"write_ticks": rp.write_ticks,
                          "write_size_mismatch": rp.write_size_mismatch,
@@ -129,11 +148,18 @@ def run_validate(paths: Iterable[str | Path], profile: str | None = None,
                  thresholds: Thresholds | None = None, html_out: str | Path | None = None,
                  as_json: bool = False, echo: Callable[[str], Any] = print,
                  until_s: float | None = None, write_docs: str | Path | None = None,
-                 policies: tuple[str, ...] = ()) -> int:
+                 policies: tuple[str, ...] = (), hz: int | None = None) -> int:
     """Validate traces (files or directories); print reports through `echo`.
 
     Returns 0 if all pass, 1 if any fails its thresholds, 2 if a trace cannot be read or
     replayed (reported as one line per trace; the others are still validated)."""
+    if hz is not None:
+        from tcpsim.core.jiffies import parse_hz
+        try:
+            hz = parse_hz(hz, "--hz")
+        except ValueError as exc:
+            echo(f"validate: {exc}")
+            return 2
     files = collect(paths)
     if not files:
         echo("validate: no traces given (pass .parquet files or a directory of them)")
@@ -142,7 +168,7 @@ def run_validate(paths: Iterable[str | Path], profile: str | None = None,
     errors: list[str] = []
     for f in files:
         try:
-            results.append(validate_trace(f, profile, thresholds, until_s, policies=policies))
+            results.append(validate_trace(f, profile, thresholds, until_s, policies=policies, hz=hz))
         except ValidateError as exc:
             errors.append(f"validate: {exc}")
     if as_json:
@@ -214,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default=None, help="model profile (default: the capture's kernel)")
     ap.add_argument("--policy", action="append", default=[], help="patch on top of the profile")
     ap.add_argument("--until", type=float, default=None, help="compare only the first S seconds")
+    ap.add_argument("--hz", default=None, help="replay at this CONFIG_HZ (default: the capture's)")
     ap.add_argument("--html", default=None, help="write the overlay page here")
     ap.add_argument("--json", action="store_true", help="print JSON instead of text")
     ap.add_argument("--write-docs", nargs="?", const=str(DOCS), default=None,
@@ -228,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     paths = list(args.paths) + list(args.all)
     return run_validate(paths, args.profile, thresholds_from(args), args.html, args.json,
-                        print, args.until, args.write_docs, tuple(args.policy))
+                        print, args.until, args.write_docs, tuple(args.policy), args.hz)
 
 
 if __name__ == "__main__":

@@ -55,6 +55,9 @@ def text(s: Score) -> str:
                      f"{link.get('delay_ba_ns', 0) / 1e6:.3f} ms one way (configured "
                      f"{link.get('configured_ab_ns', 0) / 1e6:g} / {link.get('configured_ba_ns', 0) / 1e6:g} "
                      "+ median delay-program lateness)")
+    hz = info.get("hz") or {}
+    if hz.get("hz"):
+        lines.append(f"  kernel tick replayed: HZ = {hz['hz']} (from {hz.get('source') or '?'})")
     lines.append(f"  {'outcome':12} {'kernel':18} {'model':18}")
     for c, o in s.outcomes.items():
         mark = "ok" if o["match"] else ("DIFFERS" if o["scored"] else "differs (timing-dependent)")

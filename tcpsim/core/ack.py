@@ -32,7 +32,8 @@ class AckMixin:
         self.ack_ato = 0
         self.ack_lrcvtime = 0
         self.ack_pingpong = 0
-        self.delack_deadline = 0
+        self.delack_deadline = 0        # when the delayed-ACK timer runs (ns; 0 = not armed)
+        self.delack_expires = 0         # with a kernel tick: the expiry it was armed for (jiffies)
         self.ack_rcv_mss = 536
         self.dup_ack_counter = 0
         self.comp_rcv_nxt = -1
@@ -73,6 +74,16 @@ class AckMixin:
         self.ack_pending |= ICSK_ACK_SCHED
         self.k.measure_rcv_mss(self, seg, skb)
         self.k.rcv_rtt_measure(self)
+        if self.jc is not None:
+            self._ato_update_jiffies()
+        else:
+            self._ato_update()
+        if seg.len >= 128:
+            self.k.grow_window(self, skb, True, seg)
+
+    def _ato_update(self: TcpSocket) -> None:
+        """The ato update of tcp_event_data_recv() on the default clock (1 ms jiffies, ato
+        kept in ns)."""
         now = self.now - self.now % NS_PER_MS          # jiffies
         if not self.ack_ato:
             self.incr_quickack(TCP_MAX_QUICKACKS)
@@ -86,8 +97,29 @@ class AckMixin:
             elif m > self.rto:
                 self.incr_quickack(TCP_MAX_QUICKACKS)
         self.ack_lrcvtime = now
-        if seg.len >= 128:
-            self.k.grow_window(self, skb, True, seg)
+
+    def _ato_update_jiffies(self: TcpSocket) -> None:
+        """The ato update of tcp_event_data_recv() [tcp_input.c] with a kernel tick: ato, the
+        inter-arrival time m and icsk_rto are whole jiffies, and ato >> 1 halves a jiffy
+        count (at HZ = 250 a 60 ms ato halves to 28 ms, not 30). ack_ato and ack_lrcvtime
+        stay in ns (whole jiffies, lrcvtime on the tick that started its jiffy)."""
+        jc = self.jc
+        nj = jc.jiffies(self.now)
+        if not self.ack_ato:
+            self.incr_quickack(TCP_MAX_QUICKACKS)
+            self.ack_ato = TCP_ATO_MIN_NS
+        else:
+            ato_min = jc.to_jiffies(TCP_ATO_MIN_NS)
+            ato = jc.to_jiffies(self.ack_ato)
+            rto = jc.to_jiffies(self.rto)
+            m = nj - jc.jiffies(self.ack_lrcvtime)
+            if m <= ato_min // 2:
+                self.ack_ato = jc.tick_ns((ato >> 1) + ato_min // 2)
+            elif m < ato:
+                self.ack_ato = jc.tick_ns(min((ato >> 1) + m, rto))
+            elif m > rto:
+                self.incr_quickack(TCP_MAX_QUICKACKS)
+        self.ack_lrcvtime = jc.tick_ns(nj)
 
     # -- immediate or delayed ----------------------------------------------------------------
 
@@ -137,6 +169,9 @@ class AckMixin:
 
     def send_delayed_ack(self: TcpSocket) -> None:
         """Models tcp_send_delayed_ack(): arm (or pull in) the delayed-ACK timer."""
+        if self.jc is not None:
+            self._send_delayed_ack_jiffies()
+            return
         ato = self.ack_ato
         if ato > TCP_DELACK_MIN_NS:
             max_ato = 500 * NS_PER_MS
@@ -156,6 +191,38 @@ class AckMixin:
             timeout = min(timeout, self.delack_deadline)
         self.ack_pending |= ICSK_ACK_SCHED | ICSK_ACK_TIMER
         self.delack_deadline = timeout
+
+    def _send_delayed_ack_jiffies(self: TcpSocket) -> None:
+        """tcp_send_delayed_ack() [tcp_output.c, 6.18] with a kernel tick. Everything is in
+        jiffies: the RTT bound is usecs_to_jiffies(srtt) (rounded up), the timer is armed for
+        jiffies + ato, and a pending timer whose recorded expiry (icsk_delack_timeout: the
+        requested expiry, not the wheel bucket's) is within ato >> 2 jiffies makes the ACK go
+        at once. At HZ = 250 with ato = 40 ms that is 2 jiffies: a timer armed 8 jiffies =
+        32 ms earlier, where HZ = 1000 gives 40 >> 2 = 10 jiffies, 30 ms. The timer runs on
+        the wheel's bucket, one jiffy after its expiry (level 0)."""
+        jc = self.jc
+        ato = jc.to_jiffies(self.ack_ato)
+        delack_min = jc.to_jiffies(TCP_DELACK_MIN_NS)
+        if ato > delack_min:
+            max_ato = jc.hz // 2
+            if self.in_pingpong() or self.ack_pending & ICSK_ACK_PUSHED:
+                max_ato = jc.to_jiffies(TCP_DELACK_MAX_NS)
+            if self.srtt_us8:
+                rtt = max(jc.usecs_to_jiffies(self.srtt_us8 >> 3), delack_min)
+                max_ato = min(max_ato, rtt)
+            ato = min(ato, max_ato)
+        ato = min(ato, jc.to_jiffies(self.k.delack_max(self)))
+        nj = jc.jiffies(self.now)
+        timeout = nj + ato
+        if self.ack_pending & ICSK_ACK_TIMER and self.delack_deadline:
+            if self.delack_expires <= nj + (ato >> 2):
+                self.send_ack()
+                return
+            timeout = min(timeout, self.delack_expires)
+        self.ack_pending |= ICSK_ACK_SCHED | ICSK_ACK_TIMER
+        if timeout != self.delack_expires or not self.delack_deadline:
+            self.delack_expires = timeout             # mod_timer: same expiry, same bucket
+            self.delack_deadline = jc.tick_ns(jc.bucket_expiry(timeout, nj))
 
     def delack_timer(self: TcpSocket) -> None:
         """Models tcp_delack_timer_handler(): send the ACK still owed, inflate ato."""
@@ -227,6 +294,7 @@ class AckMixin:
         self.k.dec_quickack_mode(self)
         self.ack_pending = 0
         self.delack_deadline = 0
+        self.delack_expires = 0
 
     def make_segment(self: TcpSocket, seq: int, length: int, flags: int) -> Segment:
         """Build an outgoing segment with ACK, window, timestamps and SACK blocks

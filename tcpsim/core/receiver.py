@@ -122,7 +122,10 @@ class ReceiveMixin:
             return
         if seg.len == 0 and not seg.flags & (SYN | FIN):
             limit = self.sysctl.tcp_invalid_ratelimit * 1_000_000
-            if self.now - self.last_oow_ack_ns < limit:
+            jc = self.jc
+            if (self.now - self.last_oow_ack_ns < limit if jc is None       # elapsed jiffies
+                    else jc.jiffies(self.now) - jc.jiffies(self.last_oow_ack_ns)
+                    < jc.usecs_to_jiffies(limit // 1000)):
                 self.mib.TCPACKSkippedSeq += 1
                 return
             self.last_oow_ack_ns = self.now

@@ -201,7 +201,7 @@ class SendMixin:
         if self.fin_queued and not self.fin_sent and not q:
             self._send_fin()
         if not self.rtx_queue and q and not self.probe_deadline:
-            self.probe_deadline = self.now + self.probe0_base()    # tcp_check_probe_timer()
+            self.probe_deadline = self.reset_xmit_timer(self.probe0_base())  # tcp_check_probe_timer()
 
     def _send_new(self: TcpSocket, seq: int, length: int) -> None:
         flags = ACK | (PSH if seq + length == self.write_seq else 0)
@@ -229,7 +229,7 @@ class SendMixin:
             self.ack_pingpong += 1
         self.lsndtime = self.now
         if not self.rto_deadline:
-            self.rto_deadline = self.now + self.rto
+            self.rto_deadline = self.reset_xmit_timer(self.rto)
         self.probe_deadline = 0
 
     def _retransmit_lost(self: TcpSocket) -> None:
@@ -325,7 +325,7 @@ class SendMixin:
         else:
             self.retrans_stamp = 0
             self._cong_avoid(acked_pkts)
-        self.rto_deadline = self.now + self.rto if q else 0
+        self.rto_deadline = self.reset_xmit_timer(self.rto) if q else 0
         self.backoff = 0
         self.writable = self.send_space() > 0
         self.sndbuf_expand()
@@ -346,7 +346,12 @@ class SendMixin:
             self.srtt_us8 = m << 3
             self.mdev_us = m << 1
         rttvar = max(self.mdev_us, TCP_RTO_MIN_NS // NS_PER_US)
-        self.rto = min(((self.srtt_us8 >> 3) + rttvar) * NS_PER_US, TCP_RTO_MAX_NS)
+        jc = self.jc
+        if jc is None:
+            self.rto = min(((self.srtt_us8 >> 3) + rttvar) * NS_PER_US, TCP_RTO_MAX_NS)
+        else:                                # icsk_rto is in jiffies: usecs_to_jiffies rounds up
+            rto_j = jc.usecs_to_jiffies((self.srtt_us8 >> 3) + rttvar)
+            self.rto = min(jc.tick_ns(rto_j), TCP_RTO_MAX_NS)
 
     def _cwnd_validate(self: TcpSocket, limited: bool) -> None:
         """Models the bookkeeping of tcp_cwnd_validate() [tcp_output.c, as of f4ce91ce12a7
@@ -402,7 +407,7 @@ class SendMixin:
             self.backoff = 0
             self.probe_deadline = 0
         else:
-            self.probe_deadline = self.now + self.probe0_when()
+            self.probe_deadline = self.reset_xmit_timer(self.probe0_when())
 
     # -- timers ------------------------------------------------------------------------------------
 
@@ -434,7 +439,7 @@ class SendMixin:
             self._enter_loss()
             self._retransmit(self.rtx_queue[0])
             self.rto = min(self.rto << 1, TCP_RTO_MAX_NS)
-            self.rto_deadline = self.now + self.rto
+            self.rto_deadline = self.reset_xmit_timer(self.rto)
             return
         if self.retransmits and self._write_timeout():
             self.mib.TCPAbortOnTimeout += 1
@@ -445,7 +450,7 @@ class SendMixin:
         self.backoff += 1
         self.retransmits += 1
         self.rto = min(self.rto << 1, TCP_RTO_MAX_NS)
-        self.rto_deadline = self.now + self.rto
+        self.rto_deadline = self.reset_xmit_timer(self.rto)
 
     def _enter_loss(self: TcpSocket) -> None:
         """tcp_enter_loss(): everything in flight is lost, cwnd = 1."""
@@ -476,7 +481,7 @@ class SendMixin:
             self.abort("ETIMEDOUT")
             return
         self.rto = min(self.rto << 1, TCP_RTO_MAX_NS)
-        self.rto_deadline = self.now + self.rto
+        self.rto_deadline = self.reset_xmit_timer(self.rto)
 
     def probe_timer(self: TcpSocket) -> None:
         """Models tcp_probe_timer() + tcp_send_probe0() + tcp_write_wakeup()."""
@@ -508,4 +513,4 @@ class SendMixin:
         self.probes_out += 1
         if self.backoff < self.sysctl.tcp_retries2:
             self.backoff += 1
-        self.probe_deadline = self.now + self.probe0_when()
+        self.probe_deadline = self.reset_xmit_timer(self.probe0_when())

@@ -34,6 +34,7 @@ from tcpsim.core.constants import (
     TCP_MSS_DEFAULT, TCP_TIMEOUT_INIT_NS,
 )
 from tcpsim.core.devices import Device, LocalSender
+from tcpsim.core.jiffies import JiffyClock
 from tcpsim.core.memory import MemoryMixin
 from tcpsim.core.mib import Mib
 from tcpsim.core.receiver import ReceiveMixin
@@ -84,7 +85,9 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         # ACK state (icsk_ack)
         "ack_pending", "ack_quick", "ack_ato", "ack_lrcvtime", "ack_pingpong",
         "delack_deadline", "ack_rcv_mss", "dup_ack_counter", "comp_rcv_nxt", "compressed_ack",
-        "comp_sack_deadline", "lsndtime",
+        "comp_sack_deadline", "lsndtime", "delack_expires",
+        # the kernel's tick clock (None: tcpsim's default 1 ms clock with exact timers)
+        "jc",
         # send half
         "iss", "snd_una", "snd_nxt", "write_seq", "snd_wnd", "snd_wl1", "max_window",
         "bytes_acked", "snd_cwnd", "snd_ssthresh", "cwnd_cnt", "srtt_us8", "mdev_us", "rto",
@@ -96,8 +99,13 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
 
     def __init__(self, kernel: Any, sysctl: Sysctls | None = None, device: Device | None = None,
                  *, name: str = "rcv", sink: TraceSink | None = None, mtu: int = 1500,
-                 initcwnd: int = TCP_INIT_CWND, nodelay: bool = True, init_rwnd: int = 0) -> None:
+                 initcwnd: int = TCP_INIT_CWND, nodelay: bool = True, init_rwnd: int = 0,
+                 hz: int = 0) -> None:
         self.name = name
+        # hz = 0: the model's historic clock (1 ms jiffies for the ACK timing, timers fire at
+        # their exact deadline); else a kernel built with CONFIG_HZ = hz, timer wheel included
+        # (tcpsim/core/jiffies.py).
+        self.jc = JiffyClock(hz) if hz else None
         self.k = kernel
         self.sysctl = sysctl or kernel.default_sysctls()
         self.dev = device or LocalSender()
@@ -203,7 +211,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self.write_seq = 1
         self._emit(syn)
         self.rto = TCP_TIMEOUT_INIT_NS
-        self.rto_deadline = now + self.rto
+        self.rto_deadline = self.reset_xmit_timer(self.rto)
 
     def _on_syn(self, seg: Segment) -> None:
         """LISTEN + SYN: models tcp_openreq_init_rwin() and tcp_make_synack()."""
@@ -229,7 +237,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self.state = SYN_RECV
         self._emit(synack)
         self.rto = TCP_TIMEOUT_INIT_NS
-        self.rto_deadline = self.now + self.rto
+        self.rto_deadline = self.reset_xmit_timer(self.rto)
 
     def _learn_options(self, seg: Segment) -> None:
         """Options of a SYN / SYN-ACK: what both sides agreed on."""
@@ -288,7 +296,8 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self.rcvq_seq = self.copied_seq
         self.k.init_buffer_space(self)
         self.sndbuf_expand()
-        self.ack_lrcvtime = self.now
+        jc = self.jc
+        self.ack_lrcvtime = self.now if jc is None else jc.tick_ns(jc.jiffies(self.now))
         self.rcv_tstamp = self.now
         self.writable = True
 
@@ -344,6 +353,16 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
             if t and (not d or t < d):
                 d = t
         return d
+
+    def reset_xmit_timer(self, when_ns: int) -> int:
+        """When an icsk timer armed now for `when_ns` runs (inet_csk_reset_xmit_timer ->
+        sk_reset_timer(jiffies + when)): now + when with the default clock; with a kernel
+        tick, the timer wheel's bucket (JiffyClock.arm). `when_ns` is a whole number of
+        jiffies there (rto, probe0 backoff, TCP_TIMEOUT_INIT)."""
+        jc = self.jc
+        if jc is None:
+            return self.now + when_ns
+        return jc.arm(self.now, jc.to_jiffies(when_ns))[1]
 
     # -- helpers ----------------------------------------------------------------------------
 

@@ -65,10 +65,10 @@ class Simulation:
         self.sysctls = sysctls
         mtu = scenario.link.mtu
         self.rcv = TcpSocket(profile.policy(), sysctls, device(scenario.device), name="rcv",
-                             sink=sink, mtu=mtu, init_rwnd=scenario.initrwnd)
+                             sink=sink, mtu=mtu, init_rwnd=scenario.initrwnd, hz=scenario.hz)
         self.snd = TcpSocket(profile.policy(), profile.default_sysctls(), LocalSender(),
                              name="snd", sink=sink, mtu=mtu, initcwnd=scenario.initcwnd,
-                             nodelay=scenario.nodelay)
+                             nodelay=scenario.nodelay, hz=scenario.hz)
         if scenario.so_rcvbuf:
             self.rcv.set_rcvbuf(scenario.so_rcvbuf)
         rng = random.Random(scenario.seed)
@@ -234,6 +234,8 @@ class Simulation:
             "error": snd.error or rcv.error,
             "died_at_s": round(self.died_at / NS_PER_S, 3) if self.died_at >= 0 else None,
         }
+        if sc.hz:                           # unset: tcpsim's default clock (not listed)
+            summary["hz"] = sc.hz
         return RunResult(sc.name, self.profile.name, summary, c,
                          {"rcv": rcv.ss_line(), "snd": snd.ss_line()}, self.sysctls.as_dict())
 

@@ -8,6 +8,7 @@ reaches today: a change that moves them should say why.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -129,6 +130,29 @@ def test_replay_uses_the_recorded_app_clock():
     assert v.replay.plan.scenario.sysctl["net.core.rmem_max"] == 4194304
     assert v.replay.plan.profile == "linux-6.18"
     assert v.replay.plan.link["delay_ab_ns"] > 10_000_000     # measured lateness added
+
+
+def test_replay_runs_at_the_captures_hz():
+    # the fixtures were captured on a CONFIG_HZ=250 kernel (manifest.json "hz")
+    v = validated("seed-rcvbuf32k-fill")
+    assert v.replay.plan.scenario.hz == 250
+    assert v.replay.plan.hz["hz"] == 250 and v.replay.plan.hz["source"].startswith("manifest.json")
+    assert "kernel tick replayed: HZ = 250" in __import__(
+        "tcpsim.conformance.validate_report", fromlist=["text"]).text(v.score)
+
+
+def test_shrink1_delayed_acks_follow_the_250_hz_tick():
+    # the kernel's delayed ACKs in this fixture come every 32 segments of 4 B (+128): the
+    # ato >> 2 = 2 jiffies rule at HZ=250 (docs/kernel-measurements.md, "HZ")
+    # (the most common step between consecutive ACKs from 0.5 s to the stall at 2.3 s; a
+    # few ACKs a segment earlier or later follow the link's jitter)
+    def step(view):
+        acks = [a.ack_seq for a in view.acks if 0.5e9 <= a.t_ns <= 2.3e9]
+        return Counter(b - a for a, b in zip(acks, acks[1:])).most_common(1)[0][0]
+    v = validated("seed-never-reads-shrink1")
+    assert step(v.kernel) == 128 and step(v.model) == 128
+    d = validate_trace(FIXTURES / "seed-never-reads-shrink1.parquet", until_s=3.0, hz=1000)
+    assert step(d.model) == 124                                # a 1000 Hz kernel: 31 segments
 
 
 # -- run_validate: exit codes, JSON, HTML, docs ------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tcpsim.conformance.replay import matching_profile, reader_ticks, replay_sysctls
+from tcpsim.conformance.replay import capture_hz, matching_profile, reader_ticks, replay_sysctls
 from tcpsim.conformance.validate_outcomes import outcomes, stall_start
 from tcpsim.conformance.validate_scores import match_acks, rel_error
 from tcpsim.conformance.validate_trace import Ack, view
@@ -111,3 +111,13 @@ def test_rel_error():
     assert rel_error(100, 110) == pytest.approx(0.1)
     assert rel_error(0, 0) == 0.0 and rel_error(0, 5) == float("inf")
     assert rel_error(None, 5) is None
+
+
+def test_capture_hz_from_metadata_then_manifest():
+    assert capture_hz({"kernel_hz": 250, "kernel_hz_source": "/proc/config.gz"}) == (
+        250, "trace metadata (/proc/config.gz)")
+    hz, why = capture_hz({"kernel_hz": None, "kernel_hz_source": "unknown: no CONFIG_HZ in x"},
+                         {"hz": 1000})
+    assert hz is None and "could not read" in why          # the trace's own word wins
+    assert capture_hz({}, {"hz": 250, "hz_source": "read later"}) == (250, "manifest.json")
+    assert capture_hz({}, {}) == (None, "the trace does not record its kernel's HZ")
