@@ -5,7 +5,7 @@ An axis names a field of the scenario file the way the TOML spells it and lists 
     sysctl.net.ipv4.tcp_adv_win_scale=-2,0,1,2     a receiver sysctl ([sysctl] table)
     link.rtt=1ms,20ms,100ms                        any field of a table: link, receiver,
     reader.bytes=1,100,3300                        sender, writer, reader
-    duration=60s  seed=1,2,3                       top-level fields
+    duration=60s  seed=1,2,3  hz=250,1000         top-level fields
     profile=linux-6.1,linux-6.18                   the kernel profile
     policy=none,shrink-window                      patches on top ("a+b" for two, "none")
 
@@ -37,7 +37,7 @@ from tcpsim.runner import RunOptions, prepare, run
 from tcpsim.scenario import Scenario, ScenarioError, read_scenario_file, scenario_from_dict
 
 _TABLES = {"link", "receiver", "sender", "writer", "reader"}
-_TOP_LEVEL = {"duration", "seed", "profile", "policy"}
+_TOP_LEVEL = {"duration", "seed", "hz", "profile", "policy"}
 
 # summary fields shown in the terminal table (all of them go to --out / --json)
 SHOWN = ("peak_sk_rmem_alloc", "peak_sk_rcvbuf", "zero_windows_sent", "want_zero_window",
@@ -88,7 +88,7 @@ def parse_axis(spec: str) -> Axis:
                             "e.g. link.rtt=1ms,20ms or sysctl.net.ipv4.tcp_adv_win_scale=-2,1")
     head = key.split(".", 1)[0]
     if head not in _TABLES | _TOP_LEVEL | {"sysctl"} or (head == key and head in _TABLES | {"sysctl"}):
-        raise ScenarioError(f"--vary {key}: not a scenario field; use profile, policy, duration, "
+        raise ScenarioError(f"--vary {key}: not a scenario field; use profile, policy, duration, hz, "
                             "seed, sysctl.NAME or TABLE.FIELD with TABLE one of "
                             + ", ".join(sorted(_TABLES)))
     values = tuple(_parse_value(v) for v in _split_values(text))
