@@ -92,6 +92,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         "retrans_stamp", "rcv_tstamp", "dupacks", "high_seq", "in_recovery", "rtx_next",
         "sk_sndbuf", "nodelay", "initcwnd", "fin_queued", "fin_sent", "snd_shutdown",
         "cwnd_limited", "max_packets_out", "cwnd_usage_seq", "lost_out", "write_queue", "snd_sml",
+        "pacing_rate", "min_rtt_us", "wstamp_ns",
     )
 
     def __init__(self, kernel: Any, sysctl: Sysctls | None = None, device: Device | None = None,

@@ -105,17 +105,63 @@ def test_three_dupacks_fast_retransmit_and_halve_cwnd():
     assert any(s.seq == 1 and s.len == 1448 for s in out)
 
 
-def test_a_persist_slice_leaves_the_rest_of_the_skb_as_its_own_segment():
-    # tcp_write_wakeup() fragments the head skb (two MSS: the size goal) to the window; the
-    # remainder keeps its boundary, so it goes out as 1448 + 936 before the next skb
+def test_a_persist_slice_leaves_the_rest_of_the_skb_which_grows_back_before_sending():
+    # tcp_write_wakeup() fragments the head skb to the window (the size goal is one MSS here:
+    # half of a 512 B peak window). When the window opens, tcp_grow_skb() [tcp_output.c,
+    # 6.10+] refills the 2384 B rest from the next skb before the window test, so the wire
+    # sees 1448 + 1448 + 936, not 1448 + 936 + 1448 (the rest, then the next skb)
     sk = sender(peer_win=4, peer_ws=7)                    # 512 bytes of window
-    sk.write(2 * NS_PER_MS, 1448 * 3)
-    assert sk.take_outbox() == []                          # a whole skb does not fit
+    sk.write(2 * NS_PER_MS, 1448 * 3)                      # three one-MSS skbs, and
+    assert list(sk.write_queue) == [2896, 1448]            # one grow before the window test
+    assert sk.take_outbox() == []                          # a whole MSS does not fit
     sk.on_timer(sk.next_deadline())                        # persist timer: send a slice
     first = sk.take_outbox()
     assert [s.len for s in first] == [512]
     out = ack(sk, sk.now / NS_PER_MS + 20, 513, 502)       # window opens wide
-    assert [s.len for s in out] == [1448, 936, 1448]       # the 2384 B rest, then the next skb
+    assert [s.len for s in out] == [1448, 1448, 936]
+    assert not sk.write_queue
+
+
+def test_write_queue_skbs_are_half_the_peers_largest_window():
+    # tcp_xmit_size_goal() [tcp.c, v6.18]: the GSO size bounded to half of max_window
+    # (tcp_bound_to_half_wnd), in whole MSS -- 22 x 1448 for a 64256 B window, not two MSS
+    sk = sender(profile="linux-6.18", peer_win=502)        # 502 << 7 = 64256
+    assert sk.size_goal() == 22 * 1448
+    sk.write(2 * NS_PER_MS, 80_000)
+    assert len(sk.take_outbox()) == 10                     # initcwnd
+    assert list(sk.write_queue) == [31856 - 10 * 1448, 31856, 80_000 - 2 * 31856]
+
+
+def test_a_full_send_buffer_only_stops_new_skbs():
+    # tcp_sendmsg_locked() [tcp.c, v6.18] checks sk_stream_memory_free() only before it
+    # allocates a new skb; the unsent tail skb is filled to the size goal regardless, so a
+    # write meeting a full buffer is accepted up to the skb boundary, then EAGAIN
+    sk = sender(profile="linux-6.18", peer_win=100)        # 12800 B: size goal 4 MSS
+    assert sk.size_goal() == 4 * 1448
+    sk.write(2 * NS_PER_MS, 14_000)
+    sk.take_outbox()
+    assert list(sk.write_queue) == [14_000 - 12_800]       # beyond the window, unsent
+    sk.sk_sndbuf = 1000                                    # the buffer is now over-full
+    assert sk.write(3 * NS_PER_MS, 5000) == 4 * 1448 - 1200
+    assert sk.write(4 * NS_PER_MS, 5000) == 0
+
+
+def test_a_tso_skb_waits_for_a_bigger_window_within_1ms_of_the_last_send():
+    # tcp_tso_should_defer() [tcp_output.c, v6.18]: a multi-MSS skb that could send less
+    # than a third of the window is held back when data went out less than 1 ms ago and the
+    # next ACK is due within min(srtt/2, 1 ms); the next push after that 1 ms sends it
+    sk = sender(profile="linux-6.18", peer_win=100)        # 12800 B of window
+    sk.write(2 * NS_PER_MS, 1448)
+    sk.take_outbox()
+    ack(sk, 3, 1449, 100)                                  # srtt 1 ms
+    sk.write(3 * NS_PER_MS, 20 * 1448)                     # fills the window at t = 3 ms
+    assert sum(s.len for s in sk.take_outbox()) == 12800
+    out = ack(sk, 3.6, 1449 + 2 * 1448, 100)               # opens 2896 B < 12800 / 3
+    assert out == []                                       # deferred: the ACK of 3.0 is due
+    sk.write(int(3.9 * NS_PER_MS), 100)
+    assert sk.take_outbox() == []                          # still within 1 ms of the send
+    sk.write(int(4.1 * NS_PER_MS), 100)
+    assert [s.len for s in sk.take_outbox()] == [1448, 1448]
 
 
 def _small_flight(sk, n):
