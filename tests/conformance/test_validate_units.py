@@ -111,3 +111,14 @@ def test_rel_error():
     assert rel_error(100, 110) == pytest.approx(0.1)
     assert rel_error(0, 0) == 0.0 and rel_error(0, 5) == float("inf")
     assert rel_error(None, 5) is None
+
+
+def test_bulk_write_ticks_move_the_first_write_back_to_its_first_data():
+    # a bulk send() is logged when it returns; its data leaves while it runs, so the first
+    # write is replayed when its first segment left (seen at the receiver less the delay)
+    from tcpsim.conformance.replay import bulk_write_ticks
+    writes = [(1_654_000, 131072, False), (1_798_000, 131072, False), (2_225_000, 131072, False)]
+    assert bulk_write_ticks(writes, -1_528_000, 100) == [
+        (-1_527_900, 131072), (1_798_100, 131072), (2_225_100, 131072)]
+    assert bulk_write_ticks(writes, 2_000_000, 0)[0] == (1_654_000, 131072)   # never later
+    assert bulk_write_ticks(writes, None, 0)[0] == (1_654_000, 131072)
