@@ -7,8 +7,8 @@ boundaries as Linux does. TCP always uses (software) GSO, even when the device h
 (sk_setup_caps), so a write fills the unsent tail skb up to the size goal -- half the
 peer's largest window, at most the GSO size (tcp_xmit_size_goal) -- and a transmission
 sends an skb as MSS-sized wire segments, at most tcp_tso_segs() of them at a time (the
-pacing-rate based tcp_tso_autosize). Before the window test the head skb is grown to that
-many segments with bytes of the next skb (tcp_grow_skb, 6.10+). An skb goes out when its
+pacing-rate based tcp_tso_autosize). Before the window test the head skb may be grown to
+that many segments with bytes of the next skb (tcp_grow_skb, 6.10+; the profile decides). An skb goes out when its
 first MSS fits the peer's window (tcp_snd_wnd_test); it may wait for more ACKs when only a
 small part of the window is open (tcp_tso_should_defer); it is then cut at the window's
 right edge (tcp_mss_split_point), the last wire segment partial unless Nagle holds it. A
@@ -23,7 +23,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from tcpsim.core.constants import (
-    NS_PER_MS, NS_PER_US, TCP_MSS_DEFAULT, TCP_RESOURCE_PROBE_INTERVAL_NS, TCP_RTO_MAX_NS,
+    JIFFY_NS, NS_PER_MS, NS_PER_US, TCP_MSS_DEFAULT, TCP_RESOURCE_PROBE_INTERVAL_NS, TCP_RTO_MAX_NS,
     TCP_RTO_MIN_NS, TCP_TIMEOUT_INIT_NS, skb_truesize,
 )
 from tcpsim.core.segment import ACK, FIN, PSH, Segment
@@ -79,6 +79,9 @@ class SendMixin:
         self.pacing_rate = -1                    # sk_pacing_rate, bytes/s; -1: ~0UL (unlimited)
         self.min_rtt_us = 0                      # tcp_min_rtt(); 0: no sample yet
         self.wstamp_ns = 0                       # tcp_wstamp_ns: when data was last sent
+        self.tlp_deadline = 0                    # ICSK_TIME_LOSS_PROBE armed until then (ns)
+        self.tlp_high_seq = 0                    # snd_nxt when the last probe went out; 0: none
+        self.tlp_retrans = False                 # that probe was a retransmission
         self.lost_out = 0
         self.rto_deadline = self.probe_deadline = 0
         self.backoff = self.retransmits = self.probes_out = 0
@@ -144,16 +147,12 @@ class SendMixin:
 
     def tso_segs(self: TcpSocket) -> int:
         """tcp_tso_segs() / tcp_tso_autosize() [tcp_output.c, v6.18]: segments per
-        transmitted skb -- about 1 ms of the pacing rate (rate >> sk_pacing_shift), plus a
-        share of the GSO size for short RTTs (gso_max_size >> (min_rtt_us >> tcp_tso_rtt_log)),
-        at most the GSO size, at least tcp_min_tso_segs."""
+        transmitted skb -- about 1 ms of the pacing rate (rate >> sk_pacing_shift), plus (5.18+,
+        the profile's tso_rtt_bytes) a share of the GSO size for short RTTs, at most the GSO
+        size, at least tcp_min_tso_segs."""
         mss = self.mss_cache
         nbytes = SK_GSO_MAX_SIZE if self.pacing_rate < 0 else self.pacing_rate >> SK_PACING_SHIFT
-        if self.min_rtt_us:
-            r = self.min_rtt_us >> TCP_TSO_RTT_LOG
-            if r < 32:
-                nbytes += SK_GSO_MAX_SIZE >> r
-        nbytes = min(nbytes, SK_GSO_MAX_SIZE)
+        nbytes = min(nbytes + self.k.tso_rtt_bytes(self), SK_GSO_MAX_SIZE)
         return min(max(nbytes // mss, TCP_MIN_TSO_SEGS), SK_GSO_MAX_SEGS)
 
     def _update_pacing_rate(self: TcpSocket) -> None:
@@ -220,10 +219,12 @@ class SendMixin:
             e[RETRANS] = 0
             self.lost_out += 1
 
-    def write_xmit(self: TcpSocket) -> None:
+    def write_xmit(self: TcpSocket, probe: bool = False) -> None:
         """Models tcp_write_xmit(): send what cwnd, the peer's window and Nagle allow;
         retransmissions of lost segments go first. Arms the persist timer when the window
-        blocks everything (tcp_check_probe_timer)."""
+        blocks everything (tcp_check_probe_timer), and the tail loss probe when it sent
+        something (tcp_schedule_loss_probe). `probe` is the loss probe's call (push_one = 2,
+        TCP_NAGLE_OFF): one skb, one segment allowed past a full cwnd, no deferral, no Nagle."""
         if not self.write_queue and not self.lost_out and not (
                 self.fin_queued and not self.fin_sent):
             return                                  # nothing to send (the common case)
@@ -239,31 +240,30 @@ class SendMixin:
         while q:
             cwnd = self.snd_cwnd
             if inflight >= cwnd:
-                break
-            # tcp_cwnd_test() (at most half the cwnd per skb), capped at tcp_tso_segs()
-            quota = min(max(cwnd >> 1, 1), cwnd - inflight, max_segs)
+                if not probe:
+                    break
+                quota = 1                                          # force out the probe
+            else:
+                # tcp_cwnd_test() (at most half the cwnd per skb), capped at tcp_tso_segs()
+                quota = min(max(cwnd >> 1, 1), cwnd - inflight, max_segs)
             missing = quota * mss - q[0]
-            if missing > 0 and len(q) > 1:                         # tcp_grow_skb()
-                take = min(missing, q[1])
-                q[0] += take
-                if take == q[1]:
-                    del q[1]
-                else:
-                    q[1] -= take
+            if missing > 0 and len(q) > 1:
+                self.k.grow_skb(self, q, missing)                  # tcp_grow_skb(), 6.10+
             skb_len = q[0]
             is_tail = len(q) == 1
             if self.snd_nxt + min(mss, skb_len) > wnd_end:
                 break                                              # tcp_snd_wnd_test()
             if skb_len <= mss:                                     # one segment
-                if is_tail and self._nagle_holds(skb_len < mss):
+                if is_tail and not probe and self._nagle_holds(skb_len < mss):
                     break                                          # tcp_nagle_test()
                 limit = skb_len
             else:
-                defer = self._tso_should_defer(skb_len, is_tail, wnd_end, inflight, max_segs)
-                if defer:
-                    deferred_limited = defer == DEFER_CWND_LIMITED
-                    break
-                limit = self._mss_split_point(skb_len, is_tail, wnd_end, quota)
+                if not probe:
+                    defer = self._tso_should_defer(skb_len, is_tail, wnd_end, inflight, max_segs)
+                    if defer:
+                        deferred_limited = defer == DEFER_CWND_LIMITED
+                        break
+                limit = self._mss_split_point(skb_len, is_tail, wnd_end, quota, probe)
             sent = 0
             while sent < limit:
                 seg_len = min(mss, limit - sent)
@@ -274,16 +274,20 @@ class SendMixin:
                 q[0] = skb_len - sent                              # tso_fragment(): rest stays
             else:
                 q.popleft()
+            if probe:
+                break                                              # push_one
         limited = deferred_limited or inflight >= self.snd_cwnd
         if inflight > start or limited:
             self._cwnd_validate(limited)
+            if inflight > start and not probe:
+                self.schedule_loss_probe(False)
         if self.fin_queued and not self.fin_sent and not q:
             self._send_fin()
         if not self.rtx_queue and q and not self.probe_deadline:
             self.probe_deadline = self.now + self.probe0_base()    # tcp_check_probe_timer()
 
     def _mss_split_point(self: TcpSocket, skb_len: int, is_tail: bool, wnd_end: int,
-                         quota: int) -> int:
+                         quota: int, nagle_off: bool = False) -> int:
         """tcp_mss_split_point() [tcp_output.c, v6.18]: bytes of the head skb to send now --
         quota segments when they fit the window (and more data follows), else up to the
         window's right edge, the partial last segment dropped only when Nagle holds it."""
@@ -296,7 +300,7 @@ class SendMixin:
         if max_len <= needed:
             return max_len
         partial = needed % mss
-        if partial and self._nagle_holds(True):
+        if partial and not nagle_off and self._nagle_holds(True):
             return needed - partial
         return needed
 
@@ -304,8 +308,10 @@ class SendMixin:
                           inflight: int, max_segs: int) -> int:
         """tcp_tso_should_defer() [tcp_output.c, v6.18]: hold a multi-segment skb back for a
         bigger one when data went out less than 1 ms ago, neither a full tcp_tso_segs() skb
-        nor a tcp_tso_win_divisor share of the window can go, and the next ACK is due within
-        min(srtt / 2, 1 ms) (the oldest unacked segment's send time plus srtt). Not in
+        nor a tcp_tso_win_divisor share of the window can go, and the next ACK is due soon
+        enough (the oldest unacked segment's send time plus srtt; within srtt / 2, or since
+        295ce1eb [6.18] within min(srtt / 2, 1 ms): the profile's tso_defer_ack_window). The
+        1 ms test is on tcp_wstamp_ns (nanoseconds, since 4.20), not on jiffies. Not in
         recovery. Returns 0 (send), DEFER or DEFER_CWND_LIMITED."""
         if self.in_recovery or self.now - self.wstamp_ns > NS_PER_MS:
             return 0
@@ -323,7 +329,7 @@ class SendMixin:
             return 0
         srtt_ns = self.srtt_us8 * (NS_PER_US >> 3)
         how_far = self.rtx_queue[0][TX_NS] + srtt_ns - self.now
-        if how_far > min(srtt_ns >> 1, NS_PER_MS):
+        if how_far > self.k.tso_defer_ack_window(self, srtt_ns):
             return 0
         if cong_win < send_win and cong_win <= skb_len:
             return DEFER_CWND_LIMITED                # *is_cwnd_limited = true
@@ -371,9 +377,10 @@ class SendMixin:
                 self._retransmit(e)
                 inflight += 1
 
-    def _retransmit(self: TcpSocket, e: list[int]) -> None:
-        """Models tcp_retransmit_skb(): resend one queued segment."""
-        if not self.retrans_stamp:
+    def _retransmit(self: TcpSocket, e: list[int], tlp: bool = False) -> None:
+        """Models tcp_retransmit_skb(): resend one queued segment. A loss probe calls the
+        inner __tcp_retransmit_skb() directly (`tlp`), which leaves retrans_stamp alone."""
+        if not self.retrans_stamp and not tlp:
             self.retrans_stamp = e[TX_NS]
         if e[LOST] and not e[RETRANS]:
             self.lost_out -= 1
@@ -416,6 +423,10 @@ class SendMixin:
             self._clean_rtx_queue(ack)
         elif not seg.len and not win_update and self.rtx_queue and not seg.flags & FIN:
             self._dupack()                                  # FLAG_NOT_DUP is clear
+        if self.tlp_high_seq:
+            self._process_tlp_ack(seg, ack, prior_una, win_update)
+        if ack > prior_una and not self.schedule_loss_probe(True):
+            self.tlp_deadline = 0                           # tcp_set_xmit_timer(): the RTO
         if prior_packets:
             self._update_pacing_rate()                      # tcp_cong_control()
         if not self.rtx_queue:
@@ -521,6 +532,7 @@ class SendMixin:
         self.dupacks += 1
         if self.dupacks == 3 and not self.in_recovery:
             self.mib.TCPFastRetrans += 1
+            self.tlp_deadline = 0                          # the xmit timer is the RTO now
             self.snd_ssthresh = max(self.snd_cwnd >> 1, 2)
             self.snd_cwnd = self.snd_ssthresh
             self.in_recovery = True
@@ -536,6 +548,92 @@ class SendMixin:
             self.probe_deadline = 0
         else:
             self.probe_deadline = self.now + self.probe0_when()
+
+    # -- tail loss probe -------------------------------------------------------------------------
+
+    def schedule_loss_probe(self: TcpSocket, advancing_rto: bool) -> bool:
+        """Models tcp_schedule_loss_probe() [tcp_output.c, v6.18]: arm the loss-probe timer
+        (it replaces the RTO on the shared xmit timer) for a SACK connection with data in
+        flight and no loss episode under way (ca_state Open; the model has no CWR state and
+        counts duplicate ACKs as Disorder). The probe timeout is the profile's
+        loss_probe_timeout() (about 2 * srtt plus a floor), never later than the RTO: the
+        full RTO when the caller is about to rearm it (`advancing_rto`, on an ACK), else
+        what is left of it from the head segment's send time (tcp_rto_delta_us).
+        tcp_early_retrans is taken at its default (3: TLP on); Fast Open is not modelled."""
+        if (not self.rtx_queue or not self.sack_ok or self.in_recovery or self.dupacks
+                or self.state not in _XMIT_STATES):
+            return False
+        timeout = self.k.loss_probe_timeout(self)
+        rto_delta = self.rto if advancing_rto else self.rtx_queue[0][TX_NS] + self.rto - self.now
+        if rto_delta > 0:
+            timeout = min(timeout, -(-rto_delta // JIFFY_NS) * JIFFY_NS)   # usecs_to_jiffies
+        self.tlp_deadline = self.now + timeout
+        return True
+
+    def send_loss_probe(self: TcpSocket) -> None:
+        """Models tcp_send_loss_probe() [tcp_output.c, v6.18], run when the probe timer
+        fires: at most one probe per episode (tlp_high_seq). If the head of the write queue
+        fits the peer's window, tcp_write_xmit() sends one skb of new data with push_one = 2
+        (a full cwnd lets one segment through, tcp_tso_should_defer() and Nagle are skipped);
+        if that sends nothing, no probe. Otherwise the last segment in flight is sent again
+        (the kernel fragments the last skb to its last MSS; the model's retransmit queue
+        holds MSS-sized segments already). A probe sent records tlp_high_seq = snd_nxt,
+        counts TCPLossProbes and restarts the RTO from now; otherwise the RTO is rearmed at
+        the head segment's send time + RTO (tcp_rearm_rto).
+
+        Not modelled: skb_still_in_host_queue() (the model has no qdisc), the probe's
+        effect on RACK (the model has no RACK/SACK scoreboard), and tcp_early_retrans
+        values other than 3."""
+        if not self.rtx_queue or self.state not in _XMIT_STATES:
+            return
+        if self.tlp_high_seq:
+            self._rearm_rto_after_probe(False)
+            return
+        self.tlp_retrans = False
+        q = self.write_queue
+        if q and self.snd_nxt + min(self.mss_cache, q[0]) <= self.snd_una + self.snd_wnd:
+            pcount = len(self.rtx_queue)
+            self.write_xmit(probe=True)
+            if len(self.rtx_queue) <= pcount:
+                self._rearm_rto_after_probe(False)
+                return
+        else:
+            self._retransmit(self.rtx_queue[-1], tlp=True)
+            self.tlp_retrans = True
+        self.tlp_high_seq = self.snd_nxt
+        self.mib.TCPLossProbes += 1
+        self.sink.record(self, "timer", "loss probe")
+        self._rearm_rto_after_probe(True)
+
+    def _rearm_rto_after_probe(self: TcpSocket, sent: bool) -> None:
+        """tcp_rearm_rto() at the end of tcp_send_loss_probe(): from now after a probe, else
+        from the head segment's send time (at least one jiffy away)."""
+        if sent:
+            self.rto_deadline = self.now + self.rto
+        else:
+            self.rto_deadline = max(self.rtx_queue[0][TX_NS] + self.rto, self.now + JIFFY_NS)
+
+    def _process_tlp_ack(self: TcpSocket, seg: Segment, ack: int, prior_una: int,
+                         win_update: bool) -> None:
+        """Models tcp_process_tlp_ack() [tcp_input.c, v6.18]: once the ACK reaches
+        tlp_high_seq the episode ends -- a probe of new data needs nothing more; a
+        retransmitted probe that the peer reports as a duplicate (a D-SACK, or a pure
+        duplicate ACK) means nothing was lost; an ACK beyond tlp_high_seq without that means
+        the probe repaired a loss: cwnd is reduced once (CWR, Reno's half; the model's
+        sender is Reno, the kernel's default CUBIC reduces to 0.7)."""
+        if ack < self.tlp_high_seq:
+            return
+        if not self.tlp_retrans:
+            self.tlp_high_seq = 0
+        elif seg.sacks and seg.sacks[0][0] < ack:          # D-SACK: both copies arrived
+            self.tlp_high_seq = 0
+        elif ack > self.tlp_high_seq:
+            self.tlp_high_seq = 0
+            self.snd_ssthresh = max(self.snd_cwnd >> 1, 2)
+            self.snd_cwnd = self.snd_ssthresh
+            self.mib.TCPLossProbeRecovery += 1
+        elif ack == prior_una and not seg.len and not win_update:
+            self.tlp_high_seq = 0                          # pure duplicate ACK
 
     # -- timers ------------------------------------------------------------------------------------
 
@@ -586,6 +684,8 @@ class SendMixin:
             self.snd_ssthresh = max(self.packets_in_flight() >> 1, 2)
         self.snd_cwnd = 1
         self.cwnd_cnt = 0
+        self.tlp_deadline = 0
+        self.tlp_high_seq = 0                          # tcp_enter_loss() forgets the probe
         self.in_recovery = True
         self.high_seq = self.snd_nxt
         for e in self.rtx_queue:
