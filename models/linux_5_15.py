@@ -12,12 +12,12 @@ queue always accepts; the window never shrinks (no tcp_shrink_window).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tcpsim.core.constants import (
-    ICSK_ACK_PUSHED, ICSK_ACK_PUSHED2, MAX_TCP_WINDOW, TCP_ATO_MIN_NS, TCP_DELACK_MAX_NS,
-    TCP_INIT_CWND, TCP_MIN_MSS, TCP_MSS_DEFAULT, TCP_RTO_MAX_NS, align_up, round_down,
-    skb_truesize,
+    ICSK_ACK_PUSHED, ICSK_ACK_PUSHED2, MAX_TCP_WINDOW, NS_PER_US, TCP_ATO_MIN_NS,
+    TCP_DELACK_MAX_NS, TCP_INIT_CWND, TCP_MIN_MSS, TCP_MSS_DEFAULT, TCP_RTO_MAX_NS,
+    TCP_RTO_MIN_NS, TCP_TIMEOUT_INIT_NS, align_up, round_down, skb_truesize,
 )
 from tcpsim.core.segment import FIN, PSH, SYN, URG, Segment
 from tcpsim.core.skb import Skb
@@ -552,6 +552,32 @@ class Linux515:
         """Zero window with data in flight [tcp_retransmit_timer, 5.15]: give up when
         nothing was heard from the peer for TCP_RTO_MAX (120 s)."""
         return sk.now - sk.rcv_tstamp > TCP_RTO_MAX_NS
+
+    def grow_skb(self, sk: TcpSocket, q: Any, missing: int) -> None:
+        """tcp_grow_skb() does not exist before 6.10: tcp_write_xmit() sends the head skb
+        of the write queue as it is, however short (see linux_6_10.py)."""
+
+    def tso_rtt_bytes(self, sk: TcpSocket) -> int:
+        """tcp_tso_autosize() [tcp_output.c, 5.15]: the TSO size is the pacing rate's 1 ms
+        share only; the min_rtt bonus came in 5.18 (see linux_6_1.py)."""
+        return 0
+
+    def tso_defer_ack_window(self, sk: TcpSocket, srtt_ns: int) -> int:
+        """tcp_tso_should_defer() [tcp_output.c, 5.15]: defer only if the oldest unacked
+        segment went out at least half an srtt ago (srtt_us >> 4 whole microseconds), i.e.
+        its ACK is due within that: returns how soon (ns) the next ACK must be due."""
+        return srtt_ns - ((sk.srtt_us8 >> 4) * NS_PER_US)
+
+    def loss_probe_timeout(self, sk: TcpSocket) -> int:
+        """tcp_schedule_loss_probe() [tcp_output.c, 5.15]: the probe timeout, in whole
+        jiffies (ns): 2 * srtt converted to jiffies (rounded up), plus TCP_RTO_MIN when a
+        single segment is out (the peer may be delaying its ACK) or TCP_TIMEOUT_MIN (two
+        jiffies) otherwise; TCP_TIMEOUT_INIT (1 s) before any RTT sample. (Stable trees
+        that took 1c2709cfff1d have 6.7's rule, see linux_6_8.py.)"""
+        if not sk.srtt_us8:
+            return TCP_TIMEOUT_INIT_NS
+        floor = TCP_RTO_MIN_NS if len(sk.rtx_queue) == 1 else sk.jiffies_up(1) * 2
+        return sk.jiffies_up((sk.srtt_us8 >> 2) * NS_PER_US) + floor
 
 
 from tcpsim.policy import Profile  # noqa: E402  (kept last: the class above is the point of this file)

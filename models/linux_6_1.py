@@ -4,18 +4,36 @@ Receive-path changes since 5.15 that a simulation can see: drop reasons on the d
 (skb:kfree_skb shows PROTO_MEM, TCP_ZEROWINDOW, ...), which tcpsim reports for every
 profile; nothing else. The window never shrinks: there is no tcp_shrink_window yet (see
 linux_6_1_59.py, or apply `--policy shrink-window`).
+
+On the sending side: 65466904b015 "tcp: adjust TSO packet sizes based on min_rtt" (5.18)
+makes TSO skbs larger on short paths.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from tcpsim.core.sender import SK_GSO_MAX_SIZE, TCP_TSO_RTT_LOG
 from tcpsim.models.linux_5_15 import Linux515
 from tcpsim.policy import Profile
+
+if TYPE_CHECKING:
+    from tcpsim.core.socket import TcpSocket
 
 
 class Linux61(Linux515):
     """Linux 6.1.14: 5.15's receive path."""
 
     RELEASE = "6.1"
+
+    def tso_rtt_bytes(self, sk: TcpSocket) -> int:
+        """tcp_tso_autosize() [tcp_output.c, 5.18+]: add gso_max_size >> (min_rtt_us >>
+        tcp_tso_rtt_log) to the pacing rate's share -- the whole GSO size below 512 us of
+        min RTT, half of it below 1 ms, ... (nothing before the first RTT sample)."""
+        if not sk.min_rtt_us:
+            return 0
+        r = sk.min_rtt_us >> TCP_TSO_RTT_LOG
+        return SK_GSO_MAX_SIZE >> r if r < 32 else 0
 
 
 PROFILE = Profile("linux-6.1", Linux61,

@@ -12,12 +12,16 @@ What 6.18 changed on top of 6.17 (autumn-2025 fixes), and what its stable series
   the unchanged baseline, so the OFO span is budgeted) once the socket is accepted.
 * a bare FIN is accepted at a zero window, and a segment whose data fits but whose FIN lies
   just past the window is not "beyond window".
+* sender: 295ce1eb36ae "tcp: fix tcp_tso_should_defer() vs large RTT" (Oct 2025, 6.18-rc2;
+  also taken by the 5.4 ... 6.17 stable trees): a TSO skb waits for a bigger window only if
+  the next ACK is due within min(srtt / 2, 1 ms), not srtt / 2.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tcpsim.core.constants import NS_PER_MS
 from tcpsim.core.segment import FIN, Segment
 from tcpsim.core.skb import Skb
 from tcpsim.models.linux_6_17 import Linux617
@@ -55,6 +59,12 @@ class Linux618(Linux617):
     def end_beyond_window(self, sk: TcpSocket, seg: Segment, right: int) -> bool:
         """FIN allowance: only the data must fit."""
         return seg.seq + seg.len > right
+
+    def tso_defer_ack_window(self, sk: TcpSocket, srtt_ns: int) -> int:
+        """tcp_tso_should_defer() [tcp_output.c, 6.18, 295ce1eb]: defer only if the next
+        ACK (the oldest unacked segment's send time + srtt) is due within min(srtt / 2,
+        1 ms): with a long RTT a smooth ACK clock beats bigger TSO packets."""
+        return min(srtt_ns >> 1, NS_PER_MS)
 
 
 PROFILE = Profile("linux-6.18", Linux618,

@@ -36,6 +36,10 @@ Decision points (method names; the kernel function each models is in its docstri
     init_buffer_space     tcp_init_buffer_space
     dec_quickack_mode     tcp_dec_quickack_mode
     rtx_probe0_timed_out  the zero-window retransmission give-up rule
+    grow_skb              tcp_grow_skb (6.10+)
+    tso_rtt_bytes         the min_rtt term of tcp_tso_autosize (5.18+)
+    tso_defer_ack_window  the next-ACK test of tcp_tso_should_defer (295ce1eb, 6.18)
+    loss_probe_timeout    the probe timeout of tcp_schedule_loss_probe (1c2709cfff1d, 6.7)
 """
 
 from __future__ import annotations
@@ -54,7 +58,8 @@ DECISION_POINTS: tuple[str, ...] = (
     "zero_window_accepts", "select_initial_window", "init_rcv_ssthresh", "init_buffer_space",
     "dec_quickack_mode", "pingpong_thresh", "delack_max", "may_update_window",
     "rtx_probe0_timed_out", "set_window_clamp", "on_rcvbuf_set", "ofo_dsack",
-    "sequence_window", "overwindow_drop",
+    "sequence_window", "overwindow_drop", "grow_skb", "tso_rtt_bytes", "tso_defer_ack_window",
+    "loss_probe_timeout",
 )
 
 

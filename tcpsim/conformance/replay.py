@@ -11,14 +11,16 @@ What is taken from the trace:
 * the ingress device: `veth` when a router namespace forwards the traffic (delay, rate or
   loss: the receiver's skbs are private), `veth-direct` for a bare veth pair;
 * the applications' clocks: a periodic writer ticks at the times of the trace's `write` rows
-  (blocked ticks included); a periodic/oscillating reader at the times of its `read` rows
+  (blocked ticks included); a bulk writer writes a fresh chunk at the time of each logged
+  write (its send() returns; the capture logs no failed ones), the first one moved back to
+  when its data started to leave (`bulk_write_ticks`); a periodic/oscillating reader at the times of its `read` rows
   plus the grid slots no logged read took (the capture logs only reads that found data; see
   `reader_ticks`); a fast reader at its logged reads (the real one is a process that takes
   its time to wake up, the model's would read the instant data arrives). At each tick the
   scenario's application logic runs against the *model's* socket -- a writer continues a
   partial write, a reader asks for its `bytes` (fast: its cap) -- so the model is driven by
-  the real timing, not by the kernel's results. A bulk writer is the model's own, started
-  when the real one started (it writes whenever the socket has room: the socket's timing).
+  the real timing, not by the kernel's results. A bulk writer without write rows is the
+  model's own, started at the trace's start (it writes whenever the socket has room).
 
 Time: the model's connect() is at 0. The trace is aligned on the SYN seen on the receiver's
 wire (client receiver: the SYN it sent; server receiver: the SYN it got, `delay_ab` after it
@@ -43,7 +45,7 @@ from tcpsim.scenario import Link, Scenario, ScenarioError, scenario_from_dict
 from tcpsim.trace.recorder import MemoryRecorder
 
 DEFAULT_PROFILE = "linux-6.18"
-CLOCKED_WRITERS = ("periodic",)
+CLOCKED_WRITERS = ("periodic", "bulk")
 CLOCKED_READERS = ("periodic", "oscillating", "fast", "oscil")
 
 
@@ -200,14 +202,17 @@ def plan(v: TraceView, profile: str | None = None, policies: tuple[str, ...] = (
     write_ticks = read_ticks = None
     writer, reader = sc.writer, sc.reader
     writes = [w for w in v.writes if w[0] <= end]
-    if writer.kind in CLOCKED_WRITERS and writes:
+    if writer.kind == "bulk" and writes:
+        first_tx = v.data_t[0] - link.delay_ab if v.data_t else None
+        write_ticks = bulk_write_ticks(writes, first_tx, shift)
+    elif writer.kind in CLOCKED_WRITERS and writes:
         write_ticks = [(t + shift, -1 if blocked else n) for t, n, blocked in writes]
     else:
         # the model's own writer, started when the real one started (the capture's apps
         # start at its t0 = 0 on the trace axis)
         writer = replace(writer, start=max(0, (writes[0][0] if writes else 0) + shift))
         if writer.kind in CLOCKED_WRITERS:
-            notes.append("no write rows in the trace: the model's periodic writer runs on its own grid")
+            notes.append(f"no write rows in the trace: the model's {writer.kind} writer runs on its own clock")
     if reader.kind in CLOCKED_READERS and v.reads:
         read_ticks = reader_ticks(v.reads, reader, end, shift)
     else:
@@ -222,6 +227,24 @@ def plan(v: TraceView, profile: str | None = None, policies: tuple[str, ...] = (
                   duration=max(1, end + shift), hz=hz or 0)
     return ReplayPlan(sc, profile, tuple(policies), shift, end, write_ticks, read_ticks,
                       link_info, notes, {"hz": hz, "source": hz_source})
+
+
+def bulk_write_ticks(writes: list[tuple[int, int, bool]], first_tx: int | None,
+                     shift: int) -> list[tuple[int, int]]:
+    """A bulk writer's ticks on the model axis: (time, bytes the kernel accepted).
+
+    The capture logs a bulk write when send() returns, and a large send() pushes its data out
+    while it runs (tcp_push from inside tcp_sendmsg): the first write's data can reach the
+    wire long before its row (2.6 ms in seed-rcvbuf32k-fill). That write is replayed when its
+    data started to leave -- the first data segment seen at the receiver less the one-way
+    delay -- when that is earlier than its row; the others at their rows. What matters is that
+    the model's writer is still writing when the kernel's was: each write pushes the queue
+    (tcp_push -> tcp_write_xmit), which is what sends an skb tcp_tso_should_defer() held back
+    once 1 ms has passed since the last transmission."""
+    ticks = [(t + shift, n) for t, n, _ in writes]
+    if first_tx is not None and first_tx < writes[0][0]:
+        ticks[0] = (first_tx + shift, ticks[0][1])
+    return ticks
 
 
 def reader_ticks(reads: list[tuple[int, int]], app: Any, end: int, shift: int) -> list[tuple[int, int, int]]:
@@ -293,11 +316,14 @@ def _bytes_at(app: Any, t: int) -> int:
 # -- the replay applications --------------------------------------------------------------------
 
 class ReplayWriter:
-    """The scenario's periodic writer, ticking at the trace's write times: each tick continues
-    the write in progress (or starts a new one of `bytes`) against the model's socket."""
+    """The scenario's writer, ticking at the trace's write times against the model's socket:
+    a periodic writer's tick continues the write in progress (or starts a new one of
+    `bytes`); a bulk writer's tick is a fresh send() of `bytes` (the real one offers its whole
+    buffer each time and keeps no partial write)."""
 
-    def __init__(self, sim: Simulation, n: int, ticks: list[tuple[int, int]]) -> None:
-        self.sim, self.n, self.ticks = sim, n, ticks
+    def __init__(self, sim: Simulation, n: int, ticks: list[tuple[int, int]],
+                 bulk: bool = False) -> None:
+        self.sim, self.n, self.ticks, self.bulk = sim, n, ticks, bulk
         self.i = 0
         self.pending = 0
         self.blocked = False          # never sleeps: the trace says when to tick
@@ -317,7 +343,7 @@ class ReplayWriter:
         kernel_n = self.ticks[self.i][1]
         self.i += 1
         if not sk.error:
-            if self.pending == 0:
+            if self.pending == 0 or self.bulk:
                 self.pending = self.n
             w = sk.write(sim.sched.now, self.pending)
             self.pending -= w
@@ -382,7 +408,8 @@ def run_plan(p: ReplayPlan) -> ReplayResult:
     sim = Simulation(p.scenario, profile, sink=sink, skip=True)
     writer = reader = None
     if p.write_ticks is not None:
-        writer = ReplayWriter(sim, p.scenario.writer.bytes, p.write_ticks)
+        writer = ReplayWriter(sim, p.scenario.writer.bytes, p.write_ticks,
+                              bulk=p.scenario.writer.kind == "bulk")
         sim.writer = writer  # type: ignore[assignment]
     if p.read_ticks is not None:
         reader = ReplayReader(sim, p.read_ticks)

@@ -33,6 +33,8 @@ COUNTERS: dict[str, str] = {
     "TCPAbortOnTimeout": "connections aborted after too many retransmissions/probes",
     "TCPRetransSegs": "segments retransmitted (TcpRetransSegs)",
     "TCPFastRetrans": "fast retransmits",
+    "TCPLossProbes": "tail loss probes sent (tcp_send_loss_probe)",
+    "TCPLossProbeRecovery": "losses a tail loss probe repaired (cwnd reduced)",
     "TCPDSACKOldSent": "D-SACKs sent for old data",
     "TCPDSACKOfoSent": "D-SACKs sent for out-of-order duplicates",
     "TCPCollapseMaxBytesExceeded": "collapse skipped above tcp_collapse_max_bytes (Cloudflare patch)",

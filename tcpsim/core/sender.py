@@ -4,12 +4,17 @@ exponential backoff and the tcp_retries2 give-up, zero-window persist probes.
 Models tcp_sendmsg()/tcp_write_xmit() [tcp.c, tcp_output.c], tcp_ack() [tcp_input.c] and
 tcp_retransmit_timer()/tcp_probe_timer() [tcp_timer.c]. The write queue keeps skb
 boundaries as Linux does. TCP always uses (software) GSO, even when the device has it off
-(sk_setup_caps), so a write fills the unsent tail skb up to the size goal -- at least two
-MSS (tcp_tso_autosize's min_tso_segs) -- and a transmission sends an skb as MSS-sized wire
-segments. An skb goes out when its first MSS fits the peer's window (tcp_snd_wnd_test); it
-is then cut at the window's right edge (tcp_mss_split_point), the last wire segment partial
-unless Nagle holds it. A persist-timer slice splits the head skb too (tcp_fragment). Both
-are how a sender lands exactly on a receiver's right window edge.
+(sk_setup_caps), so a write fills the unsent tail skb up to the size goal -- half the
+peer's largest window, at most the GSO size (tcp_xmit_size_goal) -- and a transmission
+sends an skb as MSS-sized wire segments, at most tcp_tso_segs() of them at a time (the
+pacing-rate based tcp_tso_autosize). Before the window test the head skb may be grown to
+that many segments with bytes of the next skb (tcp_grow_skb, 6.10+; the profile decides). An skb goes out when its
+first MSS fits the peer's window (tcp_snd_wnd_test); it may wait for more ACKs when only a
+small part of the window is open (tcp_tso_should_defer); it is then cut at the window's
+right edge (tcp_mss_split_point), the last wire segment partial unless Nagle holds it. A
+persist-timer slice splits the head skb too (tcp_fragment). Both are how a sender lands
+exactly on a receiver's right window edge. The send buffer gates only the allocation of a new
+skb (tcp_sendmsg_locked), so a write that meets a full buffer ends at an skb boundary.
 """
 
 from __future__ import annotations
@@ -18,8 +23,8 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from tcpsim.core.constants import (
-    NS_PER_US, TCP_RESOURCE_PROBE_INTERVAL_NS, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS,
-    TCP_TIMEOUT_INIT_NS, skb_truesize,
+    NS_PER_MS, NS_PER_US, TCP_MSS_DEFAULT, TCP_RTO_MAX_NS,
+    TCP_RTO_MIN_NS, TCP_TIMEOUT_INIT_NS, skb_truesize,
 )
 from tcpsim.core.segment import ACK, FIN, PSH, Segment
 
@@ -29,8 +34,21 @@ if TYPE_CHECKING:
 INFINITE_SSTHRESH = 0x7FFFFFFF
 SND_SKB_OVERHEAD = skb_truesize(256)     # head of a sender skb (tcp_stream_alloc_skb)
 _PER_MSS_MEM = 4096 + 256                # tcp_sndbuf_expand(): roundup_pow_of_two + sk_buff
+# sk_gso_max_size of a TCP socket on a device with the legacy 64 KiB GSO limit (veth, lo):
+# the device's limit less MAX_TCP_HEADER + 1 (sk_dst_gso_max_size [net/core/sock.c]), with
+# MAX_TCP_HEADER = 320 on x86-64.
+SK_GSO_MAX_SIZE = 65536 - (320 + 1)
+SK_GSO_MAX_SEGS = 65535                  # GSO_MAX_SEGS
+TCP_MIN_TSO_SEGS = 2                     # net.ipv4.tcp_min_tso_segs
+TCP_TSO_WIN_DIVISOR = 3                  # net.ipv4.tcp_tso_win_divisor
+TCP_TSO_RTT_LOG = 9                      # net.ipv4.tcp_tso_rtt_log
+TCP_PACING_SS_RATIO, TCP_PACING_CA_RATIO = 200, 120   # net.ipv4.tcp_pacing_{ss,ca}_ratio
+SK_PACING_SHIFT = 10                     # sk_pacing_shift: about 1 ms of data per TSO packet
 
 _XMIT_STATES = frozenset({"ESTABLISHED", "CLOSE_WAIT", "FIN_WAIT1", "LAST_ACK", "CLOSING"})
+
+# _tso_should_defer() results: send now, defer, defer and count as cwnd-limited
+DEFER, DEFER_CWND_LIMITED = 1, 2
 
 # rtx_queue entry fields: [seq, end, last tx time, times retransmitted, lost, is FIN]
 SEQ, END, TX_NS, RETRANS, LOST, IS_FIN = 0, 1, 2, 3, 4, 5
@@ -58,6 +76,12 @@ class SendMixin:
         self.rtx_queue: deque[list[int]] = deque()
         self.write_queue: deque[int] = deque()   # lengths of the unsent skbs, in order
         self.snd_sml = 0                         # end of the last small segment sent
+        self.pacing_rate = -1                    # sk_pacing_rate, bytes/s; -1: ~0UL (unlimited)
+        self.min_rtt_us = 0                      # tcp_min_rtt(); 0: no sample yet
+        self.wstamp_ns = 0                       # tcp_wstamp_ns: when data was last sent
+        self.tlp_deadline = 0                    # ICSK_TIME_LOSS_PROBE armed until then (ns)
+        self.tlp_high_seq = 0                    # snd_nxt when the last probe went out; 0: none
+        self.tlp_retrans = False                 # that probe was a retransmission
         self.lost_out = 0
         self.rto_deadline = self.probe_deadline = 0
         self.backoff = self.retransmits = self.probes_out = 0
@@ -101,33 +125,68 @@ class SendMixin:
         self._clock(now)
         if self.state not in ("ESTABLISHED", "CLOSE_WAIT") or self.snd_shutdown:
             return 0
-        take = min(n, self.send_space())
+        take = self._queue_bytes(n)
         if take <= 0:
             self.writable = False
             return 0
-        self._queue_bytes(take)
         self.write_seq += take
         self.sink.record(self, "write", "", length=take)
         self.write_xmit()
         return take
 
     def size_goal(self: TcpSocket) -> int:
-        """tcp_xmit_size_goal(): bytes per skb. tcp_tso_autosize() gives at least two
-        segments (min_tso_segs) -- what an app-limited or slow flow gets; faster flows build
-        bigger skbs, which go on the wire the same way."""
-        return 2 * self.mss_cache
+        """tcp_xmit_size_goal() [tcp.c, v6.18]: bytes per write-queue skb, a whole number of
+        MSS: the GSO size, bounded to half the peer's largest window (tcp_bound_to_half_wnd),
+        at least one MSS. How many of them one transmission takes is tcp_tso_segs()."""
+        mss = self.mss_cache
+        goal = SK_GSO_MAX_SIZE
+        cutoff = self.max_window >> 1 if self.max_window > TCP_MSS_DEFAULT else self.max_window
+        if cutoff and goal > cutoff:
+            goal = max(cutoff, 68 - self.tcp_header_len)
+        return max(min(goal // mss, SK_GSO_MAX_SEGS) * mss, mss)
 
-    def _queue_bytes(self: TcpSocket, n: int) -> None:
-        """tcp_sendmsg_locked(): top up the unsent tail skb to the size goal, then new skbs."""
+    def tso_segs(self: TcpSocket) -> int:
+        """tcp_tso_segs() / tcp_tso_autosize() [tcp_output.c, v6.18]: segments per
+        transmitted skb -- about 1 ms of the pacing rate (rate >> sk_pacing_shift), plus (5.18+,
+        the profile's tso_rtt_bytes) a share of the GSO size for short RTTs, at most the GSO
+        size, at least tcp_min_tso_segs."""
+        mss = self.mss_cache
+        nbytes = SK_GSO_MAX_SIZE if self.pacing_rate < 0 else self.pacing_rate >> SK_PACING_SHIFT
+        nbytes = min(nbytes + self.k.tso_rtt_bytes(self), SK_GSO_MAX_SIZE)
+        return min(max(nbytes // mss, TCP_MIN_TSO_SEGS), SK_GSO_MAX_SEGS)
+
+    def _update_pacing_rate(self: TcpSocket) -> None:
+        """tcp_update_pacing_rate() [tcp_input.c, v6.18], run by tcp_cong_control() on every
+        ACK that finds data in flight: 200 % of cwnd * mss / srtt in slow start (cwnd below
+        half of ssthresh), 120 % after. Before the first RTT sample the rate stays unlimited
+        (sk_pacing_rate starts at ~0UL; the model takes no RTT sample from the handshake)."""
+        if not self.srtt_us8:
+            return
+        ratio = TCP_PACING_SS_RATIO if self.snd_cwnd < self.snd_ssthresh // 2 else TCP_PACING_CA_RATIO
+        rate = self.mss_cache * 80_000 * ratio * max(self.snd_cwnd, len(self.rtx_queue))
+        self.pacing_rate = rate // self.srtt_us8
+
+    def _queue_bytes(self: TcpSocket, n: int) -> int:
+        """tcp_sendmsg_locked() [tcp.c, v6.18]: top up the unsent tail skb to the size goal,
+        then new skbs; returns the bytes queued. The send buffer only gates a *new* skb
+        (sk_stream_memory_free: sk_wmem_queued < sk_sndbuf); filling the tail skb takes no
+        room check, so a write that meets a full buffer stops at an skb boundary (the
+        kernel's partial writes complete the tail skb, then EAGAIN)."""
         q = self.write_queue
         goal = self.size_goal()
+        done = 0
         if q and q[-1] < goal:
-            room = min(goal - q[-1], n)
-            q[-1] += room
-            n -= room
-        while n > 0:
-            q.append(min(goal, n))
-            n -= q[-1]
+            done = min(goal - q[-1], n)
+            q[-1] += done
+        if done < n:
+            queued = self.wmem_queued() + done
+            sndbuf = self.sk_sndbuf
+            while done < n and queued < sndbuf:
+                take = min(goal, n - done)
+                q.append(take)
+                done += take
+                queued += take + SND_SKB_OVERHEAD
+        return done
 
     def _nagle_holds(self: TcpSocket, small: bool) -> bool:
         """tcp_nagle_check(): with Nagle on, a small segment waits while an earlier small
@@ -160,10 +219,12 @@ class SendMixin:
             e[RETRANS] = 0
             self.lost_out += 1
 
-    def write_xmit(self: TcpSocket) -> None:
+    def write_xmit(self: TcpSocket, probe: bool = False) -> None:
         """Models tcp_write_xmit(): send what cwnd, the peer's window and Nagle allow;
         retransmissions of lost segments go first. Arms the persist timer when the window
-        blocks everything (tcp_check_probe_timer)."""
+        blocks everything (tcp_check_probe_timer), and the tail loss probe when it sent
+        something (tcp_schedule_loss_probe). `probe` is the loss probe's call (push_one = 2,
+        TCP_NAGLE_OFF): one skb, one segment allowed past a full cwnd, no deferral, no Nagle."""
         if not self.write_queue and not self.lost_out and not (
                 self.fin_queued and not self.fin_sent):
             return                                  # nothing to send (the common case)
@@ -173,18 +234,36 @@ class SendMixin:
         mss = self.mss_cache
         inflight = start = self.packets_in_flight()
         wnd_end = self.snd_una + self.snd_wnd
+        max_segs = self.tso_segs()
+        deferred_limited = False
         q = self.write_queue
         while q:
+            cwnd = self.snd_cwnd
+            if inflight >= cwnd:
+                if not probe:
+                    break
+                quota = 1                                          # force out the probe
+            else:
+                # tcp_cwnd_test() (at most half the cwnd per skb), capped at tcp_tso_segs()
+                quota = min(max(cwnd >> 1, 1), cwnd - inflight, max_segs)
+            missing = quota * mss - q[0]
+            if missing > 0 and len(q) > 1:
+                self.k.grow_skb(self, q, missing)                  # tcp_grow_skb(), 6.10+
             skb_len = q[0]
-            if inflight >= self.snd_cwnd:
-                break
+            is_tail = len(q) == 1
             if self.snd_nxt + min(mss, skb_len) > wnd_end:
                 break                                              # tcp_snd_wnd_test()
-            if self._nagle_holds(skb_len < mss):
-                break                                              # tcp_nagle_test()
-            limit = min(skb_len, wnd_end - self.snd_nxt, (self.snd_cwnd - inflight) * mss)
-            if limit < skb_len and limit % mss and self._nagle_holds(True):
-                limit -= limit % mss                               # tcp_mss_split_point()
+            if skb_len <= mss:                                     # one segment
+                if is_tail and not probe and self._nagle_holds(skb_len < mss):
+                    break                                          # tcp_nagle_test()
+                limit = skb_len
+            else:
+                if not probe:
+                    defer = self._tso_should_defer(skb_len, is_tail, wnd_end, inflight, max_segs)
+                    if defer:
+                        deferred_limited = defer == DEFER_CWND_LIMITED
+                        break
+                limit = self._mss_split_point(skb_len, is_tail, wnd_end, quota, probe)
             sent = 0
             while sent < limit:
                 seg_len = min(mss, limit - sent)
@@ -193,15 +272,68 @@ class SendMixin:
                 inflight += 1
             if sent < skb_len:
                 q[0] = skb_len - sent                              # tso_fragment(): rest stays
-                break
-            q.popleft()
-        limited = inflight >= self.snd_cwnd
+            else:
+                q.popleft()
+            if probe:
+                break                                              # push_one
+        limited = deferred_limited or inflight >= self.snd_cwnd
         if inflight > start or limited:
             self._cwnd_validate(limited)
+            if inflight > start and not probe:
+                self.schedule_loss_probe(False)
         if self.fin_queued and not self.fin_sent and not q:
             self._send_fin()
         if not self.rtx_queue and q and not self.probe_deadline:
             self.probe_deadline = self.reset_xmit_timer(self.probe0_base())  # tcp_check_probe_timer()
+
+    def _mss_split_point(self: TcpSocket, skb_len: int, is_tail: bool, wnd_end: int,
+                         quota: int, nagle_off: bool = False) -> int:
+        """tcp_mss_split_point() [tcp_output.c, v6.18]: bytes of the head skb to send now --
+        quota segments when they fit the window (and more data follows), else up to the
+        window's right edge, the partial last segment dropped only when Nagle holds it."""
+        mss = self.mss_cache
+        window = wnd_end - self.snd_nxt
+        max_len = mss * quota
+        if max_len <= window and not is_tail:
+            return min(max_len, skb_len)
+        needed = min(skb_len, window)
+        if max_len <= needed:
+            return max_len
+        partial = needed % mss
+        if partial and not nagle_off and self._nagle_holds(True):
+            return needed - partial
+        return needed
+
+    def _tso_should_defer(self: TcpSocket, skb_len: int, is_tail: bool, wnd_end: int,
+                          inflight: int, max_segs: int) -> int:
+        """tcp_tso_should_defer() [tcp_output.c, v6.18]: hold a multi-segment skb back for a
+        bigger one when data went out less than 1 ms ago, neither a full tcp_tso_segs() skb
+        nor a tcp_tso_win_divisor share of the window can go, and the next ACK is due soon
+        enough (the oldest unacked segment's send time plus srtt; within srtt / 2, or since
+        295ce1eb [6.18] within min(srtt / 2, 1 ms): the profile's tso_defer_ack_window). The
+        1 ms test is on tcp_wstamp_ns (nanoseconds, since 4.20), not on jiffies. Not in
+        recovery. Returns 0 (send), DEFER or DEFER_CWND_LIMITED."""
+        if self.in_recovery or self.now - self.wstamp_ns > NS_PER_MS:
+            return 0
+        mss = self.mss_cache
+        send_win = wnd_end - self.snd_nxt
+        cong_win = (self.snd_cwnd - inflight) * mss
+        limit = min(send_win, cong_win)
+        if limit >= max_segs * mss:
+            return 0
+        if not is_tail and limit >= skb_len:
+            return 0
+        if limit >= min(self.snd_wnd, self.snd_cwnd * mss) // TCP_TSO_WIN_DIVISOR:
+            return 0
+        if not self.rtx_queue:
+            return 0
+        srtt_ns = self.srtt_us8 * (NS_PER_US >> 3)
+        how_far = self.rtx_queue[0][TX_NS] + srtt_ns - self.now
+        if how_far > self.k.tso_defer_ack_window(self, srtt_ns):
+            return 0
+        if cong_win < send_win and cong_win <= skb_len:
+            return DEFER_CWND_LIMITED                # *is_cwnd_limited = true
+        return DEFER
 
     def _send_new(self: TcpSocket, seq: int, length: int) -> None:
         flags = ACK | (PSH if seq + length == self.write_seq else 0)
@@ -224,6 +356,7 @@ class SendMixin:
 
     def _data_sent(self: TcpSocket) -> None:
         """tcp_event_data_sent() + tcp_event_new_data_sent(): ping-pong and RTO arming."""
+        self.wstamp_ns = self.now                      # __tcp_transmit_skb(), no pacing
         self.ack_sent()
         if self.now - self.ack_lrcvtime < self.ack_ato:
             self.ack_pingpong += 1
@@ -244,9 +377,10 @@ class SendMixin:
                 self._retransmit(e)
                 inflight += 1
 
-    def _retransmit(self: TcpSocket, e: list[int]) -> None:
-        """Models tcp_retransmit_skb(): resend one queued segment."""
-        if not self.retrans_stamp:
+    def _retransmit(self: TcpSocket, e: list[int], tlp: bool = False) -> None:
+        """Models tcp_retransmit_skb(): resend one queued segment. A loss probe calls the
+        inner __tcp_retransmit_skb() directly (`tlp`), which leaves retrans_stamp alone."""
+        if not self.retrans_stamp and not tlp:
             self.retrans_stamp = e[TX_NS]
         if e[LOST] and not e[RETRANS]:
             self.lost_out -= 1
@@ -256,6 +390,7 @@ class SendMixin:
             seg = self.make_segment(e[SEQ], e[END] - e[SEQ], ACK | PSH)
         e[RETRANS] += 1
         e[TX_NS] = self.now
+        self.wstamp_ns = self.now
         self.mib.TCPRetransSegs += 1
         self._emit(seg)
 
@@ -283,10 +418,17 @@ class SendMixin:
                 self.max_window = nwin
         self.rcv_tstamp = self.now
         self.probes_out = 0
+        prior_packets = bool(self.rtx_queue)
         if ack > prior_una:
             self._clean_rtx_queue(ack)
         elif not seg.len and not win_update and self.rtx_queue and not seg.flags & FIN:
             self._dupack()                                  # FLAG_NOT_DUP is clear
+        if self.tlp_high_seq:
+            self._process_tlp_ack(seg, ack, prior_una, win_update)
+        if ack > prior_una and not self.schedule_loss_probe(True):
+            self.tlp_deadline = 0                           # tcp_set_xmit_timer(): the RTO
+        if prior_packets:
+            self._update_pacing_rate()                      # tcp_cong_control()
         if not self.rtx_queue:
             self.rto_deadline = 0
             if self.write_queue:
@@ -345,6 +487,8 @@ class SendMixin:
         else:
             self.srtt_us8 = m << 3
             self.mdev_us = m << 1
+        if not self.min_rtt_us or m < self.min_rtt_us:
+            self.min_rtt_us = m                          # tcp_update_rtt_min()
         rttvar = max(self.mdev_us, TCP_RTO_MIN_NS // NS_PER_US)
         jc = self.jc
         if jc is None:
@@ -393,6 +537,7 @@ class SendMixin:
         self.dupacks += 1
         if self.dupacks == 3 and not self.in_recovery:
             self.mib.TCPFastRetrans += 1
+            self.tlp_deadline = 0                          # the xmit timer is the RTO now
             self.snd_ssthresh = max(self.snd_cwnd >> 1, 2)
             self.snd_cwnd = self.snd_ssthresh
             self.in_recovery = True
@@ -408,6 +553,94 @@ class SendMixin:
             self.probe_deadline = 0
         else:
             self.probe_deadline = self.reset_xmit_timer(self.probe0_when())
+
+    # -- tail loss probe -------------------------------------------------------------------------
+
+    def schedule_loss_probe(self: TcpSocket, advancing_rto: bool) -> bool:
+        """Models tcp_schedule_loss_probe() [tcp_output.c, v6.18]: arm the loss-probe timer
+        (it replaces the RTO on the shared xmit timer) for a SACK connection with data in
+        flight and no loss episode under way (ca_state Open; the model has no CWR state and
+        counts duplicate ACKs as Disorder). The probe timeout is the profile's
+        loss_probe_timeout() (about 2 * srtt plus a floor), never later than the RTO: the
+        full RTO when the caller is about to rearm it (`advancing_rto`, on an ACK), else
+        what is left of it from the head segment's send time (tcp_rto_delta_us).
+        tcp_early_retrans is taken at its default (3: TLP on); Fast Open is not modelled."""
+        if (not self.rtx_queue or not self.sack_ok or self.in_recovery or self.dupacks
+                or self.state not in _XMIT_STATES):
+            return False
+        timeout = self.k.loss_probe_timeout(self)
+        rto_delta = self.rto if advancing_rto else self.rtx_queue[0][TX_NS] + self.rto - self.now
+        if rto_delta > 0:
+            timeout = min(timeout, self.jiffies_up(rto_delta))   # usecs_to_jiffies
+        self.tlp_deadline = self.reset_xmit_timer(timeout)      # ICSK_TIME_LOSS_PROBE
+        return True
+
+    def send_loss_probe(self: TcpSocket) -> None:
+        """Models tcp_send_loss_probe() [tcp_output.c, v6.18], run when the probe timer
+        fires: at most one probe per episode (tlp_high_seq). If the head of the write queue
+        fits the peer's window, tcp_write_xmit() sends one skb of new data with push_one = 2
+        (a full cwnd lets one segment through, tcp_tso_should_defer() and Nagle are skipped);
+        if that sends nothing, no probe. Otherwise the last segment in flight is sent again
+        (the kernel fragments the last skb to its last MSS; the model's retransmit queue
+        holds MSS-sized segments already). A probe sent records tlp_high_seq = snd_nxt,
+        counts TCPLossProbes and restarts the RTO from now; otherwise the RTO is rearmed at
+        the head segment's send time + RTO (tcp_rearm_rto).
+
+        Not modelled: skb_still_in_host_queue() (the model has no qdisc), the probe's
+        effect on RACK (the model has no RACK/SACK scoreboard), and tcp_early_retrans
+        values other than 3."""
+        if not self.rtx_queue or self.state not in _XMIT_STATES:
+            return
+        if self.tlp_high_seq:
+            self._rearm_rto_after_probe(False)
+            return
+        self.tlp_retrans = False
+        q = self.write_queue
+        if q and self.snd_nxt + min(self.mss_cache, q[0]) <= self.snd_una + self.snd_wnd:
+            pcount = len(self.rtx_queue)
+            self.write_xmit(probe=True)
+            if len(self.rtx_queue) <= pcount:
+                self._rearm_rto_after_probe(False)
+                return
+        else:
+            self._retransmit(self.rtx_queue[-1], tlp=True)
+            self.tlp_retrans = True
+        self.tlp_high_seq = self.snd_nxt
+        self.mib.TCPLossProbes += 1
+        self.sink.record(self, "timer", "loss probe")
+        self._rearm_rto_after_probe(True)
+
+    def _rearm_rto_after_probe(self: TcpSocket, sent: bool) -> None:
+        """tcp_rearm_rto() at the end of tcp_send_loss_probe(): from now after a probe, else
+        what is left of the RTO from the head segment's send time (tcp_rto_delta_us, at
+        least 1 us, rounded up to jiffies)."""
+        if sent:
+            self.rto_deadline = self.reset_xmit_timer(self.rto)
+        else:
+            left = self.rtx_queue[0][TX_NS] + self.rto - self.now
+            self.rto_deadline = self.reset_xmit_timer(self.jiffies_up(max(left, 1)))
+
+    def _process_tlp_ack(self: TcpSocket, seg: Segment, ack: int, prior_una: int,
+                         win_update: bool) -> None:
+        """Models tcp_process_tlp_ack() [tcp_input.c, v6.18]: once the ACK reaches
+        tlp_high_seq the episode ends -- a probe of new data needs nothing more; a
+        retransmitted probe that the peer reports as a duplicate (a D-SACK, or a pure
+        duplicate ACK) means nothing was lost; an ACK beyond tlp_high_seq without that means
+        the probe repaired a loss: cwnd is reduced once (CWR, Reno's half; the model's
+        sender is Reno, the kernel's default CUBIC reduces to 0.7)."""
+        if ack < self.tlp_high_seq:
+            return
+        if not self.tlp_retrans:
+            self.tlp_high_seq = 0
+        elif seg.sacks and seg.sacks[0][0] < ack:          # D-SACK: both copies arrived
+            self.tlp_high_seq = 0
+        elif ack > self.tlp_high_seq:
+            self.tlp_high_seq = 0
+            self.snd_ssthresh = max(self.snd_cwnd >> 1, 2)
+            self.snd_cwnd = self.snd_ssthresh
+            self.mib.TCPLossProbeRecovery += 1
+        elif ack == prior_una and not seg.len and not win_update:
+            self.tlp_high_seq = 0                          # pure duplicate ACK
 
     # -- timers ------------------------------------------------------------------------------------
 
@@ -458,6 +691,8 @@ class SendMixin:
             self.snd_ssthresh = max(self.packets_in_flight() >> 1, 2)
         self.snd_cwnd = 1
         self.cwnd_cnt = 0
+        self.tlp_deadline = 0
+        self.tlp_high_seq = 0                          # tcp_enter_loss() forgets the probe
         self.in_recovery = True
         self.high_seq = self.snd_nxt
         for e in self.rtx_queue:

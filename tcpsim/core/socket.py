@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from tcpsim.core.ack import AckMixin
 from tcpsim.core.constants import (
-    NS_PER_MS, NS_PER_US, TCP_ATO_MIN_NS, TCP_HEADER_TS, TCP_INIT_CWND, TCP_MIN_MSS,
+    JIFFY_NS, NS_PER_MS, NS_PER_US, TCP_ATO_MIN_NS, TCP_HEADER_TS, TCP_INIT_CWND, TCP_MIN_MSS,
     TCP_MSS_DEFAULT, TCP_TIMEOUT_INIT_NS,
 )
 from tcpsim.core.devices import Device, LocalSender
@@ -95,6 +95,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         "retrans_stamp", "rcv_tstamp", "dupacks", "high_seq", "in_recovery", "rtx_next",
         "sk_sndbuf", "nodelay", "initcwnd", "fin_queued", "fin_sent", "snd_shutdown",
         "cwnd_limited", "max_packets_out", "cwnd_usage_seq", "lost_out", "write_queue", "snd_sml",
+        "pacing_rate", "min_rtt_us", "wstamp_ns", "tlp_deadline", "tlp_high_seq", "tlp_retrans",
     )
 
     def __init__(self, kernel: Any, sysctl: Sysctls | None = None, device: Device | None = None,
@@ -330,7 +331,8 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self.peer_released = seq
 
     def on_timer(self, now: int) -> None:
-        """Run every timer whose deadline has passed (delayed ACK, RTO, persist)."""
+        """Run every timer whose deadline has passed (delayed ACK, loss probe, RTO,
+        persist)."""
         self._clock(now)
         if self.delack_deadline and self.delack_deadline <= now:
             self.delack_deadline = 0
@@ -338,8 +340,12 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         if self.comp_sack_deadline and self.comp_sack_deadline <= now:
             self.comp_sack_deadline = 0
             self.compressed_ack_timer()
+        if self.tlp_deadline and self.tlp_deadline <= now:
+            self.tlp_deadline = 0
+            self.send_loss_probe()
         if self.rto_deadline and self.rto_deadline <= now:
             self.rto_deadline = 0
+            self.tlp_deadline = 0
             self.retransmit_timer()
         if self.probe_deadline and self.probe_deadline <= now:
             self.probe_deadline = 0
@@ -348,8 +354,8 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
     def next_deadline(self) -> int:
         """Earliest armed timer, or 0 when none is armed (a deadline of 0 is unarmed)."""
         d = 0
-        for t in (self.delack_deadline, self.comp_sack_deadline, self.rto_deadline,
-                  self.probe_deadline):
+        for t in (self.delack_deadline, self.comp_sack_deadline, self.tlp_deadline,
+                  self.rto_deadline, self.probe_deadline):
             if t and (not d or t < d):
                 d = t
         return d
@@ -363,6 +369,14 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         if jc is None:
             return self.now + when_ns
         return jc.arm(self.now, jc.to_jiffies(when_ns))[1]
+
+    def jiffies_up(self, d_ns: int) -> int:
+        """A duration rounded up to whole jiffies of this kernel's tick, in ns
+        (usecs_to_jiffies() and back): 1 ms jiffies with the default clock."""
+        jc = self.jc
+        if jc is None:
+            return -(-d_ns // JIFFY_NS) * JIFFY_NS
+        return jc.tick_ns(jc.usecs_to_jiffies(-(-d_ns // NS_PER_US)))
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -385,7 +399,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self.error = err
         self.state = CLOSED
         self.rto_deadline = self.probe_deadline = self.delack_deadline = 0
-        self.comp_sack_deadline = 0
+        self.comp_sack_deadline = self.tlp_deadline = 0
         self.readable = self.writable = True
         self.sink.record(self, "state", err)
 

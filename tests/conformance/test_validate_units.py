@@ -121,3 +121,14 @@ def test_capture_hz_from_metadata_then_manifest():
     assert hz is None and "could not read" in why          # the trace's own word wins
     assert capture_hz({}, {"hz": 250, "hz_source": "read later"}) == (250, "manifest.json")
     assert capture_hz({}, {}) == (None, "the trace does not record its kernel's HZ")
+
+
+def test_bulk_write_ticks_move_the_first_write_back_to_its_first_data():
+    # a bulk send() is logged when it returns; its data leaves while it runs, so the first
+    # write is replayed when its first segment left (seen at the receiver less the delay)
+    from tcpsim.conformance.replay import bulk_write_ticks
+    writes = [(1_654_000, 131072, False), (1_798_000, 131072, False), (2_225_000, 131072, False)]
+    assert bulk_write_ticks(writes, -1_528_000, 100) == [
+        (-1_527_900, 131072), (1_798_100, 131072), (2_225_100, 131072)]
+    assert bulk_write_ticks(writes, 2_000_000, 0)[0] == (1_654_000, 131072)   # never later
+    assert bulk_write_ticks(writes, None, 0)[0] == (1_654_000, 131072)

@@ -1,5 +1,7 @@
 """The send half: segmentation, send window, RTO backoff and give-up, persist probes."""
 
+import pytest
+
 from tcpsim.core.constants import NS_PER_MS, NS_PER_S, TCP_RTO_MAX_NS
 from tcpsim.core.segment import ACK, SYN, Segment
 from tcpsim.core.socket import TcpSocket
@@ -24,12 +26,17 @@ def ack(sk, t_ms, ackno, win, seq=1):
 
 def test_the_window_is_filled_exactly_with_a_partial_last_segment():
     # tcp_snd_wnd_test() lets an skb go when its first MSS fits; tcp_mss_split_point() then
-    # cuts it at the right edge, the last wire segment partial (TCP_NODELAY)
-    sk = sender(peer_win=40)                              # 40 << 7 = 5120 bytes of window
+    # cuts it at the right edge, the last wire segment partial (TCP_NODELAY). The size goal
+    # is one MSS (half of a 5120 B window), so the skb is multi-MSS only because 6.10's
+    # tcp_grow_skb() merged the next ones into it; before 6.10 the window ends at 3 MSS
+    sk = sender(profile="linux-6.10", peer_win=40)        # 40 << 7 = 5120 bytes of window
     sk.write(2 * NS_PER_MS, 10000)
     out = sk.take_outbox()
     assert [s.len for s in out] == [1448, 1448, 1448, 776]
     assert sk.snd_nxt - sk.snd_una == 5120
+    old = sender(profile="linux-6.6", peer_win=40)
+    old.write(2 * NS_PER_MS, 10000)
+    assert [s.len for s in old.take_outbox()] == [1448, 1448, 1448]
 
 
 def test_nagle_holds_a_small_segment_while_an_earlier_small_one_is_unacked():
@@ -105,17 +112,66 @@ def test_three_dupacks_fast_retransmit_and_halve_cwnd():
     assert any(s.seq == 1 and s.len == 1448 for s in out)
 
 
-def test_a_persist_slice_leaves_the_rest_of_the_skb_as_its_own_segment():
-    # tcp_write_wakeup() fragments the head skb (two MSS: the size goal) to the window; the
-    # remainder keeps its boundary, so it goes out as 1448 + 936 before the next skb
-    sk = sender(peer_win=4, peer_ws=7)                    # 512 bytes of window
-    sk.write(2 * NS_PER_MS, 1448 * 3)
-    assert sk.take_outbox() == []                          # a whole skb does not fit
+@pytest.mark.parametrize("profile,wire", [("linux-6.10", [1448, 1448, 936]),
+                                          ("linux-6.6", [936, 1448, 1448])])
+def test_a_persist_slice_leaves_the_rest_of_the_skb_which_grows_back_before_sending(profile, wire):
+    # tcp_write_wakeup() fragments the head skb to the window (the size goal is one MSS here:
+    # half of a 512 B peak window). When the window opens, tcp_grow_skb() [tcp_output.c,
+    # 6.10+] refills the 2384 B rest from the next skb before the window test, so the wire
+    # sees 1448 + 1448 + 936; before 6.10 the rest goes alone, then the next skb
+    sk = sender(profile=profile, peer_win=4, peer_ws=7)   # 512 bytes of window
+    sk.write(2 * NS_PER_MS, 1448 * 3)                      # three one-MSS skbs
+    assert sk.take_outbox() == []                          # a whole MSS does not fit
+    grown = profile == "linux-6.10"
+    assert list(sk.write_queue) == ([2896, 1448] if grown else [1448, 1448, 1448])
     sk.on_timer(sk.next_deadline())                        # persist timer: send a slice
     first = sk.take_outbox()
     assert [s.len for s in first] == [512]
     out = ack(sk, sk.now / NS_PER_MS + 20, 513, 502)       # window opens wide
-    assert [s.len for s in out] == [1448, 936, 1448]       # the 2384 B rest, then the next skb
+    assert [s.len for s in out] == wire
+    assert not sk.write_queue
+
+
+def test_write_queue_skbs_are_half_the_peers_largest_window():
+    # tcp_xmit_size_goal() [tcp.c, v6.18]: the GSO size bounded to half of max_window
+    # (tcp_bound_to_half_wnd), in whole MSS -- 22 x 1448 for a 64256 B window, not two MSS
+    sk = sender(profile="linux-6.18", peer_win=502)        # 502 << 7 = 64256
+    assert sk.size_goal() == 22 * 1448
+    sk.write(2 * NS_PER_MS, 80_000)
+    assert len(sk.take_outbox()) == 10                     # initcwnd
+    assert list(sk.write_queue) == [31856 - 10 * 1448, 31856, 80_000 - 2 * 31856]
+
+
+def test_a_full_send_buffer_only_stops_new_skbs():
+    # tcp_sendmsg_locked() [tcp.c, v6.18] checks sk_stream_memory_free() only before it
+    # allocates a new skb; the unsent tail skb is filled to the size goal regardless, so a
+    # write meeting a full buffer is accepted up to the skb boundary, then EAGAIN
+    sk = sender(profile="linux-6.18", peer_win=100)        # 12800 B: size goal 4 MSS
+    assert sk.size_goal() == 4 * 1448
+    sk.write(2 * NS_PER_MS, 14_000)
+    sk.take_outbox()
+    assert list(sk.write_queue) == [14_000 - 12_800]       # beyond the window, unsent
+    sk.sk_sndbuf = 1000                                    # the buffer is now over-full
+    assert sk.write(3 * NS_PER_MS, 5000) == 4 * 1448 - 1200
+    assert sk.write(4 * NS_PER_MS, 5000) == 0
+
+
+def test_a_tso_skb_waits_for_a_bigger_window_within_1ms_of_the_last_send():
+    # tcp_tso_should_defer() [tcp_output.c, v6.18]: a multi-MSS skb that could send less
+    # than a third of the window is held back when data went out less than 1 ms ago and the
+    # next ACK is due within min(srtt/2, 1 ms); the next push after that 1 ms sends it
+    sk = sender(profile="linux-6.18", peer_win=100)        # 12800 B of window
+    sk.write(2 * NS_PER_MS, 1448)
+    sk.take_outbox()
+    ack(sk, 3, 1449, 100)                                  # srtt 1 ms
+    sk.write(3 * NS_PER_MS, 20 * 1448)                     # fills the window at t = 3 ms
+    assert sum(s.len for s in sk.take_outbox()) == 12800
+    out = ack(sk, 3.6, 1449 + 2 * 1448, 100)               # opens 2896 B < 12800 / 3
+    assert out == []                                       # deferred: the ACK of 3.0 is due
+    sk.write(int(3.9 * NS_PER_MS), 100)
+    assert sk.take_outbox() == []                          # still within 1 ms of the send
+    sk.write(int(4.1 * NS_PER_MS), 100)
+    assert [s.len for s in sk.take_outbox()] == [1448, 1448]
 
 
 def _small_flight(sk, n):
@@ -146,3 +202,123 @@ def test_slow_start_grows_an_app_limited_cwnd_only_to_twice_the_largest_flight()
     for i, s in enumerate(segs):
         ack(sk, 30 + i, s.seq + s.len, 502)
     assert sk.snd_cwnd == 12
+
+
+def _bulk_flight(profile="linux-6.18", peer_win=502):
+    """A 10-segment flight of a bulk write, with one 1 ms RTT sample (srtt 1 ms)."""
+    sk = sender(profile=profile, peer_win=peer_win)
+    sk.write(2 * NS_PER_MS, 1448)
+    sk.take_outbox()
+    ack(sk, 3, 1449, peer_win)                             # srtt 1 ms
+    return sk
+
+
+def test_the_loss_probe_timer_is_two_srtt_plus_2ms_and_never_after_the_rto():
+    # tcp_schedule_loss_probe() [tcp_output.c, v6.18]: armed when data goes out on a SACK
+    # connection: 2 * srtt + TCP_TIMEOUT_MIN_US (several segments out), in whole jiffies
+    sk = _bulk_flight()
+    sk.write(3 * NS_PER_MS, 4 * 1448)
+    assert len(sk.take_outbox()) == 4
+    assert sk.tlp_deadline == 3 * NS_PER_MS + (2 + 2) * NS_PER_MS
+    assert sk.tlp_deadline < sk.rto_deadline
+    # one segment out: the floor is TCP_RTO_MIN (the peer may delay its ACK), capped by the RTO
+    one = _bulk_flight()
+    one.write(3 * NS_PER_MS, 100)
+    one.take_outbox()
+    assert one.tlp_deadline == min(3 * NS_PER_MS + 2 * NS_PER_MS + 200 * NS_PER_MS,
+                                   3 * NS_PER_MS + one.rto)
+    # no SACK: no probe (the kernel requires tcp_is_sack())
+    nosack = _bulk_flight()
+    nosack.sack_ok = False
+    nosack.write(3 * NS_PER_MS, 4 * 1448)
+    nosack.take_outbox()
+    assert nosack.tlp_deadline == 0
+
+
+@pytest.mark.parametrize("profile,jiffies", [("linux-6.6", 1 + 2), ("linux-6.8", 1)])
+def test_the_loss_probe_timeout_floor_before_and_after_6_7(profile, jiffies):
+    # 1c2709cfff1d (6.7): the 2 ms floor is added in microseconds before rounding up to
+    # jiffies; before, 2 * srtt was rounded up and two jiffies added. Equal at HZ=1000, so
+    # shown at HZ=250 (4 ms jiffies): srtt 0.6 ms gives 1 + 2 jiffies before, 1 after
+    from tcpsim.core.jiffies import JiffyClock
+    sk = _bulk_flight(profile)
+    sk.jc = JiffyClock(250)
+    sk.srtt_us8 = 600 << 3
+    sk.write(3 * NS_PER_MS, 4 * 1448)
+    sk.take_outbox()
+    assert len(sk.rtx_queue) > 1
+    assert sk.k.loss_probe_timeout(sk) == jiffies * 4 * NS_PER_MS
+
+
+def test_the_loss_probe_timer_runs_on_the_timer_wheel_at_hz_250():
+    # tcp_reset_xmit_timer(ICSK_TIME_LOSS_PROBE, usecs_to_jiffies(timeout)): at HZ=250 the
+    # 4 ms probe timeout (srtt 1 ms: 2 ms + 2 ms) is one jiffy, armed from the jiffy of
+    # 3 ms (0) and run by the wheel one jiffy after its expiry: at 8 ms
+    from tcpsim.core.jiffies import JiffyClock
+    sk = _bulk_flight()
+    sk.jc = JiffyClock(250)
+    sk.write(3 * NS_PER_MS, 4 * 1448)
+    sk.take_outbox()
+    assert sk.k.loss_probe_timeout(sk) == 4 * NS_PER_MS
+    assert sk.tlp_deadline == 8 * NS_PER_MS
+
+
+def test_the_loss_probe_sends_the_deferred_tso_skb_as_new_data():
+    # tcp_send_loss_probe(): the head of the write queue fits the window, so tcp_write_xmit()
+    # runs with push_one = 2 -- tcp_tso_should_defer() is skipped and the deferred skb goes
+    sk = _bulk_flight(peer_win=100)                        # 12800 B of window
+    sk.write(3 * NS_PER_MS, 20 * 1448)
+    assert sum(s.len for s in sk.take_outbox()) == 12800
+    assert ack(sk, 3.6, 1449 + 2 * 1448, 100) == []        # deferred (see above)
+    t = sk.tlp_deadline
+    assert t and sk.next_deadline() == t
+    sk.on_timer(t)
+    out = sk.take_outbox()
+    assert [s.len for s in out] == [1448, 1448]            # the whole 2896 B opening
+    assert sk.mib.TCPLossProbes == 1 and sk.mib.TCPRetransSegs == 0
+    assert sk.tlp_high_seq == sk.snd_nxt
+    assert sk.rto_deadline == t + sk.rto                   # the RTO restarts from the probe
+
+
+def test_the_loss_probe_resends_the_last_segment_when_no_new_data_fits():
+    # window full: the probe retransmits the last segment in flight, once per episode
+    sk = _bulk_flight(peer_win=100)
+    sk.write(3 * NS_PER_MS, 20 * 1448)
+    out = sk.take_outbox()
+    last = out[-1]
+    sk.on_timer(sk.tlp_deadline)
+    probe = sk.take_outbox()
+    assert [(s.seq, s.len) for s in probe] == [(last.seq, last.len)]
+    assert sk.mib.TCPLossProbes == 1 and sk.mib.TCPRetransSegs == 1
+    assert sk.retrans_stamp == 0                           # __tcp_retransmit_skb() only
+    # a D-SACK for the probe (both copies arrived) ends the episode without a cwnd cut
+    cwnd = sk.snd_cwnd
+    dsack = Segment(1, 0, ACK, last.seq + last.len, 100, tsval=9, tsecr=1,
+                    sacks=((last.seq, last.seq + last.len),))
+    sk.on_segment(sk.now + NS_PER_MS, dsack)
+    assert sk.tlp_high_seq == 0 and sk.snd_cwnd >= cwnd
+
+
+@pytest.mark.parametrize("profile,deferred", [("linux-6.18", False), ("linux-6.6", True)])
+def test_295ce1eb_defers_only_if_the_next_ack_is_due_within_1ms(profile, deferred):
+    # tcp_tso_should_defer(): with srtt 10 ms and the flight sent 6 ms ago the next ACK is due
+    # in 4 ms -- within srtt / 2 (the rule before 295ce1eb), not within 1 ms (6.18)
+    sk = sender(profile=profile, peer_win=100)             # 12800 B of window
+    sk.write(2 * NS_PER_MS, 1448)
+    sk.take_outbox()
+    ack(sk, 12, 1449, 100)                                 # srtt 10 ms
+    sk.write(12 * NS_PER_MS, 20 * 1448)
+    sk.take_outbox()
+    sk.wstamp_ns = int(17.5 * NS_PER_MS)                   # data went out 0.5 ms ago
+    out = ack(sk, 18, 1449 + 1448, 100)                    # 2664 B open: < 2 TSO segs
+    assert (out == []) == deferred
+
+
+@pytest.mark.parametrize("profile,segs", [("linux-5.15", 45), ("linux-6.1", 90)])
+def test_tso_autosize_adds_a_min_rtt_share_from_5_18(profile, segs):
+    # 65466904b015 (5.18): tcp_tso_autosize() adds gso_max_size >> (min_rtt_us >> 9); with a
+    # 50 us min RTT that is the whole GSO size (before: the pacing rate's 1 ms share only)
+    sk = sender(profile=profile)
+    sk.min_rtt_us = 50
+    sk.pacing_rate = 45 * 1448 * 1024                      # 45 MSS per 1/1024 s
+    assert sk.tso_segs() == min(segs, 65215 // 1448)
