@@ -32,7 +32,9 @@ its `writer` / `reader` with the replay applications below and runs it.
 
 from __future__ import annotations
 
+import bisect
 import re
+import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -214,7 +216,11 @@ def plan(v: TraceView, profile: str | None = None, policies: tuple[str, ...] = (
         if writer.kind in CLOCKED_WRITERS:
             notes.append(f"no write rows in the trace: the model's {writer.kind} writer runs on its own clock")
     if reader.kind in CLOCKED_READERS and v.reads:
-        read_ticks = reader_ticks(v.reads, reader, end, shift)
+        reads, lag = recv_times(v)
+        if lag:
+            notes.append(f"reads replayed when recv() ran: the ACKs reads sent precede their log "
+                         f"rows by {lag / 1e3:.0f} us (median)")
+        read_ticks = reader_ticks(reads, reader, end, shift)
     else:
         reader = replace(reader, start=max(0, shift))
         if reader.kind in CLOCKED_READERS:
@@ -245,6 +251,54 @@ def bulk_write_ticks(writes: list[tuple[int, int, bool]], first_tx: int | None,
     if first_tx is not None and first_tx < writes[0][0]:
         ticks[0] = (first_tx + shift, ticks[0][1])
     return ticks
+
+
+READ_ACK_NS = 1_000_000      # an ACK at most this long before a read row may be that read's
+DATA_QUIET_NS = 200_000      # ... if no data segment arrived from this long before it on
+MIN_READ_ACKS = 20           # fewer such pairs: no lag estimate, reads stay at their rows
+
+
+def recv_times(v: TraceView) -> tuple[list[tuple[int, int]], int]:
+    """When the logged reads really ran: ([(t, bytes)], median lag in ns).
+
+    The capture's apps log a read after recv() returns (tcpsim.capture.apps: monotonic_ns()
+    after sock.recv), and Python takes its time: a read that sent an ACK (tcp_recvmsg ->
+    tcp_cleanup_rbuf, the window update a slow reader's ACKs are) shows that ACK on the
+    receiver's wire 60-500 us before its row (median 108 us in seed-oscillating-reader,
+    158 us in seed-unbounded-growth-shrink0). Replayed at its row, the model's read comes
+    that much late, and a burst of segments that arrived in between lands before the ACK
+    instead of after it, moving the right edge (docs/validation.md). A read whose ACK is
+    identified -- the receiver's last ACK before the row, no other read and no data segment
+    between (nor in the DATA_QUIET_NS before it, so the ACK is not a data segment's own) --
+    is replayed at that ACK; every other read at its row less the median of those lags."""
+    reads = v.reads
+    ack_t = [a.t_ns for a in v.acks]
+    data_t = v.data_t
+    read_t = [t for t, _ in reads]
+    found: dict[int, int] = {}
+    for i, t in enumerate(read_t):
+        j = bisect.bisect_left(ack_t, t) - 1
+        if j < 0 or t - ack_t[j] > READ_ACK_NS:
+            continue
+        a = ack_t[j]
+        k = bisect.bisect_left(data_t, a - DATA_QUIET_NS)
+        if k < len(data_t) and data_t[k] < t:
+            continue
+        if bisect.bisect_left(read_t, a) != i:
+            continue
+        found[i] = a
+    if len(found) < MIN_READ_ACKS:
+        return list(reads), 0
+    lag = int(statistics.median(t - found[i] for i, t in enumerate(read_t) if i in found))
+    out: list[tuple[int, int]] = []
+    prev = None
+    for i, (t, n) in enumerate(reads):
+        r = found.get(i, t - lag)
+        if prev is not None and r <= prev:
+            r = prev + 1
+        out.append((r, n))
+        prev = r
+    return out, lag
 
 
 def reader_ticks(reads: list[tuple[int, int]], app: Any, end: int, shift: int) -> list[tuple[int, int, int]]:

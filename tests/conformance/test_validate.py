@@ -228,3 +228,12 @@ def test_run_validate_on_a_simulated_trace_says_why_not(tmp_path):
     lines: list[str] = []
     assert run_validate([tmp_path / "sim.parquet"], echo=lines.append) == 2
     assert "simulated trace" in lines[0]
+
+
+def test_oscillating_reader_reads_replayed_when_recv_ran():
+    """Replayed at their log rows, the reads came ~0.1 ms late and the model's ACK of 55025
+    (53 ms) covered a burst the kernel's read ACK had preceded: every later window one 8 KiB
+    unit low. Replayed when recv() ran (replay.recv_times), the windows agree to 0.29 s."""
+    v = validated("seed-oscillating-reader")
+    assert v.score.acks.first_mismatch["t_s"] > 0.25
+    assert metric(v, "ack_match").passed

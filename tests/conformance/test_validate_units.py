@@ -132,3 +132,33 @@ def test_bulk_write_ticks_move_the_first_write_back_to_its_first_data():
         (-1_527_900, 131072), (1_798_100, 131072), (2_225_100, 131072)]
     assert bulk_write_ticks(writes, 2_000_000, 0)[0] == (1_654_000, 131072)   # never later
     assert bulk_write_ticks(writes, None, 0)[0] == (1_654_000, 131072)
+
+
+def _reads_and_acks(pairs: int, lag: int):
+    """A receiver whose reads each send an ACK `lag` ns before their log row (as
+    tcpsim.capture.apps logs a read after recv() returns), plus one read that sent none."""
+    cols = {k: [] for k in ("t_ns", "sock", "event", "detail", "flags", "len", "ack_seq",
+                            "win_scaled", "win_raw")}
+
+    def row(t, sock, event, flags="", length=-1, ack=-1):
+        for k, v in zip(cols, (t, sock, event, "", flags, length, ack, 8192, 1)):
+            cols[k].append(v)
+
+    row(0, "rcv", "tx", "S")
+    for i in range(pairs):
+        t = (i + 1) * MS
+        row(t - lag, "rcv", "tx", "A", 0, 1000 + i)
+        row(t, "rcv", "read", length=1)
+    row((pairs + 1) * MS + 500_000, "rcv", "read", length=1)     # no ACK before it
+    return view(cols, {"source": "capture"})
+
+
+def test_reads_are_replayed_when_recv_ran_not_when_they_were_logged():
+    from tcpsim.conformance.replay import recv_times
+    v = _reads_and_acks(30, 150_000)
+    reads, lag = recv_times(v)
+    assert lag == 150_000
+    assert reads[:30] == [((i + 1) * MS - 150_000, 1) for i in range(30)]   # at their ACKs
+    assert reads[30] == (31 * MS + 500_000 - 150_000, 1)                    # row less the median
+    few, lag = recv_times(_reads_and_acks(5, 150_000))                      # too few to tell
+    assert lag == 0 and few == _reads_and_acks(5, 150_000).reads
