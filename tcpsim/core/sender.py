@@ -90,6 +90,7 @@ class SendMixin:
         self.dupacks = 0
         self.high_seq = 0
         self.in_recovery = False
+        self.in_loss = False                     # TCP_CA_Loss (after an RTO), not Recovery
         self.rtx_next = 0
         self.sk_sndbuf = self.sysctl.tcp_wmem[1]
         self.nodelay = nodelay
@@ -456,9 +457,14 @@ class SendMixin:
         if rtt_ns >= 0:
             self._rtt_estimator(max(1, rtt_ns // NS_PER_US))
         if self.in_recovery and ack >= self.high_seq:
-            self.in_recovery = False
+            self.in_recovery = self.in_loss = False
             self.snd_cwnd = max(min(self.snd_cwnd, self.snd_ssthresh), 1) if self.snd_ssthresh < INFINITE_SSTHRESH else self.snd_cwnd
             self.retrans_stamp = 0
+        elif self.in_loss:
+            # TCP_CA_Loss is not a cwnd reduction (tcp_in_cwnd_reduction() covers CWR and
+            # Recovery only), so tcp_cong_control() slow-starts cwnd from 1 on every ACK of
+            # new data while the lost segments go out again [tcp_input.c]
+            self._cong_avoid(acked_pkts)
         elif self.in_recovery:
             for e in q:
                 if not e[RETRANS]:
@@ -693,7 +699,7 @@ class SendMixin:
         self.cwnd_cnt = 0
         self.tlp_deadline = 0
         self.tlp_high_seq = 0                          # tcp_enter_loss() forgets the probe
-        self.in_recovery = True
+        self.in_recovery = self.in_loss = True
         self.high_seq = self.snd_nxt
         for e in self.rtx_queue:
             e[LOST] = 1

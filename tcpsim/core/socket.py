@@ -92,7 +92,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         "iss", "snd_una", "snd_nxt", "write_seq", "snd_wnd", "snd_wl1", "max_window",
         "bytes_acked", "snd_cwnd", "snd_ssthresh", "cwnd_cnt", "srtt_us8", "mdev_us", "rto",
         "rtx_queue", "rto_deadline", "probe_deadline", "backoff", "retransmits", "probes_out",
-        "retrans_stamp", "rcv_tstamp", "dupacks", "high_seq", "in_recovery", "rtx_next",
+        "retrans_stamp", "rcv_tstamp", "dupacks", "high_seq", "in_recovery", "in_loss", "rtx_next",
         "sk_sndbuf", "nodelay", "initcwnd", "fin_queued", "fin_sent", "snd_shutdown",
         "cwnd_limited", "max_packets_out", "cwnd_usage_seq", "lost_out", "write_queue", "snd_sml",
         "pacing_rate", "min_rtt_us", "wstamp_ns", "tlp_deadline", "tlp_high_seq", "tlp_retrans",

@@ -322,3 +322,22 @@ def test_tso_autosize_adds_a_min_rtt_share_from_5_18(profile, segs):
     sk.min_rtt_us = 50
     sk.pacing_rate = 45 * 1448 * 1024                      # 45 MSS per 1/1024 s
     assert sk.tso_segs() == min(segs, 65215 // 1448)
+
+
+def test_after_an_rto_cwnd_slow_starts_from_one_while_the_lost_segments_go_again():
+    # tcp_enter_loss(): everything in flight is lost and cwnd = 1; Loss is not a cwnd
+    # reduction (tcp_in_cwnd_reduction() is CWR/Recovery only), so tcp_cong_control()
+    # slow-starts: each ACK of a retransmitted segment lets two more go
+    sk = sender()
+    sk.write(2 * NS_PER_MS, 6 * 1448)
+    assert len(sk.take_outbox()) == 6
+    while not sk.mib.TCPTimeouts:                          # the loss probe, then the RTO
+        sk.on_timer(sk.next_deadline())
+        out = sk.take_outbox()
+    assert [s.seq for s in out] == [1] and sk.snd_cwnd == 1   # the head goes again
+    out = ack(sk, 1100, 1 + 1448, 502)                     # it is acked
+    assert sk.snd_cwnd == 2
+    assert [s.seq for s in out] == [1 + 1448, 1 + 2 * 1448]
+    out = ack(sk, 1200, 1 + 3 * 1448, 502)                 # two more acked: slow start up to
+    assert sk.snd_ssthresh == 3 and sk.snd_cwnd == 3       # ssthresh (half the flight of 6)
+    assert [s.seq for s in out] == [1 + i * 1448 for i in (3, 4, 5)]   # the rest goes
