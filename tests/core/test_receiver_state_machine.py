@@ -18,7 +18,7 @@ stream      copied_seq and rcv_nxt never decrease, copied_seq <= rcv_nxt; the by
             the peer's FIN and nowhere else; each read() returns <= n bytes and moves
             copied_seq by exactly that (+1 for the FIN).
 queues      the receive queue is contiguous from (a partly read head at) copied_seq to
-            rcv_nxt, only its last skb carries a FIN; the OFO queue is strictly sorted, lies
+            rcv_nxt (copied_seq may be at the head's FIN, past all its data), only its last skb carries a FIN; the OFO queue is strictly sorted, lies
             above rcv_nxt and no skb covers another. NOTE: partial overlaps between OFO skbs
             are legal -- tcp_data_queue_ofo() keeps both skbs in its "Partial overlap" branch
             (it only D-SACKs the overlap), so the test does not demand disjoint skbs.
@@ -46,6 +46,8 @@ mem bound   see check_memory_bound(): the step-local bound on sk_rmem_alloc +
 
 Two bugs the machine found are fixed; their shrunk programs are replayed at the end of this
 file as regression tests (KNOWN_BUGS lists checks switched off while a new find is fixed).
+So is one find that was the test's own error: the queue check did not allow a head skb
+whose data is all read but whose FIN is not (a partly-old segment carrying the FIN).
 """
 
 from __future__ import annotations
@@ -478,8 +480,11 @@ class ReceiverMachine(RuleBasedStateMachine):
             assert sk.copied_seq == sk.rcv_nxt, f"nothing queued but unread bytes {self._where()}"
             return
         head = q[0]
-        assert head.seq <= sk.copied_seq < head.seq + head.len or (
-            head.len == 0 and head.fin and sk.copied_seq == head.seq), f"head {self._where()}"
+        # copied_seq lies inside the head skb, its FIN included: a partly-old segment is
+        # queued whole, so its data may all have been read already while its FIN has not
+        # (tcp_recvmsg_locked [tcp.c, 6.1]: offset < skb->len -> copy data, else a FIN skb
+        # -> found_fin_ok). A bare FIN skb is the len == 0 case of the same rule.
+        assert head.seq <= sk.copied_seq < head.end_seq, f"head {self._where()}"
         for a, b in zip(q, q[1:]):
             # no gap, and progress; a partly-old segment is queued whole (tcp_data_queue),
             # so consecutive skbs may overlap: reads skip the old bytes by offset
@@ -795,5 +800,31 @@ state.fin(data_before_fin=0)
 state.fin(data_before_fin=0)
 state.partial_overlap(back=1, new=1)
 state.fin(data_before_fin=0)
+state.teardown()
+""")
+
+
+@pytest.mark.parametrize(("profile", "shrink", "dev"), [("linux-6.1.59", 1, "tun"),
+                                                        ("linux-6.1", 0, "nic-2k")])
+def test_fixed_invariant_head_skb_with_only_its_fin_unread(profile, shrink, dev):
+    """A FIN dropped at a zero window, then retransmitted with the last byte in front of it:
+    tcp_data_queue() queues that partly-old segment whole (2000:2002, one old byte + FIN),
+    so copied_seq = 2001 sits past the head skb's data but before its FIN. The kernel reads
+    it (tcp_recvmsg_locked: offset == skb->len on a FIN skb -> found_fin_ok); the queue
+    invariant used to demand copied_seq < seq + len and failed here, intermittently (found
+    on 6.1.59/shrink1/tun; the same program fails the old check on 6.1/shrink0/nic-2k, the
+    other configuration that failed in CI)."""
+    cls = machine_for(profile, shrink, dev).__name__
+    replay(profile, shrink, dev, "check_receive_queue", f"""
+state = {cls}()
+state.open_connection(role='client', tcp_rmem=None, so_rcvbuf=2304, window_scaling=1)
+state.data_in_order(length=1000, push=False)
+state.read(n=1448)
+state.window_probe(kind='zero_length_old_seq')
+state.partial_overlap(back=1, new=1000)
+state.fin(data_before_fin=0)
+state.read(n=1448)
+state.duplicate(back=1, length=1)
+state.read(n=1)
 state.teardown()
 """)
