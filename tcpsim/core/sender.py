@@ -118,6 +118,16 @@ class SendMixin:
         mss = self.mss_cache or 536
         return max(0, free * mss // (mss + SND_SKB_OVERHEAD))
 
+    def can_queue(self: TcpSocket) -> bool:
+        """Would write() queue anything now (tcp_sendmsg_locked)? The unsent tail skb is
+        topped up to the size goal without a memory check; a new skb needs
+        sk_stream_memory_free (sk_wmem_queued < sk_sndbuf). An application blocked in
+        send() can make progress exactly when this holds."""
+        if self.state not in ("ESTABLISHED", "CLOSE_WAIT") or self.snd_shutdown:
+            return False
+        q = self.write_queue
+        return bool(q and q[-1] < self.size_goal()) or self.wmem_queued() < self.sk_sndbuf
+
     # -- writing ---------------------------------------------------------------------------------
 
     def write(self: TcpSocket, now: int, n: int) -> int:

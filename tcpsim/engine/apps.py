@@ -55,7 +55,7 @@ class PeriodicWriter:
         self.pending -= w
         self.written += w
         sim.after(sk)
-        if self.pending and sim.skip and sk.send_space() == 0:
+        if self.pending and sim.skip and not sk.can_queue():
             self.blocked = True                 # sleep until writable
             return
         sim.sched.at(now + self.period, WRITER, self.tick)

@@ -25,7 +25,6 @@ from tcpsim.engine.scheduler import TIMER, Scheduler
 from tcpsim.policy import Profile
 from tcpsim.scenario import Scenario
 
-_WRITABLE_STATES = frozenset({"ESTABLISHED", "CLOSE_WAIT"})
 
 
 @dataclass
@@ -112,7 +111,7 @@ class Simulation:
             self._note_peaks(sk)
             if sk.readable:
                 self.reader.on_readable(self.sched.env._now)
-        elif self.writer.blocked and sk.state in _WRITABLE_STATES and sk.send_space() > 0:
+        elif self.writer.blocked and sk.can_queue():
             self.writer.on_writable(self.sched.env._now)
         if sk.error and self.died_at < 0:
             self.died_at = self.sched.env._now

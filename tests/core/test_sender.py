@@ -341,3 +341,20 @@ def test_after_an_rto_cwnd_slow_starts_from_one_while_the_lost_segments_go_again
     out = ack(sk, 1200, 1 + 3 * 1448, 502)                 # two more acked: slow start up to
     assert sk.snd_ssthresh == 3 and sk.snd_cwnd == 3       # ssthresh (half the flight of 6)
     assert [s.seq for s in out] == [1 + i * 1448 for i in (3, 4, 5)]   # the rest goes
+
+
+def test_a_write_can_top_up_a_partly_sent_tail_skb_with_the_send_buffer_full():
+    # tcp_sendmsg_locked(): the unsent tail skb is filled to the size goal without a memory
+    # check; only a new skb needs sk_wmem_queued < sk_sndbuf. A blocked writer must be woken
+    # by that rule (can_queue), not by send_space(), or it sleeps while send() would progress
+    sk = sender(profile="linux-6.18", peer_win=40)         # 5120 B of window
+    sk.max_window = 1 << 20                                # size goal: the GSO size
+    goal = sk.size_goal()
+    assert sk.write(2 * NS_PER_MS, goal) == goal
+    sk.take_outbox()
+    assert len(sk.write_queue) == 1 and sk.write_queue[0] < goal   # head = tail, partly sent
+    sk.sk_sndbuf = sk.wmem_queued()                        # no room for a new skb
+    assert sk.send_space() == 0 and sk.can_queue()
+    assert sk.write(3 * NS_PER_MS, 10) == 10               # the tail takes it
+    sk.write(4 * NS_PER_MS, goal)                          # tail full now
+    assert not sk.can_queue() and sk.write(5 * NS_PER_MS, 1) == 0
