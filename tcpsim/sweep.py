@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tcpsim.core.sysctl import SysctlError
-from tcpsim.profiles import ProfileError, get_profile
+from tcpsim.profiles import ProfileError
 from tcpsim.runner import RunOptions, prepare, run
 from tcpsim.scenario import Scenario, ScenarioError, read_scenario_file, scenario_from_dict
 
@@ -54,12 +54,12 @@ class Axis:
 
 @dataclass
 class Point:
-    """One grid point: its values, the scenario and options it runs with, its result."""
+    """One grid point: its values, the scenario it runs, its result."""
 
     index: int
     values: dict[str, Any]
     scenario: Scenario
-    options: RunOptions
+    skip: bool = True                  # time skipping (False: tick by tick)
     summary: dict[str, Any] | None = None
     counters: dict[str, int] = field(default_factory=dict)
     error: str = ""
@@ -171,7 +171,7 @@ def _build_point(i: int, raw: dict, source: str, values: dict[str, Any],
     sc, profile = prepare(sc, opts)             # resolves profile and patches (ProfileError)
     profile.default_sysctls().with_overrides(sc.sysctl, known=profile.known_sysctls(),
                                              profile=profile.name)
-    return Point(i, values, sc, RunOptions(skip=opts.skip))
+    return Point(i, values, sc, opts.skip)
 
 
 def _policies(value: Any) -> tuple[str, ...]:
@@ -184,7 +184,7 @@ def _policies(value: Any) -> tuple[str, ...]:
 # -- running -----------------------------------------------------------------------------------------
 
 def _run_point(point: Point, trace: str | None) -> tuple[dict[str, Any], dict[str, int]]:
-    opts = RunOptions(skip=point.options.skip, trace=trace)
+    opts = RunOptions(skip=point.skip, trace=trace)
     result, _ = run(point.scenario, opts)
     return result.summary, result.counters
 

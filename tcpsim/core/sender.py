@@ -111,8 +111,7 @@ class SendMixin:
 
     def send_space(self: TcpSocket) -> int:
         """Payload bytes a write() may still queue (sk_stream_memory_free), 0 when full."""
-        free = (self.sk_sndbuf - (self.write_seq - self.snd_una)      # wmem_queued(), inlined
-                - (len(self.rtx_queue) + len(self.write_queue)) * SND_SKB_OVERHEAD)
+        free = self.sk_sndbuf - self.wmem_queued()
         if free <= 0:
             return 0
         mss = self.mss_cache or 536
