@@ -34,6 +34,8 @@ TCP_ATO_MIN_NS = 40 * NS_PER_MS
 TCP_RTO_MIN_NS = 200 * NS_PER_MS
 TCP_RTO_MAX_NS = 120 * NS_PER_S
 TCP_TIMEOUT_INIT_NS = 1 * NS_PER_S
+TCP_SYN_RETRIES = 6          # net.ipv4.tcp_syn_retries default
+TCP_SYNACK_RETRIES = 5       # net.ipv4.tcp_synack_retries default
 TCP_RESOURCE_PROBE_INTERVAL_NS = 500 * NS_PER_MS
 
 # icsk_ack.pending bits (include/net/inet_connection_sock.h: enum inet_csk_ack_state_t)

@@ -23,8 +23,8 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from tcpsim.core.constants import (
-    NS_PER_MS, NS_PER_US, TCP_MSS_DEFAULT, TCP_RTO_MAX_NS,
-    TCP_RTO_MIN_NS, TCP_TIMEOUT_INIT_NS, skb_truesize,
+    NS_PER_MS, NS_PER_US, TCP_MSS_DEFAULT, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS,
+    TCP_SYN_RETRIES, TCP_SYNACK_RETRIES, TCP_TIMEOUT_INIT_NS, skb_truesize,
 )
 from tcpsim.core.segment import ACK, FIN, PSH, Segment
 
@@ -165,15 +165,18 @@ class SendMixin:
         nbytes = min(nbytes + self.k.tso_rtt_bytes(self), SK_GSO_MAX_SIZE)
         return min(max(nbytes // mss, TCP_MIN_TSO_SEGS), SK_GSO_MAX_SEGS)
 
-    def _update_pacing_rate(self: TcpSocket) -> None:
+    def _update_pacing_rate(self: TcpSocket, cwnd: int = 0) -> None:
         """tcp_update_pacing_rate() [tcp_input.c, v6.18], run by tcp_cong_control() on every
-        ACK that finds data in flight: 200 % of cwnd * mss / srtt in slow start (cwnd below
-        half of ssthresh), 120 % after. Before the first RTT sample the rate stays unlimited
-        (sk_pacing_rate starts at ~0UL; the model takes no RTT sample from the handshake)."""
+        ACK that finds data in flight, and once when the handshake completes: 200 % of
+        cwnd * mss / srtt in slow start (cwnd below half of ssthresh), 120 % after. Before
+        the first RTT sample the rate stays unlimited (sk_pacing_rate starts at ~0UL).
+        `cwnd`: the active side's SYN-ACK is processed before tcp_init_transfer() applies
+        the route's initcwnd, with tcp_init_sock()'s TCP_INIT_CWND."""
         if not self.srtt_us8:
             return
-        ratio = TCP_PACING_SS_RATIO if self.snd_cwnd < self.snd_ssthresh // 2 else TCP_PACING_CA_RATIO
-        rate = self.mss_cache * 80_000 * ratio * max(self.snd_cwnd, len(self.rtx_queue))
+        cwnd = cwnd or self.snd_cwnd
+        ratio = TCP_PACING_SS_RATIO if cwnd < self.snd_ssthresh // 2 else TCP_PACING_CA_RATIO
+        rate = self.mss_cache * 80_000 * ratio * max(cwnd, len(self.rtx_queue))
         self.pacing_rate = rate // self.srtt_us8
 
     def _queue_bytes(self: TcpSocket, n: int) -> int:
@@ -672,10 +675,10 @@ class SendMixin:
         """Models tcp_retransmit_timer(): give up after tcp_retries2 (as modelled time), or
         enter loss, retransmit the head and back off. With a zero window and data in flight
         the retransmission acts as a probe (the profile decides when that times out)."""
-        if not self.rtx_queue or self.state == "CLOSED":
-            return
         if self.state in ("SYN_SENT", "SYN_RECV"):
             self._handshake_timeout()
+            return
+        if not self.rtx_queue or self.state == "CLOSED":
             return
         self.mib.TCPTimeouts += 1
         self.sink.record(self, "timer", "rto")
@@ -726,12 +729,35 @@ class SendMixin:
         return self.now - self.retrans_stamp >= timeout
 
     def _handshake_timeout(self: TcpSocket) -> None:
-        self.retransmits += 1
-        if self.retransmits > 6:
-            self.abort("ETIMEDOUT")
+        """The SYN or SYN-ACK was not answered: send it again, the timer backed off.
+        Active side: tcp_retransmit_timer() in SYN_SENT, ETIMEDOUT after tcp_syn_retries
+        (tcp_write_timeout [tcp_timer.c]). Passive side: the request sock's timer
+        (reqsk_timer_handler() [inet_connection_sock.c], tcp_syn_ack_timeout()), which
+        drops the request after tcp_synack_retries: the listener forgets it."""
+        self.mib.TCPTimeouts += 1
+        active = self.state == "SYN_SENT"
+        if self.retransmits >= (TCP_SYN_RETRIES if active else TCP_SYNACK_RETRIES):
+            if active:
+                self.abort("ETIMEDOUT")
+            else:
+                self.state = "LISTEN"
+                self.rto_deadline = 0
             return
+        self.retransmits += 1
+        self.mib.TCPRetransSegs += 1
+        self.sink.record(self, "timer", "rto")
+        self._emit(self.make_syn() if active else self.make_synack())
         self.rto = min(self.rto << 1, TCP_RTO_MAX_NS)
         self.rto_deadline = self.reset_xmit_timer(self.rto)
+
+    def resend_synack(self: TcpSocket) -> None:
+        """A retransmitted SYN reached the request: tcp_check_req() answers it with the
+        SYN-ACK again (inet_rtx_syn_ack(), counted in num_retrans: no RTT sample from it
+        then). The model has one counter: this one also counts toward tcp_synack_retries,
+        which in the kernel counts the request timer's expiries only (num_timeout)."""
+        self.retransmits += 1
+        self.mib.TCPRetransSegs += 1
+        self._emit(self.make_synack())
 
     def probe_timer(self: TcpSocket) -> None:
         """Models tcp_probe_timer() + tcp_send_probe0() + tcp_write_wakeup()."""

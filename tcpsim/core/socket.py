@@ -74,6 +74,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         # options negotiated
         "wscale_ok", "sack_ok", "ts_ok", "rcv_wscale", "snd_wscale", "tcp_header_len",
         "ts_recent", "rcv_tsecr", "mtu", "advmss", "mss_cache", "peer_mss", "init_rwnd",
+        "syn_tx_ns",
         # receive half (struct tcp_sock / struct sock names)
         "irs", "rcv_nxt", "copied_seq", "rcv_wup", "rcv_wnd", "window_clamp", "rcv_ssthresh",
         "sk_rcvbuf", "sk_rmem_alloc", "sk_forward_alloc", "rcvbuf_locked", "rcvlowat",
@@ -131,6 +132,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self.tcp_header_len = 20
         self.ts_recent = 0
         self.rcv_tsecr = -1
+        self.syn_tx_ns = -1         # when our SYN / SYN-ACK went out (the handshake's RTT)
         self._init_receive_state()
         self._init_ack_state()
         self._init_send_state(initcwnd, nodelay)
@@ -203,14 +205,10 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
             self.window_clamp = self.full_space()
         self.k.select_initial_window(self, self.full_space(), self.advmss)
         self.k.init_rcv_ssthresh(self)
-        self.iss = self.snd_una = self.snd_nxt = self.write_seq = 0
-        syn = Segment(self.iss, 0, SYN, 0, min(self.rcv_wnd, 65535), mss=self.advmss,
-                      wscale=self.rcv_wscale if s.tcp_window_scaling else -1,
-                      sack_ok=bool(s.tcp_sack), tsval=self._tsval() if s.tcp_timestamps else -1,
-                      tsecr=0 if s.tcp_timestamps else -1)
-        self.snd_nxt = 1
-        self.write_seq = 1
-        self._emit(syn)
+        self.iss = self.snd_una = 0
+        self.snd_nxt = self.write_seq = 1
+        self._emit(self.make_syn())
+        self.syn_tx_ns = self.now                   # the SYN skb's send time
         self.rto = TCP_TIMEOUT_INIT_NS
         self.rto_deadline = self.reset_xmit_timer(self.rto)
 
@@ -230,15 +228,27 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
             self.rcv_wscale = 0
         self.iss = 0
         self.snd_una = 0
-        synack = Segment(self.iss, 0, SYN | ACK, self.rcv_nxt, min(self.rcv_wnd, 65535),
-                         mss=self.advmss, wscale=self.rcv_wscale if self.wscale_ok else -1,
-                         sack_ok=self.sack_ok, tsval=self._tsval() if self.ts_ok else -1,
-                         tsecr=self.ts_recent if self.ts_ok else -1)
         self.snd_nxt = self.write_seq = 1
         self.state = SYN_RECV
-        self._emit(synack)
+        self._emit(self.make_synack())
+        self.syn_tx_ns = self.now                   # tcp_rsk(req)->snt_synack
         self.rto = TCP_TIMEOUT_INIT_NS
         self.rto_deadline = self.reset_xmit_timer(self.rto)
+
+    def make_syn(self) -> Segment:
+        """Our SYN (tcp_connect() [tcp_output.c]), first or retransmitted."""
+        s = self.sysctl
+        return Segment(self.iss, 0, SYN, 0, min(self.rcv_wnd, 65535), mss=self.advmss,
+                       wscale=self.rcv_wscale if s.tcp_window_scaling else -1,
+                       sack_ok=bool(s.tcp_sack), tsval=self._tsval() if s.tcp_timestamps else -1,
+                       tsecr=0 if s.tcp_timestamps else -1)
+
+    def make_synack(self) -> Segment:
+        """Our SYN-ACK (tcp_make_synack() [tcp_output.c]), first or retransmitted."""
+        return Segment(self.iss, 0, SYN | ACK, self.rcv_nxt, min(self.rcv_wnd, 65535),
+                       mss=self.advmss, wscale=self.rcv_wscale if self.wscale_ok else -1,
+                       sack_ok=self.sack_ok, tsval=self._tsval() if self.ts_ok else -1,
+                       tsecr=self.ts_recent if self.ts_ok else -1)
 
     def _learn_options(self, seg: Segment) -> None:
         """Options of a SYN / SYN-ACK: what both sides agreed on."""
@@ -266,7 +276,11 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self.snd_wl1 = seg.seq
         self.max_window = self.snd_wnd
         self.rto_deadline = 0
+        self._handshake_rtt(seg)
         self._established(active=True)
+        # tcp_ack()'s tcp_cong_control() set the pacing rate before tcp_init_transfer():
+        # with tcp_init_sock()'s cwnd, and the MSS of tcp_connect_init() (the same here)
+        self._update_pacing_rate(TCP_INIT_CWND)
         self.send_ack()
 
     def _on_handshake_ack(self, seg: Segment) -> bool:
@@ -278,8 +292,28 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self.snd_wl1 = seg.seq
         self.max_window = self.snd_wnd
         self.rto_deadline = 0
+        self._handshake_rtt(seg)
         self._established(active=False)
+        self._update_pacing_rate()                  # tcp_rcv_state_process(), TCP_SYN_RECV
         return True
+
+    def _handshake_rtt(self, seg: Segment) -> None:
+        """The handshake's RTT sample, taken before the connection is established: the
+        active side's tcp_ack() acks the SYN and tcp_clean_rtx_queue() times it from the
+        SYN's send time; the passive side's tcp_check_req() runs tcp_synack_rtt_meas()
+        from the SYN-ACK's (tcp_minisocks.c). A retransmitted handshake segment gives no
+        such sample (Karn); then only the timestamp echo can, in tcp_ack_update_rtt()
+        [tcp_input.c]. So `ss -ti` shows an rtt, and the RTO, the loss probe, TSO sizing
+        and deferral work from it, before the first data is acknowledged."""
+        if self.srtt_us8:
+            return
+        if not self.retransmits and self.syn_tx_ns >= 0:
+            sample = max(1, (self.now - self.syn_tx_ns) // NS_PER_US)
+        elif self.ts_ok and seg.tsecr > 0 and self._tsval() >= seg.tsecr:
+            sample = max(self._tsval() - seg.tsecr, 1) * 1000     # tcp_rtt_tsopt_us()
+        else:
+            return
+        self._rtt_estimator(sample)
 
     def _established(self, active: bool) -> None:
         """Models tcp_finish_connect()/tcp_init_transfer(): MSS, buffers, timers.
@@ -319,6 +353,8 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         elif state == SYN_RECV:
             if seg.flags & RST:
                 self.state = LISTEN
+            elif seg.flags & SYN and not seg.flags & ACK:
+                self.resend_synack()                # the peer's SYN again: our SYN-ACK was lost
             elif self._on_handshake_ack(seg) and (seg.len or seg.flags & 1):
                 self.rcv_established(seg)
 

@@ -67,3 +67,84 @@ def test_so_rcvbuf_before_connect_locks_and_gives_wscale_0():
     syn = sk.take_outbox()[0]
     assert sk.sk_rcvbuf == 65536 and sk.rcvbuf_locked
     assert syn.wscale == 0 and syn.win == 32120         # E2: SYN window 32120, wscale 0
+
+
+# -- the handshake's RTT sample ------------------------------------------------------------------
+
+def test_the_active_side_times_its_syn():
+    # tcp_ack() of the SYN-ACK: tcp_clean_rtx_queue() acks the SYN and samples its RTT, so
+    # srtt, the RTO (srtt + the 200 ms rttvar floor) and the pacing rate (tcp_cong_control,
+    # with tcp_init_sock()'s cwnd of 10) exist before any data is acknowledged
+    sk, _ = syn_of("linux-6.18")
+    synack = Segment(0, 0, SYN | ACK, 1, 65535, mss=1460, wscale=7, sack_ok=True, tsval=5,
+                     tsecr=1)
+    sk.on_segment(12_345_678, synack)
+    assert sk.state == "ESTABLISHED" and sk.srtt_us8 == 12_345 << 3 and sk.min_rtt_us == 12_345
+    assert sk.rto == (12_345 + 200_000) * 1000
+    assert sk.pacing_rate == 1448 * 80_000 * 200 * 10 // (12_345 << 3)
+
+
+def test_the_passive_side_times_its_synack():
+    # tcp_check_req() -> tcp_synack_rtt_meas(): from the SYN-ACK's send time (snt_synack)
+    prof = get_profile("linux-6.1")
+    sk = TcpSocket(prof.policy(), prof.default_sysctls(), name="snd")
+    sk.listen()
+    sk.on_segment(1_000_000, Segment(0, 0, SYN, 0, 65535, mss=1460, wscale=7, sack_ok=True,
+                                     tsval=1, tsecr=0))
+    sk.take_outbox()
+    sk.on_segment(21_000_000, Segment(1, 0, ACK, 1, 502, tsval=21, tsecr=sk.ts_recent))
+    assert sk.state == "ESTABLISHED" and sk.srtt_us8 == 20_000 << 3
+    assert sk.rto == 220 * 1_000_000 and sk.pacing_rate > 0
+
+
+def test_after_a_retransmitted_syn_only_the_timestamp_echo_times_it():
+    # Karn: a retransmitted SYN's ACK is ambiguous; tcp_ack_update_rtt() falls back to the
+    # timestamp echo (tcp_rtt_tsopt_us, whole milliseconds)
+    sk, syn = syn_of("linux-6.18")
+    sk.retransmits = 1
+    synack = Segment(0, 0, SYN | ACK, 1, 65535, mss=1460, wscale=7, sack_ok=True, tsval=5,
+                     tsecr=syn.tsval)
+    sk.on_segment(3_400_000, synack)                    # TS clock: 4 - 1 = 3 ms
+    assert sk.srtt_us8 == 3_000 << 3
+
+
+# -- an unanswered handshake ------------------------------------------------------------------------
+
+def test_an_unanswered_syn_goes_again_backed_off_then_etimedout():
+    # tcp_retransmit_timer() in SYN_SENT: 1 s, 2 s, 4 s ... ; tcp_syn_retries = 6
+    sk, _ = syn_of("linux-6.18")
+    sent = []
+    while sk.state == "SYN_SENT":
+        sk.on_timer(sk.next_deadline())
+        sent += [(sk.now, s.flags) for s in sk.take_outbox()]
+    assert [t // 1_000_000_000 for t, _ in sent] == [1, 3, 7, 15, 31, 63]
+    assert all(f == SYN for _, f in sent) and sk.error == "ETIMEDOUT" and sk.now == 127 * 10**9
+
+
+def test_the_synack_goes_again_and_a_repeated_syn_is_answered():
+    prof = get_profile("linux-6.1")
+    sk = TcpSocket(prof.policy(), prof.default_sysctls(), name="snd")
+    sk.listen()
+    syn = Segment(0, 0, SYN, 0, 65535, mss=1460, wscale=7, sack_ok=True, tsval=1, tsecr=0)
+    sk.on_segment(0, syn)
+    assert [s.flags for s in sk.take_outbox()] == [SYN | ACK]
+    sk.on_timer(sk.next_deadline())                     # reqsk timer: 1 s
+    assert [s.flags for s in sk.take_outbox()] == [SYN | ACK] and sk.now == 10**9
+    sk.on_segment(1_500_000_000, syn)                   # the client's SYN again
+    (synack,) = sk.take_outbox()
+    assert synack.flags == SYN | ACK
+    # the ACK that finally comes: after a retransmitted SYN-ACK only its timestamp echo
+    # times the handshake (20 ms, in whole milliseconds)
+    sk.on_segment(1_520_400_000, Segment(1, 0, ACK, 1, 502, tsval=1502, tsecr=synack.tsval))
+    assert sk.state == "ESTABLISHED" and sk.srtt_us8 == 20_000 << 3
+
+
+def test_a_lost_syn_delays_the_connection_instead_of_preventing_it():
+    from dataclasses import replace
+
+    from tcpsim.runner import RunOptions, run
+    from tcpsim.scenario import load_scenario
+    sc = load_scenario("seed-default-fill")            # the sender connects: its SYN can be lost
+    sc = sc.with_(link=replace(sc.link, loss=0.5))
+    r, _ = run(sc, RunOptions(seed=1, duration=5 * 10**9))
+    assert r.summary["established"] and r.summary["bytes_received"] > 0

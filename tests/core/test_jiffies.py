@@ -139,9 +139,11 @@ def test_first_ato_is_tcp_ato_min_at_every_hz():
 def test_rto_is_rounded_up_to_whole_jiffies():
     p = established("linux-6.18", hz=250)
     sk = p.sk
+    sk.srtt_us8 = 0                               # the first sample (not the handshake's)
     sk._rtt_estimator(10_500)                     # srtt 10.5 ms, rttvar floor 200 ms
     assert sk.rto == 212 * NS_PER_MS              # usecs_to_jiffies(210 500) = 53 jiffies
     q = established("linux-6.18")
+    q.sk.srtt_us8 = 0
     q.sk._rtt_estimator(10_500)
     assert q.sk.rto == 210_500_000                # default clock: to the microsecond
 

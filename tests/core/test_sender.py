@@ -304,6 +304,7 @@ def test_295ce1eb_defers_only_if_the_next_ack_is_due_within_1ms(profile, deferre
     # tcp_tso_should_defer(): with srtt 10 ms and the flight sent 6 ms ago the next ACK is due
     # in 4 ms -- within srtt / 2 (the rule before 295ce1eb), not within 1 ms (6.18)
     sk = sender(profile=profile, peer_win=100)             # 12800 B of window
+    sk.srtt_us8 = 0                                        # forget the handshake's 1 ms sample
     sk.write(2 * NS_PER_MS, 1448)
     sk.take_outbox()
     ack(sk, 12, 1449, 100)                                 # srtt 10 ms
