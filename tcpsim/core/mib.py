@@ -31,6 +31,7 @@ COUNTERS: dict[str, str] = {
     "TCPWinProbe": "zero-window probes sent",
     "TCPTimeouts": "retransmission timeouts",
     "TCPAbortOnTimeout": "connections aborted after too many retransmissions/probes",
+    "TCPAbortOnClose": "connections reset by close() with unread data (tcp_close)",
     "TCPRetransSegs": "segments retransmitted (TcpRetransSegs)",
     "TCPFastRetrans": "fast retransmits",
     "TCPLossProbes": "tail loss probes sent (tcp_send_loss_probe)",

@@ -235,6 +235,30 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self.rto = TCP_TIMEOUT_INIT_NS
         self.rto_deadline = self.reset_xmit_timer(self.rto)
 
+    def close(self, now: int) -> None:
+        """close(): models tcp_close() [tcp.c]. Data received and not read (a FIN aside)
+        turns it into an abort: the socket goes to CLOSE and tcp_send_active_reset() sends
+        RST|ACK at snd_nxt (TCPAbortOnClose). Before the connection exists there is nothing
+        to send. Otherwise a FIN follows the data, as for shutdown(SHUT_WR); what the orphaned
+        socket does afterwards (FIN_WAIT2 timeout, reset on new data) is not modelled."""
+        self._clock(now)
+        if self.state in (CLOSED, LISTEN, SYN_SENT):
+            self._closed()
+            return
+        unread = self.rcv_nxt - self.copied_seq - (1 if self.rcv_shutdown else 0)
+        if unread > 0:
+            self.mib.TCPAbortOnClose += 1
+            self._closed()
+            self._emit(self.make_segment(self.snd_nxt, 0, RST | ACK))
+            return
+        self.shutdown_write(now)
+
+    def _closed(self) -> None:
+        """tcp_set_state(TCP_CLOSE) without an error for the application: timers off."""
+        self.state = CLOSED
+        self.rto_deadline = self.probe_deadline = self.delack_deadline = 0
+        self.comp_sack_deadline = self.tlp_deadline = 0
+
     def make_syn(self) -> Segment:
         """Our SYN (tcp_connect() [tcp_output.c]), first or retransmitted."""
         s = self.sysctl
@@ -433,9 +457,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
     def abort(self, err: str) -> None:
         """The connection dies (tcp_write_err / tcp_reset): no more segments, timers off."""
         self.error = err
-        self.state = CLOSED
-        self.rto_deadline = self.probe_deadline = self.delack_deadline = 0
-        self.comp_sack_deadline = self.tlp_deadline = 0
+        self._closed()
         self.readable = self.writable = True
         self.sink.record(self, "state", err)
 

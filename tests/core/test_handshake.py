@@ -148,3 +148,28 @@ def test_a_lost_syn_delays_the_connection_instead_of_preventing_it():
     sc = sc.with_(link=replace(sc.link, loss=0.5))
     r, _ = run(sc, RunOptions(seed=1, duration=5 * 10**9))
     assert r.summary["established"] and r.summary["bytes_received"] > 0
+
+
+# -- close() -------------------------------------------------------------------------------------
+
+def test_close_with_unread_data_resets_the_connection():
+    # tcp_close(): data left unread -> TCP_CLOSE and tcp_send_active_reset() (RST|ACK at
+    # snd_nxt, acking what arrived), TCPAbortOnClose
+    from tcpsim.core.segment import RST
+    p = established("linux-6.18")
+    p.at(2).send(1000)
+    p.sk.close(p.now + 1000)
+    (rst,) = p.take()
+    assert rst.flags == RST | ACK and rst.seq == p.sk.snd_nxt and rst.ack == 1001
+    assert p.sk.state == "CLOSED" and p.sk.mib.TCPAbortOnClose == 1 and not p.sk.next_deadline()
+
+
+def test_close_after_reading_everything_sends_a_fin():
+    from tcpsim.core.segment import FIN
+    p = established("linux-6.18")
+    p.at(2).send(1000)
+    p.read(1000)
+    p.take()
+    p.sk.close(p.now + 1000)
+    assert [s.flags & FIN for s in p.take()] == [FIN]
+    assert p.sk.state == "FIN_WAIT1" and p.sk.mib.TCPAbortOnClose == 0

@@ -19,7 +19,7 @@ ones.
                                            tcp_recvmsg(); the TCP_CM_INQ cmsg
     ioctl SIOCINQ/FIONREAD, SIOCOUTQ       tcp_ioctl()
     write, send                            `write(now, n)`
-    shutdown SHUT_WR, close                `shutdown_write(now)`; close as tcp_close()
+    shutdown SHUT_WR, close                `shutdown_write(now)`; `close(now)` (tcp_close())
 """
 
 from __future__ import annotations
@@ -421,19 +421,9 @@ class Syscalls:
         return attempt
 
     def _tcp_close(self, sk: TcpSocket) -> None:
-        """tcp_close(): FIN after the data, or nothing before a connection exists. With unread
-        data the kernel sends a RST (tcp_send_active_reset); the core has no such call, so
-        the connection is dropped without one and the run's notes say so."""
-        if sk.state in ("LISTEN", "CLOSED"):
-            return
-        unread = sk.rcv_nxt - sk.copied_seq - (1 if sk.rcv_shutdown else 0)
-        if sk.state in ("SYN_SENT",) or unread > 0:
-            if unread > 0:
-                self.host.note("close() with unread data: the kernel sends a RST; the core has no "
-                               "active reset, so the connection was dropped silently")
-            sk.abort("")
-            return
-        sk.shutdown_write(self._now)
+        """tcp_close() (TcpSocket.close): a FIN after the data, a RST when data was left
+        unread, nothing before the connection exists."""
+        sk.close(self._now)
 
 
 # --------------------------------------------------------------------------- helpers
