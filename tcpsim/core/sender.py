@@ -734,7 +734,6 @@ class SendMixin:
         (tcp_write_timeout [tcp_timer.c]). Passive side: the request sock's timer
         (reqsk_timer_handler() [inet_connection_sock.c], tcp_syn_ack_timeout()), which
         drops the request after tcp_synack_retries: the listener forgets it."""
-        self.mib.TCPTimeouts += 1
         active = self.state == "SYN_SENT"
         if self.retransmits >= (TCP_SYN_RETRIES if active else TCP_SYNACK_RETRIES):
             if active:
@@ -743,6 +742,7 @@ class SendMixin:
                 self.state = "LISTEN"
                 self.rto_deadline = 0
             return
+        self.mib.TCPTimeouts += 1
         self.retransmits += 1
         self.mib.TCPRetransSegs += 1
         self.sink.record(self, "timer", "rto")

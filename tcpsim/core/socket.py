@@ -228,6 +228,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
             self.rcv_wscale = 0
         self.iss = 0
         self.snd_una = 0
+        self.retransmits = 0                        # a new request
         self.snd_nxt = self.write_seq = 1
         self.state = SYN_RECV
         self._emit(self.make_synack())
@@ -351,6 +352,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self.ack_rcv_mss = max(TCP_MIN_MSS, min(self.advmss, self.mss_cache, self.rcv_wnd // 2,
                                                 TCP_MSS_DEFAULT))  # tcp_initialize_rcv_mss()
         self.state = ESTABLISHED
+        self.retransmits = 0                        # the handshake's, counted for Karn only
         self.rcvq_time = self.tcp_mstamp
         self.rcvq_seq = self.copied_seq
         self.k.init_buffer_space(self)

@@ -173,3 +173,14 @@ def test_close_after_reading_everything_sends_a_fin():
     p.sk.close(p.now + 1000)
     assert [s.flags & FIN for s in p.take()] == [FIN]
     assert p.sk.state == "FIN_WAIT1" and p.sk.mib.TCPAbortOnClose == 0
+
+
+def test_a_retransmitted_handshake_leaves_no_retransmission_count_behind():
+    # the handshake's retransmissions decide Karn's rule for its sample, nothing after:
+    # a data RTO must not see them (tcp_write_timeout would count from a stale stamp)
+    sk, _ = syn_of("linux-6.18")
+    sk.on_timer(sk.next_deadline())                     # the SYN again at 1 s
+    (syn,) = sk.take_outbox()
+    sk.on_segment(1_010_000_000, Segment(0, 0, SYN | ACK, 1, 65535, mss=1460, wscale=7,
+                                         sack_ok=True, tsval=5, tsecr=syn.tsval))
+    assert sk.state == "ESTABLISHED" and sk.retransmits == 0 and sk.srtt_us8 == 10_000 << 3
