@@ -362,8 +362,8 @@ def validate(
     """Replay a kernel trace's workload in the model and score the agreement."""
     from dataclasses import replace as dc_replace
 
-    from tcpsim.conformance.validate import run_validate
-    from tcpsim.conformance.validate_scores import Thresholds
+    from tcpsim.validate import run_validate
+    from tcpsim.validate.scores import Thresholds
     th = Thresholds()
     for name, value in (("min_ack_match", min_ack_match), ("max_final_error", max_final_error),
                         ("max_peak_error", max_peak_error)):
@@ -384,7 +384,7 @@ def import_trace(
 ) -> None:
     """Convert another tool's trace (Cloudflare's bpftrace CSV, ss -tmi snapshots,
     tcp:tcp_rcvbuf_grow lines) into a tcpsim trace for `tcpsim report`."""
-    from tcpsim.conformance.importers import FORMATS, ImportFormatError, import_file
+    from tcpsim.importers import FORMATS, ImportFormatError, import_file
     if fmt not in FORMATS:
         _fail(f"import: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if not src.is_file():
@@ -405,7 +405,7 @@ def packetdrill(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Run the kernel's packetdrill receive tests against the model (no tun device, no root)."""
-    from tcpsim.conformance.packetdrill.command import run_paths
+    from tcpsim.packetdrill.command import run_paths
     code = run_paths([str(p) for p in paths], profile, list(policy), as_json, typer.echo)
     raise typer.Exit(code)
 

@@ -18,6 +18,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -25,3 +26,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("explore", derandomize=False, database=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip @pytest.mark.root tests unless we are root, `ip netns` works and every program a
+    capture runs is installed (.ci/run installs them as root; see CAPTURE_TOOLS)."""
+    from tcpsim.capture.netns import missing_tools, netns_available
+
+    if not any("root" in item.keywords for item in items):
+        return
+    if not netns_available():
+        reason = "needs root and `ip netns` (real-kernel capture)"
+    elif missing := missing_tools():
+        reason = f"needs {', '.join(missing)} on PATH (apt-get install {' '.join(missing)})"
+    else:
+        return
+    skip = pytest.mark.skip(reason=reason)
+    for item in items:
+        if "root" in item.keywords:
+            item.add_marker(skip)

@@ -8,10 +8,10 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 # =========================================================================== packetdrill
-# Strategies for tcpsim.conformance.packetdrill (tests/conformance/test_pd_*.py): syntax-tree
+# Strategies for tcpsim.packetdrill (tests/packetdrill/test_pd_*.py): syntax-tree
 # values that render to valid script lines, and segments as the simulator would send them.
 
-from tcpsim.conformance.packetdrill.ast import (  # noqa: E402
+from tcpsim.packetdrill.ast import (  # noqa: E402
     ACK, ANY, FIN, PSH, RST, SYN, URG, Direction, Eol, Mss, Nop, Sack, SackOK, TcpPacket,
     Timestamp, TimeKind, Timing, WScale, options_size,
 )

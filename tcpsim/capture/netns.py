@@ -22,7 +22,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -255,6 +257,14 @@ def in_netns(name: str) -> Iterator[None]:
         os.close(target)
 
 
+CAPTURE_TOOLS = ("ip", "tc", "ethtool", "tcpdump")   # what a capture runs (bpftrace is optional)
+
+
+def missing_tools(tools: Sequence[str] = CAPTURE_TOOLS) -> list[str]:
+    """The programs of `tools` that are not on PATH (a capture needs all of CAPTURE_TOOLS)."""
+    return [t for t in tools if shutil.which(t) is None]
+
+
 def netns_available() -> bool:
     """True when we are root and `ip netns` works (used by root-only tests)."""
     if os.geteuid() != 0:
@@ -263,3 +273,41 @@ def netns_available() -> bool:
         return run(["ip", "netns", "list"], check=False).returncode == 0
     except FileNotFoundError:
         return False
+
+
+SND_PORT = 5000       # the sender's listening port in connect_pair()
+
+
+def connect_pair(topo: Topology, rcv_port: int, role: str = "client", rcvbuf: int | None = None,
+                 nodelay: bool = True, cc: str = "cubic") -> tuple[socket.socket, socket.socket]:
+    """A connected (sender, receiver) pair; the receiver's local port is ``rcv_port``."""
+    if role == "client":
+        with in_netns(topo.snd):
+            ls = socket.socket()
+            ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            ls.bind((topo.snd_addr, SND_PORT))
+            ls.listen(8)
+        with in_netns(topo.rcv):
+            r = socket.socket()
+            if rcvbuf:
+                r.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            r.bind((topo.rcv_addr, rcv_port))
+        r.connect((topo.snd_addr, SND_PORT))
+        s, _ = ls.accept()
+    else:
+        with in_netns(topo.rcv):
+            ls = socket.socket()
+            ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if rcvbuf:
+                ls.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            ls.bind((topo.rcv_addr, rcv_port))
+            ls.listen(8)
+        with in_netns(topo.snd):
+            s = socket.socket()
+        s.connect((topo.rcv_addr, rcv_port))
+        r, _ = ls.accept()
+    ls.close()
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+    if nodelay:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s, r

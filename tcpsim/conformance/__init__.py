@@ -1,1 +1,0 @@
-"""Conformance checks: hold the simulator against external oracles (packetdrill scripts, ...)."""

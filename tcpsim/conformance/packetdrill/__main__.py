@@ -1,7 +1,0 @@
-"""`python -m tcpsim.conformance.packetdrill PATH...`: see command.py."""
-
-import sys
-
-from .command import main
-
-sys.exit(main())

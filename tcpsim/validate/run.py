@@ -1,0 +1,262 @@
+"""Hold the model to real-kernel traces: replay each trace's workload and score agreement.
+
+    python -m tcpsim.validate TRACE.parquet [...]       # or directories
+    python -m tcpsim.validate --all tests/fixtures/kernel --write-docs
+    python -m tcpsim.validate T.parquet --profile linux-6.6 --html out/v.html --json
+
+For each trace: the workload is replayed in the simulator (tcpsim.validate.replay: the
+scenario from the metadata, the captured sysctls, the measured link delay, the applications'
+real tick times) under the matching profile (linux-6.18 for a 6.18 capture; --profile
+overrides) and the two are compared (tcpsim.validate.scores): outcome classes,
+final/peak/series errors of sk_rmem_alloc and sk_rcvbuf, exact advertised-window matches,
+counters. The exit code is 0 when every trace passes the thresholds, 1 when one does not,
+2 when a trace cannot be read or replayed (one error line says which and why).
+
+`run_validate()` is the entry point for the CLI (`tcpsim validate`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from tcpsim.validate.replay import ReplayError, ReplayResult, capture_hz, replay
+from tcpsim.validate.outcomes import DEFAULT_STALL_GAP_NS, outcomes
+from tcpsim.validate.report import markdown_table, text
+from tcpsim.validate.scores import Score, Thresholds, score
+from tcpsim.validate.trace import TraceFileError, TraceView, load, view
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "validation.md"
+BEGIN, END = "<!-- BEGIN GENERATED: validate --write-docs -->", "<!-- END GENERATED -->"
+
+
+class ValidateError(ValueError):
+    """A trace that cannot be validated (unreadable, no scenario, unknown profile, ...)."""
+
+
+@dataclass
+class Validation:
+    """One validated trace: the score and both views (model moved to the kernel's axis)."""
+
+    path: Path
+    score: Score
+    kernel: TraceView
+    model: TraceView
+    replay: ReplayResult
+
+
+def timing_dependent(meta: dict[str, Any], path: Path) -> list[str]:
+    """What jitter decides in this trace: the metadata's fixture entry, else the manifest."""
+    fx = meta.get("fixture") or {}
+    if "timing_dependent" in fx:
+        return list(fx["timing_dependent"])
+    manifest = path.parent / "manifest.json"
+    if manifest.is_file():
+        try:
+            entries = json.loads(manifest.read_text()).get("fixtures", [])
+        except ValueError:
+            return []
+        for e in entries:
+            if e.get("file") == path.name:
+                return list(e.get("timing_dependent", []))
+    return []
+
+
+def _manifest(path: Path) -> dict[str, Any]:
+    manifest = path.parent / "manifest.json"
+    if manifest.is_file():
+        try:
+            return json.loads(manifest.read_text())
+        except ValueError:
+            return {}
+    return {}
+
+
+def replay_hz(meta: dict[str, Any], path: Path, override: int | None = None) -> tuple[int | None, str]:
+    """The HZ to replay a trace at: --hz, else the capture's (capture_hz())."""
+    if override is not None:
+        return override, "--hz"
+    return capture_hz(meta, _manifest(path))
+
+
+def validate_trace(path: str | Path, profile: str | None = None,
+                   thresholds: Thresholds | None = None, until_s: float | None = None,
+                   stall_gap_ns: int = DEFAULT_STALL_GAP_NS,
+                   policies: tuple[str, ...] = (), hz: int | None = None) -> Validation:
+    """Replay one trace and score the model against it (at the capture's HZ unless `hz`)."""
+    from tcpsim.profiles import ProfileError
+    from tcpsim.scenario import ScenarioError
+
+    p = Path(path)
+    th = thresholds or Thresholds()
+    try:
+        cols, meta = load(p)
+        k = view(cols, meta)
+        until_ns = None if until_s is None else int(until_s * 1e9)
+        replay_at, hz_source = replay_hz(meta, p, hz)
+        rp = replay(k, profile, policies, until_ns, replay_at, hz_source)
+    except (TraceFileError, ReplayError, ScenarioError, ProfileError) as exc:
+        raise ValidateError(f"{p}: {exc}" if str(p) not in str(exc) else str(exc)) from None
+    end = rp.plan.end_ns
+    m = view(rp.columns, {"source": "tcpsim", "counters": rp.result.counters}).shifted(-rp.plan.shift_ns)
+    timing = timing_dependent(meta, p)
+    ko = outcomes(k, end, stall_gap_ns, counters_known="counters" in meta)
+    mo = outcomes(m, end, stall_gap_ns)
+    name = str((meta.get("fixture") or {}).get("name") or (meta.get("scenario") or {}).get("name")
+               or p.stem)
+    s = score(name, rp.plan.profile, k, m, ko, mo, end, th, timing, rp.result.counters)
+    s.info = {"kernel": meta.get("profile", "?"), "file": str(p), "link": rp.plan.link,
+              "hz": rp.plan.hz,
+              "notes": rp.plan.notes, "shift_ns": rp.plan.shift_ns,
+              "replay": {"write_ticks": rp.write_ticks,
+                         "write_size_mismatch": rp.write_size_mismatch,
+                         "read_ticks": rp.read_ticks, "read_size_mismatch": rp.read_size_mismatch},
+              "kernel_bytes_received": _received(k, end), "model_bytes_received": _received(m, end)}
+    return Validation(p, s, k, m, rp)
+
+
+def _received(v: TraceView, end: int) -> int | None:
+    acks = [a for a in v.acks if a.t_ns <= end]
+    return acks[-1].ack_seq - 1 if acks else None
+
+
+def collect(paths: Iterable[str | Path]) -> list[Path]:
+    """Trace files from paths; a directory gives its *.parquet (manifest order first)."""
+    out: list[Path] = []
+    for item in paths:
+        p = Path(item)
+        if p.is_dir():
+            files = sorted(p.glob("*.parquet"))
+            manifest = p / "manifest.json"
+            if manifest.is_file():
+                try:
+                    order = [e.get("file") for e in json.loads(manifest.read_text()).get("fixtures", [])]
+                except ValueError:
+                    order = []
+                files.sort(key=lambda f: order.index(f.name) if f.name in order else len(order))
+            out += files
+        else:
+            out.append(p)
+    return out
+
+
+def run_validate(paths: Iterable[str | Path], profile: str | None = None,
+                 thresholds: Thresholds | None = None, html_out: str | Path | None = None,
+                 as_json: bool = False, echo: Callable[[str], Any] = print,
+                 until_s: float | None = None, write_docs: str | Path | None = None,
+                 policies: tuple[str, ...] = (), hz: int | None = None) -> int:
+    """Validate traces (files or directories); print reports through `echo`.
+
+    Returns 0 if all pass, 1 if any fails its thresholds, 2 if a trace cannot be read or
+    replayed (reported as one line per trace; the others are still validated)."""
+    if hz is not None:
+        from tcpsim.core.jiffies import parse_hz
+        try:
+            hz = parse_hz(hz, "--hz")
+        except ValueError as exc:
+            echo(f"validate: {exc}")
+            return 2
+    files = collect(paths)
+    if not files:
+        echo("validate: no traces given (pass .parquet files or a directory of them)")
+        return 2
+    results: list[Validation] = []
+    errors: list[str] = []
+    for f in files:
+        try:
+            results.append(validate_trace(f, profile, thresholds, until_s, policies=policies, hz=hz))
+        except ValidateError as exc:
+            errors.append(f"validate: {exc}")
+    if as_json:
+        echo(json.dumps({"traces": [r.score.as_dict() for r in results], "errors": errors},
+                        indent=1, default=str))
+    else:
+        for r in results:
+            echo(text(r.score))
+            echo("")
+        for e in errors:
+            echo(e)
+        if results:
+            passed = sum(r.score.passed for r in results)
+            echo(f"{passed}/{len(results)} traces pass" + (f", {len(errors)} not validated" if errors else ""))
+    if html_out and results:
+        from tcpsim.validate.html import write_html
+        write_html(html_out, [(r.score, r.kernel, r.model, text(r.score)) for r in results])
+    if write_docs and results:
+        update_docs(Path(write_docs), [r.score for r in results])
+    if errors:
+        return 2
+    return 0 if all(r.score.passed for r in results) else 1
+
+
+def docs_block(scores: list[Score]) -> str:
+    """The generated part of docs/validation.md: the table and each trace's report."""
+    th = Thresholds()
+    limits = ", ".join(f"{f.name} = {getattr(th, f.name)}" for f in fields(th))
+    parts = [BEGIN, "", "Regenerate: `python -m tcpsim.validate --all "
+             "tests/fixtures/kernel --write-docs` (no root needed).", "",
+             f"Default thresholds: {limits}. (t-d) = timing-dependent (reported, not scored).", "",
+             markdown_table(scores), "", "<details><summary>Full reports</summary>", "", "```"]
+    for s in scores:
+        parts += [text(s), ""]
+    parts += ["```", "", "</details>", "", END]
+    return "\n".join(parts)
+
+
+def update_docs(path: Path, scores: list[Score]) -> Path:
+    """Replace the generated block of `path` (or create the file with it)."""
+    block = docs_block(scores)
+    if path.is_file():
+        old = path.read_text()
+        if BEGIN in old and END in old:
+            head, _, rest = old.partition(BEGIN)
+            _, _, tail = rest.partition(END)
+            path.write_text(head + block + tail)
+            return path
+        path.write_text(old.rstrip() + "\n\n" + block + "\n")
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("# Validation against real-kernel traces\n\n" + block + "\n")
+    return path
+
+
+def thresholds_from(args: argparse.Namespace) -> Thresholds:
+    th = Thresholds()
+    changes = {f.name: getattr(args, f.name) for f in fields(th)
+               if getattr(args, f.name, None) is not None}
+    return replace(th, **changes)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tcpsim.validate",
+                                 description="Replay kernel traces in the model and score agreement.")
+    ap.add_argument("paths", nargs="*", help="trace files or directories")
+    ap.add_argument("--all", metavar="DIR", action="append", default=[],
+                    help="every trace in DIR (e.g. tests/fixtures/kernel)")
+    ap.add_argument("--profile", default=None, help="model profile (default: the capture's kernel)")
+    ap.add_argument("--policy", action="append", default=[], help="patch on top of the profile")
+    ap.add_argument("--until", type=float, default=None, help="compare only the first S seconds")
+    ap.add_argument("--hz", default=None, help="replay at this CONFIG_HZ (default: the capture's)")
+    ap.add_argument("--html", default=None, help="write the overlay page here")
+    ap.add_argument("--json", action="store_true", help="print JSON instead of text")
+    ap.add_argument("--write-docs", nargs="?", const=str(DOCS), default=None,
+                    help=f"rewrite the generated table of {DOCS.name} (or the given file)")
+    th = Thresholds()
+    ap.add_argument("--no-outcomes", dest="outcomes", action="store_const", const=False,
+                    default=None, help="do not fail on outcome-class differences")
+    for f in fields(th):
+        if f.name != "outcomes":
+            ap.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=float,
+                            default=None, help=f"default {getattr(th, f.name)}")
+    args = ap.parse_args(argv)
+    paths = list(args.paths) + list(args.all)
+    return run_validate(paths, args.profile, thresholds_from(args), args.html, args.json,
+                        print, args.until, args.write_docs, tuple(args.policy), args.hz)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
