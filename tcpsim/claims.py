@@ -265,6 +265,10 @@ CLAIMS: tuple[Claim, ...] = (
 def run_claims(keys: list[str] | None = None, quick: bool = False,
                echo: Callable[[str], None] | None = print) -> list[dict]:
     """Run the claims; returns one row per claim."""
+    unknown = sorted(set(keys or ()) - {c.key for c in CLAIMS})
+    if unknown:
+        raise ValueError(f"--only {', '.join(unknown)}: no such claim; the claims are "
+                         f"{', '.join(c.key for c in CLAIMS)}")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         runner = Runner(Path(tmp), quick)

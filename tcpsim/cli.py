@@ -418,7 +418,11 @@ def claims(
 ) -> None:
     """Run the seeds' claims as experiments and print a pass/fail table with the figures."""
     from tcpsim.claims import run_claims
-    rows = run_claims(keys=only or None, quick=quick, echo=None if as_json else typer.echo)
+    try:
+        rows = run_claims(keys=only or None, quick=quick, echo=None if as_json else typer.echo)
+    except ValueError as exc:
+        _fail(str(exc))
+        return
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
     if any(r["result"] != "PASS" for r in rows):

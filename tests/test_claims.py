@@ -43,3 +43,13 @@ def test_linux_6_18_fills_the_default_budget_in_the_real_kernels_rounds(tmp_path
     rtt = sc.link.delay_ab + sc.link.delay_ba
     ours, theirs = _sending_rounds(t, rtt), _sending_rounds(kernel, rtt)
     assert ours == theirs
+
+
+def test_an_unknown_claim_is_an_error_not_an_empty_run():
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "tcpsim.cli", "claims", "--only", "nosuch"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("tcpsim: error: --only nosuch: no such claim")
+    assert "unbounded-13" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

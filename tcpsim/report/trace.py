@@ -29,6 +29,8 @@ REPORT_COLUMNS: tuple[str, ...] = (
     "collapse_ns",      # not in the schema yet: the collapse cost model adds it
 )
 STRING_COLUMNS: frozenset[str] = frozenset({"sock", "event", "detail", "drop_reason", "flags"})
+# What every tcpsim trace has (runs, captures and imports alike): without them it is some other file.
+REQUIRED_COLUMNS: tuple[str, ...] = ("t_ns", "sock", "event")
 
 
 @dataclass
@@ -178,10 +180,16 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
 
 def load_trace(path: str | Path) -> tuple[Trace, dict[str, Any]]:
     """Read a Parquet trace into a `Trace` (report columns only) and its metadata."""
-    pf = pq.ParquetFile(path, read_dictionary=[c for c in STRING_COLUMNS])
+    present = set(pq.read_schema(path).names)
+    missing = [c for c in REQUIRED_COLUMNS if c not in present]
+    if missing:
+        raise ValueError(f"no column {', '.join(missing)}; it has "
+                         f"{', '.join(sorted(present)[:8]) or 'no columns'}; write a trace with "
+                         "`tcpsim run --trace`, `tcpsim capture` or `tcpsim import`")
+    pf = pq.ParquetFile(path, read_dictionary=[c for c in STRING_COLUMNS if c in present])
     ints: dict[str, np.ndarray] = {}
     strs: dict[str, Categorical] = {}
-    names = [c for c in REPORT_COLUMNS if c in pf.schema_arrow.names]
+    names = [c for c in REPORT_COLUMNS if c in present]
     for k in range(0, len(names), 6):
         # a few columns at a time: each Arrow copy is freed before the next is read
         part = Trace.from_arrow(pf.read(columns=names[k:k + 6]))
