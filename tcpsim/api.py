@@ -1,0 +1,617 @@
+"""tcpsim as a library: run scenarios from Python and get tables and figures back.
+
+    import tcpsim
+    r = tcpsim.run("seed-unbounded-growth", profile="linux-6.1", duration="20s")
+    r.summary["peak_sk_rcvbuf"]          # the numbers `tcpsim run` prints
+    df = r.trace.to_pandas()            # one row per event, kernel field names
+    r.figure("memory")                  # a plotly figure (renders inline in Jupyter)
+    r.report("run.html")                # the page `tcpsim report` writes
+
+    c = tcpsim.compare("seed-unbounded-growth", ["linux-6.1", "linux-6.18"], duration="20s")
+    t = tcpsim.sweep("seed-never-reads", {"hz": [250, 1000]}, duration="2s")
+
+These functions call what the command line calls (tcpsim.runner, tcpsim.sweep,
+tcpsim.report): the same seed gives the same numbers as `tcpsim run`. A bad argument raises
+`ValueError` (or `TypeError` for a value of the wrong kind) whose message starts with the
+argument's name and says what to write instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
+
+if TYPE_CHECKING:  # heavy imports stay out of `import tcpsim`
+    import plotly.graph_objects as go
+    import pyarrow as pa
+
+    from tcpsim.report.runs import Run as _ReportRun
+    from tcpsim.runner import RunOptions
+    from tcpsim.scenario import Scenario
+
+__all__ = ["run", "compare", "sweep", "load_trace", "profiles", "patches", "experiments",
+           "scenario_dict", "Run", "Comparison", "ENGINES", "FIGURES"]
+
+ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any], "Scenario"]
+DurationLike = Union[str, int, float, None]
+PolicyLike = Union[str, Sequence[str]]
+
+ENGINES: tuple[str, ...] = ("python",)
+"""Engines `run(engine=...)` accepts (None means the default, "python")."""
+
+FIGURES: tuple[str, ...] = ("memory", "events", "recvq", "window", "delivery", "rates",
+                            "sender", "segments", "packets")
+"""Names `Run.figure()` and `Comparison.figure()` accept, in a report's reading order."""
+
+
+# -- arguments ---------------------------------------------------------------------------------
+
+def _scenario(scenario: ScenarioLike) -> "Scenario":
+    """A validated Scenario from a file path, a built-in experiment's name, a dict shaped
+    like a scenario file, or a Scenario."""
+    from tcpsim.scenario import Scenario, ScenarioError, load_scenario, scenario_from_dict
+    if isinstance(scenario, Scenario):
+        return scenario
+    if isinstance(scenario, Mapping):
+        try:
+            return scenario_from_dict(dict(scenario))
+        except ScenarioError as exc:
+            raise ScenarioError(f"scenario: {exc}") from None
+    if isinstance(scenario, (str, os.PathLike)):
+        try:
+            return load_scenario(scenario)
+        except ScenarioError as exc:
+            raise ScenarioError(f"scenario: {exc}") from None
+    raise TypeError(f"scenario: expected a file path, a built-in experiment's name or a dict, "
+                    f"got {type(scenario).__name__}")
+
+
+def _duration(value: DurationLike, where: str = "duration") -> int | None:
+    """Seconds (a number) or a string such as "60s" / "250ms" -> ns; None stays None."""
+    from tcpsim.scenario import ScenarioError, parse_duration
+    if value is None:
+        return None
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        raise TypeError(f'{where}: expected seconds or a string such as "60s", '
+                        f"got {type(value).__name__}")
+    ns = parse_duration(value, where)
+    if ns <= 0:
+        raise ScenarioError(f"{where}: must be longer than zero, got {value!r}")
+    return ns
+
+
+def _policies(policy: PolicyLike | None) -> tuple[str, ...]:
+    if policy is None:
+        return ()
+    if isinstance(policy, str):
+        return (policy,) if policy and policy != "none" else ()
+    if not isinstance(policy, Sequence) or not all(isinstance(p, str) for p in policy):
+        raise TypeError('policy: expected a patch name ("shrink-window"), "FILE.py:Class", '
+                        "or a list of them")
+    return tuple(policy)
+
+
+def _sysctls(sysctl: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if sysctl is None:
+        return None
+    if not isinstance(sysctl, Mapping) or not all(isinstance(k, str) for k in sysctl):
+        raise TypeError('sysctl: expected a dict such as {"net.ipv4.tcp_shrink_window": 1}')
+    return dict(sysctl)
+
+
+def _seed(seed: int | None) -> int | None:
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise TypeError(f"seed: expected an integer, got {type(seed).__name__}")
+    return seed
+
+
+def _engine(engine: str | None) -> str:
+    if engine is None:
+        return ENGINES[0]
+    if engine not in ENGINES:
+        raise ValueError(f"engine: unknown engine {engine!r}; available: {', '.join(ENGINES)} "
+                         "(None picks the default)")
+    return engine
+
+
+def _options(profile: str | None, policy: PolicyLike | None, sysctl: Mapping[str, Any] | None,
+             duration: DurationLike, seed: int | None, hz: int | None) -> "RunOptions":
+    from tcpsim.runner import RunOptions
+    if profile is not None and not isinstance(profile, str):
+        raise TypeError(f'profile: expected a profile name such as "linux-6.1", '
+                        f"got {type(profile).__name__}")
+    from tcpsim.scenario import check_hz
+    return RunOptions(profile=profile, policies=_policies(policy), sysctl=_sysctls(sysctl),
+                      duration=_duration(duration), seed=_seed(seed),
+                      hz=None if hz is None else check_hz(hz, "hz"))
+
+
+def _user_error(exc: Exception) -> Exception:
+    """Profile errors name an option the way the command line spells it (``--policy``) or
+    none at all; from Python the argument is ``profile`` or ``policy``. (Sysctl errors
+    already start with ``sysctl``.)"""
+    from tcpsim.profiles import ProfileError
+    msg = str(exc)
+    if not isinstance(exc, ProfileError):
+        return exc
+    if msg.startswith("--policy"):
+        return ProfileError("policy" + msg[len("--policy"):])
+    if msg.startswith("unknown profile"):
+        return ProfileError(f"profile: {msg}")
+    if msg.startswith("unknown patch"):
+        return ProfileError(f"policy: {msg}")
+    return exc
+
+
+# -- a run ---------------------------------------------------------------------------------------
+
+@dataclass(repr=False)
+class Run:
+    """One simulated (or loaded) run: its numbers, its trace, its figures.
+
+    Attributes:
+        scenario: the scenario's name.
+        profile: the kernel profile, with patches (``linux-6.1+shrink-window``).
+        summary: the numbers ``tcpsim run`` prints (peaks, zero windows, drops, goodput, ...).
+        counters: the ``nstat`` counters (``TcpExtTCPRcvCoalesce``, ...), zeros included.
+        ss: the final ``ss -tmi``-style line of each socket.
+        meta: everything the trace file's metadata holds (scenario as a dict, sysctls, ...).
+    """
+
+    scenario: str
+    profile: str
+    summary: dict[str, Any]
+    counters: dict[str, int]
+    ss: dict[str, str] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    _table: "pa.Table | None" = None
+    _report_run: "_ReportRun | None" = None
+
+    @property
+    def trace(self) -> "pa.Table":
+        """One row per event, kernel field names (tcpsim/trace/schema.py), as an Arrow
+        table: ``.to_pandas()`` makes a DataFrame, ``polars.from_arrow()`` reads it."""
+        if self._table is None:
+            raise ValueError("trace: this run kept no trace")
+        return self._table
+
+    @property
+    def label(self) -> str:
+        """How figures and tables name this run (its profile)."""
+        return self.profile
+
+    def figure(self, name: str) -> "go.Figure":
+        """A plotly figure of the run by name (see `FIGURES`): ``memory`` (skmem_r, skmem_rb,
+        Recv-Q), ``window``, ``delivery``, ``events``, ... -- those of ``tcpsim report``."""
+        return _figure(name, [self._as_report_run()])
+
+    def report(self, path: str | os.PathLike[str]) -> Path:
+        """Write the interactive HTML report (what ``tcpsim report`` writes); returns the path."""
+        from tcpsim.report.html import report_html
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(report_html(self._as_report_run()), encoding="utf-8")
+        return out
+
+    def save_trace(self, path: str | os.PathLike[str]) -> Path:
+        """Write the trace as Parquet with its metadata (what ``tcpsim run --trace`` writes)."""
+        import pyarrow.parquet as pq
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(self.trace, out, compression="zstd")
+        return out
+
+    def _as_report_run(self) -> "_ReportRun":
+        if self._report_run is None:
+            from tcpsim.report.runs import Run as ReportRun
+            from tcpsim.report.trace import Trace
+            self._report_run = ReportRun(self.label, Trace.from_arrow(self.trace), self.meta)
+        return self._report_run
+
+    def __repr__(self) -> str:
+        s = self.summary
+        parts = [f"{k}={s[k]!r}" for k in ("duration_s", "peak_sk_rmem_alloc", "peak_sk_rcvbuf",
+                                           "zero_windows_sent", "drops", "goodput_mbps",
+                                           "error") if s.get(k) not in (None, "")]
+        rows = f", {self._table.num_rows} trace rows" if self._table is not None else ""
+        return f"<tcpsim.Run {self.scenario} under {self.profile}: {', '.join(parts)}{rows}>"
+
+
+def _figure(name: str, runs: list["_ReportRun"]) -> "go.Figure":
+    from tcpsim.report import figures as f
+    makers: dict[str, Callable[[], Any]] = {
+        "memory": lambda: f.memory_figure(runs), "events": lambda: f.timeline_figure(runs),
+        "recvq": lambda: f.recvq_figure(runs), "window": lambda: f.window_figure(runs),
+        "delivery": lambda: f.delivery_figure(runs), "rates": lambda: f.rate_figure(runs),
+        "sender": lambda: f.sender_figure(runs), "segments": lambda: f.segments_figure(runs),
+        "packets": lambda: f.packet_figure(runs[0]) if len(runs) == 1 else None,
+    }
+    if name not in makers:
+        raise ValueError(f"figure: unknown figure {name!r}; choose one of {', '.join(FIGURES)}")
+    fig = makers[name]()
+    if fig is None:
+        raise ValueError(f"figure: no {name!r} figure for this run (the per-packet view needs "
+                         f"one run of at most {f.PACKET_VIEW_MAX} ingress packets)")
+    return fig
+
+
+def _metadata(result: Any, sc: "Scenario") -> dict[str, Any]:
+    """What a trace file's footer holds, as `tcpsim.runner.run` writes it."""
+    return {"source": "tcpsim", "profile": result.profile, "scenario": sc.as_dict(),
+            "sysctls": result.sysctls, "counters": result.counters,
+            "summary": {k: v for k, v in result.summary.items() if k != "wall_s"}}
+
+
+def _with_metadata(table: "pa.Table", meta: Mapping[str, Any]) -> "pa.Table":
+    return table.replace_schema_metadata({k: json.dumps(v, sort_keys=True) for k, v in meta.items()})
+
+
+def run(scenario: ScenarioLike, *, profile: str | None = None, policy: PolicyLike = (),
+        sysctl: Mapping[str, Any] | None = None, duration: DurationLike = None,
+        seed: int | None = None, engine: str | None = None, hz: int | None = None,
+        trace: bool = True) -> Run:
+    """Run one scenario and return its `Run` (summary, counters, trace, figures).
+
+    Args:
+        scenario: a scenario file's path, a built-in experiment's name
+            (``"seed-unbounded-growth"``; ``experiments()`` lists them) or a dict shaped like
+            a scenario file (``scenario_dict()`` gives one to edit).
+        profile: the kernel profile, overriding the scenario's (``profiles()`` lists them).
+        policy: a patch name or ``"FILE.py:Class"``, or a list of them, applied after the
+            scenario's own.
+        sysctl: receiver sysctls on top of the scenario's, e.g.
+            ``{"net.ipv4.tcp_shrink_window": 1}``.
+        duration: simulated time: seconds as a number, or ``"60s"``, ``"250ms"``, ``"35min"``.
+        seed: the random seed (same seed, same results).
+        engine: ``None`` or ``"python"`` (the only engine today).
+        hz: the kernel's CONFIG_HZ (100, 250, 300, 1000), overriding the scenario's.
+        trace: keep the per-event trace (``Run.trace``, figures, reports); ``False`` saves
+            memory on long runs.
+
+    Raises:
+        ValueError: a bad value; the message starts with the argument's name
+            (``ScenarioError``, ``ProfileError`` and ``SysctlError`` are ValueErrors).
+        TypeError: an argument of the wrong kind.
+    """
+    from tcpsim.core.sysctl import SysctlError
+    from tcpsim.profiles import ProfileError
+    from tcpsim.runner import prepare
+    from tcpsim.runner import run as run_scenario
+    _engine(engine)
+    sc = _scenario(scenario)
+    opts = _options(profile, policy, sysctl, duration, seed, hz)
+    opts.memory_trace = bool(trace)
+    try:
+        prepared, _ = prepare(sc, opts)
+        result, rec = run_scenario(sc, opts)
+    except (ProfileError, SysctlError) as exc:
+        raise _user_error(exc) from None
+    meta = _metadata(result, prepared)
+    table = _with_metadata(rec.table(), meta) if rec is not None else None
+    return Run(result.scenario, result.profile, result.summary, result.counters, result.ss,
+               meta, table)
+
+
+def load_trace(path: str | os.PathLike[str]) -> Run:
+    """A trace file written by ``tcpsim run --trace``, ``tcpsim capture`` or
+    ``tcpsim import`` (or `Run.save_trace`), as a `Run`.
+
+    Traces from captures and imports carry no simulator summary; theirs is computed from
+    the trace, as ``tcpsim report`` does.
+    """
+    import pyarrow.parquet as pq
+
+    from tcpsim.report.summary import summarize
+    from tcpsim.report.trace import REQUIRED_COLUMNS, Trace, read_metadata
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"path: {p}: no such trace file")
+    try:
+        table = pq.read_table(p)
+    except Exception as exc:  # noqa: BLE001 -- any unreadable file is the same user error
+        raise ValueError(f"path: {p}: not a Parquet trace ({exc})") from None
+    missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
+    if missing:
+        raise ValueError(f"path: {p}: not a tcpsim trace (no column {', '.join(missing)})")
+    meta = read_metadata(p)
+    summary = dict(meta.get("summary") or {})
+    report_run = None
+    if not summary:
+        from tcpsim.report.runs import Run as ReportRun
+        report_run = ReportRun(str(meta.get("profile") or p.stem), Trace.from_arrow(table), meta)
+        summary = summarize(report_run.trace, meta)
+    name = str((meta.get("scenario") or {}).get("name") or p.stem)
+    return Run(name, str(meta.get("profile") or p.stem), summary,
+               dict(meta.get("counters") or {}), {}, meta, table, report_run)
+
+
+# -- several runs --------------------------------------------------------------------------------
+
+@dataclass(repr=False)
+class Comparison:
+    """Several runs of one workload, by label: side-by-side table, overlaid figures, report."""
+
+    runs: dict[str, Run]
+
+    @property
+    def table(self) -> "pa.Table":
+        """What ``tcpsim compare`` prints, one row per metric (config differences, summary,
+        counters) and one column per run, as an Arrow table."""
+        import pyarrow as pa
+        rows = self._rows()
+        labels = list(self.runs)
+        cols: dict[str, list[Any]] = {"section": [r["section"] for r in rows],
+                                      "metric": [r["key"] for r in rows]}
+        for lab in labels:
+            cols[lab] = [_cell(r["values"].get(lab)) for r in rows]
+        return pa.table(cols)
+
+    def figure(self, name: str) -> "go.Figure":
+        """A figure with every run overlaid (or as small multiples); names as `Run.figure`."""
+        return _figure(name, self._report_runs())
+
+    def report(self, path: str | os.PathLike[str]) -> Path:
+        """Write the comparison page (what ``tcpsim compare`` writes); returns the path."""
+        from tcpsim.report.compare import comparison_html
+        from tcpsim.report.summary import summarize
+        runs = self._report_runs()
+        summaries = {r.label: summarize(r.trace, r.meta) for r in runs}
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(comparison_html(runs, self._rows(), summaries), encoding="utf-8")
+        return out
+
+    def _report_runs(self) -> list["_ReportRun"]:
+        from tcpsim.report.runs import Run as ReportRun
+        return [ReportRun(label, r._as_report_run().trace, r.meta) for label, r in self.runs.items()]
+
+    def _rows(self) -> list[dict[str, Any]]:
+        from tcpsim.report.compare import comparison_rows
+        return comparison_rows(self._report_runs())
+
+    def __repr__(self) -> str:
+        return "<tcpsim.Comparison " + " | ".join(f"{k}: {v!r}" for k, v in self.runs.items()) + ">"
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _variant_label(kw: Mapping[str, Any]) -> str:
+    pol = _policies(kw.get("policy"))
+    sysctl = [f"{k}={v}" for k, v in (kw.get("sysctl") or {}).items()]
+    return " + ".join([str(kw.get("profile") or "scenario's profile"), *pol, *sysctl])
+
+
+_VARIANT_KEYS = frozenset({"scenario", "profile", "policy", "sysctl", "duration", "seed", "hz"})
+
+
+def _variants(variants: Any) -> dict[str, dict[str, Any]]:
+    """{label: run() keyword arguments} from a list of profile names / dicts, or a dict
+    {label: profile name or dict}."""
+    items: list[tuple[str | None, Any]]
+    if isinstance(variants, Mapping):
+        items = list(variants.items())
+    elif isinstance(variants, Sequence) and not isinstance(variants, str):
+        items = [(None, v) for v in variants]
+    else:
+        raise TypeError('variants: expected a list such as ["linux-6.1", {"profile": "linux-6.1", '
+                        '"policy": "shrink-window"}] or a dict {label: variant}')
+    out: dict[str, dict[str, Any]] = {}
+    for label, v in items:
+        kw = {"profile": v} if isinstance(v, str) else v
+        if not isinstance(kw, Mapping):
+            raise TypeError(f"variants: {v!r}: expected a profile name or a dict of run() arguments")
+        bad = sorted(set(kw) - _VARIANT_KEYS)
+        if bad:
+            raise ValueError(f"variants: unknown key {', '.join(bad)}; use "
+                             + ", ".join(sorted(_VARIANT_KEYS)))
+        label = label if label is not None else _variant_label(kw)
+        if label in out:
+            raise ValueError(f"variants: two variants are labelled {label!r}; pass a dict "
+                             "{label: variant} to name them")
+        out[str(label)] = dict(kw)
+    if len(out) < 2:
+        raise ValueError("variants: compare needs at least two variants")
+    return out
+
+
+def compare(scenario: ScenarioLike, variants: Sequence[str | Mapping[str, Any]] | Mapping[str, Any],
+            *, duration: DurationLike = None, seed: int | None = None, hz: int | None = None,
+            engine: str | None = None) -> Comparison:
+    """Run one workload under several profiles, patches or sysctls; like ``tcpsim compare``.
+
+    Args:
+        scenario: as for `run` (a variant may bring its own with a ``scenario`` key).
+        variants: a list of profile names or dicts of `run` arguments (``profile``,
+            ``policy``, ``sysctl``, ``scenario``, ``duration``, ``seed``, ``hz``), labelled
+            from their contents; or a dict ``{label: profile name or dict}``.
+        duration, seed, hz, engine: for every variant (a variant's own value wins).
+
+    Example:
+        ``tcpsim.compare("seed-unbounded-growth", {"6.1": "linux-6.1", "6.1 + shrink":
+        {"profile": "linux-6.1", "policy": "shrink-window"}}, duration="20s")``
+    """
+    _engine(engine)
+    specs = _variants(variants)
+    common = {"duration": duration, "seed": seed, "hz": hz}
+    runs: dict[str, Run] = {}
+    for label, kw in specs.items():
+        kw = {**{k: v for k, v in common.items() if v is not None}, **kw}
+        runs[label] = run(kw.pop("scenario", scenario), engine=engine, **kw)
+    return Comparison(runs)
+
+
+def sweep(scenario: str | os.PathLike[str] | Mapping[str, Any],
+          vary: Mapping[str, Sequence[Any]], *, profile: str | None = None,
+          policy: PolicyLike = (), sysctl: Mapping[str, Any] | None = None,
+          duration: DurationLike = None, seed: int | None = None, jobs: int = 0,
+          trace_dir: str | os.PathLike[str] | None = None,
+          engine: str | None = None) -> "pa.Table":
+    """Run a scenario over the product of several fields' values; like ``tcpsim sweep``.
+
+    Args:
+        scenario: a scenario file, a built-in experiment's name or a scenario dict.
+        vary: ``{field: values}``, fields spelled as in a scenario file or ``--vary``:
+            ``"link.rtt": ["1ms", "20ms"]``, ``"sysctl.net.ipv4.tcp_adv_win_scale": [-2, 1]``,
+            ``"profile": ["linux-6.1", "linux-6.18"]``, ``"policy": ["none", "shrink-window"]``.
+        profile, policy, sysctl, duration, seed: for every point.
+        jobs: worker processes (0: one per CPU; 1: in this process).
+        trace_dir: write one Parquet trace per point there.
+
+    Returns:
+        One row per point (in grid order): ``point``, the varied fields, every summary
+        field, ``error`` and ``counter.NAME`` columns; an Arrow table (``.to_pandas()``).
+        Every point is validated before any runs; a point that fails while running has its
+        ``error`` set and the others keep their results.
+    """
+    import pyarrow as pa
+
+    from tcpsim.core.sysctl import SysctlError
+    from tcpsim.profiles import ProfileError
+    from tcpsim.sweep import build_points, run_sweep
+    _engine(engine)
+    axes = _axes(vary)
+    if not isinstance(jobs, int) or jobs < 0:
+        raise ValueError(f"jobs: expected 0 (one per CPU) or a positive number, got {jobs!r}")
+    base = _options(profile, policy, sysctl, duration, seed, None)
+    with _scenario_file(scenario) as path:
+        try:
+            points = build_points(path, axes, base)
+        except (ProfileError, SysctlError) as exc:
+            raise _user_error(exc) from None
+    run_sweep(points, jobs=jobs, trace_dir=Path(trace_dir) if trace_dir else None)
+    rows = [dict(p.row(), **{f"counter.{k}": v for k, v in p.counters.items()}) for p in points]
+    columns: list[str] = []
+    for r in rows:
+        columns.extend(k for k in r if k not in columns)
+    return pa.table({c: [r.get(c) for r in rows] for c in columns})
+
+
+def _axes(vary: Mapping[str, Sequence[Any]]) -> list[Any]:
+    from tcpsim.scenario import ScenarioError
+    from tcpsim.sweep import Axis, parse_axis
+    if not isinstance(vary, Mapping) or not vary:
+        raise TypeError('vary: expected a dict {field: [values]}, e.g. {"link.rtt": ["1ms", "20ms"]}')
+    axes = []
+    for key, values in vary.items():
+        try:
+            parse_axis(f"{key}=0")              # the field name checks `--vary` makes
+        except ScenarioError as exc:
+            raise ScenarioError("vary" + str(exc)[len("--vary"):]) from None
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
+            raise TypeError(f"vary: {key}: expected a non-empty list of values")
+        axes.append(Axis(key, tuple(values)))
+    return axes
+
+
+class _scenario_file:
+    """A scenario as a path `tcpsim.sweep` can read: a dict is written to a temporary TOML
+    file for the duration of the `with` block."""
+
+    def __init__(self, scenario: Any) -> None:
+        self.scenario = scenario
+        self.tmp: str | None = None
+
+    def __enter__(self) -> str:
+        if isinstance(self.scenario, (str, os.PathLike)):
+            return str(self.scenario)
+        if not isinstance(self.scenario, Mapping):
+            raise TypeError("scenario: expected a file path, a built-in experiment's name or a dict")
+        doc = {"name": "scenario", **self.scenario}
+        _scenario(doc)                              # validate first: errors name `scenario`
+        fd, self.tmp = tempfile.mkstemp(suffix=".toml", prefix="tcpsim-")
+        with os.fdopen(fd, "w") as f:
+            f.write(_toml(doc))
+        return self.tmp
+
+    def __exit__(self, *exc: object) -> None:
+        if self.tmp:
+            os.unlink(self.tmp)
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, Sequence):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"scenario: cannot write {v!r} to a scenario file")
+
+
+def _toml(doc: Mapping[str, Any]) -> str:
+    """A scenario dict (top-level values and one level of tables) as TOML text."""
+    lines = [f"{k} = {_toml_value(v)}" for k, v in doc.items() if not isinstance(v, Mapping)]
+    for table, body in doc.items():
+        if isinstance(body, Mapping):
+            lines += ["", f"[{table}]"] + [f"{json.dumps(k)} = {_toml_value(v)}" for k, v in body.items()]
+    return "\n".join(lines) + "\n"
+
+
+# -- catalogues ----------------------------------------------------------------------------------
+
+def profiles() -> dict[str, str]:
+    """The kernel profiles, ``{name: one-line summary}``, in release order."""
+    from tcpsim.profiles import builtin_profiles
+    return {name: p.summary for name, p in builtin_profiles().items()}
+
+
+def patches() -> dict[str, str]:
+    """The built-in patches (``policy=``), ``{name: one-line summary}``."""
+    from tcpsim.profiles import builtin_patches
+    return {name: str(getattr(cls, "summary", "") or "") for name, cls in builtin_patches().items()}
+
+
+def experiments() -> dict[str, str]:
+    """The built-in experiments (scenario files shipped with tcpsim), ``{name: description}``."""
+    from tcpsim.scenario import builtin_experiments, read_scenario_file
+    return {name: str(read_scenario_file(name)[0].get("description", ""))
+            for name in builtin_experiments()}
+
+
+class _CallableModule(ModuleType):
+    """`tcpsim.profiles`, `tcpsim.sweep` and `tcpsim.experiments` name both a submodule and an
+    API function. Once a submodule is imported the package attribute is the module, so the
+    module itself answers a call with the API function (`tcpsim.profiles()`, `tcpsim.sweep(...)`), and
+    `tcpsim.profiles.get_profile` keeps working."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _SHADOWED[self.__name__](*args, **kwargs)
+
+
+_SHADOWED: dict[str, Callable[..., Any]] = {}
+
+
+def _answer_calls(module_name: str, function: Callable[..., Any]) -> None:
+    import importlib
+    _SHADOWED[module_name] = function
+    importlib.import_module(module_name).__class__ = _CallableModule
+
+
+def scenario_dict(scenario: str | os.PathLike[str]) -> dict[str, Any]:
+    """A scenario file (or built-in experiment) as a dict to edit and pass to `run`:
+
+        sc = tcpsim.scenario_dict("seed-rcvbuf32k-fill")
+        sc["receiver"]["device"] = "nic-4k"
+        tcpsim.run(sc, duration="2s")
+    """
+    from tcpsim.scenario import ScenarioError, read_scenario_file
+    if not isinstance(scenario, (str, os.PathLike)):
+        raise TypeError("scenario: expected a file path or a built-in experiment's name")
+    try:
+        return read_scenario_file(scenario)[0]
+    except ScenarioError as exc:
+        raise ScenarioError(f"scenario: {exc}") from None
+
+
+_answer_calls("tcpsim.profiles", profiles)
+_answer_calls("tcpsim.sweep", sweep)
+_answer_calls("tcpsim.experiments", experiments)
