@@ -431,11 +431,18 @@ def compare(scenario: ScenarioLike, variants: Sequence[str | Mapping[str, Any]] 
         variants: a list of profile names or dicts of `run` arguments (``profile``,
             ``policy``, ``sysctl``, ``scenario``, ``duration``, ``seed``, ``hz``), labelled
             from their contents; or a dict ``{label: profile name or dict}``.
-        duration, seed, hz, engine: for every variant (a variant's own value wins).
+        duration: for every variant (a variant's own value wins), as for `run`.
+        seed: for every variant (a variant's own value wins).
+        hz: for every variant (a variant's own value wins).
+        engine: as for `run`.
 
     Example:
-        ``tcpsim.compare("seed-unbounded-growth", {"6.1": "linux-6.1", "6.1 + shrink":
-        {"profile": "linux-6.1", "policy": "shrink-window"}}, duration="20s")``
+        ```python
+        tcpsim.compare("seed-unbounded-growth",
+                       {"6.1": "linux-6.1",
+                        "6.1 + shrink": {"profile": "linux-6.1", "policy": "shrink-window"}},
+                       duration="20s")
+        ```
     """
     _engine(engine)
     specs = _variants(variants)
@@ -460,7 +467,12 @@ def sweep(scenario: str | os.PathLike[str] | Mapping[str, Any],
         vary: ``{field: values}``, fields spelled as in a scenario file or ``--vary``:
             ``"link.rtt": ["1ms", "20ms"]``, ``"sysctl.net.ipv4.tcp_adv_win_scale": [-2, 1]``,
             ``"profile": ["linux-6.1", "linux-6.18"]``, ``"policy": ["none", "shrink-window"]``.
-        profile, policy, sysctl, duration, seed: for every point.
+        profile: the profile of every point (unless ``profile`` is varied).
+        policy: patches on every point (a varied ``policy`` adds to them).
+        sysctl: sysctls on every point.
+        duration: every point's simulated time, as for `run`.
+        seed: every point's seed.
+        engine: as for `run`.
         jobs: worker processes (0: one per CPU; 1: in this process).
         trace_dir: write one Parquet trace per point there.
 
@@ -597,11 +609,14 @@ def _answer_calls(module_name: str, function: Callable[..., Any]) -> None:
 
 
 def scenario_dict(scenario: str | os.PathLike[str]) -> dict[str, Any]:
-    """A scenario file (or built-in experiment) as a dict to edit and pass to `run`:
+    """A scenario file (or built-in experiment) as a dict to edit and pass to `run`.
 
+    Example:
+        ```python
         sc = tcpsim.scenario_dict("seed-rcvbuf32k-fill")
         sc["receiver"]["device"] = "nic-4k"
         tcpsim.run(sc, duration="2s")
+        ```
     """
     from tcpsim.scenario import ScenarioError, read_scenario_file
     if not isinstance(scenario, (str, os.PathLike)):

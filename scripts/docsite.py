@@ -1,0 +1,408 @@
+"""MkDocs hooks of the documentation site (mkdocs.yml: `hooks: [scripts/docsite.py]`).
+
+    python3 -m mkdocs build --strict        # the site, in site/
+    python3 -m mkdocs serve                 # the same, live
+
+What the hooks add to docs/:
+
+* Figures made by running the experiment. A page holds, in an HTML comment (invisible where
+  the Markdown is shown as is), a TOML block naming the experiment:
+
+      <!-- tcpsim-figure
+      scenario = "seed-default-fill"
+      duration = "1s"
+      figures = ["window"]
+      table = ["peak_sk_rcvbuf", "TcpExtTCPWantZeroWindowAdv"]
+      variants = [{label = "6.1", profile = "linux-6.1"}, {label = "6.18", profile = "linux-6.18"}]
+      -->
+
+  The hook runs it through the public API (tcpsim.run / tcpsim.compare), puts the plotly
+  figures (plotly.js is served from the site: no network needed), an optional table of
+  summary fields and counters, and the command and Python that reproduce it in the page's
+  place. A run or variant may also have `policy`, `sysctl` (a table), `hz`, and `set` (scenario
+  fields by their dotted names, e.g. `{"receiver.device" = "nic-4k"}`). Results are cached in
+  .cache/docs-figures/ (TCPSIM_DOCS_CACHE overrides) under the hash of the block, the scenario
+  file and every source file of the simulator: a change to the model reruns the figures.
+* One page per kernel profile and patch (profiles/NAME.md), cut from what scripts/docgen.py
+  renders from the classes.
+* The command-line reference (cli.md), from the typer commands' options and help.
+* plotly.min.js from the installed plotly package (assets/javascripts/plotly.min.js).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import re
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:                   # this checkout's tcpsim, not an installed one
+    sys.path.insert(0, str(ROOT))
+
+FIGURE_BLOCK = re.compile(r"<!--\s*tcpsim-figure\s*\n(.*?)-->", re.S)
+PLACEHOLDER = '<div class="tcpsim-placeholder" data-n="{n}"></div>'
+PLOTLY_JS = "assets/javascripts/plotly.min.js"
+SPEC_KEYS = {"scenario", "duration", "figures", "table", "variants", "profile", "policy",
+             "sysctl", "hz", "set", "seed"}
+VARIANT_KEYS = {"label", "profile", "policy", "sysctl", "hz", "set", "seed"}
+
+_pending: dict[str, list[str]] = {}             # page src_uri -> figure HTML per placeholder
+_used: set[str] = set()                         # cache files this build read or wrote
+
+
+class FigureSpecError(ValueError):
+    """A tcpsim-figure block that cannot run: names the page and the key."""
+
+
+# -- running the experiments ------------------------------------------------------------------------
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("TCPSIM_DOCS_CACHE") or ROOT / ".cache" / "docs-figures")
+
+
+_code_hash: str | None = None
+
+
+def code_hash() -> str:
+    """Hash of every file that decides a run's result: the simulator, models, experiments."""
+    global _code_hash
+    if _code_hash is None:
+        h = hashlib.sha256()
+        for folder, pattern in (("tcpsim", "*.py"), ("models", "*.py"), ("experiments", "*.toml")):
+            for p in sorted((ROOT / folder).rglob(pattern)):
+                h.update(str(p.relative_to(ROOT)).encode() + b"\0" + p.read_bytes())
+        _code_hash = h.hexdigest()
+    return _code_hash
+
+
+def parse_spec(text: str, where: str) -> dict[str, Any]:
+    """The TOML of a tcpsim-figure block, checked."""
+    try:
+        spec = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise FigureSpecError(f"{where}: tcpsim-figure block is not valid TOML: {exc}") from None
+    bad = set(spec) - SPEC_KEYS
+    if bad:
+        raise FigureSpecError(f"{where}: tcpsim-figure: unknown key {', '.join(sorted(bad))}")
+    if "scenario" not in spec or not spec.get("figures"):
+        raise FigureSpecError(f"{where}: tcpsim-figure needs scenario and figures")
+    for v in spec.get("variants", []):
+        bad = set(v) - VARIANT_KEYS
+        if bad or "label" not in v:
+            raise FigureSpecError(f"{where}: tcpsim-figure variant {v}: needs a label; "
+                                  f"unknown key {', '.join(sorted(bad)) or '-'}")
+    return spec
+
+
+def _scenario_of(spec: dict[str, Any], changes: dict[str, Any] | None) -> Any:
+    import tcpsim
+    if not changes:
+        return spec["scenario"]
+    doc = tcpsim.scenario_dict(spec["scenario"])
+    for key, value in changes.items():
+        if key.startswith("sysctl."):
+            doc.setdefault("sysctl", {})[key[len("sysctl."):]] = value
+        elif "." in key:
+            table, name = key.split(".", 1)
+            doc.setdefault(table, {})[name] = value
+        else:
+            doc[key] = value
+    return doc
+
+
+def _run_kwargs(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: d[k] for k in ("profile", "policy", "sysctl", "hz", "seed") if k in d}
+
+
+def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run the experiment; returns figures (plotly JSON) and table rows, as cached."""
+    import tcpsim
+    if spec.get("variants"):
+        variants = {v["label"]: {**_run_kwargs(v), "scenario": _scenario_of(spec, v.get("set"))}
+                    for v in spec["variants"]}
+        result = tcpsim.compare(spec["scenario"], variants, duration=spec.get("duration"))
+        runs, figure = result.runs, result.figure
+    else:
+        one = tcpsim.run(_scenario_of(spec, spec.get("set")), duration=spec.get("duration"),
+                         **_run_kwargs(spec))
+        runs, figure = {one.profile: one}, one.figure
+    table = {label: {k: r.summary.get(k, r.counters.get(k)) for k in spec.get("table", [])}
+             for label, r in runs.items()}
+    return {"figures": [figure(name).to_json() for name in spec["figures"]], "table": table}
+
+
+def cached_run(spec: dict[str, Any]) -> dict[str, Any]:
+    from tcpsim.scenario import read_scenario_file
+    _, source = read_scenario_file(spec["scenario"])
+    h = hashlib.sha256(json.dumps(spec, sort_keys=True).encode() + Path(source).read_bytes()
+                       + code_hash().encode())
+    for run in spec.get("variants") or [spec]:           # a user patch file is part of the run
+        pol = run.get("policy", [])
+        for p in [pol] if isinstance(pol, str) else pol:
+            path = Path(p.rpartition(":")[0])
+            if ":" in p and path.is_file():
+                h.update(path.read_bytes())
+    key = h.hexdigest()[:32]
+    path = cache_dir() / f"{key}.json"
+    _used.add(path.name)
+    if path.is_file():
+        return json.loads(path.read_text())
+    out = run_spec(spec)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(out))
+    tmp.replace(path)
+    return out
+
+
+# -- what the page shows ---------------------------------------------------------------------------
+
+def _cli_words(d: dict[str, Any], profile_flag: str) -> list[str]:
+    words = [profile_flag, d["profile"]] if d.get("profile") else []
+    pol = d.get("policy", [])
+    for p in [pol] if isinstance(pol, str) else pol:
+        words += ["--policy", p]
+    for k, v in (d.get("sysctl") or {}).items():
+        words += ["-s", f"{k}={' '.join(map(str, v)) if isinstance(v, list) else v}"]
+    if "hz" in d:
+        words += ["--hz", str(d["hz"])]
+    return words
+
+
+def _quote(word: str) -> str:
+    return f'"{word}"' if re.search(r"[\s*]", word) else word
+
+
+def cli_command(spec: dict[str, Any]) -> str | None:
+    """The tcpsim command that shows the same runs, or None when a run changes scenario
+    fields (the Python below does that)."""
+    runs = spec.get("variants") or [spec]
+    if any(r.get("set") for r in runs) or any("seed" in r for r in runs):
+        return None
+    dur = ["-d", spec["duration"]] if spec.get("duration") else []
+    if not spec.get("variants"):
+        words = ["tcpsim", "run", spec["scenario"], *_cli_words(spec, "-p"), *dur,
+                 "--trace", "run.parquet", "&&", "tcpsim", "report", "run.parquet"]
+    elif any("hz" in v for v in runs) and len({v.get("hz") for v in runs}) > 1:
+        return None
+    else:
+        words = ["tcpsim", "compare", spec["scenario"], *dur]
+        for i, v in enumerate(runs):
+            words += _cli_words(v, "--profile" if i == 0 else "--vs")
+    return " ".join(_quote(w) for w in words)
+
+
+def python_snippet(spec: dict[str, Any]) -> str:
+    """The same experiment through the public API."""
+    lines = ["import tcpsim", ""]
+    sc = repr(spec["scenario"])
+
+    def scenario_expr(changes: dict[str, Any] | None, var: str) -> str:
+        if not changes:
+            return sc
+        lines.append(f"{var} = tcpsim.scenario_dict({sc})")
+        for key, value in changes.items():
+            if key.startswith("sysctl."):
+                lines.append(f"{var}.setdefault('sysctl', {{}})[{key[7:]!r}] = {value!r}")
+            elif "." in key:
+                table, name = key.split(".", 1)
+                lines.append(f"{var}.setdefault({table!r}, {{}})[{name!r}] = {value!r}")
+            else:
+                lines.append(f"{var}[{key!r}] = {value!r}")
+        return var
+
+    dur = f", duration={spec['duration']!r}" if spec.get("duration") else ""
+    if spec.get("variants"):
+        items = []
+        for i, v in enumerate(spec["variants"]):
+            kw = dict(_run_kwargs(v))
+            expr = scenario_expr(v.get("set"), f"sc{i}")
+            if expr != sc:
+                kw["scenario"] = expr
+            body = ", ".join(f"{k!r}: {val if k == 'scenario' else repr(val)}" for k, val in kw.items())
+            items.append(f"    {v['label']!r}: {{{body}}},")
+        lines += [f"c = tcpsim.compare({sc}, {{", *items, f"}}{dur})"]
+        lines += [f"c.figure({name!r})" for name in spec["figures"]]
+    else:
+        expr = scenario_expr(spec.get("set"), "sc")
+        kw = "".join(f", {k}={v!r}" for k, v in _run_kwargs(spec).items())
+        lines += [f"r = tcpsim.run({expr}{kw}{dur})", "r.summary"]
+        lines += [f"r.figure({name!r})" for name in spec["figures"]]
+    return "\n".join(lines)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, bool) or v is None:
+        return "—" if v is None else str(v).lower()
+    if isinstance(v, int):
+        return f"{v:,}".replace(",", "\u202f")
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return html.escape(str(v)) or "—"
+
+
+def table_html(table: dict[str, dict[str, Any]]) -> str:
+    labels = list(table)
+    keys = list(next(iter(table.values()), {}))
+    if not keys:
+        return ""
+    head = "".join(f"<th>{html.escape(lab)}</th>" for lab in labels)
+    rows = "".join(f"<tr><td><code>{html.escape(k)}</code></td>"
+                   + "".join(f"<td>{_fmt(table[lab][k])}</td>" for lab in labels) + "</tr>"
+                   for k in keys)
+    return f'<table class="tcpsim-numbers"><tr><th>this page\'s run</th>{head}</tr>{rows}</table>'
+
+
+def figure_html(fig_json: str, div_id: str) -> str:
+    fig = json.loads(fig_json)
+    height = (fig.get("layout") or {}).get("height") or 420
+    data = fig_json.replace("</", "<\\/")
+    return (f'<div class="tcpsim-figure" id="{div_id}" style="height:{height}px"></div>\n'
+            f'<script>document.addEventListener("DOMContentLoaded",function(){{'
+            f'var f={data};Plotly.newPlot("{div_id}",f.data,f.layout,'
+            f'{{responsive:true,displaylogo:false}});}});</script>')
+
+
+def block_html(spec: dict[str, Any], result: dict[str, Any], page_id: str, n: int) -> str:
+    out = [figure_html(f, f"tcpsim-fig-{page_id}-{n}-{i}") for i, f in enumerate(result["figures"])]
+    out.append(table_html(result["table"]))
+    cmd = cli_command(spec)
+    dur = f" ({spec['duration']} simulated)" if spec.get("duration") else ""
+    out.append(f'<p class="tcpsim-reproduce">Made by running the experiment when this site was '
+               f'built{dur}. Reproduce it:</p>')
+    if cmd:
+        out.append(f'<pre><code class="language-sh">{html.escape(cmd)}</code></pre>')
+    out.append(f'<pre><code class="language-python">{html.escape(python_snippet(spec))}</code></pre>')
+    return "\n".join(out)
+
+
+# -- generated pages ----------------------------------------------------------------------------------
+
+def _docgen() -> Any:
+    """scripts/docgen.py as a module (its render() is the profiles page)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("tcpsim_script_docgen", ROOT / "scripts" / "docgen.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def profile_pages() -> dict[str, str]:
+    """{"profiles/NAME.md": markdown} for every profile and patch, cut from docgen's page."""
+    text = _docgen().render()
+    pages: dict[str, str] = {}
+    for part in re.split(r"(?m)^(?=#{2,3} `)", text)[1:]:
+        m = re.match(r"#{2,3} `([^`]+)`(.*)", part)
+        if not m:
+            continue
+        name, rest = m.group(1), part.split("\n", 1)[1] if "\n" in part else ""
+        rest = rest.split("\n## Patches", 1)[0]
+        pages[f"profiles/{name}.md"] = (f"# `{name}`{m.group(2)}\n\nGenerated from the classes in "
+                                        f"`models/` (see [all profiles](../profiles.md)).\n"
+                                        f"{rest}\n")
+    return pages
+
+
+def cli_page() -> str:
+    """The command-line reference from the typer commands."""
+    import click
+    import typer.main
+
+    from tcpsim.cli import app
+    group = typer.main.get_command(app)
+    out = ["# Command-line reference", "",
+           "Generated from the `tcpsim` command's definitions (`tcpsim/cli.py`); "
+           "`tcpsim COMMAND --help` prints the same.", ""]
+
+    def command(path: str, cmd: click.Command) -> None:
+        if isinstance(cmd, click.Group):
+            if cmd.callback is not None and cmd.help:
+                command_doc(path, cmd)
+            for name, sub in cmd.commands.items():
+                command(f"{path} {name}", sub)
+        else:
+            command_doc(path, cmd)
+
+    def command_doc(path: str, cmd: click.Command) -> None:
+        args = " ".join(p.name.upper() + ("..." if getattr(p, "nargs", 1) == -1 else "")
+                        for p in cmd.params if p.param_type_name == "argument")
+        out.extend([f"## `{path}`", "", (cmd.help or "").strip(), "", "```sh",
+                    f"{path} [OPTIONS] {args}".rstrip(), "```", ""])
+        rows = []
+        for p in cmd.params:
+            names = ", ".join(f"`{o}`" for o in [*p.opts, *p.secondary_opts]) \
+                if p.param_type_name == "option" else f"`{p.name.upper()}`"
+            default = p.default if p.param_type_name == "option" else None
+            shown = "" if default in (None, [], (), False) else f" (default: `{default}`)"
+            help_text = (getattr(p, "help", None) or "").replace("|", "\\|")
+            rows.append(f"| {names} | {help_text}{shown} |")
+        if rows:
+            out.extend(["| argument / option | |", "|---|---|", *rows, ""])
+
+    for name, cmd in group.commands.items():
+        command(f"tcpsim {name}", cmd)
+    return "\n".join(out).rstrip() + "\n"
+
+
+# -- MkDocs hooks -------------------------------------------------------------------------------------
+
+def on_config(config: Any) -> Any:
+    """Fill the "Kernel profiles" section of the navigation with the generated pages."""
+    pages = list(profile_pages())            # release order, then the patches
+    for section in config["nav"] or []:
+        if isinstance(section, dict) and "Kernel profiles" in section:
+            entries = section["Kernel profiles"]
+            entries.extend({p.split("/")[1][:-3]: p} for p in pages)
+    return config
+
+
+def on_files(files: Any, config: Any) -> Any:
+    from mkdocs.structure.files import File
+    import plotly
+    js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    files.append(File.generated(config, PLOTLY_JS, abs_src_path=str(js)))
+    for uri, text in profile_pages().items():
+        files.append(File.generated(config, uri, content=text))
+    files.append(File.generated(config, "cli.md", content=cli_page()))
+    return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    """Run each tcpsim-figure block and leave a placeholder for its HTML."""
+    where = page.file.src_uri
+    page_id = re.sub(r"[^a-z0-9]+", "-", where.lower()).strip("-")
+    blocks: list[str] = []
+
+    def replace(m: re.Match) -> str:
+        spec = parse_spec(m.group(1), where)
+        blocks.append(block_html(spec, cached_run(spec), page_id, len(blocks)))
+        return "\n\n" + PLACEHOLDER.format(n=len(blocks) - 1) + "\n\n"
+
+    markdown = FIGURE_BLOCK.sub(replace, markdown)
+    if blocks:
+        _pending[where] = blocks
+    return markdown
+
+
+def on_page_content(content: str, page: Any, config: Any, files: Any) -> str:
+    blocks = _pending.pop(page.file.src_uri, [])
+    for n, block in enumerate(blocks):
+        content = content.replace(PLACEHOLDER.format(n=n), block)
+    return content
+
+
+def on_post_build(config: Any) -> None:
+    """Forget cached results no page asked for (older code, edited blocks)."""
+    if not _used:
+        return
+    for stale in cache_dir().glob("*.json"):
+        if stale.name not in _used:
+            stale.unlink()
