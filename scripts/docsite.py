@@ -132,9 +132,30 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         one = tcpsim.run(_scenario_of(spec, spec.get("set")), duration=spec.get("duration"),
                          **_run_kwargs(spec))
         runs, figure = {one.profile: one}, one.figure
-    table = {label: {k: r.summary.get(k, r.counters.get(k)) for k in spec.get("table", [])}
-             for label, r in runs.items()}
+    table = {label: {k: _metric(r, k) for k in spec.get("table", [])} for label, r in runs.items()}
     return {"figures": [figure(name).to_json() for name in spec["figures"]], "table": table}
+
+
+def _metric(run: Any, key: str) -> Any:
+    """A summary field, a counter, or one of the trace measures the tour uses:
+    `acks_sent` (segments the receiver sent) and `ack_gap_ms` (their median spacing over the
+    second half of the run)."""
+    if key in ("acks_sent", "ack_gap_ms"):
+        import numpy as np
+        import pyarrow.compute as pc
+        tr = run.trace
+        sent = tr.filter(pc.and_(pc.equal(tr["sock"], "rcv"), pc.equal(tr["event"], "tx")))
+        t_ms = sent["t_ns"].to_numpy() / 1e6
+        if key == "acks_sent":
+            return int(len(t_ms))
+        late = t_ms[t_ms >= t_ms[-1] / 2] if len(t_ms) else t_ms
+        return round(float(np.median(np.diff(late))), 2) if len(late) > 1 else None
+    if key in run.summary:
+        return run.summary[key]
+    if key in run.counters:
+        return run.counters[key]
+    raise FigureSpecError(f"tcpsim-figure table: {key}: not a summary field, counter, acks_sent "
+                          "or ack_gap_ms")
 
 
 def cached_run(spec: dict[str, Any]) -> dict[str, Any]:
