@@ -56,7 +56,13 @@ _pending: dict[str, list[str]] = {}             # page src_uri -> figure HTML pe
 _used: set[str] = set()                         # cache files this build read or wrote
 
 
-class FigureSpecError(ValueError):
+try:                                            # a build error MkDocs prints as one line
+    from mkdocs.exceptions import PluginError as _BuildError
+except ImportError:  # pragma: no cover - the hooks run inside mkdocs
+    _BuildError = ValueError  # type: ignore[misc,assignment]
+
+
+class FigureSpecError(_BuildError):
     """A tcpsim-figure block that cannot run: names the page and the key."""
 
 
@@ -92,6 +98,10 @@ def parse_spec(text: str, where: str) -> dict[str, Any]:
         raise FigureSpecError(f"{where}: tcpsim-figure: unknown key {', '.join(sorted(bad))}")
     if "scenario" not in spec or not spec.get("figures"):
         raise FigureSpecError(f"{where}: tcpsim-figure needs scenario and figures")
+    shadowed = sorted(set(spec) & (VARIANT_KEYS - {"label"})) if spec.get("variants") else []
+    if shadowed:
+        raise FigureSpecError(f"{where}: tcpsim-figure: {', '.join(shadowed)} at the top would be "
+                              "ignored beside variants; give it to each variant")
     for v in spec.get("variants", []):
         bad = set(v) - VARIANT_KEYS
         if bad or "label" not in v:
@@ -189,7 +199,9 @@ def _cli_words(d: dict[str, Any], profile_flag: str) -> list[str]:
     pol = d.get("policy", [])
     for p in [pol] if isinstance(pol, str) else pol:
         words += ["--policy", p]
-    for k, v in (d.get("sysctl") or {}).items():
+    sysctls = {**(d.get("sysctl") or {}),
+               **{k[len("sysctl."):]: v for k, v in (d.get("set") or {}).items() if k.startswith("sysctl.")}}
+    for k, v in sysctls.items():
         words += ["-s", f"{k}={' '.join(map(str, v)) if isinstance(v, list) else v}"]
     if "hz" in d:
         words += ["--hz", str(d["hz"])]
@@ -202,9 +214,10 @@ def _quote(word: str) -> str:
 
 def cli_command(spec: dict[str, Any]) -> str | None:
     """The tcpsim command that shows the same runs, or None when a run changes scenario
-    fields (the Python below does that)."""
+    fields other than sysctls (the Python snippet does that)."""
     runs = spec.get("variants") or [spec]
-    if any(r.get("set") for r in runs) or any("seed" in r for r in runs):
+    if any(not k.startswith("sysctl.") for r in runs for k in r.get("set") or {}) \
+            or any("seed" in r for r in runs):
         return None
     dur = ["-d", spec["duration"]] if spec.get("duration") else []
     if not spec.get("variants"):
@@ -404,7 +417,11 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
 
     def replace(m: re.Match) -> str:
         spec = parse_spec(m.group(1), where)
-        blocks.append(block_html(spec, cached_run(spec), page_id, len(blocks)))
+        try:
+            result = cached_run(spec)
+        except (ValueError, TypeError) as exc:      # the API's errors name the argument
+            raise FigureSpecError(f"{where}: tcpsim-figure: {exc}") from None
+        blocks.append(block_html(spec, result, page_id, len(blocks)))
         return "\n\n" + PLACEHOLDER.format(n=len(blocks) - 1) + "\n\n"
 
     markdown = FIGURE_BLOCK.sub(replace, markdown)
