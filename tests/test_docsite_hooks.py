@@ -1,0 +1,89 @@
+"""The documentation site's hooks (scripts/docsite.py) without building the site: every
+figure block in docs/ is valid, and the commands shown beside figures are well formed."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from scripts import load_script
+
+docsite = load_script("docsite")
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+BLOCKS = [(p.relative_to(DOCS).as_posix(), m.group(1))
+          for p in sorted(DOCS.rglob("*.md")) for m in docsite.FIGURE_BLOCK.finditer(p.read_text())]
+
+
+def test_the_tour_and_the_seeds_have_figures():
+    pages = {page for page, _ in BLOCKS}
+    for name in ("truesize", "coalescing", "memory", "windows", "shrink", "prune-collapse",
+                 "rcv-ssthresh", "autotuning", "delayed-acks"):
+        assert f"tour/{name}.md" in pages, name
+    for name in ("unbounded-growth", "oscillating-reader", "window-not-fully-open"):
+        assert f"seeds/{name}.md" in pages, name
+
+
+@pytest.mark.parametrize("page, text", BLOCKS, ids=[f"{p}#{i}" for i, (p, _) in enumerate(BLOCKS)])
+def test_every_figure_block_is_valid(page, text):
+    import tcpsim
+    spec = docsite.parse_spec(text, page)
+    assert set(spec["figures"]) <= set(tcpsim.FIGURES)
+    assert spec["scenario"] in tcpsim.experiments()
+    compile(docsite.python_snippet(spec), page, "exec")
+    cmd = docsite.cli_command(spec)
+    if cmd is not None:
+        words = shlex.split(cmd)
+        assert words[:2] in (["tcpsim", "run"], ["tcpsim", "compare"])
+        assert spec["scenario"] in words
+
+
+@pytest.mark.parametrize("text, message", [
+    ('scenario = "x"\nfigures = ["memory"]\ncolour = 1', "unknown key colour"),
+    ('figures = ["memory"]', "needs scenario and figures"),
+    ('scenario = "x"\nfigures = ["memory"]\nvariants = [{profile = "linux-6.1"}]', "needs a label"),
+    ('scenario = "x"\nfigures = ["memory"]\nprofile = "linux-6.1"\nvariants = [{label = "a"}]',
+     "profile at the top would be ignored"),
+    ("scenario = ", "not valid TOML"),
+])
+def test_bad_figure_blocks_name_the_page_and_the_problem(text, message):
+    with pytest.raises(docsite.FigureSpecError, match=f"page.md: .*{message}"):
+        docsite.parse_spec(text, "page.md")
+
+
+def test_commands_for_a_comparison_and_for_scenario_changes():
+    spec = {"scenario": "seed-never-reads", "duration": "3s", "figures": ["window"],
+            "variants": [{"label": "a", "profile": "linux-6.18"},
+                         {"label": "b", "profile": "linux-6.18", "policy": ["shrink-window"],
+                          "sysctl": {"net.ipv4.tcp_rmem": [4096, 131072, 8388608]}}]}
+    assert docsite.cli_command(spec) == (
+        'tcpsim compare seed-never-reads -d 3s --profile linux-6.18 --vs linux-6.18 '
+        '--policy shrink-window -s "net.ipv4.tcp_rmem=4096 131072 8388608"')
+    spec["variants"][1]["set"] = {"receiver.device": "nic-4k"}
+    assert docsite.cli_command(spec) is None
+    snippet = docsite.python_snippet(spec)
+    assert "sc1.setdefault('receiver', {})['device'] = 'nic-4k'" in snippet
+    assert re.search(r"'b': \{.*'scenario': sc1\}", snippet)
+
+
+def test_profile_pages_cover_every_profile_and_patch():
+    import tcpsim
+    pages = docsite.profile_pages()
+    for name in [*tcpsim.profiles(), *tcpsim.patches()]:
+        assert f"profiles/{name}.md" in pages, name
+        assert pages[f"profiles/{name}.md"].startswith(f"# `{name}`")
+
+
+def test_cli_reference_lists_every_command_and_option():
+    import typer.main
+
+    from tcpsim.cli import app
+    page = docsite.cli_page()
+    group = typer.main.get_command(app)
+    for name, cmd in group.commands.items():
+        assert f"## `tcpsim {name}" in page, name
+        for p in cmd.params:
+            if p.param_type_name == "option":
+                assert f"`{p.opts[0]}`" in page, (name, p.opts[0])
