@@ -171,13 +171,18 @@ class Run:
     meta: dict[str, Any] = field(default_factory=dict)
     _table: "pa.Table | None" = None
     _report_run: "_ReportRun | None" = None
+    trace_path: Path | None = None
+    """The Parquet file holding the trace, when it was written to one."""
 
     @property
     def trace(self) -> "pa.Table":
         """One row per event, kernel field names (tcpsim/trace/schema.py), as an Arrow
         table: ``.to_pandas()`` makes a DataFrame, ``polars.from_arrow()`` reads it."""
+        if self._table is None and self.trace_path is not None:
+            import pyarrow.parquet as pq
+            self._table = pq.read_table(self.trace_path)
         if self._table is None:
-            raise ValueError("trace: this run kept no trace")
+            raise ValueError("trace: this run kept no trace (run it with trace=True or a path)")
         return self._table
 
     @property
@@ -218,7 +223,8 @@ class Run:
         parts = [f"{k}={s[k]!r}" for k in ("duration_s", "peak_sk_rmem_alloc", "peak_sk_rcvbuf",
                                            "zero_windows_sent", "drops", "goodput_mbps",
                                            "error") if s.get(k) not in (None, "")]
-        rows = f", {self._table.num_rows} trace rows" if self._table is not None else ""
+        rows = (f", {self._table.num_rows} trace rows" if self._table is not None
+                else f", trace in {self.trace_path}" if self.trace_path is not None else "")
         return f"<tcpsim.Run {self.scenario} under {self.profile}: {', '.join(parts)}{rows}>"
 
 
@@ -254,7 +260,8 @@ def _with_metadata(table: "pa.Table", meta: Mapping[str, Any]) -> "pa.Table":
 def run(scenario: ScenarioLike, *, profile: str | None = None, policy: PolicyLike = (),
         sysctl: Mapping[str, Any] | None = None, duration: DurationLike = None,
         seed: int | None = None, engine: str | None = None, hz: int | None = None,
-        trace: bool = True) -> Run:
+        trace: bool | str | os.PathLike[str] = True, skip: bool = True,
+        progress: bool = False) -> Run:
     """Run one scenario and return its `Run` (summary, counters, trace, figures).
 
     Args:
@@ -270,8 +277,11 @@ def run(scenario: ScenarioLike, *, profile: str | None = None, policy: PolicyLik
         seed: the random seed (same seed, same results).
         engine: ``None`` or ``"python"`` (the only engine today).
         hz: the kernel's CONFIG_HZ (100, 250, 300, 1000), overriding the scenario's.
-        trace: keep the per-event trace (``Run.trace``, figures, reports); ``False`` saves
-            memory on long runs.
+        trace: keep the per-event trace in memory (``Run.trace``, figures, reports);
+            ``False`` keeps none; a file path streams it to Parquet, as ``tcpsim run
+            --trace`` does (for long runs: memory stays flat, ``Run.trace`` reads the file).
+        skip: time skipping (``False``: tick by tick, as ``--no-skip``; identical results).
+        progress: a progress bar on stderr.
 
     Raises:
         ValueError: a bad value; the message starts with the argument's name
@@ -285,7 +295,9 @@ def run(scenario: ScenarioLike, *, profile: str | None = None, policy: PolicyLik
     _engine(engine)
     sc = _scenario(scenario)
     opts = _options(profile, policy, sysctl, duration, seed, hz)
-    opts.memory_trace = bool(trace)
+    path = Path(trace) if isinstance(trace, (str, os.PathLike)) else None
+    opts.trace, opts.memory_trace = path, path is None and bool(trace)
+    opts.skip, opts.progress = bool(skip), bool(progress)
     try:
         prepared, _ = prepare(sc, opts)
         result, rec = run_scenario(sc, opts)
@@ -294,7 +306,7 @@ def run(scenario: ScenarioLike, *, profile: str | None = None, policy: PolicyLik
     meta = _metadata(result, prepared)
     table = _with_metadata(rec.table(), meta) if rec is not None else None
     return Run(result.scenario, result.profile, result.summary, result.counters, result.ss,
-               meta, table)
+               meta, table, trace_path=path)
 
 
 def load_trace(path: str | os.PathLike[str]) -> Run:
@@ -337,13 +349,23 @@ class Comparison:
     """Several runs of one workload, by label: side-by-side table, overlaid figures, report."""
 
     runs: dict[str, Run]
+    _rows_cache: list[dict[str, Any]] | None = None
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """The comparison's rows as ``tcpsim compare`` prints them (`format_table` /
+        `table_json` in tcpsim.report): section, metric, unit, values per run, deltas."""
+        if self._rows_cache is None:
+            from tcpsim.report.compare import comparison_rows
+            self._rows_cache = comparison_rows(self._report_runs())
+        return self._rows_cache
 
     @property
     def table(self) -> "pa.Table":
         """What ``tcpsim compare`` prints, one row per metric (config differences, summary,
         counters) and one column per run, as an Arrow table."""
         import pyarrow as pa
-        rows = self._rows()
+        rows = self.rows
         labels = list(self.runs)
         cols: dict[str, list[Any]] = {"section": [r["section"] for r in rows],
                                       "metric": [r["key"] for r in rows]}
@@ -363,16 +385,12 @@ class Comparison:
         summaries = {r.label: summarize(r.trace, r.meta) for r in runs}
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(comparison_html(runs, self._rows(), summaries), encoding="utf-8")
+        out.write_text(comparison_html(runs, self.rows, summaries), encoding="utf-8")
         return out
 
     def _report_runs(self) -> list["_ReportRun"]:
         from tcpsim.report.runs import Run as ReportRun
         return [ReportRun(label, r._as_report_run().trace, r.meta) for label, r in self.runs.items()]
-
-    def _rows(self) -> list[dict[str, Any]]:
-        from tcpsim.report.compare import comparison_rows
-        return comparison_rows(self._report_runs())
 
     def __repr__(self) -> str:
         return "<tcpsim.Comparison " + " | ".join(f"{k}: {v!r}" for k, v in self.runs.items()) + ">"

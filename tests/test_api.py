@@ -248,3 +248,44 @@ def test_catalogues():
     assert all(isinstance(v, str) and v for v in tcpsim.profiles().values())
     assert "shrink-window" in tcpsim.patches()
     assert NAME in tcpsim.experiments()
+
+
+def test_a_trace_path_streams_to_parquet_like_the_cli(tmp_path):
+    path = tmp_path / "t.parquet"
+    r = tcpsim.run(NAME, duration="100ms", trace=path)
+    assert r.trace_path == path and path.is_file()
+    assert f"trace in {path}" in repr(r)
+    cli = tmp_path / "cli.parquet"
+    runner_run(load_scenario(NAME), RunOptions(duration=100_000_000, trace=cli))
+    assert r.trace.equals(tcpsim.load_trace(cli).trace)
+
+
+def test_tick_by_tick_gives_the_same_run():
+    a = tcpsim.run(NAME, duration="100ms", skip=False, trace=False)
+    b = tcpsim.run(NAME, duration="100ms", trace=False)
+    assert _same_numbers(a.summary, b.summary)
+
+
+# The CLI can switch to the API without changing its output: the pages are the same bytes.
+
+def test_the_comparison_page_is_the_one_tcpsim_compare_writes(tmp_path):
+    from tcpsim.report import compare_runs, format_table, simulate
+    sc = load_scenario(NAME)
+    runs = []
+    for label, profile, pol in (("linux-6.1", "linux-6.1", ()),
+                                ("linux-6.1 + shrink-window", "linux-6.1", ("shrink-window",))):
+        cols, meta = simulate(sc, RunOptions(profile=profile, policies=pol, duration=200_000_000))
+        runs.append((label, cols, meta))
+    page, rows = compare_runs(runs)
+    c = tcpsim.compare(NAME, ["linux-6.1", {"profile": "linux-6.1", "policy": "shrink-window"}],
+                       duration="200ms")
+    assert c.report(tmp_path / "c.html").read_text() == page
+    assert format_table(c.rows) == format_table(rows)
+
+
+def test_the_report_page_is_the_one_tcpsim_report_writes(tmp_path):
+    from tcpsim.report import build_report
+    trace = tmp_path / "t.parquet"
+    runner_run(load_scenario(NAME), RunOptions(duration=200_000_000, trace=trace))
+    expected = build_report(trace, tmp_path / "cli.html").read_text()
+    assert tcpsim.load_trace(trace).report(tmp_path / "api.html").read_text() == expected
