@@ -386,6 +386,57 @@ def cli_page() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def notebook_outputs(path: Path) -> list[list[dict[str, Any]]]:
+    """The outputs of every code cell of the notebook, executed with nbclient (cached like
+    the figures, under the hash of the notebook and the simulator's code)."""
+    import nbformat
+    key = hashlib.sha256(path.read_bytes() + code_hash().encode()).hexdigest()[:32]
+    cached = cache_dir() / f"notebook-{key}.json"
+    _used.add(cached.name)
+    if cached.is_file():
+        return json.loads(cached.read_text())
+    import nbclient
+    nb = nbformat.read(path, as_version=4)
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(ROOT)}}).execute()
+    outputs = [[dict(o) for o in c.outputs] for c in nb.cells if c.cell_type == "code"]
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.write_text(json.dumps(outputs))
+    return outputs
+
+
+def notebook_page(path: Path, page_id: str) -> tuple[str, list[str]]:
+    """The notebook as a page: its Markdown, its code, and what the code printed and drew
+    (plotly figures as on the tour pages). Returns the Markdown and the figure HTML that
+    replaces each placeholder."""
+    import nbformat
+    nb = nbformat.read(path, as_version=4)
+    outputs = iter(notebook_outputs(path))
+    md: list[str] = [f"*Generated from [{path.name}]({path.name}), run when this site was built.*", ""]
+    blocks: list[str] = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            md += [cell.source, ""]
+            continue
+        md += ["```python", cell.source, "```", ""]
+        for out in next(outputs):
+            data = out.get("data") or {}
+            if "application/vnd.plotly.v1+json" in data:
+                fig = json.dumps(data["application/vnd.plotly.v1+json"])
+                blocks.append(figure_html(fig, f"tcpsim-fig-{page_id}-{len(blocks)}"))
+                md += ["", PLACEHOLDER.format(n=len(blocks) - 1), ""]
+            elif "text/html" in data:
+                blocks.append(f'<div class="tcpsim-output">{data["text/html"]}</div>')
+                md += ["", PLACEHOLDER.format(n=len(blocks) - 1), ""]
+            elif "text/plain" in data or "text" in out:
+                md += ["```text", str(data.get("text/plain", out.get("text", ""))).rstrip(), "```", ""]
+    return "\n".join(md), blocks
+
+
+NOTEBOOK = ROOT / "docs" / "getting-started.ipynb"
+NOTEBOOK_PAGE = "getting-started-notebook.md"
+
+
 # -- MkDocs hooks -------------------------------------------------------------------------------------
 
 def on_config(config: Any) -> Any:
@@ -406,6 +457,7 @@ def on_files(files: Any, config: Any) -> Any:
     for uri, text in profile_pages().items():
         files.append(File.generated(config, uri, content=text))
     files.append(File.generated(config, "cli.md", content=cli_page()))
+    files.append(File.generated(config, NOTEBOOK_PAGE, content="# The API in a notebook\n"))
     return files
 
 
@@ -414,6 +466,10 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     where = page.file.src_uri
     page_id = re.sub(r"[^a-z0-9]+", "-", where.lower()).strip("-")
     blocks: list[str] = []
+    if where == NOTEBOOK_PAGE:
+        body, blocks = notebook_page(NOTEBOOK, page_id)
+        _pending[where] = blocks
+        return markdown + "\n" + body
 
     def replace(m: re.Match) -> str:
         spec = parse_spec(m.group(1), where)
