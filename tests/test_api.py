@@ -289,3 +289,12 @@ def test_the_report_page_is_the_one_tcpsim_report_writes(tmp_path):
     runner_run(load_scenario(NAME), RunOptions(duration=200_000_000, trace=trace))
     expected = build_report(trace, tmp_path / "cli.html").read_text()
     assert tcpsim.load_trace(trace).report(tmp_path / "api.html").read_text() == expected
+
+
+def test_sweep_in_worker_processes_gives_the_same_rows():
+    """Workers unpickle tcpsim.sweep's functions by name: the callable-module wrapper must
+    not get in the way."""
+    vary = {"profile": ["linux-6.1", "linux-6.18"]}
+    one = tcpsim.sweep(NAME, vary, duration="50ms", jobs=1).drop_columns(["wall_s"])
+    two = tcpsim.sweep(NAME, vary, duration="50ms", jobs=2).drop_columns(["wall_s"])
+    assert one.equals(two)
