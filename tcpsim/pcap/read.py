@@ -96,7 +96,13 @@ def read_capture(path: str | Path) -> Capture:
             except (dpkt.UnpackError, ValueError, OverflowError):
                 _truncated(where, n)
             n += 1
-            seg = decode(_ns(ts), buf, linktype, where, n, reader.snaplen, other)
+            try:
+                seg = decode(_ns(ts), buf, linktype, where, n, reader.snaplen, other)
+            except PcapError:
+                # a packet cut short by the end of the file is that, not a small snaplen
+                if isinstance(reader, dpkt.pcap.Reader):
+                    _check_last_record(f, p, n, where)
+                raise
             if seg is not None:
                 segs.append(seg)
         if isinstance(reader, dpkt.pcap.Reader):
