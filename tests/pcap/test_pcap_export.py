@@ -1,0 +1,72 @@
+"""`--pcap OUT`: a simulated run's packets as Wireshark reads them, and back through
+`tcpsim import pcap`."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tcpsim.importers.pcap import load
+from tcpsim.report import simulate
+from tcpsim.runner import RunOptions
+from tcpsim.scenario import load_scenario
+
+ZERO_WINDOW_RUN = "seed-rcvbuf32k-fill"      # zero windows within its first seconds
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """A 3 s run with zero windows: its in-memory trace and its pcap."""
+    out = tmp_path_factory.mktemp("export") / "run.pcap"
+    cols, meta = simulate(load_scenario(ZERO_WINDOW_RUN),
+                          RunOptions(duration=3_000_000_000, pcap=out))
+    return cols, meta, out
+
+
+def _run_acks(cols):
+    """The receiver's segments (not its SYN) in the run's trace: (t, ack, raw, scaled)."""
+    return [(cols["t_ns"][i], cols["ack_seq"][i], cols["win_raw"][i], cols["win_scaled"][i])
+            for i in range(len(cols["t_ns"]))
+            if cols["sock"][i] == "rcv" and cols["event"][i] == "tx" and "S" not in cols["flags"][i]]
+
+
+def test_import_of_the_export_gives_back_the_runs_windows(exported):
+    cols, _, path = exported
+    imp = load(path)
+    run = _run_acks(cols)
+    assert any(a[3] == 0 for a in run), "the run must have zero windows for this test"
+    got = [(r["t_ns"], r["ack_seq"], r["win_raw"], r["win_scaled"]) for r in imp.rows
+           if r["sock"] == "rcv" and r["event"] == "tx" and "S" not in r["flags"]]
+    t0 = imp.meta["summary"]["epoch_ns"]
+    assert [(t + t0, a, w, s) for t, a, w, s in got] == run
+    s = imp.meta["summary"]
+    assert s["zero_windows"] == sum(1 for a in run if a[3] == 0)
+    assert s["options"]["receiver"]["timestamps"] and s["options"]["receiver"]["sack_ok"]
+    assert s["capture_at"] == "receiver"
+
+
+def test_same_run_same_bytes(exported, tmp_path):
+    _, _, path = exported
+    again = tmp_path / "again.pcap"
+    simulate(load_scenario(ZERO_WINDOW_RUN), RunOptions(duration=3_000_000_000, pcap=again))
+    assert again.read_bytes() == path.read_bytes()
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed (apt-get install tshark)")
+def test_wireshark_expert_info_lists_the_zero_windows(exported):
+    cols, _, path = exported
+    zero_t = [t for t, _, _, s in _run_acks(cols) if s == 0]
+    proc = subprocess.run(["tshark", "-r", str(path), "-Y", "tcp.analysis.zero_window",
+                           "-T", "fields", "-e", "frame.time_epoch"],
+                          capture_output=True, text=True, check=True)
+    seen = [round(float(x) * 1e9) for x in proc.stdout.split()]
+    assert seen == pytest.approx(zero_t, abs=1000)
+    expert = subprocess.run(["tshark", "-r", str(path), "-q", "-z", "expert"],
+                            capture_output=True, text=True, check=True).stdout
+    assert re.search(rf"^\s+{len(zero_t)}\s+Sequence\s+TCP\s+TCP Zero Window segment$", expert, re.M)
+    # the sender's zero-window probes and filling the window are recognised too
+    assert "TCP keep-alive segment" in expert or "Zero Window Probe" in expert
+    assert "window specified by the receiver is now completely full" in expert
