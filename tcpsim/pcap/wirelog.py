@@ -206,7 +206,7 @@ def rows(conn: Connection, hs: Handshake, delay_ab: int, delay_ba: int,
                 counts["retransmissions"] += 1
             elif s.payload:
                 counts["data_segments"] += 1
-                new = end - max(seq, high)
+                new = seq + s.payload - max(seq, high)
                 counts["bytes"] += new
                 out.append(blank(t_ns=t - delay_ab, sock="snd", event="write", len=new,
                                  detail="first seen on the wire"))
