@@ -28,6 +28,13 @@ from tcpsim.pcap import PcapError
 from tcpsim.trace.schema import COLUMN_NAMES
 
 
+WRITE_LEAD_NS = 1_000
+"""Each write goes in this much before its data left the sender. Data that left when an ACK
+opened the window was in the socket before that ACK came: written at the very instant, the
+model's writer would run before the ACK and send what the old window allowed (a short
+segment), where the real sender sent full ones after it."""
+
+
 class ScheduleWriter:
     """Writes given byte counts at given times (model axis) into the model's sender; what the
     socket cannot take waits and goes in when it has room (the Simulation's on_writable)."""
@@ -97,7 +104,8 @@ def replay_capture(path: str | Path, profile: str = "linux-6.18", policies: tupl
         raise PcapError(str(path), None, str(exc).split(":")[0],
                         "replay needs the connection's handshake: capture from before the "
                         "connect, or import it (tcpsim import pcap) to look at it") from None
-    p.write_ticks = [(t + p.shift_ns, n) for t, n, _ in k.writes if t <= p.end_ns]
+    p.write_ticks = [(max(0, t + p.shift_ns - WRITE_LEAD_NS), n) for t, n, _ in k.writes
+                     if t <= p.end_ns]
     p.notes = [*imp.notes, *p.notes]
     rp = run_plan(p, make_writer=_writer)
     return score_replay(Path(path), meta, k, rp, thresholds or Thresholds())

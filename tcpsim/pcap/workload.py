@@ -61,7 +61,9 @@ def infer_reader(rows: list[Row]) -> tuple[dict[str, Any], str]:
     (ack + window) moves only as the application frees space: its slope is the read rate. No
     fall: a blocking reader; a fall and an edge that no longer moves: a reader that never
     reads; else a periodic reader at that rate (1 ms ticks, or one byte per tick when slower
-    than 1 B/ms)."""
+    than 1 B/ms). A receive buffer that grows while the queue is full (autotuning, or the
+    prune-and-clamp growth of seed-unbounded-growth) also moves the edge and reads as faster
+    reading: the sentence says what was measured, so a user who knows better gives --reader."""
     acks = [(r["t_ns"], r["ack_seq"], r["win_scaled"]) for r in rows
             if r["sock"] == "rcv" and r["event"] == "tx" and r["ack_seq"] >= 0
             and "S" not in r["flags"] and "R" not in r["flags"]]
@@ -120,9 +122,10 @@ def receiver_sysctls(hs: Handshake) -> dict[str, Any]:
     if not hs.scaled:
         out["net.ipv4.tcp_window_scaling"] = 0
     elif hs.rcv.wscale != 7:
-        # tcp_select_initial_window() shifts max(tcp_rmem[2], rmem_max) until it fits in
-        # 16 bits: 65535 << ws takes exactly ws shifts
-        out["net.ipv4.tcp_rmem"] = [4096, 131072, 65535 << max(hs.rcv.wscale, 2)]
+        # tcp_select_initial_window() shifts max(tcp_rmem[2], rmem_max) right until it fits
+        # in 16 bits: 2^(15 + ws) takes exactly ws shifts (and is the power of two people
+        # set: 32 MiB for 10, 256 MiB for 13)
+        out["net.ipv4.tcp_rmem"] = [4096, 131072, 1 << (15 + max(hs.rcv.wscale, 2))]
     return out
 
 

@@ -70,3 +70,22 @@ def test_wireshark_expert_info_lists_the_zero_windows(exported):
     # the sender's zero-window probes and filling the window are recognised too
     assert "TCP keep-alive segment" in expert or "Zero Window Probe" in expert
     assert "window specified by the receiver is now completely full" in expert
+
+
+def test_the_workload_reproduces_the_window_scale_and_options(tmp_path):
+    """A run announcing window scale 13 (tcp_rmem max 256 MiB), exported and imported: the
+    workload's receiver announces 13 again, with the same MSS and options."""
+    from tcpsim.scenario import scenario_from_dict
+
+    first = tmp_path / "first.pcap"
+    simulate(load_scenario("seed-unbounded-growth"), RunOptions(duration=200_000_000, pcap=first))
+    imp = load(first)
+    assert imp.meta["summary"]["options"]["receiver"]["wscale"] == 13
+    assert imp.scenario["sysctl"] == {"net.ipv4.tcp_rmem": [4096, 131072, 1 << 28]}
+    again = tmp_path / "again.pcap"
+    simulate(scenario_from_dict(imp.scenario), RunOptions(profile="linux-6.1",
+                                                          duration=200_000_000, pcap=again))
+    # the SYN's window follows tcp_adv_win_scale (-2 in the seed), which the wire does not show
+    got, want = (dict(load(p).meta["summary"]["options"]["receiver"]) for p in (again, first))
+    assert got.pop("syn_window") > want.pop("syn_window")
+    assert got == want
