@@ -109,6 +109,8 @@ def import_file(fmt: str, src: str | Path, dst: str | Path, **opts: Any) -> Path
     """Convert one file; returns the Parquet path."""
     if fmt == "pcap":
         from tcpsim.importers import pcap
+        if "port" in opts:                      # the receiver's port picks the connection
+            opts = {**{k: v for k, v in opts.items() if k != "port"}, "flow": str(opts["port"])}
         return pcap.import_file(src, dst, **opts)[0]
     rows, meta = parse(fmt, read_lines(src), str(src), **opts)
     return write(rows, meta, dst)
@@ -124,10 +126,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="the receiver's local port (when the input holds several sockets)")
     args = ap.parse_args(argv)
     opts = {"port": args.port} if args.port is not None else {}
+    from tcpsim.pcap.flows import TooManyFlows, listing
     try:
         out = import_file(args.format, args.input, args.out, **opts)
     except ImportFormatError as exc:
         print(f"import: {exc}", file=sys.stderr)
+        return 2
+    except TooManyFlows as exc:
+        print("\n".join(listing(exc.conns)))
+        print(f"import: {args.input}: {exc}; pick one with --port (its receiver's port)",
+              file=sys.stderr)
         return 2
     print(out)
     return 0

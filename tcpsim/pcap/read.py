@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 
 import dpkt
 
+from tcpsim.capture.wire import Packet
 from tcpsim.pcap import PcapError
 
 # link types (https://www.tcpdump.org/linktypes.html) and what decodes them
@@ -29,34 +30,9 @@ RAW_IP = frozenset({12, 14, 101, 228, 229})
 MIN_SNAPLEN = 128     # Ethernet + VLAN + IPv6 + a TCP header with 40 bytes of options
 
 
-@dataclass(frozen=True, slots=True)
-class WireSegment:
-    """One TCP segment as captured: addresses, header fields, options, payload length."""
-
-    t_ns: int
-    src: str
-    sport: int
-    dst: str
-    dport: int
-    seq: int
-    ack: int
-    flags: int
-    win: int
-    payload: int
-    mss: int = -1
-    wscale: int = -1
-    sack_ok: bool = False
-    tsval: int = -1
-    tsecr: int = -1
-    sacks: tuple[tuple[int, int], ...] = ()
-
-    @property
-    def a(self) -> tuple[str, int]:
-        return (self.src, self.sport)
-
-    @property
-    def b(self) -> tuple[str, int]:
-        return (self.dst, self.dport)
+WireSegment = Packet
+"""One TCP segment as captured (tcpsim.capture.wire.Packet: addresses, header fields,
+options, payload length)."""
 
 
 @dataclass

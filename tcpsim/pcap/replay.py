@@ -18,11 +18,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tcpsim.validate.replay import ReplayError, ReplayPlan, plan, run_plan
+from tcpsim.validate.replay import ReplayError, ReplayPlan, ReplayWriter, plan, run_plan
 from tcpsim.validate.run import Validation, score_replay
 from tcpsim.validate.scores import Thresholds
 from tcpsim.validate.trace import view
-from tcpsim.engine.scheduler import WRITER
 from tcpsim.importers.pcap import load
 from tcpsim.pcap import PcapError
 from tcpsim.trace.schema import COLUMN_NAMES
@@ -35,24 +34,14 @@ model's writer would run before the ACK and send what the old window allowed (a 
 segment), where the real sender sent full ones after it."""
 
 
-class ScheduleWriter:
+class ScheduleWriter(ReplayWriter):
     """Writes given byte counts at given times (model axis) into the model's sender; what the
-    socket cannot take waits and goes in when it has room (the Simulation's on_writable)."""
+    socket cannot take waits and goes in when it has room (the Simulation's on_writable).
+    ReplayWriter's clock, its own tick."""
 
     def __init__(self, sim: Any, ticks: list[tuple[int, int]]) -> None:
-        self.sim, self.ticks = sim, ticks
-        self.i = 0
-        self.pending = 0
-        self.blocked = False
-        self.written = 0
+        super().__init__(sim, 0, ticks)
         self.size_mismatch = 0          # ticks whose bytes the socket did not take at once
-
-    def begin(self) -> None:
-        self._next()
-
-    def _next(self) -> None:
-        if self.i < len(self.ticks):
-            self.sim.sched.at(max(self.ticks[self.i][0], self.sim.sched.now), WRITER, self.tick)
 
     def tick(self) -> None:
         self.pending += self.ticks[self.i][1]
