@@ -27,6 +27,7 @@ def record(pcap: Path) -> int:
     """Capture one transfer on the receiver's side; returns the bytes the reader got."""
     with topology(tag=f"p{os.getpid()}") as topo:
         td = topo.spawn(topo.rcv, ["tcpdump", "-i", "any", "-s", "128", "-U", "-n",
+                                   "--immediate-mode",
                                    "--time-stamp-precision=nano", "-w", str(pcap),
                                    f"tcp port {PORT}"])
         deadline = time.monotonic() + 10
@@ -52,10 +53,22 @@ def record(pcap: Path) -> int:
             time.sleep(EVERY_S)
         w.join()
         r.close()
-        time.sleep(0.5)
+        _settled(pcap)          # tcpdump may lag behind on a loaded machine
         td.terminate()
         td.wait(timeout=10)
     return got
+
+
+def _settled(pcap: Path, quiet_s: float = 1.0, limit_s: float = 20.0) -> None:
+    """Wait until the capture file has stopped growing for quiet_s."""
+    size, since, start = -1, time.monotonic(), time.monotonic()
+    while time.monotonic() - start < limit_s:
+        now = pcap.stat().st_size
+        if now != size:
+            size, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return
+        time.sleep(0.1)
 
 
 @needs_root
