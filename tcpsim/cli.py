@@ -267,7 +267,7 @@ class Variant:
         return self.profile + (" + " + " ".join(extra) if extra else "")
 
 
-def _parse_variants(args: list[str]) -> list[Variant]:
+def _parse_variants(args: list[str], minimum: int = 2) -> list[Variant]:
     """--profile A [--policy X] [--sysctl S] --vs B [--policy Y] ... (options bind to the
     profile before them)."""
     variants: list[Variant] = []
@@ -284,8 +284,9 @@ def _parse_variants(args: list[str]) -> list[Variant]:
             (variants[-1].policies if arg == "--policy" else variants[-1].sysctl).append(value)
         else:
             _fail(f"{arg}: unknown option; use --profile A [--policy X] [--sysctl N=V] --vs B ...")
-    if len(variants) < 2:
-        _fail("compare needs at least two variants: --profile A ... --vs B ...")
+    if len(variants) < minimum:
+        _fail("compare needs at least two variants: --profile A ... --vs B ..."
+              if minimum > 1 else "compare needs a variant to run: --profile A ...")
     return variants
 
 
@@ -299,6 +300,8 @@ def compare(
     hz: Optional[int] = typer.Option(None, "--hz", help="the kernel's CONFIG_HZ for every variant"),
     pcap: Optional[Path] = typer.Option(None, "--pcap", help="write each variant's packets as a "
                                         "pcap: OUT-1-LABEL.pcap, OUT-2-LABEL.pcap, ..."),
+    trace: List[Path] = typer.Option([], "--trace", help="a recorded trace shown as one more "
+                                     "side, first (tcpsim import pcap, tcpsim capture)"),
 ) -> None:
     """Run one workload under several profiles/patches; write a side-by-side HTML report.
 
@@ -307,11 +310,11 @@ def compare(
     """
     from tcpsim.report import compare_runs, format_table, simulate, table_json
     from tcpsim.runner import RunOptions
-    variants = _parse_variants(list(ctx.args))
+    variants = _parse_variants(list(ctx.args), minimum=1 if trace else 2)
     try:
         sc = load_scenario(scenario)
         dur = parse_duration(duration, "--duration") if duration else None
-        runs = []
+        runs = _recorded_runs(trace)
         _check_pcap_out(pcap)
         pcaps = []
         for i, v in enumerate(variants, start=1):
@@ -336,6 +339,19 @@ def compare(
         typer.echo(f"report: {target}")
         for p in pcaps:
             typer.echo(f"pcap: {p}")
+
+
+def _recorded_runs(paths: List[Path]) -> list:
+    """compare --trace FILE: (label, columns, metadata) of each recorded trace."""
+    from tcpsim.validate.trace import TraceFileError, load
+    runs = []
+    for p in paths:
+        try:
+            columns, meta = load(p)
+        except TraceFileError as exc:
+            _fail(f"--trace {exc}")
+        runs.append((f"{p.stem} ({meta.get('source') or 'trace'})", columns, meta))
+    return runs
 
 
 @app.command()

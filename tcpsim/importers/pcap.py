@@ -61,7 +61,11 @@ def load(path: str | Path, flow: str | None = None, wscale: str | None = None,
     name = Path(cap.path).stem
     doc = scenario(name, f"workload of {Path(cap.path).name}, {describe(conn, hs)['flow']}",
                    hs, trace_rows, (ab, ba), end, app)
-    summary = {**describe(conn, hs), **counts, "duration_s": end / 1e9, "epoch_ns": t0,
+    # what the wire cannot tell stays unknown in the report (None: shown as "—")
+    unknown = dict.fromkeys(("peak_sk_rmem_alloc", "peak_sk_rcvbuf", "peak_recv_q",
+                             "final_sk_rmem_alloc"))
+    summary = {**describe(conn, hs), **counts, **unknown, "retransmits": counts["retransmissions"],
+               "window_probes": counts["probes"], "duration_s": end / 1e9, "epoch_ns": t0,
                "link_type": LINKTYPE_NAMES.get(cap.linktype, str(cap.linktype)),
                "notes": notes, "reader": how}
     meta = {"source": "import:pcap", "profile": "captured kernel", "rx_state": "after",

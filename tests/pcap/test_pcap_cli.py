@@ -106,3 +106,17 @@ def test_compare_writes_one_pcap_per_variant(tmp_path):
     files = sorted(p.name for p in tmp_path.glob("cmp-*.pcap"))
     assert files == ["cmp-1-linux-6.1.pcap", "cmp-2-linux-6.18.pcap"]
     assert f"pcap: {tmp_path / 'cmp-1-linux-6.1.pcap'}" in r.stdout
+
+
+def test_the_wire_trace_is_one_side_of_compare(tmp_path):
+    cap = capture(tmp_path / "c.pcap")
+    assert tcpsim("import", "pcap", str(cap), "-o", str(tmp_path / "c.parquet")).returncode == 0
+    r = tcpsim("compare", str(tmp_path / "c.toml"), "--trace", str(tmp_path / "c.parquet"),
+               "--profile", "linux-6.18", "-o", str(tmp_path / "cmp.html"))
+    assert r.returncode == 0, r.stderr
+    head = r.stdout.split("[summary]")[1].splitlines()
+    assert "c (import:pcap)" in head[1] and "linux-6.18" in head[1]
+    zero = next(line for line in head if line.startswith("zero-window segments"))
+    assert zero.split()[2] == "1"                 # the capture's one zero-window ACK
+    mem = next(line for line in head if line.startswith("peak memory"))
+    assert mem.split()[3] == "—"                  # not on the wire: unknown, not 0 or -1
