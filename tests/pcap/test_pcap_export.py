@@ -89,3 +89,39 @@ def test_the_workload_reproduces_the_window_scale_and_options(tmp_path):
     got, want = (dict(load(p).meta["summary"]["options"]["receiver"]) for p in (again, first))
     assert got.pop("syn_window") > want.pop("syn_window")
     assert got == want
+
+
+SLOW_READER = """
+name = "slow-reader"
+description = "a writer faster than its reader: zero windows and window updates"
+profile = "linux-6.18"
+duration = "1s"
+[link]
+rtt = "2ms"
+[writer]
+kind = "periodic"
+bytes = 14480
+every = "1ms"
+[reader]
+kind = "periodic"
+bytes = 2000
+every = "1ms"
+"""
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed (apt-get install tshark)")
+def test_wireshark_reads_every_window_and_the_window_updates(tmp_path):
+    toml = tmp_path / "slow.toml"
+    toml.write_text(SLOW_READER)
+    out = tmp_path / "slow.pcap"
+    cols, _ = simulate(load_scenario(toml), RunOptions(pcap=out))
+    fields = subprocess.run(["tshark", "-r", str(out), "-Y", "ip.src == 10.0.0.2",
+                             "-T", "fields", "-e", "tcp.window_size", "-e", "tcp.analysis.window_update"],
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    wins = [int(line.split("\t")[0]) for line in fields]
+    run = [s for _, _, _, s in _run_acks(cols)]
+    assert wins[1:] == run                     # Wireshark's scaled windows = the run's (after the SYN)
+    updates = sum(1 for line in fields if line.split("\t")[1:] == ["1"])
+    imp = load(out)
+    assert updates == imp.meta["summary"]["window_updates"] > 0
+    assert sum(1 for s in run if s == 0) == imp.meta["summary"]["zero_windows"] > 0
