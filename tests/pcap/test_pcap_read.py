@@ -137,3 +137,19 @@ def test_bad_captures_name_the_fix(tmp_path):
         load(good, reader="sometimes")
     with pytest.raises(PcapError, match="--wscale"):
         load(good, wscale="15")
+
+
+def test_a_capture_next_to_the_sender_is_moved_to_the_receivers_side(tmp_path):
+    from pcap_frames import connection, frame, write_pcap
+    here = load(capture(tmp_path / "rcv.pcap"))
+    # the same connection seen next to the sender: 5 ms later for what the receiver sent,
+    # 5 ms earlier for what it received
+    frames = sorted(((t + (0.005 if mine else -0.005), frame(seg, mine, 1))
+                     for t, seg, mine in connection()), key=lambda f: f[0])
+    there = load(write_pcap(tmp_path / "snd.pcap", frames))
+    assert there.meta["summary"]["capture_at"] == "sender"
+    assert there.meta["summary"]["handshake_rtt_ns"] == 10_000_000
+
+    def timed(imp):
+        return [(r["t_ns"], r["sock"], r["seq"], r["ack_seq"], r["win_scaled"]) for r in imp.rows]
+    assert timed(there) == timed(here)
