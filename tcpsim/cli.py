@@ -437,6 +437,8 @@ def import_trace(
                                          "| never (default: inferred from the window)"),
     workload: Optional[Path] = typer.Option(None, "--workload", help="pcap: the workload scenario "
                                             "to write (default: OUT with .toml)"),
+    rcvbuf: Optional[str] = typer.Option(None, "--rcvbuf", help="pcap: the receiver's SO_RCVBUF, "
+                                         "if its application set one (the wire does not show it)"),
 ) -> None:
     """Convert another tool's trace (Cloudflare's bpftrace CSV, ss -tmi snapshots,
     tcp:tcp_rcvbuf_grow lines, a tcpdump/Wireshark capture) into a tcpsim trace for
@@ -447,10 +449,16 @@ def import_trace(
     if not src.is_file():
         _fail(f"import: {src}: no such file")
     if fmt == "pcap":
-        _import_pcap(src, out, flow, wscale, delay, reader, workload)
+        try:
+            opts = _pcap_opts(flow, wscale, delay, reader, rcvbuf)
+        except ScenarioError as exc:
+            _fail(str(exc))
+            return
+        _import_pcap(src, out, workload, **opts)
         return
-    if any(v is not None for v in (flow, wscale, delay, reader, workload)):
-        _fail(f"import {fmt}: --flow, --wscale, --delay, --reader and --workload are for pcap")
+    if any(v is not None for v in (flow, wscale, delay, reader, workload, rcvbuf)):
+        _fail(f"import {fmt}: --flow, --wscale, --delay, --reader, --rcvbuf and --workload are "
+              "for pcap")
     try:
         path = import_file(fmt, src, out, **({"port": port} if port is not None else {}))
     except ImportFormatError as exc:
@@ -460,10 +468,12 @@ def import_trace(
 
 
 def _pcap_opts(flow: Optional[str], wscale: Optional[str], delay: Optional[str],
-               reader: Optional[str]) -> dict:
-    """The options every pcap command shares, checked."""
+               reader: Optional[str], rcvbuf: Optional[str]) -> dict:
+    """The options every pcap command shares, checked (ScenarioError names the option)."""
+    from tcpsim.scenario import parse_size
     return {"flow": flow, "wscale": wscale, "reader": reader,
-            "delay_ns": parse_duration(delay, "--delay") if delay else None}
+            "delay_ns": parse_duration(delay, "--delay") if delay else None,
+            "rcvbuf": parse_size(rcvbuf, "--rcvbuf") if rcvbuf else None}
 
 
 def _pcap_flows_failure(src: Path, exc) -> None:
@@ -477,12 +487,12 @@ def _pcap_flows_failure(src: Path, exc) -> None:
           .split()[0] + ")")
 
 
-def _import_pcap(src: Path, out: Path, flow, wscale, delay, reader, workload) -> None:
+def _import_pcap(src: Path, out: Path, workload: Optional[Path], **opts) -> None:
     from tcpsim.importers import ImportFormatError
     from tcpsim.importers.pcap import import_file as import_pcap
     from tcpsim.pcap.flows import TooManyFlows
     try:
-        trace, wl, imp = import_pcap(src, out, workload, **_pcap_opts(flow, wscale, delay, reader))
+        trace, wl, imp = import_pcap(src, out, workload, **opts)
     except TooManyFlows as exc:
         _pcap_flows_failure(src, exc)
         return
@@ -511,6 +521,8 @@ def replay(
                                         "the handshake's round trip)"),
     reader: Optional[str] = typer.Option(None, "--reader", help="periodic:1B/1ms | blocking | never "
                                          "(default: inferred from the window)"),
+    rcvbuf: Optional[str] = typer.Option(None, "--rcvbuf", help="the receiver's SO_RCVBUF, if its "
+                                         "application set one (the wire does not show it)"),
     hz: Optional[int] = typer.Option(None, "--hz", help="the kernel's CONFIG_HZ (default: tcpsim's "
                                      "1 ms clock)"),
     until: Optional[float] = typer.Option(None, "--until", help="compare only the first S seconds"),
@@ -527,7 +539,7 @@ def replay(
     try:
         v = replay_capture(capture, profile=profile, policies=tuple(policy),
                            sysctl=_parse_sysctls(sysctl), until_s=until, hz=hz,
-                           **_pcap_opts(flow, None, delay, reader))
+                           **_pcap_opts(flow, None, delay, reader, rcvbuf))
     except TooManyFlows as exc:
         _pcap_flows_failure(capture, exc)
         return

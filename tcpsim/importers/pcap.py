@@ -32,8 +32,10 @@ class Imported:
 
 
 def load(path: str | Path, flow: str | None = None, wscale: str | None = None,
-         delay_ns: int | None = None, reader: str | None = None) -> Imported:
-    """Read a capture, pick its connection and build the trace and the workload.
+         delay_ns: int | None = None, reader: str | None = None,
+         rcvbuf: int | None = None) -> Imported:
+    """Read a capture, pick its connection and build the trace and the workload (`rcvbuf`:
+    the receiver application's SO_RCVBUF, which the wire does not show).
     Raises PcapError (one line) or flows.TooManyFlows (list them and ask)."""
     cap = read_capture(path)
     conn = choose(connections(cap), flow, cap.path)
@@ -64,6 +66,9 @@ def load(path: str | Path, flow: str | None = None, wscale: str | None = None,
     # what the wire cannot tell stays unknown in the report (None: shown as "—")
     unknown = dict.fromkeys(("peak_sk_rmem_alloc", "peak_sk_rcvbuf", "peak_recv_q",
                              "final_sk_rmem_alloc"))
+    if rcvbuf is not None:
+        doc["receiver"]["so_rcvbuf"] = rcvbuf
+        notes.append(f"receiver SO_RCVBUF {rcvbuf} from --rcvbuf")
     summary = {**describe(conn, hs), **counts, **unknown, "retransmits": counts["retransmissions"],
                "window_probes": counts["probes"], "duration_s": end / 1e9, "epoch_ns": t0,
                "link_type": LINKTYPE_NAMES.get(cap.linktype, str(cap.linktype)),

@@ -125,3 +125,18 @@ def test_wireshark_reads_every_window_and_the_window_updates(tmp_path):
     imp = load(out)
     assert updates == imp.meta["summary"]["window_updates"] > 0
     assert sum(1 for s in run if s == 0) == imp.meta["summary"]["zero_windows"] > 0
+
+
+def test_replaying_an_exported_run_gives_back_its_windows(tmp_path):
+    """Export -> import -> replay under the same profile, with what the wire cannot show
+    given (SO_RCVBUF, tcp_adv_win_scale, a reader that never reads): every window exact."""
+    from tcpsim.pcap.replay import replay_capture
+
+    out = tmp_path / "fill.pcap"
+    simulate(load_scenario(ZERO_WINDOW_RUN), RunOptions(profile="linux-6.18",
+                                                        duration=1_000_000_000, pcap=out))
+    v = replay_capture(out, profile="linux-6.18", sysctl={"net.ipv4.tcp_adv_win_scale": 0},
+                       reader="never", rcvbuf=32768)
+    acks = v.score.acks
+    assert acks.kernel_acks > 10 and acks.exact == acks.kernel_acks
+    assert v.score.outcomes["zero_window"]["match"]
