@@ -57,6 +57,8 @@ def run(
     hz: Optional[int] = typer.Option(None, "--hz", help="the kernel's CONFIG_HZ: 100, 250, 300 or 1000 "
                                      "(default: the scenario's hz, else tcpsim's 1 ms clock)"),
     trace: Optional[Path] = typer.Option(None, "--trace", "-o", help="write the per-event trace (Parquet)"),
+    pcap: Optional[Path] = typer.Option(None, "--pcap", help="write the receiver's packets (both "
+                                        "directions) as a pcap for Wireshark/tshark"),
     no_skip: bool = typer.Option(False, "--no-skip", help="tick by tick (no time skipping)"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON on stdout"),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="progress bar on stderr"),
@@ -67,8 +69,9 @@ def run(
         sc = load_scenario(scenario)
         opts = RunOptions(profile=profile, policies=tuple(policy), sysctl=_parse_sysctls(sysctl),
                           duration=parse_duration(duration, "--duration") if duration else None,
-                          seed=seed, hz=hz, skip=not no_skip, trace=trace,
+                          seed=seed, hz=hz, skip=not no_skip, trace=trace, pcap=pcap,
                           progress=sys.stderr.isatty() if progress is None else progress)
+        _check_pcap_out(pcap)
         result, _ = run_scenario(sc, opts)
     except USER_ERRORS as exc:
         _fail(str(exc))
@@ -76,10 +79,26 @@ def run(
     if as_json:
         typer.echo(json.dumps({"scenario": result.scenario, "profile": result.profile,
                                "summary": result.summary, "counters": result.counters,
-                               "ss": result.ss, "trace": str(trace) if trace else None},
+                               "ss": result.ss, "trace": str(trace) if trace else None,
+                               "pcap": str(pcap) if pcap else None},
                               indent=2, sort_keys=True))
         return
     _print_result(result, trace)
+    if pcap:
+        typer.echo(f"pcap: {pcap}")
+
+
+def _check_pcap_out(pcap: Optional[Path]) -> None:
+    """--pcap OUT: a writable file name (checked before the run, not after it)."""
+    if pcap is None:
+        return
+    if pcap.is_dir():
+        _fail(f"--pcap {pcap}: is a directory; give a file name such as run.pcap")
+    if not pcap.parent.exists() and pcap.parent != Path(""):
+        try:
+            pcap.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            _fail(f"--pcap {pcap}: cannot create its folder ({exc.strerror})")
 
 
 def _print_result(result, trace: Optional[Path]) -> None:
@@ -248,7 +267,7 @@ class Variant:
         return self.profile + (" + " + " ".join(extra) if extra else "")
 
 
-def _parse_variants(args: list[str]) -> list[Variant]:
+def _parse_variants(args: list[str], minimum: int = 2) -> list[Variant]:
     """--profile A [--policy X] [--sysctl S] --vs B [--policy Y] ... (options bind to the
     profile before them)."""
     variants: list[Variant] = []
@@ -265,8 +284,9 @@ def _parse_variants(args: list[str]) -> list[Variant]:
             (variants[-1].policies if arg == "--policy" else variants[-1].sysctl).append(value)
         else:
             _fail(f"{arg}: unknown option; use --profile A [--policy X] [--sysctl N=V] --vs B ...")
-    if len(variants) < 2:
-        _fail("compare needs at least two variants: --profile A ... --vs B ...")
+    if len(variants) < minimum:
+        _fail("compare needs at least two variants: --profile A ... --vs B ..."
+              if minimum > 1 else "compare needs a variant to run: --profile A ...")
     return variants
 
 
@@ -278,6 +298,10 @@ def compare(
     duration: Optional[str] = typer.Option(None, "--duration", "-d"),
     as_json: bool = typer.Option(False, "--json", help="print the comparison table as JSON"),
     hz: Optional[int] = typer.Option(None, "--hz", help="the kernel's CONFIG_HZ for every variant"),
+    pcap: Optional[Path] = typer.Option(None, "--pcap", help="write each variant's packets as a "
+                                        "pcap: OUT-1-LABEL.pcap, OUT-2-LABEL.pcap, ..."),
+    trace: List[Path] = typer.Option([], "--trace", help="a recorded trace shown as one more "
+                                     "side, first (tcpsim import pcap, tcpsim capture)"),
 ) -> None:
     """Run one workload under several profiles/patches; write a side-by-side HTML report.
 
@@ -286,14 +310,21 @@ def compare(
     """
     from tcpsim.report import compare_runs, format_table, simulate, table_json
     from tcpsim.runner import RunOptions
-    variants = _parse_variants(list(ctx.args))
+    variants = _parse_variants(list(ctx.args), minimum=1 if trace else 2)
     try:
         sc = load_scenario(scenario)
         dur = parse_duration(duration, "--duration") if duration else None
-        runs = []
-        for v in variants:
+        runs = _recorded_runs(trace)
+        _check_pcap_out(pcap)
+        pcaps = []
+        for i, v in enumerate(variants, start=1):
+            out_pcap = None
+            if pcap is not None:
+                from tcpsim.pcap.export import variant_path
+                out_pcap = variant_path(pcap, v.label(), i)
+                pcaps.append(out_pcap)
             opts = RunOptions(profile=v.profile, policies=tuple(v.policies),
-                              sysctl=_parse_sysctls(v.sysctl), duration=dur, hz=hz)
+                              sysctl=_parse_sysctls(v.sysctl), duration=dur, hz=hz, pcap=out_pcap)
             columns, meta = simulate(sc, opts)
             runs.append((v.label(), columns, meta))
     except USER_ERRORS as exc:
@@ -306,6 +337,21 @@ def compare(
     typer.echo(table_json(rows) if as_json else format_table(rows))
     if not as_json:
         typer.echo(f"report: {target}")
+        for p in pcaps:
+            typer.echo(f"pcap: {p}")
+
+
+def _recorded_runs(paths: List[Path]) -> list:
+    """compare --trace FILE: (label, columns, metadata) of each recorded trace."""
+    from tcpsim.validate.trace import TraceFileError, load
+    runs = []
+    for p in paths:
+        try:
+            columns, meta = load(p)
+        except TraceFileError as exc:
+            _fail(f"--trace {exc}")
+        runs.append((f"{p.stem} ({meta.get('source') or 'trace'})", columns, meta))
+    return runs
 
 
 @app.command()
@@ -377,24 +423,140 @@ def validate(
 
 @app.command(name="import")
 def import_trace(
-    fmt: str = typer.Argument(..., help="cloudflare-csv | ss | rcvbuf-grow"),
-    src: Path = typer.Argument(..., help="the other tool's output (text)"),
+    fmt: str = typer.Argument(..., help="cloudflare-csv | ss | rcvbuf-grow | pcap"),
+    src: Path = typer.Argument(..., help="the other tool's output (text), or a pcap/pcapng file"),
     out: Path = typer.Option(..., "--out", "-o", help="Parquet trace to write"),
     port: Optional[int] = typer.Option(None, "--port", help="the receiver's local port"),
+    flow: Optional[str] = typer.Option(None, "--flow", help="pcap: the connection, by an endpoint "
+                                       "(PORT or ADDR:PORT; run without it to list them)"),
+    wscale: Optional[str] = typer.Option(None, "--wscale", help="pcap without the handshake: the "
+                                         "receiver's window scale [,the sender's]"),
+    delay: Optional[str] = typer.Option(None, "--delay", help="pcap: one-way link delay (default: "
+                                        "half the handshake's round trip)"),
+    reader: Optional[str] = typer.Option(None, "--reader", help="pcap: periodic:1B/1ms | blocking "
+                                         "| never (default: inferred from the window)"),
+    workload: Optional[Path] = typer.Option(None, "--workload", help="pcap: the workload scenario "
+                                            "to write (default: OUT with .toml)"),
+    rcvbuf: Optional[str] = typer.Option(None, "--rcvbuf", help="pcap: the receiver's SO_RCVBUF, "
+                                         "if its application set one (the wire does not show it)"),
 ) -> None:
     """Convert another tool's trace (Cloudflare's bpftrace CSV, ss -tmi snapshots,
-    tcp:tcp_rcvbuf_grow lines) into a tcpsim trace for `tcpsim report`."""
+    tcp:tcp_rcvbuf_grow lines, a tcpdump/Wireshark capture) into a tcpsim trace for
+    `tcpsim report`; a capture also gives a workload scenario (see docs/pcap.md)."""
     from tcpsim.importers import FORMATS, ImportFormatError, import_file
     if fmt not in FORMATS:
         _fail(f"import: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if not src.is_file():
         _fail(f"import: {src}: no such file")
+    if fmt == "pcap":
+        try:
+            opts = _pcap_opts(flow, wscale, delay, reader, rcvbuf)
+        except ScenarioError as exc:
+            _fail(str(exc))
+            return
+        _import_pcap(src, out, workload, **opts)
+        return
+    if any(v is not None for v in (flow, wscale, delay, reader, workload, rcvbuf)):
+        _fail(f"import {fmt}: --flow, --wscale, --delay, --reader, --rcvbuf and --workload are "
+              "for pcap")
     try:
         path = import_file(fmt, src, out, **({"port": port} if port is not None else {}))
     except ImportFormatError as exc:
         _fail(str(exc))
         return
     typer.echo(f"trace: {path}")
+
+
+def _pcap_opts(flow: Optional[str], wscale: Optional[str], delay: Optional[str],
+               reader: Optional[str], rcvbuf: Optional[str]) -> dict:
+    """The options every pcap command shares, checked (ScenarioError names the option)."""
+    from tcpsim.scenario import parse_size
+    return {"flow": flow, "wscale": wscale, "reader": reader,
+            "delay_ns": parse_duration(delay, "--delay") if delay else None,
+            "rcvbuf": parse_size(rcvbuf, "--rcvbuf") if rcvbuf else None}
+
+
+def _pcap_flows_failure(src: Path, exc) -> None:
+    """Several connections and no --flow: list them, then one error line saying how to pick."""
+    from tcpsim.pcap.flows import listing
+    typer.echo(f"{src}: {len(exc.conns)} TCP connections (sender -> receiver):")
+    for line in listing(exc.conns):
+        typer.echo(line)
+    _fail(f"{src} holds {len(exc.conns)} TCP connections; pick one with --flow and its receiver "
+          "endpoint from the list above (e.g. --flow " + exc.conns[0].line(1).rsplit("--flow ", 1)[1]
+          .split()[0] + ")")
+
+
+def _import_pcap(src: Path, out: Path, workload: Optional[Path], **opts) -> None:
+    from tcpsim.importers import ImportFormatError
+    from tcpsim.importers.pcap import import_file as import_pcap
+    from tcpsim.pcap.flows import TooManyFlows
+    try:
+        trace, wl, imp = import_pcap(src, out, workload, **opts)
+    except TooManyFlows as exc:
+        _pcap_flows_failure(src, exc)
+        return
+    except (ImportFormatError, ScenarioError) as exc:
+        _fail(str(exc))
+        return
+    s = imp.meta["summary"]
+    typer.echo(f"{s['flow']}: {s['packets']} packets, {s['acks']} ACKs, {s['zero_windows']} zero "
+               f"windows, {s['window_updates']} window updates, {s['right_edge_retreats']} "
+               f"right-edge retreats, {s['retransmissions']} retransmissions, {s['probes']} probes")
+    for note in imp.notes:
+        typer.echo(f"  {note}")
+    typer.echo(f"trace: {trace}")
+    typer.echo(f"workload: {wl}")
+
+
+@app.command()
+def replay(
+    capture: Path = typer.Argument(..., help="a pcap/pcapng file (tcpdump -w, Wireshark)"),
+    profile: str = typer.Option("linux-6.18", "--profile", "-p", help="kernel profile to replay under"),
+    policy: List[str] = typer.Option([], "--policy", help="patch name or FILE.py:Class (repeatable)"),
+    sysctl: List[str] = typer.Option([], "--sysctl", "-s", help="NAME=VALUE receiver sysctl the "
+                                     "wire does not show, e.g. net.ipv4.tcp_adv_win_scale=-2"),
+    flow: Optional[str] = typer.Option(None, "--flow", help="the connection (PORT or ADDR:PORT)"),
+    delay: Optional[str] = typer.Option(None, "--delay", help="one-way link delay (default: half "
+                                        "the handshake's round trip)"),
+    reader: Optional[str] = typer.Option(None, "--reader", help="periodic:1B/1ms | blocking | never "
+                                         "(default: inferred from the window)"),
+    rcvbuf: Optional[str] = typer.Option(None, "--rcvbuf", help="the receiver's SO_RCVBUF, if its "
+                                         "application set one (the wire does not show it)"),
+    hz: Optional[int] = typer.Option(None, "--hz", help="the kernel's CONFIG_HZ (default: tcpsim's "
+                                     "1 ms clock)"),
+    until: Optional[float] = typer.Option(None, "--until", help="compare only the first S seconds"),
+    html: Optional[Path] = typer.Option(None, "--html", help="capture-vs-model overlay page"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Run a capture's workload in the model and score its advertised windows against the
+    capture's (the scores and report of `tcpsim validate`)."""
+    from tcpsim.importers import ImportFormatError
+    from tcpsim.pcap.flows import TooManyFlows
+    from tcpsim.pcap.replay import replay_capture
+    if not capture.is_file():
+        _fail(f"replay: {capture}: no such file")
+    try:
+        v = replay_capture(capture, profile=profile, policies=tuple(policy),
+                           sysctl=_parse_sysctls(sysctl), until_s=until, hz=hz,
+                           **_pcap_opts(flow, None, delay, reader, rcvbuf))
+    except TooManyFlows as exc:
+        _pcap_flows_failure(capture, exc)
+        return
+    except (ImportFormatError, *USER_ERRORS) as exc:
+        _fail(str(exc))
+        return
+    from tcpsim.validate.report import text
+    if as_json:
+        typer.echo(json.dumps(v.score.as_dict(), indent=1, default=str))
+    else:
+        typer.echo(text(v.score))
+    if html:
+        from tcpsim.validate.html import write_html
+        write_html(str(html), [(v.score, v.kernel, v.model, text(v.score))])
+        if not as_json:
+            typer.echo(f"html: {html}")
+    raise typer.Exit(0 if v.score.passed else 1)
 
 
 @app.command()

@@ -23,6 +23,7 @@ class RunOptions:
     skip: bool = True                       # time skipping (False = tick by tick)
     trace: str | Path | None = None         # Parquet path, or None for no trace
     memory_trace: bool = False              # keep the trace in memory (returned)
+    pcap: str | Path | None = None          # write the receiver's packets here (pcap)
     progress: bool = False
 
 
@@ -52,8 +53,16 @@ def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, 
         sink = ParquetRecorder(opts.trace)
     elif opts.memory_trace:
         sink = MemoryRecorder()
-    sim = Simulation(sc, profile, sink=sink, skip=opts.skip)
-    result = sim.run(progress_bar(sc.duration, opts.progress))
+    tap = None
+    if opts.pcap:
+        from tcpsim.pcap.export import PcapTap
+        tap = PcapTap(opts.pcap, sc.receiver_role)
+    sim = Simulation(sc, profile, sink=sink, skip=opts.skip, tap=tap)
+    try:
+        result = sim.run(progress_bar(sc.duration, opts.progress))
+    finally:
+        if tap is not None:
+            tap.close()
     if opts.progress:
         import sys
         sys.stderr.write("\n")

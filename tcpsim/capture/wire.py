@@ -22,7 +22,7 @@ def flags_str(bits: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Packet:
-    """One TCP/IPv4 packet: raw header fields, options and payload length."""
+    """One TCP packet: raw header fields, options and payload length."""
 
     t_ns: int
     src: str
@@ -37,6 +37,20 @@ class Packet:
     mss: int = -1
     wscale: int = -1
     tsval: int = -1
+    # read by tcpsim.pcap.read (dpkt) only; this module's own parser leaves them unset
+    sack_ok: bool = False
+    tsecr: int = -1
+    sacks: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def a(self) -> tuple[str, int]:
+        """The sending endpoint (address, port)."""
+        return (self.src, self.sport)
+
+    @property
+    def b(self) -> tuple[str, int]:
+        """The receiving endpoint."""
+        return (self.dst, self.dport)
 
 
 def _parse_options(opts: bytes) -> tuple[int, int, int]:

@@ -53,8 +53,11 @@ class Simulation:
     """Wires a scenario to sockets, links and applications and runs it."""
 
     def __init__(self, scenario: Scenario, profile: Profile, sink: Any = None,
-                 skip: bool = True) -> None:
+                 skip: bool = True, tap: Any = None) -> None:
+        """`tap`: an observer of the receiver's wire (e.g. tcpsim.pcap.export.PcapTap): its
+        `segment(t_ns, from_rcv, seg)` sees every segment the receiver gets or sends."""
         self.scenario = scenario
+        self.tap = tap
         self.profile = profile
         self.skip = skip
         self.sched = Scheduler()
@@ -104,6 +107,9 @@ class Simulation:
         if out:
             sk.outbox = []
             send = self.ab.send if sk is self.snd else self.ba.send
+            if self.tap is not None and sk is self.rcv:
+                for seg in out:
+                    self.tap.segment(self.sched.now, True, seg)
             for seg in out:
                 send(seg)
         self._arm(sk)
@@ -140,6 +146,8 @@ class Simulation:
     def _to_rcv(self, seg: Segment) -> None:
         rcv = self.rcv
         now = self.sched.now
+        if self.tap is not None:
+            self.tap.segment(now, False, seg)
         self.reader.catch_up(now)
         rcv.on_segment(now, seg)
         self.after(rcv)

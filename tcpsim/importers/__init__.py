@@ -3,6 +3,7 @@
     python -m tcpsim.importers cloudflare-csv bt.txt -o cf.parquet
     python -m tcpsim.importers ss ss-log.txt -o ss.parquet --port 46000
     python -m tcpsim.importers rcvbuf-grow trace_pipe.txt -o grow.parquet
+    python -m tcpsim.importers pcap dump.pcap -o dump.parquet      (binary: tcpsim.importers.pcap)
 
 One module per format (importers_cloudflare, importers_ss, importers_rcvbuf_grow); this one
 holds what they share: the error type, the row builder and the Parquet writer. Formats and
@@ -88,12 +89,16 @@ def _formats() -> dict[str, Callable[..., tuple[list[Row], dict[str, Any]]]]:
             "rcvbuf-grow": rcvbuf_grow.parse}
 
 
-FORMATS = ("cloudflare-csv", "ss", "rcvbuf-grow")
+FORMATS = ("cloudflare-csv", "ss", "rcvbuf-grow", "pcap")
+BINARY_FORMATS = frozenset({"pcap"})
 
 
 def parse(fmt: str, lines: Iterable[str], where: str = "<input>", **opts: Any) -> tuple[list[Row], dict[str, Any]]:
     """Parse text lines of format `fmt`: (rows, metadata)."""
     formats = _formats()
+    if fmt in BINARY_FORMATS:
+        raise ImportFormatError(where, None, f"{fmt} is a binary format, not lines of text",
+                                "use import_file()")
     if fmt not in formats:
         raise ImportFormatError(where, None, f"unknown format {fmt!r}",
                                 f"choose one of: {', '.join(FORMATS)}")
@@ -102,6 +107,11 @@ def parse(fmt: str, lines: Iterable[str], where: str = "<input>", **opts: Any) -
 
 def import_file(fmt: str, src: str | Path, dst: str | Path, **opts: Any) -> Path:
     """Convert one file; returns the Parquet path."""
+    if fmt == "pcap":
+        from tcpsim.importers import pcap
+        if "port" in opts:                      # the receiver's port picks the connection
+            opts = {**{k: v for k, v in opts.items() if k != "port"}, "flow": str(opts["port"])}
+        return pcap.import_file(src, dst, **opts)[0]
     rows, meta = parse(fmt, read_lines(src), str(src), **opts)
     return write(rows, meta, dst)
 
@@ -116,10 +126,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="the receiver's local port (when the input holds several sockets)")
     args = ap.parse_args(argv)
     opts = {"port": args.port} if args.port is not None else {}
+    from tcpsim.pcap.flows import TooManyFlows, listing
     try:
         out = import_file(args.format, args.input, args.out, **opts)
     except ImportFormatError as exc:
         print(f"import: {exc}", file=sys.stderr)
+        return 2
+    except TooManyFlows as exc:
+        print("\n".join(listing(exc.conns)))
+        print(f"import: {args.input}: {exc}; pick one with --port (its receiver's port)",
+              file=sys.stderr)
         return 2
     print(out)
     return 0

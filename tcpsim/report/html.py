@@ -161,8 +161,11 @@ def scenario_block(run: Run) -> str:
         bits.append("patches " + esc(", ".join(sc["policies"])))
     for k, v in (sc.get("sysctl") or {}).items():
         bits.append(f"{esc(k)} = {esc(v)}")
-    if sc.get("duration"):
-        bits.append(f"duration {sc['duration'] / 1e9:g} s")
+    dur = sc.get("duration")
+    if isinstance(dur, str):          # a capture's or an import's scenario, as written ("2s")
+        bits.append(f"duration {esc(dur)}")
+    elif dur:
+        bits.append(f"duration {dur / 1e9:g} s")
     if "seed" in sc:
         bits.append(f"seed {esc(sc['seed'])}")
     desc = f'<p class="desc">{esc(run.description)}</p>' if run.description else ""

@@ -455,13 +455,18 @@ class ReplayReader:
 
 # -- running ------------------------------------------------------------------------------------
 
-def run_plan(p: ReplayPlan) -> ReplayResult:
-    """Run the model on a plan; returns its result and trace (model time axis)."""
+def run_plan(p: ReplayPlan, make_writer: Any = None) -> ReplayResult:
+    """Run the model on a plan; returns its result and trace (model time axis).
+    `make_writer(sim, plan)`: a writer of the caller's in place of ReplayWriter (e.g. one
+    that writes each tick's own size: tcpsim.pcap.replay)."""
     profile = get_profile(p.profile, p.policies)
     sink = MemoryRecorder(("rcv",))
     sim = Simulation(p.scenario, profile, sink=sink, skip=True)
     writer = reader = None
-    if p.write_ticks is not None:
+    if make_writer is not None:
+        writer = make_writer(sim, p)
+        sim.writer = writer  # type: ignore[assignment]
+    elif p.write_ticks is not None:
         writer = ReplayWriter(sim, p.scenario.writer.bytes, p.write_ticks,
                               bulk=p.scenario.writer.kind == "bulk")
         sim.writer = writer  # type: ignore[assignment]

@@ -101,9 +101,16 @@ def validate_trace(path: str | Path, profile: str | None = None,
         rp = replay(k, profile, policies, until_ns, replay_at, hz_source)
     except (TraceFileError, ReplayError, ScenarioError, ProfileError) as exc:
         raise ValidateError(f"{p}: {exc}" if str(p) not in str(exc) else str(exc)) from None
+    return score_replay(p, meta, k, rp, th, stall_gap_ns, timing_dependent(meta, p))
+
+
+def score_replay(p: Path, meta: dict[str, Any], k: TraceView, rp: ReplayResult, th: Thresholds,
+                 stall_gap_ns: int = DEFAULT_STALL_GAP_NS,
+                 timing: list[str] | None = None) -> Validation:
+    """Score a model run (rp) against the trace it replayed (k, its metadata meta)."""
     end = rp.plan.end_ns
     m = view(rp.columns, {"source": "tcpsim", "counters": rp.result.counters}).shifted(-rp.plan.shift_ns)
-    timing = timing_dependent(meta, p)
+    timing = timing or []
     ko = outcomes(k, end, stall_gap_ns, counters_known="counters" in meta)
     mo = outcomes(m, end, stall_gap_ns)
     name = str((meta.get("fixture") or {}).get("name") or (meta.get("scenario") or {}).get("name")

@@ -1,0 +1,233 @@
+"""A capture file -> the TCP segments in it, decoded with dpkt.
+
+Reads classic pcap (micro- or nanosecond) and pcapng, as tcpdump and Wireshark write them,
+with the link types a Linux capture has: Ethernet (with 802.1Q / QinQ VLAN tags), Linux
+cooked SLL (`tcpdump -i any` before libpcap 1.10) and SLL2 (after), raw IP, IPv4, IPv6 and
+BSD loopback. A snaplen that cut the payload is fine -- the payload length comes from the IP
+header, never from the captured bytes -- but one that cut a TCP header is not: the window
+and options are what tcpsim needs.
+
+Every problem is one `PcapError` naming the file, what is wrong and what to do.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import dpkt
+
+from tcpsim.capture.wire import Packet
+from tcpsim.pcap import PcapError
+
+# link types (https://www.tcpdump.org/linktypes.html) and what decodes them
+LINKTYPE_NAMES = {0: "BSD loopback", 1: "Ethernet", 12: "raw IP", 14: "raw IP", 101: "raw IP",
+                  108: "OpenBSD loopback", 113: "Linux cooked (SLL)",
+                  276: "Linux cooked v2 (SLL2)", 228: "IPv4", 229: "IPv6"}
+RAW_IP = frozenset({12, 14, 101, 228, 229})
+MIN_SNAPLEN = 128     # Ethernet + VLAN + IPv6 + a TCP header with 40 bytes of options
+
+
+WireSegment = Packet
+"""One TCP segment as captured (tcpsim.capture.wire.Packet: addresses, header fields,
+options, payload length)."""
+
+
+@dataclass
+class Capture:
+    """The TCP segments of a file and what else it held."""
+
+    path: str
+    linktype: int
+    segments: list[WireSegment]
+    frames: int
+    other: Counter          # non-TCP frames by kind ("UDP", "ARP", "IPv4 proto 1", ...)
+
+
+def read_capture(path: str | Path) -> Capture:
+    """Decode every frame of a pcap/pcapng file; TCP segments in file order."""
+    p = Path(path)
+    where = str(p)
+    if not p.is_file():
+        raise PcapError(where, None, "no such file", "check the path")
+    with p.open("rb") as f:
+        reader = _open(f, where)
+        linktype = reader.datalink()
+        if linktype not in LINKTYPE_NAMES:
+            raise PcapError(where, None, f"link type {linktype} is not one tcpsim reads",
+                            "capture on an Ethernet, loopback or 'any' interface, or convert with "
+                            "`editcap -T ether` / `tshark -r FILE -w OUT -F pcap`; link types read: "
+                            + ", ".join(sorted(set(LINKTYPE_NAMES.values()))))
+        segs: list[WireSegment] = []
+        other: Counter = Counter()
+        n = 0
+        records = iter(reader)
+        while True:
+            try:
+                ts, buf = next(records)
+            except StopIteration:
+                break
+            except (dpkt.UnpackError, ValueError, OverflowError):
+                _truncated(where, n)
+            n += 1
+            try:
+                seg = decode(_ns(ts), buf, linktype, where, n, reader.snaplen, other)
+            except PcapError:
+                # a packet cut short by the end of the file is that, not a small snaplen
+                if isinstance(reader, dpkt.pcap.Reader):
+                    _check_last_record(f, p, n, where)
+                raise
+            if seg is not None:
+                segs.append(seg)
+        if isinstance(reader, dpkt.pcap.Reader):
+            _check_last_record(f, p, n, where)
+    if not segs:
+        seen = ", ".join(f"{k} x{v}" for k, v in other.most_common(4)) or "no frames"
+        raise PcapError(where, None, f"no TCP segments in {n} frames ({seen})",
+                        "capture the TCP connection itself, e.g. tcpdump -i IFACE -w FILE "
+                        "'tcp port PORT'")
+    return Capture(where, linktype, segs, n, other)
+
+
+def _open(f: BinaryIO, where: str) -> Any:
+    try:
+        return dpkt.pcap.UniversalReader(f)
+    except (ValueError, dpkt.UnpackError) as exc:
+        head = str(exc).splitlines()[0][:80]
+        raise PcapError(where, None, f"not a pcap or pcapng file ({head})",
+                        "give a file written by tcpdump -w or Wireshark (File > Save As pcap/pcapng)"
+                        ) from None
+
+
+def _ns(ts: Any) -> int:
+    """dpkt's timestamp (float seconds, or Decimal for nanosecond files) as integer ns."""
+    from decimal import Decimal
+    if isinstance(ts, Decimal):
+        return int(ts * 1_000_000_000)
+    return int(round(ts * 1_000_000)) * 1000
+
+
+def _truncated(where: str, complete: int) -> None:
+    raise PcapError(where, None, f"the file ends in the middle of packet {complete + 1} (the capture "
+                    "was cut short, e.g. copied while tcpdump was writing or tcpdump killed)",
+                    f"keep the {complete} complete packets: editcap -r {where} fixed.pcap "
+                    f"1-{max(complete, 1)}, or copy the file again after tcpdump exits")
+
+
+def _check_last_record(f: BinaryIO, p: Path, n: int, where: str) -> None:
+    """dpkt's classic reader returns a short last record silently: re-read its header."""
+    f.seek(0)
+    magic = dpkt.pcap.FileHdr(f.read(dpkt.pcap.FileHdr.__hdr_len__)).magic
+    hdr_cls = dpkt.pcap.MAGIC_TO_PKT_HDR[magic]
+    size = p.stat().st_size
+    off = dpkt.pcap.FileHdr.__hdr_len__
+    for i in range(n):
+        f.seek(off)
+        raw = f.read(hdr_cls.__hdr_len__)
+        if len(raw) < hdr_cls.__hdr_len__:
+            _truncated(where, i)
+        off += hdr_cls.__hdr_len__ + hdr_cls(raw).caplen
+        if off > size:
+            _truncated(where, i)
+
+
+def network_layer(buf: bytes, linktype: int) -> tuple[Any, str]:
+    """The IP packet of a frame (or what is there instead) and a name for it."""
+    if linktype == 1:
+        eth = dpkt.ethernet.Ethernet(buf)
+        return eth.data, _ethtype_name(eth)
+    if linktype == 113:
+        sll = dpkt.sll.SLL(buf)
+        return sll.data, f"ethertype 0x{sll.ethtype:04x}"
+    if linktype == 276:
+        sll2 = dpkt.sll2.SLL2(buf)
+        return sll2.data, f"ethertype 0x{sll2.ethtype:04x}"
+    if linktype in (0, 108):
+        lo = dpkt.loopback.Loopback(buf)
+        return lo.data, "loopback"
+    # raw IP: the version nibble says which
+    if buf and buf[0] >> 4 == 4:
+        return dpkt.ip.IP(buf), "IPv4"
+    if buf and buf[0] >> 4 == 6:
+        return dpkt.ip6.IP6(buf), "IPv6"
+    return buf, "not IP"
+
+
+def _ethtype_name(eth: Any) -> str:
+    return f"ethertype 0x{getattr(eth, '_next_type', eth.type):04x}"
+
+
+def decode(t_ns: int, buf: bytes, linktype: int, where: str, n: int, snaplen: int,
+           other: Counter) -> WireSegment | None:
+    """One frame -> a WireSegment, None for non-TCP (counted in `other`); a PcapError when the
+    snaplen cut the IP or TCP header."""
+    try:
+        ip, kind = network_layer(buf, linktype)
+    except (dpkt.UnpackError, ValueError):
+        _cut(where, n, len(buf), snaplen)
+    if isinstance(ip, dpkt.ip.IP):
+        proto, hdr_len = ip.p, ip.hl * 4
+        total = ip.len
+        if ip.offset:
+            other["IPv4 fragment"] += 1
+            return None
+        src, dst = _addr4(ip.src), _addr4(ip.dst)
+        ip_payload = total - hdr_len
+    elif isinstance(ip, dpkt.ip6.IP6):
+        proto = ip.p
+        ext = sum(len(bytes(h)) for h in ip.all_extension_headers)
+        src, dst = _addr6(ip.src), _addr6(ip.dst)
+        ip_payload = ip.plen - ext
+    else:
+        if kind in ("ethertype 0x0800", "ethertype 0x86dd", "IPv4", "IPv6"):
+            _cut(where, n, len(buf), snaplen)
+        other[{"ethertype 0x0806": "ARP"}.get(kind, kind)] += 1
+        return None
+    tcp = ip.data
+    if proto != 6:
+        other[{17: "UDP", 1: "ICMP", 58: "ICMPv6"}.get(proto, f"IP proto {proto}")] += 1
+        return None
+    if not isinstance(tcp, dpkt.tcp.TCP):
+        _cut(where, n, len(buf), snaplen)
+    doff = tcp.off * 4
+    mss = wscale = tsval = tsecr = -1
+    sack_ok = False
+    sacks: list[tuple[int, int]] = []
+    try:
+        opts = dpkt.tcp.parse_opts(tcp.opts)
+    except (dpkt.UnpackError, ValueError, IndexError):
+        opts = []
+    for kind_, data in opts:
+        if kind_ == dpkt.tcp.TCP_OPT_MSS and len(data) == 2:
+            mss = int.from_bytes(data, "big")
+        elif kind_ == dpkt.tcp.TCP_OPT_WSCALE and len(data) == 1:
+            wscale = data[0]
+        elif kind_ == dpkt.tcp.TCP_OPT_SACKOK:
+            sack_ok = True
+        elif kind_ == dpkt.tcp.TCP_OPT_TIMESTAMP and len(data) == 8:
+            tsval, tsecr = int.from_bytes(data[:4], "big"), int.from_bytes(data[4:], "big")
+        elif kind_ == dpkt.tcp.TCP_OPT_SACK and len(data) % 8 == 0:
+            sacks += [(int.from_bytes(data[i:i + 4], "big"), int.from_bytes(data[i + 4:i + 8], "big"))
+                      for i in range(0, len(data), 8)]
+    payload = max(0, ip_payload - doff) if ip_payload > 0 else len(tcp.data)
+    return WireSegment(t_ns, src, tcp.sport, dst, tcp.dport, tcp.seq, tcp.ack, tcp.flags, tcp.win,
+                       payload, mss, wscale, sack_ok, tsval, tsecr, tuple(sacks))
+
+
+def _cut(where: str, n: int, caplen: int, snaplen: int) -> None:
+    raise PcapError(where, None, f"packet {n}: only {caplen} bytes captured, which cuts its IP or "
+                    f"TCP header (snaplen {snaplen})",
+                    f"capture again with a snaplen of at least {MIN_SNAPLEN} (tcpdump -s "
+                    f"{MIN_SNAPLEN}, or -s 0 for whole packets)")
+
+
+def _addr4(raw: bytes) -> str:
+    import socket
+    return socket.inet_ntop(socket.AF_INET, raw)
+
+
+def _addr6(raw: bytes) -> str:
+    import socket
+    return socket.inet_ntop(socket.AF_INET6, raw)

@@ -1,0 +1,249 @@
+"""One connection of a capture -> a trace (tcpsim's schema) of what the wire shows.
+
+Every segment becomes one 'tx' row of the side that sent it (sock 'rcv' for the receiver's
+ACKs, 'snd' for its peer's data), with sequence and acknowledgment numbers relative to each
+side's ISN (unwrapped), the window field raw and scaled, and in `detail` what Wireshark's
+TCP analysis would say of it:
+
+* receiver: `zero window`, `window update` (same ACK, new window, no data), `retreat N`
+  (the right edge ack + window moved back N bytes: a shrunk window);
+* sender: `retransmission` (data at or below what was already sent), `probe` (a zero-window
+  probe or keep-alive: no new data, sent while the window is closed, or one byte below the
+  acknowledged sequence), `window full` (the data reaches the advertised right edge).
+
+Receiver rows also carry `rcv_nxt` (= its ack_seq) and `rcv_wnd` (= the scaled window), so
+`tcpsim report` and `tcpsim compare` plot them like a simulated run's. Times are those the
+receiver saw: a capture taken next to the sender is moved by the one-way delays measured
+in the handshake (see `Handshake`). The sender's data also gives 'write' rows -- the bytes
+as they first appeared on the wire, at the time they left the sender -- from which the
+workload is built (tcpsim.pcap.workload).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tcpsim.importers import Row, blank
+from tcpsim.pcap import PcapError
+from tcpsim.pcap.flows import Connection, show
+from tcpsim.pcap.read import WireSegment
+
+SYN, FIN, RST, ACK = 0x02, 0x01, 0x04, 0x10
+WRAP = 1 << 32
+
+
+@dataclass
+class Options:
+    """What one side announced in its SYN (or was told with --wscale)."""
+
+    mss: int = -1
+    wscale: int = -1
+    sack_ok: bool = False
+    timestamps: bool = False
+    isn: int | None = None
+    syn_win: int = -1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mss": self.mss, "wscale": self.wscale, "sack_ok": self.sack_ok,
+                "timestamps": self.timestamps, "syn_window": self.syn_win}
+
+
+@dataclass
+class Handshake:
+    """The connection's setup as captured: options of both sides, the round trip, and where
+    the capture was taken (next to the receiver or next to the sender)."""
+
+    rcv: Options
+    snd: Options
+    receiver_role: str              # "client" (sent the SYN) or "server"
+    rtt_ns: int | None              # SYN -> ACK of the SYN-ACK, None without a handshake
+    capture_at: str                 # "receiver" | "sender"
+    syn_t: int | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def scaled(self) -> bool:
+        return self.rcv.wscale >= 0 and self.snd.wscale >= 0
+
+
+def handshake(conn: Connection, wscale: tuple[int, int] | None, where: str) -> Handshake:
+    """Options and timing from the SYN, SYN-ACK and the ACK after them; `wscale` = (receiver,
+    sender) shift counts for a capture that starts after the handshake."""
+    rcv_ep = conn.receiver
+    opts = {True: Options(), False: Options()}         # from receiver? -> options
+    syn = synack = third = None
+    for s in conn.segments:
+        mine = s.a == rcv_ep
+        if s.flags & SYN:
+            o = opts[mine]
+            o.mss, o.wscale, o.sack_ok = s.mss, s.wscale, s.sack_ok
+            o.timestamps, o.isn, o.syn_win = s.tsval >= 0, s.seq, s.win
+            if s.flags & ACK:
+                synack = synack or s
+            else:
+                syn = syn or s
+        elif synack is not None and third is None and s.flags & ACK and syn is not None \
+                and s.a == syn.a:
+            third = s
+    notes: list[str] = []
+    if syn is None or synack is None:
+        if wscale is None:
+            raise PcapError(where, None, f"the connection {show(conn.sender)} -> {show(rcv_ep)} "
+                            "has no handshake in the capture, so its window scale is unknown",
+                            "give --wscale RCV[,SND] (the shift counts, e.g. from `ss -ti` "
+                            "wscale:SND,RCV on either host), or capture from before the connect")
+        opts[True].wscale, opts[False].wscale = wscale
+        opts[True].timestamps = opts[False].timestamps = any(s.tsval >= 0 for s in conn.segments)
+        notes.append(f"no handshake in the capture: window scale {wscale[0]} (receiver) and "
+                     f"{wscale[1]} (sender) from --wscale")
+        role = "client"
+        return Handshake(opts[True], opts[False], role, None, "receiver", None, notes)
+    if wscale is not None:
+        notes.append("--wscale ignored: the capture has the handshake")
+    role = "client" if syn.a == rcv_ep else "server"
+    rtt = (third.t_ns if third else synack.t_ns) - syn.t_ns
+    # next to the client the SYN-ACK comes a round trip after the SYN and the ACK right after
+    # it; next to the server the reverse
+    near_client = third is None or synack.t_ns - syn.t_ns >= third.t_ns - synack.t_ns
+    capture_at = "receiver" if near_client == (role == "client") else "sender"
+    return Handshake(opts[True], opts[False], role, rtt, capture_at, syn.t_ns, notes)
+
+
+def parse_wscale(text: str | None) -> tuple[int, int] | None:
+    """--wscale 'R' or 'R,S' -> (receiver, sender) shift counts 0..14."""
+    if text is None:
+        return None
+    parts = [p.strip() for p in str(text).split(",")]
+    ok = 1 <= len(parts) <= 2 and all(p.isdigit() and int(p) <= 14 for p in parts)
+    if not ok:
+        raise PcapError("--wscale", None, f"{text!r} is not a shift count 0..14 or two of them",
+                        "write the receiver's, optionally the sender's: --wscale 7 or --wscale 7,9")
+    r = int(parts[0])
+    return r, int(parts[1]) if len(parts) > 1 else r
+
+
+@dataclass
+class _Side:
+    """Sequence-space bookkeeping of one direction."""
+
+    base: int | None = None       # ISN (raw)
+    last: int = 0                 # highest relative seq seen (for unwrapping)
+
+    def rel(self, raw: int) -> int:
+        if self.base is None:
+            self.base = (raw - 1) % WRAP         # mid-connection: the first byte seen is 1
+        r = (raw - self.base) % WRAP
+        while r + (1 << 31) < self.last:
+            r += WRAP
+        self.last = max(self.last, r)
+        return r
+
+
+def one_way(hs: Handshake, delay_ns: int | None) -> tuple[int, int]:
+    """(sender -> receiver, receiver -> sender) delays: given, or half the handshake's RTT."""
+    if delay_ns is not None:
+        return delay_ns, delay_ns
+    if hs.rtt_ns is None:
+        return 0, 0
+    return hs.rtt_ns // 2, hs.rtt_ns - hs.rtt_ns // 2
+
+
+def rows(conn: Connection, hs: Handshake, delay_ab: int, delay_ba: int,
+         t0: int) -> tuple[list[Row], dict[str, int]]:
+    """The trace rows (receiver's time axis, t0 = 0) and counts of what was annotated."""
+    rcv_ep = conn.receiver
+    at_sender = hs.capture_at == "sender"
+    side = {True: _Side(hs.rcv.isn), False: _Side(hs.snd.isn)}
+    shift = {True: hs.rcv.wscale if hs.scaled else 0, False: hs.snd.wscale if hs.scaled else 0}
+    counts = {"acks": 0, "zero_windows": 0, "window_updates": 0, "right_edge_retreats": 0,
+              "retransmissions": 0, "probes": 0, "window_full": 0, "data_segments": 0,
+              "bytes": 0}
+    out: list[Row] = []
+    segs = sorted(conn.segments, key=lambda s: _seen_at(s, s.a == rcv_ep, at_sender,
+                                                        delay_ab, delay_ba))
+    edge = -1                      # the receiver's highest right edge so far
+    last_ack: tuple[int, int] | None = None     # (ack, scaled window) of its last segment
+    high = 0                       # highest end_seq the sender sent
+    for s in segs:
+        mine = s.a == rcv_ep
+        t = _seen_at(s, mine, at_sender, delay_ab, delay_ba) - t0
+        seq = side[mine].rel(s.seq)
+        ack = side[not mine].rel(s.ack) if s.flags & ACK else -1
+        end = seq + s.payload + (1 if s.flags & SYN else 0) + (1 if s.flags & FIN else 0)
+        scaled = s.win << (0 if s.flags & SYN else shift[mine])
+        notes: list[str] = []
+        row = blank(t_ns=t, sock="rcv" if mine else "snd", event="tx", seq=seq, end_seq=end,
+                    len=s.payload, flags=_flags(s.flags), ack_seq=ack, win_raw=s.win,
+                    win_scaled=scaled)
+        if mine:
+            if not s.flags & (SYN | RST) and ack >= 0:
+                counts["acks"] += 1
+                row.update(rcv_nxt=ack, rcv_wnd=scaled)
+                if scaled == 0:
+                    notes.append("zero window")
+                    counts["zero_windows"] += 1
+                if last_ack and last_ack[0] == ack and last_ack[1] != scaled and not s.payload \
+                        and not s.flags & FIN:
+                    notes.append("window update")
+                    counts["window_updates"] += 1
+                right = ack + scaled
+                if right < edge:
+                    notes.append(f"retreat {edge - right}")
+                    counts["right_edge_retreats"] += 1
+                edge = max(edge, right)
+                last_ack = (ack, scaled)
+        else:
+            closed = last_ack is not None and last_ack[1] == 0
+            acked = last_ack[0] if last_ack else 0
+            if not s.flags & (SYN | RST | FIN) and (
+                    (s.payload <= 1 and seq < acked) or (closed and s.payload <= 1 and end > high
+                                                         and seq == acked)):
+                notes.append("probe")
+                counts["probes"] += 1
+            elif s.payload and end <= high:
+                notes.append("retransmission")
+                counts["retransmissions"] += 1
+            elif s.payload:
+                counts["data_segments"] += 1
+                new = seq + s.payload - max(seq, high)
+                counts["bytes"] += new
+                out.append(blank(t_ns=t - delay_ab, sock="snd", event="write", len=new,
+                                 detail="first seen on the wire"))
+            if s.payload and edge >= 0 and end == edge:
+                notes.append("window full")
+                counts["window_full"] += 1
+            high = max(high, end)
+        row["detail"] = ", ".join(notes)
+        out.append(row)
+    out.sort(key=lambda r: r["t_ns"])
+    return out, counts
+
+
+def _seen_at(s: WireSegment, from_rcv: bool, at_sender: bool, delay_ab: int, delay_ba: int) -> int:
+    """When the receiver saw (received or sent) a segment."""
+    if not at_sender:
+        return s.t_ns
+    return s.t_ns - delay_ba if from_rcv else s.t_ns + delay_ab
+
+
+def _flags(bits: int) -> str:
+    from tcpsim.capture.wire import flags_str
+    return flags_str(bits) or "."
+
+
+def origin(conn: Connection, hs: Handshake, delay_ab: int, delay_ba: int) -> int:
+    """The time axis' zero: the SYN (as the receiver saw it), else the first segment."""
+    rcv_ep = conn.receiver
+    at_sender = hs.capture_at == "sender"
+    return min(_seen_at(s, s.a == rcv_ep, at_sender, delay_ab, delay_ba) for s in conn.segments)
+
+
+def describe(conn: Connection, hs: Handshake) -> dict[str, Any]:
+    """The connection and its handshake, for the trace's summary."""
+    return {"flow": f"{show(conn.sender)} -> {show(conn.receiver)}",
+            "receiver": show(conn.receiver), "sender": show(conn.sender),
+            "receiver_role": hs.receiver_role, "capture_at": hs.capture_at,
+            "handshake_rtt_ns": hs.rtt_ns, "options": {"receiver": hs.rcv.as_dict(),
+                                                       "sender": hs.snd.as_dict()},
+            "window_scaling": hs.scaled, "packets": len(conn.segments)}

@@ -1,0 +1,177 @@
+"""One captured connection -> a workload: a scenario tcpsim can run under any profile.
+
+* writer: the sender's data as it first appeared on the wire. The exact times and sizes are
+  the trace's 'write' rows (tcpsim.pcap.wirelog), which `tcpsim replay` writes one by one;
+  the scenario's `[writer]` summarises them for a plain `tcpsim run` (periodic with the
+  median size and gap, or bulk when the data came back to back);
+* link: each direction's delay, half the handshake's round trip (or `--delay`); the MTU from
+  the smaller MSS announced; timestamps, SACK and window scaling as negotiated, and the
+  receiver's `tcp_rmem` maximum set so the model announces the captured window scale;
+* reader: `--reader periodic:1B/1ms`, `--reader blocking` (reads whatever arrived, when it
+  arrives), `--reader never`, or inferred from the advertised window (`infer_reader`), with
+  one sentence saying how.
+
+Kernel settings the wire does not show (tcp_adv_win_scale, buffer sizes other than the
+scale's, the receiver's kernel) are the profile's defaults unless given.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from typing import Any
+
+from tcpsim.importers import Row
+from tcpsim.pcap import PcapError
+from tcpsim.pcap.wirelog import Handshake
+
+DEFAULT_RMEM_MAX = 6291456        # tcp_rmem[2] default: window scale 7
+BULK_GAP_NS = 200_000             # writes closer than this (median) are a bulk sender's
+_READER = re.compile(r"^periodic:(\d+\s*[A-Za-z]*)/(\d*\.?\d+\s*[a-z]+)$")
+
+
+def parse_reader(text: str) -> dict[str, Any]:
+    """--reader periodic:BYTES/EVERY | blocking | never -> a scenario [reader] table."""
+    t = text.strip()
+    if t in ("blocking", "fast"):
+        return {"kind": "fast"}
+    if t == "never":
+        return {"kind": "never"}
+    m = _READER.match(t)
+    if not m:
+        raise PcapError("--reader", None, f"{text!r} is not a reader",
+                        "write periodic:BYTES/EVERY (e.g. periodic:1B/1ms), blocking or never")
+    from tcpsim.scenario import ScenarioError, parse_duration, parse_size
+    try:
+        nbytes = parse_size(m.group(1).strip(), "--reader bytes")
+        every = parse_duration(m.group(2).strip(), "--reader every")
+    except ScenarioError as exc:
+        raise PcapError("--reader", None, str(exc), "e.g. --reader periodic:1B/1ms") from None
+    if nbytes < 1 or every < 1:
+        raise PcapError("--reader", None, f"{text!r}: bytes and period must be positive",
+                        "e.g. --reader periodic:1B/1ms")
+    return {"kind": "periodic", "bytes": nbytes, "every": f"{every}ns"}
+
+
+def infer_reader(rows: list[Row]) -> tuple[dict[str, Any], str]:
+    """The reader the advertised window suggests, and how it was inferred.
+
+    While a reader keeps up, the window stays near the largest it has been. Once it falls
+    below half of that, data is waiting in the receive queue, and from then on the right edge
+    (ack + window) moves only as the application frees space: its slope is the read rate. No
+    fall: a blocking reader; a fall and an edge that no longer moves: a reader that never
+    reads; else a periodic reader at that rate (1 ms ticks, or one byte per tick when slower
+    than 1 B/ms). A receive buffer that grows while the queue is full (autotuning, or the
+    prune-and-clamp growth of seed-unbounded-growth) also moves the edge and reads as faster
+    reading: the sentence says what was measured, so a user who knows better gives --reader."""
+    acks = [(r["t_ns"], r["ack_seq"], r["win_scaled"]) for r in rows
+            if r["sock"] == "rcv" and r["event"] == "tx" and r["ack_seq"] >= 0
+            and "S" not in r["flags"] and "R" not in r["flags"]]
+    if len(acks) < 2:
+        return {"kind": "fast"}, "reader: blocking (too few ACKs to infer anything)"
+    peak, fall = 0, None
+    for i, (_, _, w) in enumerate(acks):
+        peak = max(peak, w)
+        if peak and w < peak // 2:
+            fall = i
+            break
+    if fall is None:
+        return {"kind": "fast"}, (f"reader inferred blocking: the advertised window never fell "
+                                  f"below half its largest value ({peak} B), so nothing waited "
+                                  "to be read")
+    t0, a0, w0 = acks[fall]
+    t1, a1, w1 = acks[-1]
+    moved = (a1 + w1) - (a0 + w0)
+    span = max(1, t1 - t0)
+    received = a1 - a0
+    where = f"the window fell to {w0} B (from {peak} B) at {t0 / 1e9:.3f} s"
+    if moved <= max(0, received // 100):
+        return {"kind": "never"}, (f"reader inferred never: {where} and its right edge then moved "
+                                   f"{max(moved, 0)} B in {span / 1e9:.3f} s")
+    per_ms = moved * 1_000_000 / span
+    if per_ms >= 1:
+        app = {"kind": "periodic", "bytes": max(1, round(per_ms)), "every": "1ms"}
+        how = f"{app['bytes']} B every 1 ms"
+    else:
+        every_us = max(1, round(1000 / per_ms))
+        app = {"kind": "periodic", "bytes": 1, "every": f"{every_us}us"}
+        how = f"1 B every {every_us} us"
+    return app, (f"reader inferred periodic, {how}: {where} and its right edge then advanced "
+                 f"{moved} B in {span / 1e9:.3f} s (the read rate); give --reader to override")
+
+
+def writer_summary(rows: list[Row]) -> dict[str, Any]:
+    """The [writer] table that summarises the trace's 'write' rows."""
+    writes = [(r["t_ns"], r["len"]) for r in rows if r["event"] == "write"]
+    if len(writes) < 2:
+        return {"kind": "bulk", "bytes": max([n for _, n in writes], default=65536)}
+    gap = int(statistics.median(b[0] - a[0] for a, b in zip(writes, writes[1:])))
+    size = int(statistics.median(n for _, n in writes))
+    if gap < BULK_GAP_NS:
+        return {"kind": "bulk", "bytes": 65536}
+    return {"kind": "periodic", "bytes": max(1, size), "every": f"{gap}ns"}
+
+
+def receiver_sysctls(hs: Handshake) -> dict[str, Any]:
+    """Receiver sysctls that make the model negotiate what the capture shows."""
+    out: dict[str, Any] = {}
+    if not (hs.rcv.timestamps and hs.snd.timestamps):
+        out["net.ipv4.tcp_timestamps"] = 0
+    if not (hs.rcv.sack_ok and hs.snd.sack_ok):
+        out["net.ipv4.tcp_sack"] = 0
+    if not hs.scaled:
+        out["net.ipv4.tcp_window_scaling"] = 0
+    elif hs.rcv.wscale != 7:
+        # tcp_select_initial_window() shifts max(tcp_rmem[2], rmem_max) right until it fits
+        # in 16 bits: 2^(15 + ws) takes exactly ws shifts (and is the power of two people
+        # set: 32 MiB for 10, 256 MiB for 13)
+        out["net.ipv4.tcp_rmem"] = [4096, 131072, 1 << (15 + max(hs.rcv.wscale, 2))]
+    return out
+
+
+def mtu(hs: Handshake, rows: list[Row]) -> int:
+    """The link MTU that gives the model the captured MSS (IPv4 header sizes)."""
+    known = [m for m in (hs.rcv.mss, hs.snd.mss) if m > 0]
+    mss = min(known) if known else max((r["len"] for r in rows if r["sock"] == "snd"),
+                                       default=1460) + (12 if hs.rcv.timestamps else 0)
+    return min(65536, max(576, mss + 40))
+
+
+def scenario(name: str, description: str, hs: Handshake, rows: list[Row], delays: tuple[int, int],
+             duration_ns: int, reader: dict[str, Any]) -> dict[str, Any]:
+    """The workload as a scenario document (scenario_from_dict / TOML)."""
+    return {"name": name, "description": description, "duration": f"{max(1, duration_ns)}ns",
+            "sysctl": receiver_sysctls(hs),
+            "link": {"delay_ab": f"{delays[0]}ns", "delay_ba": f"{delays[1]}ns", "mtu": mtu(hs, rows)},
+            "receiver": {"role": hs.receiver_role},
+            "writer": writer_summary(rows), "reader": reader}
+
+
+def toml_text(doc: dict[str, Any], header: list[str]) -> str:
+    """The scenario document as TOML (flat tables of strings, numbers and lists)."""
+    lines = [f"# {h}" for h in header]
+    tables = {k: v for k, v in doc.items() if isinstance(v, dict)}
+    for k, v in doc.items():
+        if not isinstance(v, dict):
+            lines.append(f"{k} = {_toml_value(v)}")
+    for k, table in tables.items():
+        if not table:
+            continue
+        lines += ["", f"[{k}]"]
+        for key, v in table.items():
+            lines.append(f"{_toml_key(key)} = {_toml_value(v)}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else '"' + key + '"'
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return str(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
