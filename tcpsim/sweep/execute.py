@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable
@@ -63,36 +64,51 @@ def _gave_up(point: Point, why: str) -> None:
 # -- in this process / local pool ---------------------------------------------------------------
 
 def run_local(points: list[Point], jobs: int, trace_of: TraceOf, on_done: OnDone) -> None:
-    """`jobs` worker processes (1: in this process). At most `jobs` points are in flight, so
-    a pool broken by a dying worker costs only those, which are retried in a new pool."""
+    """`jobs` worker processes (1: in this process). At most `jobs` points are in flight. A
+    dying worker breaks the whole pool: the points in flight then are suspects, each run
+    again alone in a pool of its own, so that only the point that kills its worker is
+    charged an attempt (and fails after MAX_ATTEMPTS)."""
     if jobs == 1:
         for p in points:
             _settle(p, attempt(p, trace_of(p)))
             on_done(p)
         return
     todo = list(reversed(points))
-    tries = {p.index: 0 for p in points}
-    while todo:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
-            broken = _drain_pool(pool, todo, jobs, trace_of, on_done, tries)
-        for p in broken:
-            if tries[p.index] >= MAX_ATTEMPTS:
-                _gave_up(p, "process pool broken")
+    suspects: list[Point] = []
+    deaths = {p.index: 0 for p in points}
+    while todo or suspects:
+        if suspects:
+            batch, width = [suspects.pop()], 1
+        else:
+            batch, width = todo, jobs
+        with ProcessPoolExecutor(max_workers=min(width, len(batch))) as pool:
+            broken = _drain_pool(pool, batch, width, trace_of, on_done)
+        if len(broken) > 1:
+            suspects.extend(broken)
+            continue
+        for p in broken:                       # it was alone: it killed its worker
+            deaths[p.index] += 1
+            if deaths[p.index] >= MAX_ATTEMPTS:
+                _gave_up(p, "its worker process was killed")
                 on_done(p)
             else:
-                todo.append(p)
+                suspects.append(p)
 
 
 def _drain_pool(pool: ProcessPoolExecutor, todo: list[Point], jobs: int, trace_of: TraceOf,
-                on_done: OnDone, tries: dict[int, int]) -> list[Point]:
-    """Feed the pool until `todo` is empty; returns the points in flight when it broke."""
+                on_done: OnDone) -> list[Point]:
+    """Feed the pool from the end of `todo` until it is empty; returns the points in flight
+    when the pool broke ([] if it did not)."""
     pending: dict[Future, Point] = {}
     try:
         while todo or pending:
             while todo and len(pending) < jobs:
                 p = todo.pop()
-                tries[p.index] += 1
-                pending[pool.submit(attempt, p, trace_of(p))] = p
+                try:
+                    pending[pool.submit(attempt, p, trace_of(p))] = p
+                except BrokenProcessPool:      # broke since the last wait: p never ran
+                    todo.append(p)
+                    return _cancel(pending)
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in finished:
                 p = pending.pop(fut)
@@ -132,6 +148,7 @@ def dask_client(jobs: int, scheduler: str | None):
     distributed = _dask()
     if scheduler:
         try:
+            _reachable(scheduler)
             return distributed.Client(scheduler, timeout="10s"), None
         except (OSError, TimeoutError, ValueError) as exc:
             raise ExecutorError(f"--scheduler {scheduler}: cannot connect ({exc}); give the "
@@ -140,6 +157,17 @@ def dask_client(jobs: int, scheduler: str | None):
                                        host="127.0.0.1", dashboard_address=None,
                                        silence_logs=logging.ERROR)
     return distributed.Client(cluster), cluster
+
+
+def _reachable(address: str) -> None:
+    """Fail at once (OSError) on a tcp:// address nothing listens on, rather than after the
+    client's connect timeout."""
+    if not address.startswith("tcp://"):
+        return
+    host, _, port = address[len("tcp://"):].rpartition(":")
+    if not port.isdigit():
+        raise ValueError("expected tcp://HOST:PORT")
+    socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
 
 
 def run_dask(points: list[Point], client: Any, trace_of: TraceOf, on_done: OnDone) -> None:
