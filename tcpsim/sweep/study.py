@@ -24,7 +24,8 @@
 Axis names are those of `--vary` (TABLE.FIELD, sysctl.NAME, profile, policy, duration, hz,
 seed). A range "A..B" takes `steps` values from A to B, evenly spaced (scale = "lin", the
 default) or evenly spaced in ratio (scale = "log"); both ends carry the same unit, which the
-values keep ("5ms..80ms" in 3 log steps: 5ms, 20ms, 80ms). Every mistake is a StudyError
+values keep, to 4 significant digits ("5ms..80ms" in 3 log steps: 5ms, 20ms, 80ms); plain
+integers stay integers ("1..3300"). Every mistake is a StudyError
 naming the file and the field.
 """
 
@@ -70,14 +71,21 @@ class Study:
 
 
 def is_study(path: str | Path) -> bool:
-    """A TOML file with a [study] table, or the name of a shipped study."""
+    """A TOML file with a [study] (or [axes], [paired.*]) table, or the name of a shipped
+    study. A file that is not valid TOML counts if it mentions [study] (so that its error
+    comes from the study parser)."""
     p = resolve(path)
     if p is None:
         return False
     try:
-        return isinstance(tomllib.loads(p.read_text()).get("study"), dict)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        text = p.read_text(errors="replace")
+    except OSError:
         return False
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return "[study]" in text
+    return any(k in doc for k in ("study", "axes", "paired"))    # no scenario has these
 
 
 def resolve(path: str | Path) -> Path | None:
@@ -236,7 +244,7 @@ def expand_range(t: dict[str, Any], where: str) -> tuple[Any, ...]:
         nums = [a * (b / a) ** (i / (steps - 1)) for i in range(steps)]
     else:
         nums = [a + (b - a) * i / (steps - 1) for i in range(steps)]
-    integral = _is_int(lo.group(1)) and _is_int(hi.group(1))
+    integral = not unit and _is_int(lo.group(1)) and _is_int(hi.group(1))
     out: list[Any] = []
     for n in nums:
         v = _tidy(n, integral)
@@ -251,7 +259,8 @@ def _is_int(text: str) -> bool:
 
 
 def _tidy(n: float, integral: bool) -> int | float:
-    """Round to an integer when both ends are integers, else to 4 significant digits."""
+    """Round to an integer when both ends are plain integers (a count: bytes, packets),
+    else to 4 significant digits ("4.642ms")."""
     if integral:
         return int(round(n))
     if n == 0:
