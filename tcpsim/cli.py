@@ -169,7 +169,9 @@ class _SweepGroup(TyperGroup):
 
 
 sweep_app = typer.Typer(cls=_SweepGroup, no_args_is_help=True,
-                        help="Run a scenario or a study over a grid, in parallel; report on it.")
+                        help="Run a study or a scenario over a grid, in parallel, resumably: "
+                             "`tcpsim sweep STUDY.toml`, `tcpsim sweep SCENARIO -x KEY=V1,V2` "
+                             "(both are `sweep run`); `tcpsim sweep report RESULTS`.")
 app.add_typer(sweep_app, name="sweep")
 
 
@@ -199,8 +201,10 @@ def sweep(
     no_skip: bool = typer.Option(False, "--no-skip", help="tick by tick (no time skipping)"),
     as_json: bool = typer.Option(False, "--json", help="print every point's row as JSON"),
 ) -> None:
-    """Run a study or a scenario over a grid of values, in parallel; one row per point, stored
-    as each point finishes, so a re-run resumes where it stopped."""
+    """Run a study or a scenario over a grid of values, in parallel, resumably.
+
+    One row per point is stored in RESULTS as the point finishes; the same command run again
+    runs only the points not stored yet."""
     from tcpsim.sweep import Results, run_sweep, table_lines, write_results
     from tcpsim.sweep.execute import ExecutorError
     from tcpsim.sweep.progress import Progress
@@ -289,8 +293,10 @@ def sweep_report(
                                      "default: the study's metrics)"),
     x: Optional[str] = typer.Option(None, "--x", help="the axis of the line chart (default: the study's x)"),
 ) -> None:
-    """Write an interactive HTML page of a sweep's results (opens offline): a metric against one
-    axis with a line per combination of the others, a heatmap for two axes, the table."""
+    """Write an interactive HTML page of a sweep's results (opens offline).
+
+    A metric against one axis with a line per combination of the others, a heatmap for two
+    axes, the table."""
     from tcpsim.sweep.report import ReportError, write_report
     try:
         path = write_report(results, out, metrics=metric, x=x)

@@ -154,3 +154,16 @@ def test_a_point_that_always_kills_its_worker_fails_alone(tmp_path, monkeypatch)
     points = run_sweep(grid(), jobs=2)
     assert points[0].error.startswith(f"worker died {execute.MAX_ATTEMPTS} times")
     assert all(p.summary for p in points[1:])
+
+
+@pytest.mark.parametrize("reader", ["polars", "duckdb"])
+def test_polars_and_duckdb_read_it_too_where_installed(tmp_path, reader):
+    mod = pytest.importorskip(reader)
+    res = Results(tmp_path / "r")
+    points = sweep(res, grid())
+    files = str(tmp_path / "r" / "points" / "*.parquet")
+    if reader == "polars":
+        hashes = mod.read_parquet(files)["hash"].to_list()
+    else:
+        hashes = [r[0] for r in mod.sql(f"select hash from '{files}'").fetchall()]
+    assert sorted(hashes) == sorted(p.hash for p in points)

@@ -136,3 +136,12 @@ def test_the_shipped_studies_are_valid_and_modest():
 def test_load_study_errors_are_study_errors(tmp_path):
     with pytest.raises(StudyError, match="no such study file"):
         load_study(tmp_path / "missing.toml")
+
+
+def test_the_readme_shows_the_shipped_reproducer_study():
+    import re
+    import tomllib
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"```toml\n(\[study\].*?)```", readme, flags=re.S).group(1)
+    shipped = ROOT / "experiments" / "studies" / "reproducer.toml"
+    assert tomllib.loads(block) == tomllib.loads(shipped.read_text())
