@@ -167,3 +167,10 @@ def test_polars_and_duckdb_read_it_too_where_installed(tmp_path, reader):
     else:
         hashes = [r[0] for r in mod.sql(f"select hash from '{files}'").fetchall()]
     assert sorted(hashes) == sorted(p.hash for p in points)
+
+
+def test_dask_missing_is_one_user_error(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "distributed", None)        # import distributed fails
+    with pytest.raises(execute.ExecutorError, match=r"pip install 'tcpsim\[dask\]'"):
+        run_sweep(grid(), executor="dask")
