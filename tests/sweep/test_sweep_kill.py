@@ -15,7 +15,7 @@ N = 24
 
 
 def command(results: Path) -> list[str]:
-    return [sys.executable, "-m", "tcpsim.cli", "sweep", "seed-unbounded-growth", "-d", "3s",
+    return [sys.executable, "-m", "tcpsim.cli", "sweep", "seed-unbounded-growth", "-d", "2s",
             "-j", "2", "-x", "reader.bytes=1,10,100,1000", "-x", "link.rtt=5ms,20ms,80ms",
             "-x", "policy=none,shrink-window", "-r", str(results)]
 

@@ -61,12 +61,14 @@ def test_the_cli_report_and_its_errors(results, tmp_path):
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert figures((tmp_path / "x.html").read_text())[0][0]["x"] == ["5ms", "20ms"]
+    from typer.testing import CliRunner
+    from tcpsim.cli import app
     for args, needle in [([str(tmp_path)], "not a sweep results directory"),
                          ([str(root), "--metric", "bogus"], "--metric bogus: not a column"),
                          ([str(root), "--x", "hz"], "--x hz: not a varied axis")]:
-        proc = subprocess.run([sys.executable, "-m", "tcpsim.cli", "sweep", "report", *args],
-                              capture_output=True, text=True, cwd=ROOT)
-        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and needle in proc.stderr
+        r = CliRunner().invoke(app, ["sweep", "report", *args])
+        assert r.exit_code == 2 and r.stderr.count("\n") == 1 and needle in r.stderr, r.stderr
+        assert r.stderr.startswith("tcpsim: error: ")
 
 
 def test_a_sweep_with_one_axis_has_no_heatmap(tmp_path):
