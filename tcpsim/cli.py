@@ -205,9 +205,11 @@ def sweep(
 
     One row per point is stored in RESULTS as the point finishes; the same command run again
     runs only the points not stored yet."""
-    from tcpsim.sweep import Results, run_sweep, table_lines, write_results
+    from tcpsim.runner import RunOptions
+    from tcpsim.sweep import Results, parse_axis, run_sweep, table_lines, write_results
     from tcpsim.sweep.execute import ExecutorError
     from tcpsim.sweep.progress import Progress
+    from tcpsim.sweep.study import plan_sweep
     if out is not None and out.suffix not in (".csv", ".json"):
         _fail(f"--out {out}: use a .csv or .json file name")
     if jobs < 0:
@@ -219,11 +221,14 @@ def sweep(
             _fail(f"--scheduler {scheduler}: give the scheduler's address, e.g. tcp://10.0.0.5:8786")
         executor = "dask"
     try:
-        name, axes, points, metrics, study = _sweep_points(target, vary, profile, policy, sysctl,
-                                                           duration, no_skip)
+        base = RunOptions(profile=profile, policies=tuple(policy), sysctl=_parse_sysctls(sysctl),
+                          duration=parse_duration(duration, "--duration") if duration else None,
+                          skip=not no_skip)
+        plan = plan_sweep(target, [parse_axis(v) for v in vary], base)
     except USER_ERRORS as exc:
         _fail(str(exc))
         return
+    name, axes, points, metrics, study = plan.name, plan.axes, plan.points, plan.metrics, plan.study
     res = Results(results if results is not None else Path("sweeps") / name)
     res.prepare(axes, points, metrics, name, study.description if study else "",
                 study.x if study else "")
@@ -251,38 +256,6 @@ def sweep(
         typer.echo(progress.summary(where), err=True)
     if any(p.error for p in points):
         raise typer.Exit(1)
-
-
-def _sweep_points(target: str, vary: list[str], profile: Optional[str], policy: list[str],
-                  sysctl: list[str], duration: Optional[str], no_skip: bool):
-    """(name, axes, points, metrics, study or None) of a study file or a scenario with
-    --vary axes."""
-    from tcpsim.core.constants import NS_PER_MS
-    from tcpsim.runner import RunOptions, run
-    from tcpsim.sweep import SHOWN, build_points, parse_axis
-    from tcpsim.sweep.study import check_metrics, is_study, load_study
-    axes = [parse_axis(v) for v in vary]
-    base = RunOptions(profile=profile, policies=tuple(policy), sysctl=_parse_sysctls(sysctl),
-                      duration=parse_duration(duration, "--duration") if duration else None,
-                      skip=not no_skip)
-    if not is_study(target):
-        if not axes:
-            _fail(f"sweep {target}: a scenario needs --vary KEY=V1,V2,... (or give a study file)")
-        return Path(target).stem, axes, build_points(target, axes, base), list(SHOWN), None
-    st = load_study(target)
-    base.profile = base.profile or st.profile
-    base.policies = st.policies + base.policies
-    base.duration = base.duration if base.duration is not None else st.duration
-    base.hz = st.hz
-    axes = st.axes + axes
-    try:
-        points = build_points(st.scenario, axes, base)
-    except USER_ERRORS as exc:
-        raise type(exc)(f"{st.path}: {exc}") from None
-    if st.metrics:
-        probe, _ = run(points[0].scenario.with_(duration=NS_PER_MS))
-        check_metrics(st, set(probe.summary) | {f"counter.{k}" for k in probe.counters})
-    return st.name, axes, points, st.metrics or list(SHOWN), st
 
 
 @sweep_app.command("report")

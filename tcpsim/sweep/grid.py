@@ -178,7 +178,7 @@ def _build_point(i: int, raw: dict, source: str, values: dict[str, Any],
                  base: RunOptions) -> Point:
     doc = copy.deepcopy(raw)
     opts = RunOptions(profile=base.profile, policies=base.policies, sysctl=base.sysctl,
-                      duration=base.duration, seed=base.seed, skip=base.skip)
+                      duration=base.duration, seed=base.seed, hz=base.hz, skip=base.skip)
     for key, value in values.items():
         if key == "profile":
             opts.profile = str(value)
@@ -195,6 +195,8 @@ def _build_point(i: int, raw: dict, source: str, values: dict[str, Any],
                 opts.duration = None            # the varied value wins over --duration
             if key == "seed":
                 opts.seed = None
+            if key == "hz":
+                opts.hz = None
     sc = scenario_from_dict(doc, source=source)
     sc, profile = prepare(sc, opts)             # resolves profile and patches (ProfileError)
     sysctls = profile.default_sysctls().with_overrides(sc.sysctl, known=profile.known_sysctls(),

@@ -39,8 +39,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from tcpsim.core.constants import NS_PER_MS
+from tcpsim.core.sysctl import SysctlError
+from tcpsim.profiles import ProfileError
+from tcpsim.runner import RunOptions, run
 from tcpsim.scenario import ScenarioError, builtin_experiment, parse_duration
-from tcpsim.sweep.grid import Axis, check_key
+from tcpsim.sweep.grid import Axis, Point, build_points, check_key
+from tcpsim.sweep.table import SHOWN
 
 _STUDY_KEYS = {"scenario", "name", "description", "duration", "profile", "policies", "hz",
                "seeds", "metrics", "x"}
@@ -312,3 +317,40 @@ def check_metrics(study: Study, known: set[str]) -> None:
             raise StudyError(f"{study.path}: study.metrics: {m!r} is neither a summary field nor "
                              "counter.NAME" + (f"; did you mean {', '.join(near)}?" if near else
                                                "; see the columns of a results file"))
+
+
+@dataclass
+class Plan:
+    """A sweep ready to run: its name (the results directory's default), axes, points, the
+    metrics to show, and the study it comes from (None for a scenario with --vary)."""
+
+    name: str
+    axes: list[Axis]
+    points: list[Point]
+    metrics: list[str]
+    study: Study | None = None
+
+
+def plan_sweep(target: str, axes: list[Axis], base: RunOptions) -> Plan:
+    """The points of a study file (its axes, then `axes`) or of a scenario over `axes`.
+    `base` (profile, patches, sysctls, duration) applies to every point and wins over the
+    study's. Every point is built and checked; the study's metrics are checked against the
+    columns of a 1 ms probe run of the first point."""
+    if not is_study(target):
+        if not axes:
+            raise ScenarioError(f"sweep {target}: a scenario needs --vary KEY=V1,V2,... "
+                                "(or give a study file)")
+        return Plan(Path(target).stem, axes, build_points(target, axes, base), list(SHOWN))
+    st = load_study(target)
+    opts = RunOptions(profile=base.profile or st.profile, policies=st.policies + base.policies,
+                      sysctl=base.sysctl, skip=base.skip, hz=base.hz if base.hz is not None else st.hz,
+                      duration=base.duration if base.duration is not None else st.duration)
+    axes = st.axes + axes
+    try:
+        points = build_points(st.scenario, axes, opts)
+    except (ScenarioError, ProfileError, SysctlError) as exc:
+        raise type(exc)(f"{st.path}: {exc}") from None
+    if st.metrics:
+        probe, _ = run(points[0].scenario.with_(duration=NS_PER_MS))
+        check_metrics(st, set(probe.summary) | {f"counter.{k}" for k in probe.counters})
+    return Plan(st.name, axes, points, st.metrics or list(SHOWN), st)

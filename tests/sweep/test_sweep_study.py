@@ -122,15 +122,30 @@ def test_a_point_the_study_makes_invalid_names_the_file_and_the_point(tmp_path):
 
 
 def test_the_shipped_studies_are_valid_and_modest():
-    from tcpsim.cli import _sweep_points
+    from tcpsim.runner import RunOptions
+    from tcpsim.sweep.study import plan_sweep
     assert builtin_studies() == ["oscillating-reader", "reproducer"]
     sizes = {}
     for name in builtin_studies():
-        _, axes, points, metrics, st = _sweep_points(name, [], None, [], [], None, False)
-        sizes[name] = len(points)
-        assert st.metrics == metrics and st.x
-        assert points[0].scenario.duration <= 60 * 10**9
+        plan = plan_sweep(name, [], RunOptions())
+        sizes[name] = len(plan.points)
+        assert plan.study.metrics == plan.metrics and plan.study.x
+        assert plan.points[0].scenario.duration <= 60 * 10**9
     assert sizes == {"reproducer": 36, "oscillating-reader": 6}
+
+
+def test_study_settings_apply_to_every_point_and_options_win(tmp_path):
+    from tcpsim.runner import RunOptions
+    from tcpsim.sweep.grid import parse_axis
+    from tcpsim.sweep.study import plan_sweep
+    path = write(tmp_path, '[study]\nscenario = "seed-wscale8"\nduration = "2s"\nhz = 250\n'
+                           'profile = "linux-6.1"\npolicies = ["shrink-window"]\n[axes]\nseed = [1, 2]\n')
+    plan = plan_sweep(str(path), [parse_axis("link.rtt=1ms,2ms")], RunOptions())
+    assert len(plan.points) == 4 and plan.name == "s"
+    sc = plan.points[0].scenario
+    assert (sc.duration, sc.hz, sc.profile, sc.policies) == (2 * 10**9, 250, "linux-6.1", ("shrink-window",))
+    sc = plan_sweep(str(path), [], RunOptions(duration=10**9, profile="linux-6.18")).points[0].scenario
+    assert (sc.duration, sc.profile) == (10**9, "linux-6.18")
 
 
 def test_load_study_errors_are_study_errors(tmp_path):
