@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from tcpsim.core.sysctl import SysctlError
 from tcpsim.profiles import ProfileError, builtin_patches, builtin_profiles, get_profile
@@ -176,10 +177,28 @@ def experiments() -> None:
             typer.echo(f"  {name:<36} (invalid: {exc})")
 
 
-@app.command()
+class _SweepGroup(TyperGroup):
+    """`tcpsim sweep TARGET ...` runs a sweep (the `run` subcommand); `tcpsim sweep report
+    RESULTS` writes its report."""
+
+    def parse_args(self, ctx, args):  # type: ignore[no-untyped-def]
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+sweep_app = typer.Typer(cls=_SweepGroup, no_args_is_help=True,
+                        help="Run a study or a scenario over a grid, in parallel, resumably: "
+                             "`tcpsim sweep STUDY.toml`, `tcpsim sweep SCENARIO -x KEY=V1,V2` "
+                             "(both are `sweep run`); `tcpsim sweep report RESULTS`.")
+app.add_typer(sweep_app, name="sweep")
+
+
+@sweep_app.command("run")
 def sweep(
-    scenario: str = typer.Argument(..., help="scenario TOML file, or the name of a built-in experiment"),
-    vary: List[str] = typer.Option(..., "--vary", "-x",
+    target: str = typer.Argument(..., help="a study file (TOML with [study]) or a scenario file / "
+                                 "built-in experiment with --vary"),
+    vary: List[str] = typer.Option([], "--vary", "-x",
                                    help="KEY=V1,V2,... (repeatable; the grid is their product), e.g. "
                                         "link.rtt=1ms,20ms  sysctl.net.ipv4.tcp_adv_win_scale=-2,1  "
                                         "profile=linux-6.1,linux-6.18  policy=none,shrink-window"),
@@ -188,57 +207,95 @@ def sweep(
     sysctl: List[str] = typer.Option([], "--sysctl", "-s", help="NAME=VALUE on every point"),
     duration: Optional[str] = typer.Option(None, "--duration", "-d", help='every point, e.g. "60s"'),
     jobs: int = typer.Option(0, "--jobs", "-j", help="worker processes (default: one per CPU)"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="results as .csv or .json"),
-    trace_dir: Optional[Path] = typer.Option(None, "--trace-dir", help="one Parquet trace per point here"),
+    results: Optional[Path] = typer.Option(None, "--results", "-r",
+                                           help="results directory, a Parquet dataset "
+                                                "(default: sweeps/NAME); a re-run resumes it"),
+    fresh: bool = typer.Option(False, "--fresh", help="recompute points already in --results"),
+    traces: bool = typer.Option(False, "--traces", help="store each point's trace in RESULTS/traces"),
+    executor: str = typer.Option("local", "--executor", "-e", help="local (a process pool) or dask "
+                                 "(a LocalCluster of --jobs workers)"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="run on an existing Dask "
+                                            "cluster, e.g. tcp://10.0.0.5:8786"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="also export the rows as .csv or .json"),
     no_skip: bool = typer.Option(False, "--no-skip", help="tick by tick (no time skipping)"),
     as_json: bool = typer.Option(False, "--json", help="print every point's row as JSON"),
 ) -> None:
-    """Run a scenario over a grid of parameter values, in parallel; one row per point."""
-    import time
+    """Run a study or a scenario over a grid of values, in parallel, resumably.
 
+    One row per point is stored in RESULTS as the point finishes; the same command run again
+    runs only the points not stored yet."""
     from tcpsim.runner import RunOptions
-    from tcpsim.sweep import build_points, parse_axis, run_sweep, table_lines, write_results
+    from tcpsim.sweep import Results, parse_axis, run_sweep, table_lines, write_results
+    from tcpsim.sweep.execute import ExecutorError
+    from tcpsim.sweep.progress import Progress
+    from tcpsim.sweep.study import plan_sweep
     if out is not None and out.suffix not in (".csv", ".json"):
         _fail(f"--out {out}: use a .csv or .json file name")
     if jobs < 0:
         _fail(f"--jobs {jobs}: use a positive number of workers (0 = one per CPU)")
+    if executor not in ("local", "dask"):
+        _fail(f"--executor {executor}: use local or dask")
+    if scheduler is not None:
+        if not scheduler.startswith(("tcp://", "tls://", "ws://", "wss://", "inproc://")):
+            _fail(f"--scheduler {scheduler}: give the scheduler's address, e.g. tcp://10.0.0.5:8786")
+        executor = "dask"
     try:
-        axes = [parse_axis(v) for v in vary]
         base = RunOptions(profile=profile, policies=tuple(policy), sysctl=_parse_sysctls(sysctl),
                           duration=parse_duration(duration, "--duration") if duration else None,
                           skip=not no_skip)
-        points = build_points(scenario, axes, base)
+        plan = plan_sweep(target, [parse_axis(v) for v in vary], base)
     except USER_ERRORS as exc:
         _fail(str(exc))
         return
-    show = sys.stderr.isatty() and not as_json
-
-    def progress(_point, done: int) -> None:
-        if show:
-            sys.stderr.write(f"\r{done}/{len(points)} points")
-            sys.stderr.flush()
-
-    start = time.perf_counter()
+    name, axes, points, metrics, study = plan.name, plan.axes, plan.points, plan.metrics, plan.study
+    res = Results(results if results is not None else Path("sweeps") / name)
+    res.prepare(axes, points, metrics, name, study.description if study else "",
+                study.x if study else "")
+    progress = Progress(len(points), 0, enabled=not as_json)
     try:
-        run_sweep(points, jobs=jobs, trace_dir=trace_dir, on_done=progress)
+        with progress:
+            run_sweep(points, jobs=jobs, results=res, traces=traces, fresh=fresh,
+                      executor=executor, scheduler=scheduler, progress=progress)
+    except ExecutorError as exc:
+        _fail(str(exc))
     except KeyboardInterrupt:
-        done = sum(1 for p in points if p.summary is not None or p.error)
-        where = f", written to {out}" if out is not None and write_results(points, out) else ""
-        _fail(f"interrupted: {done} of {len(points)} points finished{where}")
-        return
-    if show:
-        sys.stderr.write("\n")
-    wall = time.perf_counter() - start
+        _fail(f"interrupted: {progress.done} of {len(points)} points stored in {res.root}; "
+              "run the same command again to finish")
     if out is not None:
         write_results(points, out)
     if as_json:
-        typer.echo(json.dumps([p.row() for p in points], indent=2, sort_keys=True))
+        from tcpsim.sweep.dataset import row_of
+        typer.echo(json.dumps([dict({"point": p.index}, **row_of(p)) for p in points],
+                              indent=2, sort_keys=True, default=str))
     else:
-        for line in table_lines(points, axes):
+        for line in table_lines(points, axes, tuple(metrics)):
             typer.echo(line)
-        typer.echo(f"{len(points)} points in {wall:.1f} s" + (f"; results: {out}" if out else ""))
+    where = f"results: {res.root}" + (f", {out}" if out else "")
+    if not as_json:
+        typer.echo(progress.summary(where), err=True)
     if any(p.error for p in points):
         raise typer.Exit(1)
+
+
+@sweep_app.command("report")
+def sweep_report(
+    results: Path = typer.Argument(..., help="a results directory written by tcpsim sweep"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file (default: RESULTS/report.html)"),
+    metric: List[str] = typer.Option([], "--metric", "-m", help="metric to offer (repeatable; "
+                                     "default: the study's metrics)"),
+    x: Optional[str] = typer.Option(None, "--x", help="the axis of the line chart (default: the study's x)"),
+) -> None:
+    """Write an interactive HTML page of a sweep's results (opens offline).
+
+    A metric against one axis with a line per combination of the others, a heatmap for two
+    axes, the table."""
+    from tcpsim.sweep.report import ReportError, write_report
+    try:
+        path = write_report(results, out, metrics=metric, x=x)
+    except ReportError as exc:
+        _fail(str(exc))
+        return
+    typer.echo(f"report: {path}")
 
 
 @app.command()

@@ -1,4 +1,5 @@
-"""tcpsim.sweep: axes, grid building and validation, parallel runs, results on disk."""
+"""tcpsim.sweep.grid (axes, grid building and validation, content hash), parallel runs,
+exports, and the sweep command."""
 
 import csv
 import json
@@ -8,7 +9,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-import tcpsim.sweep as sweep
+from tcpsim.sweep import execute
 from tcpsim.cli import app
 from tcpsim.core.constants import NS_PER_MS, NS_PER_S
 from tcpsim.runner import RunOptions
@@ -88,14 +89,14 @@ def test_results_do_not_depend_on_the_number_of_workers():
 
 
 def test_a_point_that_fails_keeps_the_others(monkeypatch, tmp_path):
-    real = sweep._run_point
+    real = execute._run_point
 
     def flaky(point, trace):
         if point.index == 1:
             raise RuntimeError("model bug")
         return real(point, trace)
 
-    monkeypatch.setattr(sweep, "_run_point", flaky)
+    monkeypatch.setattr(execute, "_run_point", flaky)
     points = run_sweep(build_points("seed-rcvbuf32k-fill", [parse_axis("seed=1,2,3")], SHORT),
                        jobs=1)
     assert [bool(p.summary) for p in points] == [True, False, True]
@@ -119,18 +120,25 @@ def test_results_files(tmp_path):
 
 def test_cli_sweep_table_and_json(tmp_path):
     r = CliRunner().invoke(app, ["sweep", "seed-rcvbuf32k-fill", "-d", "0.5s", "-j", "1",
+                                 "-r", str(tmp_path / "res"),
                                  "-x", "receiver.so_rcvbuf=16384,32768", "--json"])
     assert r.exit_code == 0, r.output
     assert [row["receiver.so_rcvbuf"] for row in json.loads(r.output)] == [16384, 32768]
     r = CliRunner().invoke(app, ["sweep", "seed-rcvbuf32k-fill", "-d", "0.5s", "-j", "1",
+                                 "-r", str(tmp_path / "res"),
                                  "-x", "receiver.so_rcvbuf=16384,32768", "-o", str(tmp_path / "r.csv")])
-    assert r.exit_code == 0 and "2 points in" in r.output and (tmp_path / "r.csv").exists()
+    assert r.exit_code == 0, r.output
+    assert "2/2 points in" in r.output and "0 run, 2 already done" in r.output
+    assert (tmp_path / "r.csv").exists()
 
 
 @pytest.mark.parametrize("args,needle", [
     (["-x", "link.rtt=1ms,soon"], "sweep point 1"),
     (["-x", "link.rtt=1ms", "-o", "out.txt"], "use a .csv or .json"),
     (["-x", "nonsense"], "expected KEY=VALUE"),
+    ([], "a scenario needs --vary"),
+    (["-x", "seed=1", "--executor", "spark"], "--executor spark: use local or dask"),
+    (["-x", "seed=1", "--scheduler", "10.0.0.5:8786"], "give the scheduler's address"),
 ])
 def test_cli_sweep_errors_are_one_line(args, needle):
     proc = subprocess.run([sys.executable, "-m", "tcpsim.cli", "sweep", "seed-rcvbuf32k-fill", *args],

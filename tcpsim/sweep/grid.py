@@ -1,4 +1,4 @@
-"""Parameter sweeps (`tcpsim sweep`): one scenario, a grid of variations, run in parallel.
+"""The grid of a sweep: axes, points, their validation and their content hash.
 
 An axis names a field of the scenario file the way the TOML spells it and lists values:
 
@@ -16,40 +16,55 @@ value stops the sweep at once with one line naming the point and the field. Poin
 worker processes; each is an ordinary run (same seed, same result), so the results do not
 depend on the number of workers, and they come back in grid order. A point that fails
 while running is reported and the others' results are kept.
+
+Paired axes (study files) vary several fields together: one value of each per step.
+Every point carries a content hash of everything that decides its result -- the fully
+resolved scenario, profile, patches, sysctls, seed, duration, engine and tcpsim version --
+under which its row is stored, so a re-run finds the points it already has.
 """
 
 from __future__ import annotations
 
 import copy
-import csv
+import hashlib
 import itertools
 import json
-import os
 import tomllib
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Iterator
 
+import tcpsim
 from tcpsim.core.sysctl import SysctlError
 from tcpsim.profiles import ProfileError
-from tcpsim.runner import RunOptions, prepare, run
+from tcpsim.runner import RunOptions, prepare
 from tcpsim.scenario import Scenario, ScenarioError, read_scenario_file, scenario_from_dict
 
 _TABLES = {"link", "receiver", "sender", "writer", "reader"}
 _TOP_LEVEL = {"duration", "seed", "hz", "profile", "policy"}
 
-# summary fields shown in the terminal table (all of them go to --out / --json)
-SHOWN = ("peak_sk_rmem_alloc", "peak_sk_rcvbuf", "zero_windows_sent", "want_zero_window",
-         "drops", "goodput_mbps", "died_at_s")
+# The engine that computes a point, part of its content hash (one engine today).
+ENGINE = "python"
 
 
 @dataclass(frozen=True)
 class Axis:
-    """One varied field and its values."""
+    """One dimension of the grid: a varied field and its values, or (paired) several fields
+    stepping together -- then `keys` names them and each value is a tuple, one per key."""
 
     key: str
     values: tuple[Any, ...]
+    keys: tuple[str, ...] = ()
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The scenario fields this axis sets."""
+        return self.keys or (self.key,)
+
+    def settings(self) -> Iterator[dict[str, Any]]:
+        """One {field: value} per step."""
+        for v in self.values:
+            yield dict(zip(self.keys, v)) if self.keys else {self.key: v}
 
 
 @dataclass
@@ -60,6 +75,8 @@ class Point:
     values: dict[str, Any]
     scenario: Scenario
     skip: bool = True                  # time skipping (False: tick by tick)
+    hash: str = ""                     # content hash (see point_hash)
+    sysctls: dict[str, Any] = field(default_factory=dict)   # resolved, every sysctl
     summary: dict[str, Any] | None = None
     counters: dict[str, int] = field(default_factory=dict)
     error: str = ""
@@ -71,6 +88,12 @@ class Point:
         out.update(self.summary or {})
         out["error"] = self.error or (self.summary or {}).get("error") or ""
         return out
+
+
+    @property
+    def done(self) -> bool:
+        """Finished, with a summary or an error."""
+        return self.summary is not None or bool(self.error)
 
 
 def _show(value: Any) -> Any:
@@ -86,15 +109,20 @@ def parse_axis(spec: str) -> Axis:
     if not sep or not key or not text.strip():
         raise ScenarioError(f"--vary {spec!r}: expected KEY=VALUE[,VALUE...], "
                             "e.g. link.rtt=1ms,20ms or sysctl.net.ipv4.tcp_adv_win_scale=-2,1")
-    head = key.split(".", 1)[0]
-    if head not in _TABLES | _TOP_LEVEL | {"sysctl"} or (head == key and head in _TABLES | {"sysctl"}):
-        raise ScenarioError(f"--vary {key}: not a scenario field; use profile, policy, duration, hz, "
-                            "seed, sysctl.NAME or TABLE.FIELD with TABLE one of "
-                            + ", ".join(sorted(_TABLES)))
+    check_key(key, "--vary")
     values = tuple(_parse_value(v) for v in _split_values(text))
     if not values or any(v == "" for v in values):
         raise ScenarioError(f"--vary {key}: empty value in {text!r}")
     return Axis(key, values)
+
+
+def check_key(key: str, where: str) -> None:
+    """Raise ScenarioError unless `key` names something a point can vary."""
+    head = key.split(".", 1)[0]
+    if head not in _TABLES | _TOP_LEVEL | {"sysctl"} or (head == key and head in _TABLES | {"sysctl"}):
+        raise ScenarioError(f"{where} {key}: not a scenario field; use profile, policy, duration, hz, "
+                            "seed, sysctl.NAME or TABLE.FIELD with TABLE one of "
+                            + ", ".join(sorted(_TABLES)))
 
 
 def _split_values(text: str) -> list[str]:
@@ -132,12 +160,12 @@ def build_points(scenario: str | Path, axes: list[Axis], base: RunOptions) -> li
     """Every point of the grid, built and validated (ScenarioError/ProfileError/SysctlError
     naming the point on the first bad one)."""
     raw, source = read_scenario_file(scenario)
-    names = [a.key for a in axes]
+    names = [k for a in axes for k in a.fields]
     if len(set(names)) != len(names):
         raise ScenarioError("--vary: the same field is varied twice: " + ", ".join(names))
     points = []
-    for i, combo in enumerate(itertools.product(*(a.values for a in axes))):
-        values = dict(zip(names, combo))
+    for i, combo in enumerate(itertools.product(*(list(a.settings()) for a in axes))):
+        values = {k: v for step in combo for k, v in step.items()}
         where = ", ".join(f"{k}={_show(v)}" for k, v in values.items())
         try:
             points.append(_build_point(i, raw, source, values, base))
@@ -150,7 +178,7 @@ def _build_point(i: int, raw: dict, source: str, values: dict[str, Any],
                  base: RunOptions) -> Point:
     doc = copy.deepcopy(raw)
     opts = RunOptions(profile=base.profile, policies=base.policies, sysctl=base.sysctl,
-                      duration=base.duration, seed=base.seed, skip=base.skip)
+                      duration=base.duration, seed=base.seed, hz=base.hz, skip=base.skip)
     for key, value in values.items():
         if key == "profile":
             opts.profile = str(value)
@@ -167,11 +195,13 @@ def _build_point(i: int, raw: dict, source: str, values: dict[str, Any],
                 opts.duration = None            # the varied value wins over --duration
             if key == "seed":
                 opts.seed = None
+            if key == "hz":
+                opts.hz = None
     sc = scenario_from_dict(doc, source=source)
     sc, profile = prepare(sc, opts)             # resolves profile and patches (ProfileError)
-    profile.default_sysctls().with_overrides(sc.sysctl, known=profile.known_sysctls(),
-                                             profile=profile.name)
-    return Point(i, values, sc, opts.skip)
+    sysctls = profile.default_sysctls().with_overrides(sc.sysctl, known=profile.known_sysctls(),
+                                                       profile=profile.name).as_dict()
+    return Point(i, values, sc, opts.skip, point_hash(sc, profile.name, sysctls), sysctls)
 
 
 def _policies(value: Any) -> tuple[str, ...]:
@@ -181,91 +211,15 @@ def _policies(value: Any) -> tuple[str, ...]:
     return tuple(p.strip() for p in text.split("+") if p.strip())
 
 
-# -- running -----------------------------------------------------------------------------------------
-
-def _run_point(point: Point, trace: str | None) -> tuple[dict[str, Any], dict[str, int]]:
-    opts = RunOptions(skip=point.skip, trace=trace)
-    result, _ = run(point.scenario, opts)
-    return result.summary, result.counters
 
 
-def run_sweep(points: list[Point], jobs: int = 0, trace_dir: Path | None = None,
-              on_done: Callable[[Point, int], None] | None = None) -> list[Point]:
-    """Run every point (in `jobs` worker processes; 1 = in this process) and fill in its
-    summary or error. Returns the points in grid order. On Ctrl-C the points finished so far
-    keep their results (the others have neither summary nor error) and KeyboardInterrupt
-    propagates."""
-    jobs = jobs or os.cpu_count() or 1
-    if trace_dir is not None:
-        trace_dir.mkdir(parents=True, exist_ok=True)
-
-    def trace_of(p: Point) -> str | None:
-        return str(trace_dir / f"point-{p.index:04d}.parquet") if trace_dir else None
-
-    done = 0
-    if jobs == 1:
-        for p in points:
-            _finish(p, lambda: _run_point(p, trace_of(p)))
-            done += 1
-            if on_done:
-                on_done(p, done)
-        return points
-    with ProcessPoolExecutor(max_workers=min(jobs, len(points))) as pool:
-        pending: dict[Future, Point] = {pool.submit(_run_point, p, trace_of(p)): p for p in points}
-        try:
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    p = pending.pop(fut)
-                    _finish(p, fut.result)
-                    done += 1
-                    if on_done:
-                        on_done(p, done)
-        except KeyboardInterrupt:
-            for fut in pending:
-                fut.cancel()
-            raise
-    return points
-
-
-def _finish(point: Point, get: Callable[[], tuple[dict, dict]]) -> None:
-    try:
-        point.summary, point.counters = get()
-    except (ScenarioError, ProfileError, SysctlError) as exc:
-        point.error = str(exc)
-    except Exception as exc:  # noqa: BLE001 -- a model bug in one point must not lose the rest
-        point.error = f"internal error: {type(exc).__name__}: {exc}"
-
-
-# -- output --------------------------------------------------------------------------------------
-
-def write_results(points: list[Point], path: Path) -> int:
-    """Write the finished points' rows (and counters) to CSV or JSON by suffix; returns how
-    many were written."""
-    rows = [dict(p.row(), **{f"counter.{k}": v for k, v in p.counters.items()})
-            for p in points if p.summary is not None or p.error]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".json":
-        path.write_text(json.dumps(rows, indent=2, sort_keys=True) + "\n")
-        return len(rows)
-    columns: list[str] = []
-    for r in rows:
-        columns.extend(k for k in r if k not in columns)
-    with path.open("w", newline="") as f:
-        out = csv.DictWriter(f, fieldnames=columns)
-        out.writeheader()
-        out.writerows(rows)
-    return len(rows)
-
-
-def table_lines(points: list[Point], axes: list[Axis]) -> list[str]:
-    """A terminal table: one line per point, the axes then the headline numbers."""
-    cols = ["point"] + [a.key for a in axes] + list(SHOWN)
-    rows = [[str(r.get(c, "")) if r.get(c) is not None else "-" for c in cols]
-            for r in (p.row() for p in points)]
-    errors = [p.row()["error"] for p in points]
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(cols, widths))]
-    for r, err in zip(rows, errors):
-        lines.append("  ".join(v.rjust(w) for v, w in zip(r, widths)) + (f"  {err}" if err else ""))
-    return lines
+def point_hash(sc: Scenario, profile: str, sysctls: dict[str, Any]) -> str:
+    """The content hash of a point: everything that decides its result and nothing else
+    (the scenario's name, description and file are labels; time skipping gives identical
+    results). 32 hex digits of SHA-256 over canonical JSON."""
+    resolved = {k: v for k, v in sc.as_dict().items() if k not in ("name", "description", "source")}
+    doc = {"scenario": resolved, "profile": profile, "patches": list(sc.policies),
+           "sysctls": sysctls, "seed": sc.seed, "duration_ns": sc.duration, "engine": ENGINE,
+           "tcpsim": tcpsim.__version__}
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]

@@ -1,0 +1,210 @@
+"""Running a sweep's points: in this process, a local process pool, or a Dask cluster.
+
+Every executor runs the same function on the same point (the seed is part of the point,
+never of the worker), so the results are identical whatever runs them. Each hands every
+finished point to `on_done` in the calling thread as it finishes -- that is where the row
+is written. A worker that dies mid-point (killed, out of memory) has its point run again,
+up to MAX_ATTEMPTS times; an exception raised by the model is the point's error at once
+(it would raise again).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Callable
+
+from tcpsim.core.sysctl import SysctlError
+from tcpsim.profiles import ProfileError
+from tcpsim.runner import RunOptions, run
+from tcpsim.scenario import ScenarioError
+from tcpsim.sweep.grid import Point
+
+MAX_ATTEMPTS = 3
+EXECUTORS = ("local", "dask")
+
+Outcome = tuple[dict[str, Any] | None, dict[str, int], str]     # summary, counters, error
+TraceOf = Callable[[Point], "str | None"]
+OnDone = Callable[[Point], None]
+
+
+class ExecutorError(RuntimeError):
+    """The executor cannot start (Dask missing, scheduler unreachable): a user error."""
+
+
+def _run_point(point: Point, trace: str | None) -> tuple[dict[str, Any], dict[str, int]]:
+    opts = RunOptions(skip=point.skip, trace=trace)
+    result, _ = run(point.scenario, opts)
+    return result.summary, result.counters
+
+
+def attempt(point: Point, trace: str | None) -> Outcome:
+    """Run one point where it lands (a worker); the model's exceptions become its error."""
+    try:
+        summary, counters = _run_point(point, trace)
+        return summary, counters, ""
+    except (ScenarioError, ProfileError, SysctlError) as exc:
+        return None, {}, str(exc)
+    except Exception as exc:  # noqa: BLE001 -- a model bug in one point must not lose the rest
+        return None, {}, f"internal error: {type(exc).__name__}: {exc}"
+
+
+def _settle(point: Point, outcome: Outcome) -> None:
+    point.summary, point.counters, point.error = outcome
+
+
+def _gave_up(point: Point, why: str) -> None:
+    point.summary, point.counters = None, {}
+    point.error = f"worker died {MAX_ATTEMPTS} times running this point ({why})"
+
+
+# -- in this process / local pool ---------------------------------------------------------------
+
+def run_local(points: list[Point], jobs: int, trace_of: TraceOf, on_done: OnDone) -> None:
+    """`jobs` worker processes (1: in this process). At most `jobs` points are in flight. A
+    dying worker breaks the whole pool: the points in flight then are suspects, each run
+    again alone in a pool of its own, so that only the point that kills its worker is
+    charged an attempt (and fails after MAX_ATTEMPTS)."""
+    if jobs == 1:
+        for p in points:
+            _settle(p, attempt(p, trace_of(p)))
+            on_done(p)
+        return
+    todo = list(reversed(points))
+    suspects: list[Point] = []
+    deaths = {p.index: 0 for p in points}
+    while todo or suspects:
+        if suspects:
+            batch, width = [suspects.pop()], 1
+        else:
+            batch, width = todo, jobs
+        with ProcessPoolExecutor(max_workers=min(width, len(batch))) as pool:
+            broken = _drain_pool(pool, batch, width, trace_of, on_done)
+        if len(broken) > 1:
+            suspects.extend(broken)
+            continue
+        for p in broken:                       # it was alone: it killed its worker
+            deaths[p.index] += 1
+            if deaths[p.index] >= MAX_ATTEMPTS:
+                _gave_up(p, "its worker process was killed")
+                on_done(p)
+            else:
+                suspects.append(p)
+
+
+def _drain_pool(pool: ProcessPoolExecutor, todo: list[Point], jobs: int, trace_of: TraceOf,
+                on_done: OnDone) -> list[Point]:
+    """Feed the pool from the end of `todo` until it is empty; returns the points in flight
+    when the pool broke ([] if it did not)."""
+    pending: dict[Future, Point] = {}
+    try:
+        while todo or pending:
+            while todo and len(pending) < jobs:
+                p = todo.pop()
+                try:
+                    pending[pool.submit(attempt, p, trace_of(p))] = p
+                except BrokenProcessPool:      # broke since the last wait: p never ran
+                    todo.append(p)
+                    return _cancel(pending)
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                p = pending.pop(fut)
+                try:
+                    _settle(p, fut.result())
+                except BrokenProcessPool:
+                    return [p, *_cancel(pending)]
+                on_done(p)
+    except KeyboardInterrupt:
+        _cancel(pending)
+        raise
+    return []
+
+
+def _cancel(pending: dict[Future, Point]) -> list[Point]:
+    for fut in pending:
+        fut.cancel()
+    out = list(pending.values())
+    pending.clear()
+    return out
+
+
+# -- Dask ---------------------------------------------------------------------------------------
+
+def _dask():
+    try:
+        import distributed
+    except ImportError:
+        raise ExecutorError("--executor dask needs Dask: pip install 'tcpsim[dask]' "
+                            "(or: pip install distributed)") from None
+    return distributed
+
+
+def dask_client(jobs: int, scheduler: str | None):
+    """A Client on `scheduler`, or on a new LocalCluster of `jobs` single-threaded worker
+    processes listening on loopback only. Returns (client, cluster or None)."""
+    distributed = _dask()
+    if scheduler:
+        try:
+            _reachable(scheduler)
+            return distributed.Client(scheduler, timeout="10s"), None
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise ExecutorError(f"--scheduler {scheduler}: cannot connect ({exc}); give the "
+                                "address a Dask scheduler prints, e.g. tcp://10.0.0.5:8786") from None
+    cluster = distributed.LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
+                                       host="127.0.0.1", dashboard_address=None,
+                                       silence_logs=logging.ERROR)
+    return distributed.Client(cluster), cluster
+
+
+def _reachable(address: str) -> None:
+    """Fail at once (OSError) on a tcp:// address nothing listens on, rather than after the
+    client's connect timeout."""
+    if not address.startswith("tcp://"):
+        return
+    host, _, port = address[len("tcp://"):].rpartition(":")
+    if not port.isdigit():
+        raise ValueError("expected tcp://HOST:PORT")
+    socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+
+
+def run_dask(points: list[Point], client: Any, trace_of: TraceOf, on_done: OnDone) -> None:
+    """Submit every point to the cluster and settle them as they complete. The scheduler
+    already reschedules the tasks of a worker that died; a point it gives up on (KilledWorker)
+    is submitted again under a new key, up to MAX_ATTEMPTS submissions."""
+    distributed = _dask()
+    tries = {p.index: 1 for p in points}
+
+    def submit(p: Point) -> Any:
+        return client.submit(attempt, p, trace_of(p), pure=False,
+                             key=f"tcpsim-point-{p.hash}-{tries[p.index]}-{os.getpid()}")
+
+    by_key = {}
+    futures = []
+    for p in points:
+        fut = submit(p)
+        by_key[fut.key] = p
+        futures.append(fut)
+    queue = distributed.as_completed(futures)
+    try:
+        for fut in queue:
+            p = by_key.pop(fut.key)
+            try:
+                _settle(p, fut.result())
+            except Exception as exc:  # noqa: BLE001 -- KilledWorker, lost connection: infrastructure
+                if tries[p.index] >= MAX_ATTEMPTS:
+                    _gave_up(p, type(exc).__name__)
+                else:
+                    tries[p.index] += 1
+                    again = submit(p)
+                    by_key[again.key] = p
+                    queue.add(again)
+                    continue
+            finally:
+                fut.release()
+            on_done(p)
+    except KeyboardInterrupt:
+        client.cancel(list(queue.futures))
+        raise
