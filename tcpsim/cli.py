@@ -16,7 +16,8 @@ import typer
 
 from tcpsim.core.sysctl import SysctlError
 from tcpsim.profiles import ProfileError, builtin_patches, builtin_profiles, get_profile
-from tcpsim.scenario import ScenarioError, builtin_experiments, load_scenario, parse_duration
+from tcpsim.scenario import ScenarioError, builtin_experiments, load_scenario
+from tcpsim.units import parse_duration
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Simulate the Linux TCP receive path, per kernel version and patch.")
@@ -66,7 +67,7 @@ def run(
     try:
         sc = load_scenario(scenario)
         opts = RunOptions(profile=profile, policies=tuple(policy), sysctl=_parse_sysctls(sysctl),
-                          duration=parse_duration(duration, "--duration") if duration else None,
+                          duration=parse_duration(duration, "--duration", positive=True) if duration else None,
                           seed=seed, hz=hz, skip=not no_skip, trace=trace,
                           progress=sys.stderr.isatty() if progress is None else progress)
         result, _ = run_scenario(sc, opts)
@@ -186,7 +187,7 @@ def sweep(
     try:
         axes = [parse_axis(v) for v in vary]
         base = RunOptions(profile=profile, policies=tuple(policy), sysctl=_parse_sysctls(sysctl),
-                          duration=parse_duration(duration, "--duration") if duration else None,
+                          duration=parse_duration(duration, "--duration", positive=True) if duration else None,
                           skip=not no_skip)
         points = build_points(scenario, axes, base)
     except USER_ERRORS as exc:
@@ -289,7 +290,7 @@ def compare(
     variants = _parse_variants(list(ctx.args))
     try:
         sc = load_scenario(scenario)
-        dur = parse_duration(duration, "--duration") if duration else None
+        dur = parse_duration(duration, "--duration", positive=True) if duration else None
         runs = []
         for v in variants:
             opts = RunOptions(profile=v.profile, policies=tuple(v.policies),
@@ -337,7 +338,7 @@ def capture(
     from tcpsim.capture.capture import capture as run_capture
     try:
         sc = load_scenario(scenario)
-        dur = parse_duration(duration, "--duration") / 1e9 if duration else None
+        dur = parse_duration(duration, "--duration", positive=True) / 1e9 if duration else None
         path = run_capture(sc.source or scenario, out, duration_s=dur, use_bpftrace=not no_bpftrace)
     except USER_ERRORS as exc:
         _fail(str(exc))

@@ -7,7 +7,6 @@ The format is documented in docs/scenarios.md.
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -17,60 +16,11 @@ from typing import Any
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.core.devices import DEVICES
 from tcpsim.core.jiffies import parse_hz
+from tcpsim.errors import ScenarioError
+from tcpsim.units import parse_duration, parse_rate, parse_size
 
-
-class ScenarioError(ValueError):
-    """A scenario that cannot run, with the field to fix."""
-
-
-_DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ns|us|ms|s|sec|min|h)\s*$")
-_DUR_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": NS_PER_S, "sec": NS_PER_S,
-           "min": 60 * NS_PER_S, "h": 3600 * NS_PER_S}
-_SIZE = re.compile(r"^\s*([0-9]+)\s*(B|KiB|MiB|GiB|KB|MB|GB|k|K|M|G)?\s*$")
-_SIZE_B = {None: 1, "B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "KB": 1000,
-           "MB": 1000**2, "GB": 1000**3, "k": 1024, "K": 1024, "M": 1024**2, "G": 1024**3}
-_RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(bit|kbit|mbit|gbit|bps|kbps|mbps|gbps)\s*$", re.I)
-_RATE_BPS = {"bit": 1, "bps": 1, "kbit": 10**3, "kbps": 10**3, "mbit": 10**6, "mbps": 10**6,
-             "gbit": 10**9, "gbps": 10**9}
-
-
-def parse_duration(value: Any, where: str) -> int:
-    """'20ms' / '1.5s' / '35min' / seconds as a number -> integer nanoseconds."""
-    if isinstance(value, bool):
-        raise ScenarioError(f'{where}: expected a duration such as "20ms", got {value!r}')
-    if isinstance(value, (int, float)):
-        if value < 0:
-            raise ScenarioError(f"{where}: duration must not be negative, got {value}")
-        return int(round(value * NS_PER_S))
-    m = _DUR.match(str(value))
-    if not m:
-        raise ScenarioError(f'{where}: {value!r} is not a duration; write e.g. "20ms", "1.5s", '
-                            '"35min" or a number of seconds')
-    return int(round(float(m.group(1)) * _DUR_NS[m.group(2)]))
-
-
-def parse_size(value: Any, where: str) -> int:
-    """1448 / '32KiB' / '256MiB' -> bytes."""
-    if isinstance(value, bool):
-        raise ScenarioError(f'{where}: expected a size such as 1448 or "32KiB", got {value!r}')
-    if isinstance(value, int):
-        if value < 0:
-            raise ScenarioError(f"{where}: size must not be negative, got {value}")
-        return value
-    m = _SIZE.match(str(value))
-    if not m:
-        raise ScenarioError(f'{where}: {value!r} is not a size; write bytes (1448) or "32KiB", "8MiB"')
-    return int(m.group(1)) * _SIZE_B[m.group(2)]
-
-
-def parse_rate(value: Any, where: str) -> int:
-    """'1gbit' / '100mbit' -> bits per second."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-        return int(value)
-    m = _RATE.match(str(value))
-    if not m:
-        raise ScenarioError(f'{where}: {value!r} is not a rate; write e.g. "1gbit" or "100mbit"')
-    return int(float(m.group(1)) * _RATE_BPS[m.group(2).lower()])
+__all__ = ["ScenarioError", "Scenario", "Link", "App", "load_scenario", "scenario_from_dict",
+           "read_scenario_file", "builtin_experiments", "builtin_experiment", "check_hz"]
 
 
 def check_hz(value: Any, where: str) -> int:
@@ -242,9 +192,7 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
     if "hz" in raw:
         sc = replace(sc, hz=check_hz(raw["hz"], "hz"))
     if "duration" in raw:
-        sc = replace(sc, duration=parse_duration(raw["duration"], "duration"))
-        if sc.duration <= 0:
-            raise ScenarioError("duration: must be longer than zero")
+        sc = replace(sc, duration=parse_duration(raw["duration"], "duration", positive=True))
     if "seed" in raw:
         if not isinstance(raw["seed"], int) or isinstance(raw["seed"], bool):
             raise ScenarioError(f"seed: expected an integer, got {raw['seed']!r}")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tcpsim.capture.units import duration_ns, rate_bps, size_bytes
+from tcpsim.units import parse_duration, parse_rate, parse_size
 
 READER_KINDS = ("never", "periodic", "fast", "oscillating", "oscil")
 WRITER_KINDS = ("periodic", "bulk")
@@ -59,10 +59,8 @@ def _get(d: dict[str, Any], table: str, key: str, default: Any) -> Any:
 
 
 def _checked(table: str, key: str, fn, value):
-    try:
-        return fn(value)
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"{table}.{key}: {exc}") from None
+    """fn(value, "table.key"): the units module's parsers name the field themselves."""
+    return fn(value, f"{table}.{key}" if table else key)
 
 
 def _normalise_rw(table: str, spec: dict[str, Any], kinds: tuple[str, ...]) -> dict[str, Any]:
@@ -72,10 +70,10 @@ def _normalise_rw(table: str, spec: dict[str, Any], kinds: tuple[str, ...]) -> d
         raise ValueError(f"{table}.kind: {kind!r} is not one of {', '.join(kinds)}")
     for key in ("bytes", "bytes2"):
         if key in spec:
-            spec[key] = _checked(table, key, size_bytes, spec[key])
+            spec[key] = _checked(table, key, parse_size, spec[key])
     for key in ("every", "every2", "period", "fast_for", "slow_for"):
         if key in spec:
-            spec[key] = _checked(table, key, duration_ns, spec[key])
+            spec[key] = _checked(table, key, parse_duration, spec[key])
     need = {"periodic": ("bytes", "every"),
             "oscillating": ("bytes", "every", "bytes2", "every2", "period")}.get(kind, ())
     for key in need:
@@ -89,24 +87,24 @@ def parse(source: dict[str, Any] | str | Path) -> CaptureSpec:
     """Validate a scenario and return its CaptureSpec (errors name the offending field)."""
     d = load(source)
     link = d.get("link") or {}
-    rtt = _checked("link", "rtt", duration_ns, link.get("rtt", 0))
-    ab = _checked("link", "delay_ab", duration_ns, link.get("delay_ab", rtt / 2 / 1e9))
-    ba = _checked("link", "delay_ba", duration_ns, link.get("delay_ba", rtt / 2 / 1e9))
+    rtt = _checked("link", "rtt", parse_duration, link.get("rtt", 0))
+    ab = _checked("link", "delay_ab", parse_duration, link.get("delay_ab", rtt / 2 / 1e9))
+    ba = _checked("link", "delay_ba", parse_duration, link.get("delay_ba", rtt / 2 / 1e9))
     role = _get(d, "receiver", "role", "client")
     if role not in ("client", "server"):
         raise ValueError(f"receiver.role: {role!r} is not 'client' or 'server'")
     return CaptureSpec(
         name=str(d.get("name", "capture")),
-        duration_ns=_checked("", "duration", duration_ns, d.get("duration", "10s")),
+        duration_ns=_checked("", "duration", parse_duration, d.get("duration", "10s")),
         sysctls=dict(d.get("sysctl") or {}),
         delay_ab_ns=ab, delay_ba_ns=ba,
-        rate_bps=_checked("link", "rate", rate_bps, link["rate"]) if "rate" in link else 0,
+        rate_bps=_checked("link", "rate", parse_rate, link["rate"]) if "rate" in link else 0,
         queue_limit=int(link.get("queue_limit", 1000)),
         loss=float(link.get("loss", 0.0)),
         mtu=int(link.get("mtu", 1500)),
         role=role,
         device=str(_get(d, "receiver", "device", "veth")),
-        so_rcvbuf=_checked("receiver", "so_rcvbuf", size_bytes, _get(d, "receiver", "so_rcvbuf", 0)),
+        so_rcvbuf=_checked("receiver", "so_rcvbuf", parse_size, _get(d, "receiver", "so_rcvbuf", 0)),
         initcwnd=int(_get(d, "sender", "initcwnd", 10)),
         nodelay=bool(_get(d, "sender", "nodelay", True)),
         writer=_normalise_rw("writer", d.get("writer") or {"kind": "bulk"}, WRITER_KINDS),
