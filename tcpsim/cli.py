@@ -17,6 +17,7 @@ import typer
 from tcpsim.core.sysctl import SysctlError
 from tcpsim.profiles import ProfileError, builtin_patches, builtin_profiles, get_profile
 from tcpsim.scenario import ScenarioError, builtin_experiments, load_scenario
+from tcpsim.sysctl_parse import parse_options as parse_sysctl_options
 from tcpsim.units import parse_duration
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -30,21 +31,6 @@ USER_ERRORS = (ScenarioError, SysctlError, ProfileError)
 def _fail(msg: str) -> None:
     typer.echo(f"tcpsim: error: {msg}", err=True)
     raise typer.Exit(2)
-
-
-def _parse_sysctls(items: list[str]) -> dict:
-    out = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep:
-            _fail(f"--sysctl {item}: expected NAME=VALUE, e.g. net.ipv4.tcp_shrink_window=1")
-        value = value.strip()
-        parts = value.split()
-        try:
-            out[name.strip()] = [int(p) for p in parts] if len(parts) > 1 else int(value)
-        except ValueError:
-            _fail(f"--sysctl {item}: value must be an integer (or three for tcp_rmem)")
-    return out
 
 
 @app.command()
@@ -66,7 +52,7 @@ def run(
     from tcpsim.runner import RunOptions, run as run_scenario
     try:
         sc = load_scenario(scenario)
-        opts = RunOptions(profile=profile, policies=tuple(policy), sysctl=_parse_sysctls(sysctl),
+        opts = RunOptions(profile=profile, policies=tuple(policy), sysctl=parse_sysctl_options(sysctl),
                           duration=parse_duration(duration, "--duration", positive=True) if duration else None,
                           seed=seed, hz=hz, skip=not no_skip, trace=trace,
                           progress=sys.stderr.isatty() if progress is None else progress)
@@ -186,7 +172,7 @@ def sweep(
         _fail(f"--jobs {jobs}: use a positive number of workers (0 = one per CPU)")
     try:
         axes = [parse_axis(v) for v in vary]
-        base = RunOptions(profile=profile, policies=tuple(policy), sysctl=_parse_sysctls(sysctl),
+        base = RunOptions(profile=profile, policies=tuple(policy), sysctl=parse_sysctl_options(sysctl),
                           duration=parse_duration(duration, "--duration", positive=True) if duration else None,
                           skip=not no_skip)
         points = build_points(scenario, axes, base)
@@ -294,7 +280,7 @@ def compare(
         runs = []
         for v in variants:
             opts = RunOptions(profile=v.profile, policies=tuple(v.policies),
-                              sysctl=_parse_sysctls(v.sysctl), duration=dur, hz=hz)
+                              sysctl=parse_sysctl_options(v.sysctl), duration=dur, hz=hz)
             columns, meta = simulate(sc, opts)
             runs.append((v.label(), columns, meta))
     except USER_ERRORS as exc:

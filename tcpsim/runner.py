@@ -9,6 +9,7 @@ from typing import Any
 from tcpsim.engine.simulation import RunResult, Simulation, progress_bar
 from tcpsim.profiles import get_profile
 from tcpsim.scenario import Scenario, check_hz
+from tcpsim.sysctl_parse import check as check_sysctls
 from tcpsim.trace.recorder import MemoryRecorder, ParquetRecorder
 
 
@@ -35,12 +36,15 @@ def prepare(scenario: Scenario, opts: RunOptions) -> tuple[Scenario, Any]:
         sc = sc.with_(seed=opts.seed)
     if opts.hz is not None:
         sc = sc.with_(hz=check_hz(opts.hz, "--hz"))
-    if opts.sysctl:
-        sc = sc.with_(sysctl={**sc.sysctl, **opts.sysctl})
     name = opts.profile or sc.profile
     policies = tuple(sc.policies) + tuple(opts.policies)
+    profile = get_profile(name, policies)
+    check_sysctls(sc.sysctl, profile, where=sc.source)     # the file's own, naming the file
+    if opts.sysctl:
+        check_sysctls(opts.sysctl, profile, where="--sysctl")
+        sc = sc.with_(sysctl={**sc.sysctl, **opts.sysctl})
     sc = sc.with_(profile=name, policies=policies)
-    return sc, get_profile(name, policies)
+    return sc, profile
 
 
 def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, MemoryRecorder | None]:

@@ -16,7 +16,9 @@ from typing import Any
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.core.devices import DEVICES
 from tcpsim.core.jiffies import parse_hz
+from tcpsim.core.sysctl import SysctlError
 from tcpsim.errors import ScenarioError
+from tcpsim.sysctl_parse import parse_table as parse_sysctl_table
 from tcpsim.units import parse_duration, parse_rate, parse_size
 
 __all__ = ["ScenarioError", "Scenario", "Link", "App", "load_scenario", "scenario_from_dict",
@@ -197,8 +199,11 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
         if not isinstance(raw["seed"], int) or isinstance(raw["seed"], bool):
             raise ScenarioError(f"seed: expected an integer, got {raw['seed']!r}")
         sc = replace(sc, seed=raw["seed"])
-    sysctl = _table(raw, "sysctl")
-    sc = replace(sc, sysctl=dict(sysctl), link=_parse_link(_table(raw, "link")))
+    try:
+        sysctl = parse_sysctl_table(_table(raw, "sysctl"))
+    except SysctlError as exc:
+        raise ScenarioError(str(exc)) from None
+    sc = replace(sc, sysctl=sysctl, link=_parse_link(_table(raw, "link")))
     rcv = _table(raw, "receiver")
     _check_keys(rcv, {"role", "device", "so_rcvbuf", "initrwnd"}, "receiver.")
     if "role" in rcv:

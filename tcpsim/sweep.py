@@ -168,9 +168,7 @@ def _build_point(i: int, raw: dict, source: str, values: dict[str, Any],
             if key == "seed":
                 opts.seed = None
     sc = scenario_from_dict(doc, source=source)
-    sc, profile = prepare(sc, opts)             # resolves profile and patches (ProfileError)
-    profile.default_sysctls().with_overrides(sc.sysctl, known=profile.known_sysctls(),
-                                             profile=profile.name)
+    sc, _ = prepare(sc, opts)        # resolves profile and patches, checks the sysctls on it
     return Point(i, values, sc, opts.skip)
 
 
