@@ -110,11 +110,11 @@ class Simulation:
         if sk is self.rcv:
             self._note_peaks(sk)
             if sk.readable:
-                self.reader.on_readable(self.sched.env._now)
+                self.reader.on_readable(self.sched.now)
         elif self.writer.blocked and sk.can_queue():
-            self.writer.on_writable(self.sched.env._now)
+            self.writer.on_writable(self.sched.now)
         if sk.error and self.died_at < 0:
-            self.died_at = self.sched.env._now
+            self.died_at = self.sched.now
 
     def _note_peaks(self, rcv: TcpSocket) -> None:
         """Track the receiver's extremes (sampled after every event)."""
