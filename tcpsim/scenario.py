@@ -20,6 +20,7 @@ from tcpsim.core.sysctl import SysctlError
 from tcpsim.errors import ScenarioError
 from tcpsim.sysctl_parse import parse_table as parse_sysctl_table
 from tcpsim.units import parse_duration, parse_rate, parse_size
+from tcpsim.workload import DEFAULT_READER, DEFAULT_WRITER, App, parse_app
 
 __all__ = ["ScenarioError", "Scenario", "Link", "App", "load_scenario", "scenario_from_dict",
            "read_scenario_file", "builtin_experiments", "builtin_experiment", "check_hz"]
@@ -45,20 +46,6 @@ class Link:
 
 
 @dataclass(frozen=True)
-class App:
-    kind: str
-    bytes: int = 0
-    every: int = 0
-    bytes2: int = 0
-    every2: int = 0
-    period: int = 0
-    fast_for: int = 5 * NS_PER_S
-    slow_for: int = 15 * NS_PER_S
-    fraction: float = 0.05
-    start: int = 0
-
-
-@dataclass(frozen=True)
 class Scenario:
     name: str
     description: str = ""
@@ -74,8 +61,8 @@ class Scenario:
     initrwnd: int = 0                 # route initrwnd of the receiver, segments (0 = unset)
     initcwnd: int = 10
     nodelay: bool = True
-    writer: App = field(default_factory=lambda: App("bulk", bytes=65536))
-    reader: App = field(default_factory=lambda: App("fast", bytes=1 << 20))
+    writer: App = DEFAULT_WRITER
+    reader: App = DEFAULT_READER
     policies: tuple[str, ...] = ()
     source: str = ""
 
@@ -93,8 +80,6 @@ class Scenario:
 
 _TOP = {"name", "description", "profile", "hz", "duration", "seed", "sysctl", "link", "receiver",
         "sender", "writer", "reader", "policies"}
-_READERS = {"never", "periodic", "fast", "oscillating", "oscil"}
-_WRITERS = {"periodic", "bulk"}
 
 
 def _check_keys(table: dict, allowed: set[str], where: str) -> None:
@@ -143,43 +128,6 @@ def _parse_link(t: dict) -> Link:
             raise ScenarioError(f"link.mtu: expected an integer from 576 to 65536, got {mtu!r}")
         link = replace(link, mtu=mtu)
     return link
-
-
-def _parse_app(t: dict, where: str, kinds: set[str], default: App) -> App:
-    if not t:
-        return default
-    kind = t.get("kind")
-    if kind not in kinds:
-        raise ScenarioError(f"{where}.kind: expected one of {', '.join(sorted(kinds))}, got {kind!r}")
-    _check_keys(t, {"kind", "bytes", "every", "bytes2", "every2", "period", "fast_for",
-                    "slow_for", "fraction", "start"}, f"{where}.")
-    app = App(kind)
-    for k in ("bytes", "bytes2"):
-        if k in t:
-            app = replace(app, **{k: parse_size(t[k], f"{where}.{k}")})
-    for k in ("every", "every2", "period", "fast_for", "slow_for", "start"):
-        if k in t:
-            app = replace(app, **{k: parse_duration(t[k], f"{where}.{k}")})
-    if "fraction" in t:
-        f = t["fraction"]
-        if not isinstance(f, (int, float)) or not 0 < f <= 1:
-            raise ScenarioError(f"{where}.fraction: expected a number in (0, 1], got {f!r}")
-        app = replace(app, fraction=float(f))
-    need = {"periodic": ("bytes", "every"),
-            "oscillating": ("bytes", "every", "bytes2", "every2", "period")}.get(kind, ())
-    for k in need:
-        if k not in t:
-            raise ScenarioError(f"{where}.{k}: required for kind = \"{kind}\"")
-    for k in ("every", "every2", "period"):
-        if k in t and getattr(app, k) <= 0:
-            raise ScenarioError(f"{where}.{k}: must be longer than zero")
-    if kind == "bulk" and not app.bytes:
-        app = replace(app, bytes=65536)
-    if kind == "fast" and not app.bytes:
-        app = replace(app, bytes=1 << 20)
-    if kind in ("periodic", "bulk") and app.bytes <= 0:
-        raise ScenarioError(f"{where}.bytes: must be at least 1")
-    return app
 
 
 def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
@@ -231,8 +179,8 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
         if not isinstance(snd["nodelay"], bool):
             raise ScenarioError(f"sender.nodelay: expected true or false, got {snd['nodelay']!r}")
         sc = replace(sc, nodelay=snd["nodelay"])
-    sc = replace(sc, writer=_parse_app(_table(raw, "writer"), "writer", _WRITERS, sc.writer),
-                 reader=_parse_app(_table(raw, "reader"), "reader", _READERS, sc.reader))
+    sc = replace(sc, writer=parse_app(_table(raw, "writer"), "writer", sc.writer),
+                 reader=parse_app(_table(raw, "reader"), "reader", sc.reader))
     pol = raw.get("policies", [])
     if not isinstance(pol, list) or not all(isinstance(p, str) for p in pol):
         raise ScenarioError('policies: expected a list of patch names, e.g. ["shrink-window"]')

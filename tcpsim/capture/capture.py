@@ -56,10 +56,10 @@ def endpoint_configs(spec: CaptureSpec, topo: Topology, raw: Path) -> tuple[dict
     snd = {"role": "connect" if rcv_listens else "listen", "addr": topo.snd_addr,
            "port": 0 if rcv_listens else SND_PORT, "peer_addr": topo.rcv_addr,
            "peer_port": RCV_PORT, "nodelay": spec.nodelay, "cc": "cubic", "cpu": SENDER_CPU,
-           "app": spec.writer, "sample_ns": 10_000_000, "out": str(raw)}
+           "app": spec.writer.as_dict(), "sample_ns": 10_000_000, "out": str(raw)}
     rcv = {"role": "listen" if rcv_listens else "connect", "addr": topo.rcv_addr,
            "port": RCV_PORT, "peer_addr": topo.snd_addr, "peer_port": SND_PORT,
-           "so_rcvbuf": spec.so_rcvbuf, "cpu": SENDER_CPU, "app": spec.reader,
+           "so_rcvbuf": spec.so_rcvbuf, "cpu": SENDER_CPU, "app": spec.reader.as_dict(),
            "sample_ns": 10_000_000, "out": str(raw)}
     return snd, rcv
 

@@ -13,10 +13,7 @@ from typing import Any
 
 from tcpsim.sysctl_parse import parse_table as parse_sysctl_table
 from tcpsim.units import parse_duration, parse_rate, parse_size
-
-READER_KINDS = ("never", "periodic", "fast", "oscillating", "oscil")
-WRITER_KINDS = ("periodic", "bulk")
-
+from tcpsim.workload import DEFAULT_READER, DEFAULT_WRITER, App, parse_app
 
 @dataclass(frozen=True)
 class CaptureSpec:
@@ -36,8 +33,8 @@ class CaptureSpec:
     so_rcvbuf: int              # 0 = not set
     initcwnd: int
     nodelay: bool
-    writer: dict[str, Any] = field(default_factory=dict)
-    reader: dict[str, Any] = field(default_factory=dict)
+    writer: App = DEFAULT_WRITER
+    reader: App = DEFAULT_READER
     raw: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -64,26 +61,6 @@ def _checked(table: str, key: str, fn, value):
     return fn(value, f"{table}.{key}" if table else key)
 
 
-def _normalise_rw(table: str, spec: dict[str, Any], kinds: tuple[str, ...]) -> dict[str, Any]:
-    spec = dict(spec)
-    kind = spec.get("kind", kinds[0])
-    if kind not in kinds:
-        raise ValueError(f"{table}.kind: {kind!r} is not one of {', '.join(kinds)}")
-    for key in ("bytes", "bytes2"):
-        if key in spec:
-            spec[key] = _checked(table, key, parse_size, spec[key])
-    for key in ("every", "every2", "period", "fast_for", "slow_for"):
-        if key in spec:
-            spec[key] = _checked(table, key, parse_duration, spec[key])
-    need = {"periodic": ("bytes", "every"),
-            "oscillating": ("bytes", "every", "bytes2", "every2", "period")}.get(kind, ())
-    for key in need:
-        if key not in spec:
-            raise ValueError(f"{table}.{key}: required for kind {kind!r}")
-    spec["kind"] = kind
-    return spec
-
-
 def parse(source: dict[str, Any] | str | Path) -> CaptureSpec:
     """Validate a scenario and return its CaptureSpec (errors name the offending field)."""
     d = load(source)
@@ -108,7 +85,7 @@ def parse(source: dict[str, Any] | str | Path) -> CaptureSpec:
         so_rcvbuf=_checked("receiver", "so_rcvbuf", parse_size, _get(d, "receiver", "so_rcvbuf", 0)),
         initcwnd=int(_get(d, "sender", "initcwnd", 10)),
         nodelay=bool(_get(d, "sender", "nodelay", True)),
-        writer=_normalise_rw("writer", d.get("writer") or {"kind": "bulk"}, WRITER_KINDS),
-        reader=_normalise_rw("reader", d.get("reader") or {"kind": "fast"}, READER_KINDS),
+        writer=parse_app(d.get("writer") or {}, "writer", DEFAULT_WRITER),
+        reader=parse_app(d.get("reader") or {}, "reader", DEFAULT_READER),
         raw=d,
     )

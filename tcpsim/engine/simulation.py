@@ -19,7 +19,7 @@ from tcpsim.core.constants import NS_PER_S
 from tcpsim.core.devices import LocalSender, device
 from tcpsim.core.segment import Segment
 from tcpsim.core.socket import NullSink, TcpSocket
-from tcpsim.engine.apps import BulkWriter, PeriodicWriter, Reader, reader_phases
+from tcpsim.engine.apps import BulkWriter, PeriodicWriter, Reader, make_writer, reader_phases
 from tcpsim.engine.link import LinkDirection
 from tcpsim.engine.scheduler import TIMER, Scheduler
 from tcpsim.policy import Profile
@@ -82,12 +82,7 @@ class Simulation:
         self.shared_skbs = getattr(self.rcv.dev, "shared", False)
         if self.shared_skbs:
             self.rcv.on_peer_release(0)
-        w = scenario.writer
-        self.writer: PeriodicWriter | BulkWriter
-        if w.kind == "periodic":
-            self.writer = PeriodicWriter(self, w.bytes, w.every, w.start)
-        else:
-            self.writer = BulkWriter(self, w.bytes, w.start)
+        self.writer: PeriodicWriter | BulkWriter = make_writer(self, scenario.writer)
         self.reader = Reader(self, iter(()))
         self.reader.phases = reader_phases(scenario.reader, self.reader, scenario.duration)
         self.peaks = Peaks()
