@@ -55,7 +55,8 @@ def run(
         opts = RunOptions(profile=profile, policies=tuple(policy), sysctl=parse_sysctl_options(sysctl),
                           duration=parse_duration(duration, "--duration", positive=True) if duration else None,
                           seed=seed, hz=hz, skip=not no_skip, trace=trace,
-                          progress=sys.stderr.isatty() if progress is None else progress)
+                          progress=sys.stderr.isatty() if progress is None else progress,
+                          note=lambda msg: typer.echo(f"tcpsim: note: {msg}", err=True))
         result, _ = run_scenario(sc, opts)
     except USER_ERRORS as exc:
         _fail(str(exc))

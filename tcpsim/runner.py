@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from tcpsim.core.constants import NS_PER_S
 from tcpsim.engine.simulation import RunResult, Simulation, progress_bar
 from tcpsim.profiles import get_profile
 from tcpsim.scenario import Scenario, check_hz
@@ -25,6 +27,7 @@ class RunOptions:
     trace: str | Path | None = None         # Parquet path, or None for no trace
     memory_trace: bool = False              # keep the trace in memory (returned)
     progress: bool = False
+    note: Callable[[str], None] | None = None   # told once if the run will take long (pace_note)
 
 
 def prepare(scenario: Scenario, opts: RunOptions) -> tuple[Scenario, Any]:
@@ -57,7 +60,10 @@ def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, 
     elif opts.memory_trace:
         sink = MemoryRecorder()
     sim = Simulation(sc, profile, sink=sink, skip=opts.skip)
-    result = sim.run(progress_bar(sc.duration, opts.progress))
+    progress = progress_bar(sc.duration, opts.progress)
+    if opts.note is not None and not opts.progress:
+        progress = pace_note(sc.duration, opts.note, progress)
+    result = sim.run(progress)
     if opts.progress:
         import sys
         sys.stderr.write("\n")
@@ -67,3 +73,41 @@ def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, 
                     # wall time stays out: the same seed must give the same bytes
                     "summary": {k: v for k, v in result.summary.items() if k != "wall_s"}})
     return result, (sink if opts.memory_trace else None)
+
+
+LONG_RUN_S = 60.0          # a run expected to take longer than this (wall seconds) is announced
+_PACE_AFTER_S = 2.0        # measure the pace over this much wall time first
+
+
+def pace_note(total_ns: int, note: Callable[[str], None],
+              inner: Callable[[int], None] | None = None,
+              clock: Callable[[], float] = time.perf_counter) -> Callable[[int], None]:
+    """A progress callback that, once the run has gone on for a couple of seconds, estimates
+    the wall time left from the pace so far and, when it is long, says so once through
+    `note` (a run of `-d 100000000s` must not silently take days). Calls `inner` too."""
+    start = clock()
+    said = False
+
+    def cb(now: int) -> None:
+        nonlocal said
+        if inner is not None:
+            inner(now)
+        if said or now <= 0:
+            return
+        wall = clock() - start
+        if wall < _PACE_AFTER_S:
+            return
+        said = True
+        left = wall * (total_ns - now) / now
+        if left > LONG_RUN_S:
+            note(f"this run will take about {_human(left)} more at its pace so far "
+                 f"({now / NS_PER_S:.10g} of {total_ns / NS_PER_S:.10g} simulated seconds in "
+                 f"{wall:.0f} s); Ctrl-C stops it, --duration shortens it")
+    return cb
+
+
+def _human(seconds: float) -> str:
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
