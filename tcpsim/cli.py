@@ -338,7 +338,8 @@ def validate(
     traces: List[Path] = typer.Argument(..., help="kernel traces (tcpsim capture) or folders"),
     profile: Optional[str] = typer.Option(None, "--profile", "-p", help="default: the capture's kernel"),
     policy: List[str] = typer.Option([], "--policy"),
-    until: Optional[float] = typer.Option(None, "--until", help="compare only the first S seconds"),
+    until: Optional[str] = typer.Option(None, "--until", help='compare only the first part, '
+                                        'e.g. "2s" or 2 (seconds)'),
     html: Optional[Path] = typer.Option(None, "--html", help="kernel-vs-model overlay page"),
     min_ack_match: Optional[float] = typer.Option(None, "--min-ack-match", help="fraction, e.g. 0.95"),
     max_final_error: Optional[float] = typer.Option(None, "--max-final-error"),
@@ -357,9 +358,14 @@ def validate(
                         ("max_peak_error", max_peak_error)):
         if value is not None:
             th = dc_replace(th, **{name: value})
+    try:
+        until_s = parse_duration(until, "--until", positive=True) / 1e9 if until else None
+    except ScenarioError as exc:
+        _fail(str(exc))
+        return
     code = run_validate([str(t) for t in traces], profile=profile, thresholds=th,
                         html_out=str(html) if html else None, as_json=as_json, echo=typer.echo,
-                        until_s=until, policies=tuple(policy), hz=hz)
+                        until_s=until_s, policies=tuple(policy), hz=hz)
     raise typer.Exit(code)
 
 

@@ -174,3 +174,19 @@ def test_cli_sweep_axis_mbps_refused(monkeypatch, capsys):
     assert code == 2
     assert "sweep point 1 (link.rate=100mbps): link.rate: '100mbps' is ambiguous" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_cli_validate_until_takes_a_duration(monkeypatch, capsys):
+    trace = "tests/fixtures/kernel/seed-rcvbuf32k-fill.parquet"
+    runs = [run_main(["validate", trace, "--until", u, "--json"], monkeypatch, capsys)[1]
+            for u in ("1.5", "1500ms")]
+    assert runs[0] == runs[1] and json.loads(runs[0])
+
+
+@pytest.mark.parametrize("until,needle", [("0", "--until: must be longer than zero"),
+                                          ("soon", "--until: 'soon' is not a duration")])
+def test_cli_validate_until_refused(until, needle, monkeypatch, capsys):
+    code, _, err = run_main(["validate", "tests/fixtures/kernel", "--until", until],
+                            monkeypatch, capsys)
+    assert code == 2 and err.startswith(f"tcpsim: error: {needle}")
+    assert len(err.strip().splitlines()) == 1
