@@ -112,18 +112,19 @@ def parse_app(table: dict[str, Any], role: str, default: App) -> App:
         if key not in FIELDS:
             raise ScenarioError(f"{role}.{key}: unknown field; allowed here: "
                                 + ", ".join(sorted(FIELDS)))
-    app = App(kind)
+    values: dict[str, Any] = {}
     for k in SIZE_FIELDS:
         if k in table:
-            app = replace(app, **{k: parse_size(table[k], f"{role}.{k}")})
+            values[k] = parse_size(table[k], f"{role}.{k}")
     for k in DURATION_FIELDS:
         if k in table:
-            app = replace(app, **{k: parse_duration(table[k], f"{role}.{k}")})
+            values[k] = parse_duration(table[k], f"{role}.{k}")
     if "fraction" in table:
         f = table["fraction"]
         if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1:
             raise ScenarioError(f"{role}.fraction: expected a number in (0, 1], got {f!r}")
-        app = replace(app, fraction=float(f))
+        values["fraction"] = float(f)
+    app = App(kind, **values)
     spec = kinds[kind]
     for k in spec.required:
         if k not in table:

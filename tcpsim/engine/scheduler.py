@@ -62,7 +62,7 @@ class Environment(simpy.Environment):
     def __init__(self, initial_time: int = 0) -> None:
         super().__init__(initial_time)
         self.clock = initial_time
-        self.heap: list[tuple[int, int, int, Any]] = []
+        self.heap: list[tuple[Any, int, int, Any]] = []     # time: int ns (float from simpy users)
         self.ids = count()
 
     @property
@@ -70,7 +70,7 @@ class Environment(simpy.Environment):
         """The current simulation time (ns)."""
         return self.clock
 
-    def schedule(self, event: Any, priority: int = 1, delay: int = 0) -> None:
+    def schedule(self, event: Any, priority: int = 1, delay: int | float = 0) -> None:
         """Schedule `event` `delay` after now with `priority` (simpy's meaning)."""
         heappush(self.heap, (self.clock + delay, priority, next(self.ids), event))
 
