@@ -21,7 +21,7 @@ import re
 import tomllib
 from typing import Any
 
-from tcpsim.core.sysctl import SysctlError, Sysctls
+from tcpsim.core.sysctl import SysctlError, Sysctls, long_name
 
 _INT = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0|[1-9][0-9]*)$")
 FORMS = "an integer, or three integers as [4096,131072,6291456] or \"4096 131072 6291456\""
@@ -88,6 +88,14 @@ def parse_table(table: dict[str, Any], where: str = "sysctl") -> dict[str, Any]:
         else:
             out[key] = parse_value(value, key)
     return out
+
+
+def kernel_name(name: str) -> str:
+    """The name `sysctl -w` takes: a bare receive-path name gets its prefix (`tcp_rmem` ->
+    `net.ipv4.tcp_rmem`, `rmem_max` -> `net.core.rmem_max`); a path becomes dotted; a full
+    name is kept."""
+    name = name.replace("/", ".")
+    return name if "." in name else long_name(name)
 
 
 def check(settings: dict[str, Any], profile: Any, where: str = "") -> Sysctls:

@@ -9,7 +9,7 @@ from cli_entry import run_main
 from tcpsim.core.sysctl import SysctlError
 from tcpsim.profiles import get_profile
 from tcpsim.scenario import ScenarioError, scenario_from_dict
-from tcpsim.sysctl_parse import check, parse_option, parse_table, parse_value
+from tcpsim.sysctl_parse import check, kernel_name, parse_option, parse_table, parse_value
 
 RMEM = [4096, 131072, 6291456]
 
@@ -157,3 +157,21 @@ def test_sweep_axis_takes_every_form(monkeypatch, capsys):
     assert code == 0, err
     rows = json.loads(out)
     assert [r["peak_sk_rcvbuf"] for r in rows] == [32768, 32768]
+
+
+@pytest.mark.parametrize("name,full", [
+    ("tcp_rmem", "net.ipv4.tcp_rmem"), ("rmem_max", "net.core.rmem_max"),
+    ("net.ipv4.tcp_rmem", "net.ipv4.tcp_rmem"), ("net/core/rmem_max", "net.core.rmem_max"),
+    ("net.core.somaxconn", "net.core.somaxconn"),
+])
+def test_kernel_name(name, full):
+    assert kernel_name(name) == full
+
+
+def test_capture_sets_what_run_reads():
+    from tcpsim.capture.spec import parse as capture_parse
+    table = {"tcp_rmem": "4096 32768 65536", "net": {"ipv4": {"tcp_adv_win_scale": "-2"}}}
+    assert capture_parse({"sysctl": table}).sysctls == \
+        {"net.ipv4.tcp_rmem": [4096, 32768, 65536], "net.ipv4.tcp_adv_win_scale": -2}
+    assert scenario_from_dict({"sysctl": table}).sysctl == \
+        {"tcp_rmem": [4096, 32768, 65536], "net.ipv4.tcp_adv_win_scale": -2}

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tcpsim.sysctl_parse import parse_table as parse_sysctl_table
+from tcpsim.sysctl_parse import kernel_name, parse_table as parse_sysctl_table
 from tcpsim.units import parse_duration, parse_rate, parse_size
 from tcpsim.workload import DEFAULT_READER, DEFAULT_WRITER, App, parse_app
 
@@ -74,7 +74,7 @@ def parse(source: dict[str, Any] | str | Path) -> CaptureSpec:
     return CaptureSpec(
         name=str(d.get("name", "capture")),
         duration_ns=_checked("", "duration", parse_duration, d.get("duration", "10s")),
-        sysctls=parse_sysctl_table(d.get("sysctl") or {}),
+        sysctls={kernel_name(k): v for k, v in parse_sysctl_table(d.get("sysctl") or {}).items()},
         delay_ab_ns=ab, delay_ba_ns=ba,
         rate_bps=_checked("link", "rate", parse_rate, link["rate"]) if "rate" in link else 0,
         queue_limit=int(link.get("queue_limit", 1000)),
