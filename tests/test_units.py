@@ -190,3 +190,12 @@ def test_cli_validate_until_refused(until, needle, monkeypatch, capsys):
                             monkeypatch, capsys)
     assert code == 2 and err.startswith(f"tcpsim: error: {needle}")
     assert len(err.strip().splitlines()) == 1
+
+
+def test_validate_module_until_uses_the_units_module():
+    import argparse
+
+    from tcpsim.validate.run import _until_s
+    assert _until_s("1500ms") == _until_s("1.5") == 1.5
+    with pytest.raises(argparse.ArgumentTypeError, match="^'soon' is not a duration"):
+        _until_s("soon")
