@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, Callable
 
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.errors import ScenarioError
@@ -112,3 +112,16 @@ def parse_rate(value: Any, where: str) -> int:
     if isinstance(value, (int, float)):
         return int(value)
     return int(parts[0] * RATE_UNITS[unit or "bit"])
+
+
+def seconds_option(option: str) -> Callable[[str], float]:
+    """An argparse `type=` for a positive duration option (`--until 2s`, `--duration 1.5`):
+    the value in seconds, or argparse's one-line error with the accepted forms."""
+    import argparse
+
+    def parse(text: str) -> float:
+        try:
+            return parse_duration(text, option, positive=True) / NS_PER_S
+        except UnitError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{option}: ")) from None
+    return parse

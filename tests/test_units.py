@@ -192,10 +192,22 @@ def test_cli_validate_until_refused(until, needle, monkeypatch, capsys):
     assert len(err.strip().splitlines()) == 1
 
 
-def test_validate_module_until_uses_the_units_module():
+@pytest.mark.parametrize("module", ["tcpsim.validate.run", "tcpsim.capture.capture"])
+def test_module_entry_points_read_durations_through_the_units_module(module, capsys):
+    import importlib
+    main = importlib.import_module(module).main
+    option = "--until" if "validate" in module else "--duration"
+    with pytest.raises(SystemExit) as e:
+        main(["x", option, "soon"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2
+    assert f"argument {option}: 'soon' is not a duration; write e.g." in err
+
+
+def test_seconds_option():
     import argparse
 
-    from tcpsim.validate.run import _until_s
-    assert _until_s("1500ms") == _until_s("1.5") == 1.5
-    with pytest.raises(argparse.ArgumentTypeError, match="^'soon' is not a duration"):
-        _until_s("soon")
+    from tcpsim.units import seconds_option
+    assert seconds_option("--until")("1500ms") == seconds_option("--until")("1.5") == 1.5
+    with pytest.raises(argparse.ArgumentTypeError, match="^must be longer than zero"):
+        seconds_option("--until")("0s")

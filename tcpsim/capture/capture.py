@@ -260,10 +260,13 @@ def _sysctl_names(spec: CaptureSpec) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     import argparse
+
+    from tcpsim.units import seconds_option
     ap = argparse.ArgumentParser(description="Capture a scenario over the real kernel.")
     ap.add_argument("scenario", help="scenario TOML file")
     ap.add_argument("--out", default="captures")
-    ap.add_argument("--duration", type=float, default=None, help="seconds (default: scenario)")
+    ap.add_argument("--duration", type=seconds_option("--duration"), default=None,
+                    help='e.g. "30s" or 30 (default: the scenario\'s)')
     ap.add_argument("--no-bpftrace", action="store_true")
     ap.add_argument("--probe-every", type=int, default=1, help="trace every Nth segment")
     args = ap.parse_args(argv)

@@ -29,7 +29,7 @@ from tcpsim.validate.outcomes import DEFAULT_STALL_GAP_NS, outcomes
 from tcpsim.validate.report import markdown_table, text
 from tcpsim.validate.scores import Score, Thresholds, score
 from tcpsim.validate.trace import TraceFileError, TraceView, load, view
-from tcpsim.units import UnitError, parse_duration
+from tcpsim.units import seconds_option
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "validation.md"
 BEGIN, END = "<!-- BEGIN GENERATED: validate --write-docs -->", "<!-- END GENERATED -->"
@@ -232,14 +232,6 @@ def thresholds_from(args: argparse.Namespace) -> Thresholds:
     return replace(th, **changes)
 
 
-def _until_s(text: str) -> float:
-    """--until as the units module reads a duration ("2s", "1500ms", 2) -> seconds."""
-    try:
-        return parse_duration(text, "--until", positive=True) / 1e9
-    except UnitError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--until: ")) from None
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tcpsim.validate",
                                  description="Replay kernel traces in the model and score agreement.")
@@ -248,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="every trace in DIR (e.g. tests/fixtures/kernel)")
     ap.add_argument("--profile", default=None, help="model profile (default: the capture's kernel)")
     ap.add_argument("--policy", action="append", default=[], help="patch on top of the profile")
-    ap.add_argument("--until", type=_until_s, default=None,
+    ap.add_argument("--until", type=seconds_option("--until"), default=None,
                     help='compare only the first part, e.g. "2s" or 2 (seconds)')
     ap.add_argument("--hz", default=None, help="replay at this CONFIG_HZ (default: the capture's)")
     ap.add_argument("--html", default=None, help="write the overlay page here")
