@@ -59,7 +59,7 @@ def load(name: str):
 
 def once(bench, runner, case, duration: str, trace: str | None) -> tuple[float, int]:
     """CPU seconds and packets of one run of a bench case (as `tcpsim bench` runs it)."""
-    from tcpsim.scenario import parse_duration
+    from tcpsim.units import parse_duration
     sc, sysctl = bench._scenario(case)
     opts = runner.RunOptions(profile=case.profile, sysctl=sysctl,
                              duration=parse_duration(duration, "duration"), trace=trace)

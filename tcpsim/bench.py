@@ -56,7 +56,7 @@ SWEEP_DURATION, SWEEP_QUICK = "60s", "5s"
 
 def _sweep_once(duration: str) -> dict:
     """Run the grid in worker processes (one per CPU), trace off; wall and CPU of the whole."""
-    from tcpsim.scenario import parse_duration
+    from tcpsim.units import parse_duration
     from tcpsim.sweep import build_points, parse_axis, run_sweep
     points = build_points(SWEEP_EXPERIMENT, [parse_axis(a) for a in SWEEP_AXES],
                           RunOptions(duration=parse_duration(duration, "duration")))
@@ -85,7 +85,7 @@ def _scenario(case: Case):
 
 
 def _once(case: Case, duration: str, skip: bool, trace: str | None) -> dict:
-    from tcpsim.scenario import parse_duration
+    from tcpsim.units import parse_duration
     sc, sysctl = _scenario(case)
     t = time.perf_counter()
     cpu = time.process_time()

@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 
 from tcpsim.core.constants import NS_PER_S, NS_PER_US
 from tcpsim.runner import RunOptions, run
-from tcpsim.scenario import load_scenario, parse_duration, scenario_from_dict
+from tcpsim.scenario import load_scenario, scenario_from_dict
+from tcpsim.units import parse_duration
 
 MIB = 1 << 20
 

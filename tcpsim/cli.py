@@ -17,7 +17,9 @@ from typer.core import TyperGroup
 
 from tcpsim.core.sysctl import SysctlError
 from tcpsim.profiles import ProfileError, builtin_patches, builtin_profiles, get_profile
-from tcpsim.scenario import ScenarioError, builtin_experiments, load_scenario, parse_duration
+from tcpsim.scenario import ScenarioError, builtin_experiments, load_scenario
+from tcpsim.sysctl_parse import parse_options as parse_sysctl_options
+from tcpsim.units import parse_duration
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Simulate the Linux TCP receive path, per kernel version and patch.")
@@ -30,21 +32,6 @@ USER_ERRORS = (ScenarioError, SysctlError, ProfileError)
 def _fail(msg: str) -> None:
     typer.echo(f"tcpsim: error: {msg}", err=True)
     raise typer.Exit(2)
-
-
-def _parse_sysctls(items: list[str]) -> dict:
-    out = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep:
-            _fail(f"--sysctl {item}: expected NAME=VALUE, e.g. net.ipv4.tcp_shrink_window=1")
-        value = value.strip()
-        parts = value.split()
-        try:
-            out[name.strip()] = [int(p) for p in parts] if len(parts) > 1 else int(value)
-        except ValueError:
-            _fail(f"--sysctl {item}: value must be an integer (or three for tcp_rmem)")
-    return out
 
 
 @app.command()
@@ -68,10 +55,11 @@ def run(
     from tcpsim.runner import RunOptions, run as run_scenario
     try:
         sc = load_scenario(scenario)
-        opts = RunOptions(profile=profile, policies=tuple(policy), sysctl=_parse_sysctls(sysctl),
-                          duration=parse_duration(duration, "--duration") if duration else None,
+        opts = RunOptions(profile=profile, policies=tuple(policy), sysctl=parse_sysctl_options(sysctl),
+                          duration=parse_duration(duration, "--duration", positive=True) if duration else None,
                           seed=seed, hz=hz, skip=not no_skip, trace=trace, pcap=pcap,
-                          progress=sys.stderr.isatty() if progress is None else progress)
+                          progress=sys.stderr.isatty() if progress is None else progress,
+                          note=lambda msg: typer.echo(f"tcpsim: note: {msg}", err=True))
         _check_pcap_out(pcap)
         result, _ = run_scenario(sc, opts)
     except USER_ERRORS as exc:
@@ -240,8 +228,8 @@ def sweep(
             _fail(f"--scheduler {scheduler}: give the scheduler's address, e.g. tcp://10.0.0.5:8786")
         executor = "dask"
     try:
-        base = RunOptions(profile=profile, policies=tuple(policy), sysctl=_parse_sysctls(sysctl),
-                          duration=parse_duration(duration, "--duration") if duration else None,
+        base = RunOptions(profile=profile, policies=tuple(policy), sysctl=parse_sysctl_options(sysctl),
+                          duration=parse_duration(duration, "--duration", positive=True) if duration else None,
                           skip=not no_skip)
         plan = plan_sweep(target, [parse_axis(v) for v in vary], base)
     except USER_ERRORS as exc:
@@ -370,7 +358,7 @@ def compare(
     variants = _parse_variants(list(ctx.args), minimum=1 if trace else 2)
     try:
         sc = load_scenario(scenario)
-        dur = parse_duration(duration, "--duration") if duration else None
+        dur = parse_duration(duration, "--duration", positive=True) if duration else None
         runs = _recorded_runs(trace)
         _check_pcap_out(pcap)
         pcaps = []
@@ -381,7 +369,7 @@ def compare(
                 out_pcap = variant_path(pcap, v.label(), i)
                 pcaps.append(out_pcap)
             opts = RunOptions(profile=v.profile, policies=tuple(v.policies),
-                              sysctl=_parse_sysctls(v.sysctl), duration=dur, hz=hz, pcap=out_pcap)
+                              sysctl=parse_sysctl_options(v.sysctl), duration=dur, hz=hz, pcap=out_pcap)
             columns, meta = simulate(sc, opts)
             runs.append((v.label(), columns, meta))
     except USER_ERRORS as exc:
@@ -440,7 +428,7 @@ def capture(
     from tcpsim.capture.capture import capture as run_capture
     try:
         sc = load_scenario(scenario)
-        dur = parse_duration(duration, "--duration") / 1e9 if duration else None
+        dur = parse_duration(duration, "--duration", positive=True) / 1e9 if duration else None
         path = run_capture(sc.source or scenario, out, duration_s=dur, use_bpftrace=not no_bpftrace)
     except USER_ERRORS as exc:
         _fail(str(exc))
@@ -453,7 +441,8 @@ def validate(
     traces: List[Path] = typer.Argument(..., help="kernel traces (tcpsim capture) or folders"),
     profile: Optional[str] = typer.Option(None, "--profile", "-p", help="default: the capture's kernel"),
     policy: List[str] = typer.Option([], "--policy"),
-    until: Optional[float] = typer.Option(None, "--until", help="compare only the first S seconds"),
+    until: Optional[str] = typer.Option(None, "--until", help='compare only the first part, '
+                                        'e.g. "2s" or 2 (seconds)'),
     html: Optional[Path] = typer.Option(None, "--html", help="kernel-vs-model overlay page"),
     min_ack_match: Optional[float] = typer.Option(None, "--min-ack-match", help="fraction, e.g. 0.95"),
     max_final_error: Optional[float] = typer.Option(None, "--max-final-error"),
@@ -472,9 +461,14 @@ def validate(
                         ("max_peak_error", max_peak_error)):
         if value is not None:
             th = dc_replace(th, **{name: value})
+    try:
+        until_s = parse_duration(until, "--until", positive=True) / 1e9 if until else None
+    except ScenarioError as exc:
+        _fail(str(exc))
+        return
     code = run_validate([str(t) for t in traces], profile=profile, thresholds=th,
                         html_out=str(html) if html else None, as_json=as_json, echo=typer.echo,
-                        until_s=until, policies=tuple(policy), hz=hz)
+                        until_s=until_s, policies=tuple(policy), hz=hz)
     raise typer.Exit(code)
 
 
@@ -595,7 +589,7 @@ def replay(
         _fail(f"replay: {capture}: no such file")
     try:
         v = replay_capture(capture, profile=profile, policies=tuple(policy),
-                           sysctl=_parse_sysctls(sysctl), until_s=until, hz=hz,
+                           sysctl=parse_sysctl_options(sysctl), until_s=until, hz=hz,
                            **_pcap_opts(flow, None, delay, reader, rcvbuf))
     except TooManyFlows as exc:
         _pcap_flows_failure(capture, exc)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from tcpsim.core.constants import NS_PER_S
 from tcpsim.engine.simulation import RunResult, Simulation, progress_bar
 from tcpsim.profiles import get_profile
 from tcpsim.scenario import Scenario, check_hz
+from tcpsim.sysctl_parse import check as check_sysctls
 from tcpsim.trace.recorder import MemoryRecorder, ParquetRecorder
 
 
@@ -25,6 +28,7 @@ class RunOptions:
     memory_trace: bool = False              # keep the trace in memory (returned)
     pcap: str | Path | None = None          # write the receiver's packets here (pcap)
     progress: bool = False
+    note: Callable[[str], None] | None = None   # told once if the run will take long (pace_note)
 
 
 def prepare(scenario: Scenario, opts: RunOptions) -> tuple[Scenario, Any]:
@@ -36,12 +40,15 @@ def prepare(scenario: Scenario, opts: RunOptions) -> tuple[Scenario, Any]:
         sc = sc.with_(seed=opts.seed)
     if opts.hz is not None:
         sc = sc.with_(hz=check_hz(opts.hz, "--hz"))
-    if opts.sysctl:
-        sc = sc.with_(sysctl={**sc.sysctl, **opts.sysctl})
     name = opts.profile or sc.profile
     policies = tuple(sc.policies) + tuple(opts.policies)
+    profile = get_profile(name, policies)
+    check_sysctls(sc.sysctl, profile, where=sc.source)     # the file's own, naming the file
+    if opts.sysctl:
+        check_sysctls(opts.sysctl, profile, where="--sysctl")
+        sc = sc.with_(sysctl={**sc.sysctl, **opts.sysctl})
     sc = sc.with_(profile=name, policies=policies)
-    return sc, get_profile(name, policies)
+    return sc, profile
 
 
 def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, MemoryRecorder | None]:
@@ -58,8 +65,11 @@ def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, 
         from tcpsim.pcap.export import PcapTap
         tap = PcapTap(opts.pcap, sc.receiver_role)
     sim = Simulation(sc, profile, sink=sink, skip=opts.skip, tap=tap)
+    progress = progress_bar(sc.duration, opts.progress)
+    if opts.note is not None and not opts.progress:
+        progress = pace_note(sc.duration, opts.note, progress)
     try:
-        result = sim.run(progress_bar(sc.duration, opts.progress))
+        result = sim.run(progress)
     finally:
         if tap is not None:
             tap.close()
@@ -72,3 +82,41 @@ def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, 
                     # wall time stays out: the same seed must give the same bytes
                     "summary": {k: v for k, v in result.summary.items() if k != "wall_s"}})
     return result, (sink if opts.memory_trace else None)
+
+
+LONG_RUN_S = 60.0          # a run expected to take longer than this (wall seconds) is announced
+_PACE_AFTER_S = 2.0        # measure the pace over this much wall time first
+
+
+def pace_note(total_ns: int, note: Callable[[str], None],
+              inner: Callable[[int], None] | None = None,
+              clock: Callable[[], float] = time.perf_counter) -> Callable[[int], None]:
+    """A progress callback that, once the run has gone on for a couple of seconds, estimates
+    the wall time left from the pace so far and, when it is long, says so once through
+    `note` (a run of `-d 100000000s` must not silently take days). Calls `inner` too."""
+    start = clock()
+    said = False
+
+    def cb(now: int) -> None:
+        nonlocal said
+        if inner is not None:
+            inner(now)
+        if said or now <= 0:
+            return
+        wall = clock() - start
+        if wall < _PACE_AFTER_S:
+            return
+        said = True
+        left = wall * (total_ns - now) / now
+        if left > LONG_RUN_S:
+            note(f"this run will take about {_human(left)} more at its pace so far "
+                 f"({now / NS_PER_S:.10g} of {total_ns / NS_PER_S:.10g} simulated seconds in "
+                 f"{wall:.0f} s); Ctrl-C stops it, --duration shortens it")
+    return cb
+
+
+def _human(seconds: float) -> str:
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"

@@ -7,7 +7,6 @@ The format is documented in docs/scenarios.md.
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -17,60 +16,14 @@ from typing import Any
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.core.devices import DEVICES
 from tcpsim.core.jiffies import parse_hz
+from tcpsim.core.sysctl import SysctlError
+from tcpsim.errors import ScenarioError
+from tcpsim.sysctl_parse import parse_table as parse_sysctl_table
+from tcpsim.units import parse_duration, parse_rate, parse_size
+from tcpsim.workload import DEFAULT_READER, DEFAULT_WRITER, App, parse_app
 
-
-class ScenarioError(ValueError):
-    """A scenario that cannot run, with the field to fix."""
-
-
-_DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ns|us|ms|s|sec|min|h)\s*$")
-_DUR_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": NS_PER_S, "sec": NS_PER_S,
-           "min": 60 * NS_PER_S, "h": 3600 * NS_PER_S}
-_SIZE = re.compile(r"^\s*([0-9]+)\s*(B|KiB|MiB|GiB|KB|MB|GB|k|K|M|G)?\s*$")
-_SIZE_B = {None: 1, "B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "KB": 1000,
-           "MB": 1000**2, "GB": 1000**3, "k": 1024, "K": 1024, "M": 1024**2, "G": 1024**3}
-_RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(bit|kbit|mbit|gbit|bps|kbps|mbps|gbps)\s*$", re.I)
-_RATE_BPS = {"bit": 1, "bps": 1, "kbit": 10**3, "kbps": 10**3, "mbit": 10**6, "mbps": 10**6,
-             "gbit": 10**9, "gbps": 10**9}
-
-
-def parse_duration(value: Any, where: str) -> int:
-    """'20ms' / '1.5s' / '35min' / seconds as a number -> integer nanoseconds."""
-    if isinstance(value, bool):
-        raise ScenarioError(f'{where}: expected a duration such as "20ms", got {value!r}')
-    if isinstance(value, (int, float)):
-        if value < 0:
-            raise ScenarioError(f"{where}: duration must not be negative, got {value}")
-        return int(round(value * NS_PER_S))
-    m = _DUR.match(str(value))
-    if not m:
-        raise ScenarioError(f'{where}: {value!r} is not a duration; write e.g. "20ms", "1.5s", '
-                            '"35min" or a number of seconds')
-    return int(round(float(m.group(1)) * _DUR_NS[m.group(2)]))
-
-
-def parse_size(value: Any, where: str) -> int:
-    """1448 / '32KiB' / '256MiB' -> bytes."""
-    if isinstance(value, bool):
-        raise ScenarioError(f'{where}: expected a size such as 1448 or "32KiB", got {value!r}')
-    if isinstance(value, int):
-        if value < 0:
-            raise ScenarioError(f"{where}: size must not be negative, got {value}")
-        return value
-    m = _SIZE.match(str(value))
-    if not m:
-        raise ScenarioError(f'{where}: {value!r} is not a size; write bytes (1448) or "32KiB", "8MiB"')
-    return int(m.group(1)) * _SIZE_B[m.group(2)]
-
-
-def parse_rate(value: Any, where: str) -> int:
-    """'1gbit' / '100mbit' -> bits per second."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-        return int(value)
-    m = _RATE.match(str(value))
-    if not m:
-        raise ScenarioError(f'{where}: {value!r} is not a rate; write e.g. "1gbit" or "100mbit"')
-    return int(float(m.group(1)) * _RATE_BPS[m.group(2).lower()])
+__all__ = ["ScenarioError", "Scenario", "Link", "App", "load_scenario", "scenario_from_dict",
+           "read_scenario_file", "builtin_experiments", "builtin_experiment", "check_hz"]
 
 
 def check_hz(value: Any, where: str) -> int:
@@ -93,20 +46,6 @@ class Link:
 
 
 @dataclass(frozen=True)
-class App:
-    kind: str
-    bytes: int = 0
-    every: int = 0
-    bytes2: int = 0
-    every2: int = 0
-    period: int = 0
-    fast_for: int = 5 * NS_PER_S
-    slow_for: int = 15 * NS_PER_S
-    fraction: float = 0.05
-    start: int = 0
-
-
-@dataclass(frozen=True)
 class Scenario:
     name: str
     description: str = ""
@@ -122,8 +61,8 @@ class Scenario:
     initrwnd: int = 0                 # route initrwnd of the receiver, segments (0 = unset)
     initcwnd: int = 10
     nodelay: bool = True
-    writer: App = field(default_factory=lambda: App("bulk", bytes=65536))
-    reader: App = field(default_factory=lambda: App("fast", bytes=1 << 20))
+    writer: App = DEFAULT_WRITER
+    reader: App = DEFAULT_READER
     policies: tuple[str, ...] = ()
     source: str = ""
 
@@ -141,8 +80,6 @@ class Scenario:
 
 _TOP = {"name", "description", "profile", "hz", "duration", "seed", "sysctl", "link", "receiver",
         "sender", "writer", "reader", "policies"}
-_READERS = {"never", "periodic", "fast", "oscillating", "oscil"}
-_WRITERS = {"periodic", "bulk"}
 
 
 def _check_keys(table: dict, allowed: set[str], where: str) -> None:
@@ -193,43 +130,6 @@ def _parse_link(t: dict) -> Link:
     return link
 
 
-def _parse_app(t: dict, where: str, kinds: set[str], default: App) -> App:
-    if not t:
-        return default
-    kind = t.get("kind")
-    if kind not in kinds:
-        raise ScenarioError(f"{where}.kind: expected one of {', '.join(sorted(kinds))}, got {kind!r}")
-    _check_keys(t, {"kind", "bytes", "every", "bytes2", "every2", "period", "fast_for",
-                    "slow_for", "fraction", "start"}, f"{where}.")
-    app = App(kind)
-    for k in ("bytes", "bytes2"):
-        if k in t:
-            app = replace(app, **{k: parse_size(t[k], f"{where}.{k}")})
-    for k in ("every", "every2", "period", "fast_for", "slow_for", "start"):
-        if k in t:
-            app = replace(app, **{k: parse_duration(t[k], f"{where}.{k}")})
-    if "fraction" in t:
-        f = t["fraction"]
-        if not isinstance(f, (int, float)) or not 0 < f <= 1:
-            raise ScenarioError(f"{where}.fraction: expected a number in (0, 1], got {f!r}")
-        app = replace(app, fraction=float(f))
-    need = {"periodic": ("bytes", "every"),
-            "oscillating": ("bytes", "every", "bytes2", "every2", "period")}.get(kind, ())
-    for k in need:
-        if k not in t:
-            raise ScenarioError(f"{where}.{k}: required for kind = \"{kind}\"")
-    for k in ("every", "every2", "period"):
-        if k in t and getattr(app, k) <= 0:
-            raise ScenarioError(f"{where}.{k}: must be longer than zero")
-    if kind == "bulk" and not app.bytes:
-        app = replace(app, bytes=65536)
-    if kind == "fast" and not app.bytes:
-        app = replace(app, bytes=1 << 20)
-    if kind in ("periodic", "bulk") and app.bytes <= 0:
-        raise ScenarioError(f"{where}.bytes: must be at least 1")
-    return app
-
-
 def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
     """Validate a parsed TOML document into a Scenario."""
     _check_keys(raw, _TOP, "")
@@ -242,15 +142,16 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
     if "hz" in raw:
         sc = replace(sc, hz=check_hz(raw["hz"], "hz"))
     if "duration" in raw:
-        sc = replace(sc, duration=parse_duration(raw["duration"], "duration"))
-        if sc.duration <= 0:
-            raise ScenarioError("duration: must be longer than zero")
+        sc = replace(sc, duration=parse_duration(raw["duration"], "duration", positive=True))
     if "seed" in raw:
         if not isinstance(raw["seed"], int) or isinstance(raw["seed"], bool):
             raise ScenarioError(f"seed: expected an integer, got {raw['seed']!r}")
         sc = replace(sc, seed=raw["seed"])
-    sysctl = _table(raw, "sysctl")
-    sc = replace(sc, sysctl=dict(sysctl), link=_parse_link(_table(raw, "link")))
+    try:
+        sysctl = parse_sysctl_table(_table(raw, "sysctl"))
+    except SysctlError as exc:
+        raise ScenarioError(str(exc)) from None
+    sc = replace(sc, sysctl=sysctl, link=_parse_link(_table(raw, "link")))
     rcv = _table(raw, "receiver")
     _check_keys(rcv, {"role", "device", "so_rcvbuf", "initrwnd"}, "receiver.")
     if "role" in rcv:
@@ -278,8 +179,8 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
         if not isinstance(snd["nodelay"], bool):
             raise ScenarioError(f"sender.nodelay: expected true or false, got {snd['nodelay']!r}")
         sc = replace(sc, nodelay=snd["nodelay"])
-    sc = replace(sc, writer=_parse_app(_table(raw, "writer"), "writer", _WRITERS, sc.writer),
-                 reader=_parse_app(_table(raw, "reader"), "reader", _READERS, sc.reader))
+    sc = replace(sc, writer=parse_app(_table(raw, "writer"), "writer", sc.writer),
+                 reader=parse_app(_table(raw, "reader"), "reader", sc.reader))
     pol = raw.get("policies", [])
     if not isinstance(pol, list) or not all(isinstance(p, str) for p in pol):
         raise ScenarioError('policies: expected a list of patch names, e.g. ["shrink-window"]')

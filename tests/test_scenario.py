@@ -4,16 +4,8 @@ import pytest
 
 from tcpsim.core.sysctl import SysctlError, Sysctls
 from tcpsim.scenario import (
-    ScenarioError, builtin_experiments, load_scenario, parse_duration, parse_rate, parse_size,
-    scenario_from_dict,
+    ScenarioError, builtin_experiments, load_scenario, scenario_from_dict,
 )
-
-
-def test_units():
-    assert parse_duration("20ms", "x") == 20_000_000 and parse_duration(1.5, "x") == 1_500_000_000
-    assert parse_duration("35min", "x") == 35 * 60 * 10**9
-    assert parse_size("32KiB", "x") == 32768 and parse_size(1448, "x") == 1448
-    assert parse_rate("1gbit", "x") == 10**9
 
 
 @pytest.mark.parametrize("raw,field", [

@@ -13,6 +13,8 @@ import threading
 import time
 from typing import Callable
 
+from tcpsim.workload import App
+
 Log = list[tuple[int, str, int]]
 
 
@@ -104,13 +106,12 @@ def fast_reader(sock: socket.socket, stop: threading.Event, log: Log, nbytes: in
             return
 
 
-def oscillating_reader(sock: socket.socket, b1: int, e1: int, b2: int, e2: int, period_ns: int,
-                       stop: threading.Event, log: Log) -> None:
-    """Periodic reader alternating between (b1 every e1) and (b2 every e2) every ``period_ns``."""
+def oscillating_reader(sock: socket.socket, app: App, stop: threading.Event, log: Log) -> None:
+    """Periodic reader alternating between (bytes every `every`) and (bytes2 every `every2`)
+    every `period` (App.rate_at)."""
     start = t = time.monotonic_ns()
     while _sleep_until(t, stop):
-        phase = ((t - start) // period_ns) % 2
-        nbytes, every = (b1, e1) if phase == 0 else (b2, e2)
+        nbytes, every = app.rate_at(t - start)
         try:
             n = len(sock.recv(nbytes, socket.MSG_DONTWAIT))
             log.append((time.monotonic_ns(), "read", n))
@@ -161,36 +162,32 @@ def oscil_reader(sock: socket.socket, stop: threading.Event, log: Log, fast_for_
             t += 10**9
 
 
-def make_reader(spec: dict, parse_ns: Callable[[object], int]) -> Callable[[socket.socket, threading.Event, Log], None]:
-    """A reader loop for a scenario's [reader] table."""
-    kind = spec.get("kind", "never")
-    if kind == "never":
-        return never_reader
-    if kind == "periodic":
-        b, e = int(spec["bytes"]), parse_ns(spec["every"])
-        return lambda s, st, lg: periodic_reader(s, b, e, st, lg)
-    if kind == "fast":
-        b = int(spec.get("bytes", 1 << 20))
-        return lambda s, st, lg: fast_reader(s, st, lg, b)
-    if kind == "oscillating":
-        a = (int(spec["bytes"]), parse_ns(spec["every"]), int(spec["bytes2"]),
-             parse_ns(spec["every2"]), parse_ns(spec["period"]))
-        return lambda s, st, lg: oscillating_reader(s, *a, st, lg)
-    if kind == "oscil":
-        f = parse_ns(spec["fast_for"]) if "fast_for" in spec else 5 * 10**9
-        sl = parse_ns(spec["slow_for"]) if "slow_for" in spec else 15 * 10**9
-        fr = float(spec.get("fraction", 0.05))
-        return lambda s, st, lg: oscil_reader(s, st, lg, f, sl, fr)
-    raise ValueError(f"reader.kind: unknown kind {kind!r}")
+Loop = Callable[[socket.socket, threading.Event, Log], None]
+
+# How each kind of tcpsim.workload runs over a real socket.
+READERS: dict[str, Callable[[App], Loop]] = {
+    "never": lambda a: never_reader,
+    "periodic": lambda a: lambda s, st, lg: periodic_reader(s, a.bytes, a.every, st, lg),
+    "fast": lambda a: lambda s, st, lg: fast_reader(s, st, lg, a.bytes),
+    "oscillating": lambda a: lambda s, st, lg: oscillating_reader(s, a, st, lg),
+    "oscil": lambda a: lambda s, st, lg: oscil_reader(s, st, lg, a.fast_for, a.slow_for,
+                                                      a.fraction),
+}
+WRITERS: dict[str, Callable[[App], Loop]] = {
+    "periodic": lambda a: lambda s, st, lg: periodic_writer(s, a.bytes, a.every, st, lg),
+    "bulk": lambda a: lambda s, st, lg: bulk_writer(s, st, lg, a.bytes),
+}
 
 
-def make_writer(spec: dict, parse_ns: Callable[[object], int]) -> Callable[[socket.socket, threading.Event, Log], None]:
-    """A writer loop for a scenario's [writer] table."""
-    kind = spec.get("kind", "periodic")
-    if kind == "periodic":
-        b, e = int(spec["bytes"]), parse_ns(spec["every"])
-        return lambda s, st, lg: periodic_writer(s, b, e, st, lg)
-    if kind == "bulk":
-        c = int(spec.get("bytes", 65536))
-        return lambda s, st, lg: bulk_writer(s, st, lg, c)
-    raise ValueError(f"writer.kind: unknown kind {kind!r}")
+def make_reader(app: App) -> Loop:
+    """The reader loop of a scenario's reader (validated by tcpsim.workload.parse_app)."""
+    if app.kind not in READERS:
+        raise ValueError(f"reader.kind: unknown kind {app.kind!r}")
+    return READERS[app.kind](app)
+
+
+def make_writer(app: App) -> Loop:
+    """The writer loop of a scenario's writer (validated by tcpsim.workload.parse_app)."""
+    if app.kind not in WRITERS:
+        raise ValueError(f"writer.kind: unknown kind {app.kind!r}")
+    return WRITERS[app.kind](app)

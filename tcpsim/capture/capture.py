@@ -56,10 +56,10 @@ def endpoint_configs(spec: CaptureSpec, topo: Topology, raw: Path) -> tuple[dict
     snd = {"role": "connect" if rcv_listens else "listen", "addr": topo.snd_addr,
            "port": 0 if rcv_listens else SND_PORT, "peer_addr": topo.rcv_addr,
            "peer_port": RCV_PORT, "nodelay": spec.nodelay, "cc": "cubic", "cpu": SENDER_CPU,
-           "app": spec.writer, "sample_ns": 10_000_000, "out": str(raw)}
+           "app": spec.writer.as_dict(), "sample_ns": 10_000_000, "out": str(raw)}
     rcv = {"role": "listen" if rcv_listens else "connect", "addr": topo.rcv_addr,
            "port": RCV_PORT, "peer_addr": topo.snd_addr, "peer_port": SND_PORT,
-           "so_rcvbuf": spec.so_rcvbuf, "cpu": SENDER_CPU, "app": spec.reader,
+           "so_rcvbuf": spec.so_rcvbuf, "cpu": SENDER_CPU, "app": spec.reader.as_dict(),
            "sample_ns": 10_000_000, "out": str(raw)}
     return snd, rcv
 
@@ -260,10 +260,13 @@ def _sysctl_names(spec: CaptureSpec) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     import argparse
+
+    from tcpsim.units import seconds_option
     ap = argparse.ArgumentParser(description="Capture a scenario over the real kernel.")
     ap.add_argument("scenario", help="scenario TOML file")
     ap.add_argument("--out", default="captures")
-    ap.add_argument("--duration", type=float, default=None, help="seconds (default: scenario)")
+    ap.add_argument("--duration", type=seconds_option("--duration"), default=None,
+                    help='e.g. "30s" or 30 (default: the scenario\'s)')
     ap.add_argument("--no-bpftrace", action="store_true")
     ap.add_argument("--probe-every", type=int, default=1, help="trace every Nth segment")
     args = ap.parse_args(argv)

@@ -28,6 +28,7 @@ from typing import Any
 
 from tcpsim.capture import apps
 from tcpsim.capture.sockinfo import sample
+from tcpsim.workload import App
 
 SAMPLE_KEYS = ("sk_rmem_alloc", "sk_rcvbuf", "sk_drops", "sk_backlog", "tcpi_rcv_ssthresh",
                "window_clamp", "tcpi_rcv_wnd", "tcpi_rcv_space", "tcpi_rcv_mss", "tcpi_rcv_rtt",
@@ -88,9 +89,9 @@ def sampler(sock: socket.socket, every_ns: int, stop: threading.Event,
 
 
 def app_loop(side: str, app: dict[str, Any]):
-    """The writer (sender side) or reader (receiver side) loop for a normalised app table."""
+    """The writer (sender side) or reader (receiver side) loop for an App record (App.as_dict())."""
     make = apps.make_writer if side == "sender" else apps.make_reader
-    return make(app, int)
+    return make(App(**app))
 
 
 def write_outputs(out: Path, side: str, log: apps.Log, samples: list[list[int]]) -> None:

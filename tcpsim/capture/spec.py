@@ -11,11 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tcpsim.capture.units import duration_ns, rate_bps, size_bytes
-
-READER_KINDS = ("never", "periodic", "fast", "oscillating", "oscil")
-WRITER_KINDS = ("periodic", "bulk")
-
+from tcpsim.sysctl_parse import kernel_name, parse_table as parse_sysctl_table
+from tcpsim.units import parse_duration, parse_rate, parse_size
+from tcpsim.workload import DEFAULT_READER, DEFAULT_WRITER, App, parse_app
 
 @dataclass(frozen=True)
 class CaptureSpec:
@@ -35,8 +33,8 @@ class CaptureSpec:
     so_rcvbuf: int              # 0 = not set
     initcwnd: int
     nodelay: bool
-    writer: dict[str, Any] = field(default_factory=dict)
-    reader: dict[str, Any] = field(default_factory=dict)
+    writer: App = DEFAULT_WRITER
+    reader: App = DEFAULT_READER
     raw: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -59,57 +57,35 @@ def _get(d: dict[str, Any], table: str, key: str, default: Any) -> Any:
 
 
 def _checked(table: str, key: str, fn, value):
-    try:
-        return fn(value)
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"{table}.{key}: {exc}") from None
-
-
-def _normalise_rw(table: str, spec: dict[str, Any], kinds: tuple[str, ...]) -> dict[str, Any]:
-    spec = dict(spec)
-    kind = spec.get("kind", kinds[0])
-    if kind not in kinds:
-        raise ValueError(f"{table}.kind: {kind!r} is not one of {', '.join(kinds)}")
-    for key in ("bytes", "bytes2"):
-        if key in spec:
-            spec[key] = _checked(table, key, size_bytes, spec[key])
-    for key in ("every", "every2", "period", "fast_for", "slow_for"):
-        if key in spec:
-            spec[key] = _checked(table, key, duration_ns, spec[key])
-    need = {"periodic": ("bytes", "every"),
-            "oscillating": ("bytes", "every", "bytes2", "every2", "period")}.get(kind, ())
-    for key in need:
-        if key not in spec:
-            raise ValueError(f"{table}.{key}: required for kind {kind!r}")
-    spec["kind"] = kind
-    return spec
+    """fn(value, "table.key"): the units module's parsers name the field themselves."""
+    return fn(value, f"{table}.{key}" if table else key)
 
 
 def parse(source: dict[str, Any] | str | Path) -> CaptureSpec:
     """Validate a scenario and return its CaptureSpec (errors name the offending field)."""
     d = load(source)
     link = d.get("link") or {}
-    rtt = _checked("link", "rtt", duration_ns, link.get("rtt", 0))
-    ab = _checked("link", "delay_ab", duration_ns, link.get("delay_ab", rtt / 2 / 1e9))
-    ba = _checked("link", "delay_ba", duration_ns, link.get("delay_ba", rtt / 2 / 1e9))
+    rtt = _checked("link", "rtt", parse_duration, link.get("rtt", 0))
+    ab = _checked("link", "delay_ab", parse_duration, link.get("delay_ab", rtt / 2 / 1e9))
+    ba = _checked("link", "delay_ba", parse_duration, link.get("delay_ba", rtt / 2 / 1e9))
     role = _get(d, "receiver", "role", "client")
     if role not in ("client", "server"):
         raise ValueError(f"receiver.role: {role!r} is not 'client' or 'server'")
     return CaptureSpec(
         name=str(d.get("name", "capture")),
-        duration_ns=_checked("", "duration", duration_ns, d.get("duration", "10s")),
-        sysctls=dict(d.get("sysctl") or {}),
+        duration_ns=_checked("", "duration", parse_duration, d.get("duration", "10s")),
+        sysctls={kernel_name(k): v for k, v in parse_sysctl_table(d.get("sysctl") or {}).items()},
         delay_ab_ns=ab, delay_ba_ns=ba,
-        rate_bps=_checked("link", "rate", rate_bps, link["rate"]) if "rate" in link else 0,
+        rate_bps=_checked("link", "rate", parse_rate, link["rate"]) if "rate" in link else 0,
         queue_limit=int(link.get("queue_limit", 1000)),
         loss=float(link.get("loss", 0.0)),
         mtu=int(link.get("mtu", 1500)),
         role=role,
         device=str(_get(d, "receiver", "device", "veth")),
-        so_rcvbuf=_checked("receiver", "so_rcvbuf", size_bytes, _get(d, "receiver", "so_rcvbuf", 0)),
+        so_rcvbuf=_checked("receiver", "so_rcvbuf", parse_size, _get(d, "receiver", "so_rcvbuf", 0)),
         initcwnd=int(_get(d, "sender", "initcwnd", 10)),
         nodelay=bool(_get(d, "sender", "nodelay", True)),
-        writer=_normalise_rw("writer", d.get("writer") or {"kind": "bulk"}, WRITER_KINDS),
-        reader=_normalise_rw("reader", d.get("reader") or {"kind": "fast"}, READER_KINDS),
+        writer=parse_app(d.get("writer") or {}, "writer", DEFAULT_WRITER),
+        reader=parse_app(d.get("reader") or {}, "reader", DEFAULT_READER),
         raw=d,
     )

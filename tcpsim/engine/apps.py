@@ -23,7 +23,7 @@ from tcpsim.engine.scheduler import READER, WRITER
 
 if TYPE_CHECKING:
     from tcpsim.engine.simulation import Simulation
-    from tcpsim.scenario import App
+    from tcpsim.workload import App
 
 _FAR = 1 << 62
 
@@ -247,30 +247,52 @@ class Reader:
         self.second_bytes += got
 
 
+def make_writer(sim: Simulation, app: App) -> PeriodicWriter | BulkWriter:
+    """The scenario's writer (tcpsim.workload.WRITER_KINDS) on the simulator."""
+    return WRITERS[app.kind](sim, app)
+
+
+WRITERS = {
+    "periodic": lambda sim, app: PeriodicWriter(sim, app.bytes, app.every, app.start),
+    "bulk": lambda sim, app: BulkWriter(sim, app.bytes, app.start),
+}
+
+
 def reader_phases(app: App, reader: Reader, duration: int) -> Iterator[Phase]:
-    """The phase sequence of a scenario's reader."""
-    start = app.start
-    if app.kind == "never":
-        yield Phase("never", start, _FAR)
-    elif app.kind == "fast":
-        yield Phase("fast", start, _FAR, n=app.bytes)
-    elif app.kind == "periodic":
-        yield Phase("periodic", start, _FAR, n=app.bytes, period=app.every)
-    elif app.kind == "oscillating":
-        t, i = start, 0
-        while t < duration:
-            n, per = (app.bytes, app.every) if i % 2 == 0 else (app.bytes2, app.every2)
-            yield Phase("periodic", t, t + app.period, n=n, period=per)
-            t += app.period
-            i += 1
-    elif app.kind == "oscil":
-        t = start
-        while t < duration:
-            yield Phase("fast", t, t + app.fast_for)
-            t += app.fast_for
-            best = max(reader.best_second, reader.second_bytes)
-            n = max(1, int(best * app.fraction))
-            yield Phase("periodic", t, t + app.slow_for, n=n, period=NS_PER_S)
-            t += app.slow_for
-    else:
-        raise ValueError(f"unknown reader kind {app.kind!r}")
+    """The phase sequence of a scenario's reader (tcpsim.workload.READER_KINDS)."""
+    return READER_PHASES[app.kind](app, reader, duration)
+
+
+def _never(app: App, reader: Reader, duration: int) -> Iterator[Phase]:
+    yield Phase("never", app.start, _FAR)
+
+
+def _fast(app: App, reader: Reader, duration: int) -> Iterator[Phase]:
+    yield Phase("fast", app.start, _FAR, n=app.bytes)
+
+
+def _periodic(app: App, reader: Reader, duration: int) -> Iterator[Phase]:
+    yield Phase("periodic", app.start, _FAR, n=app.bytes, period=app.every)
+
+
+def _oscillating(app: App, reader: Reader, duration: int) -> Iterator[Phase]:
+    t = app.start
+    while t < duration:
+        n, per = app.rate_at(t - app.start)
+        yield Phase("periodic", t, t + app.period, n=n, period=per)
+        t += app.period
+
+
+def _oscil(app: App, reader: Reader, duration: int) -> Iterator[Phase]:
+    t = app.start
+    while t < duration:
+        yield Phase("fast", t, t + app.fast_for)
+        t += app.fast_for
+        best = max(reader.best_second, reader.second_bytes)
+        n = max(1, int(best * app.fraction))
+        yield Phase("periodic", t, t + app.slow_for, n=n, period=NS_PER_S)
+        t += app.slow_for
+
+
+READER_PHASES = {"never": _never, "fast": _fast, "periodic": _periodic,
+                 "oscillating": _oscillating, "oscil": _oscil}

@@ -1,11 +1,21 @@
-"""The event loop: simpy schedules plain callbacks at integer-nanosecond times.
+"""The event loop: a simpy environment that calls plain callbacks at integer-nanosecond times.
 
-The simulation runs on a `simpy.Environment`: simpy's heap of (time, priority, id, event)
-orders everything and `env.step()` runs it. The per-packet path creates no simpy Process or
-Store: `at()` pushes a `_Call` -- the smallest object simpy accepts as an event -- straight
-onto simpy's heap, and simpy calls it back with no generator in between.
+The simulation runs on `Environment`, a `simpy.Environment` that owns its heap of
+(time, priority, id, event) instead of reaching into simpy's. It is one because tcpsim
+needs two things simpy's public API does not offer: scheduling an event at a given time
+*with a priority* (simpy's `schedule()` takes both, but only for its own `Event` objects,
+whose trigger state is private), and reserving an event's tie-break id before the event
+exists (`ticket()`: the link keeps one event on the heap for a whole train of packets).
+simpy documents subclassing the environment for such needs (its RealtimeEnvironment
+overrides `step()` the same way); `schedule()`, `step()`, `peek()` and `now` keep simpy's
+meaning, so simpy's own events and processes still run on it, in the same order
+(tests/engine/test_scheduler.py).
 
-Events at the same nanosecond run in a fixed order of kinds (simpy's priority) -- segment
+The per-packet path creates no simpy Process or Store: `at()` pushes a `_Call` -- the
+smallest object `step()` processes as an event -- straight onto the heap, and the
+environment calls it back with no generator in between.
+
+Events at the same nanosecond run in a fixed order of kinds (the priority) -- segment
 deliveries, TCP timers, the writer, the reader -- and within a kind in scheduling order.
 The kind order must not depend on when an event was scheduled: the time-skipping engine
 schedules application ticks at other moments than the tick-by-tick one.
@@ -13,10 +23,12 @@ schedules application ticks at other moments than the tick-by-tick one.
 
 from __future__ import annotations
 
-from heapq import heappush
+from heapq import heappop, heappush
+from itertools import count
 from typing import Any, Callable
 
 import simpy
+from simpy.core import EmptySchedule, StopSimulation
 
 NETWORK = 0   # segment deliveries
 TIMER = 1     # TCP timers (delayed ACK, RTO, persist)
@@ -27,14 +39,14 @@ INFINITY = float("inf")
 
 
 class _Call:
-    """A one-shot simpy event that calls fn(*args) when simpy processes it."""
+    """A one-shot event that calls fn(*args) when the environment processes it."""
 
-    __slots__ = ("callbacks", "_ok", "_value", "fn", "args")
+    __slots__ = ("callbacks", "fn", "args")
+    ok = True                           # what step() asks of an event (simpy's Event.ok)
+    defused = False
 
     def __init__(self, fn: Callable[..., Any], args: tuple) -> None:
         self.callbacks = (_Call._fire,)
-        self._ok = True
-        self._value = None
         self.fn = fn
         self.args = args
 
@@ -43,19 +55,64 @@ class _Call:
         ev.fn(*ev.args)
 
 
+class Environment(simpy.Environment):
+    """A simpy environment whose heap tcpsim owns: `heap` of (time, priority, id, event),
+    `clock` the current time (ns), `ids` the tie-break counter. Same ordering as simpy's."""
+
+    def __init__(self, initial_time: int = 0) -> None:
+        super().__init__(initial_time)
+        self.clock = initial_time
+        self.heap: list[tuple[Any, int, int, Any]] = []     # time: int ns (float from simpy users)
+        self.ids = count()
+
+    @property
+    def now(self) -> int:
+        """The current simulation time (ns)."""
+        return self.clock
+
+    def schedule(self, event: Any, priority: int = 1, delay: int | float = 0) -> None:
+        """Schedule `event` `delay` after now with `priority` (simpy's meaning)."""
+        heappush(self.heap, (self.clock + delay, priority, next(self.ids), event))
+
+    def peek(self) -> int | float:
+        """Time of the next event, INFINITY when none is scheduled."""
+        return self.heap[0][0] if self.heap else INFINITY
+
+    def step(self) -> None:
+        """Process the next event: run its callbacks; a failed event nobody defused raises
+        its exception (simpy's `Environment.step()`)."""
+        try:
+            self.clock, _, _, event = heappop(self.heap)
+        except IndexError:
+            raise EmptySchedule from None
+        callbacks, event.callbacks = event.callbacks, None
+        try:
+            for callback in callbacks:
+                callback(event)
+        except StopSimulation:
+            # env.run(until=...) stops here; the event's other callbacks run on resuming
+            event.callbacks = list(callbacks[callbacks.index(callback) + 1:])
+            self.schedule(event, -1)
+            raise
+        if not event.ok and not event.defused:
+            exc = type(event.value)(*event.value.args)
+            exc.__cause__ = event.value
+            raise exc
+
+
 class Scheduler:
-    """Calls callbacks in time order on a simpy environment, integer-nanosecond time."""
+    """Calls callbacks in time order on an `Environment`, integer-nanosecond time."""
 
     def __init__(self) -> None:
-        self.env = simpy.Environment(initial_time=0)
-        self._queue = self.env._queue      # simpy's heap: (time, priority, id, event)
-        self._eid = self.env._eid          # simpy's tie-breaking counter
+        self.env = Environment(initial_time=0)
+        self._queue = self.env.heap        # (time, priority, id, event)
+        self._eid = self.env.ids           # tie-breaking counter
         self.steps = 0                     # events run so far
 
     @property
     def now(self) -> int:
         """Time of the event being run (ns)."""
-        return self.env._now
+        return self.env.clock
 
     def at(self, t: int, prio: int, fn: Callable[..., Any], *args: Any) -> None:
         """Call fn(*args) at absolute time t (>= now), after the events of kind < prio.
@@ -77,7 +134,7 @@ class Scheduler:
         return self._queue[0][0] if self._queue else INFINITY
 
     def run(self, until: int, progress: Callable[[int], None] | None = None) -> None:
-        """Run events up to and including time `until` (simpy's env.step() each)."""
+        """Run events up to and including time `until` (env.step() each)."""
         queue = self._queue
         step = self.env.step
         n = 0
@@ -85,5 +142,5 @@ class Scheduler:
             step()
             n += 1
             if progress is not None and not n & 0x3FFF:
-                progress(self.env._now)
+                progress(self.env.clock)
         self.steps += n

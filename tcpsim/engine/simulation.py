@@ -19,7 +19,7 @@ from tcpsim.core.constants import NS_PER_S
 from tcpsim.core.devices import LocalSender, device
 from tcpsim.core.segment import Segment
 from tcpsim.core.socket import NullSink, TcpSocket
-from tcpsim.engine.apps import BulkWriter, PeriodicWriter, Reader, reader_phases
+from tcpsim.engine.apps import BulkWriter, PeriodicWriter, Reader, make_writer, reader_phases
 from tcpsim.engine.link import LinkDirection
 from tcpsim.engine.scheduler import TIMER, Scheduler
 from tcpsim.policy import Profile
@@ -85,12 +85,7 @@ class Simulation:
         self.shared_skbs = getattr(self.rcv.dev, "shared", False)
         if self.shared_skbs:
             self.rcv.on_peer_release(0)
-        w = scenario.writer
-        self.writer: PeriodicWriter | BulkWriter
-        if w.kind == "periodic":
-            self.writer = PeriodicWriter(self, w.bytes, w.every, w.start)
-        else:
-            self.writer = BulkWriter(self, w.bytes, w.start)
+        self.writer: PeriodicWriter | BulkWriter = make_writer(self, scenario.writer)
         self.reader = Reader(self, iter(()))
         self.reader.phases = reader_phases(scenario.reader, self.reader, scenario.duration)
         self.peaks = Peaks()
@@ -116,11 +111,11 @@ class Simulation:
         if sk is self.rcv:
             self._note_peaks(sk)
             if sk.readable:
-                self.reader.on_readable(self.sched.env._now)
+                self.reader.on_readable(self.sched.now)
         elif self.writer.blocked and sk.can_queue():
-            self.writer.on_writable(self.sched.env._now)
+            self.writer.on_writable(self.sched.now)
         if sk.error and self.died_at < 0:
-            self.died_at = self.sched.env._now
+            self.died_at = self.sched.now
 
     def _note_peaks(self, rcv: TcpSocket) -> None:
         """Track the receiver's extremes (sampled after every event)."""

@@ -15,9 +15,9 @@ A setting is one of three kinds:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from tcpsim.core.sysctl import SysctlError, Sysctls, short_name
+from tcpsim.sysctl_parse import parse_value
 
 # name -> the one value the model matches, or None when any value is fine.
 IRRELEVANT: dict[str, str | None] = {
@@ -43,9 +43,6 @@ IRRELEVANT: dict[str, str | None] = {
     "tcp_min_tso_segs": None,
     "tcp_autocorking": None,
 }
-
-_TRIPLES = {"tcp_rmem", "tcp_wmem"}
-
 
 class SysctlSettingError(ValueError):
     """A setting the real `sysctl` would refuse on this kernel (non-zero status)."""
@@ -76,7 +73,7 @@ def apply_setting(sysctls: Sysctls, name: str, raw: str, known: frozenset[str],
     if short not in Sysctls.__dataclass_fields__:
         raise UnsupportedSysctl(f"unsupported: sysctl {name} is not modelled")
     try:
-        value = _parse(short, raw)
+        value = parse_value(raw, short)
         return Applied(sysctls.with_overrides({name: value}, known=known, profile=profile))
     except (SysctlError, ValueError) as exc:
         raise SysctlSettingError(str(exc)) from None
@@ -87,12 +84,3 @@ def _normal(raw: str) -> str:
         return str(int(raw, 0))
     except ValueError:
         return raw.strip()
-
-
-def _parse(short: str, raw: str) -> Any:
-    if short in _TRIPLES:
-        return raw.split()
-    try:
-        return int(raw, 0)
-    except ValueError:
-        raise SysctlSettingError(f"sysctl {short}: expected an integer, got {raw!r}") from None

@@ -198,7 +198,7 @@ def _build_point(i: int, raw: dict, source: str, values: dict[str, Any],
             if key == "hz":
                 opts.hz = None
     sc = scenario_from_dict(doc, source=source)
-    sc, profile = prepare(sc, opts)             # resolves profile and patches (ProfileError)
+    sc, profile = prepare(sc, opts)             # resolves profile and patches, checks the sysctls on it
     sysctls = profile.default_sysctls().with_overrides(sc.sysctl, known=profile.known_sysctls(),
                                                        profile=profile.name).as_dict()
     return Point(i, values, sc, opts.skip, point_hash(sc, profile.name, sysctls), sysctls)

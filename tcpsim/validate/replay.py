@@ -45,10 +45,13 @@ from tcpsim.engine.simulation import RunResult, Simulation
 from tcpsim.profiles import builtin_profiles, get_profile
 from tcpsim.scenario import Link, Scenario, ScenarioError, scenario_from_dict
 from tcpsim.trace.recorder import MemoryRecorder
+from tcpsim.workload import READER_KINDS, WRITER_KINDS, App
 
 DEFAULT_PROFILE = "linux-6.18"
-CLOCKED_WRITERS = ("periodic", "bulk")
-CLOCKED_READERS = ("periodic", "oscillating", "fast", "oscil")
+# the kinds (tcpsim.workload) whose ticks the replay takes from the trace's rows: every
+# writer; every reader that reads (a `never` reader has no reads to replay)
+CLOCKED_WRITERS = tuple(WRITER_KINDS)
+CLOCKED_READERS = tuple(k for k in READER_KINDS if k != "never")
 
 
 class ReplayError(ValueError):
@@ -301,7 +304,7 @@ def recv_times(v: TraceView) -> tuple[list[tuple[int, int]], int]:
     return out, lag
 
 
-def reader_ticks(reads: list[tuple[int, int]], app: Any, end: int, shift: int) -> list[tuple[int, int, int]]:
+def reader_ticks(reads: list[tuple[int, int]], app: App, end: int, shift: int) -> list[tuple[int, int, int]]:
     """The reader's ticks on the model axis: (time, bytes asked, bytes the kernel read or -1).
 
     A periodic reader ticks on an absolute grid (tcpsim.capture.apps) and logs only the ticks
@@ -310,11 +313,23 @@ def reader_ticks(reads: list[tuple[int, int]], app: Any, end: int, shift: int) -
     no read took are ticks that found nothing -- the model ticks there too, at the grid time.
     A fast reader ticks exactly at its logged reads (it reads whenever woken)."""
     logged = [(t, n) for t, n in reads if t <= end]
-    if app.kind == "fast":
-        cap = app.bytes or (1 << 20)
-        return [(t + shift, cap, n) for t, n in logged]
-    if app.kind == "oscil":
-        return [(t + shift, n, n) for t, n in logged]
+    return READ_TICKS[app.kind](logged, app, end, shift)
+
+
+def _fast_ticks(logged: list[tuple[int, int]], app: App, end: int,
+                shift: int) -> list[tuple[int, int, int]]:
+    cap = app.bytes or (1 << 20)
+    return [(t + shift, cap, n) for t, n in logged]
+
+
+def _logged_ticks(logged: list[tuple[int, int]], app: App, end: int,
+                  shift: int) -> list[tuple[int, int, int]]:
+    return [(t + shift, n, n) for t, n in logged]
+
+
+def _grid_ticks(logged: list[tuple[int, int]], app: App, end: int,
+                shift: int) -> list[tuple[int, int, int]]:
+    """A periodic (or oscillating) reader's grid: see reader_ticks()."""
     every = app.every if app.kind == "periodic" or app.every == app.every2 else 0
     if not every:
         return _gap_ticks(logged, app, end, shift)
@@ -339,7 +354,7 @@ def reader_ticks(reads: list[tuple[int, int]], app: Any, end: int, shift: int) -
     return out
 
 
-def _gap_ticks(logged: list[tuple[int, int]], app: Any, end: int, shift: int) -> list[tuple[int, int, int]]:
+def _gap_ticks(logged: list[tuple[int, int]], app: App, end: int, shift: int) -> list[tuple[int, int, int]]:
     """Ticks for a reader whose period changes (oscillating with two periods): logged reads,
     plus grid ticks in gaps of two periods or more."""
     out: list[tuple[int, int, int]] = []
@@ -355,16 +370,17 @@ def _gap_ticks(logged: list[tuple[int, int]], app: Any, end: int, shift: int) ->
     return out
 
 
-def _phase(app: Any, t: int) -> int:
-    return 0 if app.kind != "oscillating" or app.period <= 0 else (max(0, t) // app.period) % 2
+# how each reader kind's ticks are taken from the trace (every kind in CLOCKED_READERS)
+READ_TICKS = {"fast": _fast_ticks, "oscil": _logged_ticks, "periodic": _grid_ticks,
+               "oscillating": _grid_ticks}
 
 
-def _period_at(app: Any, t: int) -> int:
-    return app.every if _phase(app, t) == 0 else app.every2
+def _period_at(app: App, t: int) -> int:
+    return app.rate_at(t)[1]
 
 
-def _bytes_at(app: Any, t: int) -> int:
-    return app.bytes if _phase(app, t) == 0 else app.bytes2
+def _bytes_at(app: App, t: int) -> int:
+    return app.rate_at(t)[0]
 
 
 # -- the replay applications --------------------------------------------------------------------

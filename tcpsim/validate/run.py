@@ -29,6 +29,7 @@ from tcpsim.validate.outcomes import DEFAULT_STALL_GAP_NS, outcomes
 from tcpsim.validate.report import markdown_table, text
 from tcpsim.validate.scores import Score, Thresholds, score
 from tcpsim.validate.trace import TraceFileError, TraceView, load, view
+from tcpsim.units import seconds_option
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "validation.md"
 BEGIN, END = "<!-- BEGIN GENERATED: validate --write-docs -->", "<!-- END GENERATED -->"
@@ -246,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="every trace in DIR (e.g. tests/fixtures/kernel)")
     ap.add_argument("--profile", default=None, help="model profile (default: the capture's kernel)")
     ap.add_argument("--policy", action="append", default=[], help="patch on top of the profile")
-    ap.add_argument("--until", type=float, default=None, help="compare only the first S seconds")
+    ap.add_argument("--until", type=seconds_option("--until"), default=None,
+                    help='compare only the first part, e.g. "2s" or 2 (seconds)')
     ap.add_argument("--hz", default=None, help="replay at this CONFIG_HZ (default: the capture's)")
     ap.add_argument("--html", default=None, help="write the overlay page here")
     ap.add_argument("--json", action="store_true", help="print JSON instead of text")

@@ -7,6 +7,7 @@ import time
 import pytest
 
 from tcpsim.capture import apps
+from tcpsim.workload import DEFAULT_READER, App, parse_app
 
 
 class FakeSock:
@@ -62,16 +63,27 @@ def test_fast_reader_drains():
     a.close(), b.close()
 
 
-@pytest.mark.parametrize("spec", [{"kind": "never"}, {"kind": "fast"}, {"kind": "oscil"},
-                                  {"kind": "periodic", "bytes": 1, "every": 10**6},
-                                  {"kind": "oscillating", "bytes": 1, "every": 10**6, "bytes2": 2,
-                                   "every2": 10**6, "period": 10**9}])
-def test_make_reader_kinds(spec):
-    assert callable(apps.make_reader(spec, int))
+@pytest.mark.parametrize("table", [{"kind": "never"}, {"kind": "fast"}, {"kind": "oscil"},
+                                   {"kind": "periodic", "bytes": 1, "every": "1ms"},
+                                   {"kind": "oscillating", "bytes": 1, "every": "1ms", "bytes2": 2,
+                                    "every2": "1ms", "period": "1s"}])
+def test_make_reader_kinds(table):
+    assert callable(apps.make_reader(parse_app(table, "reader", DEFAULT_READER)))
 
 
 def test_make_unknown_kinds_raise():
     with pytest.raises(ValueError, match="reader.kind"):
-        apps.make_reader({"kind": "sometimes"}, int)
+        apps.make_reader(App("sometimes"))
     with pytest.raises(ValueError, match="writer.kind"):
-        apps.make_writer({"kind": "trickle"}, int)
+        apps.make_writer(App("trickle"))
+
+
+def test_oscillating_reader_alternates_its_two_rates():
+    a, b = socket.socketpair()
+    a.sendall(b"x" * 10_000)
+    app = App("oscillating", bytes=3, every=2_000_000, bytes2=7, every2=2_000_000,
+              period=20_000_000)
+    log = run_for(apps.oscillating_reader, 0.07, b, app)
+    sizes = {n for _, k, n in log if k == "read"}
+    assert sizes == {3, 7}
+    a.close(), b.close()

@@ -29,15 +29,15 @@ def test_parse_toml_text():
     assert s.duration_ns == 35 * 60 * 10**9
     assert s.delay_ab_ns == s.delay_ba_ns == 10_000_000
     assert s.so_rcvbuf == 32768
-    assert s.writer == {"kind": "periodic", "bytes": 1448, "every": 1_000_000}
-    assert s.reader["every"] == 1_000_000
+    assert (s.writer.kind, s.writer.bytes, s.writer.every) == ("periodic", 1448, 1_000_000)
+    assert s.reader.every == 1_000_000
     assert s.sysctls["net.ipv4.tcp_rmem"] == [4096, 131072, 268435456]
 
 
 def test_plain_dict_defaults():
     s = parse({"name": "x"})
     assert s.role == "client" and s.nodelay and s.initcwnd == 10
-    assert s.writer["kind"] == "bulk" and s.reader["kind"] == "fast"
+    assert s.writer.kind == "bulk" and s.reader.kind == "fast"
     assert not s.delayed
 
 

@@ -33,7 +33,7 @@ def _raw(sc):
 
 
 def _ns(s):
-    from tcpsim.scenario import parse_duration
+    from tcpsim.units import parse_duration
     return parse_duration(s, "test")
 
 

@@ -9,7 +9,7 @@ from tcpsim.validate.replay import capture_hz, matching_profile, reader_ticks, r
 from tcpsim.validate.outcomes import outcomes, stall_start
 from tcpsim.validate.scores import match_acks, rel_error
 from tcpsim.validate.trace import Ack, view
-from tcpsim.scenario import App
+from tcpsim.workload import App
 
 MS = 1_000_000
 
