@@ -44,7 +44,7 @@ def parse_reader(text: str) -> dict[str, Any]:
     from tcpsim.scenario import ScenarioError, parse_duration, parse_size
     try:
         nbytes = parse_size(m.group(1).strip(), "--reader bytes")
-        every = parse_duration(m.group(2).strip(), "--reader every")
+        every = parse_duration(m.group(2).strip(), "--reader every", positive=True)
     except ScenarioError as exc:
         raise PcapError("--reader", None, str(exc), "e.g. --reader periodic:1B/1ms") from None
     if nbytes < 1 or every < 1:

@@ -140,7 +140,7 @@ def _parse(p: Path, doc: dict[str, Any]) -> Study:
     st = Study(path=p, name=str(head.get("name", p.stem)), scenario=_scenario_path(p, scenario),
                description=str(head.get("description", "")))
     if "duration" in head:
-        st.duration = parse_duration(head["duration"], "study.duration")
+        st.duration = parse_duration(head["duration"], "study.duration", positive=True)
     if "profile" in head:
         st.profile = _string(head["profile"], "study.profile")
     if "policies" in head:
