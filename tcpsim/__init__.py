@@ -7,15 +7,10 @@ Layers, bottom up (nothing imports a layer above it):
     tcpsim.trace      trace recorder (Parquet), counters, summaries
     tcpsim.scenario   TOML scenarios -> validated Scenario
     tcpsim.cli        the `tcpsim` command
+
+tcpsim.models and tcpsim.experiments are committed symlinks to models/ and experiments/ at
+the top of the repository (the files users read and copy): one real subpackage for Python,
+mypy and the wheel alike (pyproject.toml maps the same directories for `pip install`).
 """
 
-from pathlib import Path as _Path
-
 __version__ = "0.1.0"
-
-# In a source checkout, models/ and experiments/ sit beside this package (they are the files
-# users copy and edit); an install puts them inside it. Make both layouts import the same way:
-# tcpsim.models.linux_6_1, tcpsim.experiments.
-_here = _Path(__file__).resolve().parent
-if not (_here / "models").is_dir() and (_here.parent / "models").is_dir():
-    __path__.append(str(_here.parent))  # type: ignore[name-defined]
