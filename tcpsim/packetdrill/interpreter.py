@@ -42,7 +42,7 @@ from typing import Any, Callable
 
 from tcpsim.core.devices import device
 from tcpsim.core.sysctl import long_name, short_name
-from tcpsim.profiles import get_profile
+from tcpsim.profiles import get_profile, patch_failure
 
 from .ast import (
     CodeEvent, CommandEvent, Direction, Event, PacketEvent, Script, SyscallEvent,
@@ -173,8 +173,8 @@ class Interpreter:
             return self._result(False, f"{self.file}: internal error: {exc}", None, "internal")
         except Exception as exc:  # noqa: BLE001 - a broken run is reported, never raised
             detail = "".join(traceback.format_exception(exc))
-            return self._result(False, f"{self.file}: internal error: {type(exc).__name__}: "
-                                f"{exc}", None, "internal", detail)
+            what = patch_failure(exc) or f"internal error: {type(exc).__name__}: {exc}"
+            return self._result(False, f"{self.file}: {what}", None, "internal", detail)
         return self._result(True)
 
     def _result(self, passed: bool, message: str = "", line: int | None = None,
