@@ -12,7 +12,7 @@ queue always accepts; the window never shrinks (no tcp_shrink_window).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tcpsim.core.constants import (
     ICSK_ACK_PUSHED, ICSK_ACK_PUSHED2, MAX_TCP_WINDOW, NS_PER_US, TCP_ATO_MIN_NS,
@@ -25,6 +25,8 @@ from tcpsim.core.sysctl import Sysctls
 from tcpsim.policy import KernelPolicy
 
 if TYPE_CHECKING:
+    from collections import deque
+
     from tcpsim.core.socket import TcpSocket
 
 MIB = 1024 * 1024
@@ -577,7 +579,7 @@ class Linux515(KernelPolicy):
         nothing was heard from the peer for TCP_RTO_MAX (120 s)."""
         return sk.now - sk.rcv_tstamp > TCP_RTO_MAX_NS
 
-    def grow_skb(self, sk: TcpSocket, q: Any, missing: int) -> None:
+    def grow_skb(self, sk: TcpSocket, q: deque[int], missing: int) -> None:
         """tcp_grow_skb() does not exist before 6.10: tcp_write_xmit() sends the head skb
         of the write queue as it is, however short (see linux_6_10.py)."""
 

@@ -15,9 +15,7 @@ from typing import List, Optional
 import typer
 
 from tcpsim.core.sysctl import SysctlError
-from tcpsim.profiles import (
-    ProfileError, builtin_patches, builtin_profiles, get_profile, patch_failure,
-)
+from tcpsim.profiles import ProfileError, builtin_patches, builtin_profiles, get_profile
 from tcpsim.scenario import ScenarioError, builtin_experiments, load_scenario, parse_duration
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -457,6 +455,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         typer.echo(f"tcpsim: error: {exc}", err=True)
         sys.exit(2)
     except Exception as exc:
+        from tcpsim.profiles import patch_failure   # the error path only
         line = "" if debug else patch_failure(exc)
         if not line:
             raise
