@@ -492,10 +492,16 @@ class Patch:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for counter, meaning in vars(cls).get("counters", {}).items():
-            declare_counter(counter, meaning)
-        for spec in vars(cls).get("new_sysctls", ()):
-            declare_patch_sysctl(spec.name, patch_label(cls))
+        declare_additions(cls)
+
+
+def declare_additions(patch: type) -> None:
+    """Make the counters and sysctls a patch class declares known (a patch need not derive
+    from Patch: the loader calls this for every patch it applies)."""
+    for counter, meaning in vars(patch).get("counters", {}).items():
+        declare_counter(counter, meaning)
+    for spec in vars(patch).get("new_sysctls", ()):
+        declare_patch_sysctl(spec.name, patch_label(patch))
 
 
 def patch_label(patch: type) -> str:

@@ -25,9 +25,10 @@ from types import CodeType, ModuleType
 
 import tcpsim.models
 import tcpsim.models.patches
+from tcpsim.core.sysctl import SysctlSpec
 from tcpsim.policy import (
-    DECISION_POINTS, PATCH_ATTRIBUTES, POINTS, KernelPolicy, Patch, Profile, own_classes,
-    patch_label,
+    DECISION_POINTS, PATCH_ATTRIBUTES, POINTS, KernelPolicy, Patch, Profile, declare_additions,
+    own_classes, patch_label,
 )
 
 
@@ -83,7 +84,25 @@ def check_patch(cls: type, spec: str = "") -> type:
             elif name.isupper() and name not in POINTS:
                 raise ProfileError(f"{where}: {klass.__name__}.{name} is not a constant of the "
                                    f"era{_nearest(name)}")
+    _check_additions(where, cls)
     return cls
+
+
+def _check_additions(where: str, cls: type) -> None:
+    """The sysctls and counters a patch declares: the right shapes, no core counter."""
+    counters = getattr(cls, "counters", {})
+    if not isinstance(counters, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in counters.items()):
+        raise ProfileError(f"{where}: counters must be a dict {{name: one-line meaning}}")
+    specs = getattr(cls, "new_sysctls", ())
+    if not isinstance(specs, tuple) or not all(isinstance(s, SysctlSpec) for s in specs):
+        raise ProfileError(f"{where}: new_sysctls must be a tuple of "
+                           "tcpsim.core.sysctl.SysctlSpec(name, default, lo, hi, doc)")
+    for klass in own_classes(cls, object):
+        try:
+            declare_additions(klass)
+        except ValueError as exc:
+            raise ProfileError(f"{where}: {exc}; a patch's counters must be new") from None
 
 
 def _check_method(where: str, klass: type, name: str, fn: object) -> None:

@@ -302,3 +302,30 @@ def test_a_declared_patch_counter_reads_zero_and_a_typo_raises():
     with pytest.raises(AttributeError, match="no MIB counter TCPTestCountd"):
         mib.TCPTestCountd += 1
     assert issubclass(Counting, Patch) and not issubclass(Counting, KernelPolicy)
+
+
+def test_a_plain_class_patch_declares_its_own_sysctl_and_counter(tmp_path, capsys):
+    import json
+    f = _patch_file(tmp_path, """
+        from tcpsim.core.sysctl import SysctlSpec
+        class Counting:
+            name = "counting"
+            counters = {"TCPShrinkAskedTest": "shrink_allowed() calls"}
+            new_sysctls = (SysctlSpec("tcp_counting_knob_test", default=7),)
+            def shrink_allowed(self, sk):
+                sk.mib.TCPShrinkAskedTest += 1
+                return sk.sysctl.tcp_counting_knob_test == 8
+    """)
+    code, out, err = cli(capsys, *RUN, "--json", "--policy", f"{f}:Counting",
+                         "-s", "net.ipv4.tcp_counting_knob_test=8")
+    assert code == 0, err
+    assert json.loads(out)["counters"]["TcpExtTCPShrinkAskedTest"] > 0
+
+
+def test_a_patch_may_not_redeclare_a_core_counter(tmp_path, capsys):
+    f = _patch_file(tmp_path, """
+        class Again:
+            counters = {"PruneCalled": "again"}
+    """)
+    line = one_error_line(*cli(capsys, *RUN, "--policy", f"{f}:Again")[::2])
+    assert "PruneCalled is already a core counter" in line
