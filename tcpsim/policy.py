@@ -461,6 +461,9 @@ def _declare() -> dict[str, DecisionPoint]:
 
 
 POINTS: dict[str, DecisionPoint] = _declare()
+DECISION_POINTS: tuple[str, ...] = tuple(POINTS)
+# attributes of a patch class that describe the patch (not decision points)
+PATCH_ATTRIBUTES = frozenset({"name", "summary", "sysctls", "new_sysctls", "counters"})
 
 
 @dataclass(frozen=True)
@@ -471,8 +474,6 @@ class Resolved:
     owner: str                  # qualified name of the class that defines it
     changed: bool               # defined by the profile's own era (or mixin) or a patch
     value: object               # constants: the value; methods: None
-DECISION_POINTS: tuple[str, ...] = tuple(POINTS)
-PATCH_ATTRIBUTES = frozenset({"name", "summary", "sysctls", "new_sysctls", "counters"})
 
 
 class Patch:

@@ -329,3 +329,13 @@ def test_a_patch_may_not_redeclare_a_core_counter(tmp_path, capsys):
     """)
     line = one_error_line(*cli(capsys, *RUN, "--policy", f"{f}:Again")[::2])
     assert "PruneCalled is already a core counter" in line
+
+
+def test_the_interface_and_the_loader_are_mypy_strict_clean():
+    pytest.importorskip("mypy")
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
+                           "--no-incremental", "tcpsim/policy.py", "tcpsim/profiles.py"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
