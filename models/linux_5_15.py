@@ -12,7 +12,7 @@ queue always accepts; the window never shrinks (no tcp_shrink_window).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tcpsim.core.constants import (
     ICSK_ACK_PUSHED, ICSK_ACK_PUSHED2, MAX_TCP_WINDOW, NS_PER_US, TCP_ATO_MIN_NS,
@@ -22,8 +22,11 @@ from tcpsim.core.constants import (
 from tcpsim.core.segment import FIN, PSH, SYN, URG, Segment
 from tcpsim.core.skb import Skb
 from tcpsim.core.sysctl import Sysctls
+from tcpsim.policy import KernelPolicy
 
 if TYPE_CHECKING:
+    from collections import deque
+
     from tcpsim.core.socket import TcpSocket
 
 MIB = 1024 * 1024
@@ -32,12 +35,13 @@ TCP_REMNANT = FIN | URG | SYN | PSH
 SOCK_MIN_RCVBUF = 4608
 
 
-class Linux515:
+class Linux515(KernelPolicy):
     """Linux 5.15: adv_win_scale windows, classic DRS, never-shrink windows."""
 
     RELEASE = "5.15"
     RMEM2_DEFAULT = 6 * MIB
     PINGPONG_THRESH = 3
+    DEFAULT_SCALING_RATIO = -1      # no scaling_ratio before 6.6 (reported as -1)
     SYSCTLS = frozenset({
         "tcp_rmem", "tcp_wmem", "tcp_adv_win_scale", "tcp_app_win", "tcp_moderate_rcvbuf",
         "tcp_timestamps", "tcp_window_scaling", "tcp_sack", "tcp_retries2",
@@ -203,6 +207,9 @@ class Linux515:
     def on_rcv_mss_change(self, sk: TcpSocket, seg: Segment, skb: Skb) -> None:
         """What a segment that changes rcv_mss teaches besides (6.6: scaling_ratio)."""
 
+    def on_scaling_ratio_change(self, sk: TcpSocket) -> None:
+        """No scaling_ratio before 6.6, so nothing follows a change of it."""
+
     def ofo_measure_rcv_mss(self, sk: TcpSocket, seg: Segment, skb: Skb) -> None:
         """Out-of-order data does not update rcv_mss before 6.17."""
 
@@ -253,6 +260,11 @@ class Linux515:
     def shrink_allowed(self, sk: TcpSocket) -> bool:
         """May the window retract? Never before 6.5 (no tcp_shrink_window)."""
         return False
+
+    def nomem_window(self, sk: TcpSocket) -> int:
+        """The window of the ACK a memory drop asks for (ICSK_ACK_NOMEM, 6.6): 5.15 drops
+        silently and never asks; a patch that sets the flag gets 6.6's zero, not stored."""
+        return 0
 
     def select_window(self, sk: TcpSocket) -> int:
         """Models __tcp_select_window(): the window memory allows, in bytes, before the
@@ -354,6 +366,11 @@ class Linux515:
     def overwindow_drop(self, sk: TcpSocket) -> None:
         """tcp_data_queue() drops a segment that starts beyond the window
         (TCP_OVERWINDOW): no counter of its own."""
+
+    def end_beyond_window(self, sk: TcpSocket, seg: Segment, right: int) -> bool:
+        """Before 6.17 only a segment's start is checked against the window: its end never
+        makes it unacceptable."""
+        return False
 
     def zero_window_accepts(self, sk: TcpSocket, seg: Segment) -> bool:
         """In-order data at a zero window is dropped (TCPZeroWindowDrop), FIN included."""
@@ -483,6 +500,11 @@ class Linux515:
     def ofo_rcvbuf_grow(self, sk: TcpSocket) -> None:
         """Out-of-order data does not grow sk_rcvbuf before 6.18."""
 
+    def ofo_prune_done(self, sk: TcpSocket, dropped: Skb) -> bool:
+        """The stop test of tcp_prune_ofo_queue() [5.15]: back under budget (rmem <=
+        rcvbuf, as can_ingest() tests it; 5.15's prune_ofo_queue() applies it inline)."""
+        return self.can_ingest(sk, dropped)
+
     # -- receive buffer autotuning (DRS) -----------------------------------------------------------
 
     def rcv_space_gate_us(self, sk: TcpSocket) -> int:
@@ -530,6 +552,10 @@ class Linux515:
     def rcvbuf_grow(self, sk: TcpSocket, newval: int) -> None:
         """tcp_rcvbuf_grow() does not exist before 6.16."""
 
+    def rcvbuf_grow_term(self, sk: TcpSocket, newval: int, oldval: int) -> int:
+        """No tcp_rcvbuf_grow() before 6.16, so no growth term (6.18 brings one back)."""
+        return 0
+
     # -- ACK details ----------------------------------------------------------------------------------
 
     def dec_quickack_mode(self, sk: TcpSocket) -> None:
@@ -553,7 +579,7 @@ class Linux515:
         nothing was heard from the peer for TCP_RTO_MAX (120 s)."""
         return sk.now - sk.rcv_tstamp > TCP_RTO_MAX_NS
 
-    def grow_skb(self, sk: TcpSocket, q: Any, missing: int) -> None:
+    def grow_skb(self, sk: TcpSocket, q: deque[int], missing: int) -> None:
         """tcp_grow_skb() does not exist before 6.10: tcp_write_xmit() sends the head skb
         of the write queue as it is, however short (see linux_6_10.py)."""
 

@@ -12,12 +12,14 @@ an skb split at the window edge goes out whole with the next skb's bytes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tcpsim.models.linux_6_8 import Linux68
 from tcpsim.policy import Profile
 
 if TYPE_CHECKING:
+    from collections import deque
+
     from tcpsim.core.socket import TcpSocket
 
 
@@ -30,7 +32,7 @@ class Linux610(Linux68):
         """tcp_select_initial_window() [6.10+]: rcv_wnd = space."""
         return space
 
-    def grow_skb(self, sk: TcpSocket, q: Any, missing: int) -> None:
+    def grow_skb(self, sk: TcpSocket, q: deque[int], missing: int) -> None:
         """tcp_grow_skb() [tcp_output.c, 6.10+]: the head skb (q[0]) takes up to `missing`
         bytes -- what it lacks of min(cwnd quota, tcp_tso_segs()) MSS -- from the front of
         the next one (q[1]); an emptied next skb is unlinked. Only called with len(q) > 1."""

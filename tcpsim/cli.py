@@ -29,6 +29,13 @@ app.add_typer(profiles_app, name="profiles")
 USER_ERRORS = (ScenarioError, SysctlError, ProfileError)
 
 
+@app.callback()
+def _options(debug: bool = typer.Option(
+        False, "--debug", help="when a patch fails, show the full traceback instead of one "
+                               "line (accepted anywhere on the command line)")) -> None:
+    """Simulate the Linux TCP receive path, per kernel version and patch."""
+
+
 def _fail(msg: str) -> None:
     typer.echo(f"tcpsim: error: {msg}", err=True)
     raise typer.Exit(2)
@@ -127,28 +134,38 @@ def profiles_list(ctx: typer.Context) -> None:
 
 @profiles_app.command("show")
 def profiles_show(name: str, source: Optional[str] = typer.Option(
-        None, "--source", help="print the code of one decision point")) -> None:
-    """Show a profile's decision points (and which kernel class defines each) and defaults."""
+        None, "--source", help="print the code of one decision point"),
+        policy: List[str] = typer.Option([], "--policy", help="show it with this patch applied "
+                                                              "(repeatable)")) -> None:
+    """Show every decision point of a profile: its kind, the class that defines it (* = this
+    era or patch changed it), the kernel function it models; then the sysctl defaults."""
     try:
-        p = get_profile(name)
-    except ProfileError as exc:
+        p = get_profile(name, policy)
+    except USER_ERRORS as exc:
         _fail(str(exc))
         return
     if source:
         try:
             typer.echo(p.source_of(source))
-        except AttributeError:
-            _fail(f"--source {source}: no such decision point")
+        except (AttributeError, TypeError):
+            _fail(f"--source {source}: no such decision point (or a constant: see profiles show)")
         return
     typer.echo(f"{p.name}: {p.summary}")
-    typer.echo("decision points:")
-    for point, owner in p.decision_points():
-        typer.echo(f"  {point:<24} {owner}")
+    typer.echo("decision points (* = changed by this profile's own era or its patches):")
+    rows = p.decision_points()
+    width = max(len(r.owner) for r in rows) + 2
+    for r in rows:
+        owner = r.owner + (" *" if r.changed else "")
+        what = f"= {r.value}" if r.point.name not in ("SYSCTLS",) and not r.point.is_method \
+            else r.point.models
+        typer.echo(f"  {r.point.name:<24} {r.point.kind.value:<9} {owner:<{width}} {what}")
     typer.echo("sysctl defaults:")
     known = p.known_sysctls()
     for k, v in p.default_sysctls().as_dict().items():
         if k.split(".")[-1] in known:
             typer.echo(f"  {k} = {v}")
+    if p.counters():
+        typer.echo("counters the patches add: " + ", ".join(f"TcpExt{c}" for c in p.counters()))
     typer.echo("kernel tick (CONFIG_HZ): a build option, not part of the profile; set it per run "
                "with --hz or hz = 250 in the scenario (100, 250, 300, 1000; unset: tcpsim's 1 ms "
                "clock with exact timers)")
@@ -642,12 +659,24 @@ def claims(
         raise typer.Exit(1)
 
 
-def main() -> None:
-    """Entry point of the console script."""
+def main(argv: Optional[List[str]] = None) -> None:
+    """Entry point of the console script (`argv`: the arguments, default sys.argv[1:]).
+
+    A patch that raises while a simulation runs is reported in one line naming the patch,
+    the decision point and the line; `--debug` (anywhere) shows the traceback instead."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
     try:
-        app()
+        app(args=[a for a in args if a != "--debug"])
     except USER_ERRORS as exc:  # pragma: no cover - safety net
         typer.echo(f"tcpsim: error: {exc}", err=True)
+        sys.exit(2)
+    except Exception as exc:
+        from tcpsim.profiles import patch_failure   # the error path only
+        line = "" if debug else patch_failure(exc)
+        if not line:
+            raise
+        typer.echo(f"tcpsim: error: {line} (--debug shows the traceback)", err=True)
         sys.exit(2)
 
 

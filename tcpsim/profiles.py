@@ -3,26 +3,40 @@
 `get_profile("linux-6.1", patches=["shrink-window", "./my.py:MyPatch"])` returns a Profile
 ready to build sockets. Built-in names come from every module in tcpsim.models (a module
 defines PROFILE or PATCH); a user policy is `path.py:ClassName`.
+
+Every patch is checked against the declaration in tcpsim/policy.py before it is applied
+(`check_patch`): its public methods must be declared decision points with the declared
+parameters, its upper-case attributes declared constants, and no patch may be applied twice.
+When a patch raises while a simulation runs, `patch_failure()` turns the exception into one
+line naming the patch, the decision point and the line.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
+import inspect
 import pkgutil
 import sys
+import traceback
 from pathlib import Path
+from types import CodeType, ModuleType
 
 import tcpsim.models
 import tcpsim.models.patches
-from tcpsim.policy import Patch, Profile
+from tcpsim.core.sysctl import SysctlSpec
+from tcpsim.policy import (
+    DECISION_POINTS, PATCH_ATTRIBUTES, POINTS, KernelPolicy, Patch, Profile, declare_additions,
+    own_classes, patch_label,
+)
 
 
 class ProfileError(ValueError):
     """An unknown profile or patch, or a policy file that cannot be loaded."""
 
 
-def _modules(package) -> list:
+def _modules(package: ModuleType) -> list[ModuleType]:
     mods = []
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
         if not info.ispkg:
@@ -38,8 +52,106 @@ def builtin_profiles() -> dict[str, Profile]:
 
 
 def builtin_patches() -> dict[str, type]:
-    """Every PATCH defined in models/patches/."""
-    return {m.PATCH.name: m.PATCH for m in _modules(tcpsim.models.patches) if hasattr(m, "PATCH")}
+    """Every PATCH defined in models/patches/ (each checked like a user's patch)."""
+    found = {m.PATCH.name: m.PATCH for m in _modules(tcpsim.models.patches) if hasattr(m, "PATCH")}
+    for cls in found.values():
+        check_patch(cls)
+    return found
+
+
+# code object of a patch's method -> (patch, decision point), for patch_failure()
+_PATCH_CODE: dict[CodeType, tuple[str, str]] = {}
+
+
+def check_patch(cls: type, spec: str = "") -> type:
+    """Check a patch class against the declared decision points; ProfileError (one line) if
+    a public method is not a decision point, takes other parameters than declared, or an
+    upper-case attribute is not a declared constant. Returns the class."""
+    where = f"--policy {spec or patch_label(cls)}"
+    if issubclass(cls, KernelPolicy):
+        era = next(k for k in cls.__mro__[1:] if issubclass(k, KernelPolicy))
+        raise ProfileError(f"{where}: {cls.__name__} subclasses the kernel class {era.__name__}; "
+                           "a patch is a mixin: derive it from tcpsim.policy.Patch (or nothing) "
+                           "and choose the kernel with -p")
+    for klass in own_classes(cls, object):
+        for name, value in vars(klass).items():
+            if name.startswith("_") or name in PATCH_ATTRIBUTES:
+                continue
+            if isinstance(value, (staticmethod, classmethod)):
+                value = value.__func__
+            if callable(value):
+                _check_method(where, klass, name, value)
+            elif name.isupper() and name not in POINTS:
+                raise ProfileError(f"{where}: {klass.__name__}.{name} is not a constant of the "
+                                   f"era{_nearest(name)}")
+    _check_additions(where, cls)
+    return cls
+
+
+def _check_additions(where: str, cls: type) -> None:
+    """The sysctls and counters a patch declares: the right shapes, no core counter."""
+    counters = getattr(cls, "counters", {})
+    if not isinstance(counters, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in counters.items()):
+        raise ProfileError(f"{where}: counters must be a dict {{name: one-line meaning}}")
+    specs = getattr(cls, "new_sysctls", ())
+    if not isinstance(specs, tuple) or not all(isinstance(s, SysctlSpec) for s in specs):
+        raise ProfileError(f"{where}: new_sysctls must be a tuple of "
+                           "tcpsim.core.sysctl.SysctlSpec(name, default, lo, hi, doc)")
+    for klass in own_classes(cls, object):
+        try:
+            declare_additions(klass)
+        except ValueError as exc:
+            raise ProfileError(f"{where}: {exc}; a patch's counters must be new") from None
+
+
+def _check_method(where: str, klass: type, name: str, fn: object) -> None:
+    point = POINTS.get(name)
+    if point is None or not point.is_method:
+        raise ProfileError(f"{where}: {klass.__name__}.{name} is not a decision point"
+                           f"{_nearest(name)}; private helpers start with _")
+    try:
+        params = tuple(inspect.signature(fn).parameters)[1:]   # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        params = ()
+    if params != point.params:
+        raise ProfileError(f"{where}: {klass.__name__}.{name} takes ({', '.join(params)}); "
+                           f"the decision point is {name}{point.signature}")
+    code = getattr(fn, "__code__", None)
+    if isinstance(code, CodeType):
+        _PATCH_CODE[code] = (where.split(" ", 1)[1], name)
+
+
+def _nearest(name: str) -> str:
+    close = difflib.get_close_matches(name, DECISION_POINTS, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else " (tcpsim profiles show linux-6.18 lists them)"
+
+
+def patch_failure(exc: BaseException) -> str:
+    """One line for an exception raised inside a patch's method while a simulation ran
+    ("" when no patch method is on the traceback: not the patch's fault)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    codes = _tb_codes(exc)
+    for frame, code in zip(reversed(frames), reversed(codes)):
+        hit = _PATCH_CODE.get(code)
+        if hit is None:
+            continue
+        patch, point = hit
+        raised = frames[-1]
+        at = f"{frame.filename}:{frame.lineno}"
+        deeper = "" if raised is frame else f" (raised at {raised.filename}:{raised.lineno})"
+        return (f"patch {patch} failed in decision point {point} at {at}{deeper}: "
+                f"{type(exc).__name__}: {exc}")
+    return ""
+
+
+def _tb_codes(exc: BaseException) -> list[CodeType]:
+    codes = []
+    tb = exc.__traceback__
+    while tb is not None:
+        codes.append(tb.tb_frame.f_code)
+        tb = tb.tb_next
+    return codes
 
 
 def load_policy_file(spec: str) -> type:
@@ -51,6 +163,8 @@ def load_policy_file(spec: str) -> type:
     if not path.is_file():
         raise ProfileError(f"--policy {spec}: file {path} not found")
     mod_name = f"tcpsim_user_policy_{abs(hash(str(path.resolve())))}"
+    if mod_name in sys.modules:                  # the same file twice: the same classes
+        return _class_of(spec, path, sys.modules[mod_name], cls_name)
     module_spec = importlib.util.spec_from_file_location(mod_name, path)
     if module_spec is None or module_spec.loader is None:
         raise ProfileError(f"--policy {spec}: cannot load {path} as Python")
@@ -59,11 +173,16 @@ def load_policy_file(spec: str) -> type:
     try:
         module_spec.loader.exec_module(module)
     except Exception as exc:  # a user's file: report, do not crash
+        del sys.modules[mod_name]
         raise ProfileError(f"--policy {spec}: {path} failed to import: {type(exc).__name__}: {exc}") from None
+    return _class_of(spec, path, module, cls_name)
+
+
+def _class_of(spec: str, path: Path, module: ModuleType, cls_name: str) -> type:
     cls = getattr(module, cls_name, None)
     if not isinstance(cls, type):
         raise ProfileError(f"--policy {spec}: {path} defines no class {cls_name}")
-    return cls
+    return check_patch(cls, spec)
 
 
 def get_patch(spec: str) -> type:
@@ -78,15 +197,27 @@ def get_patch(spec: str) -> type:
 
 
 def get_profile(name: str, patches: list[str] | tuple[str, ...] = ()) -> Profile:
-    """A profile by name with patches applied in order."""
+    """A profile by name with patches applied in order (each at most once)."""
     profiles = builtin_profiles()
+    builtin_patches()           # declares the built-in patches' sysctls and counters
     if name not in profiles:
         raise ProfileError(f"unknown profile {name!r}; choose one of: {', '.join(profiles)}")
     profile = profiles[name]
-    if patches:
-        profile = profile.with_patches(*(get_patch(p) for p in patches))
+    if not patches:
+        return profile
+    classes = [get_patch(p) for p in patches]
+    for i, cls in enumerate(classes):
+        if cls in classes[:i]:
+            raise ProfileError(f"--policy {patches[i]}: the patch is given twice; apply each "
+                               "patch once")
+    profile = profile.with_patches(*classes)
+    try:
+        profile.policy_class()
+    except TypeError as exc:    # e.g. no consistent method resolution order
+        raise ProfileError(f"--policy {'+'.join(patches)}: these patches cannot be combined "
+                           f"on {name}: {exc}") from None
     return profile
 
 
 __all__ = ["Patch", "Profile", "ProfileError", "builtin_patches", "builtin_profiles",
-           "get_patch", "get_profile", "load_policy_file"]
+           "check_patch", "get_patch", "get_profile", "load_policy_file", "patch_failure"]

@@ -11,11 +11,10 @@ Cloudflare's production value: 6 MiB (the default of this patch; set 0 for stock
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tcpsim.core.skb import Skb
-from tcpsim.core.sysctl import Sysctls
+from tcpsim.core.sysctl import SysctlSpec
 from tcpsim.policy import Patch
 
 if TYPE_CHECKING:
@@ -27,10 +26,10 @@ class CollapseMaxBytes(Patch):
 
     name = "collapse-max-bytes"
     summary = "Cloudflare's tcp_collapse_max_bytes: drop instead of collapsing big queues (6 MiB)"
-    sysctls = frozenset({"tcp_collapse_max_bytes"})
-
-    def default_sysctls(self) -> Sysctls:
-        return replace(super().default_sysctls(), tcp_collapse_max_bytes=6 << 20)  # type: ignore[misc]
+    new_sysctls = (SysctlSpec("tcp_collapse_max_bytes", default=6 << 20, lo=0, hi=2**31 - 1,
+                              doc="collapse only while sk_rmem_alloc is below it; 0 = always"),)
+    counters = {"TCPCollapseMaxBytesExceeded":
+                "collapse skipped above tcp_collapse_max_bytes (Cloudflare patch)"}
 
     def collapse(self, sk: TcpSocket, skb: Skb) -> None:
         """tcp_prune_queue() with the patch: collapse only below the threshold."""

@@ -6,6 +6,8 @@ The socket bumps attributes of a `Mib`; `as_nstat()` renders them as `TcpExt<Nam
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 # name -> one-line meaning (shown by `tcpsim run --json` consumers and the docs)
 COUNTERS: dict[str, str] = {
     "TCPRcvCoalesce": "segments coalesced into a queued skb (tcp_try_coalesce)",
@@ -38,23 +40,50 @@ COUNTERS: dict[str, str] = {
     "TCPLossProbeRecovery": "losses a tail loss probe repaired (cwnd reduced)",
     "TCPDSACKOldSent": "D-SACKs sent for old data",
     "TCPDSACKOfoSent": "D-SACKs sent for out-of-order duplicates",
-    "TCPCollapseMaxBytesExceeded": "collapse skipped above tcp_collapse_max_bytes (Cloudflare patch)",
 }
+# Counters patches add (name -> meaning), declared with the patch (`Patch.counters`).
+PATCH_COUNTERS: dict[str, str] = {}
+
+
+def declare_counter(name: str, meaning: str) -> None:
+    """Make `name` a counter a patch may bump (`sk.mib.<name> += 1`); starts at zero."""
+    if name in COUNTERS:
+        raise ValueError(f"counter {name} is already a core counter")
+    PATCH_COUNTERS[name] = meaning
+
+
+def counter_meaning(name: str) -> str:
+    """The one-line meaning of a core or patch counter ('' if unknown)."""
+    return COUNTERS.get(name) or PATCH_COUNTERS.get(name, "")
 
 
 class Mib:
-    """Per-socket counters. Attribute per counter, all starting at zero."""
+    """Per-socket counters. Attribute per counter, all starting at zero. The core's counters
+    are slots; a patch's declared counters live in the instance dict once bumped."""
 
-    __slots__ = tuple(COUNTERS)
+    __slots__ = (*COUNTERS, "__dict__")
 
     def __init__(self) -> None:
         for name in COUNTERS:
             setattr(self, name, 0)
 
-    def as_nstat(self) -> dict[str, int]:
-        """Counters keyed as nstat prints them (TcpExtX), including zeros."""
+    if TYPE_CHECKING:   # counters are attributes set by name: tell the type checker they are ints
+        def __setattr__(self, name: str, value: int) -> None: ...
+
+    def __getattr__(self, name: str) -> int:
+        """A declared patch counter not bumped yet reads 0; anything else is a typo."""
+        if name in PATCH_COUNTERS:
+            return 0
+        raise AttributeError(f"no MIB counter {name}; a patch declares its own in "
+                             "`counters = {name: meaning}`")
+
+    def as_nstat(self, extra: tuple[str, ...] = ()) -> dict[str, int]:
+        """Counters keyed as nstat prints them (TcpExtX), including zeros; `extra` names the
+        patch counters of the profile (shown even at zero)."""
         out = {}
         for name in COUNTERS:
             key = "TcpRetransSegs" if name == "TCPRetransSegs" else f"TcpExt{name}"
             out[key] = getattr(self, name)
+        for name in (*extra, *(n for n in vars(self) if n not in extra)):
+            out[f"TcpExt{name}"] = getattr(self, name)
         return out

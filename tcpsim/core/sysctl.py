@@ -8,11 +8,23 @@ one clear error per bad value (the name, what is wrong, what to write instead).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, Iterable
 
 
 class SysctlError(ValueError):
     """A sysctl setting that the kernel would refuse (unknown name, wrong type, out of range)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SysctlSpec:
+    """A sysctl a patch adds (the core does not know it): its name, default and the range the
+    patched kernel accepts. Declared in the patch (`Patch.new_sysctls`)."""
+
+    name: str
+    default: int
+    lo: int = 0
+    hi: int = 2**31 - 1
+    doc: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,13 +43,28 @@ class Sysctls:
     tcp_retries2: int = 15
     tcp_invalid_ratelimit: int = 500  # ms
     tcp_rcvbuf_low_rtt: int = 1000    # us (6.19)
-    tcp_collapse_max_bytes: int = 0   # Cloudflare out-of-tree patch; 0 = stock behaviour
     tcp_workaround_signed_windows: int = 0
     tcp_backlog_ack_defer: int = 1
     tcp_comp_sack_nr: int = 44
     tcp_comp_sack_delay_ns: int = 1_000_000
     rmem_max: int = 212992            # net.core.rmem_max
     wmem_max: int = 212992            # net.core.wmem_max
+    # sysctls the applied patches add (SysctlSpec, value); read as attributes like the others
+    patched: tuple[tuple[SysctlSpec, int], ...] = ()
+
+    def __getattr__(self, name: str) -> int:
+        """A patch's sysctl (only reached for names that are not fields)."""
+        if not name.startswith("_") and name != "patched":
+            for spec, value in self.patched:
+                if spec.name == name:
+                    return value
+        raise AttributeError(f"sysctl {name}: not set on this kernel (no patch adds it)")
+
+    def with_specs(self, specs: Iterable[SysctlSpec]) -> "Sysctls":
+        """A copy that also has the patches' sysctls `specs`, at their defaults."""
+        have = {spec.name for spec, _ in self.patched}
+        added = tuple((s, s.default) for s in specs if s.name not in have)
+        return replace(self, patched=self.patched + added) if added else self
 
     def with_overrides(self, settings: dict[str, Any], known: frozenset[str] | None = None,
                        profile: str = "") -> "Sysctls":
@@ -46,8 +73,17 @@ class Sysctls:
         `known` limits the names to those that exist on the profile's kernel.
         """
         changes: dict[str, Any] = {}
+        patched = {spec.name: spec for spec, _ in self.patched}
+        values = {spec.name: value for spec, value in self.patched}
         for full, value in settings.items():
             short = short_name(full)
+            if short in patched:
+                values[short] = _validate_spec(full, patched[short], value)
+                continue
+            if short in PATCH_SYSCTLS:
+                raise SysctlError(f"sysctl {full}: does not exist on {profile or 'this kernel'}; "
+                                  f"the patch {PATCH_SYSCTLS[short]} adds it: "
+                                  f"add --policy {PATCH_SYSCTLS[short]}")
             if short not in _FIELD_TYPES:
                 raise SysctlError(f"sysctl {full}: unknown to tcpsim; known: "
                                   + ", ".join(long_name(n) for n in sorted(_FIELD_TYPES)))
@@ -56,22 +92,36 @@ class Sysctls:
                                                  "or apply the patch that adds it (--policy)")
                 raise SysctlError(f"sysctl {full}: does not exist on {profile or 'this kernel'}; {hint}")
             changes[short] = _validate(full, short, value)
+        if self.patched:
+            changes["patched"] = tuple((spec, values[spec.name]) for spec, _ in self.patched)
         return replace(self, **changes)
 
     def as_dict(self) -> dict[str, Any]:
         """{kernel name: value}, e.g. {"net.ipv4.tcp_rmem": [4096, 131072, 6291456]}."""
         out: dict[str, Any] = {}
         for f in fields(self):
+            if f.name == "patched":
+                continue
             v = getattr(self, f.name)
             out[long_name(f.name)] = list(v) if isinstance(v, tuple) else v
+        for spec, value in self.patched:
+            out[long_name(spec.name)] = value
         return out
 
 
-_FIELD_TYPES = {f.name: f.type for f in fields(Sysctls)}
+_FIELD_TYPES = {f.name: f.type for f in fields(Sysctls) if f.name != "patched"}
+# sysctl name -> the patch that adds it, for the error that names the patch (filled by
+# declare_patch_sysctl as patch classes are defined)
+PATCH_SYSCTLS: dict[str, str] = {}
+
+
+def declare_patch_sysctl(name: str, patch: str) -> None:
+    """Record that the patch `patch` adds the sysctl `name` (for error messages)."""
+    PATCH_SYSCTLS[name] = patch
+
 _MISSING_HINTS = {
     "tcp_shrink_window": "it arrived in 6.5 and 6.1.59: use -p linux-6.1.59 (or later) "
                          "or --policy shrink-window",
-    "tcp_collapse_max_bytes": "it is Cloudflare's out-of-tree patch: add --policy collapse-max-bytes",
     "tcp_rcvbuf_low_rtt": "it arrived in 6.19, which tcpsim does not model yet",
 }
 _CORE = {"rmem_max", "wmem_max"}
@@ -84,7 +134,6 @@ _RANGES = {
     "tcp_retries2": (0, 255),
     "tcp_invalid_ratelimit": (0, 2**31 - 1),
     "tcp_rcvbuf_low_rtt": (0, 2**31 - 1),
-    "tcp_collapse_max_bytes": (0, 2**31 - 1),
     "tcp_comp_sack_nr": (0, 255),
     "tcp_comp_sack_delay_ns": (0, 2**63 - 1),
     "rmem_max": (1, 2**31 - 1),
@@ -115,6 +164,15 @@ def _validate(full: str, short: str, value: Any) -> Any:
     lo, hi = _RANGES.get(short, (-(2**31), 2**31 - 1))
     if not lo <= value <= hi:
         raise SysctlError(f"sysctl {full}: {value} is out of range; the kernel accepts {lo}..{hi}")
+    return value
+
+
+def _validate_spec(full: str, spec: SysctlSpec, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SysctlError(f"sysctl {full}: expected an integer, got {value!r}")
+    if not spec.lo <= value <= spec.hi:
+        raise SysctlError(f"sysctl {full}: {value} is out of range; the patch accepts "
+                          f"{spec.lo}..{spec.hi}")
     return value
 
 

@@ -202,7 +202,7 @@ class Simulation:
     def result(self, wall: float) -> RunResult:
         """Summary numbers a person can read in ten seconds."""
         rcv, snd, sc = self.rcv, self.snd, self.scenario
-        c = rcv.mib.as_nstat()
+        c = rcv.mib.as_nstat(self.profile.counters())
         dur_s = sc.duration / NS_PER_S
         delivered = self.reader.read_bytes
         summary = {

@@ -103,7 +103,7 @@ class Host:
         """The namespace's SNMP counters: the sum over every socket."""
         total: dict[str, int] = {}
         for sk in self.sockets:
-            for name, value in sk.mib.as_nstat().items():
+            for name, value in sk.mib.as_nstat(self.profile.counters()).items():
                 total[name] = total.get(name, 0) + value
         return total
 

@@ -172,9 +172,10 @@ class Interpreter:
         except HarnessError as exc:
             return self._result(False, f"{self.file}: internal error: {exc}", None, "internal")
         except Exception as exc:  # noqa: BLE001 - a broken run is reported, never raised
+            from tcpsim.profiles import patch_failure   # the error path only
             detail = "".join(traceback.format_exception(exc))
-            return self._result(False, f"{self.file}: internal error: {type(exc).__name__}: "
-                                f"{exc}", None, "internal", detail)
+            what = patch_failure(exc) or f"internal error: {type(exc).__name__}: {exc}"
+            return self._result(False, f"{self.file}: {what}", None, "internal", detail)
         return self._result(True)
 
     def _result(self, passed: bool, message: str = "", line: int | None = None,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
-from tcpsim.core.mib import COUNTERS
+from tcpsim.core.mib import counter_meaning
 from tcpsim.report.summary import SUMMARY_FIELDS
 
 Row = dict[str, Any]
@@ -105,7 +105,7 @@ def counter_rows(counters: Mapping[str, Mapping[str, int]], nonzero_only: bool =
         if nonzero_only and not any(values.values()):
             continue
         short = name.removeprefix("TcpExt").removeprefix("Tcp")
-        hint = COUNTERS.get(short, "")
+        hint = counter_meaning(short)
         rows.append(make_row("counters", name, name, "count", values, hint))
     return rows
 
