@@ -128,7 +128,7 @@ def _options(profile: str | None, policy: PolicyLike | None, sysctl: Mapping[str
     from tcpsim.scenario import check_hz
     return RunOptions(profile=profile, policies=_policies(policy), sysctl=_sysctls(sysctl),
                       duration=_duration(duration), seed=_seed(seed),
-                      hz=None if hz is None else check_hz(hz, "hz"))
+                      hz=None if hz is None else check_hz(hz, "hz"), sysctl_origin="")
 
 
 def _user_error(exc: Exception) -> Exception:

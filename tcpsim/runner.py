@@ -29,6 +29,7 @@ class RunOptions:
     pcap: str | Path | None = None          # write the receiver's packets here (pcap)
     progress: bool = False
     note: Callable[[str], None] | None = None   # told once if the run will take long (pace_note)
+    sysctl_origin: str = "--sysctl"         # prefix of a sysctl error ("": none, the API argument)
 
 
 def prepare(scenario: Scenario, opts: RunOptions) -> tuple[Scenario, Any]:
@@ -45,7 +46,7 @@ def prepare(scenario: Scenario, opts: RunOptions) -> tuple[Scenario, Any]:
     profile = get_profile(name, policies)
     check_sysctls(sc.sysctl, profile, where=sc.source)     # the file's own, naming the file
     if opts.sysctl:
-        check_sysctls(opts.sysctl, profile, where="--sysctl")
+        check_sysctls(opts.sysctl, profile, where=opts.sysctl_origin)
         sc = sc.with_(sysctl={**sc.sysctl, **opts.sysctl})
     sc = sc.with_(profile=name, policies=policies)
     return sc, profile
