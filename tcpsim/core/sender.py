@@ -27,11 +27,14 @@ from tcpsim.core.constants import (
     TCP_SYN_RETRIES, TCP_SYNACK_RETRIES, TCP_TIMEOUT_INIT_NS, skb_truesize,
 )
 from tcpsim.core.segment import ACK, FIN, PSH, Segment
+from tcpsim.core.state import (
+    CLOSE_WAIT, CLOSED, ESTABLISHED, FIN_WAIT1, HANDSHAKE_STATES, INFINITE_SSTHRESH, LAST_ACK,
+    LISTEN, SEND_STATES, SYN_SENT, XMIT_STATES,
+)
 
 if TYPE_CHECKING:
     from tcpsim.core.socket import TcpSocket
 
-INFINITE_SSTHRESH = 0x7FFFFFFF
 SND_SKB_OVERHEAD = skb_truesize(256)     # head of a sender skb (tcp_stream_alloc_skb)
 _PER_MSS_MEM = 4096 + 256                # tcp_sndbuf_expand(): roundup_pow_of_two + sk_buff
 # sk_gso_max_size of a TCP socket on a device with the legacy 64 KiB GSO limit (veth, lo):
@@ -45,8 +48,6 @@ TCP_TSO_RTT_LOG = 9                      # net.ipv4.tcp_tso_rtt_log
 TCP_PACING_SS_RATIO, TCP_PACING_CA_RATIO = 200, 120   # net.ipv4.tcp_pacing_{ss,ca}_ratio
 SK_PACING_SHIFT = 10                     # sk_pacing_shift: about 1 ms of data per TSO packet
 
-_XMIT_STATES = frozenset({"ESTABLISHED", "CLOSE_WAIT", "FIN_WAIT1", "LAST_ACK", "CLOSING"})
-
 # _tso_should_defer() results: send now, defer, defer and count as cwnd-limited
 DEFER, DEFER_CWND_LIMITED = 1, 2
 
@@ -59,62 +60,25 @@ class SendMixin:
 
     __slots__ = ()
 
-    def _init_send_state(self: TcpSocket, initcwnd: int, nodelay: bool) -> None:
-        self.iss = self.snd_una = self.snd_nxt = self.write_seq = 0
-        self.snd_wnd = self.snd_wl1 = self.max_window = 0
-        self.bytes_acked = 0
-        self.initcwnd = initcwnd
-        self.snd_cwnd = initcwnd
-        self.snd_ssthresh = INFINITE_SSTHRESH
-        self.cwnd_cnt = 0
-        self.cwnd_limited = False                # tp->is_cwnd_limited
-        self.max_packets_out = 0                 # tp->max_packets_out
-        self.cwnd_usage_seq = 0                  # tp->cwnd_usage_seq
-        self.srtt_us8 = 0
-        self.mdev_us = 0
-        self.rto = TCP_TIMEOUT_INIT_NS
-        self.rtx_queue: deque[list[int]] = deque()
-        self.write_queue: deque[int] = deque()   # lengths of the unsent skbs, in order
-        self.snd_sml = 0                         # end of the last small segment sent
-        self.pacing_rate = -1                    # sk_pacing_rate, bytes/s; -1: ~0UL (unlimited)
-        self.min_rtt_us = 0                      # tcp_min_rtt(); 0: no sample yet
-        self.wstamp_ns = 0                       # tcp_wstamp_ns: when data was last sent
-        self.tlp_deadline = 0                    # ICSK_TIME_LOSS_PROBE armed until then (ns)
-        self.tlp_high_seq = 0                    # snd_nxt when the last probe went out; 0: none
-        self.tlp_retrans = False                 # that probe was a retransmission
-        self.lost_out = 0
-        self.rto_deadline = self.probe_deadline = 0
-        self.backoff = self.retransmits = self.probes_out = 0
-        self.retrans_stamp = 0
-        self.rcv_tstamp = 0
-        self.dupacks = 0
-        self.high_seq = 0
-        self.in_recovery = False
-        self.in_loss = False                     # TCP_CA_Loss (after an RTO), not Recovery
-        self.rtx_next = 0
-        self.sk_sndbuf = self.sysctl.tcp_wmem[1]
-        self.nodelay = nodelay
-        self.fin_queued = self.fin_sent = self.snd_shutdown = False
-
     # -- send buffer ----------------------------------------------------------------------------
 
     def sndbuf_expand(self: TcpSocket) -> None:
         """Models tcp_sndbuf_expand(): room for two windows of max(cwnd, 10) segments."""
-        sndmem = 2 * max(self.initcwnd, self.snd_cwnd, 10) * _PER_MSS_MEM
-        if self.sk_sndbuf < sndmem:
-            self.sk_sndbuf = min(sndmem, self.sysctl.tcp_wmem[2])
+        sndmem = 2 * max(self.snd.initcwnd, self.snd.snd_cwnd, 10) * _PER_MSS_MEM
+        if self.snd.sk_sndbuf < sndmem:
+            self.snd.sk_sndbuf = min(sndmem, self.sysctl.tcp_wmem[2])
 
     def wmem_queued(self: TcpSocket) -> int:
         """sk_wmem_queued: payload plus one sender-skb overhead per queued skb."""
-        nskbs = len(self.rtx_queue) + len(self.write_queue)
-        return (self.write_seq - self.snd_una) + nskbs * SND_SKB_OVERHEAD
+        nskbs = len(self.snd.rtx_queue) + len(self.snd.write_queue)
+        return (self.snd.write_seq - self.snd.snd_una) + nskbs * SND_SKB_OVERHEAD
 
     def send_space(self: TcpSocket) -> int:
         """Payload bytes a write() may still queue (sk_stream_memory_free), 0 when full."""
-        free = self.sk_sndbuf - self.wmem_queued()
+        free = self.snd.sk_sndbuf - self.wmem_queued()
         if free <= 0:
             return 0
-        mss = self.mss_cache or 536
+        mss = self.conn.mss_cache or 536
         return max(0, free * mss // (mss + SND_SKB_OVERHEAD))
 
     def can_queue(self: TcpSocket) -> bool:
@@ -122,10 +86,10 @@ class SendMixin:
         topped up to the size goal without a memory check; a new skb needs
         sk_stream_memory_free (sk_wmem_queued < sk_sndbuf). An application blocked in
         send() can make progress exactly when this holds."""
-        if self.state not in ("ESTABLISHED", "CLOSE_WAIT") or self.snd_shutdown:
+        if self.conn.state not in SEND_STATES or self.snd.snd_shutdown:
             return False
-        q = self.write_queue
-        return bool(q and q[-1] < self.size_goal()) or self.wmem_queued() < self.sk_sndbuf
+        q = self.snd.write_queue
+        return bool(q and q[-1] < self.size_goal()) or self.wmem_queued() < self.snd.sk_sndbuf
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -133,13 +97,13 @@ class SendMixin:
         """The application writes n bytes; returns how many were queued (0 when the send
         buffer is full or the connection is not open)."""
         self._clock(now)
-        if self.state not in ("ESTABLISHED", "CLOSE_WAIT") or self.snd_shutdown:
+        if self.conn.state not in SEND_STATES or self.snd.snd_shutdown:
             return 0
         take = self._queue_bytes(n)
         if take <= 0:
             self.writable = False
             return 0
-        self.write_seq += take
+        self.snd.write_seq += take
         self.sink.record(self, "write", "", length=take)
         self.write_xmit()
         return take
@@ -148,11 +112,11 @@ class SendMixin:
         """tcp_xmit_size_goal() [tcp.c, v6.18]: bytes per write-queue skb, a whole number of
         MSS: the GSO size, bounded to half the peer's largest window (tcp_bound_to_half_wnd),
         at least one MSS. How many of them one transmission takes is tcp_tso_segs()."""
-        mss = self.mss_cache
+        mss = self.conn.mss_cache
         goal = SK_GSO_MAX_SIZE
-        cutoff = self.max_window >> 1 if self.max_window > TCP_MSS_DEFAULT else self.max_window
+        cutoff = self.snd.max_window >> 1 if self.snd.max_window > TCP_MSS_DEFAULT else self.snd.max_window
         if cutoff and goal > cutoff:
-            goal = max(cutoff, 68 - self.tcp_header_len)
+            goal = max(cutoff, 68 - self.conn.tcp_header_len)
         return max(min(goal // mss, SK_GSO_MAX_SEGS) * mss, mss)
 
     def tso_segs(self: TcpSocket) -> int:
@@ -160,8 +124,8 @@ class SendMixin:
         transmitted skb -- about 1 ms of the pacing rate (rate >> sk_pacing_shift), plus (5.18+,
         the profile's tso_rtt_bytes) a share of the GSO size for short RTTs, at most the GSO
         size, at least tcp_min_tso_segs."""
-        mss = self.mss_cache
-        nbytes = SK_GSO_MAX_SIZE if self.pacing_rate < 0 else self.pacing_rate >> SK_PACING_SHIFT
+        mss = self.conn.mss_cache
+        nbytes = SK_GSO_MAX_SIZE if self.snd.pacing_rate < 0 else self.snd.pacing_rate >> SK_PACING_SHIFT
         nbytes = min(nbytes + self.k.tso_rtt_bytes(self), SK_GSO_MAX_SIZE)
         return min(max(nbytes // mss, TCP_MIN_TSO_SEGS), SK_GSO_MAX_SEGS)
 
@@ -172,12 +136,12 @@ class SendMixin:
         the first RTT sample the rate stays unlimited (sk_pacing_rate starts at ~0UL).
         `cwnd`: the active side's SYN-ACK is processed before tcp_init_transfer() applies
         the route's initcwnd, with tcp_init_sock()'s TCP_INIT_CWND."""
-        if not self.srtt_us8:
+        if not self.snd.srtt_us8:
             return
-        cwnd = cwnd or self.snd_cwnd
-        ratio = TCP_PACING_SS_RATIO if cwnd < self.snd_ssthresh // 2 else TCP_PACING_CA_RATIO
-        rate = self.mss_cache * 80_000 * ratio * max(cwnd, len(self.rtx_queue))
-        self.pacing_rate = rate // self.srtt_us8
+        cwnd = cwnd or self.snd.snd_cwnd
+        ratio = TCP_PACING_SS_RATIO if cwnd < self.snd.snd_ssthresh // 2 else TCP_PACING_CA_RATIO
+        rate = self.conn.mss_cache * 80_000 * ratio * max(cwnd, len(self.snd.rtx_queue))
+        self.snd.pacing_rate = rate // self.snd.srtt_us8
 
     def _queue_bytes(self: TcpSocket, n: int) -> int:
         """tcp_sendmsg_locked() [tcp.c, v6.18]: top up the unsent tail skb to the size goal,
@@ -185,7 +149,7 @@ class SendMixin:
         (sk_stream_memory_free: sk_wmem_queued < sk_sndbuf); filling the tail skb takes no
         room check, so a write that meets a full buffer stops at an skb boundary (the
         kernel's partial writes complete the tail skb, then EAGAIN)."""
-        q = self.write_queue
+        q = self.snd.write_queue
         goal = self.size_goal()
         done = 0
         if q and q[-1] < goal:
@@ -193,7 +157,7 @@ class SendMixin:
             q[-1] += done
         if done < n:
             queued = self.wmem_queued() + done
-            sndbuf = self.sk_sndbuf
+            sndbuf = self.snd.sk_sndbuf
             while done < n and queued < sndbuf:
                 take = min(goal, n - done)
                 q.append(take)
@@ -204,33 +168,33 @@ class SendMixin:
     def _nagle_holds(self: TcpSocket, small: bool) -> bool:
         """tcp_nagle_check(): with Nagle on, a small segment waits while an earlier small
         segment is still unacknowledged (Minshall's variant)."""
-        return (small and not self.nodelay and bool(self.rtx_queue)
-                and self.snd_una < self.snd_sml <= self.snd_nxt)
+        return (small and not self.snd.nodelay and bool(self.snd.rtx_queue)
+                and self.snd.snd_una < self.snd.snd_sml <= self.snd.snd_nxt)
 
     def shutdown_write(self: TcpSocket, now: int) -> None:
         """shutdown(SHUT_WR)/close(): queue a FIN after the data."""
         self._clock(now)
-        if self.snd_shutdown:
+        if self.snd.snd_shutdown:
             return
-        self.snd_shutdown = True
-        self.fin_queued = True
-        if self.state == "ESTABLISHED":
-            self.state = "FIN_WAIT1"
-        elif self.state == "CLOSE_WAIT":
-            self.state = "LAST_ACK"
+        self.snd.snd_shutdown = True
+        self.snd.fin_queued = True
+        if self.conn.state == ESTABLISHED:
+            self.conn.state = FIN_WAIT1
+        elif self.conn.state == CLOSE_WAIT:
+            self.conn.state = LAST_ACK
         self.write_xmit()
 
     def packets_in_flight(self: TcpSocket) -> int:
         """tcp_packets_in_flight(): sent and not acked, less those marked lost and not yet
         retransmitted (packets_out - lost_out + retrans_out)."""
-        return len(self.rtx_queue) - self.lost_out
+        return len(self.snd.rtx_queue) - self.snd.lost_out
 
     def _mark_lost(self: TcpSocket, e: list[int]) -> None:
         """Mark a segment lost: it leaves the flight until it is retransmitted."""
         if not (e[LOST] and not e[RETRANS]):
             e[LOST] = 1
             e[RETRANS] = 0
-            self.lost_out += 1
+            self.snd.lost_out += 1
 
     def write_xmit(self: TcpSocket, probe: bool = False) -> None:
         """Models tcp_write_xmit(): send what cwnd, the peer's window and Nagle allow;
@@ -238,20 +202,20 @@ class SendMixin:
         blocks everything (tcp_check_probe_timer), and the tail loss probe when it sent
         something (tcp_schedule_loss_probe). `probe` is the loss probe's call (push_one = 2,
         TCP_NAGLE_OFF): one skb, one segment allowed past a full cwnd, no deferral, no Nagle."""
-        if not self.write_queue and not self.lost_out and not (
-                self.fin_queued and not self.fin_sent):
+        if not self.snd.write_queue and not self.snd.lost_out and not (
+                self.snd.fin_queued and not self.snd.fin_sent):
             return                                  # nothing to send (the common case)
-        if self.state not in _XMIT_STATES:
+        if self.conn.state not in XMIT_STATES:
             return
         self._retransmit_lost()
-        mss = self.mss_cache
+        mss = self.conn.mss_cache
         inflight = start = self.packets_in_flight()
-        wnd_end = self.snd_una + self.snd_wnd
+        wnd_end = self.snd.snd_una + self.snd.snd_wnd
         max_segs = self.tso_segs()
         deferred_limited = False
-        q = self.write_queue
+        q = self.snd.write_queue
         while q:
-            cwnd = self.snd_cwnd
+            cwnd = self.snd.snd_cwnd
             if inflight >= cwnd:
                 if not probe:
                     break
@@ -264,7 +228,7 @@ class SendMixin:
                 self.k.grow_skb(self, q, missing)                  # tcp_grow_skb(), 6.10+
             skb_len = q[0]
             is_tail = len(q) == 1
-            if self.snd_nxt + min(mss, skb_len) > wnd_end:
+            if self.snd.snd_nxt + min(mss, skb_len) > wnd_end:
                 break                                              # tcp_snd_wnd_test()
             if skb_len <= mss:                                     # one segment
                 if is_tail and not probe and self._nagle_holds(skb_len < mss):
@@ -280,7 +244,7 @@ class SendMixin:
             sent = 0
             while sent < limit:
                 seg_len = min(mss, limit - sent)
-                self._send_new(self.snd_nxt, seg_len)
+                self._send_new(self.snd.snd_nxt, seg_len)
                 sent += seg_len
                 inflight += 1
             if sent < skb_len:
@@ -289,23 +253,23 @@ class SendMixin:
                 q.popleft()
             if probe:
                 break                                              # push_one
-        limited = deferred_limited or inflight >= self.snd_cwnd
+        limited = deferred_limited or inflight >= self.snd.snd_cwnd
         if inflight > start or limited:
             self._cwnd_validate(limited)
             if inflight > start and not probe:
                 self.schedule_loss_probe(False)
-        if self.fin_queued and not self.fin_sent and not q:
+        if self.snd.fin_queued and not self.snd.fin_sent and not q:
             self._send_fin()
-        if not self.rtx_queue and q and not self.probe_deadline:
-            self.probe_deadline = self.reset_xmit_timer(self.probe0_base())  # tcp_check_probe_timer()
+        if not self.snd.rtx_queue and q and not self.snd.probe_deadline:
+            self.snd.probe_deadline = self.reset_xmit_timer(self.probe0_base())  # tcp_check_probe_timer()
 
     def _mss_split_point(self: TcpSocket, skb_len: int, is_tail: bool, wnd_end: int,
                          quota: int, nagle_off: bool = False) -> int:
         """tcp_mss_split_point() [tcp_output.c, v6.18]: bytes of the head skb to send now --
         quota segments when they fit the window (and more data follows), else up to the
         window's right edge, the partial last segment dropped only when Nagle holds it."""
-        mss = self.mss_cache
-        window = wnd_end - self.snd_nxt
+        mss = self.conn.mss_cache
+        window = wnd_end - self.snd.snd_nxt
         max_len = mss * quota
         if max_len <= window and not is_tail:
             return min(max_len, skb_len)
@@ -326,22 +290,22 @@ class SendMixin:
         295ce1eb [6.18] within min(srtt / 2, 1 ms): the profile's tso_defer_ack_window). The
         1 ms test is on tcp_wstamp_ns (nanoseconds, since 4.20), not on jiffies. Not in
         recovery. Returns 0 (send), DEFER or DEFER_CWND_LIMITED."""
-        if self.in_recovery or self.now - self.wstamp_ns > NS_PER_MS:
+        if self.snd.in_recovery or self.now - self.snd.wstamp_ns > NS_PER_MS:
             return 0
-        mss = self.mss_cache
-        send_win = wnd_end - self.snd_nxt
-        cong_win = (self.snd_cwnd - inflight) * mss
+        mss = self.conn.mss_cache
+        send_win = wnd_end - self.snd.snd_nxt
+        cong_win = (self.snd.snd_cwnd - inflight) * mss
         limit = min(send_win, cong_win)
         if limit >= max_segs * mss:
             return 0
         if not is_tail and limit >= skb_len:
             return 0
-        if limit >= min(self.snd_wnd, self.snd_cwnd * mss) // TCP_TSO_WIN_DIVISOR:
+        if limit >= min(self.snd.snd_wnd, self.snd.snd_cwnd * mss) // TCP_TSO_WIN_DIVISOR:
             return 0
-        if not self.rtx_queue:
+        if not self.snd.rtx_queue:
             return 0
-        srtt_ns = self.srtt_us8 * (NS_PER_US >> 3)
-        how_far = self.rtx_queue[0][TX_NS] + srtt_ns - self.now
+        srtt_ns = self.snd.srtt_us8 * (NS_PER_US >> 3)
+        how_far = self.snd.rtx_queue[0][TX_NS] + srtt_ns - self.now
         if how_far > self.k.tso_defer_ack_window(self, srtt_ns):
             return 0
         if cong_win < send_win and cong_win <= skb_len:
@@ -349,42 +313,42 @@ class SendMixin:
         return DEFER
 
     def _send_new(self: TcpSocket, seq: int, length: int) -> None:
-        flags = ACK | (PSH if seq + length == self.write_seq else 0)
+        flags = ACK | (PSH if seq + length == self.snd.write_seq else 0)
         seg = self.make_segment(seq, length, flags)
-        self.snd_nxt = seq + length
-        if length < self.mss_cache:
-            self.snd_sml = self.snd_nxt                 # tcp_minshall_update()
-        self.rtx_queue.append([seq, seq + length, self.now, 0, 0, 0])
+        self.snd.snd_nxt = seq + length
+        if length < self.conn.mss_cache:
+            self.snd.snd_sml = self.snd.snd_nxt                 # tcp_minshall_update()
+        self.snd.rtx_queue.append([seq, seq + length, self.now, 0, 0, 0])
         self._data_sent()
         self._emit(seg)
 
     def _send_fin(self: TcpSocket) -> None:
-        seg = self.make_segment(self.snd_nxt, 0, ACK | FIN)
-        self.rtx_queue.append([self.snd_nxt, self.snd_nxt + 1, self.now, 0, 0, 1])
-        self.snd_nxt += 1
-        self.write_seq += 1
-        self.fin_sent = True
+        seg = self.make_segment(self.snd.snd_nxt, 0, ACK | FIN)
+        self.snd.rtx_queue.append([self.snd.snd_nxt, self.snd.snd_nxt + 1, self.now, 0, 0, 1])
+        self.snd.snd_nxt += 1
+        self.snd.write_seq += 1
+        self.snd.fin_sent = True
         self._data_sent()
         self._emit(seg)
 
     def _data_sent(self: TcpSocket) -> None:
         """tcp_event_data_sent() + tcp_event_new_data_sent(): ping-pong and RTO arming."""
-        self.wstamp_ns = self.now                      # __tcp_transmit_skb(), no pacing
+        self.snd.wstamp_ns = self.now                      # __tcp_transmit_skb(), no pacing
         self.ack_sent()
-        if self.now - self.ack_lrcvtime < self.ack_ato:
-            self.ack_pingpong += 1
-        self.lsndtime = self.now
-        if not self.rto_deadline:
-            self.rto_deadline = self.reset_xmit_timer(self.rto)
-        self.probe_deadline = 0
+        if self.now - self.ack.ack_lrcvtime < self.ack.ack_ato:
+            self.ack.ack_pingpong += 1
+        self.ack.lsndtime = self.now
+        if not self.snd.rto_deadline:
+            self.snd.rto_deadline = self.reset_xmit_timer(self.snd.rto)
+        self.snd.probe_deadline = 0
 
     def _retransmit_lost(self: TcpSocket) -> None:
         """Retransmit segments marked lost, as cwnd allows (tcp_xmit_retransmit_queue)."""
-        if not self.lost_out:
+        if not self.snd.lost_out:
             return
         inflight = self.packets_in_flight()
-        for e in self.rtx_queue:
-            if inflight >= self.snd_cwnd or not self.lost_out:
+        for e in self.snd.rtx_queue:
+            if inflight >= self.snd.snd_cwnd or not self.snd.lost_out:
                 break
             if e[LOST] and not e[RETRANS]:
                 self._retransmit(e)
@@ -393,17 +357,17 @@ class SendMixin:
     def _retransmit(self: TcpSocket, e: list[int], tlp: bool = False) -> None:
         """Models tcp_retransmit_skb(): resend one queued segment. A loss probe calls the
         inner __tcp_retransmit_skb() directly (`tlp`), which leaves retrans_stamp alone."""
-        if not self.retrans_stamp and not tlp:
-            self.retrans_stamp = e[TX_NS]
+        if not self.snd.retrans_stamp and not tlp:
+            self.snd.retrans_stamp = e[TX_NS]
         if e[LOST] and not e[RETRANS]:
-            self.lost_out -= 1
+            self.snd.lost_out -= 1
         if e[IS_FIN]:
             seg = self.make_segment(e[SEQ], 0, ACK | FIN)
         else:
             seg = self.make_segment(e[SEQ], e[END] - e[SEQ], ACK | PSH)
         e[RETRANS] += 1
         e[TX_NS] = self.now
-        self.wstamp_ns = self.now
+        self.snd.wstamp_ns = self.now
         self.mib.TCPRetransSegs += 1
         self._emit(seg)
 
@@ -413,38 +377,38 @@ class SendMixin:
         """Models tcp_ack(): window update, cleaning the retransmit queue, RTT, cwnd,
         recovery, persist-timer handling. Returns -1 for an unacceptable ACK."""
         ack = seg.ack
-        if ack > self.snd_nxt:
+        if ack > self.snd.snd_nxt:
             self.send_ack()
             return -1
-        if ack < self.snd_una:
-            if ack < self.snd_una - min(self.max_window, self.bytes_acked):
+        if ack < self.snd.snd_una:
+            if ack < self.snd.snd_una - min(self.snd.max_window, self.snd.bytes_acked):
                 self.send_ack()                                  # challenge ACK
                 return -1
             return 0
-        nwin = seg.win << self.snd_wscale
-        prior_una = self.snd_una
+        nwin = seg.win << self.conn.snd_wscale
+        prior_una = self.snd.snd_una
         win_update = self.k.may_update_window(self, seg, ack, nwin)   # FLAG_WIN_UPDATE
         if win_update:
-            self.snd_wnd = nwin
-            self.snd_wl1 = seg.seq
-            if nwin > self.max_window:
-                self.max_window = nwin
-        self.rcv_tstamp = self.now
-        self.probes_out = 0
-        prior_packets = bool(self.rtx_queue)
+            self.snd.snd_wnd = nwin
+            self.snd.snd_wl1 = seg.seq
+            if nwin > self.snd.max_window:
+                self.snd.max_window = nwin
+        self.snd.rcv_tstamp = self.now
+        self.snd.probes_out = 0
+        prior_packets = bool(self.snd.rtx_queue)
         if ack > prior_una:
             self._clean_rtx_queue(ack)
-        elif not seg.len and not win_update and self.rtx_queue and not seg.flags & FIN:
+        elif not seg.len and not win_update and self.snd.rtx_queue and not seg.flags & FIN:
             self._dupack()                                  # FLAG_NOT_DUP is clear
-        if self.tlp_high_seq:
+        if self.snd.tlp_high_seq:
             self._process_tlp_ack(seg, ack, prior_una, win_update)
         if ack > prior_una and not self.schedule_loss_probe(True):
-            self.tlp_deadline = 0                           # tcp_set_xmit_timer(): the RTO
+            self.snd.tlp_deadline = 0                           # tcp_set_xmit_timer(): the RTO
         if prior_packets:
             self._update_pacing_rate()                      # tcp_cong_control()
-        if not self.rtx_queue:
-            self.rto_deadline = 0
-            if self.write_queue:
+        if not self.snd.rtx_queue:
+            self.snd.rto_deadline = 0
+            if self.snd.write_queue:
                 self._ack_probe()
         self.write_xmit()
         return 0
@@ -452,68 +416,68 @@ class SendMixin:
     def _clean_rtx_queue(self: TcpSocket, ack: int) -> None:
         acked_pkts = 0
         rtt_ns = -1
-        q = self.rtx_queue
+        q = self.snd.rtx_queue
         while q and q[0][END] <= ack:
             e = q.popleft()
             acked_pkts += 1
             if e[LOST] and not e[RETRANS]:
-                self.lost_out -= 1
+                self.snd.lost_out -= 1
             if not e[RETRANS]:
                 rtt_ns = self.now - e[TX_NS]
         if q and q[0][SEQ] < ack:                # partially acked segment
             q[0][SEQ] = ack
-        self.bytes_acked += ack - self.snd_una
-        self.snd_una = ack
-        self.retransmits = 0
-        self.dupacks = 0
+        self.snd.bytes_acked += ack - self.snd.snd_una
+        self.snd.snd_una = ack
+        self.snd.retransmits = 0
+        self.snd.dupacks = 0
         if rtt_ns >= 0:
             self._rtt_estimator(max(1, rtt_ns // NS_PER_US))
-        if self.in_recovery and ack >= self.high_seq:
-            self.in_recovery = self.in_loss = False
-            self.snd_cwnd = max(min(self.snd_cwnd, self.snd_ssthresh), 1) if self.snd_ssthresh < INFINITE_SSTHRESH else self.snd_cwnd
-            self.retrans_stamp = 0
-        elif self.in_loss:
+        if self.snd.in_recovery and ack >= self.snd.high_seq:
+            self.snd.in_recovery = self.snd.in_loss = False
+            self.snd.snd_cwnd = max(min(self.snd.snd_cwnd, self.snd.snd_ssthresh), 1) if self.snd.snd_ssthresh < INFINITE_SSTHRESH else self.snd.snd_cwnd
+            self.snd.retrans_stamp = 0
+        elif self.snd.in_loss:
             # TCP_CA_Loss is not a cwnd reduction (tcp_in_cwnd_reduction() covers CWR and
             # Recovery only), so tcp_cong_control() slow-starts cwnd from 1 on every ACK of
             # new data while the lost segments go out again [tcp_input.c]
             self._cong_avoid(acked_pkts)
-        elif self.in_recovery:
+        elif self.snd.in_recovery:
             for e in q:
                 if not e[RETRANS]:
                     self._mark_lost(e)           # NewReno partial ACK: next hole is lost
                     break
         else:
-            self.retrans_stamp = 0
+            self.snd.retrans_stamp = 0
             self._cong_avoid(acked_pkts)
-        self.rto_deadline = self.reset_xmit_timer(self.rto) if q else 0
-        self.backoff = 0
+        self.snd.rto_deadline = self.reset_xmit_timer(self.snd.rto) if q else 0
+        self.snd.backoff = 0
         self.writable = self.send_space() > 0
         self.sndbuf_expand()
 
     def _rtt_estimator(self: TcpSocket, m: int) -> None:
         """Models tcp_rtt_estimator() + tcp_set_rto() (RFC 6298 with Linux's rto_min)."""
-        if self.srtt_us8:
-            err = m - (self.srtt_us8 >> 3)
-            self.srtt_us8 += err
+        if self.snd.srtt_us8:
+            err = m - (self.snd.srtt_us8 >> 3)
+            self.snd.srtt_us8 += err
             if err < 0:
-                err = -err - (self.mdev_us >> 2)
+                err = -err - (self.snd.mdev_us >> 2)
                 if err > 0:
                     err >>= 3
             else:
-                err -= self.mdev_us >> 2
-            self.mdev_us += err
+                err -= self.snd.mdev_us >> 2
+            self.snd.mdev_us += err
         else:
-            self.srtt_us8 = m << 3
-            self.mdev_us = m << 1
-        if not self.min_rtt_us or m < self.min_rtt_us:
-            self.min_rtt_us = m                          # tcp_update_rtt_min()
-        rttvar = max(self.mdev_us, TCP_RTO_MIN_NS // NS_PER_US)
+            self.snd.srtt_us8 = m << 3
+            self.snd.mdev_us = m << 1
+        if not self.snd.min_rtt_us or m < self.snd.min_rtt_us:
+            self.snd.min_rtt_us = m                          # tcp_update_rtt_min()
+        rttvar = max(self.snd.mdev_us, TCP_RTO_MIN_NS // NS_PER_US)
         jc = self.jc
         if jc is None:
-            self.rto = min(((self.srtt_us8 >> 3) + rttvar) * NS_PER_US, TCP_RTO_MAX_NS)
+            self.snd.rto = min(((self.snd.srtt_us8 >> 3) + rttvar) * NS_PER_US, TCP_RTO_MAX_NS)
         else:                                # icsk_rto is in jiffies: usecs_to_jiffies rounds up
-            rto_j = jc.usecs_to_jiffies((self.srtt_us8 >> 3) + rttvar)
-            self.rto = min(jc.tick_ns(rto_j), TCP_RTO_MAX_NS)
+            rto_j = jc.usecs_to_jiffies((self.snd.srtt_us8 >> 3) + rttvar)
+            self.snd.rto = min(jc.tick_ns(rto_j), TCP_RTO_MAX_NS)
 
     def _cwnd_validate(self: TcpSocket, limited: bool) -> None:
         """Models the bookkeeping of tcp_cwnd_validate() [tcp_output.c, as of f4ce91ce12a7
@@ -522,19 +486,19 @@ class SendMixin:
         at cwnd: a cwnd-limited send is remembered for the rest of the current window (until
         snd_una passes cwnd_usage_seq, the snd_nxt of then); while not limited,
         max_packets_out follows the largest flight of the window."""
-        if (self.snd_una >= self.cwnd_usage_seq or limited
-                or (not self.cwnd_limited and len(self.rtx_queue) > self.max_packets_out)):
-            self.cwnd_limited = limited
-            self.max_packets_out = len(self.rtx_queue)
-            self.cwnd_usage_seq = self.snd_nxt
+        if (self.snd.snd_una >= self.snd.cwnd_usage_seq or limited
+                or (not self.snd.cwnd_limited and len(self.snd.rtx_queue) > self.snd.max_packets_out)):
+            self.snd.cwnd_limited = limited
+            self.snd.max_packets_out = len(self.snd.rtx_queue)
+            self.snd.cwnd_usage_seq = self.snd.snd_nxt
 
     def is_cwnd_limited(self: TcpSocket) -> bool:
         """tcp_is_cwnd_limited() [include/net/tcp.h]: cwnd was the limit in this window, or,
         in slow start, cwnd is below twice the largest flight of the window."""
-        if self.cwnd_limited:
+        if self.snd.cwnd_limited:
             return True
-        if self.snd_cwnd < self.snd_ssthresh:
-            return self.snd_cwnd < 2 * self.max_packets_out
+        if self.snd.snd_cwnd < self.snd.snd_ssthresh:
+            return self.snd.snd_cwnd < 2 * self.snd.max_packets_out
         return False
 
     def _cong_avoid(self: TcpSocket, acked: int) -> None:
@@ -542,35 +506,35 @@ class SendMixin:
         flow is cwnd-limited (tcp_is_cwnd_limited)."""
         if not self.is_cwnd_limited():
             return
-        if self.snd_cwnd < self.snd_ssthresh:
-            self.snd_cwnd = min(self.snd_cwnd + acked, self.snd_ssthresh)
+        if self.snd.snd_cwnd < self.snd.snd_ssthresh:
+            self.snd.snd_cwnd = min(self.snd.snd_cwnd + acked, self.snd.snd_ssthresh)
             return
-        self.cwnd_cnt += acked
-        if self.cwnd_cnt >= self.snd_cwnd:
-            self.cwnd_cnt -= self.snd_cwnd
-            self.snd_cwnd += 1
+        self.snd.cwnd_cnt += acked
+        if self.snd.cwnd_cnt >= self.snd.snd_cwnd:
+            self.snd.cwnd_cnt -= self.snd.snd_cwnd
+            self.snd.snd_cwnd += 1
 
     def _dupack(self: TcpSocket) -> None:
         """Three duplicate ACKs: fast retransmit the head, halve cwnd (Reno)."""
-        self.dupacks += 1
-        if self.dupacks == 3 and not self.in_recovery:
+        self.snd.dupacks += 1
+        if self.snd.dupacks == 3 and not self.snd.in_recovery:
             self.mib.TCPFastRetrans += 1
-            self.tlp_deadline = 0                          # the xmit timer is the RTO now
-            self.snd_ssthresh = max(self.snd_cwnd >> 1, 2)
-            self.snd_cwnd = self.snd_ssthresh
-            self.in_recovery = True
-            self.high_seq = self.snd_nxt
-            self._mark_lost(self.rtx_queue[0])
-            self._retransmit(self.rtx_queue[0])
+            self.snd.tlp_deadline = 0                          # the xmit timer is the RTO now
+            self.snd.snd_ssthresh = max(self.snd.snd_cwnd >> 1, 2)
+            self.snd.snd_cwnd = self.snd.snd_ssthresh
+            self.snd.in_recovery = True
+            self.snd.high_seq = self.snd.snd_nxt
+            self._mark_lost(self.snd.rtx_queue[0])
+            self._retransmit(self.snd.rtx_queue[0])
 
     def _ack_probe(self: TcpSocket) -> None:
         """Models tcp_ack_probe(): stop probing once the head skb fits the window."""
-        head_end = self.snd_nxt + self.write_queue[0]
-        if head_end <= self.snd_una + self.snd_wnd:
-            self.backoff = 0
-            self.probe_deadline = 0
+        head_end = self.snd.snd_nxt + self.snd.write_queue[0]
+        if head_end <= self.snd.snd_una + self.snd.snd_wnd:
+            self.snd.backoff = 0
+            self.snd.probe_deadline = 0
         else:
-            self.probe_deadline = self.reset_xmit_timer(self.probe0_when())
+            self.snd.probe_deadline = self.reset_xmit_timer(self.probe0_when())
 
     # -- tail loss probe -------------------------------------------------------------------------
 
@@ -583,14 +547,14 @@ class SendMixin:
         full RTO when the caller is about to rearm it (`advancing_rto`, on an ACK), else
         what is left of it from the head segment's send time (tcp_rto_delta_us).
         tcp_early_retrans is taken at its default (3: TLP on); Fast Open is not modelled."""
-        if (not self.rtx_queue or not self.sack_ok or self.in_recovery or self.dupacks
-                or self.state not in _XMIT_STATES):
+        if (not self.snd.rtx_queue or not self.conn.sack_ok or self.snd.in_recovery or self.snd.dupacks
+                or self.conn.state not in XMIT_STATES):
             return False
         timeout = self.k.loss_probe_timeout(self)
-        rto_delta = self.rto if advancing_rto else self.rtx_queue[0][TX_NS] + self.rto - self.now
+        rto_delta = self.snd.rto if advancing_rto else self.snd.rtx_queue[0][TX_NS] + self.snd.rto - self.now
         if rto_delta > 0:
             timeout = min(timeout, self.jiffies_up(rto_delta))   # usecs_to_jiffies
-        self.tlp_deadline = self.reset_xmit_timer(timeout)      # ICSK_TIME_LOSS_PROBE
+        self.snd.tlp_deadline = self.reset_xmit_timer(timeout)      # ICSK_TIME_LOSS_PROBE
         return True
 
     def send_loss_probe(self: TcpSocket) -> None:
@@ -607,23 +571,23 @@ class SendMixin:
         Not modelled: skb_still_in_host_queue() (the model has no qdisc), the probe's
         effect on RACK (the model has no RACK/SACK scoreboard), and tcp_early_retrans
         values other than 3."""
-        if not self.rtx_queue or self.state not in _XMIT_STATES:
+        if not self.snd.rtx_queue or self.conn.state not in XMIT_STATES:
             return
-        if self.tlp_high_seq:
+        if self.snd.tlp_high_seq:
             self._rearm_rto_after_probe(False)
             return
-        self.tlp_retrans = False
-        q = self.write_queue
-        if q and self.snd_nxt + min(self.mss_cache, q[0]) <= self.snd_una + self.snd_wnd:
-            pcount = len(self.rtx_queue)
+        self.snd.tlp_retrans = False
+        q = self.snd.write_queue
+        if q and self.snd.snd_nxt + min(self.conn.mss_cache, q[0]) <= self.snd.snd_una + self.snd.snd_wnd:
+            pcount = len(self.snd.rtx_queue)
             self.write_xmit(probe=True)
-            if len(self.rtx_queue) <= pcount:
+            if len(self.snd.rtx_queue) <= pcount:
                 self._rearm_rto_after_probe(False)
                 return
         else:
-            self._retransmit(self.rtx_queue[-1], tlp=True)
-            self.tlp_retrans = True
-        self.tlp_high_seq = self.snd_nxt
+            self._retransmit(self.snd.rtx_queue[-1], tlp=True)
+            self.snd.tlp_retrans = True
+        self.snd.tlp_high_seq = self.snd.snd_nxt
         self.mib.TCPLossProbes += 1
         self.sink.record(self, "timer", "loss probe")
         self._rearm_rto_after_probe(True)
@@ -633,10 +597,10 @@ class SendMixin:
         what is left of the RTO from the head segment's send time (tcp_rto_delta_us, at
         least 1 us, rounded up to jiffies)."""
         if sent:
-            self.rto_deadline = self.reset_xmit_timer(self.rto)
+            self.snd.rto_deadline = self.reset_xmit_timer(self.snd.rto)
         else:
-            left = self.rtx_queue[0][TX_NS] + self.rto - self.now
-            self.rto_deadline = self.reset_xmit_timer(self.jiffies_up(max(left, 1)))
+            left = self.snd.rtx_queue[0][TX_NS] + self.snd.rto - self.now
+            self.snd.rto_deadline = self.reset_xmit_timer(self.jiffies_up(max(left, 1)))
 
     def _process_tlp_ack(self: TcpSocket, seg: Segment, ack: int, prior_una: int,
                          win_update: bool) -> None:
@@ -646,77 +610,77 @@ class SendMixin:
         duplicate ACK) means nothing was lost; an ACK beyond tlp_high_seq without that means
         the probe repaired a loss: cwnd is reduced once (CWR, Reno's half; the model's
         sender is Reno, the kernel's default CUBIC reduces to 0.7)."""
-        if ack < self.tlp_high_seq:
+        if ack < self.snd.tlp_high_seq:
             return
-        if not self.tlp_retrans:
-            self.tlp_high_seq = 0
+        if not self.snd.tlp_retrans:
+            self.snd.tlp_high_seq = 0
         elif seg.sacks and seg.sacks[0][0] < ack:          # D-SACK: both copies arrived
-            self.tlp_high_seq = 0
-        elif ack > self.tlp_high_seq:
-            self.tlp_high_seq = 0
-            self.snd_ssthresh = max(self.snd_cwnd >> 1, 2)
-            self.snd_cwnd = self.snd_ssthresh
+            self.snd.tlp_high_seq = 0
+        elif ack > self.snd.tlp_high_seq:
+            self.snd.tlp_high_seq = 0
+            self.snd.snd_ssthresh = max(self.snd.snd_cwnd >> 1, 2)
+            self.snd.snd_cwnd = self.snd.snd_ssthresh
             self.mib.TCPLossProbeRecovery += 1
         elif ack == prior_una and not seg.len and not win_update:
-            self.tlp_high_seq = 0                          # pure duplicate ACK
+            self.snd.tlp_high_seq = 0                          # pure duplicate ACK
 
     # -- timers ------------------------------------------------------------------------------------
 
     def probe0_base(self: TcpSocket) -> int:
         """tcp_probe0_base(): max(rto, TCP_RTO_MIN)."""
-        return max(self.rto, TCP_RTO_MIN_NS)
+        return max(self.snd.rto, TCP_RTO_MIN_NS)
 
     def probe0_when(self: TcpSocket) -> int:
         """tcp_probe0_when(): exponential persist backoff, at most TCP_RTO_MAX."""
-        b = min(self.backoff, 10)
+        b = min(self.snd.backoff, 10)
         return min(self.probe0_base() << b, TCP_RTO_MAX_NS)
 
     def retransmit_timer(self: TcpSocket) -> None:
         """Models tcp_retransmit_timer(): give up after tcp_retries2 (as modelled time), or
         enter loss, retransmit the head and back off. With a zero window and data in flight
         the retransmission acts as a probe (the profile decides when that times out)."""
-        if self.state in ("SYN_SENT", "SYN_RECV"):
+        if self.conn.state in HANDSHAKE_STATES:
             self._handshake_timeout()
             return
-        if not self.rtx_queue or self.state == "CLOSED":
+        if not self.snd.rtx_queue or self.conn.state == CLOSED:
             return
         self.mib.TCPTimeouts += 1
         self.sink.record(self, "timer", "rto")
-        if self.snd_wnd == 0:
+        if self.snd.snd_wnd == 0:
             if self.k.rtx_probe0_timed_out(self):
                 self.mib.TCPAbortOnTimeout += 1
                 self.abort("ETIMEDOUT")
                 return
             self._enter_loss()
-            self._retransmit(self.rtx_queue[0])
-            self.rto = min(self.rto << 1, TCP_RTO_MAX_NS)
-            self.rto_deadline = self.reset_xmit_timer(self.rto)
+            self._retransmit(self.snd.rtx_queue[0])
+            self.snd.rto = min(self.snd.rto << 1, TCP_RTO_MAX_NS)
+            self.snd.rto_deadline = self.reset_xmit_timer(self.snd.rto)
             return
-        if self.retransmits and self._write_timeout():
+        if self.snd.retransmits and self._write_timeout():
             self.mib.TCPAbortOnTimeout += 1
             self.abort("ETIMEDOUT")
             return
         self._enter_loss()
-        self._retransmit(self.rtx_queue[0])
-        self.backoff += 1
-        self.retransmits += 1
-        self.rto = min(self.rto << 1, TCP_RTO_MAX_NS)
-        self.rto_deadline = self.reset_xmit_timer(self.rto)
+        self._retransmit(self.snd.rtx_queue[0])
+        self.snd.backoff += 1
+        self.snd.retransmits += 1
+        self.snd.rto = min(self.snd.rto << 1, TCP_RTO_MAX_NS)
+        self.snd.rto_deadline = self.reset_xmit_timer(self.snd.rto)
 
     def _enter_loss(self: TcpSocket) -> None:
         """tcp_enter_loss(): everything in flight is lost, cwnd = 1."""
-        if not self.in_recovery or self.retransmits == 0:
-            self.snd_ssthresh = max(self.packets_in_flight() >> 1, 2)
-        self.snd_cwnd = 1
-        self.cwnd_cnt = 0
-        self.tlp_deadline = 0
-        self.tlp_high_seq = 0                          # tcp_enter_loss() forgets the probe
-        self.in_recovery = self.in_loss = True
-        self.high_seq = self.snd_nxt
-        for e in self.rtx_queue:
+        if not self.snd.in_recovery or self.snd.retransmits == 0:
+            self.snd.snd_ssthresh = max(self.packets_in_flight() >> 1, 2)
+        self.snd.snd_cwnd = 1
+        self.snd.cwnd_cnt = 0
+        self.snd.tlp_deadline = 0
+        self.snd.tlp_high_seq = 0                          # tcp_enter_loss() forgets the probe
+        self.snd.in_recovery = self.snd.in_loss = True
+        self.snd.high_seq = self.snd.snd_nxt
+        for e in self.snd.rtx_queue:
             e[LOST] = 1
             e[RETRANS] = 0
-        self.lost_out = len(self.rtx_queue)
+        self.snd.lost_out = len(self.snd.rtx_queue)
 
     def _write_timeout(self: TcpSocket) -> bool:
         """Models retransmits_timed_out() with tcp_model_timeout(retries2, TCP_RTO_MIN)."""
@@ -726,7 +690,7 @@ class SendMixin:
             timeout = ((2 << boundary) - 1) * TCP_RTO_MIN_NS
         else:
             timeout = ((2 << thresh) - 1) * TCP_RTO_MIN_NS + (boundary - thresh) * TCP_RTO_MAX_NS
-        return self.now - self.retrans_stamp >= timeout
+        return self.now - self.snd.retrans_stamp >= timeout
 
     def _handshake_timeout(self: TcpSocket) -> None:
         """The SYN or SYN-ACK was not answered: send it again, the timer backed off.
@@ -734,59 +698,59 @@ class SendMixin:
         (tcp_write_timeout [tcp_timer.c]). Passive side: the request sock's timer
         (reqsk_timer_handler() [inet_connection_sock.c], tcp_syn_ack_timeout()), which
         drops the request after tcp_synack_retries: the listener forgets it."""
-        active = self.state == "SYN_SENT"
-        if self.retransmits >= (TCP_SYN_RETRIES if active else TCP_SYNACK_RETRIES):
+        active = self.conn.state == SYN_SENT
+        if self.snd.retransmits >= (TCP_SYN_RETRIES if active else TCP_SYNACK_RETRIES):
             if active:
                 self.abort("ETIMEDOUT")
             else:
-                self.state = "LISTEN"
-                self.rto_deadline = 0
+                self.conn.state = LISTEN
+                self.snd.rto_deadline = 0
             return
         self.mib.TCPTimeouts += 1
-        self.retransmits += 1
+        self.snd.retransmits += 1
         self.mib.TCPRetransSegs += 1
         self.sink.record(self, "timer", "rto")
         self._emit(self.make_syn() if active else self.make_synack())
-        self.rto = min(self.rto << 1, TCP_RTO_MAX_NS)
-        self.rto_deadline = self.reset_xmit_timer(self.rto)
+        self.snd.rto = min(self.snd.rto << 1, TCP_RTO_MAX_NS)
+        self.snd.rto_deadline = self.reset_xmit_timer(self.snd.rto)
 
     def resend_synack(self: TcpSocket) -> None:
         """A retransmitted SYN reached the request: tcp_check_req() answers it with the
         SYN-ACK again (inet_rtx_syn_ack(), counted in num_retrans: no RTT sample from it
         then). The model has one counter: this one also counts toward tcp_synack_retries,
         which in the kernel counts the request timer's expiries only (num_timeout)."""
-        self.retransmits += 1
+        self.snd.retransmits += 1
         self.mib.TCPRetransSegs += 1
         self._emit(self.make_synack())
 
     def probe_timer(self: TcpSocket) -> None:
         """Models tcp_probe_timer() + tcp_send_probe0() + tcp_write_wakeup()."""
-        if self.rtx_queue or not self.write_queue or self.state == "CLOSED":
-            self.probes_out = 0
+        if self.snd.rtx_queue or not self.snd.write_queue or self.conn.state == CLOSED:
+            self.snd.probes_out = 0
             return
-        if self.probes_out >= self.sysctl.tcp_retries2:
+        if self.snd.probes_out >= self.sysctl.tcp_retries2:
             self.mib.TCPAbortOnTimeout += 1
             self.abort("ETIMEDOUT")
             return
-        wnd_end = self.snd_una + self.snd_wnd
-        q = self.write_queue
-        if self.snd_nxt < wnd_end:                      # window partly open: send a slice
-            seg_len = min(wnd_end - self.snd_nxt, self.mss_cache, q[0])
+        wnd_end = self.snd.snd_una + self.snd.snd_wnd
+        q = self.snd.write_queue
+        if self.snd.snd_nxt < wnd_end:                      # window partly open: send a slice
+            seg_len = min(wnd_end - self.snd.snd_nxt, self.conn.mss_cache, q[0])
             if seg_len < q[0]:
                 q[0] -= seg_len                          # tcp_fragment(): the rest stays a skb
             else:
                 q.popleft()
-            self._send_new(self.snd_nxt, seg_len)
+            self._send_new(self.snd.snd_nxt, seg_len)
         else:                                          # zero-window probe: old sequence
             self.mib.TCPWinProbe += 1
-            seg = self.make_segment(self.snd_una - 1, 0, ACK)
+            seg = self.make_segment(self.snd.snd_una - 1, 0, ACK)
             self.sink.record(self, "timer", "probe")
             self._emit(seg)
-        if self.rtx_queue:
-            self.probes_out = 0
-            self.backoff = 0
+        if self.snd.rtx_queue:
+            self.snd.probes_out = 0
+            self.snd.backoff = 0
             return
-        self.probes_out += 1
-        if self.backoff < self.sysctl.tcp_retries2:
-            self.backoff += 1
-        self.probe_deadline = self.reset_xmit_timer(self.probe0_when())
+        self.snd.probes_out += 1
+        if self.snd.backoff < self.sysctl.tcp_retries2:
+            self.snd.backoff += 1
+        self.snd.probe_deadline = self.reset_xmit_timer(self.probe0_when())

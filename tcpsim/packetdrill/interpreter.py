@@ -126,8 +126,8 @@ class _TraceSink:
         what = f" {render_segment(seg)}" if seg is not None else ""
         why = f" [{reason}]" if reason else ""
         self.lines.append(
-            f"{sk.now / 1e9:.6f}   core {event} {detail}{what}{why} (rcv_nxt {sk.rcv_nxt} "
-            f"rcv_wnd {sk.rcv_wnd} rmem {sk.sk_rmem_alloc} rcvbuf {sk.sk_rcvbuf})")
+            f"{sk.now / 1e9:.6f}   core {event} {detail}{what}{why} (rcv_nxt {sk.rcv.rcv_nxt} "
+            f"rcv_wnd {sk.rcv.rcv_wnd} rmem {sk.mem.sk_rmem_alloc} rcvbuf {sk.mem.sk_rcvbuf})")
 
 
 class Interpreter:

@@ -47,21 +47,21 @@ def _row_parts(sk: Any, event: str, detail: str, seg: Segment | None, truesize: 
         seq, ack, win = seg.seq, seg.ack, seg.win
         end_seq = seq + seg.len + (1 if f & 0x03 else 0)
         flags = _FLAGS[f & 63]
-        scale = 0 if f & SYN else (sk.rcv_wscale if event == "tx" else sk.snd_wscale)
+        scale = 0 if f & SYN else (sk.conn.rcv_wscale if event == "tx" else sk.conn.snd_wscale)
         win_scaled = win << scale
         if length < 0:
             length = seg.len
     else:
         seq = end_seq = ack = win = win_scaled = -1
         flags = ""
-    rcv_nxt = sk.rcv_nxt
-    copied_seq = sk.copied_seq
+    rcv_nxt = sk.rcv.rcv_nxt
+    copied_seq = sk.rcv.copied_seq
     return (
         sk.now, seq, end_seq, length, truesize, ack, win, win_scaled,
-        sk.sk_rmem_alloc, sk.sk_rcvbuf, rcv_nxt, copied_seq, sk.rcv_wup, sk.rcv_wnd,
-        sk.rcv_ssthresh, sk.window_clamp, sk.ack_rcv_mss, sk.scaling_ratio, sk.rcvq_space,
-        sk.rcv_rtt_us8 >> 3, rcv_nxt - copied_seq, len(sk.receive_queue), len(sk.ofo_queue),
-        sk.snd_una, sk.snd_nxt, sk.snd_wnd, sk.snd_cwnd, cost,
+        sk.mem.sk_rmem_alloc, sk.mem.sk_rcvbuf, rcv_nxt, copied_seq, sk.rcv.rcv_wup, sk.rcv.rcv_wnd,
+        sk.rcv.rcv_ssthresh, sk.rcv.window_clamp, sk.ack.ack_rcv_mss, sk.rcv.scaling_ratio, sk.rcv.rcvq_space,
+        sk.rcv.rcv_rtt_us8 >> 3, rcv_nxt - copied_seq, len(sk.mem.receive_queue), len(sk.mem.ofo_queue),
+        sk.snd.snd_una, sk.snd.snd_nxt, sk.snd.snd_wnd, sk.snd.snd_cwnd, cost,
     ), (sk.name, event, detail, flags, reason)
 
 

@@ -111,8 +111,8 @@ def test_delayed_ack_timer_runs_on_the_wheel_bucket():
         p.take()
         p.at(100.5).send(10)
         # expiry = jiffy of 100.5 ms + ato (40 ms); the wheel runs it one jiffy later
-        assert sk.delack_deadline - 100 * NS_PER_MS == want_ms * NS_PER_MS
-        assert sk.jc.tick_ns(sk.delack_expires) == 140 * NS_PER_MS
+        assert sk.ack.delack_deadline - 100 * NS_PER_MS == want_ms * NS_PER_MS
+        assert sk.jc.tick_ns(sk.ack.delack_expires) == 140 * NS_PER_MS
 
 
 def test_ato_halving_works_in_whole_jiffies():
@@ -122,16 +122,16 @@ def test_ato_halving_works_in_whole_jiffies():
         p = established("linux-6.18", hz=hz)
         sk = p.sk
         p.at(10).send(100)
-        sk.ack_ato = 60 * NS_PER_MS
+        sk.ack.ack_ato = 60 * NS_PER_MS
         p.at(12).send(100)
-        assert sk.ack_ato == want * NS_PER_MS, hz
+        assert sk.ack.ack_ato == want * NS_PER_MS, hz
 
 
 def test_first_ato_is_tcp_ato_min_at_every_hz():
     for hz in VALID_HZ:
         p = established("linux-6.18", hz=hz)
         p.at(10).send(100)
-        assert p.sk.ack_ato == TCP_ATO_MIN_NS
+        assert p.sk.ack.ack_ato == TCP_ATO_MIN_NS
 
 
 # -- retransmission timer ----------------------------------------------------------------------------
@@ -139,13 +139,13 @@ def test_first_ato_is_tcp_ato_min_at_every_hz():
 def test_rto_is_rounded_up_to_whole_jiffies():
     p = established("linux-6.18", hz=250)
     sk = p.sk
-    sk.srtt_us8 = 0                               # the first sample (not the handshake's)
+    sk.snd.srtt_us8 = 0                               # the first sample (not the handshake's)
     sk._rtt_estimator(10_500)                     # srtt 10.5 ms, rttvar floor 200 ms
-    assert sk.rto == 212 * NS_PER_MS              # usecs_to_jiffies(210 500) = 53 jiffies
+    assert sk.snd.rto == 212 * NS_PER_MS              # usecs_to_jiffies(210 500) = 53 jiffies
     q = established("linux-6.18")
-    q.sk.srtt_us8 = 0
+    q.sk.snd.srtt_us8 = 0
     q.sk._rtt_estimator(10_500)
-    assert q.sk.rto == 210_500_000                # default clock: to the microsecond
+    assert q.sk.snd.rto == 210_500_000                # default clock: to the microsecond
 
 
 def test_rto_timer_uses_the_wheel():
