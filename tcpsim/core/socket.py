@@ -12,8 +12,10 @@ Events come in as method calls, each with the current time `now` (integer ns):
 
 Actions come out as state the caller drains, never as I/O:
 
-    outbox              segments to put on the link, in order
+    take_outbox()       segments to put on the link, in order (drains them)
     next_deadline()     when on_timer() must be called next (0 = no timer armed)
+    recv_q()            bytes received and not yet read (ss's Recv-Q)
+    conn.state          the connection state, a TcpState (tcpsim/core/state.py)
     readable / writable the application should be woken to read / write
     error               set once the connection has died (ETIMEDOUT, ECONNRESET)
     sink.record(...)    one trace row per event (an injected recorder; may be a no-op)
@@ -390,9 +392,11 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self.sink.record(self, "state", err)
 
     def take_outbox(self) -> list[Segment]:
-        """Hand the queued segments to the caller (drains the outbox)."""
+        """Hand the queued segments to the caller, in order, and drain the outbox (an
+        empty outbox is returned as is: no allocation on the common no-output event)."""
         out = self.outbox
-        self.outbox = []
+        if out:
+            self.outbox = []
         return out
 
     def recv_q(self) -> int:

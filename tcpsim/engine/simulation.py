@@ -64,7 +64,8 @@ class Simulation:
             scenario.sysctl, known=profile.known_sysctls(), profile=profile.name)
         self.sysctls = sysctls
         mtu = scenario.link.mtu
-        self.rcv = TcpSocket(profile.policy(), sysctls, device(scenario.device), name="rcv",
+        dev = device(scenario.device)
+        self.rcv = TcpSocket(profile.policy(), sysctls, dev, name="rcv",
                              sink=sink, mtu=mtu, init_rwnd=scenario.initrwnd, hz=scenario.hz)
         self.snd = TcpSocket(profile.policy(), profile.default_sysctls(), LocalSender(),
                              name="snd", sink=sink, mtu=mtu, initcwnd=scenario.initcwnd,
@@ -80,7 +81,7 @@ class Simulation:
                                 link.queue_limit, 0.0, rng, link.jitter,
                                 random.Random(scenario.seed * 2 + 2))
         self._timer_at = {self.rcv: 0, self.snd: 0}     # earliest timer event pending (ns)
-        self.shared_skbs = getattr(self.rcv.dev, "shared", False)
+        self.shared_skbs = getattr(dev, "shared", False)     # veth/loopback: see LocalSender
         if self.shared_skbs:
             self.rcv.on_peer_release(0)
         w = scenario.writer
@@ -101,9 +102,8 @@ class Simulation:
         """Drain what a socket produced: segments to the link, timers to the scheduler,
         wake-ups to the applications. Re-entered when a woken reader reads (its reads
         produce window updates of their own)."""
-        out = sk.outbox
+        out = sk.take_outbox()
         if out:
-            sk.outbox = []
             send = self.ab.send if sk is self.snd else self.ba.send
             for seg in out:
                 send(seg)
@@ -125,7 +125,7 @@ class Simulation:
             peaks.t_rmem = self.sched.now
         if rcv.mem.sk_rcvbuf > peaks.rcvbuf:
             peaks.rcvbuf = rcv.mem.sk_rcvbuf
-        q = rcv.rcv.rcv_nxt - rcv.rcv.copied_seq
+        q = rcv.recv_q()
         if q > peaks.recv_q:
             peaks.recv_q = q
 
@@ -149,12 +149,12 @@ class Simulation:
     def _to_snd(self, seg: Segment) -> None:
         snd = self.snd
         now = self.sched.now
-        was_open = snd.conn.state == ESTABLISHED
+        was_open = snd.conn.state is ESTABLISHED
         snd.on_segment(now, seg)
         if self.shared_skbs:
             self.rcv.on_peer_release(snd.snd.snd_una)
         self.after(snd)
-        if not was_open and snd.conn.state == ESTABLISHED:
+        if not was_open and snd.conn.state is ESTABLISHED:
             self._established()
 
     def _timer(self, sk: TcpSocket, d: int) -> None:
@@ -172,7 +172,7 @@ class Simulation:
         self.after(sk)
         if sk is self.rcv:
             self.reader.replan()
-        elif was_open != ESTABLISHED and sk.conn.state == ESTABLISHED:
+        elif was_open is not ESTABLISHED and sk.conn.state is ESTABLISHED:
             self._established()
 
     def _established(self) -> None:
