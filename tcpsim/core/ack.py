@@ -15,6 +15,8 @@ from tcpsim.core.constants import (
     TCP_ATO_MIN_NS, TCP_DELACK_MAX_NS, TCP_DELACK_MIN_NS, TCP_MAX_QUICKACKS, NS_PER_MS,
 )
 from tcpsim.core.segment import ACK, Segment
+
+HZ_HALF_NS = 500 * NS_PER_MS         # HZ / 2 jiffies: tcp_send_delayed_ack()'s ato ceiling
 from tcpsim.core.skb import Skb
 from tcpsim.core.state import CLOSED
 
@@ -60,52 +62,33 @@ class AckMixin:
         self.ack.ack_pending |= ICSK_ACK_SCHED
         self.k.measure_rcv_mss(self, seg, skb)
         self.k.rcv_rtt_measure(self)
-        if self.jc is not None:
-            self._ato_update_jiffies()
-        else:
-            self._ato_update()
+        self._ato_update()
         if seg.len >= 128:
             self.k.grow_window(self, skb, True, seg)
 
     def _ato_update(self: TcpSocket) -> None:
-        """The ato update of tcp_event_data_recv() on the default clock (1 ms jiffies, ato
-        kept in ns)."""
-        now = self.now - self.now % NS_PER_MS          # jiffies
-        if not self.ack.ack_ato:
+        """The ato update of tcp_event_data_recv() [tcp_input.c], in the clock's ticks: ato,
+        the inter-arrival time m and icsk_rto are whole jiffies, and ato >> 1 halves a
+        jiffy count (at HZ = 250 a 60 ms ato halves to 28 ms, not 30). ack_ato and
+        ack_lrcvtime stay in ns (lrcvtime on the tick that started its jiffy). With the
+        default clock the ticks are ns and the jiffy a millisecond."""
+        ack, clock = self.ack, self.clock
+        nj = clock.ticks(self.now)
+        if not ack.ack_ato:
             self.incr_quickack(TCP_MAX_QUICKACKS)
-            self.ack.ack_ato = TCP_ATO_MIN_NS
+            ack.ack_ato = TCP_ATO_MIN_NS
         else:
-            m = now - self.ack.ack_lrcvtime
-            if m <= TCP_ATO_MIN_NS // 2:
-                self.ack.ack_ato = (self.ack.ack_ato >> 1) + TCP_ATO_MIN_NS // 2
-            elif m < self.ack.ack_ato:
-                self.ack.ack_ato = min((self.ack.ack_ato >> 1) + m, self.snd.rto)
-            elif m > self.snd.rto:
-                self.incr_quickack(TCP_MAX_QUICKACKS)
-        self.ack.ack_lrcvtime = now
-
-    def _ato_update_jiffies(self: TcpSocket) -> None:
-        """The ato update of tcp_event_data_recv() [tcp_input.c] with a kernel tick: ato, the
-        inter-arrival time m and icsk_rto are whole jiffies, and ato >> 1 halves a jiffy
-        count (at HZ = 250 a 60 ms ato halves to 28 ms, not 30). ack_ato and ack_lrcvtime
-        stay in ns (whole jiffies, lrcvtime on the tick that started its jiffy)."""
-        jc = self.jc
-        nj = jc.jiffies(self.now)
-        if not self.ack.ack_ato:
-            self.incr_quickack(TCP_MAX_QUICKACKS)
-            self.ack.ack_ato = TCP_ATO_MIN_NS
-        else:
-            ato_min = jc.to_jiffies(TCP_ATO_MIN_NS)
-            ato = jc.to_jiffies(self.ack.ack_ato)
-            rto = jc.to_jiffies(self.snd.rto)
-            m = nj - jc.jiffies(self.ack.ack_lrcvtime)
+            ato_min = clock.to_ticks(TCP_ATO_MIN_NS)
+            ato = clock.to_ticks(ack.ack_ato)
+            rto = clock.to_ticks(self.snd.rto)
+            m = nj - clock.stamp_ticks(ack.ack_lrcvtime)
             if m <= ato_min // 2:
-                self.ack.ack_ato = jc.tick_ns((ato >> 1) + ato_min // 2)
+                ack.ack_ato = clock.ticks_ns((ato >> 1) + ato_min // 2)
             elif m < ato:
-                self.ack.ack_ato = jc.tick_ns(min((ato >> 1) + m, rto))
+                ack.ack_ato = clock.ticks_ns(min((ato >> 1) + m, rto))
             elif m > rto:
                 self.incr_quickack(TCP_MAX_QUICKACKS)
-        self.ack.ack_lrcvtime = jc.tick_ns(nj)
+        ack.ack_lrcvtime = clock.ticks_ns(nj)
 
     # -- immediate or delayed ----------------------------------------------------------------
 
@@ -154,61 +137,38 @@ class AckMixin:
             self.send_ack()
 
     def send_delayed_ack(self: TcpSocket) -> None:
-        """Models tcp_send_delayed_ack(): arm (or pull in) the delayed-ACK timer."""
-        if self.jc is not None:
-            self._send_delayed_ack_jiffies()
-            return
-        ato = self.ack.ack_ato
-        if ato > TCP_DELACK_MIN_NS:
-            max_ato = 500 * NS_PER_MS
-            if self.in_pingpong() or self.ack.ack_pending & ICSK_ACK_PUSHED:
-                max_ato = TCP_DELACK_MAX_NS
-            if self.snd.srtt_us8:
-                rtt = max(self.snd.srtt_us8 >> 3, TCP_DELACK_MIN_NS // 1000) * 1000
-                max_ato = min(max_ato, rtt)
-            ato = min(ato, max_ato)
-        ato = min(ato, self.k.delack_max(self))
-        now = self.now - self.now % NS_PER_MS
-        timeout = now + ato
-        if self.ack.ack_pending & ICSK_ACK_TIMER and self.ack.delack_deadline:
-            if self.ack.delack_deadline <= now + (ato >> 2):
-                self.send_ack()
-                return
-            timeout = min(timeout, self.ack.delack_deadline)
-        self.ack.ack_pending |= ICSK_ACK_SCHED | ICSK_ACK_TIMER
-        self.ack.delack_deadline = timeout
-
-    def _send_delayed_ack_jiffies(self: TcpSocket) -> None:
-        """tcp_send_delayed_ack() [tcp_output.c, 6.18] with a kernel tick. Everything is in
-        jiffies: the RTT bound is usecs_to_jiffies(srtt) (rounded up), the timer is armed for
-        jiffies + ato, and a pending timer whose recorded expiry (icsk_delack_timeout: the
-        requested expiry, not the wheel bucket's) is within ato >> 2 jiffies makes the ACK go
-        at once. At HZ = 250 with ato = 40 ms that is 2 jiffies: a timer armed 8 jiffies =
-        32 ms earlier, where HZ = 1000 gives 40 >> 2 = 10 jiffies, 30 ms. The timer runs on
-        the wheel's bucket, one jiffy after its expiry (level 0)."""
-        jc = self.jc
-        ato = jc.to_jiffies(self.ack.ack_ato)
-        delack_min = jc.to_jiffies(TCP_DELACK_MIN_NS)
+        """Models tcp_send_delayed_ack() [tcp_output.c, 6.18]: arm (or pull in) the
+        delayed-ACK timer. Everything is in the clock's ticks: the RTT bound is
+        usecs_to_jiffies(srtt) (rounded up), the timer is armed for jiffies + ato, and a
+        pending timer whose recorded expiry (icsk_delack_timeout: the requested expiry, not
+        the wheel bucket's) is within ato >> 2 ticks makes the ACK go at once. At HZ = 250
+        with ato = 40 ms that is 2 jiffies: a timer armed 8 jiffies = 32 ms earlier, where
+        HZ = 1000 gives 40 >> 2 = 10 jiffies, 30 ms. With a kernel tick the timer runs on
+        the wheel's bucket, one jiffy after its expiry (level 0); with the default clock at
+        the expiry itself."""
+        ack, clock = self.ack, self.clock
+        ato = clock.to_ticks(ack.ack_ato)
+        delack_min = clock.to_ticks(TCP_DELACK_MIN_NS)
         if ato > delack_min:
-            max_ato = jc.hz // 2
-            if self.in_pingpong() or self.ack.ack_pending & ICSK_ACK_PUSHED:
-                max_ato = jc.to_jiffies(TCP_DELACK_MAX_NS)
+            max_ato = clock.to_ticks(HZ_HALF_NS)                # HZ / 2
+            if self.in_pingpong() or ack.ack_pending & ICSK_ACK_PUSHED:
+                max_ato = clock.to_ticks(TCP_DELACK_MAX_NS)
             if self.snd.srtt_us8:
-                rtt = max(jc.usecs_to_jiffies(self.snd.srtt_us8 >> 3), delack_min)
+                rtt = max(clock.usecs_to_ticks(self.snd.srtt_us8 >> 3), delack_min)
                 max_ato = min(max_ato, rtt)
             ato = min(ato, max_ato)
-        ato = min(ato, jc.to_jiffies(self.k.delack_max(self)))
-        nj = jc.jiffies(self.now)
+        ato = min(ato, clock.to_ticks(self.k.delack_max(self)))
+        nj = clock.ticks(self.now)
         timeout = nj + ato
-        if self.ack.ack_pending & ICSK_ACK_TIMER and self.ack.delack_deadline:
-            if self.ack.delack_expires <= nj + (ato >> 2):
+        if ack.ack_pending & ICSK_ACK_TIMER and ack.delack_deadline:
+            if ack.delack_expires <= nj + (ato >> 2):
                 self.send_ack()
                 return
-            timeout = min(timeout, self.ack.delack_expires)
-        self.ack.ack_pending |= ICSK_ACK_SCHED | ICSK_ACK_TIMER
-        if timeout != self.ack.delack_expires or not self.ack.delack_deadline:
-            self.ack.delack_expires = timeout             # mod_timer: same expiry, same bucket
-            self.ack.delack_deadline = jc.tick_ns(jc.bucket_expiry(timeout, nj))
+            timeout = min(timeout, ack.delack_expires)
+        ack.ack_pending |= ICSK_ACK_SCHED | ICSK_ACK_TIMER
+        if timeout != ack.delack_expires or not ack.delack_deadline:
+            ack.delack_expires = timeout             # mod_timer: same expiry, same bucket
+            ack.delack_deadline = clock.timer_ns(timeout, nj)
 
     def delack_timer(self: TcpSocket) -> None:
         """Models tcp_delack_timer_handler(): send the ACK still owed, inflate ato."""

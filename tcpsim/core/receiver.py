@@ -125,10 +125,9 @@ class ReceiveMixin:
             return
         if seg.len == 0 and not seg.flags & (SYN | FIN):
             limit = self.sysctl.tcp_invalid_ratelimit * 1_000_000
-            jc = self.jc
-            if (self.now - self.rcv.last_oow_ack_ns < limit if jc is None       # elapsed jiffies
-                    else jc.jiffies(self.now) - jc.jiffies(self.rcv.last_oow_ack_ns)
-                    < jc.usecs_to_jiffies(limit // 1000)):
+            clock = self.clock                                      # elapsed jiffies
+            if (clock.stamp_ticks(self.now) - clock.stamp_ticks(self.rcv.last_oow_ack_ns)
+                    < clock.usecs_to_ticks(limit // 1000)):
                 self.mib.TCPACKSkippedSeq += 1
                 return
             self.rcv.last_oow_ack_ns = self.now

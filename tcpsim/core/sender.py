@@ -472,12 +472,9 @@ class SendMixin:
         if not self.snd.min_rtt_us or m < self.snd.min_rtt_us:
             self.snd.min_rtt_us = m                          # tcp_update_rtt_min()
         rttvar = max(self.snd.mdev_us, TCP_RTO_MIN_NS // NS_PER_US)
-        jc = self.jc
-        if jc is None:
-            self.snd.rto = min(((self.snd.srtt_us8 >> 3) + rttvar) * NS_PER_US, TCP_RTO_MAX_NS)
-        else:                                # icsk_rto is in jiffies: usecs_to_jiffies rounds up
-            rto_j = jc.usecs_to_jiffies((self.snd.srtt_us8 >> 3) + rttvar)
-            self.snd.rto = min(jc.tick_ns(rto_j), TCP_RTO_MAX_NS)
+        clock = self.clock                   # icsk_rto is in jiffies: usecs_to_jiffies rounds up
+        rto = clock.ticks_ns(clock.usecs_to_ticks((self.snd.srtt_us8 >> 3) + rttvar))
+        self.snd.rto = min(rto, TCP_RTO_MAX_NS)
 
     def _cwnd_validate(self: TcpSocket, limited: bool) -> None:
         """Models the bookkeeping of tcp_cwnd_validate() [tcp_output.c, as of f4ce91ce12a7

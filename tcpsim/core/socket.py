@@ -31,11 +31,11 @@ from typing import Any, Protocol
 
 from tcpsim.core.ack import AckMixin
 from tcpsim.core.constants import (
-    JIFFY_NS, NS_PER_MS, NS_PER_US, TCP_ATO_MIN_NS, TCP_HEADER_TS, TCP_INIT_CWND, TCP_MIN_MSS,
+    NS_PER_MS, NS_PER_US, TCP_ATO_MIN_NS, TCP_HEADER_TS, TCP_INIT_CWND, TCP_MIN_MSS,
     TCP_MSS_DEFAULT, TCP_TIMEOUT_INIT_NS,
 )
 from tcpsim.core.devices import Device, LocalSender
-from tcpsim.core.jiffies import JiffyClock
+from tcpsim.core.clock import Clock, make_clock
 from tcpsim.core.memory import MemoryMixin
 from tcpsim.core.mib import Mib
 from tcpsim.core.receiver import ReceiveMixin
@@ -72,19 +72,19 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         "outbox", "readable", "writable", "error", "accepted", "eof",
         # the state records (tcpsim/core/state.py)
         "conn", "rcv", "mem", "ack", "snd",
-        # the kernel's tick clock (None: tcpsim's default 1 ms clock with exact timers)
-        "jc",
+        # the kernel's tick clock (tcpsim/core/clock.py)
+        "clock",
     )
 
     def __init__(self, kernel: Any, sysctl: Sysctls | None = None, device: Device | None = None,
                  *, name: str = "rcv", sink: TraceSink | None = None, mtu: int = 1500,
                  initcwnd: int = TCP_INIT_CWND, nodelay: bool = True, init_rwnd: int = 0,
-                 hz: int = 0) -> None:
+                 hz: int = 0, clock: Clock | None = None) -> None:
         self.name = name
         # hz = 0: the model's historic clock (1 ms jiffies for the ACK timing, timers fire at
         # their exact deadline); else a kernel built with CONFIG_HZ = hz, timer wheel included
-        # (tcpsim/core/jiffies.py).
-        self.jc = JiffyClock(hz) if hz else None
+        # (tcpsim/core/clock.py). A clock given explicitly wins.
+        self.clock = clock or make_clock(hz)
         self.k = kernel
         self.sysctl = sysctl or kernel.default_sysctls()
         self.dev = device or LocalSender()
@@ -285,8 +285,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self.rcv.rcvq_seq = self.rcv.copied_seq
         self.k.init_buffer_space(self)
         self.sndbuf_expand()
-        jc = self.jc
-        self.ack.ack_lrcvtime = self.now if jc is None else jc.tick_ns(jc.jiffies(self.now))
+        self.ack.ack_lrcvtime = self.clock.stamp(self.now)
         self.snd.rcv_tstamp = self.now
         self.writable = True
 
@@ -352,21 +351,13 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
 
     def reset_xmit_timer(self, when_ns: int) -> int:
         """When an icsk timer armed now for `when_ns` runs (inet_csk_reset_xmit_timer ->
-        sk_reset_timer(jiffies + when)): now + when with the default clock; with a kernel
-        tick, the timer wheel's bucket (JiffyClock.arm). `when_ns` is a whole number of
-        jiffies there (rto, probe0 backoff, TCP_TIMEOUT_INIT)."""
-        jc = self.jc
-        if jc is None:
-            return self.now + when_ns
-        return jc.arm(self.now, jc.to_jiffies(when_ns))[1]
+        sk_reset_timer(jiffies + when)): see Clock.reset_timer."""
+        return self.clock.reset_timer(self.now, when_ns)
 
     def jiffies_up(self, d_ns: int) -> int:
         """A duration rounded up to whole jiffies of this kernel's tick, in ns
         (usecs_to_jiffies() and back): 1 ms jiffies with the default clock."""
-        jc = self.jc
-        if jc is None:
-            return -(-d_ns // JIFFY_NS) * JIFFY_NS
-        return jc.tick_ns(jc.usecs_to_jiffies(-(-d_ns // NS_PER_US)))
+        return self.clock.jiffies_up(d_ns)
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -392,11 +383,9 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self.sink.record(self, "state", err)
 
     def take_outbox(self) -> list[Segment]:
-        """Hand the queued segments to the caller, in order, and drain the outbox (an
-        empty outbox is returned as is: no allocation on the common no-output event)."""
+        """Hand the queued segments to the caller, in order, and drain the outbox."""
         out = self.outbox
-        if out:
-            self.outbox = []
+        self.outbox = []
         return out
 
     def recv_q(self) -> int:

@@ -147,7 +147,7 @@ class AckState:
     ack_lrcvtime: int = 0
     ack_pingpong: int = 0
     delack_deadline: int = 0        # when the delayed-ACK timer runs (ns; 0 = not armed)
-    delack_expires: int = 0         # with a kernel tick: the expiry it was armed for (jiffies)
+    delack_expires: int = 0         # the expiry it was armed for, in clock ticks (clock.py)
     ack_rcv_mss: int = 536
     dup_ack_counter: int = 0
     comp_rcv_nxt: int = -1

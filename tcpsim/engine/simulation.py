@@ -102,10 +102,9 @@ class Simulation:
         """Drain what a socket produced: segments to the link, timers to the scheduler,
         wake-ups to the applications. Re-entered when a woken reader reads (its reads
         produce window updates of their own)."""
-        out = sk.take_outbox()
-        if out:
+        if sk.outbox:                        # most events send nothing: no list to swap
             send = self.ab.send if sk is self.snd else self.ba.send
-            for seg in out:
+            for seg in sk.take_outbox():
                 send(seg)
         self._arm(sk)
         if sk is self.rcv:

@@ -240,9 +240,9 @@ def test_the_loss_probe_timeout_floor_before_and_after_6_7(profile, jiffies):
     # 1c2709cfff1d (6.7): the 2 ms floor is added in microseconds before rounding up to
     # jiffies; before, 2 * srtt was rounded up and two jiffies added. Equal at HZ=1000, so
     # shown at HZ=250 (4 ms jiffies): srtt 0.6 ms gives 1 + 2 jiffies before, 1 after
-    from tcpsim.core.jiffies import JiffyClock
+    from tcpsim.core.clock import JiffyClock
     sk = _bulk_flight(profile)
-    sk.jc = JiffyClock(250)
+    sk.clock = JiffyClock(250)
     sk.snd.srtt_us8 = 600 << 3
     sk.write(3 * NS_PER_MS, 4 * 1448)
     sk.take_outbox()
@@ -254,9 +254,9 @@ def test_the_loss_probe_timer_runs_on_the_timer_wheel_at_hz_250():
     # tcp_reset_xmit_timer(ICSK_TIME_LOSS_PROBE, usecs_to_jiffies(timeout)): at HZ=250 the
     # 4 ms probe timeout (srtt 1 ms: 2 ms + 2 ms) is one jiffy, armed from the jiffy of
     # 3 ms (0) and run by the wheel one jiffy after its expiry: at 8 ms
-    from tcpsim.core.jiffies import JiffyClock
+    from tcpsim.core.clock import JiffyClock
     sk = _bulk_flight()
-    sk.jc = JiffyClock(250)
+    sk.clock = JiffyClock(250)
     sk.write(3 * NS_PER_MS, 4 * 1448)
     sk.take_outbox()
     assert sk.k.loss_probe_timeout(sk) == 4 * NS_PER_MS

@@ -9,7 +9,7 @@ delayed ACKs every 32.0 ms covering 32 segments of 4 B; the first delayed-ACK ti
 import pytest
 
 from tcpsim.core.constants import NS_PER_MS, TCP_ATO_MIN_NS
-from tcpsim.core.jiffies import VALID_HZ, JiffyClock, parse_hz
+from tcpsim.core.clock import VALID_HZ, JiffyClock, parse_hz
 
 from harness import established
 
@@ -112,7 +112,7 @@ def test_delayed_ack_timer_runs_on_the_wheel_bucket():
         p.at(100.5).send(10)
         # expiry = jiffy of 100.5 ms + ato (40 ms); the wheel runs it one jiffy later
         assert sk.ack.delack_deadline - 100 * NS_PER_MS == want_ms * NS_PER_MS
-        assert sk.jc.tick_ns(sk.ack.delack_expires) == 140 * NS_PER_MS
+        assert sk.clock.tick_ns(sk.ack.delack_expires) == 140 * NS_PER_MS
 
 
 def test_ato_halving_works_in_whole_jiffies():
