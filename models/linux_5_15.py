@@ -315,7 +315,7 @@ class Linux515:
         if new < cur and not self.shrink_allowed(sk):
             if new == 0:
                 sk.mib.TCPWantZeroWindowAdv += 1
-                sk.sink.record(sk, "window", "want zero (never-shrink kept it open)")
+                sk.trace("window", "want zero (never-shrink kept it open)")
             new = align_up(cur, 1 << sk.conn.rcv_wscale)
         return self._store_window(sk, old, new)
 
@@ -394,7 +394,7 @@ class Linux515:
             raised = min(sk.mem.sk_rmem_alloc, rmem2)
             if raised != sk.mem.sk_rcvbuf:
                 sk.mem.sk_rcvbuf = raised
-                sk.sink.record(sk, "autotune", "clamp_window")
+                sk.trace("autotune", "clamp_window")
         if sk.mem.sk_rmem_alloc > sk.mem.sk_rcvbuf:
             sk.rcv.rcv_ssthresh = min(sk.rcv.window_clamp, 2 * sk.conn.advmss)
 
@@ -402,7 +402,7 @@ class Linux515:
         """Models tcp_prune_queue() [5.15, 6.1]: clamp the window, collapse the OFO and
         receive queues, prune the OFO queue; -1 (RcvPruned) when still over budget."""
         sk.mib.PruneCalled += 1
-        sk.sink.record(sk, "prune", "", truesize=skb.truesize)
+        sk.trace("prune", "", truesize=skb.truesize)
         if self.needs_clamp(sk, skb):
             self.clamp_window(sk)
         elif sk.mem.memory_pressure:
@@ -436,8 +436,8 @@ class Linux515:
             sk.mem.collapses += 1
             sk.mem.collapse_ns_total += cost
             sk.mem.collapse_ns_max = max(sk.mem.collapse_ns_max, cost)
-            sk.sink.record(sk, "collapse", f"freed {rmem - sk.mem.sk_rmem_alloc}", length=copied,
-                           cost=cost)
+            sk.trace("collapse", f"freed {rmem - sk.mem.sk_rmem_alloc}", length=copied,
+                     cost=cost)
 
     COLLAPSE_NS_PER_BYTE = 0.32
     COLLAPSE_NS_FIXED = 2000
@@ -461,8 +461,8 @@ class Linux515:
         while ofo:
             dropped = sk.ofo_drop_last()
             goal -= dropped.truesize
-            sk.sink.record(sk, "drop", "ofo prune", truesize=dropped.truesize,
-                           reason="TCP_OFO_QUEUE_PRUNE")
+            sk.trace("drop", "ofo prune", truesize=dropped.truesize,
+                     reason="TCP_OFO_QUEUE_PRUNE")
             if not ofo or goal <= 0:
                 if self.can_ingest(sk, skb) and not sk.mem.memory_pressure:
                     break
@@ -526,7 +526,7 @@ class Linux515:
         if rcvbuf > sk.mem.sk_rcvbuf:
             sk.mem.sk_rcvbuf = rcvbuf
             sk.rcv.window_clamp = self.win_from_space(sk, rcvbuf)
-            sk.sink.record(sk, "autotune", "rcvbuf_grow")
+            sk.trace("autotune", "rcvbuf_grow")
 
     def rcvbuf_grow(self, sk: TcpSocket, newval: int) -> None:
         """tcp_rcvbuf_grow() does not exist before 6.16."""

@@ -80,7 +80,7 @@ class Linux617(Linux614):
         if rcvbuf > sk.mem.sk_rcvbuf:
             sk.mem.sk_rcvbuf = rcvbuf
             sk.rcv.window_clamp = self.win_from_space(sk, rcvbuf)
-            sk.sink.record(sk, "autotune", "rcvbuf_grow")
+            sk.trace("autotune", "rcvbuf_grow")
 
     def rcvbuf_grow_term(self, sk: TcpSocket, newval: int, oldval: int) -> int:
         """6.16-6.17 (before aa251c84636c): no slow-start growth term."""

@@ -117,8 +117,8 @@ class Linux66(ShrinkWindowSysctl, Linux61):
             dropped = sk.ofo_drop_last()
             pruned = True
             goal -= dropped.truesize
-            sk.sink.record(sk, "drop", "ofo prune", truesize=dropped.truesize,
-                           reason="TCP_OFO_QUEUE_PRUNE")
+            sk.trace("drop", "ofo prune", truesize=dropped.truesize,
+                     reason="TCP_OFO_QUEUE_PRUNE")
             if not ofo or goal <= 0:
                 if self.ofo_prune_done(sk, dropped) and not sk.mem.memory_pressure:
                     break
@@ -142,7 +142,7 @@ class Linux66(ShrinkWindowSysctl, Linux61):
         if rcvbuf > sk.mem.sk_rcvbuf:
             sk.mem.sk_rcvbuf = rcvbuf
             sk.rcv.window_clamp = self.win_from_space(sk, rcvbuf)
-            sk.sink.record(sk, "autotune", "rcvbuf_grow")
+            sk.trace("autotune", "rcvbuf_grow")
 
     def may_update_window(self, sk: TcpSocket, seg: Segment, ack: int, nwin: int) -> bool:
         """tcp_may_update_window() [6.6, 800a666141de]: a zero window always counts."""

@@ -37,7 +37,7 @@ class CollapseMaxBytes(Patch):
         limit = sk.sysctl.tcp_collapse_max_bytes
         if limit and sk.mem.sk_rmem_alloc > limit:
             sk.mib.TCPCollapseMaxBytesExceeded += 1
-            sk.sink.record(sk, "collapse", "skipped: tcp_collapse_max_bytes exceeded")
+            sk.trace("collapse", "skipped: tcp_collapse_max_bytes exceeded")
             return
         super().collapse(sk, skb)  # type: ignore[misc]
 

@@ -81,7 +81,7 @@ class ReceiveMixin:
         self.k.rcv_rtt_measure_ts(self, seg)
         self.mib.TCPHPHits += 1
         coalesced = self.queue_rcv(skb)
-        self.sink.record(self, "rx", "coalesced" if coalesced else "queued", seg, skb.truesize)
+        self.trace("rx", "coalesced" if coalesced else "queued", seg, skb.truesize)
         self.event_data_recv(seg, skb)
         if seg.ack > self.snd.snd_una:
             self.tcp_ack(seg)
@@ -96,15 +96,15 @@ class ReceiveMixin:
             self._drop_unacceptable(seg, reason)
             return
         if seg.flags & RST:
-            self.sink.record(self, "rx", "rst", seg)
+            self.trace("rx", "rst", seg)
             self.abort("ECONNRESET")
             return
         if not seg.flags & ACK:
-            self.sink.record(self, "drop", "", seg, reason="TCP_FLAGS")
+            self.trace("drop", "", seg, reason="TCP_FLAGS")
             return
         self._ts_update(seg)
         if self.tcp_ack(seg) < 0:
-            self.sink.record(self, "drop", "bad ack", seg, reason="TCP_ACK_UNSENT_DATA")
+            self.trace("drop", "bad ack", seg, reason="TCP_ACK_UNSENT_DATA")
             return
         self.k.rcv_rtt_measure_ts(self, seg)
         if seg.len or seg.flags & FIN:
@@ -120,7 +120,7 @@ class ReceiveMixin:
     def _drop_unacceptable(self: TcpSocket, seg: Segment, reason: str) -> None:
         """tcp_validate_incoming() failure: drop; answer with a dupACK unless RST, rate
         limited for zero-length segments (tcp_oow_rate_limited)."""
-        self.sink.record(self, "drop", "unacceptable", seg, reason=reason)
+        self.trace("drop", "unacceptable", seg, reason=reason)
         if seg.flags & RST:
             return
         if seg.len == 0 and not seg.flags & (SYN | FIN):
@@ -170,7 +170,7 @@ class ReceiveMixin:
 
     def _out_of_window(self: TcpSocket, seg: Segment, reason: str) -> None:
         """out_of_window: enter quick-ack mode, schedule an immediate ACK, drop."""
-        self.sink.record(self, "drop", "out of window", seg, reason=reason)
+        self.trace("drop", "out of window", seg, reason=reason)
         self.enter_quickack_mode(TCP_MAX_QUICKACKS)
         self.ack.ack_pending |= ICSK_ACK_SCHED
         self.ack.ack_pending |= ICSK_ACK_NOW
@@ -181,11 +181,11 @@ class ReceiveMixin:
             skb = self.dev.make_skb(seq, length, fin, seg.gso_size)
         if not self.k.admit_in_order(self, skb):
             self.mib.TCPRcvQDrop += 1
-            self.sink.record(self, "drop", "rcvq full", seg, skb.truesize, reason="PROTO_MEM")
+            self.trace("drop", "rcvq full", seg, skb.truesize, reason="PROTO_MEM")
             self.data_ready()
             return
         coalesced = self.queue_rcv(skb)
-        self.sink.record(self, "rx", "coalesced" if coalesced else "queued", seg, skb.truesize)
+        self.trace("rx", "coalesced" if coalesced else "queued", seg, skb.truesize)
         if length:
             self.event_data_recv(seg, skb)
         if fin:
@@ -218,7 +218,7 @@ class ReceiveMixin:
         skb = self.dev.make_skb(seg.seq, seg.len, bool(seg.flags & FIN), seg.gso_size)
         if not self.k.try_rmem_schedule(self, skb, skb.truesize):
             self.mib.TCPOFODrop += 1
-            self.sink.record(self, "drop", "ofo full", seg, skb.truesize, reason="PROTO_MEM")
+            self.trace("drop", "ofo full", seg, skb.truesize, reason="PROTO_MEM")
             self.data_ready()
             return
         self.k.ofo_measure_rcv_mss(self, seg, skb)
@@ -232,12 +232,12 @@ class ReceiveMixin:
                 self.mib.TCPOFOMerge += 1
                 self.mib.TCPDSACKOfoSent += 1
                 self._set_dsack(seq, end)
-                self.sink.record(self, "drop", "ofo dup", seg, skb.truesize, reason="TCP_OFOMERGE")
+                self.trace("drop", "ofo dup", seg, skb.truesize, reason="TCP_OFOMERGE")
                 return
         self.sack_new_ofo(seq, end)
         if ofo and ofo[-1].end_seq == seq and self.k.try_coalesce(self, ofo[-1], skb):
             self.k.grow_window(self, skb, True, seg) if self.conn.sack_ok else None
-            self.sink.record(self, "rx", "ofo coalesced", seg, skb.truesize)
+            self.trace("rx", "ofo coalesced", seg, skb.truesize)
         else:
             covered = [o for o in ofo if seq <= o.seq and o.end_seq <= end]
             for o in covered:                                        # new skb covers old ones
@@ -248,7 +248,7 @@ class ReceiveMixin:
             if self.conn.sack_ok:
                 self.k.grow_window(self, skb, False, seg)
             self.charge(skb.truesize)
-            self.sink.record(self, "rx", "ofo", seg, skb.truesize)
+            self.trace("rx", "ofo", seg, skb.truesize)
         self.k.ofo_rcvbuf_grow(self)
 
     def ofo_queue_drain(self: TcpSocket) -> None:
@@ -340,7 +340,7 @@ class ReceiveMixin:
         self.rcv.read_untraced += copied
         acked = self.cleanup_rbuf(copied)
         if freed or acked:
-            self.sink.record(self, "read", "freed" if freed else "", length=self.rcv.read_untraced)
+            self.trace("read", "freed" if freed else "", length=self.rcv.read_untraced)
             self.rcv.read_untraced = 0
         return copied
 

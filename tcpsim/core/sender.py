@@ -104,7 +104,7 @@ class SendMixin:
             self.writable = False
             return 0
         self.snd.write_seq += take
-        self.sink.record(self, "write", "", length=take)
+        self.trace("write", "", length=take)
         self.write_xmit()
         return take
 
@@ -586,7 +586,7 @@ class SendMixin:
             self.snd.tlp_retrans = True
         self.snd.tlp_high_seq = self.snd.snd_nxt
         self.mib.TCPLossProbes += 1
-        self.sink.record(self, "timer", "loss probe")
+        self.trace("timer", "loss probe")
         self._rearm_rto_after_probe(True)
 
     def _rearm_rto_after_probe(self: TcpSocket, sent: bool) -> None:
@@ -642,7 +642,7 @@ class SendMixin:
         if not self.snd.rtx_queue or self.conn.state == CLOSED:
             return
         self.mib.TCPTimeouts += 1
-        self.sink.record(self, "timer", "rto")
+        self.trace("timer", "rto")
         if self.snd.snd_wnd == 0:
             if self.k.rtx_probe0_timed_out(self):
                 self.mib.TCPAbortOnTimeout += 1
@@ -706,7 +706,7 @@ class SendMixin:
         self.mib.TCPTimeouts += 1
         self.snd.retransmits += 1
         self.mib.TCPRetransSegs += 1
-        self.sink.record(self, "timer", "rto")
+        self.trace("timer", "rto")
         self._emit(self.make_syn() if active else self.make_synack())
         self.snd.rto = min(self.snd.rto << 1, TCP_RTO_MAX_NS)
         self.snd.rto_deadline = self.reset_xmit_timer(self.snd.rto)
@@ -741,7 +741,7 @@ class SendMixin:
         else:                                          # zero-window probe: old sequence
             self.mib.TCPWinProbe += 1
             seg = self.make_segment(self.snd.snd_una - 1, 0, ACK)
-            self.sink.record(self, "timer", "probe")
+            self.trace("timer", "probe")
             self._emit(seg)
         if self.snd.rtx_queue:
             self.snd.probes_out = 0

@@ -18,7 +18,8 @@ Actions come out as state the caller drains, never as I/O:
     conn.state          the connection state, a TcpState (tcpsim/core/state.py)
     readable / writable the application should be woken to read / write
     error               set once the connection has died (ETIMEDOUT, ECONNRESET)
-    sink.record(...)    one trace row per event (an injected recorder; may be a no-op)
+    sink.record(event)  one TraceEvent per event (a flat tuple, tcpsim/trace/schema.py), to
+                        an injected recorder; no sink, no events
 
 Nothing here knows about simpy, files or clocks. The kernel's decisions (window selection,
 admission, autotuning, ...) are delegated to `self.k`, the policy object of a kernel profile
@@ -27,7 +28,7 @@ admission, autotuning, ...) are delegated to `self.k`, the policy object of a ke
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tcpsim.core.ack import AckMixin
 from tcpsim.core.constants import (
@@ -46,21 +47,21 @@ from tcpsim.core.state import (
 )
 from tcpsim.core.sysctl import Sysctls
 
+if TYPE_CHECKING:
+    from tcpsim.trace.schema import TraceEvent
+
 
 
 
 class TraceSink(Protocol):
-    """Where the socket reports trace rows; see tcpsim/trace/recorder.py."""
+    """Where the socket reports its events; see tcpsim/trace/recorder.py."""
 
-    def record(self, sk: "TcpSocket", event: str, detail: str, seg: Segment | None = None,
-               truesize: int = -1, reason: str = "", length: int = -1, cost: int = -1) -> None: ...
+    def wants(self, sock: str) -> bool:
+        """Whether the events of the socket named `sock` are wanted (asked once, when the
+        socket is made: a socket whose events nobody wants builds none)."""
 
-
-class NullSink:
-    """A sink that keeps nothing."""
-
-    def record(self, *args: Any, **kwargs: Any) -> None:
-        return None
+    def record(self, event: TraceEvent) -> None:
+        """One event: a flat tuple in EVENT_FIELDS order (tcpsim/trace/schema.py)."""
 
 
 class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
@@ -88,7 +89,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self.k = kernel
         self.sysctl = sysctl or kernel.default_sysctls()
         self.dev = device or LocalSender()
-        self.sink = sink or NullSink()
+        self.sink = sink if sink is not None and sink.wants(name) else None
         self.mib = Mib()
         self.now = 0
         self.tcp_mstamp = 0
@@ -370,17 +371,37 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         that a timestamp is never 0 (which Linux reads as 'no echo')."""
         return self.now // NS_PER_MS + 1
 
+    def trace(self, event: str, detail: str, seg: Segment | None = None, truesize: int = -1,
+              reason: str = "", length: int = -1, cost: int = -1) -> None:
+        """Report an event to the sink as a TraceEvent (EVENT_FIELDS of
+        tcpsim/trace/schema.py): what happened, the segment it concerns, and the state the
+        trace columns show after it. The recorder reads nothing else."""
+        sink = self.sink
+        if sink is None:
+            return
+        conn, rcv, mem, snd = self.conn, self.rcv, self.mem, self.snd
+        rcv_nxt, copied_seq = rcv.rcv_nxt, rcv.copied_seq
+        sink.record((
+            self.now, self.name, event, detail, seg, truesize, reason, length, cost,
+            conn.rcv_wscale if event == "tx" else conn.snd_wscale,
+            mem.sk_rmem_alloc, mem.sk_rcvbuf, rcv_nxt, copied_seq, rcv.rcv_wup, rcv.rcv_wnd,
+            rcv.rcv_ssthresh, rcv.window_clamp, self.ack.ack_rcv_mss, rcv.scaling_ratio,
+            rcv.rcvq_space, rcv.rcv_rtt_us8 >> 3, rcv_nxt - copied_seq,
+            len(mem.receive_queue), len(mem.ofo_queue),
+            snd.snd_una, snd.snd_nxt, snd.snd_wnd, snd.snd_cwnd,
+        ))
+
     def _emit(self, seg: Segment) -> None:
         seg.tx_ns = self.now
         self.outbox.append(seg)
-        self.sink.record(self, "tx", "", seg)
+        self.trace("tx", "", seg)
 
     def abort(self, err: str) -> None:
         """The connection dies (tcp_write_err / tcp_reset): no more segments, timers off."""
         self.error = err
         self._closed()
         self.readable = self.writable = True
-        self.sink.record(self, "state", err)
+        self.trace("state", err)
 
     def take_outbox(self) -> list[Segment]:
         """Hand the queued segments to the caller, in order, and drain the outbox."""

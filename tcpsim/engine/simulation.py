@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.core.devices import LocalSender, device
 from tcpsim.core.segment import Segment
-from tcpsim.core.socket import NullSink, TcpSocket
+from tcpsim.core.socket import TcpSocket
 from tcpsim.core.state import ESTABLISHED
 from tcpsim.engine.apps import BulkWriter, PeriodicWriter, Reader, reader_phases
 from tcpsim.engine.link import LinkDirection
@@ -59,7 +59,6 @@ class Simulation:
         self.profile = profile
         self.skip = skip
         self.sched = Scheduler()
-        sink = sink or NullSink()
         sysctls = profile.default_sysctls().with_overrides(
             scenario.sysctl, known=profile.known_sysctls(), profile=profile.name)
         self.sysctls = sysctls

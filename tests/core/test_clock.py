@@ -159,3 +159,24 @@ def test_rto_timer_uses_the_wheel():
     d = established("linux-6.18")
     d.sk.now = 40 * NS_PER_MS
     assert d.sk.reset_xmit_timer(200 * NS_PER_MS) == 240 * NS_PER_MS    # default: exact
+
+
+# -- one interface, two clocks ----------------------------------------------------------------
+
+def test_the_exact_clock_keeps_ns_and_floors_the_ack_timing_to_1_ms():
+    from tcpsim.core.clock import ExactClock, make_clock
+    c = make_clock(0)
+    assert isinstance(c, ExactClock) and c.hz == 0
+    assert c.ticks(41_700_000) == 41 * NS_PER_MS and c.stamp(41_700_000) == 41_700_000
+    assert c.reset_timer(41_700_000, 200 * NS_PER_MS) == 241_700_000     # no wheel
+    assert c.jiffies_up(1) == NS_PER_MS and c.ticks_ns(c.usecs_to_ticks(210_500)) == 210_500_000
+
+
+def test_the_jiffy_clock_implements_the_interface_with_its_wheel():
+    from tcpsim.core.clock import make_clock
+    c = make_clock(250)
+    assert isinstance(c, JiffyClock)
+    assert c.ticks(41_700_000) == 10 and c.stamp(41_700_000) == 40 * NS_PER_MS
+    assert c.reset_timer(40_800_000, 40 * NS_PER_MS) == c.arm(40_800_000, 10)[1]
+    assert c.ticks_ns(c.usecs_to_ticks(210_500)) == 212 * NS_PER_MS       # 53 jiffies
+    assert c.timer_ns(20, 10) == c.tick_ns(21)                            # level 0: +1 jiffy

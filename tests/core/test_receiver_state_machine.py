@@ -66,6 +66,7 @@ from tcpsim.core.constants import ICSK_ACK_NOMEM, NS_PER_MS, PAGE_SIZE
 from tcpsim.core.mib import COUNTERS
 from tcpsim.core.segment import ACK, FIN, PSH, Segment
 from tcpsim.profiles import get_profile
+from tcpsim.trace.schema import EVENT_FIELDS
 
 from harness import established
 from strategies import (
@@ -117,22 +118,30 @@ class Admission:
 
 
 class TxLog:
-    """Trace sink: the segments the socket transmits (with the SACK state they left with)
-    and the skbs it queues (rx rows: how, and their truesize)."""
+    """Trace sink: the segments the socket transmits (with the SACK state they left with,
+    read from the socket the test set in `sk`: the event does not carry it) and the skbs it
+    queues (rx events: how, and their truesize)."""
+
+    EVENT, DETAIL, SEG, TRUESIZE = (EVENT_FIELDS.index(f) for f in ("event", "detail", "seg",
+                                                                    "truesize"))
 
     def __init__(self) -> None:
         self.armed = False
+        self.sk = None
         self.tx: list[tuple[Segment, tuple[tuple[int, int], ...]]] = []
         self.rx: list[tuple[str, Segment, int]] = []
 
-    def record(self, sk, event, detail, seg=None, truesize=-1, reason="", length=-1,
-               **more) -> None:
+    def wants(self, sock: str) -> bool:
+        return True
+
+    def record(self, ev) -> None:
         if not self.armed:
             return
+        event, seg, truesize = ev[self.EVENT], ev[self.SEG], ev[self.TRUESIZE]
         if event == "tx":
-            self.tx.append((seg, tuple(tuple(b) for b in sk.rcv.selective_acks)))
+            self.tx.append((seg, tuple(tuple(b) for b in self.sk.rcv.selective_acks)))
         elif event == "rx" and seg is not None and truesize >= 0:
-            self.rx.append((detail, seg, truesize))
+            self.rx.append((ev[self.DETAIL], seg, truesize))
 
 
 class Intervals:
@@ -210,7 +219,7 @@ class ReceiverMachine(RuleBasedStateMachine):
         self.log = TxLog()
         self.peer = established(self.PROFILE, sysctl=sysctl, dev=self.DEVICE,
                                 so_rcvbuf=so_rcvbuf, role=role, sink=self.log)
-        sk = self.sk = self.peer.sk
+        sk = self.sk = self.log.sk = self.peer.sk
         self.now = self.peer.now
         self.sent = Intervals()           # sequence ranges the peer has sent (data bytes)
         self.stream_end = 1               # one past the highest data byte sent
