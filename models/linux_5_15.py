@@ -547,7 +547,9 @@ class Linux515:
     def may_update_window(self, sk: TcpSocket, seg: Segment, ack: int, nwin: int) -> bool:
         """Models tcp_may_update_window() [5.15]: a newer ACK or segment, or the same one
         with a larger window."""
-        return ack > sk.snd.snd_una or seg.seq > sk.snd.snd_wl1 or (seg.seq == sk.snd.snd_wl1 and nwin > sk.snd.snd_wnd)
+        snd = sk.snd
+        return (ack > snd.snd_una or seg.seq > snd.snd_wl1
+                or (seg.seq == snd.snd_wl1 and nwin > snd.snd_wnd))
 
     def rtx_probe0_timed_out(self, sk: TcpSocket) -> bool:
         """Zero window with data in flight [tcp_retransmit_timer, 5.15]: give up when

@@ -33,10 +33,11 @@ class AckMixin:
 
     def incr_quickack(self: TcpSocket, max_quickacks: int) -> None:
         """Models tcp_incr_quickack(): allow up to rcv_wnd/(2*rcv_mss) immediate ACKs."""
-        quickacks = self.rcv.rcv_wnd // (2 * self.ack.ack_rcv_mss) or 2
+        ack = self.ack
+        quickacks = self.rcv.rcv_wnd // (2 * ack.ack_rcv_mss) or 2
         quickacks = min(quickacks, max_quickacks)
-        if quickacks > self.ack.ack_quick:
-            self.ack.ack_quick = quickacks
+        if quickacks > ack.ack_quick:
+            ack.ack_quick = quickacks
 
     def enter_quickack_mode(self: TcpSocket, max_quickacks: int) -> None:
         """Models tcp_enter_quickack_mode(): quick ACKs, leave ping-pong, reset ato."""
@@ -94,12 +95,13 @@ class AckMixin:
 
     def ack_snd_check(self: TcpSocket, ofo_possible: bool) -> None:
         """Models tcp_ack_snd_check() / __tcp_ack_snd_check()."""
-        if not self.ack.ack_pending & ICSK_ACK_SCHED:
+        rcv, ack = self.rcv, self.ack
+        if not ack.ack_pending & ICSK_ACK_SCHED:
             return
-        if (((self.rcv.rcv_nxt - self.rcv.rcv_wup) > self.ack.ack_rcv_mss
-             and ((self.rcv.rcv_nxt - self.rcv.copied_seq) < self.rcv.rcvlowat
-                  or self.k.select_window(self) >= self.rcv.rcv_wnd))
-                or self.in_quickack_mode() or self.ack.ack_pending & ICSK_ACK_NOW):
+        if (((rcv.rcv_nxt - rcv.rcv_wup) > ack.ack_rcv_mss
+             and ((rcv.rcv_nxt - rcv.copied_seq) < rcv.rcvlowat
+                  or self.k.select_window(self) >= rcv.rcv_wnd))
+                or self.in_quickack_mode() or ack.ack_pending & ICSK_ACK_NOW):
             self.send_ack()
             return
         if not ofo_possible or not self.mem.ofo_queue:
@@ -110,25 +112,26 @@ class AckMixin:
     def _sack_compress(self: TcpSocket) -> None:
         """Out-of-order data with SACK: the first dupACKs go out at once, then they are
         compressed by a short timer (tcp_comp_sack_delay_ns, 5 % of the RTT)."""
+        rcv, ack, snd = self.rcv, self.ack, self.snd
         s = self.sysctl
-        if not self.conn.sack_ok or self.ack.compressed_ack >= s.tcp_comp_sack_nr:
+        if not self.conn.sack_ok or ack.compressed_ack >= s.tcp_comp_sack_nr:
             self.send_ack()
             return
-        if self.ack.comp_rcv_nxt != self.rcv.rcv_nxt:               # the first 3 dupACKs at each
-            self.ack.comp_rcv_nxt = self.rcv.rcv_nxt                # new rcv_nxt go out at once
-            self.ack.dup_ack_counter = 0
-        if self.ack.dup_ack_counter < 3:
-            self.ack.dup_ack_counter += 1
+        if ack.comp_rcv_nxt != rcv.rcv_nxt:               # the first 3 dupACKs at each
+            ack.comp_rcv_nxt = rcv.rcv_nxt                # new rcv_nxt go out at once
+            ack.dup_ack_counter = 0
+        if ack.dup_ack_counter < 3:
+            ack.dup_ack_counter += 1
             self.send_ack()
             return
-        self.ack.compressed_ack += 1
-        if self.ack.comp_sack_deadline:
+        ack.compressed_ack += 1
+        if ack.comp_sack_deadline:
             return
-        rtt_us = self.rcv.rcv_rtt_us8 >> 3
-        if self.snd.srtt_us8:
-            rtt_us = min(rtt_us, self.snd.srtt_us8 >> 3) if rtt_us else self.snd.srtt_us8 >> 3
+        rtt_us = rcv.rcv_rtt_us8 >> 3
+        if snd.srtt_us8:
+            rtt_us = min(rtt_us, snd.srtt_us8 >> 3) if rtt_us else snd.srtt_us8 >> 3
         delay = min(s.tcp_comp_sack_delay_ns, rtt_us * 1000 // 20)
-        self.ack.comp_sack_deadline = self.now + delay
+        ack.comp_sack_deadline = self.now + delay
 
     def compressed_ack_timer(self: TcpSocket) -> None:
         """tcp_compressed_ack_kick(): flush the compressed SACK."""
@@ -172,15 +175,16 @@ class AckMixin:
 
     def delack_timer(self: TcpSocket) -> None:
         """Models tcp_delack_timer_handler(): send the ACK still owed, inflate ato."""
-        if self.ack.compressed_ack:
-            self.ack.compressed_ack = 0
-        if not self.ack.ack_pending & ICSK_ACK_SCHED or self.conn.state == CLOSED:
+        ack = self.ack
+        if ack.compressed_ack:
+            ack.compressed_ack = 0
+        if not ack.ack_pending & ICSK_ACK_SCHED or self.conn.state == CLOSED:
             return
         if not self.in_pingpong():
-            self.ack.ack_ato = min(self.ack.ack_ato << 1, self.snd.rto)
+            ack.ack_ato = min(ack.ack_ato << 1, self.snd.rto)
         else:
-            self.ack.ack_pingpong = 0
-            self.ack.ack_ato = TCP_ATO_MIN_NS
+            ack.ack_pingpong = 0
+            ack.ack_ato = TCP_ATO_MIN_NS
         self.mib.DelayedACKs += 1
         self.send_ack()
 
@@ -188,16 +192,17 @@ class AckMixin:
 
     def cleanup_would_ack(self: TcpSocket, copied: int) -> bool:
         """The decision of __tcp_cleanup_rbuf() without its effects (see cleanup_rbuf)."""
-        if self.ack.ack_pending & ICSK_ACK_SCHED:
-            if self.rcv.rcv_nxt - self.rcv.rcv_wup > self.ack.ack_rcv_mss:
+        rcv, ack = self.rcv, self.ack
+        if ack.ack_pending & ICSK_ACK_SCHED:
+            if rcv.rcv_nxt - rcv.rcv_wup > ack.ack_rcv_mss:
                 return True
-            if (copied > 0 and (self.ack.ack_pending & ICSK_ACK_PUSHED2
-                                or (self.ack.ack_pending & ICSK_ACK_PUSHED and not self.in_pingpong()))
+            if (copied > 0 and (ack.ack_pending & ICSK_ACK_PUSHED2
+                                or (ack.ack_pending & ICSK_ACK_PUSHED and not self.in_pingpong()))
                     and self.mem.sk_rmem_alloc == 0):
                 return True
-        if copied > 0 and not self.rcv.rcv_shutdown:
+        if copied > 0 and not rcv.rcv_shutdown:
             now_win = self.receive_window()
-            if 2 * now_win <= self.rcv.window_clamp:
+            if 2 * now_win <= rcv.window_clamp:
                 new = self.k.select_window(self)
                 if new and new >= 2 * now_win:
                     return True
@@ -234,29 +239,31 @@ class AckMixin:
 
     def ack_sent(self: TcpSocket) -> None:
         """Models tcp_event_ack_sent(): leave quick-ack mode by one, clear the pending ACK."""
-        if self.ack.compressed_ack:
-            self.ack.compressed_ack = 0
-            self.ack.comp_sack_deadline = 0
+        ack = self.ack
+        if ack.compressed_ack:
+            ack.compressed_ack = 0
+            ack.comp_sack_deadline = 0
         self.k.dec_quickack_mode(self)
-        self.ack.ack_pending = 0
-        self.ack.delack_deadline = 0
-        self.ack.delack_expires = 0
+        ack.ack_pending = 0
+        ack.delack_deadline = 0
+        ack.delack_expires = 0
 
     def make_segment(self: TcpSocket, seq: int, length: int, flags: int) -> Segment:
         """Build an outgoing segment with ACK, window, timestamps and SACK blocks
         (__tcp_transmit_skb: every non-SYN segment calls tcp_select_window)."""
+        conn, rcv = self.conn, self.rcv
         win = self.k.advertise_window(self)
-        seg = Segment(seq, length, flags, self.rcv.rcv_nxt, win)
-        if self.conn.ts_ok:
+        seg = Segment(seq, length, flags, rcv.rcv_nxt, win)
+        if conn.ts_ok:
             seg.tsval = self._tsval()
-            seg.tsecr = self.conn.ts_recent
-        if self.conn.sack_ok and (self.rcv.dsack or self.rcv.selective_acks):
+            seg.tsecr = conn.ts_recent
+        if conn.sack_ok and (rcv.dsack or rcv.selective_acks):
             blocks = []
-            if self.rcv.dsack:
-                blocks.append(self.rcv.dsack)
-                self.rcv.dsack = None
-            room = (3 if self.conn.ts_ok else 4) - len(blocks)
-            blocks.extend((b[0], b[1]) for b in self.rcv.selective_acks[:room])
+            if rcv.dsack:
+                blocks.append(rcv.dsack)
+                rcv.dsack = None
+            room = (3 if conn.ts_ok else 4) - len(blocks)
+            blocks.extend((b[0], b[1]) for b in rcv.selective_acks[:room])
             seg.sacks = tuple(blocks)
         return seg
 
@@ -270,10 +277,11 @@ class AckMixin:
 
     def _dsack_extend(self: TcpSocket, start: int, end: int) -> None:
         """tcp_dsack_extend(): start a D-SACK, or widen the pending one when they touch."""
-        if self.rcv.dsack is None:
+        rcv = self.rcv
+        if rcv.dsack is None:
             self._set_dsack(start, end)
-        elif start <= self.rcv.dsack[1] and self.rcv.dsack[0] <= end:
-            self.rcv.dsack = (min(start, self.rcv.dsack[0]), max(end, self.rcv.dsack[1]))
+        elif start <= rcv.dsack[1] and rcv.dsack[0] <= end:
+            rcv.dsack = (min(start, rcv.dsack[0]), max(end, rcv.dsack[1]))
 
     def sack_new_ofo(self: TcpSocket, seq: int, end: int) -> None:
         """Models tcp_sack_new_ofo_skb(): extend or add a SACK block, most recent first."""
@@ -304,6 +312,7 @@ class AckMixin:
 
     def sack_remove(self: TcpSocket) -> None:
         """Models tcp_sack_remove(): drop blocks now below rcv_nxt."""
-        self.rcv.selective_acks = [b for b in self.rcv.selective_acks if b[1] > self.rcv.rcv_nxt]
+        rcv = self.rcv
+        rcv.selective_acks = [b for b in rcv.selective_acks if b[1] > rcv.rcv_nxt]
         if not self.mem.ofo_queue:
-            self.rcv.selective_acks = []
+            rcv.selective_acks = []

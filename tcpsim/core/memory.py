@@ -45,11 +45,12 @@ class MemoryMixin:
     def uncharge(self: TcpSocket, size: int) -> None:
         """Models `sock_rfree()` + `sk_mem_uncharge()` [6.x]: give back `size` and reclaim
         whole pages of quota, keeping less than one page (sk_mem_reclaim)."""
-        self.mem.sk_rmem_alloc -= size
-        fwd = self.mem.sk_forward_alloc + size
+        mem = self.mem
+        mem.sk_rmem_alloc -= size
+        fwd = mem.sk_forward_alloc + size
         if fwd >= PAGE_SIZE:
             fwd &= PAGE_SIZE - 1
-        self.mem.sk_forward_alloc = fwd
+        mem.sk_forward_alloc = fwd
 
     # -- tcp_try_coalesce / skb_try_coalesce --------------------------------------------
 
@@ -90,11 +91,12 @@ class MemoryMixin:
 
     def collapse_receive_queue(self: TcpSocket) -> None:
         """Models `tcp_collapse()` over sk_receive_queue, range [copied_seq, rcv_nxt)."""
-        if self.mem.receive_queue:
-            q = list(self.mem.receive_queue)
+        mem = self.mem
+        if mem.receive_queue:
+            q = list(mem.receive_queue)
             q = self._collapse(q, 0, len(q), self.rcv.copied_seq, self.rcv.rcv_nxt)
-            self.mem.receive_queue.clear()
-            self.mem.receive_queue.extend(q)
+            mem.receive_queue.clear()
+            mem.receive_queue.extend(q)
 
     def collapse_ofo_queue(self: TcpSocket) -> None:
         """Models `tcp_collapse_ofo_queue()`: collapse each contiguous OFO range that holds

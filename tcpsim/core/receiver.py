@@ -43,14 +43,16 @@ class ReceiveMixin:
 
     def receive_window(self: TcpSocket) -> int:
         """Models tcp_receive_window(): what the peer may still send."""
-        w = self.rcv.rcv_wup + self.rcv.rcv_wnd - self.rcv.rcv_nxt
+        rcv = self.rcv
+        w = rcv.rcv_wup + rcv.rcv_wnd - rcv.rcv_nxt
         return w if w > 0 else 0
 
     def fast_path_check(self: TcpSocket) -> None:
         """Models tcp_fast_path_check(): re-enable header prediction when nothing unusual.
         It only ever turns the fast path on; a zero window, OFO data or a failed prune
         turn it off elsewhere."""
-        if not self.mem.ofo_queue and self.rcv.rcv_wnd != 0 and self.mem.sk_rmem_alloc < self.mem.sk_rcvbuf:
+        mem = self.mem
+        if not mem.ofo_queue and self.rcv.rcv_wnd != 0 and mem.sk_rmem_alloc < mem.sk_rcvbuf:
             self.rcv.pred_ok = True
 
     # -- tcp_rcv_established ----------------------------------------------------------------
@@ -58,16 +60,17 @@ class ReceiveMixin:
     def rcv_established(self: TcpSocket, seg: Segment) -> None:
         """Models tcp_rcv_established(): header-prediction fast path, else validate,
         process the ACK and queue the data."""
-        if seg.tsval >= 0 and self.conn.ts_ok:
-            self.conn.rcv_tsecr = seg.tsecr
-        if (self.rcv.pred_ok and seg.seq == self.rcv.rcv_nxt and not seg.flags & _NOT_FAST
-                and seg.flags & ACK and seg.win << self.conn.snd_wscale == self.snd.snd_wnd
-                and seg.ack <= self.snd.snd_nxt and seg.ack >= self.snd.snd_una):
+        conn, rcv, snd = self.conn, self.rcv, self.snd
+        if seg.tsval >= 0 and conn.ts_ok:
+            conn.rcv_tsecr = seg.tsecr
+        if (rcv.pred_ok and seg.seq == rcv.rcv_nxt and not seg.flags & _NOT_FAST
+                and seg.flags & ACK and seg.win << conn.snd_wscale == snd.snd_wnd
+                and seg.ack <= snd.snd_nxt and seg.ack >= snd.snd_una):
             if seg.len == 0:
                 self._ts_update(seg)
                 self.tcp_ack(seg)
                 return
-            if seg.seq + seg.len <= self.rcv.rcv_nxt + self.receive_window():
+            if seg.seq + seg.len <= rcv.rcv_nxt + self.receive_window():
                 skb = self.dev.make_skb(seg.seq, seg.len, False, seg.gso_size)
                 if skb.truesize <= self.mem.sk_forward_alloc:
                     self._fast_path_data(seg, skb)
@@ -138,8 +141,9 @@ class ReceiveMixin:
     def data_queue(self: TcpSocket, seg: Segment, skb: Skb | None = None) -> None:
         """Models tcp_data_queue(): in-order, old, beyond-window, partial and OFO cases.
         `skb`: already built for an in-order segment (see _slow_path)."""
+        rcv = self.rcv
         fin = bool(seg.flags & FIN)
-        if seg.seq == self.rcv.rcv_nxt:
+        if seg.seq == rcv.rcv_nxt:
             if self.receive_window() == 0 and not self.k.zero_window_accepts(self, seg):
                 self.mib.TCPZeroWindowDrop += 1
                 self._out_of_window(seg, "TCP_ZEROWINDOW")
@@ -147,17 +151,17 @@ class ReceiveMixin:
             self._queue_in_order(seg, seg.seq, seg.len, fin, skb)
             return
         end_seq = seg.end_seq
-        if end_seq <= self.rcv.rcv_nxt:                         # wholly old
+        if end_seq <= rcv.rcv_nxt:                         # wholly old
             self.mib.DelayedACKLost += 1
             self._set_dsack(seg.seq, end_seq)
             self._out_of_window(seg, "TCP_OLD_DATA")
             return
-        if seg.seq >= self.rcv.rcv_nxt + self.receive_window():  # starts beyond the window
+        if seg.seq >= rcv.rcv_nxt + self.receive_window():  # starts beyond the window
             self.k.overwindow_drop(self)
             self._out_of_window(seg, "TCP_OVERWINDOW")
             return
-        if seg.seq < self.rcv.rcv_nxt:                          # partial overlap
-            self._set_dsack(seg.seq, self.rcv.rcv_nxt)
+        if seg.seq < rcv.rcv_nxt:                          # partial overlap
+            self._set_dsack(seg.seq, rcv.rcv_nxt)
             if self.receive_window() == 0:
                 self.mib.TCPZeroWindowDrop += 1
                 self._out_of_window(seg, "TCP_ZEROWINDOW")
@@ -202,13 +206,14 @@ class ReceiveMixin:
     def queue_rcv(self: TcpSocket, skb: Skb) -> bool:
         """Models tcp_queue_rcv(): coalesce into the tail or append; advance rcv_nxt.
         Returns True when the skb was coalesced (eaten)."""
+        rcv = self.rcv
         q = self.mem.receive_queue
         eaten = bool(q) and self.k.try_coalesce(self, q[-1], skb)
         if not eaten:
             q.append(skb)
             self.charge(skb.truesize)
-        self.rcv.bytes_received += skb.end_seq - self.rcv.rcv_nxt - (1 if skb.fin else 0)
-        self.rcv.rcv_nxt = skb.end_seq
+        rcv.bytes_received += skb.end_seq - rcv.rcv_nxt - (1 if skb.fin else 0)
+        rcv.rcv_nxt = skb.end_seq
         return eaten
 
     # -- out-of-order queue -------------------------------------------------------------------
@@ -253,14 +258,15 @@ class ReceiveMixin:
 
     def ofo_queue_drain(self: TcpSocket) -> None:
         """Models tcp_ofo_queue(): move OFO skbs that became in-order to the receive queue."""
+        rcv = self.rcv
         ofo = self.mem.ofo_queue
-        dsack_high = self.rcv.rcv_nxt                            # the end of the new in-order data
-        while ofo and ofo[0].seq <= self.rcv.rcv_nxt:
+        dsack_high = rcv.rcv_nxt                            # the end of the new in-order data
+        while ofo and ofo[0].seq <= rcv.rcv_nxt:
             skb = ofo.pop(0)
             if skb.seq < dsack_high:                         # received twice: D-SACK it
                 end, dsack_high = self.k.ofo_dsack(self, skb, dsack_high)
                 self._dsack_extend(skb.seq, end)
-            if skb.end_seq <= self.rcv.rcv_nxt:                  # entirely old
+            if skb.end_seq <= rcv.rcv_nxt:                  # entirely old
                 self.uncharge(skb.truesize)
                 continue
             q = self.mem.receive_queue
@@ -268,8 +274,8 @@ class ReceiveMixin:
                 self.uncharge(skb.truesize)                  # the source skb is freed
             else:
                 q.append(skb)
-            self.rcv.bytes_received += skb.end_seq - self.rcv.rcv_nxt - (1 if skb.fin else 0)
-            self.rcv.rcv_nxt = skb.end_seq               # an overlapping head is kept: reads skip it
+            rcv.bytes_received += skb.end_seq - rcv.rcv_nxt - (1 if skb.fin else 0)
+            rcv.rcv_nxt = skb.end_seq               # an overlapping head is kept: reads skip it
             if skb.fin:
                 self.tcp_fin()
                 break
@@ -278,30 +284,32 @@ class ReceiveMixin:
 
     def tcp_fin(self: TcpSocket) -> None:
         """Models tcp_fin(): the peer has finished sending."""
-        self.ack.ack_pending |= ICSK_ACK_SCHED
-        self.rcv.rcv_shutdown = True
-        if self.conn.state == ESTABLISHED:
-            self.conn.state = CLOSE_WAIT
+        conn, rcv, ack = self.conn, self.rcv, self.ack
+        ack.ack_pending |= ICSK_ACK_SCHED
+        rcv.rcv_shutdown = True
+        if conn.state == ESTABLISHED:
+            conn.state = CLOSE_WAIT
             self.enter_pingpong()
-        elif self.conn.state == FIN_WAIT1:
-            self.conn.state = CLOSING
-            self.ack.ack_pending |= ICSK_ACK_NOW
-        elif self.conn.state == FIN_WAIT2:
-            self.conn.state = TIME_WAIT
-            self.ack.ack_pending |= ICSK_ACK_NOW
+        elif conn.state == FIN_WAIT1:
+            conn.state = CLOSING
+            ack.ack_pending |= ICSK_ACK_NOW
+        elif conn.state == FIN_WAIT2:
+            conn.state = TIME_WAIT
+            ack.ack_pending |= ICSK_ACK_NOW
         # Out-of-order data after the FIN is dropped, and the SACK state with it, a pending
         # D-SACK included (skb_rbtree_purge + tcp_sack_reset).
         for skb in self.mem.ofo_queue:
             self.uncharge(skb.truesize)
         self.mem.ofo_queue.clear()
-        if self.conn.sack_ok:
-            self.rcv.dsack = None
-            self.rcv.selective_acks = []
+        if conn.sack_ok:
+            rcv.dsack = None
+            rcv.selective_acks = []
         self.readable = True
 
     def data_ready(self: TcpSocket) -> None:
         """Models tcp_data_ready(): wake the reader when enough is queued."""
-        if self.rcv.rcv_nxt - self.rcv.copied_seq >= self.rcv.rcvlowat or self.rcv.rcv_shutdown:
+        rcv = self.rcv
+        if rcv.rcv_nxt - rcv.copied_seq >= rcv.rcvlowat or rcv.rcv_shutdown:
             self.readable = True
 
     # -- reading --------------------------------------------------------------------------------
@@ -310,6 +318,7 @@ class ReceiveMixin:
         """The application reads up to n bytes. Models tcp_recvmsg_locked(): copy from the
         head skb, free skbs once fully consumed, autotune per chunk, then tcp_cleanup_rbuf().
         Returns the bytes copied (0 at EOF or when nothing is queued)."""
+        rcv = self.rcv
         self._clock(now)
         q = self.mem.receive_queue
         if not q:
@@ -318,30 +327,30 @@ class ReceiveMixin:
         freed = False
         while copied < n and q:
             skb = q[0]
-            offset = self.rcv.copied_seq - skb.seq
+            offset = rcv.copied_seq - skb.seq
             avail = skb.len - offset
             if avail > 0:
                 used = min(avail, n - copied)
-                self.rcv.copied_seq += used
+                rcv.copied_seq += used
                 copied += used
                 self.k.rcv_space_adjust(self)
                 if used < avail:
                     break
             q.popleft()
             if skb.fin:
-                self.rcv.copied_seq += 1
+                rcv.copied_seq += 1
                 self.eof = True
             self.uncharge(skb.truesize)
             freed = True
             if skb.fin:
                 break
         if not q:
-            self.readable = self.rcv.rcv_shutdown
-        self.rcv.read_untraced += copied
+            self.readable = rcv.rcv_shutdown
+        rcv.read_untraced += copied
         acked = self.cleanup_rbuf(copied)
         if freed or acked:
-            self.trace("read", "freed" if freed else "", length=self.rcv.read_untraced)
-            self.rcv.read_untraced = 0
+            self.trace("read", "freed" if freed else "", length=rcv.read_untraced)
+            rcv.read_untraced = 0
         return copied
 
     def count_inert_reads(self: TcpSocket, t0: int, period: int, n: int, limit: int) -> int:
@@ -353,30 +362,31 @@ class ReceiveMixin:
         restarts its measurement. The engine applies runs of them at once with
         apply_inert_reads(), which must leave exactly the state the reads one by one would
         have left; the reader is woken for the first read that is not inert."""
+        rcv = self.rcv
         q = self.mem.receive_queue
         if not q or n <= 0 or limit <= 0:
             return 0
         head = q[0]
-        left = head.seq + head.len - self.rcv.copied_seq       # bytes before the head is consumed
+        left = head.seq + head.len - rcv.copied_seq       # bytes before the head is consumed
         count = min(limit, (left - 1) // n)
         if count <= 0:
             return 0
         # tcp_cleanup_rbuf() may zero ack_quick / lower rcv_ssthresh as it decides (as
         # __tcp_select_window() does); planning must not, so look and put them back.
-        saved = self.ack.ack_quick, self.rcv.rcv_ssthresh
+        saved = self.ack.ack_quick, rcv.rcv_ssthresh
         acks = self.cleanup_would_ack(n)
-        self.ack.ack_quick, self.rcv.rcv_ssthresh = saved
+        self.ack.ack_quick, rcv.rcv_ssthresh = saved
         if acks:
             return 0
         k = self.k
         gate = k.rcv_space_gate_us(self)
         if gate < 0:
             return count
-        rtt_us = self.rcv.rcv_rtt_us8 >> 3
-        space, seq = self.rcv.rcvq_space, self.rcv.rcvq_seq
+        rtt_us = rcv.rcv_rtt_us8 >> 3
+        space, seq = rcv.rcvq_space, rcv.rcvq_seq
         i = self._first_read_at_or_after(t0, period, gate)
         while i < count:
-            copied_seq = self.rcv.copied_seq + (i + 1) * n
+            copied_seq = rcv.copied_seq + (i + 1) * n
             if k.rcv_space_copied(self, copied_seq, seq) > space:
                 return i
             seq = copied_seq
@@ -395,9 +405,10 @@ class ReceiveMixin:
     def apply_inert_reads(self: TcpSocket, t0: int, period: int, n: int, count: int) -> None:
         """Apply `count` reads known to be inert (see count_inert_reads): advance
         copied_seq, and run DRS exactly at the reads where its RTT gate opens."""
+        rcv = self.rcv
         if count <= 0:
             return
-        base = self.rcv.copied_seq
+        base = rcv.copied_seq
         k = self.k
         self.cleanup_would_ack(n)       # the first read's side effects; the rest repeat them
         gate = k.rcv_space_gate_us(self)
@@ -406,9 +417,9 @@ class ReceiveMixin:
             while i < count:
                 t = t0 + i * period
                 self._clock(t)
-                self.rcv.copied_seq = base + (i + 1) * n
+                rcv.copied_seq = base + (i + 1) * n
                 k.rcv_space_adjust(self)
                 i = self._first_read_at_or_after(t0, period, k.rcv_space_gate_us(self))
         self._clock(t0 + (count - 1) * period)
-        self.rcv.copied_seq = base + count * n
-        self.rcv.read_untraced += count * n
+        rcv.copied_seq = base + count * n
+        rcv.read_untraced += count * n

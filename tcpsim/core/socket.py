@@ -43,7 +43,8 @@ from tcpsim.core.receiver import ReceiveMixin
 from tcpsim.core.segment import ACK, RST, SYN, Segment
 from tcpsim.core.sender import SendMixin
 from tcpsim.core.state import (
-    CLOSED, ESTABLISHED, LISTEN, SYN_RECV, SYN_SENT, SYNCHRONIZED, TcpState, initial_state,
+    CLOSED, ESTABLISHED, LISTEN, SYN_RECV, SYN_SENT, SYNCHRONIZED, AckState, ConnState, MemState,
+    RcvState, SndState, TcpState, initial_state,
 )
 from tcpsim.core.sysctl import Sysctls
 
@@ -76,6 +77,26 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         # the kernel's tick clock (tcpsim/core/clock.py)
         "clock",
     )
+    name: str
+    k: Any                              # the profile's policy (TODO: tcpsim.policy's interface)
+    sysctl: Sysctls
+    dev: Device
+    sink: TraceSink | None
+    mib: Mib
+    now: int
+    tcp_mstamp: int
+    outbox: list[Segment]
+    readable: bool
+    writable: bool
+    error: str
+    accepted: bool
+    eof: bool
+    conn: ConnState
+    rcv: RcvState
+    mem: MemState
+    ack: AckState
+    snd: SndState
+    clock: Clock
 
     def __init__(self, kernel: Any, sysctl: Sysctls | None = None, device: Device | None = None,
                  *, name: str = "rcv", sink: TraceSink | None = None, mtu: int = 1500,
@@ -93,7 +114,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self.mib = Mib()
         self.now = 0
         self.tcp_mstamp = 0
-        self.outbox: list[Segment] = []
+        self.outbox = []
         self.readable = False
         self.writable = False
         self.error = ""
@@ -126,44 +147,47 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
 
     def connect(self, now: int) -> None:
         """Active open: models tcp_connect_init() + tcp_connect() [tcp_output.c]."""
+        conn, rcv, snd = self.conn, self.rcv, self.snd
         self._clock(now)
-        self.conn.state = SYN_SENT
+        conn.state = SYN_SENT
         s = self.sysctl
-        self.conn.wscale_ok = bool(s.tcp_window_scaling)
-        if self.mem.rcvbuf_locked and (self.rcv.window_clamp > self.full_space() or self.rcv.window_clamp == 0):
-            self.rcv.window_clamp = self.full_space()
-        self.k.select_initial_window(self, self.full_space(), self.conn.advmss)
+        conn.wscale_ok = bool(s.tcp_window_scaling)
+        clamp = rcv.window_clamp
+        if self.mem.rcvbuf_locked and (clamp > self.full_space() or clamp == 0):
+            rcv.window_clamp = self.full_space()
+        self.k.select_initial_window(self, self.full_space(), conn.advmss)
         self.k.init_rcv_ssthresh(self)
-        self.snd.iss = self.snd.snd_una = 0
-        self.snd.snd_nxt = self.snd.write_seq = 1
+        snd.iss = snd.snd_una = 0
+        snd.snd_nxt = snd.write_seq = 1
         self._emit(self.make_syn())
-        self.conn.syn_tx_ns = self.now                   # the SYN skb's send time
-        self.snd.rto = TCP_TIMEOUT_INIT_NS
-        self.snd.rto_deadline = self.reset_xmit_timer(self.snd.rto)
+        conn.syn_tx_ns = self.now                   # the SYN skb's send time
+        snd.rto = TCP_TIMEOUT_INIT_NS
+        snd.rto_deadline = self.reset_xmit_timer(snd.rto)
 
     def _on_syn(self, seg: Segment) -> None:
         """LISTEN + SYN: models tcp_openreq_init_rwin() and tcp_make_synack()."""
+        conn, rcv, snd = self.conn, self.rcv, self.snd
         s = self.sysctl
         self._learn_options(seg)
-        self.rcv.irs = seg.seq
-        self.rcv.rcv_nxt = self.rcv.copied_seq = self.rcv.rcv_wup = seg.seq + 1
-        mss = self.conn.advmss - (TCP_HEADER_TS if self.conn.ts_ok else 0)
+        rcv.irs = seg.seq
+        rcv.rcv_nxt = rcv.copied_seq = rcv.rcv_wup = seg.seq + 1
+        mss = conn.advmss - (TCP_HEADER_TS if conn.ts_ok else 0)
         full = self.full_space()
-        if self.mem.rcvbuf_locked and (self.rcv.window_clamp > full or self.rcv.window_clamp == 0):
-            self.rcv.window_clamp = full
+        if self.mem.rcvbuf_locked and (rcv.window_clamp > full or rcv.window_clamp == 0):
+            rcv.window_clamp = full
         self.k.select_initial_window(self, self.full_space(), mss)
         self.k.init_rcv_ssthresh(self)
-        if not self.conn.wscale_ok:
-            self.conn.rcv_wscale = 0
-        self.snd.iss = 0
-        self.snd.snd_una = 0
-        self.snd.retransmits = 0                        # a new request
-        self.snd.snd_nxt = self.snd.write_seq = 1
-        self.conn.state = SYN_RECV
+        if not conn.wscale_ok:
+            conn.rcv_wscale = 0
+        snd.iss = 0
+        snd.snd_una = 0
+        snd.retransmits = 0                        # a new request
+        snd.snd_nxt = snd.write_seq = 1
+        conn.state = SYN_RECV
         self._emit(self.make_synack())
-        self.conn.syn_tx_ns = self.now                   # tcp_rsk(req)->snt_synack
-        self.snd.rto = TCP_TIMEOUT_INIT_NS
-        self.snd.rto_deadline = self.reset_xmit_timer(self.snd.rto)
+        conn.syn_tx_ns = self.now                   # tcp_rsk(req)->snt_synack
+        snd.rto = TCP_TIMEOUT_INIT_NS
+        snd.rto_deadline = self.reset_xmit_timer(snd.rto)
 
     def close(self, now: int) -> None:
         """close(): models tcp_close() [tcp.c]. Data received and not read (a FIN aside)
@@ -171,11 +195,12 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         RST|ACK at snd_nxt (TCPAbortOnClose). Before the connection exists there is nothing
         to send. Otherwise a FIN follows the data, as for shutdown(SHUT_WR); what the orphaned
         socket does afterwards (FIN_WAIT2 timeout, reset on new data) is not modelled."""
+        rcv = self.rcv
         self._clock(now)
         if self.conn.state in (CLOSED, LISTEN, SYN_SENT):
             self._closed()
             return
-        unread = self.rcv.rcv_nxt - self.rcv.copied_seq - (1 if self.rcv.rcv_shutdown else 0)
+        unread = rcv.rcv_nxt - rcv.copied_seq - (1 if rcv.rcv_shutdown else 0)
         if unread > 0:
             self.mib.TCPAbortOnClose += 1
             self._closed()
@@ -185,9 +210,10 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
 
     def _closed(self) -> None:
         """tcp_set_state(TCP_CLOSE) without an error for the application: timers off."""
+        snd = self.snd
         self.conn.state = CLOSED
-        self.snd.rto_deadline = self.snd.probe_deadline = self.ack.delack_deadline = 0
-        self.ack.comp_sack_deadline = self.snd.tlp_deadline = 0
+        snd.rto_deadline = snd.probe_deadline = self.ack.delack_deadline = 0
+        self.ack.comp_sack_deadline = snd.tlp_deadline = 0
 
     def make_syn(self) -> Segment:
         """Our SYN (tcp_connect() [tcp_output.c]), first or retransmitted."""
@@ -199,37 +225,40 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
 
     def make_synack(self) -> Segment:
         """Our SYN-ACK (tcp_make_synack() [tcp_output.c]), first or retransmitted."""
+        conn = self.conn
         return Segment(self.snd.iss, 0, SYN | ACK, self.rcv.rcv_nxt, min(self.rcv.rcv_wnd, 65535),
-                       mss=self.conn.advmss, wscale=self.conn.rcv_wscale if self.conn.wscale_ok else -1,
-                       sack_ok=self.conn.sack_ok, tsval=self._tsval() if self.conn.ts_ok else -1,
-                       tsecr=self.conn.ts_recent if self.conn.ts_ok else -1)
+                       mss=conn.advmss, wscale=conn.rcv_wscale if conn.wscale_ok else -1,
+                       sack_ok=conn.sack_ok, tsval=self._tsval() if conn.ts_ok else -1,
+                       tsecr=conn.ts_recent if conn.ts_ok else -1)
 
     def _learn_options(self, seg: Segment) -> None:
         """Options of a SYN / SYN-ACK: what both sides agreed on."""
+        conn = self.conn
         s = self.sysctl
-        self.conn.wscale_ok = seg.wscale >= 0 and bool(s.tcp_window_scaling)
-        self.conn.snd_wscale = min(seg.wscale, 14) if self.conn.wscale_ok else 0
-        self.conn.sack_ok = seg.sack_ok and bool(s.tcp_sack)
-        self.conn.ts_ok = seg.tsval >= 0 and bool(s.tcp_timestamps)
-        if self.conn.ts_ok:
-            self.conn.ts_recent = seg.tsval
-        self.conn.peer_mss = seg.mss or TCP_MSS_DEFAULT
+        conn.wscale_ok = seg.wscale >= 0 and bool(s.tcp_window_scaling)
+        conn.snd_wscale = min(seg.wscale, 14) if conn.wscale_ok else 0
+        conn.sack_ok = seg.sack_ok and bool(s.tcp_sack)
+        conn.ts_ok = seg.tsval >= 0 and bool(s.tcp_timestamps)
+        if conn.ts_ok:
+            conn.ts_recent = seg.tsval
+        conn.peer_mss = seg.mss or TCP_MSS_DEFAULT
 
     def _on_synack(self, seg: Segment) -> None:
         """SYN_SENT + SYN-ACK: models tcp_rcv_synsent_state_process() + tcp_finish_connect()."""
-        if not seg.flags & ACK or seg.ack != self.snd.snd_nxt:
+        rcv, snd = self.rcv, self.snd
+        if not seg.flags & ACK or seg.ack != snd.snd_nxt:
             return
         self._learn_options(seg)
         if not self.conn.wscale_ok:
             self.conn.rcv_wscale = 0
-            self.rcv.window_clamp = min(self.rcv.window_clamp, 65535)
-        self.rcv.irs = seg.seq
-        self.rcv.rcv_nxt = self.rcv.copied_seq = self.rcv.rcv_wup = seg.seq + 1
-        self.snd.snd_una = seg.ack
-        self.snd.snd_wnd = seg.win                      # SYN-ACK window is never scaled
-        self.snd.snd_wl1 = seg.seq
-        self.snd.max_window = self.snd.snd_wnd
-        self.snd.rto_deadline = 0
+            rcv.window_clamp = min(rcv.window_clamp, 65535)
+        rcv.irs = seg.seq
+        rcv.rcv_nxt = rcv.copied_seq = rcv.rcv_wup = seg.seq + 1
+        snd.snd_una = seg.ack
+        snd.snd_wnd = seg.win                      # SYN-ACK window is never scaled
+        snd.snd_wl1 = seg.seq
+        snd.max_window = snd.snd_wnd
+        snd.rto_deadline = 0
         self._handshake_rtt(seg)
         self._established(active=True)
         # tcp_ack()'s tcp_cong_control() set the pacing rate before tcp_init_transfer():
@@ -239,13 +268,14 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
 
     def _on_handshake_ack(self, seg: Segment) -> bool:
         """SYN_RECV + ACK of our SYN-ACK: the child socket is established."""
-        if not seg.flags & ACK or seg.ack != self.snd.snd_nxt:
+        snd = self.snd
+        if not seg.flags & ACK or seg.ack != snd.snd_nxt:
             return False
-        self.snd.snd_una = seg.ack
-        self.snd.snd_wnd = seg.win << self.conn.snd_wscale
-        self.snd.snd_wl1 = seg.seq
-        self.snd.max_window = self.snd.snd_wnd
-        self.snd.rto_deadline = 0
+        snd.snd_una = seg.ack
+        snd.snd_wnd = seg.win << self.conn.snd_wscale
+        snd.snd_wl1 = seg.seq
+        snd.max_window = snd.snd_wnd
+        snd.rto_deadline = 0
         self._handshake_rtt(seg)
         self._established(active=False)
         self._update_pacing_rate()                  # tcp_rcv_state_process(), TCP_SYN_RECV
@@ -259,11 +289,12 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         such sample (Karn); then only the timestamp echo can, in tcp_ack_update_rtt()
         [tcp_input.c]. So `ss -ti` shows an rtt, and the RTO, the loss probe, TSO sizing
         and deferral work from it, before the first data is acknowledged."""
+        conn = self.conn
         if self.snd.srtt_us8:
             return
-        if not self.snd.retransmits and self.conn.syn_tx_ns >= 0:
-            sample = max(1, (self.now - self.conn.syn_tx_ns) // NS_PER_US)
-        elif self.conn.ts_ok and seg.tsecr > 0 and self._tsval() >= seg.tsecr:
+        if not self.snd.retransmits and conn.syn_tx_ns >= 0:
+            sample = max(1, (self.now - conn.syn_tx_ns) // NS_PER_US)
+        elif conn.ts_ok and seg.tsecr > 0 and self._tsval() >= seg.tsecr:
             sample = max(self._tsval() - seg.tsecr, 1) * 1000     # tcp_rtt_tsopt_us()
         else:
             return
@@ -274,16 +305,17 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         With timestamps advmss loses the option's 12 bytes on both sides (the passive side
         too: its rcv_ssthresh grows by 2 * 1448 per segment, measured on 6.18 in
         docs/validation.md)."""
-        if self.conn.ts_ok:
-            self.conn.tcp_header_len = 32
-            self.conn.advmss -= TCP_HEADER_TS
-        self.conn.mss_cache = min(self.conn.peer_mss, self.conn.mtu - 40) - (TCP_HEADER_TS if self.conn.ts_ok else 0)
-        self.ack.ack_rcv_mss = max(TCP_MIN_MSS, min(self.conn.advmss, self.conn.mss_cache, self.rcv.rcv_wnd // 2,
+        conn, rcv = self.conn, self.rcv
+        if conn.ts_ok:
+            conn.tcp_header_len = 32
+            conn.advmss -= TCP_HEADER_TS
+        conn.mss_cache = min(conn.peer_mss, conn.mtu - 40) - (TCP_HEADER_TS if conn.ts_ok else 0)
+        self.ack.ack_rcv_mss = max(TCP_MIN_MSS, min(conn.advmss, conn.mss_cache, rcv.rcv_wnd // 2,
                                                 TCP_MSS_DEFAULT))  # tcp_initialize_rcv_mss()
-        self.conn.state = ESTABLISHED
+        conn.state = ESTABLISHED
         self.snd.retransmits = 0                        # the handshake's, counted for Karn only
-        self.rcv.rcvq_time = self.tcp_mstamp
-        self.rcv.rcvq_seq = self.rcv.copied_seq
+        rcv.rcvq_time = self.tcp_mstamp
+        rcv.rcvq_seq = rcv.copied_seq
         self.k.init_buffer_space(self)
         self.sndbuf_expand()
         self.ack.ack_lrcvtime = self.clock.stamp(self.now)
@@ -323,29 +355,31 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
     def on_timer(self, now: int) -> None:
         """Run every timer whose deadline has passed (delayed ACK, loss probe, RTO,
         persist)."""
+        ack, snd = self.ack, self.snd
         self._clock(now)
-        if self.ack.delack_deadline and self.ack.delack_deadline <= now:
-            self.ack.delack_deadline = 0
+        if ack.delack_deadline and ack.delack_deadline <= now:
+            ack.delack_deadline = 0
             self.delack_timer()
-        if self.ack.comp_sack_deadline and self.ack.comp_sack_deadline <= now:
-            self.ack.comp_sack_deadline = 0
+        if ack.comp_sack_deadline and ack.comp_sack_deadline <= now:
+            ack.comp_sack_deadline = 0
             self.compressed_ack_timer()
-        if self.snd.tlp_deadline and self.snd.tlp_deadline <= now:
-            self.snd.tlp_deadline = 0
+        if snd.tlp_deadline and snd.tlp_deadline <= now:
+            snd.tlp_deadline = 0
             self.send_loss_probe()
-        if self.snd.rto_deadline and self.snd.rto_deadline <= now:
-            self.snd.rto_deadline = 0
-            self.snd.tlp_deadline = 0
+        if snd.rto_deadline and snd.rto_deadline <= now:
+            snd.rto_deadline = 0
+            snd.tlp_deadline = 0
             self.retransmit_timer()
-        if self.snd.probe_deadline and self.snd.probe_deadline <= now:
-            self.snd.probe_deadline = 0
+        if snd.probe_deadline and snd.probe_deadline <= now:
+            snd.probe_deadline = 0
             self.probe_timer()
 
     def next_deadline(self) -> int:
         """Earliest armed timer, or 0 when none is armed (a deadline of 0 is unarmed)."""
+        snd = self.snd
         d = 0
-        for t in (self.ack.delack_deadline, self.ack.comp_sack_deadline, self.snd.tlp_deadline,
-                  self.snd.rto_deadline, self.snd.probe_deadline):
+        for t in (self.ack.delack_deadline, self.ack.comp_sack_deadline, snd.tlp_deadline,
+                  snd.rto_deadline, snd.probe_deadline):
             if t and (not d or t < d):
                 d = t
         return d
@@ -418,13 +452,14 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
 
     def ss_line(self) -> str:
         """An `ss -tmi`-style snapshot of this socket."""
-        rtt = self.rcv.rcv_rtt_us8 / 8000
-        srtt = self.snd.srtt_us8 / 8000
-        return (f"{self.conn.state} Recv-Q {self.recv_q()} Send-Q {self.snd.write_seq - self.snd.snd_una} "
-                f"skmem:(r{self.mem.sk_rmem_alloc},rb{self.mem.sk_rcvbuf},t0,tb{self.snd.sk_sndbuf},"
-                f"f{self.mem.sk_forward_alloc}) wscale:{self.conn.snd_wscale},{self.conn.rcv_wscale} "
-                f"rtt:{srtt:.3f} rto:{self.snd.rto // NS_PER_MS} mss:{self.conn.mss_cache} "
-                f"rcvmss:{self.ack.ack_rcv_mss} advmss:{self.conn.advmss} cwnd:{self.snd.snd_cwnd} "
-                f"bytes_received:{self.rcv.bytes_received} rcv_rtt:{rtt:.3f} "
-                f"rcv_space:{self.rcv.rcvq_space} rcv_ssthresh:{self.rcv.rcv_ssthresh} "
-                f"rcv_wnd:{self.rcv.rcv_wnd} window_clamp:{self.rcv.window_clamp}")
+        conn, rcv, mem, snd = self.conn, self.rcv, self.mem, self.snd
+        rtt = rcv.rcv_rtt_us8 / 8000
+        srtt = snd.srtt_us8 / 8000
+        return (f"{conn.state} Recv-Q {self.recv_q()} Send-Q {snd.write_seq - snd.snd_una} "
+                f"skmem:(r{mem.sk_rmem_alloc},rb{mem.sk_rcvbuf},t0,tb{snd.sk_sndbuf},"
+                f"f{mem.sk_forward_alloc}) wscale:{conn.snd_wscale},{conn.rcv_wscale} "
+                f"rtt:{srtt:.3f} rto:{snd.rto // NS_PER_MS} mss:{conn.mss_cache} "
+                f"rcvmss:{self.ack.ack_rcv_mss} advmss:{conn.advmss} cwnd:{snd.snd_cwnd} "
+                f"bytes_received:{rcv.bytes_received} rcv_rtt:{rtt:.3f} "
+                f"rcv_space:{rcv.rcvq_space} rcv_ssthresh:{rcv.rcv_ssthresh} "
+                f"rcv_wnd:{rcv.rcv_wnd} window_clamp:{rcv.window_clamp}")

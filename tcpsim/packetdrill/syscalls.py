@@ -353,7 +353,8 @@ class Syscalls:
             if cmd == S["SIOCINQ"]:
                 actual = _tcp_inq(sk)
             else:
-                actual = 0 if sk.conn.state in (SYN_SENT, SYN_RECV) else sk.snd.write_seq - sk.snd.snd_una
+                handshake = sk.conn.state in (SYN_SENT, SYN_RECV)
+                actual = 0 if handshake else sk.snd.write_seq - sk.snd.snd_una
             problem = None
             if expected is not None and actual != expected:
                 problem = f"Bad ioctl optval: expected: {expected} actual: {actual}"

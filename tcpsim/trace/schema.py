@@ -10,6 +10,11 @@ treat -1 as "unknown", never as a measurement.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tcpsim.core.segment import Segment
+
 # (name, arrow type, meaning)
 COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("t_ns", "int64", "simulated (or capture-relative) time, nanoseconds"),
@@ -82,6 +87,6 @@ EVENT_FIELDS: tuple[str, ...] = (
 # Where the socket's state starts in an event: EVENT_FIELDS[EV_STATE:] are int columns.
 EV_STATE: int = EVENT_FIELDS.index("sk_rmem_alloc")
 STATE_COLUMNS: tuple[str, ...] = EVENT_FIELDS[EV_STATE:]
-# TraceEvent: (t_ns, sock, event, detail, seg, truesize, drop_reason, len, collapse_ns,
-# win_scale, *the STATE_COLUMNS values); `seg` is a tcpsim.core.segment.Segment or None.
-TraceEvent = tuple  # a flat tuple in EVENT_FIELDS order (see above)
+# A flat tuple in EVENT_FIELDS order: (t_ns, sock, event, detail, seg, truesize, drop_reason,
+# len, collapse_ns, win_scale, *the STATE_COLUMNS values).
+TraceEvent = tuple[int, str, str, str, "Segment | None", int, str, int, int, int, *tuple[int, ...]]
