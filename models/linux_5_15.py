@@ -21,6 +21,7 @@ from tcpsim.core.constants import (
 )
 from tcpsim.core.segment import FIN, PSH, SYN, URG, Segment
 from tcpsim.core.skb import Skb
+from tcpsim.core.state import CLOSED
 from tcpsim.core.sysctl import Sysctls
 from tcpsim.policy import KernelPolicy
 
@@ -90,7 +91,7 @@ class Linux515(KernelPolicy):
         the window scale chosen from the largest buffer the socket could ever use."""
         s = sk.sysctl
         space = max(space, 0)
-        clamp = sk.window_clamp or (65535 << 14)
+        clamp = sk.rcv.window_clamp or (65535 << 14)
         space = min(space, clamp)
         if space > mss:
             space = space // mss * mss
@@ -98,44 +99,44 @@ class Linux515(KernelPolicy):
             rcv_wnd = min(space, MAX_TCP_WINDOW)
         else:
             rcv_wnd = self.initial_rcv_wnd(sk, space)
-        if sk.init_rwnd:
-            rcv_wnd = min(rcv_wnd, sk.init_rwnd * mss)
+        if sk.conn.init_rwnd:
+            rcv_wnd = min(rcv_wnd, sk.conn.init_rwnd * mss)
         wscale = 0
-        if sk.wscale_ok:
+        if sk.conn.wscale_ok:
             biggest = min(max(space, s.tcp_rmem[2], s.rmem_max), clamp)
             wscale = max(0, min(14, biggest.bit_length() - 1 - 15))
-        sk.rcv_wnd = rcv_wnd
-        sk.rcv_wscale = wscale
-        sk.window_clamp = min(65535 << wscale, clamp)
+        sk.rcv.rcv_wnd = rcv_wnd
+        sk.conn.rcv_wscale = wscale
+        sk.rcv.window_clamp = min(65535 << wscale, clamp)
 
     def init_rcv_ssthresh(self, sk: TcpSocket) -> None:
         """tcp_connect_init() / tcp_openreq_init_rwin(): rcv_ssthresh starts at rcv_wnd."""
-        sk.rcv_ssthresh = sk.rcv_wnd
+        sk.rcv.rcv_ssthresh = sk.rcv.rcv_wnd
 
     def init_buffer_space(self, sk: TcpSocket) -> None:
         """Models tcp_init_buffer_space(): window_clamp = full space less one segment
         (tcp_app_win), rcv_ssthresh bounded by it, DRS baseline = min(.., 10 * advmss)."""
         app_win = sk.sysctl.tcp_app_win
-        advmss = sk.advmss
+        advmss = sk.conn.advmss
         maxwin = sk.full_space()
-        if sk.window_clamp >= maxwin:
-            sk.window_clamp = maxwin
+        if sk.rcv.window_clamp >= maxwin:
+            sk.rcv.window_clamp = maxwin
             if app_win and maxwin > 4 * advmss:
-                sk.window_clamp = max(maxwin - (maxwin >> app_win), 4 * advmss)
-        if app_win and sk.window_clamp > 2 * advmss and sk.window_clamp + advmss > maxwin:
-            sk.window_clamp = max(2 * advmss, maxwin - advmss)
-        sk.rcv_ssthresh = min(sk.rcv_ssthresh, sk.window_clamp)
-        sk.rcvq_space = min(sk.rcv_ssthresh, sk.rcv_wnd, TCP_INIT_CWND * advmss)
+                sk.rcv.window_clamp = max(maxwin - (maxwin >> app_win), 4 * advmss)
+        if app_win and sk.rcv.window_clamp > 2 * advmss and sk.rcv.window_clamp + advmss > maxwin:
+            sk.rcv.window_clamp = max(2 * advmss, maxwin - advmss)
+        sk.rcv.rcv_ssthresh = min(sk.rcv.rcv_ssthresh, sk.rcv.window_clamp)
+        sk.rcv.rcvq_space = min(sk.rcv.rcv_ssthresh, sk.rcv.rcv_wnd, TCP_INIT_CWND * advmss)
 
     # -- socket options ---------------------------------------------------------------------------
 
     def set_window_clamp(self, sk: TcpSocket, val: int) -> None:
         """TCP_WINDOW_CLAMP [tcp.c, 5.15]: only the clamp changes."""
         if val == 0:
-            if sk.state == "CLOSED":
-                sk.window_clamp = 0
+            if sk.conn.state == CLOSED:
+                sk.rcv.window_clamp = 0
             return
-        sk.window_clamp = max(val, SOCK_MIN_RCVBUF // 2)
+        sk.rcv.window_clamp = max(val, SOCK_MIN_RCVBUF // 2)
 
     def on_rcvbuf_set(self, sk: TcpSocket) -> None:
         """SO_RCVBUF on an open socket: only sk_rcvbuf changes."""
@@ -144,7 +145,7 @@ class Linux515(KernelPolicy):
 
     def rcv_rtt_update(self, sk: TcpSocket, sample_us: int, win_dep: bool) -> None:
         """Models tcp_rcv_rtt_update(): EWMA 1/8 (timestamps) or min-only (window)."""
-        est = sk.rcv_rtt_us8
+        est = sk.rcv.rcv_rtt_us8
         if est:
             if not win_dep:
                 est += sample_us - (est >> 3)
@@ -152,25 +153,25 @@ class Linux515(KernelPolicy):
                 est = sample_us << 3
         else:
             est = sample_us << 3
-        sk.rcv_rtt_us8 = est
+        sk.rcv.rcv_rtt_us8 = est
 
     def rcv_rtt_measure(self, sk: TcpSocket) -> None:
         """Models tcp_rcv_rtt_measure(): one window's worth of data per sample (no TS)."""
-        if sk.rcv_rtt_time:
-            if sk.rcv_nxt < sk.rcv_rtt_seq:
+        if sk.rcv.rcv_rtt_time:
+            if sk.rcv.rcv_nxt < sk.rcv.rcv_rtt_seq:
                 return
-            self.rcv_rtt_update(sk, sk.tcp_mstamp - sk.rcv_rtt_time, True)
-        sk.rcv_rtt_seq = sk.rcv_nxt + sk.rcv_wnd
-        sk.rcv_rtt_time = sk.tcp_mstamp
+            self.rcv_rtt_update(sk, sk.tcp_mstamp - sk.rcv.rcv_rtt_time, True)
+        sk.rcv.rcv_rtt_seq = sk.rcv.rcv_nxt + sk.rcv.rcv_wnd
+        sk.rcv.rcv_rtt_time = sk.tcp_mstamp
 
     def rcv_rtt_measure_ts(self, sk: TcpSocket, seg: Segment) -> None:
         """Models tcp_rcv_rtt_measure_ts() [5.15]: sample = now - echoed timestamp, once
         per new echo, from full-sized segments; 0 ms counts as 1 ms."""
-        tsecr = sk.rcv_tsecr
-        if not sk.ts_ok or tsecr <= 0 or tsecr == sk.rcv_rtt_last_tsecr:
+        tsecr = sk.conn.rcv_tsecr
+        if not sk.conn.ts_ok or tsecr <= 0 or tsecr == sk.rcv.rcv_rtt_last_tsecr:
             return
-        sk.rcv_rtt_last_tsecr = tsecr
-        if seg.len >= sk.ack_rcv_mss:
+        sk.rcv.rcv_rtt_last_tsecr = tsecr
+        if seg.len >= sk.ack.ack_rcv_mss:
             sample = self.ts_rtt_sample_us(sk._tsval() - tsecr)
             if sample >= 0:
                 self.rcv_rtt_update(sk, sample, False)
@@ -184,25 +185,25 @@ class Linux515(KernelPolicy):
     def measure_rcv_mss(self, sk: TcpSocket, seg: Segment, skb: Skb) -> None:
         """Models tcp_measure_rcv_mss() [5.15]: learn the peer's segment size; mark small
         pushed segments (ICSK_ACK_PUSHED/PUSHED2) for the read-side ACK rule."""
-        lss = sk.last_seg_size
-        sk.last_seg_size = 0
+        lss = sk.rcv.last_seg_size
+        sk.rcv.last_seg_size = 0
         length = seg.gso_size or seg.len
-        if length >= sk.ack_rcv_mss:
-            if length != sk.ack_rcv_mss:
+        if length >= sk.ack.ack_rcv_mss:
+            if length != sk.ack.ack_rcv_mss:
                 self.on_rcv_mss_change(sk, seg, skb)
-            sk.ack_rcv_mss = min(length, sk.advmss)
+            sk.ack.ack_rcv_mss = min(length, sk.conn.advmss)
             return
-        length += sk.tcp_header_len
+        length += sk.conn.tcp_header_len
         if length >= TCP_MSS_DEFAULT + 20 or (
                 length >= TCP_MIN_MSS + 20 and not seg.flags & TCP_REMNANT):
-            length -= sk.tcp_header_len
-            sk.last_seg_size = length
+            length -= sk.conn.tcp_header_len
+            sk.rcv.last_seg_size = length
             if length == lss:
-                sk.ack_rcv_mss = length
+                sk.ack.ack_rcv_mss = length
                 return
-        if sk.ack_pending & ICSK_ACK_PUSHED:
-            sk.ack_pending |= ICSK_ACK_PUSHED2
-        sk.ack_pending |= ICSK_ACK_PUSHED
+        if sk.ack.ack_pending & ICSK_ACK_PUSHED:
+            sk.ack.ack_pending |= ICSK_ACK_PUSHED2
+        sk.ack.ack_pending |= ICSK_ACK_PUSHED
 
     def on_rcv_mss_change(self, sk: TcpSocket, seg: Segment, skb: Skb) -> None:
         """What a segment that changes rcv_mss teaches besides (6.6: scaling_ratio)."""
@@ -218,10 +219,10 @@ class Linux515(KernelPolicy):
     def grow_window(self, sk: TcpSocket, skb: Skb, adjust: bool, seg: Segment) -> None:
         """Models tcp_grow_window(): raise rcv_ssthresh by two MSS (or 2*len) per segment
         whose payload is worth its memory; bloated skbs only while rcv_ssthresh is small."""
-        room = min(sk.window_clamp, sk.tcp_space()) - sk.rcv_ssthresh
+        room = min(sk.rcv.window_clamp, sk.tcp_space()) - sk.rcv.rcv_ssthresh
         if room <= 0:
             return
-        if sk.memory_pressure:
+        if sk.mem.memory_pressure:
             self.grow_under_pressure(sk)
             return
         truesize = skb.truesize
@@ -230,22 +231,22 @@ class Linux515(KernelPolicy):
             if truesize < skb.len:
                 truesize = skb.truesize
         if self.win_from_space(sk, truesize) <= skb.len:
-            incr = 2 * sk.advmss
+            incr = 2 * sk.conn.advmss
         else:
             incr = self._grow_window_bloated(sk, truesize, skb.len)
         if incr:
             incr = max(incr, 2 * skb.len)
-            sk.rcv_ssthresh += min(room, incr)
-            sk.ack_quick |= 1
+            sk.rcv.rcv_ssthresh += min(room, incr)
+            sk.ack.ack_quick |= 1
 
     def _grow_window_bloated(self, sk: TcpSocket, truesize: int, length: int) -> int:
         """Models __tcp_grow_window(): the worse the len/truesize ratio, the lower the
         rcv_ssthresh up to which a bloated skb may still grow the window."""
         t = self.win_from_space(sk, truesize) >> 1
         w = self.win_from_space(sk, sk.sysctl.tcp_rmem[2]) >> 1
-        while sk.rcv_ssthresh <= w:
+        while sk.rcv.rcv_ssthresh <= w:
             if t <= length:
-                return 2 * sk.ack_rcv_mss
+                return 2 * sk.ack.ack_rcv_mss
             t >>= 1
             w >>= 1
         return 0
@@ -255,7 +256,7 @@ class Linux515(KernelPolicy):
 
     def pressure_adjust(self, sk: TcpSocket) -> None:
         """Under memory pressure [5.15]: rcv_ssthresh = min(rcv_ssthresh, 4 * advmss)."""
-        sk.rcv_ssthresh = min(sk.rcv_ssthresh, 4 * sk.advmss)
+        sk.rcv.rcv_ssthresh = min(sk.rcv.rcv_ssthresh, 4 * sk.conn.advmss)
 
     def shrink_allowed(self, sk: TcpSocket) -> bool:
         """May the window retract? Never before 6.5 (no tcp_shrink_window)."""
@@ -271,29 +272,29 @@ class Linux515(KernelPolicy):
         never-shrink rule. Zero when free space is below max(rcv_mss, full/16) and below
         half of the full window; otherwise bounded by rcv_ssthresh and rounded up to the
         window-scale unit so scaling cannot hide it."""
-        mss = sk.ack_rcv_mss
+        mss = sk.ack.ack_rcv_mss
         free = sk.tcp_space()
         allowed = sk.full_space()
-        full = min(sk.window_clamp, allowed)
+        full = min(sk.rcv.window_clamp, allowed)
         if mss > full:
             mss = full
             if mss <= 0:
                 return 0
-        unit = 1 << sk.rcv_wscale
+        unit = 1 << sk.conn.rcv_wscale
         if self.shrink_allowed(sk):
             return self._select_window_shrink(sk, free, allowed, full, mss, unit)
         if free < full >> 1:
-            sk.ack_quick = 0
-            if sk.memory_pressure:
+            sk.ack.ack_quick = 0
+            if sk.mem.memory_pressure:
                 self.pressure_adjust(sk)
             free = round_down(free, unit)
             if free < allowed >> 4 or free < mss:
                 return 0
-        if free > sk.rcv_ssthresh:
-            free = sk.rcv_ssthresh
-        if sk.rcv_wscale:
+        if free > sk.rcv.rcv_ssthresh:
+            free = sk.rcv.rcv_ssthresh
+        if sk.conn.rcv_wscale:
             return align_up(free, unit)
-        window = sk.rcv_wnd
+        window = sk.rcv.rcv_wnd
         if window <= free - mss or window > free:
             window = free // mss * mss
         elif mss == full and free > window + (full >> 1):
@@ -306,13 +307,13 @@ class Linux515(KernelPolicy):
         space rounded *down* to the scale unit; rcv_ssthresh rounded up (a soft limit)."""
         free = round_down(free, unit)
         if free < full >> 1:
-            sk.ack_quick = 0
-            if sk.memory_pressure:
+            sk.ack.ack_quick = 0
+            if sk.mem.memory_pressure:
                 self.pressure_adjust(sk)
             if free < allowed >> 4 or free < mss or free < unit:
                 return 0
-        if free > sk.rcv_ssthresh:
-            free = align_up(sk.rcv_ssthresh, unit)
+        if free > sk.rcv.rcv_ssthresh:
+            free = align_up(sk.rcv.rcv_ssthresh, unit)
         return free
 
     def advertise_window(self, sk: TcpSocket) -> int:
@@ -320,27 +321,27 @@ class Linux515(KernelPolicy):
         segment. Never shrinks the offered window: a smaller result is replaced by the
         current right edge rounded up to the scale unit (TCPWantZeroWindowAdv when that
         hides a zero). Updates rcv_wnd / rcv_wup and the zero-window MIBs."""
-        old = sk.rcv_wnd
+        old = sk.rcv.rcv_wnd
         cur = sk.receive_window()
         new = self.select_window(sk)
         if new < cur and not self.shrink_allowed(sk):
             if new == 0:
                 sk.mib.TCPWantZeroWindowAdv += 1
-                sk.sink.record(sk, "window", "want zero (never-shrink kept it open)")
-            new = align_up(cur, 1 << sk.rcv_wscale)
+                sk.trace("window", "want zero (never-shrink kept it open)")
+            new = align_up(cur, 1 << sk.conn.rcv_wscale)
         return self._store_window(sk, old, new)
 
     def _store_window(self, sk: TcpSocket, old: int, new: int) -> int:
         """The common tail of tcp_select_window(): store, cap, scale, count."""
-        sk.rcv_wnd = new
-        sk.rcv_wup = sk.rcv_nxt
-        if not sk.rcv_wscale and sk.sysctl.tcp_workaround_signed_windows:
+        sk.rcv.rcv_wnd = new
+        sk.rcv.rcv_wup = sk.rcv.rcv_nxt
+        if not sk.conn.rcv_wscale and sk.sysctl.tcp_workaround_signed_windows:
             new = min(new, MAX_TCP_WINDOW)
         else:
-            new = min(new, 65535 << sk.rcv_wscale)
-        new >>= sk.rcv_wscale
+            new = min(new, 65535 << sk.conn.rcv_wscale)
+        new >>= sk.conn.rcv_wscale
         if new == 0:
-            sk.pred_ok = False
+            sk.rcv.pred_ok = False
             if old:
                 sk.mib.TCPToZeroWindowAdv += 1
         elif old == 0:
@@ -352,9 +353,9 @@ class Linux515(KernelPolicy):
     def tcp_sequence(self, sk: TcpSocket, seg: Segment) -> str:
         """Models tcp_sequence() [<= 6.16]: acceptable unless wholly before rcv_wup or
         starting beyond the window. Returns a drop reason, or '' when acceptable."""
-        if seg.end_seq < sk.rcv_wup:
+        if seg.end_seq < sk.rcv.rcv_wup:
             return "TCP_OLD_SEQUENCE"
-        if seg.seq > sk.rcv_nxt + self.sequence_window(sk):
+        if seg.seq > sk.rcv.rcv_nxt + self.sequence_window(sk):
             return "TCP_INVALID_SEQUENCE"
         return ""
 
@@ -378,13 +379,13 @@ class Linux515(KernelPolicy):
 
     def can_ingest(self, sk: TcpSocket, skb: Skb) -> bool:
         """The 'does it fit now?' test of admission and pruning [<= 6.16]."""
-        return sk.sk_rmem_alloc <= sk.sk_rcvbuf
+        return sk.mem.sk_rmem_alloc <= sk.mem.sk_rcvbuf
 
     def admit_in_order(self, sk: TcpSocket, skb: Skb) -> bool:
         """The memory step of tcp_data_queue()'s in-order branch [5.15, 6.1]: an empty
         receive queue always accepts (sk_forced_mem_schedule); otherwise
         tcp_try_rmem_schedule() decides and a failure drops silently (TCPRcvQDrop)."""
-        if not sk.receive_queue:
+        if not sk.mem.receive_queue:
             sk.rmem_schedule(skb.truesize)
             return True
         return self.try_rmem_schedule(sk, skb, skb.truesize)
@@ -404,24 +405,24 @@ class Linux515(KernelPolicy):
         """Models tcp_clamp_window(): leave quick-ack mode; raise sk_rcvbuf to the memory
         in use (up to tcp_rmem[2]) unless locked or under pressure -- the ratchet behind
         Cloudflare's unbounded buffers; if still over, rcv_ssthresh falls to 2 * advmss."""
-        sk.ack_quick = 0
+        sk.ack.ack_quick = 0
         rmem2 = sk.sysctl.tcp_rmem[2]
-        if sk.sk_rcvbuf < rmem2 and not sk.rcvbuf_locked and not sk.memory_pressure:
-            raised = min(sk.sk_rmem_alloc, rmem2)
-            if raised != sk.sk_rcvbuf:
-                sk.sk_rcvbuf = raised
-                sk.sink.record(sk, "autotune", "clamp_window")
-        if sk.sk_rmem_alloc > sk.sk_rcvbuf:
-            sk.rcv_ssthresh = min(sk.window_clamp, 2 * sk.advmss)
+        if sk.mem.sk_rcvbuf < rmem2 and not sk.mem.rcvbuf_locked and not sk.mem.memory_pressure:
+            raised = min(sk.mem.sk_rmem_alloc, rmem2)
+            if raised != sk.mem.sk_rcvbuf:
+                sk.mem.sk_rcvbuf = raised
+                sk.trace("autotune", "clamp_window")
+        if sk.mem.sk_rmem_alloc > sk.mem.sk_rcvbuf:
+            sk.rcv.rcv_ssthresh = min(sk.rcv.window_clamp, 2 * sk.conn.advmss)
 
     def prune_queue(self, sk: TcpSocket, skb: Skb) -> int:
         """Models tcp_prune_queue() [5.15, 6.1]: clamp the window, collapse the OFO and
         receive queues, prune the OFO queue; -1 (RcvPruned) when still over budget."""
         sk.mib.PruneCalled += 1
-        sk.sink.record(sk, "prune", "", truesize=skb.truesize)
+        sk.trace("prune", "", truesize=skb.truesize)
         if self.needs_clamp(sk, skb):
             self.clamp_window(sk)
-        elif sk.memory_pressure:
+        elif sk.mem.memory_pressure:
             self.pressure_adjust(sk)
         if self.can_ingest(sk, skb):
             return 0
@@ -432,28 +433,28 @@ class Linux515(KernelPolicy):
         if self.can_ingest(sk, skb):
             return 0
         sk.mib.RcvPruned += 1
-        sk.pred_ok = False
+        sk.rcv.pred_ok = False
         return -1
 
     def needs_clamp(self, sk: TcpSocket, skb: Skb) -> bool:
         """When tcp_prune_queue() calls tcp_clamp_window() [5.15]: rmem >= rcvbuf."""
-        return sk.sk_rmem_alloc >= sk.sk_rcvbuf
+        return sk.mem.sk_rmem_alloc >= sk.mem.sk_rcvbuf
 
     def collapse(self, sk: TcpSocket, skb: Skb) -> None:
         """The collapse step of tcp_prune_queue(): OFO queue, then the receive queue. Each
         collapse that rewrites data is charged a modelled duration (collapse_cost_ns)."""
-        copied = sk.collapsed_bytes
-        rmem = sk.sk_rmem_alloc
+        copied = sk.mem.collapsed_bytes
+        rmem = sk.mem.sk_rmem_alloc
         sk.collapse_ofo_queue()
         sk.collapse_receive_queue()
-        copied = sk.collapsed_bytes - copied
+        copied = sk.mem.collapsed_bytes - copied
         if copied:
             cost = self.collapse_cost_ns(sk, copied)
-            sk.collapses += 1
-            sk.collapse_ns_total += cost
-            sk.collapse_ns_max = max(sk.collapse_ns_max, cost)
-            sk.sink.record(sk, "collapse", f"freed {rmem - sk.sk_rmem_alloc}", length=copied,
-                           cost=cost)
+            sk.mem.collapses += 1
+            sk.mem.collapse_ns_total += cost
+            sk.mem.collapse_ns_max = max(sk.mem.collapse_ns_max, cost)
+            sk.trace("collapse", f"freed {rmem - sk.mem.sk_rmem_alloc}", length=copied,
+                     cost=cost)
 
     COLLAPSE_NS_PER_BYTE = 0.32
     COLLAPSE_NS_FIXED = 2000
@@ -469,21 +470,21 @@ class Linux515(KernelPolicy):
         """Models tcp_prune_ofo_queue() [5.15, 6.1]: drop OFO skbs from the highest
         sequence down, rcvbuf/8 at a time, until back under budget. OfoPruned counts
         every call on a non-empty queue."""
-        ofo = sk.ofo_queue
+        ofo = sk.mem.ofo_queue
         if not ofo:
             return False
         sk.mib.OfoPruned += 1
-        goal = sk.sk_rcvbuf >> 3
+        goal = sk.mem.sk_rcvbuf >> 3
         while ofo:
             dropped = sk.ofo_drop_last()
             goal -= dropped.truesize
-            sk.sink.record(sk, "drop", "ofo prune", truesize=dropped.truesize,
-                           reason="TCP_OFO_QUEUE_PRUNE")
+            sk.trace("drop", "ofo prune", truesize=dropped.truesize,
+                     reason="TCP_OFO_QUEUE_PRUNE")
             if not ofo or goal <= 0:
-                if self.can_ingest(sk, skb) and not sk.memory_pressure:
+                if self.can_ingest(sk, skb) and not sk.mem.memory_pressure:
                     break
-                goal = sk.sk_rcvbuf >> 3
-        sk.selective_acks = []
+                goal = sk.mem.sk_rcvbuf >> 3
+        sk.rcv.selective_acks = []
         return True
 
     def try_coalesce(self, sk: TcpSocket, to: Skb, frm: Skb) -> bool:
@@ -510,9 +511,9 @@ class Linux515(KernelPolicy):
     def rcv_space_gate_us(self, sk: TcpSocket) -> int:
         """Earliest tcp_mstamp (us) at which rcv_space_adjust() acts, -1 when it cannot
         (no receiver RTT yet). Used to skip idle reads exactly."""
-        if sk.rcv_rtt_us8 == 0:
+        if sk.rcv.rcv_rtt_us8 == 0:
             return -1
-        return sk.rcvq_time + (sk.rcv_rtt_us8 >> 3)
+        return sk.rcv.rcvq_time + (sk.rcv.rcv_rtt_us8 >> 3)
 
     def rcv_space_copied(self, sk: TcpSocket, copied_seq: int, rcvq_seq: int) -> int:
         """Bytes DRS credits to this RTT when the reader has reached copied_seq."""
@@ -526,28 +527,28 @@ class Linux515(KernelPolicy):
         gate = self.rcv_space_gate_us(sk)
         if gate < 0 or now < gate:
             return
-        copied = self.rcv_space_copied(sk, sk.copied_seq, sk.rcvq_seq)
-        if copied > sk.rcvq_space:
-            if sk.sysctl.tcp_moderate_rcvbuf and not sk.rcvbuf_locked:
+        copied = self.rcv_space_copied(sk, sk.rcv.copied_seq, sk.rcv.rcvq_seq)
+        if copied > sk.rcv.rcvq_space:
+            if sk.sysctl.tcp_moderate_rcvbuf and not sk.mem.rcvbuf_locked:
                 self.grow_rcvbuf(sk, copied)
-            sk.rcvq_space = copied
-        sk.rcvq_seq = sk.copied_seq
-        sk.rcvq_time = now
+            sk.rcv.rcvq_space = copied
+        sk.rcv.rcvq_seq = sk.rcv.copied_seq
+        sk.rcv.rcvq_time = now
 
     def grow_rcvbuf(self, sk: TcpSocket, copied: int) -> None:
         """The sizing step of tcp_rcv_space_adjust() [5.15, 6.1]."""
-        advmss = sk.advmss
+        advmss = sk.conn.advmss
         rcvwin = (copied << 1) + 16 * advmss
-        grow = rcvwin * (copied - sk.rcvq_space) // sk.rcvq_space
+        grow = rcvwin * (copied - sk.rcv.rcvq_space) // sk.rcv.rcvq_space
         rcvwin += grow << 1
         rcvmem = skb_truesize(advmss + MAX_TCP_HEADER)
         while self.win_from_space(sk, rcvmem) < advmss:
             rcvmem += 128
         rcvbuf = min(rcvwin // advmss * rcvmem, sk.sysctl.tcp_rmem[2])
-        if rcvbuf > sk.sk_rcvbuf:
-            sk.sk_rcvbuf = rcvbuf
-            sk.window_clamp = self.win_from_space(sk, rcvbuf)
-            sk.sink.record(sk, "autotune", "rcvbuf_grow")
+        if rcvbuf > sk.mem.sk_rcvbuf:
+            sk.mem.sk_rcvbuf = rcvbuf
+            sk.rcv.window_clamp = self.win_from_space(sk, rcvbuf)
+            sk.trace("autotune", "rcvbuf_grow")
 
     def rcvbuf_grow(self, sk: TcpSocket, newval: int) -> None:
         """tcp_rcvbuf_grow() does not exist before 6.16."""
@@ -560,24 +561,26 @@ class Linux515(KernelPolicy):
 
     def dec_quickack_mode(self, sk: TcpSocket) -> None:
         """Models tcp_dec_quickack_mode() [5.15]: one quick ACK used per segment sent."""
-        if sk.ack_quick:
-            if sk.ack_quick <= 1:
-                sk.ack_quick = 0
-                sk.ack_ato = TCP_ATO_MIN_NS
+        if sk.ack.ack_quick:
+            if sk.ack.ack_quick <= 1:
+                sk.ack.ack_quick = 0
+                sk.ack.ack_ato = TCP_ATO_MIN_NS
             else:
-                sk.ack_quick -= 1
+                sk.ack.ack_quick -= 1
 
     # -- sender side ----------------------------------------------------------------------------------
 
     def may_update_window(self, sk: TcpSocket, seg: Segment, ack: int, nwin: int) -> bool:
         """Models tcp_may_update_window() [5.15]: a newer ACK or segment, or the same one
         with a larger window."""
-        return ack > sk.snd_una or seg.seq > sk.snd_wl1 or (seg.seq == sk.snd_wl1 and nwin > sk.snd_wnd)
+        snd = sk.snd
+        return (ack > snd.snd_una or seg.seq > snd.snd_wl1
+                or (seg.seq == snd.snd_wl1 and nwin > snd.snd_wnd))
 
     def rtx_probe0_timed_out(self, sk: TcpSocket) -> bool:
         """Zero window with data in flight [tcp_retransmit_timer, 5.15]: give up when
         nothing was heard from the peer for TCP_RTO_MAX (120 s)."""
-        return sk.now - sk.rcv_tstamp > TCP_RTO_MAX_NS
+        return sk.now - sk.snd.rcv_tstamp > TCP_RTO_MAX_NS
 
     def grow_skb(self, sk: TcpSocket, q: deque[int], missing: int) -> None:
         """tcp_grow_skb() does not exist before 6.10: tcp_write_xmit() sends the head skb
@@ -592,7 +595,7 @@ class Linux515(KernelPolicy):
         """tcp_tso_should_defer() [tcp_output.c, 5.15]: defer only if the oldest unacked
         segment went out at least half an srtt ago (srtt_us >> 4 whole microseconds), i.e.
         its ACK is due within that: returns how soon (ns) the next ACK must be due."""
-        return srtt_ns - ((sk.srtt_us8 >> 4) * NS_PER_US)
+        return srtt_ns - ((sk.snd.srtt_us8 >> 4) * NS_PER_US)
 
     def loss_probe_timeout(self, sk: TcpSocket) -> int:
         """tcp_schedule_loss_probe() [tcp_output.c, 5.15]: the probe timeout, in whole
@@ -600,10 +603,10 @@ class Linux515(KernelPolicy):
         single segment is out (the peer may be delaying its ACK) or TCP_TIMEOUT_MIN (two
         jiffies) otherwise; TCP_TIMEOUT_INIT (1 s) before any RTT sample. (Stable trees
         that took 1c2709cfff1d have 6.7's rule, see linux_6_8.py.)"""
-        if not sk.srtt_us8:
+        if not sk.snd.srtt_us8:
             return TCP_TIMEOUT_INIT_NS
-        floor = TCP_RTO_MIN_NS if len(sk.rtx_queue) == 1 else sk.jiffies_up(1) * 2
-        return sk.jiffies_up((sk.srtt_us8 >> 2) * NS_PER_US) + floor
+        floor = TCP_RTO_MIN_NS if len(sk.snd.rtx_queue) == 1 else sk.jiffies_up(1) * 2
+        return sk.jiffies_up((sk.snd.srtt_us8 >> 2) * NS_PER_US) + floor
 
 
 from tcpsim.policy import Profile  # noqa: E402  (kept last: the class above is the point of this file)

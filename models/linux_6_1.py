@@ -30,9 +30,9 @@ class Linux61(Linux515):
         """tcp_tso_autosize() [tcp_output.c, 5.18+]: add gso_max_size >> (min_rtt_us >>
         tcp_tso_rtt_log) to the pacing rate's share -- the whole GSO size below 512 us of
         min RTT, half of it below 1 ms, ... (nothing before the first RTT sample)."""
-        if not sk.min_rtt_us:
+        if not sk.snd.min_rtt_us:
             return 0
-        r = sk.min_rtt_us >> TCP_TSO_RTT_LOG
+        r = sk.snd.min_rtt_us >> TCP_TSO_RTT_LOG
         return SK_GSO_MAX_SIZE >> r if r < 32 else 0
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from tcpsim.models.linux_6_10 import Linux610
 from tcpsim.policy import Profile
+from tcpsim.core.state import CLOSED
 
 if TYPE_CHECKING:
     from tcpsim.core.socket import TcpSocket
@@ -26,32 +27,32 @@ class Linux614(Linux610):
 
     def on_scaling_ratio_change(self, sk: TcpSocket) -> None:
         """tcp_measure_rcv_mss() [6.11+]: window_clamp = W(sk_rcvbuf), DRS baseline capped."""
-        self.set_window_clamp(sk, self.win_from_space(sk, sk.sk_rcvbuf))
-        if sk.window_clamp < sk.rcvq_space:
-            sk.rcvq_space = sk.window_clamp
+        self.set_window_clamp(sk, self.win_from_space(sk, sk.mem.sk_rcvbuf))
+        if sk.rcv.window_clamp < sk.rcv.rcvq_space:
+            sk.rcv.rcvq_space = sk.rcv.window_clamp
 
     def set_window_clamp(self, sk: TcpSocket, val: int) -> None:
         """Models tcp_set_window_clamp() [6.x]: lowering the clamp lowers rcv_ssthresh;
         raising it lets rcv_ssthresh follow up to rcv_wnd."""
         if val == 0:
-            if sk.state == "CLOSED":
-                sk.window_clamp = 0
+            if sk.conn.state == CLOSED:
+                sk.rcv.window_clamp = 0
             return
-        old = sk.window_clamp
+        old = sk.rcv.window_clamp
         new = max(val, 4608 // 2)
         if new == old:
             return
-        sk.window_clamp = new
+        sk.rcv.window_clamp = new
         if new < old:
-            sk.rcv_ssthresh = min(sk.rcv_ssthresh, new)
+            sk.rcv.rcv_ssthresh = min(sk.rcv.rcv_ssthresh, new)
         else:
-            sk.rcv_ssthresh = max(min(sk.rcv_wnd, new), sk.rcv_ssthresh)
+            sk.rcv.rcv_ssthresh = max(min(sk.rcv.rcv_wnd, new), sk.rcv.rcv_ssthresh)
 
     def nomem_window(self, sk: TcpSocket) -> int:
         """tcp_select_window() NOMEM branch [6.14+]: store the zero."""
-        sk.pred_ok = False
-        sk.rcv_wnd = 0
-        sk.rcv_wup = sk.rcv_nxt
+        sk.rcv.pred_ok = False
+        sk.rcv.rcv_wnd = 0
+        sk.rcv.rcv_wup = sk.rcv.rcv_nxt
         return 0
 
 

@@ -51,7 +51,7 @@ class Linux617(Linux614):
 
     def rcv_space_copied(self, sk: TcpSocket, copied_seq: int, rcvq_seq: int) -> int:
         """tcp_rcv_space_adjust() [6.16+]: bytes read this RTT minus bytes still queued."""
-        return (copied_seq - rcvq_seq) - (sk.rcv_nxt - copied_seq)
+        return (copied_seq - rcvq_seq) - (sk.rcv.rcv_nxt - copied_seq)
 
     def rcv_space_adjust(self, sk: TcpSocket) -> None:
         """Models tcp_rcv_space_adjust() [6.16+]: once per receiver RTT, grow the buffer
@@ -60,27 +60,27 @@ class Linux617(Linux614):
         gate = self.rcv_space_gate_us(sk)
         if gate < 0 or now < gate:
             return
-        copied = self.rcv_space_copied(sk, sk.copied_seq, sk.rcvq_seq)
-        if copied > sk.rcvq_space:
+        copied = self.rcv_space_copied(sk, sk.rcv.copied_seq, sk.rcv.rcvq_seq)
+        if copied > sk.rcv.rcvq_space:
             self.rcvbuf_grow(sk, copied)
-        sk.rcvq_seq = sk.copied_seq
-        sk.rcvq_time = now
+        sk.rcv.rcvq_seq = sk.rcv.copied_seq
+        sk.rcv.rcvq_time = now
 
     def rcvbuf_grow(self, sk: TcpSocket, newval: int) -> None:
         """Models tcp_rcvbuf_grow() [6.16]: rcvbuf = tcp_space_from_win(2 * newval + the
         out-of-order span), capped at tcp_rmem[2]; window_clamp follows."""
-        oldval = sk.rcvq_space
-        sk.rcvq_space = newval
-        if not sk.sysctl.tcp_moderate_rcvbuf or sk.rcvbuf_locked:
+        oldval = sk.rcv.rcvq_space
+        sk.rcv.rcvq_space = newval
+        if not sk.sysctl.tcp_moderate_rcvbuf or sk.mem.rcvbuf_locked:
             return
         rcvwin = (newval << 1) + self.rcvbuf_grow_term(sk, newval, oldval)
-        if sk.ofo_queue:
-            rcvwin += sk.ofo_queue[-1].end_seq - sk.rcv_nxt
+        if sk.mem.ofo_queue:
+            rcvwin += sk.mem.ofo_queue[-1].end_seq - sk.rcv.rcv_nxt
         rcvbuf = min(self.space_from_win(sk, rcvwin), sk.sysctl.tcp_rmem[2])
-        if rcvbuf > sk.sk_rcvbuf:
-            sk.sk_rcvbuf = rcvbuf
-            sk.window_clamp = self.win_from_space(sk, rcvbuf)
-            sk.sink.record(sk, "autotune", "rcvbuf_grow")
+        if rcvbuf > sk.mem.sk_rcvbuf:
+            sk.mem.sk_rcvbuf = rcvbuf
+            sk.rcv.window_clamp = self.win_from_space(sk, rcvbuf)
+            sk.trace("autotune", "rcvbuf_grow")
 
     def rcvbuf_grow_term(self, sk: TcpSocket, newval: int, oldval: int) -> int:
         """6.16-6.17 (before aa251c84636c): no slow-start growth term."""
@@ -89,14 +89,14 @@ class Linux617(Linux614):
     def rcv_rtt_update(self, sk: TcpSocket, sample_us: int, win_dep: bool) -> None:
         """Models tcp_rcv_rtt_update() [6.16+]: jump to smaller samples; smooth larger
         timestamp samples only while nothing is queued; ignore larger window samples."""
-        old = sk.rcv_rtt_us8
+        old = sk.rcv.rcv_rtt_us8
         m = sample_us << 3
         if old == 0 or m < old:
-            sk.rcv_rtt_us8 = m
+            sk.rcv.rcv_rtt_us8 = m
             return
-        if win_dep or sk.rcv_nxt != sk.copied_seq:
+        if win_dep or sk.rcv.rcv_nxt != sk.rcv.copied_seq:
             return
-        sk.rcv_rtt_us8 = old - (old >> 3) + sample_us
+        sk.rcv.rcv_rtt_us8 = old - (old >> 3) + sample_us
 
     def ts_rtt_sample_us(self, delta_ms: int) -> int:
         """tcp_rcv_rtt_measure_ts() [6.16+]: zero-delay samples are ignored."""
@@ -106,7 +106,7 @@ class Linux617(Linux614):
 
     def can_ingest(self, sk: TcpSocket, skb: Skb) -> bool:
         """Models tcp_can_ingest() [6.17, 1d2fbaad7cd8]: rmem + truesize <= rcvbuf."""
-        return sk.sk_rmem_alloc + skb.truesize <= sk.sk_rcvbuf
+        return sk.mem.sk_rmem_alloc + skb.truesize <= sk.mem.sk_rcvbuf
 
     def needs_clamp(self, sk: TcpSocket, skb: Skb) -> bool:
         """tcp_prune_queue() [6.17+]: clamp when the incoming skb cannot be ingested."""
@@ -119,21 +119,21 @@ class Linux617(Linux614):
 
     def prune_queue(self, sk: TcpSocket, skb: Skb) -> int:
         """tcp_prune_queue() [6.17+]: nothing to prune on empty queues."""
-        if sk.sk_rmem_alloc == 0:
+        if sk.mem.sk_rmem_alloc == 0:
             return -1
         return super().prune_queue(sk, skb)
 
     def tcp_sequence(self, sk: TcpSocket, seg: Segment) -> str:
         """Models tcp_sequence() [6.17+]: also reject a segment ending beyond the window
         unless the receive queue is empty (BeyondWindow)."""
-        if seg.end_seq < sk.rcv_wup:
+        if seg.end_seq < sk.rcv.rcv_wup:
             return "TCP_OLD_SEQUENCE"
-        right = sk.rcv_nxt + self.sequence_window(sk)
+        right = sk.rcv.rcv_nxt + self.sequence_window(sk)
         if self.end_beyond_window(sk, seg, right):
             if seg.seq > right:
                 sk.mib.BeyondWindow += 1
                 return "TCP_INVALID_SEQUENCE"
-            if sk.receive_queue:
+            if sk.mem.receive_queue:
                 sk.mib.BeyondWindow += 1
                 return "TCP_INVALID_END_SEQUENCE"
         return ""

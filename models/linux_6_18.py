@@ -39,7 +39,7 @@ class Linux618(Linux617):
     def can_ingest(self, sk: TcpSocket, skb: Skb) -> bool:
         """Models tcp_can_ingest() [6.18.y after 026dfef287c0]: rmem <= rcvbuf, tested
         before queueing (tcp_prune_queue() still clamps whenever this fails)."""
-        return sk.sk_rmem_alloc <= sk.sk_rcvbuf
+        return sk.mem.sk_rmem_alloc <= sk.mem.sk_rcvbuf
 
     def rcvbuf_grow_term(self, sk: TcpSocket, newval: int, oldval: int) -> int:
         """aa251c84636c: let the sender double its rate, 2 * rcvwin * (new - old) / old."""
@@ -50,7 +50,7 @@ class Linux618(Linux617):
         """tcp_data_queue_ofo() [6.18]: tcp_rcvbuf_grow(rcvq_space.space) for accepted
         sockets, so the receive buffer covers the out-of-order span."""
         if sk.accepted:
-            self.rcvbuf_grow(sk, sk.rcvq_space)
+            self.rcvbuf_grow(sk, sk.rcv.rcvq_space)
 
     def zero_window_accepts(self, sk: TcpSocket, seg: Segment) -> bool:
         """A bare FIN is accepted even at a zero window."""

@@ -51,21 +51,21 @@ class Linux66(ShrinkWindowSysctl, Linux61):
 
     def win_from_space(self, sk: TcpSocket, space: int) -> int:
         """Models __tcp_win_from_space() [include/net/tcp.h, 6.6]: space * ratio / 256."""
-        return (space * sk.scaling_ratio) >> TCP_RMEM_TO_WIN_SCALE
+        return (space * sk.rcv.scaling_ratio) >> TCP_RMEM_TO_WIN_SCALE
 
     def space_from_win(self, sk: TcpSocket, win: int) -> int:
         """Models __tcp_space_from_win(): win * 256 / ratio."""
-        return (win << TCP_RMEM_TO_WIN_SCALE) // sk.scaling_ratio
+        return (win << TCP_RMEM_TO_WIN_SCALE) // sk.rcv.scaling_ratio
 
     def on_rcv_mss_change(self, sk: TcpSocket, seg: Segment, skb: Skb) -> None:
         """tcp_measure_rcv_mss() [6.6]: re-sample scaling_ratio from this one skb, only
         when rcv_mss is about to change (a steady stream of equal segments never does)."""
-        old = sk.scaling_ratio
-        sk.scaling_ratio = max((skb.len << TCP_RMEM_TO_WIN_SCALE) // skb.truesize, 1)
-        if sk.scaling_ratio != old:
+        old = sk.rcv.scaling_ratio
+        sk.rcv.scaling_ratio = max((skb.len << TCP_RMEM_TO_WIN_SCALE) // skb.truesize, 1)
+        if sk.rcv.scaling_ratio != old:
             self.on_scaling_ratio_change(sk)
         if seg.flags & PSH:
-            sk.ack_pending |= ICSK_ACK_PUSHED
+            sk.ack.ack_pending |= ICSK_ACK_PUSHED
 
     def on_scaling_ratio_change(self, sk: TcpSocket) -> None:
         """Nothing follows a ratio change in 6.6 (window_clamp does from 6.11)."""
@@ -79,16 +79,16 @@ class Linux66(ShrinkWindowSysctl, Linux61):
         immediate zero-window ACK; drop only if other data is queued, else force it in."""
         if self.try_rmem_schedule(sk, skb, skb.truesize):
             return True
-        sk.ack_pending |= ICSK_ACK_NOMEM | ICSK_ACK_NOW | ICSK_ACK_SCHED
+        sk.ack.ack_pending |= ICSK_ACK_NOMEM | ICSK_ACK_NOW | ICSK_ACK_SCHED
         sk.data_ready()
-        if sk.receive_queue and skb.len:
+        if sk.mem.receive_queue and skb.len:
             return False
         sk.rmem_schedule(skb.truesize)
         return True
 
     def advertise_window(self, sk: TcpSocket) -> int:
         """tcp_select_window() [6.6]: after a memory drop advertise 0 at once."""
-        if sk.ack_pending & ICSK_ACK_NOMEM:
+        if sk.ack.ack_pending & ICSK_ACK_NOMEM:
             return self.nomem_window(sk)
         return super().advertise_window(sk)
 
@@ -99,63 +99,63 @@ class Linux66(ShrinkWindowSysctl, Linux61):
 
     def dec_quickack_mode(self, sk: TcpSocket) -> None:
         """tcp_dec_quickack_mode() [6.6]: count only ACKs of new data actually owed."""
-        if sk.ack_quick:
-            pkts = 1 if sk.ack_pending & ICSK_ACK_SCHED else 0
-            if pkts >= sk.ack_quick:
-                sk.ack_quick = 0
-                sk.ack_ato = TCP_ATO_MIN_NS
+        if sk.ack.ack_quick:
+            pkts = 1 if sk.ack.ack_pending & ICSK_ACK_SCHED else 0
+            if pkts >= sk.ack.ack_quick:
+                sk.ack.ack_quick = 0
+                sk.ack.ack_ato = TCP_ATO_MIN_NS
             else:
-                sk.ack_quick -= pkts
+                sk.ack.ack_quick -= pkts
 
     def prune_ofo_queue(self, sk: TcpSocket, skb: Skb) -> bool:
         """tcp_prune_ofo_queue() [6.2+]: never drop OFO data below the incoming segment;
         OfoPruned and the SACK reset only when something was dropped."""
-        ofo = sk.ofo_queue
+        ofo = sk.mem.ofo_queue
         pruned = False
-        goal = sk.sk_rcvbuf >> 3
+        goal = sk.mem.sk_rcvbuf >> 3
         while ofo and not skb.seq > ofo[-1].seq:
             dropped = sk.ofo_drop_last()
             pruned = True
             goal -= dropped.truesize
-            sk.sink.record(sk, "drop", "ofo prune", truesize=dropped.truesize,
-                           reason="TCP_OFO_QUEUE_PRUNE")
+            sk.trace("drop", "ofo prune", truesize=dropped.truesize,
+                     reason="TCP_OFO_QUEUE_PRUNE")
             if not ofo or goal <= 0:
-                if self.ofo_prune_done(sk, dropped) and not sk.memory_pressure:
+                if self.ofo_prune_done(sk, dropped) and not sk.mem.memory_pressure:
                     break
-                goal = sk.sk_rcvbuf >> 3
+                goal = sk.mem.sk_rcvbuf >> 3
         if pruned:
             sk.mib.OfoPruned += 1
-            sk.selective_acks = []
+            sk.rcv.selective_acks = []
         return pruned
 
     def ofo_prune_done(self, sk: TcpSocket, dropped: Skb) -> bool:
         """The stop test inside tcp_prune_ofo_queue() [6.2-6.16]: rmem <= rcvbuf."""
-        return sk.sk_rmem_alloc <= sk.sk_rcvbuf
+        return sk.mem.sk_rmem_alloc <= sk.mem.sk_rcvbuf
 
     def grow_rcvbuf(self, sk: TcpSocket, copied: int) -> None:
         """tcp_rcv_space_adjust() sizing [6.6-6.15]: memory = tcp_space_from_win(rcvwin)."""
-        advmss = sk.advmss
+        advmss = sk.conn.advmss
         rcvwin = (copied << 1) + 16 * advmss
-        grow = rcvwin * (copied - sk.rcvq_space) // sk.rcvq_space
+        grow = rcvwin * (copied - sk.rcv.rcvq_space) // sk.rcv.rcvq_space
         rcvwin += grow << 1
         rcvbuf = min(self.space_from_win(sk, rcvwin), sk.sysctl.tcp_rmem[2])
-        if rcvbuf > sk.sk_rcvbuf:
-            sk.sk_rcvbuf = rcvbuf
-            sk.window_clamp = self.win_from_space(sk, rcvbuf)
-            sk.sink.record(sk, "autotune", "rcvbuf_grow")
+        if rcvbuf > sk.mem.sk_rcvbuf:
+            sk.mem.sk_rcvbuf = rcvbuf
+            sk.rcv.window_clamp = self.win_from_space(sk, rcvbuf)
+            sk.trace("autotune", "rcvbuf_grow")
 
     def may_update_window(self, sk: TcpSocket, seg: Segment, ack: int, nwin: int) -> bool:
         """tcp_may_update_window() [6.6, 800a666141de]: a zero window always counts."""
-        return (ack > sk.snd_una or seg.seq > sk.snd_wl1
-                or (seg.seq == sk.snd_wl1 and (nwin > sk.snd_wnd or nwin == 0)))
+        return (ack > sk.snd.snd_una or seg.seq > sk.snd.snd_wl1
+                or (seg.seq == sk.snd.snd_wl1 and (nwin > sk.snd.snd_wnd or nwin == 0)))
 
     def rtx_probe0_timed_out(self, sk: TcpSocket) -> bool:
         """tcp_rtx_probe0_timed_out() [6.6]: no ACK for 2 x TCP_RTO_MAX and retransmitting
         for 2 x TCP_RTO_MAX."""
         timeout = 2 * TCP_RTO_MAX_NS
-        if sk.now - sk.rcv_tstamp <= timeout:
+        if sk.now - sk.snd.rcv_tstamp <= timeout:
             return False
-        return sk.now - sk.retrans_stamp > timeout
+        return sk.now - sk.snd.retrans_stamp > timeout
 
 
 PROFILE = Profile("linux-6.6", Linux66,

@@ -34,7 +34,7 @@ class Peer:
         """Deliver a data segment; returns the segments the socket sent back."""
         s = self.seq if seq is None else seq
         seg = Segment(s, length, flags, ack, win, tsval=self.now // NS_PER_MS + 1,
-                      tsecr=self.echo if self.sk.ts_ok else -1)
+                      tsecr=self.echo if self.sk.conn.ts_ok else -1)
         self.sk.on_segment(self.now, seg)
         if seq is None:
             self.seq += length + (1 if flags & FIN else 0)
@@ -73,13 +73,13 @@ def established(profile: str = "linux-6.1", *, sysctl: dict | None = None, dev: 
         sk.connect(0)
         sk.take_outbox()
         synack = Segment(0, 0, SYN | ACK, 1, 65535, mss=1460, wscale=peer_wscale, sack_ok=True,
-                         tsval=1, tsecr=sk.ts_recent or 1)
+                         tsval=1, tsecr=sk.conn.ts_recent or 1)
         sk.on_segment(NS_PER_MS, synack)
     else:
         sk.listen()
         syn = Segment(0, 0, SYN, 0, 65535, mss=1460, wscale=peer_wscale, sack_ok=True, tsval=1, tsecr=0)
         sk.on_segment(0, syn)
-        sk.on_segment(NS_PER_MS, Segment(1, 0, ACK, 1, 502, tsval=2, tsecr=sk.ts_recent))
+        sk.on_segment(NS_PER_MS, Segment(1, 0, ACK, 1, 502, tsval=2, tsecr=sk.conn.ts_recent))
     peer = Peer(sk, seq=1, wscale=peer_wscale)
     peer.take()
     peer.at(1)

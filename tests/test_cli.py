@@ -52,7 +52,7 @@ def test_user_policy_file_overrides_one_decision_point(tmp_path):
             """Retract the window whenever memory says so (like tcp_shrink_window=1)."""
             name = "always-shrink"
             def shrink_allowed(self, sk):
-                return sk.rcv_wscale != 0
+                return sk.conn.rcv_wscale != 0
     '''))
     base = runner.invoke(app, ["run", "seed-never-reads", "-d", "20s", "--json", "--no-progress"])
     pat = runner.invoke(app, ["run", "seed-never-reads", "-d", "20s", "--json", "--no-progress",

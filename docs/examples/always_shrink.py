@@ -10,4 +10,4 @@ class AlwaysShrink:
     def shrink_allowed(self, sk):
         """Models the test in `tcp_select_window()` [tcp_output.c, 6.5]: shrink only with
         window scaling (without it the old right edge is already exact to the byte)."""
-        return sk.rcv_wscale != 0
+        return sk.conn.rcv_wscale != 0

@@ -34,9 +34,9 @@ class CollapseMaxBytes(Patch):
     def collapse(self, sk: TcpSocket, skb: Skb) -> None:
         """tcp_prune_queue() with the patch: collapse only below the threshold."""
         limit = sk.sysctl.tcp_collapse_max_bytes
-        if limit and sk.sk_rmem_alloc > limit:
+        if limit and sk.mem.sk_rmem_alloc > limit:
             sk.mib.TCPCollapseMaxBytesExceeded += 1
-            sk.sink.record(sk, "collapse", "skipped: tcp_collapse_max_bytes exceeded")
+            sk.trace("collapse", "skipped: tcp_collapse_max_bytes exceeded")
             return
         super().collapse(sk, skb)  # type: ignore[misc]
 

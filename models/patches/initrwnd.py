@@ -26,8 +26,8 @@ class InitRwnd(Patch):
     summary = "Majkowski's initrwnd: a route's initrwnd raises the initial rcv_ssthresh"
 
     def init_rcv_ssthresh(self, sk: TcpSocket) -> None:
-        mss = sk.advmss - (TCP_HEADER_TS if sk.ts_ok else 0)
-        sk.rcv_ssthresh = max(sk.rcv_wnd, sk.init_rwnd * mss)
+        mss = sk.conn.advmss - (TCP_HEADER_TS if sk.conn.ts_ok else 0)
+        sk.rcv.rcv_ssthresh = max(sk.rcv.rcv_wnd, sk.conn.init_rwnd * mss)
 
 
 PATCH = InitRwnd

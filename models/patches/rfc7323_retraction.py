@@ -33,7 +33,7 @@ class Rfc7323Retraction(Patch):
     def advertise_window(self, sk: TcpSocket) -> int:
         """tcp_select_window() then rcv_mwnd_seq = max(rcv_mwnd_seq, rcv_wup + rcv_wnd)."""
         raw = super().advertise_window(sk)  # type: ignore[misc]
-        self.rcv_mwnd_seq = max(self.rcv_mwnd_seq, sk.rcv_wup + sk.rcv_wnd)
+        self.rcv_mwnd_seq = max(self.rcv_mwnd_seq, sk.rcv.rcv_wup + sk.rcv.rcv_wnd)
         return raw
 
     def overwindow_drop(self, sk: TcpSocket) -> None:
@@ -42,8 +42,8 @@ class Rfc7323Retraction(Patch):
 
     def sequence_window(self, sk: TcpSocket) -> int:
         """tcp_max_receive_window(): from rcv_nxt to the largest right edge advertised."""
-        right = max(self.rcv_mwnd_seq, sk.rcv_wup + sk.rcv_wnd)
-        return max(0, right - sk.rcv_nxt)
+        right = max(self.rcv_mwnd_seq, sk.rcv.rcv_wup + sk.rcv.rcv_wnd)
+        return max(0, right - sk.rcv.rcv_nxt)
 
 
 PATCH = Rfc7323Retraction

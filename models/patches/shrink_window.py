@@ -30,7 +30,7 @@ class ShrinkWindowSysctl:
     def shrink_allowed(self, sk: TcpSocket) -> bool:
         """Retract when the sysctl is set and the window is scaled (without scaling the old
         behaviour is already exact to the byte)."""
-        return bool(sk.sysctl.tcp_shrink_window) and sk.rcv_wscale != 0
+        return bool(sk.sysctl.tcp_shrink_window) and sk.conn.rcv_wscale != 0
 
 
 class ShrinkWindow(ShrinkWindowSysctl, Patch):

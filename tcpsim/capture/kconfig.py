@@ -1,5 +1,5 @@
 """The running kernel's build configuration: CONFIG_HZ, which the model needs to replay a
-capture's timers (tcpsim/core/jiffies.py).
+capture's timers (tcpsim/core/clock.py).
 
 Read from /proc/config.gz (CONFIG_IKCONFIG_PROC) or /boot/config-$(uname -r), the two places
 a distribution kernel's config is found. Neither is guaranteed: when both are missing the

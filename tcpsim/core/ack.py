@@ -15,7 +15,10 @@ from tcpsim.core.constants import (
     TCP_ATO_MIN_NS, TCP_DELACK_MAX_NS, TCP_DELACK_MIN_NS, TCP_MAX_QUICKACKS, NS_PER_MS,
 )
 from tcpsim.core.segment import ACK, Segment
+
+HZ_HALF_NS = 500 * NS_PER_MS         # HZ / 2 jiffies: tcp_send_delayed_ack()'s ato ceiling
 from tcpsim.core.skb import Skb
+from tcpsim.core.state import CLOSED
 
 if TYPE_CHECKING:
     from tcpsim.core.socket import TcpSocket
@@ -26,114 +29,82 @@ class AckMixin:
 
     __slots__ = ()
 
-    def _init_ack_state(self: TcpSocket) -> None:
-        self.ack_pending = 0
-        self.ack_quick = 0
-        self.ack_ato = 0
-        self.ack_lrcvtime = 0
-        self.ack_pingpong = 0
-        self.delack_deadline = 0        # when the delayed-ACK timer runs (ns; 0 = not armed)
-        self.delack_expires = 0         # with a kernel tick: the expiry it was armed for (jiffies)
-        self.ack_rcv_mss = 536
-        self.dup_ack_counter = 0
-        self.comp_rcv_nxt = -1
-        self.compressed_ack = 0
-        self.comp_sack_deadline = 0
-        self.lsndtime = 0
-
     # -- quick-ack mode -----------------------------------------------------------------------
 
     def incr_quickack(self: TcpSocket, max_quickacks: int) -> None:
         """Models tcp_incr_quickack(): allow up to rcv_wnd/(2*rcv_mss) immediate ACKs."""
-        quickacks = self.rcv_wnd // (2 * self.ack_rcv_mss) or 2
+        ack = self.ack
+        quickacks = self.rcv.rcv_wnd // (2 * ack.ack_rcv_mss) or 2
         quickacks = min(quickacks, max_quickacks)
-        if quickacks > self.ack_quick:
-            self.ack_quick = quickacks
+        if quickacks > ack.ack_quick:
+            ack.ack_quick = quickacks
 
     def enter_quickack_mode(self: TcpSocket, max_quickacks: int) -> None:
         """Models tcp_enter_quickack_mode(): quick ACKs, leave ping-pong, reset ato."""
         self.incr_quickack(max_quickacks)
-        self.ack_pingpong = 0
-        self.ack_ato = TCP_ATO_MIN_NS
+        self.ack.ack_pingpong = 0
+        self.ack.ack_ato = TCP_ATO_MIN_NS
 
     def in_quickack_mode(self: TcpSocket) -> bool:
         """Models tcp_in_quickack_mode()."""
-        return self.ack_quick > 0 and not self.in_pingpong()
+        return self.ack.ack_quick > 0 and not self.in_pingpong()
 
     def in_pingpong(self: TcpSocket) -> bool:
-        return self.ack_pingpong >= self.k.pingpong_thresh()
+        return self.ack.ack_pingpong >= self.k.pingpong_thresh()
 
     def enter_pingpong(self: TcpSocket) -> None:
-        self.ack_pingpong = self.k.pingpong_thresh()
+        self.ack.ack_pingpong = self.k.pingpong_thresh()
 
     # -- tcp_event_data_recv ------------------------------------------------------------------
 
     def event_data_recv(self: TcpSocket, seg: Segment, skb: Skb) -> None:
         """Models tcp_event_data_recv(): schedule an ACK, learn rcv_mss and RTT, adapt the
         delayed-ACK timeout (ato) to the inter-arrival time, grow rcv_ssthresh."""
-        self.ack_pending |= ICSK_ACK_SCHED
+        self.ack.ack_pending |= ICSK_ACK_SCHED
         self.k.measure_rcv_mss(self, seg, skb)
         self.k.rcv_rtt_measure(self)
-        if self.jc is not None:
-            self._ato_update_jiffies()
-        else:
-            self._ato_update()
+        self._ato_update()
         if seg.len >= 128:
             self.k.grow_window(self, skb, True, seg)
 
     def _ato_update(self: TcpSocket) -> None:
-        """The ato update of tcp_event_data_recv() on the default clock (1 ms jiffies, ato
-        kept in ns)."""
-        now = self.now - self.now % NS_PER_MS          # jiffies
-        if not self.ack_ato:
+        """The ato update of tcp_event_data_recv() [tcp_input.c], in the clock's ticks: ato,
+        the inter-arrival time m and icsk_rto are whole jiffies, and ato >> 1 halves a
+        jiffy count (at HZ = 250 a 60 ms ato halves to 28 ms, not 30). ack_ato and
+        ack_lrcvtime stay in ns (lrcvtime on the tick that started its jiffy). With the
+        default clock the ticks are ns and the jiffy a millisecond."""
+        ack, clock = self.ack, self.clock
+        nj = clock.ticks(self.now)
+        if not ack.ack_ato:
             self.incr_quickack(TCP_MAX_QUICKACKS)
-            self.ack_ato = TCP_ATO_MIN_NS
+            ack.ack_ato = TCP_ATO_MIN_NS
         else:
-            m = now - self.ack_lrcvtime
-            if m <= TCP_ATO_MIN_NS // 2:
-                self.ack_ato = (self.ack_ato >> 1) + TCP_ATO_MIN_NS // 2
-            elif m < self.ack_ato:
-                self.ack_ato = min((self.ack_ato >> 1) + m, self.rto)
-            elif m > self.rto:
-                self.incr_quickack(TCP_MAX_QUICKACKS)
-        self.ack_lrcvtime = now
-
-    def _ato_update_jiffies(self: TcpSocket) -> None:
-        """The ato update of tcp_event_data_recv() [tcp_input.c] with a kernel tick: ato, the
-        inter-arrival time m and icsk_rto are whole jiffies, and ato >> 1 halves a jiffy
-        count (at HZ = 250 a 60 ms ato halves to 28 ms, not 30). ack_ato and ack_lrcvtime
-        stay in ns (whole jiffies, lrcvtime on the tick that started its jiffy)."""
-        jc = self.jc
-        nj = jc.jiffies(self.now)
-        if not self.ack_ato:
-            self.incr_quickack(TCP_MAX_QUICKACKS)
-            self.ack_ato = TCP_ATO_MIN_NS
-        else:
-            ato_min = jc.to_jiffies(TCP_ATO_MIN_NS)
-            ato = jc.to_jiffies(self.ack_ato)
-            rto = jc.to_jiffies(self.rto)
-            m = nj - jc.jiffies(self.ack_lrcvtime)
+            ato_min = clock.to_ticks(TCP_ATO_MIN_NS)
+            ato = clock.to_ticks(ack.ack_ato)
+            rto = clock.to_ticks(self.snd.rto)
+            m = nj - clock.stamp_ticks(ack.ack_lrcvtime)
             if m <= ato_min // 2:
-                self.ack_ato = jc.tick_ns((ato >> 1) + ato_min // 2)
+                ack.ack_ato = clock.ticks_ns((ato >> 1) + ato_min // 2)
             elif m < ato:
-                self.ack_ato = jc.tick_ns(min((ato >> 1) + m, rto))
+                ack.ack_ato = clock.ticks_ns(min((ato >> 1) + m, rto))
             elif m > rto:
                 self.incr_quickack(TCP_MAX_QUICKACKS)
-        self.ack_lrcvtime = jc.tick_ns(nj)
+        ack.ack_lrcvtime = clock.ticks_ns(nj)
 
     # -- immediate or delayed ----------------------------------------------------------------
 
     def ack_snd_check(self: TcpSocket, ofo_possible: bool) -> None:
         """Models tcp_ack_snd_check() / __tcp_ack_snd_check()."""
-        if not self.ack_pending & ICSK_ACK_SCHED:
+        rcv, ack = self.rcv, self.ack
+        if not ack.ack_pending & ICSK_ACK_SCHED:
             return
-        if (((self.rcv_nxt - self.rcv_wup) > self.ack_rcv_mss
-             and ((self.rcv_nxt - self.copied_seq) < self.rcvlowat
-                  or self.k.select_window(self) >= self.rcv_wnd))
-                or self.in_quickack_mode() or self.ack_pending & ICSK_ACK_NOW):
+        if (((rcv.rcv_nxt - rcv.rcv_wup) > ack.ack_rcv_mss
+             and ((rcv.rcv_nxt - rcv.copied_seq) < rcv.rcvlowat
+                  or self.k.select_window(self) >= rcv.rcv_wnd))
+                or self.in_quickack_mode() or ack.ack_pending & ICSK_ACK_NOW):
             self.send_ack()
             return
-        if not ofo_possible or not self.ofo_queue:
+        if not ofo_possible or not self.mem.ofo_queue:
             self.send_delayed_ack()
             return
         self._sack_compress()
@@ -141,100 +112,79 @@ class AckMixin:
     def _sack_compress(self: TcpSocket) -> None:
         """Out-of-order data with SACK: the first dupACKs go out at once, then they are
         compressed by a short timer (tcp_comp_sack_delay_ns, 5 % of the RTT)."""
+        rcv, ack, snd = self.rcv, self.ack, self.snd
         s = self.sysctl
-        if not self.sack_ok or self.compressed_ack >= s.tcp_comp_sack_nr:
+        if not self.conn.sack_ok or ack.compressed_ack >= s.tcp_comp_sack_nr:
             self.send_ack()
             return
-        if self.comp_rcv_nxt != self.rcv_nxt:               # the first 3 dupACKs at each
-            self.comp_rcv_nxt = self.rcv_nxt                # new rcv_nxt go out at once
-            self.dup_ack_counter = 0
-        if self.dup_ack_counter < 3:
-            self.dup_ack_counter += 1
+        if ack.comp_rcv_nxt != rcv.rcv_nxt:               # the first 3 dupACKs at each
+            ack.comp_rcv_nxt = rcv.rcv_nxt                # new rcv_nxt go out at once
+            ack.dup_ack_counter = 0
+        if ack.dup_ack_counter < 3:
+            ack.dup_ack_counter += 1
             self.send_ack()
             return
-        self.compressed_ack += 1
-        if self.comp_sack_deadline:
+        ack.compressed_ack += 1
+        if ack.comp_sack_deadline:
             return
-        rtt_us = self.rcv_rtt_us8 >> 3
-        if self.srtt_us8:
-            rtt_us = min(rtt_us, self.srtt_us8 >> 3) if rtt_us else self.srtt_us8 >> 3
+        rtt_us = rcv.rcv_rtt_us8 >> 3
+        if snd.srtt_us8:
+            rtt_us = min(rtt_us, snd.srtt_us8 >> 3) if rtt_us else snd.srtt_us8 >> 3
         delay = min(s.tcp_comp_sack_delay_ns, rtt_us * 1000 // 20)
-        self.comp_sack_deadline = self.now + delay
+        ack.comp_sack_deadline = self.now + delay
 
     def compressed_ack_timer(self: TcpSocket) -> None:
         """tcp_compressed_ack_kick(): flush the compressed SACK."""
-        if self.compressed_ack:
-            self.compressed_ack = 0
+        if self.ack.compressed_ack:
+            self.ack.compressed_ack = 0
             self.send_ack()
 
     def send_delayed_ack(self: TcpSocket) -> None:
-        """Models tcp_send_delayed_ack(): arm (or pull in) the delayed-ACK timer."""
-        if self.jc is not None:
-            self._send_delayed_ack_jiffies()
-            return
-        ato = self.ack_ato
-        if ato > TCP_DELACK_MIN_NS:
-            max_ato = 500 * NS_PER_MS
-            if self.in_pingpong() or self.ack_pending & ICSK_ACK_PUSHED:
-                max_ato = TCP_DELACK_MAX_NS
-            if self.srtt_us8:
-                rtt = max(self.srtt_us8 >> 3, TCP_DELACK_MIN_NS // 1000) * 1000
-                max_ato = min(max_ato, rtt)
-            ato = min(ato, max_ato)
-        ato = min(ato, self.k.delack_max(self))
-        now = self.now - self.now % NS_PER_MS
-        timeout = now + ato
-        if self.ack_pending & ICSK_ACK_TIMER and self.delack_deadline:
-            if self.delack_deadline <= now + (ato >> 2):
-                self.send_ack()
-                return
-            timeout = min(timeout, self.delack_deadline)
-        self.ack_pending |= ICSK_ACK_SCHED | ICSK_ACK_TIMER
-        self.delack_deadline = timeout
-
-    def _send_delayed_ack_jiffies(self: TcpSocket) -> None:
-        """tcp_send_delayed_ack() [tcp_output.c, 6.18] with a kernel tick. Everything is in
-        jiffies: the RTT bound is usecs_to_jiffies(srtt) (rounded up), the timer is armed for
-        jiffies + ato, and a pending timer whose recorded expiry (icsk_delack_timeout: the
-        requested expiry, not the wheel bucket's) is within ato >> 2 jiffies makes the ACK go
-        at once. At HZ = 250 with ato = 40 ms that is 2 jiffies: a timer armed 8 jiffies =
-        32 ms earlier, where HZ = 1000 gives 40 >> 2 = 10 jiffies, 30 ms. The timer runs on
-        the wheel's bucket, one jiffy after its expiry (level 0)."""
-        jc = self.jc
-        ato = jc.to_jiffies(self.ack_ato)
-        delack_min = jc.to_jiffies(TCP_DELACK_MIN_NS)
+        """Models tcp_send_delayed_ack() [tcp_output.c, 6.18]: arm (or pull in) the
+        delayed-ACK timer. Everything is in the clock's ticks: the RTT bound is
+        usecs_to_jiffies(srtt) (rounded up), the timer is armed for jiffies + ato, and a
+        pending timer whose recorded expiry (icsk_delack_timeout: the requested expiry, not
+        the wheel bucket's) is within ato >> 2 ticks makes the ACK go at once. At HZ = 250
+        with ato = 40 ms that is 2 jiffies: a timer armed 8 jiffies = 32 ms earlier, where
+        HZ = 1000 gives 40 >> 2 = 10 jiffies, 30 ms. With a kernel tick the timer runs on
+        the wheel's bucket, one jiffy after its expiry (level 0); with the default clock at
+        the expiry itself."""
+        ack, clock = self.ack, self.clock
+        ato = clock.to_ticks(ack.ack_ato)
+        delack_min = clock.to_ticks(TCP_DELACK_MIN_NS)
         if ato > delack_min:
-            max_ato = jc.hz // 2
-            if self.in_pingpong() or self.ack_pending & ICSK_ACK_PUSHED:
-                max_ato = jc.to_jiffies(TCP_DELACK_MAX_NS)
-            if self.srtt_us8:
-                rtt = max(jc.usecs_to_jiffies(self.srtt_us8 >> 3), delack_min)
+            max_ato = clock.to_ticks(HZ_HALF_NS)                # HZ / 2
+            if self.in_pingpong() or ack.ack_pending & ICSK_ACK_PUSHED:
+                max_ato = clock.to_ticks(TCP_DELACK_MAX_NS)
+            if self.snd.srtt_us8:
+                rtt = max(clock.usecs_to_ticks(self.snd.srtt_us8 >> 3), delack_min)
                 max_ato = min(max_ato, rtt)
             ato = min(ato, max_ato)
-        ato = min(ato, jc.to_jiffies(self.k.delack_max(self)))
-        nj = jc.jiffies(self.now)
+        ato = min(ato, clock.to_ticks(self.k.delack_max(self)))
+        nj = clock.ticks(self.now)
         timeout = nj + ato
-        if self.ack_pending & ICSK_ACK_TIMER and self.delack_deadline:
-            if self.delack_expires <= nj + (ato >> 2):
+        if ack.ack_pending & ICSK_ACK_TIMER and ack.delack_deadline:
+            if ack.delack_expires <= nj + (ato >> 2):
                 self.send_ack()
                 return
-            timeout = min(timeout, self.delack_expires)
-        self.ack_pending |= ICSK_ACK_SCHED | ICSK_ACK_TIMER
-        if timeout != self.delack_expires or not self.delack_deadline:
-            self.delack_expires = timeout             # mod_timer: same expiry, same bucket
-            self.delack_deadline = jc.tick_ns(jc.bucket_expiry(timeout, nj))
+            timeout = min(timeout, ack.delack_expires)
+        ack.ack_pending |= ICSK_ACK_SCHED | ICSK_ACK_TIMER
+        if timeout != ack.delack_expires or not ack.delack_deadline:
+            ack.delack_expires = timeout             # mod_timer: same expiry, same bucket
+            ack.delack_deadline = clock.timer_ns(timeout, nj)
 
     def delack_timer(self: TcpSocket) -> None:
         """Models tcp_delack_timer_handler(): send the ACK still owed, inflate ato."""
-        if self.compressed_ack:
-            self.compressed_ack = 0
-        if not self.ack_pending & ICSK_ACK_SCHED or self.state == "CLOSED":
+        ack = self.ack
+        if ack.compressed_ack:
+            ack.compressed_ack = 0
+        if not ack.ack_pending & ICSK_ACK_SCHED or self.conn.state == CLOSED:
             return
         if not self.in_pingpong():
-            self.ack_ato = min(self.ack_ato << 1, self.rto)
+            ack.ack_ato = min(ack.ack_ato << 1, self.snd.rto)
         else:
-            self.ack_pingpong = 0
-            self.ack_ato = TCP_ATO_MIN_NS
+            ack.ack_pingpong = 0
+            ack.ack_ato = TCP_ATO_MIN_NS
         self.mib.DelayedACKs += 1
         self.send_ack()
 
@@ -242,16 +192,17 @@ class AckMixin:
 
     def cleanup_would_ack(self: TcpSocket, copied: int) -> bool:
         """The decision of __tcp_cleanup_rbuf() without its effects (see cleanup_rbuf)."""
-        if self.ack_pending & ICSK_ACK_SCHED:
-            if self.rcv_nxt - self.rcv_wup > self.ack_rcv_mss:
+        rcv, ack = self.rcv, self.ack
+        if ack.ack_pending & ICSK_ACK_SCHED:
+            if rcv.rcv_nxt - rcv.rcv_wup > ack.ack_rcv_mss:
                 return True
-            if (copied > 0 and (self.ack_pending & ICSK_ACK_PUSHED2
-                                or (self.ack_pending & ICSK_ACK_PUSHED and not self.in_pingpong()))
-                    and self.sk_rmem_alloc == 0):
+            if (copied > 0 and (ack.ack_pending & ICSK_ACK_PUSHED2
+                                or (ack.ack_pending & ICSK_ACK_PUSHED and not self.in_pingpong()))
+                    and self.mem.sk_rmem_alloc == 0):
                 return True
-        if copied > 0 and not self.rcv_shutdown:
+        if copied > 0 and not rcv.rcv_shutdown:
             now_win = self.receive_window()
-            if 2 * now_win <= self.window_clamp:
+            if 2 * now_win <= rcv.window_clamp:
                 new = self.k.select_window(self)
                 if new and new >= 2 * now_win:
                     return True
@@ -260,7 +211,7 @@ class AckMixin:
     def cleanup_rbuf(self: TcpSocket, copied: int) -> bool:
         """Models __tcp_cleanup_rbuf(): after a read, send the ACK still owed or a window
         update when the read at least doubled a window that was at most half open."""
-        if self.state == "CLOSED":
+        if self.conn.state == CLOSED:
             return False
         if self.cleanup_would_ack(copied):
             self.send_ack()
@@ -271,46 +222,48 @@ class AckMixin:
 
     def send_ack(self: TcpSocket) -> None:
         """Models tcp_send_ack(): a pure ACK carrying the window tcp_select_window() picks."""
-        if self.state == "CLOSED":
+        if self.conn.state == CLOSED:
             return
-        seg = self.make_segment(self.snd_nxt, 0, ACK)
+        seg = self.make_segment(self.snd.snd_nxt, 0, ACK)
         self.ack_sent()
         self._emit(seg)
 
     def send_dupack(self: TcpSocket, seg: Segment) -> None:
         """Models tcp_send_dupack(): duplicate data gets a D-SACK and quick-ack mode."""
-        if seg.len and seg.seq < self.rcv_nxt:
+        if seg.len and seg.seq < self.rcv.rcv_nxt:
             self.mib.DelayedACKLost += 1
             self.enter_quickack_mode(TCP_MAX_QUICKACKS)
-            if self.sack_ok:
-                self._set_dsack(seg.seq, min(seg.end_seq, self.rcv_nxt))
+            if self.conn.sack_ok:
+                self._set_dsack(seg.seq, min(seg.end_seq, self.rcv.rcv_nxt))
         self.send_ack()
 
     def ack_sent(self: TcpSocket) -> None:
         """Models tcp_event_ack_sent(): leave quick-ack mode by one, clear the pending ACK."""
-        if self.compressed_ack:
-            self.compressed_ack = 0
-            self.comp_sack_deadline = 0
+        ack = self.ack
+        if ack.compressed_ack:
+            ack.compressed_ack = 0
+            ack.comp_sack_deadline = 0
         self.k.dec_quickack_mode(self)
-        self.ack_pending = 0
-        self.delack_deadline = 0
-        self.delack_expires = 0
+        ack.ack_pending = 0
+        ack.delack_deadline = 0
+        ack.delack_expires = 0
 
     def make_segment(self: TcpSocket, seq: int, length: int, flags: int) -> Segment:
         """Build an outgoing segment with ACK, window, timestamps and SACK blocks
         (__tcp_transmit_skb: every non-SYN segment calls tcp_select_window)."""
+        conn, rcv = self.conn, self.rcv
         win = self.k.advertise_window(self)
-        seg = Segment(seq, length, flags, self.rcv_nxt, win)
-        if self.ts_ok:
+        seg = Segment(seq, length, flags, rcv.rcv_nxt, win)
+        if conn.ts_ok:
             seg.tsval = self._tsval()
-            seg.tsecr = self.ts_recent
-        if self.sack_ok and (self.dsack or self.selective_acks):
+            seg.tsecr = conn.ts_recent
+        if conn.sack_ok and (rcv.dsack or rcv.selective_acks):
             blocks = []
-            if self.dsack:
-                blocks.append(self.dsack)
-                self.dsack = None
-            room = (3 if self.ts_ok else 4) - len(blocks)
-            blocks.extend((b[0], b[1]) for b in self.selective_acks[:room])
+            if rcv.dsack:
+                blocks.append(rcv.dsack)
+                rcv.dsack = None
+            room = (3 if conn.ts_ok else 4) - len(blocks)
+            blocks.extend((b[0], b[1]) for b in rcv.selective_acks[:room])
             seg.sacks = tuple(blocks)
         return seg
 
@@ -318,22 +271,23 @@ class AckMixin:
 
     def _set_dsack(self: TcpSocket, start: int, end: int) -> None:
         """tcp_dsack_set(): report a duplicate range in the next ACK."""
-        if self.sack_ok:
-            self.dsack = (start, end)
-            self.mib.TCPDSACKOldSent += 1 if end <= self.rcv_nxt else 0
+        if self.conn.sack_ok:
+            self.rcv.dsack = (start, end)
+            self.mib.TCPDSACKOldSent += 1 if end <= self.rcv.rcv_nxt else 0
 
     def _dsack_extend(self: TcpSocket, start: int, end: int) -> None:
         """tcp_dsack_extend(): start a D-SACK, or widen the pending one when they touch."""
-        if self.dsack is None:
+        rcv = self.rcv
+        if rcv.dsack is None:
             self._set_dsack(start, end)
-        elif start <= self.dsack[1] and self.dsack[0] <= end:
-            self.dsack = (min(start, self.dsack[0]), max(end, self.dsack[1]))
+        elif start <= rcv.dsack[1] and rcv.dsack[0] <= end:
+            rcv.dsack = (min(start, rcv.dsack[0]), max(end, rcv.dsack[1]))
 
     def sack_new_ofo(self: TcpSocket, seq: int, end: int) -> None:
         """Models tcp_sack_new_ofo_skb(): extend or add a SACK block, most recent first."""
-        if not self.sack_ok:
+        if not self.conn.sack_ok:
             return
-        blocks = self.selective_acks
+        blocks = self.rcv.selective_acks
         for i, b in enumerate(blocks):
             if b[0] <= end and seq <= b[1]:              # touches: extend and move to front
                 b[0], b[1] = min(b[0], seq), max(b[1], end)
@@ -345,7 +299,7 @@ class AckMixin:
 
     def _sack_merge(self: TcpSocket) -> None:
         """tcp_sack_maybe_coalesce(): merge the first block with any it now overlaps."""
-        blocks = self.selective_acks
+        blocks = self.rcv.selective_acks
         first = blocks[0]
         i = 1
         while i < len(blocks):
@@ -358,6 +312,7 @@ class AckMixin:
 
     def sack_remove(self: TcpSocket) -> None:
         """Models tcp_sack_remove(): drop blocks now below rcv_nxt."""
-        self.selective_acks = [b for b in self.selective_acks if b[1] > self.rcv_nxt]
-        if not self.ofo_queue:
-            self.selective_acks = []
+        rcv = self.rcv
+        rcv.selective_acks = [b for b in rcv.selective_acks if b[1] > rcv.rcv_nxt]
+        if not self.mem.ofo_queue:
+            rcv.selective_acks = []

@@ -32,24 +32,25 @@ class MemoryMixin:
         """Models `sk_rmem_schedule()` [include/net/sock.h]: make `size` bytes of quota
         available, charging whole pages to the protocol pool. The pool is never exhausted
         here (no global tcp_mem pressure is modelled), so this always succeeds."""
-        need = size - self.sk_forward_alloc
+        need = size - self.mem.sk_forward_alloc
         if need > 0:
-            self.sk_forward_alloc += -(-need // PAGE_SIZE) * PAGE_SIZE
+            self.mem.sk_forward_alloc += -(-need // PAGE_SIZE) * PAGE_SIZE
         return True
 
     def charge(self: TcpSocket, size: int) -> None:
         """skb_set_owner_r() / the coalesce delta: rmem += size, quota -= size."""
-        self.sk_rmem_alloc += size
-        self.sk_forward_alloc -= size
+        self.mem.sk_rmem_alloc += size
+        self.mem.sk_forward_alloc -= size
 
     def uncharge(self: TcpSocket, size: int) -> None:
         """Models `sock_rfree()` + `sk_mem_uncharge()` [6.x]: give back `size` and reclaim
         whole pages of quota, keeping less than one page (sk_mem_reclaim)."""
-        self.sk_rmem_alloc -= size
-        fwd = self.sk_forward_alloc + size
+        mem = self.mem
+        mem.sk_rmem_alloc -= size
+        fwd = mem.sk_forward_alloc + size
         if fwd >= PAGE_SIZE:
             fwd &= PAGE_SIZE - 1
-        self.sk_forward_alloc = fwd
+        mem.sk_forward_alloc = fwd
 
     # -- tcp_try_coalesce / skb_try_coalesce --------------------------------------------
 
@@ -59,7 +60,7 @@ class MemoryMixin:
         Charges only the delta (no rcvbuf check: coalescing never consults sk_rcvbuf).
         Returns False when the skbs cannot be merged (gap, FIN, fragment limit).
         """
-        if frm.seq != to.end_seq or to.fin or to.cloned_until > self.peer_released:
+        if frm.seq != to.end_seq or to.fin or to.cloned_until > self.rcv.peer_released:
             return False
         length = frm.len
         if length <= to.tailroom and to.nfrags == 0:
@@ -90,17 +91,18 @@ class MemoryMixin:
 
     def collapse_receive_queue(self: TcpSocket) -> None:
         """Models `tcp_collapse()` over sk_receive_queue, range [copied_seq, rcv_nxt)."""
-        if self.receive_queue:
-            q = list(self.receive_queue)
-            q = self._collapse(q, 0, len(q), self.copied_seq, self.rcv_nxt)
-            self.receive_queue.clear()
-            self.receive_queue.extend(q)
+        mem = self.mem
+        if mem.receive_queue:
+            q = list(mem.receive_queue)
+            q = self._collapse(q, 0, len(q), self.rcv.copied_seq, self.rcv.rcv_nxt)
+            mem.receive_queue.clear()
+            mem.receive_queue.extend(q)
 
     def collapse_ofo_queue(self: TcpSocket) -> None:
         """Models `tcp_collapse_ofo_queue()`: collapse each contiguous OFO range that holds
         more than one skb or at least a page of payload; give up once the tiny ranges skipped
         add up to more than rcvbuf/8."""
-        ofo = self.ofo_queue
+        ofo = self.mem.ofo_queue
         i = 0
         sum_tiny = 0
         while i < len(ofo):
@@ -119,7 +121,7 @@ class MemoryMixin:
                 j -= before - len(ofo)
             else:
                 sum_tiny += range_truesize
-                if sum_tiny > self.sk_rcvbuf >> 3:
+                if sum_tiny > self.mem.sk_rcvbuf >> 3:
                     return
             i = j
 
@@ -158,7 +160,7 @@ class MemoryMixin:
                 size = skb.end_seq - start - (1 if skb.fin else 0)
                 if size > 0:
                     size = min(copy, size)
-                    self.collapsed_bytes += size
+                    self.mem.collapsed_bytes += size
                     nskb.len += size
                     nskb.linear += size
                     nskb.end_seq += size
@@ -181,10 +183,10 @@ class MemoryMixin:
 
     def ofo_drop_last(self: TcpSocket) -> Skb:
         """Drop the highest-sequence OFO skb (tcp_prune_ofo_queue's unit of work)."""
-        skb = self.ofo_queue.pop()
+        skb = self.mem.ofo_queue.pop()
         self.uncharge(skb.truesize)
         return skb
 
     def ofo_index(self: TcpSocket, seq: int) -> int:
         """Index of the first OFO skb whose seq >= `seq`."""
-        return bisect_left([s.seq for s in self.ofo_queue], seq)
+        return bisect_left([s.seq for s in self.mem.ofo_queue], seq)

@@ -16,6 +16,9 @@ from tcpsim.core.constants import (
 )
 from tcpsim.core.segment import ACK, FIN, PSH, RST, SYN, URG, Segment
 from tcpsim.core.skb import Skb
+from tcpsim.core.state import (
+    CLOSE_WAIT, CLOSED, CLOSING, ESTABLISHED, FIN_WAIT1, FIN_WAIT2, TIME_WAIT,
+)
 
 if TYPE_CHECKING:
     from tcpsim.core.socket import TcpSocket
@@ -32,41 +35,44 @@ class ReceiveMixin:
 
     def tcp_space(self: TcpSocket) -> int:
         """Models tcp_space(): window worth of the unused receive budget (may be negative)."""
-        return self.k.win_from_space(self, self.sk_rcvbuf - self.sk_rmem_alloc)
+        return self.k.win_from_space(self, self.mem.sk_rcvbuf - self.mem.sk_rmem_alloc)
 
     def full_space(self: TcpSocket) -> int:
         """Models tcp_full_space(): window worth of the whole receive budget."""
-        return self.k.win_from_space(self, self.sk_rcvbuf)
+        return self.k.win_from_space(self, self.mem.sk_rcvbuf)
 
     def receive_window(self: TcpSocket) -> int:
         """Models tcp_receive_window(): what the peer may still send."""
-        w = self.rcv_wup + self.rcv_wnd - self.rcv_nxt
+        rcv = self.rcv
+        w = rcv.rcv_wup + rcv.rcv_wnd - rcv.rcv_nxt
         return w if w > 0 else 0
 
     def fast_path_check(self: TcpSocket) -> None:
         """Models tcp_fast_path_check(): re-enable header prediction when nothing unusual.
         It only ever turns the fast path on; a zero window, OFO data or a failed prune
         turn it off elsewhere."""
-        if not self.ofo_queue and self.rcv_wnd != 0 and self.sk_rmem_alloc < self.sk_rcvbuf:
-            self.pred_ok = True
+        mem = self.mem
+        if not mem.ofo_queue and self.rcv.rcv_wnd != 0 and mem.sk_rmem_alloc < mem.sk_rcvbuf:
+            self.rcv.pred_ok = True
 
     # -- tcp_rcv_established ----------------------------------------------------------------
 
     def rcv_established(self: TcpSocket, seg: Segment) -> None:
         """Models tcp_rcv_established(): header-prediction fast path, else validate,
         process the ACK and queue the data."""
-        if seg.tsval >= 0 and self.ts_ok:
-            self.rcv_tsecr = seg.tsecr
-        if (self.pred_ok and seg.seq == self.rcv_nxt and not seg.flags & _NOT_FAST
-                and seg.flags & ACK and seg.win << self.snd_wscale == self.snd_wnd
-                and seg.ack <= self.snd_nxt and seg.ack >= self.snd_una):
+        conn, rcv, snd = self.conn, self.rcv, self.snd
+        if seg.tsval >= 0 and conn.ts_ok:
+            conn.rcv_tsecr = seg.tsecr
+        if (rcv.pred_ok and seg.seq == rcv.rcv_nxt and not seg.flags & _NOT_FAST
+                and seg.flags & ACK and seg.win << conn.snd_wscale == snd.snd_wnd
+                and seg.ack <= snd.snd_nxt and seg.ack >= snd.snd_una):
             if seg.len == 0:
                 self._ts_update(seg)
                 self.tcp_ack(seg)
                 return
-            if seg.seq + seg.len <= self.rcv_nxt + self.receive_window():
+            if seg.seq + seg.len <= rcv.rcv_nxt + self.receive_window():
                 skb = self.dev.make_skb(seg.seq, seg.len, False, seg.gso_size)
-                if skb.truesize <= self.sk_forward_alloc:
+                if skb.truesize <= self.mem.sk_forward_alloc:
                     self._fast_path_data(seg, skb)
                     return
                 self._slow_path(seg, skb)       # in order: the slow path queues this skb
@@ -78,9 +84,9 @@ class ReceiveMixin:
         self.k.rcv_rtt_measure_ts(self, seg)
         self.mib.TCPHPHits += 1
         coalesced = self.queue_rcv(skb)
-        self.sink.record(self, "rx", "coalesced" if coalesced else "queued", seg, skb.truesize)
+        self.trace("rx", "coalesced" if coalesced else "queued", seg, skb.truesize)
         self.event_data_recv(seg, skb)
-        if seg.ack > self.snd_una:
+        if seg.ack > self.snd.snd_una:
             self.tcp_ack(seg)
         self.ack_snd_check(ofo_possible=False)
         self.data_ready()
@@ -93,42 +99,41 @@ class ReceiveMixin:
             self._drop_unacceptable(seg, reason)
             return
         if seg.flags & RST:
-            self.sink.record(self, "rx", "rst", seg)
+            self.trace("rx", "rst", seg)
             self.abort("ECONNRESET")
             return
         if not seg.flags & ACK:
-            self.sink.record(self, "drop", "", seg, reason="TCP_FLAGS")
+            self.trace("drop", "", seg, reason="TCP_FLAGS")
             return
         self._ts_update(seg)
         if self.tcp_ack(seg) < 0:
-            self.sink.record(self, "drop", "bad ack", seg, reason="TCP_ACK_UNSENT_DATA")
+            self.trace("drop", "bad ack", seg, reason="TCP_ACK_UNSENT_DATA")
             return
         self.k.rcv_rtt_measure_ts(self, seg)
         if seg.len or seg.flags & FIN:
             self.data_queue(seg, skb)
-        if self.state != "CLOSED":
+        if self.conn.state != CLOSED:
             self.ack_snd_check(ofo_possible=True)            # tcp_ack_snd_check(), every segment
 
     def _ts_update(self: TcpSocket, seg: Segment) -> None:
         """tcp_store_ts_recent(): remember the peer's timestamp for our echo."""
-        if self.ts_ok and seg.tsval >= 0 and seg.seq <= self.rcv_wup:
-            self.ts_recent = seg.tsval
+        if self.conn.ts_ok and seg.tsval >= 0 and seg.seq <= self.rcv.rcv_wup:
+            self.conn.ts_recent = seg.tsval
 
     def _drop_unacceptable(self: TcpSocket, seg: Segment, reason: str) -> None:
         """tcp_validate_incoming() failure: drop; answer with a dupACK unless RST, rate
         limited for zero-length segments (tcp_oow_rate_limited)."""
-        self.sink.record(self, "drop", "unacceptable", seg, reason=reason)
+        self.trace("drop", "unacceptable", seg, reason=reason)
         if seg.flags & RST:
             return
         if seg.len == 0 and not seg.flags & (SYN | FIN):
             limit = self.sysctl.tcp_invalid_ratelimit * 1_000_000
-            jc = self.jc
-            if (self.now - self.last_oow_ack_ns < limit if jc is None       # elapsed jiffies
-                    else jc.jiffies(self.now) - jc.jiffies(self.last_oow_ack_ns)
-                    < jc.usecs_to_jiffies(limit // 1000)):
+            clock = self.clock                                      # elapsed jiffies
+            if (clock.stamp_ticks(self.now) - clock.stamp_ticks(self.rcv.last_oow_ack_ns)
+                    < clock.usecs_to_ticks(limit // 1000)):
                 self.mib.TCPACKSkippedSeq += 1
                 return
-            self.last_oow_ack_ns = self.now
+            self.rcv.last_oow_ack_ns = self.now
         self.send_dupack(seg)
 
     # -- tcp_data_queue ---------------------------------------------------------------------
@@ -136,8 +141,9 @@ class ReceiveMixin:
     def data_queue(self: TcpSocket, seg: Segment, skb: Skb | None = None) -> None:
         """Models tcp_data_queue(): in-order, old, beyond-window, partial and OFO cases.
         `skb`: already built for an in-order segment (see _slow_path)."""
+        rcv = self.rcv
         fin = bool(seg.flags & FIN)
-        if seg.seq == self.rcv_nxt:
+        if seg.seq == rcv.rcv_nxt:
             if self.receive_window() == 0 and not self.k.zero_window_accepts(self, seg):
                 self.mib.TCPZeroWindowDrop += 1
                 self._out_of_window(seg, "TCP_ZEROWINDOW")
@@ -145,17 +151,17 @@ class ReceiveMixin:
             self._queue_in_order(seg, seg.seq, seg.len, fin, skb)
             return
         end_seq = seg.end_seq
-        if end_seq <= self.rcv_nxt:                         # wholly old
+        if end_seq <= rcv.rcv_nxt:                         # wholly old
             self.mib.DelayedACKLost += 1
             self._set_dsack(seg.seq, end_seq)
             self._out_of_window(seg, "TCP_OLD_DATA")
             return
-        if seg.seq >= self.rcv_nxt + self.receive_window():  # starts beyond the window
+        if seg.seq >= rcv.rcv_nxt + self.receive_window():  # starts beyond the window
             self.k.overwindow_drop(self)
             self._out_of_window(seg, "TCP_OVERWINDOW")
             return
-        if seg.seq < self.rcv_nxt:                          # partial overlap
-            self._set_dsack(seg.seq, self.rcv_nxt)
+        if seg.seq < rcv.rcv_nxt:                          # partial overlap
+            self._set_dsack(seg.seq, rcv.rcv_nxt)
             if self.receive_window() == 0:
                 self.mib.TCPZeroWindowDrop += 1
                 self._out_of_window(seg, "TCP_ZEROWINDOW")
@@ -168,10 +174,10 @@ class ReceiveMixin:
 
     def _out_of_window(self: TcpSocket, seg: Segment, reason: str) -> None:
         """out_of_window: enter quick-ack mode, schedule an immediate ACK, drop."""
-        self.sink.record(self, "drop", "out of window", seg, reason=reason)
+        self.trace("drop", "out of window", seg, reason=reason)
         self.enter_quickack_mode(TCP_MAX_QUICKACKS)
-        self.ack_pending |= ICSK_ACK_SCHED
-        self.ack_pending |= ICSK_ACK_NOW
+        self.ack.ack_pending |= ICSK_ACK_SCHED
+        self.ack.ack_pending |= ICSK_ACK_NOW
 
     def _queue_in_order(self: TcpSocket, seg: Segment, seq: int, length: int, fin: bool,
                         skb: Skb | None = None) -> None:
@@ -179,20 +185,20 @@ class ReceiveMixin:
             skb = self.dev.make_skb(seq, length, fin, seg.gso_size)
         if not self.k.admit_in_order(self, skb):
             self.mib.TCPRcvQDrop += 1
-            self.sink.record(self, "drop", "rcvq full", seg, skb.truesize, reason="PROTO_MEM")
+            self.trace("drop", "rcvq full", seg, skb.truesize, reason="PROTO_MEM")
             self.data_ready()
             return
         coalesced = self.queue_rcv(skb)
-        self.sink.record(self, "rx", "coalesced" if coalesced else "queued", seg, skb.truesize)
+        self.trace("rx", "coalesced" if coalesced else "queued", seg, skb.truesize)
         if length:
             self.event_data_recv(seg, skb)
         if fin:
             self.tcp_fin()
-        if self.ofo_queue:
+        if self.mem.ofo_queue:
             self.ofo_queue_drain()
-            if not self.ofo_queue:
-                self.ack_pending |= ICSK_ACK_NOW
-        if self.selective_acks:
+            if not self.mem.ofo_queue:
+                self.ack.ack_pending |= ICSK_ACK_NOW
+        if self.rcv.selective_acks:
             self.sack_remove()
         self.fast_path_check()
         self.data_ready()
@@ -200,13 +206,14 @@ class ReceiveMixin:
     def queue_rcv(self: TcpSocket, skb: Skb) -> bool:
         """Models tcp_queue_rcv(): coalesce into the tail or append; advance rcv_nxt.
         Returns True when the skb was coalesced (eaten)."""
-        q = self.receive_queue
+        rcv = self.rcv
+        q = self.mem.receive_queue
         eaten = bool(q) and self.k.try_coalesce(self, q[-1], skb)
         if not eaten:
             q.append(skb)
             self.charge(skb.truesize)
-        self.bytes_received += skb.end_seq - self.rcv_nxt - (1 if skb.fin else 0)
-        self.rcv_nxt = skb.end_seq
+        rcv.bytes_received += skb.end_seq - rcv.rcv_nxt - (1 if skb.fin else 0)
+        rcv.rcv_nxt = skb.end_seq
         return eaten
 
     # -- out-of-order queue -------------------------------------------------------------------
@@ -216,26 +223,26 @@ class ReceiveMixin:
         skb = self.dev.make_skb(seg.seq, seg.len, bool(seg.flags & FIN), seg.gso_size)
         if not self.k.try_rmem_schedule(self, skb, skb.truesize):
             self.mib.TCPOFODrop += 1
-            self.sink.record(self, "drop", "ofo full", seg, skb.truesize, reason="PROTO_MEM")
+            self.trace("drop", "ofo full", seg, skb.truesize, reason="PROTO_MEM")
             self.data_ready()
             return
         self.k.ofo_measure_rcv_mss(self, seg, skb)
-        self.pred_ok = False
-        self.ack_pending |= ICSK_ACK_SCHED
+        self.rcv.pred_ok = False
+        self.ack.ack_pending |= ICSK_ACK_SCHED
         self.mib.TCPOFOQueue += 1
-        ofo = self.ofo_queue
+        ofo = self.mem.ofo_queue
         seq, end = skb.seq, skb.end_seq
         for other in ofo:
             if other.seq <= seq and end <= other.end_seq:          # fully covered: duplicate
                 self.mib.TCPOFOMerge += 1
                 self.mib.TCPDSACKOfoSent += 1
                 self._set_dsack(seq, end)
-                self.sink.record(self, "drop", "ofo dup", seg, skb.truesize, reason="TCP_OFOMERGE")
+                self.trace("drop", "ofo dup", seg, skb.truesize, reason="TCP_OFOMERGE")
                 return
         self.sack_new_ofo(seq, end)
         if ofo and ofo[-1].end_seq == seq and self.k.try_coalesce(self, ofo[-1], skb):
-            self.k.grow_window(self, skb, True, seg) if self.sack_ok else None
-            self.sink.record(self, "rx", "ofo coalesced", seg, skb.truesize)
+            self.k.grow_window(self, skb, True, seg) if self.conn.sack_ok else None
+            self.trace("rx", "ofo coalesced", seg, skb.truesize)
         else:
             covered = [o for o in ofo if seq <= o.seq and o.end_seq <= end]
             for o in covered:                                        # new skb covers old ones
@@ -243,31 +250,32 @@ class ReceiveMixin:
                 self.uncharge(o.truesize)
                 self.mib.TCPOFOMerge += 1
             insort(ofo, skb, key=lambda s: s.seq)
-            if self.sack_ok:
+            if self.conn.sack_ok:
                 self.k.grow_window(self, skb, False, seg)
             self.charge(skb.truesize)
-            self.sink.record(self, "rx", "ofo", seg, skb.truesize)
+            self.trace("rx", "ofo", seg, skb.truesize)
         self.k.ofo_rcvbuf_grow(self)
 
     def ofo_queue_drain(self: TcpSocket) -> None:
         """Models tcp_ofo_queue(): move OFO skbs that became in-order to the receive queue."""
-        ofo = self.ofo_queue
-        dsack_high = self.rcv_nxt                            # the end of the new in-order data
-        while ofo and ofo[0].seq <= self.rcv_nxt:
+        rcv = self.rcv
+        ofo = self.mem.ofo_queue
+        dsack_high = rcv.rcv_nxt                            # the end of the new in-order data
+        while ofo and ofo[0].seq <= rcv.rcv_nxt:
             skb = ofo.pop(0)
             if skb.seq < dsack_high:                         # received twice: D-SACK it
                 end, dsack_high = self.k.ofo_dsack(self, skb, dsack_high)
                 self._dsack_extend(skb.seq, end)
-            if skb.end_seq <= self.rcv_nxt:                  # entirely old
+            if skb.end_seq <= rcv.rcv_nxt:                  # entirely old
                 self.uncharge(skb.truesize)
                 continue
-            q = self.receive_queue
+            q = self.mem.receive_queue
             if q and self.k.try_coalesce(self, q[-1], skb):
                 self.uncharge(skb.truesize)                  # the source skb is freed
             else:
                 q.append(skb)
-            self.bytes_received += skb.end_seq - self.rcv_nxt - (1 if skb.fin else 0)
-            self.rcv_nxt = skb.end_seq               # an overlapping head is kept: reads skip it
+            rcv.bytes_received += skb.end_seq - rcv.rcv_nxt - (1 if skb.fin else 0)
+            rcv.rcv_nxt = skb.end_seq               # an overlapping head is kept: reads skip it
             if skb.fin:
                 self.tcp_fin()
                 break
@@ -276,30 +284,32 @@ class ReceiveMixin:
 
     def tcp_fin(self: TcpSocket) -> None:
         """Models tcp_fin(): the peer has finished sending."""
-        self.ack_pending |= ICSK_ACK_SCHED
-        self.rcv_shutdown = True
-        if self.state == "ESTABLISHED":
-            self.state = "CLOSE_WAIT"
+        conn, rcv, ack = self.conn, self.rcv, self.ack
+        ack.ack_pending |= ICSK_ACK_SCHED
+        rcv.rcv_shutdown = True
+        if conn.state == ESTABLISHED:
+            conn.state = CLOSE_WAIT
             self.enter_pingpong()
-        elif self.state == "FIN_WAIT1":
-            self.state = "CLOSING"
-            self.ack_pending |= ICSK_ACK_NOW
-        elif self.state == "FIN_WAIT2":
-            self.state = "TIME_WAIT"
-            self.ack_pending |= ICSK_ACK_NOW
+        elif conn.state == FIN_WAIT1:
+            conn.state = CLOSING
+            ack.ack_pending |= ICSK_ACK_NOW
+        elif conn.state == FIN_WAIT2:
+            conn.state = TIME_WAIT
+            ack.ack_pending |= ICSK_ACK_NOW
         # Out-of-order data after the FIN is dropped, and the SACK state with it, a pending
         # D-SACK included (skb_rbtree_purge + tcp_sack_reset).
-        for skb in self.ofo_queue:
+        for skb in self.mem.ofo_queue:
             self.uncharge(skb.truesize)
-        self.ofo_queue.clear()
-        if self.sack_ok:
-            self.dsack = None
-            self.selective_acks = []
+        self.mem.ofo_queue.clear()
+        if conn.sack_ok:
+            rcv.dsack = None
+            rcv.selective_acks = []
         self.readable = True
 
     def data_ready(self: TcpSocket) -> None:
         """Models tcp_data_ready(): wake the reader when enough is queued."""
-        if self.rcv_nxt - self.copied_seq >= self.rcvlowat or self.rcv_shutdown:
+        rcv = self.rcv
+        if rcv.rcv_nxt - rcv.copied_seq >= rcv.rcvlowat or rcv.rcv_shutdown:
             self.readable = True
 
     # -- reading --------------------------------------------------------------------------------
@@ -308,38 +318,39 @@ class ReceiveMixin:
         """The application reads up to n bytes. Models tcp_recvmsg_locked(): copy from the
         head skb, free skbs once fully consumed, autotune per chunk, then tcp_cleanup_rbuf().
         Returns the bytes copied (0 at EOF or when nothing is queued)."""
+        rcv = self.rcv
         self._clock(now)
-        q = self.receive_queue
+        q = self.mem.receive_queue
         if not q:
             return 0
         copied = 0
         freed = False
         while copied < n and q:
             skb = q[0]
-            offset = self.copied_seq - skb.seq
+            offset = rcv.copied_seq - skb.seq
             avail = skb.len - offset
             if avail > 0:
                 used = min(avail, n - copied)
-                self.copied_seq += used
+                rcv.copied_seq += used
                 copied += used
                 self.k.rcv_space_adjust(self)
                 if used < avail:
                     break
             q.popleft()
             if skb.fin:
-                self.copied_seq += 1
+                rcv.copied_seq += 1
                 self.eof = True
             self.uncharge(skb.truesize)
             freed = True
             if skb.fin:
                 break
         if not q:
-            self.readable = self.rcv_shutdown
-        self.read_untraced += copied
+            self.readable = rcv.rcv_shutdown
+        rcv.read_untraced += copied
         acked = self.cleanup_rbuf(copied)
         if freed or acked:
-            self.sink.record(self, "read", "freed" if freed else "", length=self.read_untraced)
-            self.read_untraced = 0
+            self.trace("read", "freed" if freed else "", length=rcv.read_untraced)
+            rcv.read_untraced = 0
         return copied
 
     def count_inert_reads(self: TcpSocket, t0: int, period: int, n: int, limit: int) -> int:
@@ -351,30 +362,31 @@ class ReceiveMixin:
         restarts its measurement. The engine applies runs of them at once with
         apply_inert_reads(), which must leave exactly the state the reads one by one would
         have left; the reader is woken for the first read that is not inert."""
-        q = self.receive_queue
+        rcv = self.rcv
+        q = self.mem.receive_queue
         if not q or n <= 0 or limit <= 0:
             return 0
         head = q[0]
-        left = head.seq + head.len - self.copied_seq       # bytes before the head is consumed
+        left = head.seq + head.len - rcv.copied_seq       # bytes before the head is consumed
         count = min(limit, (left - 1) // n)
         if count <= 0:
             return 0
         # tcp_cleanup_rbuf() may zero ack_quick / lower rcv_ssthresh as it decides (as
         # __tcp_select_window() does); planning must not, so look and put them back.
-        saved = self.ack_quick, self.rcv_ssthresh
+        saved = self.ack.ack_quick, rcv.rcv_ssthresh
         acks = self.cleanup_would_ack(n)
-        self.ack_quick, self.rcv_ssthresh = saved
+        self.ack.ack_quick, rcv.rcv_ssthresh = saved
         if acks:
             return 0
         k = self.k
         gate = k.rcv_space_gate_us(self)
         if gate < 0:
             return count
-        rtt_us = self.rcv_rtt_us8 >> 3
-        space, seq = self.rcvq_space, self.rcvq_seq
+        rtt_us = rcv.rcv_rtt_us8 >> 3
+        space, seq = rcv.rcvq_space, rcv.rcvq_seq
         i = self._first_read_at_or_after(t0, period, gate)
         while i < count:
-            copied_seq = self.copied_seq + (i + 1) * n
+            copied_seq = rcv.copied_seq + (i + 1) * n
             if k.rcv_space_copied(self, copied_seq, seq) > space:
                 return i
             seq = copied_seq
@@ -393,9 +405,10 @@ class ReceiveMixin:
     def apply_inert_reads(self: TcpSocket, t0: int, period: int, n: int, count: int) -> None:
         """Apply `count` reads known to be inert (see count_inert_reads): advance
         copied_seq, and run DRS exactly at the reads where its RTT gate opens."""
+        rcv = self.rcv
         if count <= 0:
             return
-        base = self.copied_seq
+        base = rcv.copied_seq
         k = self.k
         self.cleanup_would_ack(n)       # the first read's side effects; the rest repeat them
         gate = k.rcv_space_gate_us(self)
@@ -404,9 +417,9 @@ class ReceiveMixin:
             while i < count:
                 t = t0 + i * period
                 self._clock(t)
-                self.copied_seq = base + (i + 1) * n
+                rcv.copied_seq = base + (i + 1) * n
                 k.rcv_space_adjust(self)
                 i = self._first_read_at_or_after(t0, period, k.rcv_space_gate_us(self))
         self._clock(t0 + (count - 1) * period)
-        self.copied_seq = base + count * n
-        self.read_untraced += count * n
+        rcv.copied_seq = base + count * n
+        rcv.read_untraced += count * n

@@ -2,15 +2,15 @@
 exponential backoff and the tcp_retries2 give-up, zero-window persist probes.
 
 Models tcp_sendmsg()/tcp_write_xmit() [tcp.c, tcp_output.c], tcp_ack() [tcp_input.c] and
-tcp_retransmit_timer()/tcp_probe_timer() [tcp_timer.c]. The write queue keeps skb
-boundaries as Linux does. TCP always uses (software) GSO, even when the device has it off
-(sk_setup_caps), so a write fills the unsent tail skb up to the size goal -- half the
-peer's largest window, at most the GSO size (tcp_xmit_size_goal) -- and a transmission
-sends an skb as MSS-sized wire segments, at most tcp_tso_segs() of them at a time (the
-pacing-rate based tcp_tso_autosize). Before the window test the head skb may be grown to
-that many segments with bytes of the next skb (tcp_grow_skb, 6.10+; the profile decides). An skb goes out when its
-first MSS fits the peer's window (tcp_snd_wnd_test); it may wait for more ACKs when only a
-small part of the window is open (tcp_tso_should_defer); it is then cut at the window's
+tcp_retransmit_timer()/tcp_probe_timer() [tcp_timer.c]. The write queue keeps skb boundaries
+as Linux does. TCP always uses (software) GSO, even when the device has it off
+(sk_setup_caps), so a write fills the unsent tail skb up to the size goal -- half the peer's
+largest window, at most the GSO size (tcp_xmit_size_goal) -- and a transmission sends an skb
+as MSS-sized wire segments, at most tcp_tso_segs() of them at a time (the pacing-rate based
+tcp_tso_autosize). Before the window test the head skb may be grown to that many segments
+with bytes of the next skb (tcp_grow_skb, 6.10+; the profile decides). An skb goes out when
+its first MSS fits the peer's window (tcp_snd_wnd_test); it may wait for more ACKs when only
+a small part of the window is open (tcp_tso_should_defer); it is then cut at the window's
 right edge (tcp_mss_split_point), the last wire segment partial unless Nagle holds it. A
 persist-timer slice splits the head skb too (tcp_fragment). Both are how a sender lands
 exactly on a receiver's right window edge. The send buffer gates only the allocation of a new
@@ -27,11 +27,14 @@ from tcpsim.core.constants import (
     TCP_SYN_RETRIES, TCP_SYNACK_RETRIES, TCP_TIMEOUT_INIT_NS, skb_truesize,
 )
 from tcpsim.core.segment import ACK, FIN, PSH, Segment
+from tcpsim.core.state import (
+    CLOSE_WAIT, CLOSED, ESTABLISHED, FIN_WAIT1, HANDSHAKE_STATES, INFINITE_SSTHRESH, LAST_ACK,
+    LISTEN, SEND_STATES, SYN_SENT, XMIT_STATES,
+)
 
 if TYPE_CHECKING:
     from tcpsim.core.socket import TcpSocket
 
-INFINITE_SSTHRESH = 0x7FFFFFFF
 SND_SKB_OVERHEAD = skb_truesize(256)     # head of a sender skb (tcp_stream_alloc_skb)
 _PER_MSS_MEM = 4096 + 256                # tcp_sndbuf_expand(): roundup_pow_of_two + sk_buff
 # sk_gso_max_size of a TCP socket on a device with the legacy 64 KiB GSO limit (veth, lo):
@@ -45,8 +48,6 @@ TCP_TSO_RTT_LOG = 9                      # net.ipv4.tcp_tso_rtt_log
 TCP_PACING_SS_RATIO, TCP_PACING_CA_RATIO = 200, 120   # net.ipv4.tcp_pacing_{ss,ca}_ratio
 SK_PACING_SHIFT = 10                     # sk_pacing_shift: about 1 ms of data per TSO packet
 
-_XMIT_STATES = frozenset({"ESTABLISHED", "CLOSE_WAIT", "FIN_WAIT1", "LAST_ACK", "CLOSING"})
-
 # _tso_should_defer() results: send now, defer, defer and count as cwnd-limited
 DEFER, DEFER_CWND_LIMITED = 1, 2
 
@@ -59,62 +60,27 @@ class SendMixin:
 
     __slots__ = ()
 
-    def _init_send_state(self: TcpSocket, initcwnd: int, nodelay: bool) -> None:
-        self.iss = self.snd_una = self.snd_nxt = self.write_seq = 0
-        self.snd_wnd = self.snd_wl1 = self.max_window = 0
-        self.bytes_acked = 0
-        self.initcwnd = initcwnd
-        self.snd_cwnd = initcwnd
-        self.snd_ssthresh = INFINITE_SSTHRESH
-        self.cwnd_cnt = 0
-        self.cwnd_limited = False                # tp->is_cwnd_limited
-        self.max_packets_out = 0                 # tp->max_packets_out
-        self.cwnd_usage_seq = 0                  # tp->cwnd_usage_seq
-        self.srtt_us8 = 0
-        self.mdev_us = 0
-        self.rto = TCP_TIMEOUT_INIT_NS
-        self.rtx_queue: deque[list[int]] = deque()
-        self.write_queue: deque[int] = deque()   # lengths of the unsent skbs, in order
-        self.snd_sml = 0                         # end of the last small segment sent
-        self.pacing_rate = -1                    # sk_pacing_rate, bytes/s; -1: ~0UL (unlimited)
-        self.min_rtt_us = 0                      # tcp_min_rtt(); 0: no sample yet
-        self.wstamp_ns = 0                       # tcp_wstamp_ns: when data was last sent
-        self.tlp_deadline = 0                    # ICSK_TIME_LOSS_PROBE armed until then (ns)
-        self.tlp_high_seq = 0                    # snd_nxt when the last probe went out; 0: none
-        self.tlp_retrans = False                 # that probe was a retransmission
-        self.lost_out = 0
-        self.rto_deadline = self.probe_deadline = 0
-        self.backoff = self.retransmits = self.probes_out = 0
-        self.retrans_stamp = 0
-        self.rcv_tstamp = 0
-        self.dupacks = 0
-        self.high_seq = 0
-        self.in_recovery = False
-        self.in_loss = False                     # TCP_CA_Loss (after an RTO), not Recovery
-        self.rtx_next = 0
-        self.sk_sndbuf = self.sysctl.tcp_wmem[1]
-        self.nodelay = nodelay
-        self.fin_queued = self.fin_sent = self.snd_shutdown = False
-
     # -- send buffer ----------------------------------------------------------------------------
 
     def sndbuf_expand(self: TcpSocket) -> None:
         """Models tcp_sndbuf_expand(): room for two windows of max(cwnd, 10) segments."""
-        sndmem = 2 * max(self.initcwnd, self.snd_cwnd, 10) * _PER_MSS_MEM
-        if self.sk_sndbuf < sndmem:
-            self.sk_sndbuf = min(sndmem, self.sysctl.tcp_wmem[2])
+        snd = self.snd
+        sndmem = 2 * max(snd.initcwnd, snd.snd_cwnd, 10) * _PER_MSS_MEM
+        if snd.sk_sndbuf < sndmem:
+            snd.sk_sndbuf = min(sndmem, self.sysctl.tcp_wmem[2])
 
     def wmem_queued(self: TcpSocket) -> int:
         """sk_wmem_queued: payload plus one sender-skb overhead per queued skb."""
-        nskbs = len(self.rtx_queue) + len(self.write_queue)
-        return (self.write_seq - self.snd_una) + nskbs * SND_SKB_OVERHEAD
+        snd = self.snd
+        nskbs = len(snd.rtx_queue) + len(snd.write_queue)
+        return (snd.write_seq - snd.snd_una) + nskbs * SND_SKB_OVERHEAD
 
     def send_space(self: TcpSocket) -> int:
         """Payload bytes a write() may still queue (sk_stream_memory_free), 0 when full."""
-        free = self.sk_sndbuf - self.wmem_queued()
+        free = self.snd.sk_sndbuf - self.wmem_queued()
         if free <= 0:
             return 0
-        mss = self.mss_cache or 536
+        mss = self.conn.mss_cache or 536
         return max(0, free * mss // (mss + SND_SKB_OVERHEAD))
 
     def can_queue(self: TcpSocket) -> bool:
@@ -122,10 +88,11 @@ class SendMixin:
         topped up to the size goal without a memory check; a new skb needs
         sk_stream_memory_free (sk_wmem_queued < sk_sndbuf). An application blocked in
         send() can make progress exactly when this holds."""
-        if self.state not in ("ESTABLISHED", "CLOSE_WAIT") or self.snd_shutdown:
+        snd = self.snd
+        if self.conn.state not in SEND_STATES or snd.snd_shutdown:
             return False
-        q = self.write_queue
-        return bool(q and q[-1] < self.size_goal()) or self.wmem_queued() < self.sk_sndbuf
+        q = snd.write_queue
+        return bool(q and q[-1] < self.size_goal()) or self.wmem_queued() < snd.sk_sndbuf
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -133,14 +100,14 @@ class SendMixin:
         """The application writes n bytes; returns how many were queued (0 when the send
         buffer is full or the connection is not open)."""
         self._clock(now)
-        if self.state not in ("ESTABLISHED", "CLOSE_WAIT") or self.snd_shutdown:
+        if self.conn.state not in SEND_STATES or self.snd.snd_shutdown:
             return 0
         take = self._queue_bytes(n)
         if take <= 0:
             self.writable = False
             return 0
-        self.write_seq += take
-        self.sink.record(self, "write", "", length=take)
+        self.snd.write_seq += take
+        self.trace("write", "", length=take)
         self.write_xmit()
         return take
 
@@ -148,11 +115,12 @@ class SendMixin:
         """tcp_xmit_size_goal() [tcp.c, v6.18]: bytes per write-queue skb, a whole number of
         MSS: the GSO size, bounded to half the peer's largest window (tcp_bound_to_half_wnd),
         at least one MSS. How many of them one transmission takes is tcp_tso_segs()."""
-        mss = self.mss_cache
+        snd = self.snd
+        mss = self.conn.mss_cache
         goal = SK_GSO_MAX_SIZE
-        cutoff = self.max_window >> 1 if self.max_window > TCP_MSS_DEFAULT else self.max_window
+        cutoff = snd.max_window >> 1 if snd.max_window > TCP_MSS_DEFAULT else snd.max_window
         if cutoff and goal > cutoff:
-            goal = max(cutoff, 68 - self.tcp_header_len)
+            goal = max(cutoff, 68 - self.conn.tcp_header_len)
         return max(min(goal // mss, SK_GSO_MAX_SEGS) * mss, mss)
 
     def tso_segs(self: TcpSocket) -> int:
@@ -160,8 +128,9 @@ class SendMixin:
         transmitted skb -- about 1 ms of the pacing rate (rate >> sk_pacing_shift), plus (5.18+,
         the profile's tso_rtt_bytes) a share of the GSO size for short RTTs, at most the GSO
         size, at least tcp_min_tso_segs."""
-        mss = self.mss_cache
-        nbytes = SK_GSO_MAX_SIZE if self.pacing_rate < 0 else self.pacing_rate >> SK_PACING_SHIFT
+        mss = self.conn.mss_cache
+        rate = self.snd.pacing_rate
+        nbytes = SK_GSO_MAX_SIZE if rate < 0 else rate >> SK_PACING_SHIFT
         nbytes = min(nbytes + self.k.tso_rtt_bytes(self), SK_GSO_MAX_SIZE)
         return min(max(nbytes // mss, TCP_MIN_TSO_SEGS), SK_GSO_MAX_SEGS)
 
@@ -172,12 +141,13 @@ class SendMixin:
         the first RTT sample the rate stays unlimited (sk_pacing_rate starts at ~0UL).
         `cwnd`: the active side's SYN-ACK is processed before tcp_init_transfer() applies
         the route's initcwnd, with tcp_init_sock()'s TCP_INIT_CWND."""
-        if not self.srtt_us8:
+        snd = self.snd
+        if not snd.srtt_us8:
             return
-        cwnd = cwnd or self.snd_cwnd
-        ratio = TCP_PACING_SS_RATIO if cwnd < self.snd_ssthresh // 2 else TCP_PACING_CA_RATIO
-        rate = self.mss_cache * 80_000 * ratio * max(cwnd, len(self.rtx_queue))
-        self.pacing_rate = rate // self.srtt_us8
+        cwnd = cwnd or snd.snd_cwnd
+        ratio = TCP_PACING_SS_RATIO if cwnd < snd.snd_ssthresh // 2 else TCP_PACING_CA_RATIO
+        rate = self.conn.mss_cache * 80_000 * ratio * max(cwnd, len(snd.rtx_queue))
+        snd.pacing_rate = rate // snd.srtt_us8
 
     def _queue_bytes(self: TcpSocket, n: int) -> int:
         """tcp_sendmsg_locked() [tcp.c, v6.18]: top up the unsent tail skb to the size goal,
@@ -185,7 +155,7 @@ class SendMixin:
         (sk_stream_memory_free: sk_wmem_queued < sk_sndbuf); filling the tail skb takes no
         room check, so a write that meets a full buffer stops at an skb boundary (the
         kernel's partial writes complete the tail skb, then EAGAIN)."""
-        q = self.write_queue
+        q = self.snd.write_queue
         goal = self.size_goal()
         done = 0
         if q and q[-1] < goal:
@@ -193,7 +163,7 @@ class SendMixin:
             q[-1] += done
         if done < n:
             queued = self.wmem_queued() + done
-            sndbuf = self.sk_sndbuf
+            sndbuf = self.snd.sk_sndbuf
             while done < n and queued < sndbuf:
                 take = min(goal, n - done)
                 q.append(take)
@@ -204,33 +174,35 @@ class SendMixin:
     def _nagle_holds(self: TcpSocket, small: bool) -> bool:
         """tcp_nagle_check(): with Nagle on, a small segment waits while an earlier small
         segment is still unacknowledged (Minshall's variant)."""
-        return (small and not self.nodelay and bool(self.rtx_queue)
-                and self.snd_una < self.snd_sml <= self.snd_nxt)
+        snd = self.snd
+        return (small and not snd.nodelay and bool(snd.rtx_queue)
+                and snd.snd_una < snd.snd_sml <= snd.snd_nxt)
 
     def shutdown_write(self: TcpSocket, now: int) -> None:
         """shutdown(SHUT_WR)/close(): queue a FIN after the data."""
+        conn, snd = self.conn, self.snd
         self._clock(now)
-        if self.snd_shutdown:
+        if snd.snd_shutdown:
             return
-        self.snd_shutdown = True
-        self.fin_queued = True
-        if self.state == "ESTABLISHED":
-            self.state = "FIN_WAIT1"
-        elif self.state == "CLOSE_WAIT":
-            self.state = "LAST_ACK"
+        snd.snd_shutdown = True
+        snd.fin_queued = True
+        if conn.state == ESTABLISHED:
+            conn.state = FIN_WAIT1
+        elif conn.state == CLOSE_WAIT:
+            conn.state = LAST_ACK
         self.write_xmit()
 
     def packets_in_flight(self: TcpSocket) -> int:
         """tcp_packets_in_flight(): sent and not acked, less those marked lost and not yet
         retransmitted (packets_out - lost_out + retrans_out)."""
-        return len(self.rtx_queue) - self.lost_out
+        return len(self.snd.rtx_queue) - self.snd.lost_out
 
     def _mark_lost(self: TcpSocket, e: list[int]) -> None:
         """Mark a segment lost: it leaves the flight until it is retransmitted."""
         if not (e[LOST] and not e[RETRANS]):
             e[LOST] = 1
             e[RETRANS] = 0
-            self.lost_out += 1
+            self.snd.lost_out += 1
 
     def write_xmit(self: TcpSocket, probe: bool = False) -> None:
         """Models tcp_write_xmit(): send what cwnd, the peer's window and Nagle allow;
@@ -238,20 +210,21 @@ class SendMixin:
         blocks everything (tcp_check_probe_timer), and the tail loss probe when it sent
         something (tcp_schedule_loss_probe). `probe` is the loss probe's call (push_one = 2,
         TCP_NAGLE_OFF): one skb, one segment allowed past a full cwnd, no deferral, no Nagle."""
-        if not self.write_queue and not self.lost_out and not (
-                self.fin_queued and not self.fin_sent):
+        snd = self.snd
+        if not snd.write_queue and not snd.lost_out and not (
+                snd.fin_queued and not snd.fin_sent):
             return                                  # nothing to send (the common case)
-        if self.state not in _XMIT_STATES:
+        if self.conn.state not in XMIT_STATES:
             return
         self._retransmit_lost()
-        mss = self.mss_cache
+        mss = self.conn.mss_cache
         inflight = start = self.packets_in_flight()
-        wnd_end = self.snd_una + self.snd_wnd
+        wnd_end = snd.snd_una + snd.snd_wnd
         max_segs = self.tso_segs()
         deferred_limited = False
-        q = self.write_queue
+        q = snd.write_queue
         while q:
-            cwnd = self.snd_cwnd
+            cwnd = snd.snd_cwnd
             if inflight >= cwnd:
                 if not probe:
                     break
@@ -264,7 +237,7 @@ class SendMixin:
                 self.k.grow_skb(self, q, missing)                  # tcp_grow_skb(), 6.10+
             skb_len = q[0]
             is_tail = len(q) == 1
-            if self.snd_nxt + min(mss, skb_len) > wnd_end:
+            if snd.snd_nxt + min(mss, skb_len) > wnd_end:
                 break                                              # tcp_snd_wnd_test()
             if skb_len <= mss:                                     # one segment
                 if is_tail and not probe and self._nagle_holds(skb_len < mss):
@@ -280,7 +253,7 @@ class SendMixin:
             sent = 0
             while sent < limit:
                 seg_len = min(mss, limit - sent)
-                self._send_new(self.snd_nxt, seg_len)
+                self._send_new(snd.snd_nxt, seg_len)
                 sent += seg_len
                 inflight += 1
             if sent < skb_len:
@@ -289,23 +262,24 @@ class SendMixin:
                 q.popleft()
             if probe:
                 break                                              # push_one
-        limited = deferred_limited or inflight >= self.snd_cwnd
+        limited = deferred_limited or inflight >= snd.snd_cwnd
         if inflight > start or limited:
             self._cwnd_validate(limited)
             if inflight > start and not probe:
                 self.schedule_loss_probe(False)
-        if self.fin_queued and not self.fin_sent and not q:
+        if snd.fin_queued and not snd.fin_sent and not q:
             self._send_fin()
-        if not self.rtx_queue and q and not self.probe_deadline:
-            self.probe_deadline = self.reset_xmit_timer(self.probe0_base())  # tcp_check_probe_timer()
+        if not snd.rtx_queue and q and not snd.probe_deadline:
+            # tcp_check_probe_timer()
+            snd.probe_deadline = self.reset_xmit_timer(self.probe0_base())
 
     def _mss_split_point(self: TcpSocket, skb_len: int, is_tail: bool, wnd_end: int,
                          quota: int, nagle_off: bool = False) -> int:
         """tcp_mss_split_point() [tcp_output.c, v6.18]: bytes of the head skb to send now --
         quota segments when they fit the window (and more data follows), else up to the
         window's right edge, the partial last segment dropped only when Nagle holds it."""
-        mss = self.mss_cache
-        window = wnd_end - self.snd_nxt
+        mss = self.conn.mss_cache
+        window = wnd_end - self.snd.snd_nxt
         max_len = mss * quota
         if max_len <= window and not is_tail:
             return min(max_len, skb_len)
@@ -326,22 +300,23 @@ class SendMixin:
         295ce1eb [6.18] within min(srtt / 2, 1 ms): the profile's tso_defer_ack_window). The
         1 ms test is on tcp_wstamp_ns (nanoseconds, since 4.20), not on jiffies. Not in
         recovery. Returns 0 (send), DEFER or DEFER_CWND_LIMITED."""
-        if self.in_recovery or self.now - self.wstamp_ns > NS_PER_MS:
+        snd = self.snd
+        if snd.in_recovery or self.now - snd.wstamp_ns > NS_PER_MS:
             return 0
-        mss = self.mss_cache
-        send_win = wnd_end - self.snd_nxt
-        cong_win = (self.snd_cwnd - inflight) * mss
+        mss = self.conn.mss_cache
+        send_win = wnd_end - snd.snd_nxt
+        cong_win = (snd.snd_cwnd - inflight) * mss
         limit = min(send_win, cong_win)
         if limit >= max_segs * mss:
             return 0
         if not is_tail and limit >= skb_len:
             return 0
-        if limit >= min(self.snd_wnd, self.snd_cwnd * mss) // TCP_TSO_WIN_DIVISOR:
+        if limit >= min(snd.snd_wnd, snd.snd_cwnd * mss) // TCP_TSO_WIN_DIVISOR:
             return 0
-        if not self.rtx_queue:
+        if not snd.rtx_queue:
             return 0
-        srtt_ns = self.srtt_us8 * (NS_PER_US >> 3)
-        how_far = self.rtx_queue[0][TX_NS] + srtt_ns - self.now
+        srtt_ns = snd.srtt_us8 * (NS_PER_US >> 3)
+        how_far = snd.rtx_queue[0][TX_NS] + srtt_ns - self.now
         if how_far > self.k.tso_defer_ack_window(self, srtt_ns):
             return 0
         if cong_win < send_win and cong_win <= skb_len:
@@ -349,42 +324,46 @@ class SendMixin:
         return DEFER
 
     def _send_new(self: TcpSocket, seq: int, length: int) -> None:
-        flags = ACK | (PSH if seq + length == self.write_seq else 0)
+        snd = self.snd
+        flags = ACK | (PSH if seq + length == snd.write_seq else 0)
         seg = self.make_segment(seq, length, flags)
-        self.snd_nxt = seq + length
-        if length < self.mss_cache:
-            self.snd_sml = self.snd_nxt                 # tcp_minshall_update()
-        self.rtx_queue.append([seq, seq + length, self.now, 0, 0, 0])
+        snd.snd_nxt = seq + length
+        if length < self.conn.mss_cache:
+            snd.snd_sml = snd.snd_nxt                 # tcp_minshall_update()
+        snd.rtx_queue.append([seq, seq + length, self.now, 0, 0, 0])
         self._data_sent()
         self._emit(seg)
 
     def _send_fin(self: TcpSocket) -> None:
-        seg = self.make_segment(self.snd_nxt, 0, ACK | FIN)
-        self.rtx_queue.append([self.snd_nxt, self.snd_nxt + 1, self.now, 0, 0, 1])
-        self.snd_nxt += 1
-        self.write_seq += 1
-        self.fin_sent = True
+        snd = self.snd
+        seg = self.make_segment(snd.snd_nxt, 0, ACK | FIN)
+        snd.rtx_queue.append([snd.snd_nxt, snd.snd_nxt + 1, self.now, 0, 0, 1])
+        snd.snd_nxt += 1
+        snd.write_seq += 1
+        snd.fin_sent = True
         self._data_sent()
         self._emit(seg)
 
     def _data_sent(self: TcpSocket) -> None:
         """tcp_event_data_sent() + tcp_event_new_data_sent(): ping-pong and RTO arming."""
-        self.wstamp_ns = self.now                      # __tcp_transmit_skb(), no pacing
+        ack, snd = self.ack, self.snd
+        snd.wstamp_ns = self.now                      # __tcp_transmit_skb(), no pacing
         self.ack_sent()
-        if self.now - self.ack_lrcvtime < self.ack_ato:
-            self.ack_pingpong += 1
-        self.lsndtime = self.now
-        if not self.rto_deadline:
-            self.rto_deadline = self.reset_xmit_timer(self.rto)
-        self.probe_deadline = 0
+        if self.now - ack.ack_lrcvtime < ack.ack_ato:
+            ack.ack_pingpong += 1
+        ack.lsndtime = self.now
+        if not snd.rto_deadline:
+            snd.rto_deadline = self.reset_xmit_timer(snd.rto)
+        snd.probe_deadline = 0
 
     def _retransmit_lost(self: TcpSocket) -> None:
         """Retransmit segments marked lost, as cwnd allows (tcp_xmit_retransmit_queue)."""
-        if not self.lost_out:
+        snd = self.snd
+        if not snd.lost_out:
             return
         inflight = self.packets_in_flight()
-        for e in self.rtx_queue:
-            if inflight >= self.snd_cwnd or not self.lost_out:
+        for e in snd.rtx_queue:
+            if inflight >= snd.snd_cwnd or not snd.lost_out:
                 break
             if e[LOST] and not e[RETRANS]:
                 self._retransmit(e)
@@ -393,17 +372,18 @@ class SendMixin:
     def _retransmit(self: TcpSocket, e: list[int], tlp: bool = False) -> None:
         """Models tcp_retransmit_skb(): resend one queued segment. A loss probe calls the
         inner __tcp_retransmit_skb() directly (`tlp`), which leaves retrans_stamp alone."""
-        if not self.retrans_stamp and not tlp:
-            self.retrans_stamp = e[TX_NS]
+        snd = self.snd
+        if not snd.retrans_stamp and not tlp:
+            snd.retrans_stamp = e[TX_NS]
         if e[LOST] and not e[RETRANS]:
-            self.lost_out -= 1
+            snd.lost_out -= 1
         if e[IS_FIN]:
             seg = self.make_segment(e[SEQ], 0, ACK | FIN)
         else:
             seg = self.make_segment(e[SEQ], e[END] - e[SEQ], ACK | PSH)
         e[RETRANS] += 1
         e[TX_NS] = self.now
-        self.wstamp_ns = self.now
+        snd.wstamp_ns = self.now
         self.mib.TCPRetransSegs += 1
         self._emit(seg)
 
@@ -412,108 +392,109 @@ class SendMixin:
     def tcp_ack(self: TcpSocket, seg: Segment) -> int:
         """Models tcp_ack(): window update, cleaning the retransmit queue, RTT, cwnd,
         recovery, persist-timer handling. Returns -1 for an unacceptable ACK."""
+        snd = self.snd
         ack = seg.ack
-        if ack > self.snd_nxt:
+        if ack > snd.snd_nxt:
             self.send_ack()
             return -1
-        if ack < self.snd_una:
-            if ack < self.snd_una - min(self.max_window, self.bytes_acked):
+        if ack < snd.snd_una:
+            if ack < snd.snd_una - min(snd.max_window, snd.bytes_acked):
                 self.send_ack()                                  # challenge ACK
                 return -1
             return 0
-        nwin = seg.win << self.snd_wscale
-        prior_una = self.snd_una
+        nwin = seg.win << self.conn.snd_wscale
+        prior_una = snd.snd_una
         win_update = self.k.may_update_window(self, seg, ack, nwin)   # FLAG_WIN_UPDATE
         if win_update:
-            self.snd_wnd = nwin
-            self.snd_wl1 = seg.seq
-            if nwin > self.max_window:
-                self.max_window = nwin
-        self.rcv_tstamp = self.now
-        self.probes_out = 0
-        prior_packets = bool(self.rtx_queue)
+            snd.snd_wnd = nwin
+            snd.snd_wl1 = seg.seq
+            if nwin > snd.max_window:
+                snd.max_window = nwin
+        snd.rcv_tstamp = self.now
+        snd.probes_out = 0
+        prior_packets = bool(snd.rtx_queue)
         if ack > prior_una:
             self._clean_rtx_queue(ack)
-        elif not seg.len and not win_update and self.rtx_queue and not seg.flags & FIN:
+        elif not seg.len and not win_update and snd.rtx_queue and not seg.flags & FIN:
             self._dupack()                                  # FLAG_NOT_DUP is clear
-        if self.tlp_high_seq:
+        if snd.tlp_high_seq:
             self._process_tlp_ack(seg, ack, prior_una, win_update)
         if ack > prior_una and not self.schedule_loss_probe(True):
-            self.tlp_deadline = 0                           # tcp_set_xmit_timer(): the RTO
+            snd.tlp_deadline = 0                           # tcp_set_xmit_timer(): the RTO
         if prior_packets:
             self._update_pacing_rate()                      # tcp_cong_control()
-        if not self.rtx_queue:
-            self.rto_deadline = 0
-            if self.write_queue:
+        if not snd.rtx_queue:
+            snd.rto_deadline = 0
+            if snd.write_queue:
                 self._ack_probe()
         self.write_xmit()
         return 0
 
     def _clean_rtx_queue(self: TcpSocket, ack: int) -> None:
+        snd = self.snd
         acked_pkts = 0
         rtt_ns = -1
-        q = self.rtx_queue
+        q = snd.rtx_queue
         while q and q[0][END] <= ack:
             e = q.popleft()
             acked_pkts += 1
             if e[LOST] and not e[RETRANS]:
-                self.lost_out -= 1
+                snd.lost_out -= 1
             if not e[RETRANS]:
                 rtt_ns = self.now - e[TX_NS]
         if q and q[0][SEQ] < ack:                # partially acked segment
             q[0][SEQ] = ack
-        self.bytes_acked += ack - self.snd_una
-        self.snd_una = ack
-        self.retransmits = 0
-        self.dupacks = 0
+        snd.bytes_acked += ack - snd.snd_una
+        snd.snd_una = ack
+        snd.retransmits = 0
+        snd.dupacks = 0
         if rtt_ns >= 0:
             self._rtt_estimator(max(1, rtt_ns // NS_PER_US))
-        if self.in_recovery and ack >= self.high_seq:
-            self.in_recovery = self.in_loss = False
-            self.snd_cwnd = max(min(self.snd_cwnd, self.snd_ssthresh), 1) if self.snd_ssthresh < INFINITE_SSTHRESH else self.snd_cwnd
-            self.retrans_stamp = 0
-        elif self.in_loss:
+        if snd.in_recovery and ack >= snd.high_seq:
+            snd.in_recovery = snd.in_loss = False
+            if snd.snd_ssthresh < INFINITE_SSTHRESH:
+                snd.snd_cwnd = max(min(snd.snd_cwnd, snd.snd_ssthresh), 1)
+            snd.retrans_stamp = 0
+        elif snd.in_loss:
             # TCP_CA_Loss is not a cwnd reduction (tcp_in_cwnd_reduction() covers CWR and
             # Recovery only), so tcp_cong_control() slow-starts cwnd from 1 on every ACK of
             # new data while the lost segments go out again [tcp_input.c]
             self._cong_avoid(acked_pkts)
-        elif self.in_recovery:
+        elif snd.in_recovery:
             for e in q:
                 if not e[RETRANS]:
                     self._mark_lost(e)           # NewReno partial ACK: next hole is lost
                     break
         else:
-            self.retrans_stamp = 0
+            snd.retrans_stamp = 0
             self._cong_avoid(acked_pkts)
-        self.rto_deadline = self.reset_xmit_timer(self.rto) if q else 0
-        self.backoff = 0
+        snd.rto_deadline = self.reset_xmit_timer(snd.rto) if q else 0
+        snd.backoff = 0
         self.writable = self.send_space() > 0
         self.sndbuf_expand()
 
     def _rtt_estimator(self: TcpSocket, m: int) -> None:
         """Models tcp_rtt_estimator() + tcp_set_rto() (RFC 6298 with Linux's rto_min)."""
-        if self.srtt_us8:
-            err = m - (self.srtt_us8 >> 3)
-            self.srtt_us8 += err
+        snd = self.snd
+        if snd.srtt_us8:
+            err = m - (snd.srtt_us8 >> 3)
+            snd.srtt_us8 += err
             if err < 0:
-                err = -err - (self.mdev_us >> 2)
+                err = -err - (snd.mdev_us >> 2)
                 if err > 0:
                     err >>= 3
             else:
-                err -= self.mdev_us >> 2
-            self.mdev_us += err
+                err -= snd.mdev_us >> 2
+            snd.mdev_us += err
         else:
-            self.srtt_us8 = m << 3
-            self.mdev_us = m << 1
-        if not self.min_rtt_us or m < self.min_rtt_us:
-            self.min_rtt_us = m                          # tcp_update_rtt_min()
-        rttvar = max(self.mdev_us, TCP_RTO_MIN_NS // NS_PER_US)
-        jc = self.jc
-        if jc is None:
-            self.rto = min(((self.srtt_us8 >> 3) + rttvar) * NS_PER_US, TCP_RTO_MAX_NS)
-        else:                                # icsk_rto is in jiffies: usecs_to_jiffies rounds up
-            rto_j = jc.usecs_to_jiffies((self.srtt_us8 >> 3) + rttvar)
-            self.rto = min(jc.tick_ns(rto_j), TCP_RTO_MAX_NS)
+            snd.srtt_us8 = m << 3
+            snd.mdev_us = m << 1
+        if not snd.min_rtt_us or m < snd.min_rtt_us:
+            snd.min_rtt_us = m                          # tcp_update_rtt_min()
+        rttvar = max(snd.mdev_us, TCP_RTO_MIN_NS // NS_PER_US)
+        clock = self.clock                   # icsk_rto is in jiffies: usecs_to_jiffies rounds up
+        rto = clock.ticks_ns(clock.usecs_to_ticks((snd.srtt_us8 >> 3) + rttvar))
+        snd.rto = min(rto, TCP_RTO_MAX_NS)
 
     def _cwnd_validate(self: TcpSocket, limited: bool) -> None:
         """Models the bookkeeping of tcp_cwnd_validate() [tcp_output.c, as of f4ce91ce12a7
@@ -522,55 +503,60 @@ class SendMixin:
         at cwnd: a cwnd-limited send is remembered for the rest of the current window (until
         snd_una passes cwnd_usage_seq, the snd_nxt of then); while not limited,
         max_packets_out follows the largest flight of the window."""
-        if (self.snd_una >= self.cwnd_usage_seq or limited
-                or (not self.cwnd_limited and len(self.rtx_queue) > self.max_packets_out)):
-            self.cwnd_limited = limited
-            self.max_packets_out = len(self.rtx_queue)
-            self.cwnd_usage_seq = self.snd_nxt
+        snd = self.snd
+        if (snd.snd_una >= snd.cwnd_usage_seq or limited
+                or (not snd.cwnd_limited and len(snd.rtx_queue) > snd.max_packets_out)):
+            snd.cwnd_limited = limited
+            snd.max_packets_out = len(snd.rtx_queue)
+            snd.cwnd_usage_seq = snd.snd_nxt
 
     def is_cwnd_limited(self: TcpSocket) -> bool:
         """tcp_is_cwnd_limited() [include/net/tcp.h]: cwnd was the limit in this window, or,
         in slow start, cwnd is below twice the largest flight of the window."""
-        if self.cwnd_limited:
+        snd = self.snd
+        if snd.cwnd_limited:
             return True
-        if self.snd_cwnd < self.snd_ssthresh:
-            return self.snd_cwnd < 2 * self.max_packets_out
+        if snd.snd_cwnd < snd.snd_ssthresh:
+            return snd.snd_cwnd < 2 * snd.max_packets_out
         return False
 
     def _cong_avoid(self: TcpSocket, acked: int) -> None:
         """Reno: slow start below ssthresh, +1 segment per window above, only while the
         flow is cwnd-limited (tcp_is_cwnd_limited)."""
+        snd = self.snd
         if not self.is_cwnd_limited():
             return
-        if self.snd_cwnd < self.snd_ssthresh:
-            self.snd_cwnd = min(self.snd_cwnd + acked, self.snd_ssthresh)
+        if snd.snd_cwnd < snd.snd_ssthresh:
+            snd.snd_cwnd = min(snd.snd_cwnd + acked, snd.snd_ssthresh)
             return
-        self.cwnd_cnt += acked
-        if self.cwnd_cnt >= self.snd_cwnd:
-            self.cwnd_cnt -= self.snd_cwnd
-            self.snd_cwnd += 1
+        snd.cwnd_cnt += acked
+        if snd.cwnd_cnt >= snd.snd_cwnd:
+            snd.cwnd_cnt -= snd.snd_cwnd
+            snd.snd_cwnd += 1
 
     def _dupack(self: TcpSocket) -> None:
         """Three duplicate ACKs: fast retransmit the head, halve cwnd (Reno)."""
-        self.dupacks += 1
-        if self.dupacks == 3 and not self.in_recovery:
+        snd = self.snd
+        snd.dupacks += 1
+        if snd.dupacks == 3 and not snd.in_recovery:
             self.mib.TCPFastRetrans += 1
-            self.tlp_deadline = 0                          # the xmit timer is the RTO now
-            self.snd_ssthresh = max(self.snd_cwnd >> 1, 2)
-            self.snd_cwnd = self.snd_ssthresh
-            self.in_recovery = True
-            self.high_seq = self.snd_nxt
-            self._mark_lost(self.rtx_queue[0])
-            self._retransmit(self.rtx_queue[0])
+            snd.tlp_deadline = 0                          # the xmit timer is the RTO now
+            snd.snd_ssthresh = max(snd.snd_cwnd >> 1, 2)
+            snd.snd_cwnd = snd.snd_ssthresh
+            snd.in_recovery = True
+            snd.high_seq = snd.snd_nxt
+            self._mark_lost(snd.rtx_queue[0])
+            self._retransmit(snd.rtx_queue[0])
 
     def _ack_probe(self: TcpSocket) -> None:
         """Models tcp_ack_probe(): stop probing once the head skb fits the window."""
-        head_end = self.snd_nxt + self.write_queue[0]
-        if head_end <= self.snd_una + self.snd_wnd:
-            self.backoff = 0
-            self.probe_deadline = 0
+        snd = self.snd
+        head_end = snd.snd_nxt + snd.write_queue[0]
+        if head_end <= snd.snd_una + snd.snd_wnd:
+            snd.backoff = 0
+            snd.probe_deadline = 0
         else:
-            self.probe_deadline = self.reset_xmit_timer(self.probe0_when())
+            snd.probe_deadline = self.reset_xmit_timer(self.probe0_when())
 
     # -- tail loss probe -------------------------------------------------------------------------
 
@@ -583,14 +569,15 @@ class SendMixin:
         full RTO when the caller is about to rearm it (`advancing_rto`, on an ACK), else
         what is left of it from the head segment's send time (tcp_rto_delta_us).
         tcp_early_retrans is taken at its default (3: TLP on); Fast Open is not modelled."""
-        if (not self.rtx_queue or not self.sack_ok or self.in_recovery or self.dupacks
-                or self.state not in _XMIT_STATES):
+        snd = self.snd
+        if (not snd.rtx_queue or not self.conn.sack_ok or snd.in_recovery or snd.dupacks
+                or self.conn.state not in XMIT_STATES):
             return False
         timeout = self.k.loss_probe_timeout(self)
-        rto_delta = self.rto if advancing_rto else self.rtx_queue[0][TX_NS] + self.rto - self.now
+        rto_delta = snd.rto if advancing_rto else snd.rtx_queue[0][TX_NS] + snd.rto - self.now
         if rto_delta > 0:
             timeout = min(timeout, self.jiffies_up(rto_delta))   # usecs_to_jiffies
-        self.tlp_deadline = self.reset_xmit_timer(timeout)      # ICSK_TIME_LOSS_PROBE
+        snd.tlp_deadline = self.reset_xmit_timer(timeout)      # ICSK_TIME_LOSS_PROBE
         return True
 
     def send_loss_probe(self: TcpSocket) -> None:
@@ -607,36 +594,38 @@ class SendMixin:
         Not modelled: skb_still_in_host_queue() (the model has no qdisc), the probe's
         effect on RACK (the model has no RACK/SACK scoreboard), and tcp_early_retrans
         values other than 3."""
-        if not self.rtx_queue or self.state not in _XMIT_STATES:
+        snd = self.snd
+        if not snd.rtx_queue or self.conn.state not in XMIT_STATES:
             return
-        if self.tlp_high_seq:
+        if snd.tlp_high_seq:
             self._rearm_rto_after_probe(False)
             return
-        self.tlp_retrans = False
-        q = self.write_queue
-        if q and self.snd_nxt + min(self.mss_cache, q[0]) <= self.snd_una + self.snd_wnd:
-            pcount = len(self.rtx_queue)
+        snd.tlp_retrans = False
+        q = snd.write_queue
+        if q and snd.snd_nxt + min(self.conn.mss_cache, q[0]) <= snd.snd_una + snd.snd_wnd:
+            pcount = len(snd.rtx_queue)
             self.write_xmit(probe=True)
-            if len(self.rtx_queue) <= pcount:
+            if len(snd.rtx_queue) <= pcount:
                 self._rearm_rto_after_probe(False)
                 return
         else:
-            self._retransmit(self.rtx_queue[-1], tlp=True)
-            self.tlp_retrans = True
-        self.tlp_high_seq = self.snd_nxt
+            self._retransmit(snd.rtx_queue[-1], tlp=True)
+            snd.tlp_retrans = True
+        snd.tlp_high_seq = snd.snd_nxt
         self.mib.TCPLossProbes += 1
-        self.sink.record(self, "timer", "loss probe")
+        self.trace("timer", "loss probe")
         self._rearm_rto_after_probe(True)
 
     def _rearm_rto_after_probe(self: TcpSocket, sent: bool) -> None:
         """tcp_rearm_rto() at the end of tcp_send_loss_probe(): from now after a probe, else
         what is left of the RTO from the head segment's send time (tcp_rto_delta_us, at
         least 1 us, rounded up to jiffies)."""
+        snd = self.snd
         if sent:
-            self.rto_deadline = self.reset_xmit_timer(self.rto)
+            snd.rto_deadline = self.reset_xmit_timer(snd.rto)
         else:
-            left = self.rtx_queue[0][TX_NS] + self.rto - self.now
-            self.rto_deadline = self.reset_xmit_timer(self.jiffies_up(max(left, 1)))
+            left = snd.rtx_queue[0][TX_NS] + snd.rto - self.now
+            snd.rto_deadline = self.reset_xmit_timer(self.jiffies_up(max(left, 1)))
 
     def _process_tlp_ack(self: TcpSocket, seg: Segment, ack: int, prior_una: int,
                          win_update: bool) -> None:
@@ -646,77 +635,80 @@ class SendMixin:
         duplicate ACK) means nothing was lost; an ACK beyond tlp_high_seq without that means
         the probe repaired a loss: cwnd is reduced once (CWR, Reno's half; the model's
         sender is Reno, the kernel's default CUBIC reduces to 0.7)."""
-        if ack < self.tlp_high_seq:
+        snd = self.snd
+        if ack < snd.tlp_high_seq:
             return
-        if not self.tlp_retrans:
-            self.tlp_high_seq = 0
+        if not snd.tlp_retrans:
+            snd.tlp_high_seq = 0
         elif seg.sacks and seg.sacks[0][0] < ack:          # D-SACK: both copies arrived
-            self.tlp_high_seq = 0
-        elif ack > self.tlp_high_seq:
-            self.tlp_high_seq = 0
-            self.snd_ssthresh = max(self.snd_cwnd >> 1, 2)
-            self.snd_cwnd = self.snd_ssthresh
+            snd.tlp_high_seq = 0
+        elif ack > snd.tlp_high_seq:
+            snd.tlp_high_seq = 0
+            snd.snd_ssthresh = max(snd.snd_cwnd >> 1, 2)
+            snd.snd_cwnd = snd.snd_ssthresh
             self.mib.TCPLossProbeRecovery += 1
         elif ack == prior_una and not seg.len and not win_update:
-            self.tlp_high_seq = 0                          # pure duplicate ACK
+            snd.tlp_high_seq = 0                          # pure duplicate ACK
 
     # -- timers ------------------------------------------------------------------------------------
 
     def probe0_base(self: TcpSocket) -> int:
         """tcp_probe0_base(): max(rto, TCP_RTO_MIN)."""
-        return max(self.rto, TCP_RTO_MIN_NS)
+        return max(self.snd.rto, TCP_RTO_MIN_NS)
 
     def probe0_when(self: TcpSocket) -> int:
         """tcp_probe0_when(): exponential persist backoff, at most TCP_RTO_MAX."""
-        b = min(self.backoff, 10)
+        b = min(self.snd.backoff, 10)
         return min(self.probe0_base() << b, TCP_RTO_MAX_NS)
 
     def retransmit_timer(self: TcpSocket) -> None:
         """Models tcp_retransmit_timer(): give up after tcp_retries2 (as modelled time), or
         enter loss, retransmit the head and back off. With a zero window and data in flight
         the retransmission acts as a probe (the profile decides when that times out)."""
-        if self.state in ("SYN_SENT", "SYN_RECV"):
+        snd = self.snd
+        if self.conn.state in HANDSHAKE_STATES:
             self._handshake_timeout()
             return
-        if not self.rtx_queue or self.state == "CLOSED":
+        if not snd.rtx_queue or self.conn.state == CLOSED:
             return
         self.mib.TCPTimeouts += 1
-        self.sink.record(self, "timer", "rto")
-        if self.snd_wnd == 0:
+        self.trace("timer", "rto")
+        if snd.snd_wnd == 0:
             if self.k.rtx_probe0_timed_out(self):
                 self.mib.TCPAbortOnTimeout += 1
                 self.abort("ETIMEDOUT")
                 return
             self._enter_loss()
-            self._retransmit(self.rtx_queue[0])
-            self.rto = min(self.rto << 1, TCP_RTO_MAX_NS)
-            self.rto_deadline = self.reset_xmit_timer(self.rto)
+            self._retransmit(snd.rtx_queue[0])
+            snd.rto = min(snd.rto << 1, TCP_RTO_MAX_NS)
+            snd.rto_deadline = self.reset_xmit_timer(snd.rto)
             return
-        if self.retransmits and self._write_timeout():
+        if snd.retransmits and self._write_timeout():
             self.mib.TCPAbortOnTimeout += 1
             self.abort("ETIMEDOUT")
             return
         self._enter_loss()
-        self._retransmit(self.rtx_queue[0])
-        self.backoff += 1
-        self.retransmits += 1
-        self.rto = min(self.rto << 1, TCP_RTO_MAX_NS)
-        self.rto_deadline = self.reset_xmit_timer(self.rto)
+        self._retransmit(snd.rtx_queue[0])
+        snd.backoff += 1
+        snd.retransmits += 1
+        snd.rto = min(snd.rto << 1, TCP_RTO_MAX_NS)
+        snd.rto_deadline = self.reset_xmit_timer(snd.rto)
 
     def _enter_loss(self: TcpSocket) -> None:
         """tcp_enter_loss(): everything in flight is lost, cwnd = 1."""
-        if not self.in_recovery or self.retransmits == 0:
-            self.snd_ssthresh = max(self.packets_in_flight() >> 1, 2)
-        self.snd_cwnd = 1
-        self.cwnd_cnt = 0
-        self.tlp_deadline = 0
-        self.tlp_high_seq = 0                          # tcp_enter_loss() forgets the probe
-        self.in_recovery = self.in_loss = True
-        self.high_seq = self.snd_nxt
-        for e in self.rtx_queue:
+        snd = self.snd
+        if not snd.in_recovery or snd.retransmits == 0:
+            snd.snd_ssthresh = max(self.packets_in_flight() >> 1, 2)
+        snd.snd_cwnd = 1
+        snd.cwnd_cnt = 0
+        snd.tlp_deadline = 0
+        snd.tlp_high_seq = 0                          # tcp_enter_loss() forgets the probe
+        snd.in_recovery = snd.in_loss = True
+        snd.high_seq = snd.snd_nxt
+        for e in snd.rtx_queue:
             e[LOST] = 1
             e[RETRANS] = 0
-        self.lost_out = len(self.rtx_queue)
+        snd.lost_out = len(snd.rtx_queue)
 
     def _write_timeout(self: TcpSocket) -> bool:
         """Models retransmits_timed_out() with tcp_model_timeout(retries2, TCP_RTO_MIN)."""
@@ -726,7 +718,7 @@ class SendMixin:
             timeout = ((2 << boundary) - 1) * TCP_RTO_MIN_NS
         else:
             timeout = ((2 << thresh) - 1) * TCP_RTO_MIN_NS + (boundary - thresh) * TCP_RTO_MAX_NS
-        return self.now - self.retrans_stamp >= timeout
+        return self.now - self.snd.retrans_stamp >= timeout
 
     def _handshake_timeout(self: TcpSocket) -> None:
         """The SYN or SYN-ACK was not answered: send it again, the timer backed off.
@@ -734,59 +726,61 @@ class SendMixin:
         (tcp_write_timeout [tcp_timer.c]). Passive side: the request sock's timer
         (reqsk_timer_handler() [inet_connection_sock.c], tcp_syn_ack_timeout()), which
         drops the request after tcp_synack_retries: the listener forgets it."""
-        active = self.state == "SYN_SENT"
-        if self.retransmits >= (TCP_SYN_RETRIES if active else TCP_SYNACK_RETRIES):
+        snd = self.snd
+        active = self.conn.state == SYN_SENT
+        if snd.retransmits >= (TCP_SYN_RETRIES if active else TCP_SYNACK_RETRIES):
             if active:
                 self.abort("ETIMEDOUT")
             else:
-                self.state = "LISTEN"
-                self.rto_deadline = 0
+                self.conn.state = LISTEN
+                snd.rto_deadline = 0
             return
         self.mib.TCPTimeouts += 1
-        self.retransmits += 1
+        snd.retransmits += 1
         self.mib.TCPRetransSegs += 1
-        self.sink.record(self, "timer", "rto")
+        self.trace("timer", "rto")
         self._emit(self.make_syn() if active else self.make_synack())
-        self.rto = min(self.rto << 1, TCP_RTO_MAX_NS)
-        self.rto_deadline = self.reset_xmit_timer(self.rto)
+        snd.rto = min(snd.rto << 1, TCP_RTO_MAX_NS)
+        snd.rto_deadline = self.reset_xmit_timer(snd.rto)
 
     def resend_synack(self: TcpSocket) -> None:
         """A retransmitted SYN reached the request: tcp_check_req() answers it with the
         SYN-ACK again (inet_rtx_syn_ack(), counted in num_retrans: no RTT sample from it
         then). The model has one counter: this one also counts toward tcp_synack_retries,
         which in the kernel counts the request timer's expiries only (num_timeout)."""
-        self.retransmits += 1
+        self.snd.retransmits += 1
         self.mib.TCPRetransSegs += 1
         self._emit(self.make_synack())
 
     def probe_timer(self: TcpSocket) -> None:
         """Models tcp_probe_timer() + tcp_send_probe0() + tcp_write_wakeup()."""
-        if self.rtx_queue or not self.write_queue or self.state == "CLOSED":
-            self.probes_out = 0
+        snd = self.snd
+        if snd.rtx_queue or not snd.write_queue or self.conn.state == CLOSED:
+            snd.probes_out = 0
             return
-        if self.probes_out >= self.sysctl.tcp_retries2:
+        if snd.probes_out >= self.sysctl.tcp_retries2:
             self.mib.TCPAbortOnTimeout += 1
             self.abort("ETIMEDOUT")
             return
-        wnd_end = self.snd_una + self.snd_wnd
-        q = self.write_queue
-        if self.snd_nxt < wnd_end:                      # window partly open: send a slice
-            seg_len = min(wnd_end - self.snd_nxt, self.mss_cache, q[0])
+        wnd_end = snd.snd_una + snd.snd_wnd
+        q = snd.write_queue
+        if snd.snd_nxt < wnd_end:                      # window partly open: send a slice
+            seg_len = min(wnd_end - snd.snd_nxt, self.conn.mss_cache, q[0])
             if seg_len < q[0]:
                 q[0] -= seg_len                          # tcp_fragment(): the rest stays a skb
             else:
                 q.popleft()
-            self._send_new(self.snd_nxt, seg_len)
+            self._send_new(snd.snd_nxt, seg_len)
         else:                                          # zero-window probe: old sequence
             self.mib.TCPWinProbe += 1
-            seg = self.make_segment(self.snd_una - 1, 0, ACK)
-            self.sink.record(self, "timer", "probe")
+            seg = self.make_segment(snd.snd_una - 1, 0, ACK)
+            self.trace("timer", "probe")
             self._emit(seg)
-        if self.rtx_queue:
-            self.probes_out = 0
-            self.backoff = 0
+        if snd.rtx_queue:
+            snd.probes_out = 0
+            snd.backoff = 0
             return
-        self.probes_out += 1
-        if self.backoff < self.sysctl.tcp_retries2:
-            self.backoff += 1
-        self.probe_deadline = self.reset_xmit_timer(self.probe0_when())
+        snd.probes_out += 1
+        if snd.backoff < self.sysctl.tcp_retries2:
+            snd.backoff += 1
+        snd.probe_deadline = self.reset_xmit_timer(self.probe0_when())

@@ -18,7 +18,8 @@ from typing import Any, Callable, Iterator
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.core.devices import LocalSender, device
 from tcpsim.core.segment import Segment
-from tcpsim.core.socket import NullSink, TcpSocket
+from tcpsim.core.socket import TcpSocket
+from tcpsim.core.state import ESTABLISHED
 from tcpsim.engine.apps import BulkWriter, PeriodicWriter, Reader, make_writer, reader_phases
 from tcpsim.engine.link import LinkDirection
 from tcpsim.engine.scheduler import TIMER, Scheduler
@@ -61,12 +62,12 @@ class Simulation:
         self.profile = profile
         self.skip = skip
         self.sched = Scheduler()
-        sink = sink or NullSink()
         sysctls = profile.default_sysctls().with_overrides(
             scenario.sysctl, known=profile.known_sysctls(), profile=profile.name)
         self.sysctls = sysctls
         mtu = scenario.link.mtu
-        self.rcv = TcpSocket(profile.policy(), sysctls, device(scenario.device), name="rcv",
+        dev = device(scenario.device)
+        self.rcv = TcpSocket(profile.policy(), sysctls, dev, name="rcv",
                              sink=sink, mtu=mtu, init_rwnd=scenario.initrwnd, hz=scenario.hz)
         self.snd = TcpSocket(profile.policy(), profile.default_sysctls(), LocalSender(),
                              name="snd", sink=sink, mtu=mtu, initcwnd=scenario.initcwnd,
@@ -82,7 +83,7 @@ class Simulation:
                                 link.queue_limit, 0.0, rng, link.jitter,
                                 random.Random(scenario.seed * 2 + 2))
         self._timer_at = {self.rcv: 0, self.snd: 0}     # earliest timer event pending (ns)
-        self.shared_skbs = getattr(self.rcv.dev, "shared", False)
+        self.shared_skbs = getattr(dev, "shared", False)     # veth/loopback: see LocalSender
         if self.shared_skbs:
             self.rcv.on_peer_release(0)
         self.writer: PeriodicWriter | BulkWriter = make_writer(self, scenario.writer)
@@ -98,10 +99,9 @@ class Simulation:
         """Drain what a socket produced: segments to the link, timers to the scheduler,
         wake-ups to the applications. Re-entered when a woken reader reads (its reads
         produce window updates of their own)."""
-        out = sk.outbox
-        if out:
-            sk.outbox = []
+        if sk.outbox:                        # most events send nothing: no list to swap
             send = self.ab.send if sk is self.snd else self.ba.send
+            out = sk.take_outbox()
             if self.tap is not None and sk is self.rcv:
                 for seg in out:
                     self.tap.segment(self.sched.now, True, seg)
@@ -120,12 +120,12 @@ class Simulation:
     def _note_peaks(self, rcv: TcpSocket) -> None:
         """Track the receiver's extremes (sampled after every event)."""
         peaks = self.peaks
-        if rcv.sk_rmem_alloc > peaks.rmem:
-            peaks.rmem = rcv.sk_rmem_alloc
+        if rcv.mem.sk_rmem_alloc > peaks.rmem:
+            peaks.rmem = rcv.mem.sk_rmem_alloc
             peaks.t_rmem = self.sched.now
-        if rcv.sk_rcvbuf > peaks.rcvbuf:
-            peaks.rcvbuf = rcv.sk_rcvbuf
-        q = rcv.rcv_nxt - rcv.copied_seq
+        if rcv.mem.sk_rcvbuf > peaks.rcvbuf:
+            peaks.rcvbuf = rcv.mem.sk_rcvbuf
+        q = rcv.recv_q()
         if q > peaks.recv_q:
             peaks.recv_q = q
 
@@ -151,12 +151,12 @@ class Simulation:
     def _to_snd(self, seg: Segment) -> None:
         snd = self.snd
         now = self.sched.now
-        was_open = snd.state == "ESTABLISHED"
+        was_open = snd.conn.state is ESTABLISHED
         snd.on_segment(now, seg)
         if self.shared_skbs:
-            self.rcv.on_peer_release(snd.snd_una)
+            self.rcv.on_peer_release(snd.snd.snd_una)
         self.after(snd)
-        if not was_open and snd.state == "ESTABLISHED":
+        if not was_open and snd.conn.state is ESTABLISHED:
             self._established()
 
     def _timer(self, sk: TcpSocket, d: int) -> None:
@@ -169,12 +169,12 @@ class Simulation:
             return
         if sk is self.rcv:
             self.reader.catch_up(now)
-        was_open = sk.state
+        was_open = sk.conn.state
         sk.on_timer(now)
         self.after(sk)
         if sk is self.rcv:
             self.reader.replan()
-        elif was_open != "ESTABLISHED" and sk.state == "ESTABLISHED":
+        elif was_open is not ESTABLISHED and sk.conn.state is ESTABLISHED:
             self._established()
 
     def _established(self) -> None:
@@ -212,24 +212,24 @@ class Simulation:
             "packets": self.ab.sent + self.ba.sent,
             "established": self.established_at >= 0,
             "bytes_written": self.writer.written,
-            "bytes_received": rcv.bytes_received,
+            "bytes_received": rcv.rcv.bytes_received,
             "bytes_read": delivered,
             "goodput_mbps": round(delivered * 8 / dur_s / 1e6, 3) if dur_s else 0.0,
             "peak_sk_rmem_alloc": self.peaks.rmem,
             "peak_sk_rcvbuf": self.peaks.rcvbuf,
             "peak_recv_q": self.peaks.recv_q,
-            "final_sk_rmem_alloc": rcv.sk_rmem_alloc,
-            "final_sk_rcvbuf": rcv.sk_rcvbuf,
-            "final_rcv_ssthresh": rcv.rcv_ssthresh,
-            "final_window_clamp": rcv.window_clamp,
-            "rcv_wscale": rcv.rcv_wscale,
+            "final_sk_rmem_alloc": rcv.mem.sk_rmem_alloc,
+            "final_sk_rcvbuf": rcv.mem.sk_rcvbuf,
+            "final_rcv_ssthresh": rcv.rcv.rcv_ssthresh,
+            "final_window_clamp": rcv.rcv.window_clamp,
+            "rcv_wscale": rcv.conn.rcv_wscale,
             "zero_windows_sent": c["TcpExtTCPToZeroWindowAdv"],
             "want_zero_window": c["TcpExtTCPWantZeroWindowAdv"],
             "drops": (c["TcpExtTCPRcvQDrop"] + c["TcpExtTCPOFODrop"] + c["TcpExtTCPZeroWindowDrop"]
                       + c["TcpExtBeyondWindow"]),
-            "collapses": rcv.collapses,
-            "collapse_ms_total": round(rcv.collapse_ns_total / 1e6, 3),
-            "collapse_ms_max": round(rcv.collapse_ns_max / 1e6, 3),
+            "collapses": rcv.mem.collapses,
+            "collapse_ms_total": round(rcv.mem.collapse_ns_total / 1e6, 3),
+            "collapse_ms_max": round(rcv.mem.collapse_ns_max / 1e6, 3),
             "retransmits": snd.mib.TCPRetransSegs,
             "rto_timeouts": snd.mib.TCPTimeouts,
             "window_probes": snd.mib.TCPWinProbe,

@@ -28,6 +28,7 @@ from typing import Any
 
 from tcpsim.core.segment import ACK, FIN, RST, SYN, Segment
 from tcpsim.core.socket import TcpSocket
+from tcpsim.core.state import CLOSED, LISTEN
 from tcpsim.core.sysctl import Sysctls
 
 from .tsmap import TimestampMap
@@ -116,10 +117,10 @@ class Host:
     def inject(self, seg: Segment) -> None:
         """An inbound segment from the tun device."""
         sk = self.under_test
-        if sk is None or sk.state == "CLOSED":
+        if sk is None or sk.conn.state == CLOSED:
             self._no_socket(seg, sk)
             return
-        if sk.state == "LISTEN" and seg.flags & ACK and not seg.flags & RST:
+        if sk.conn.state == LISTEN and seg.flags & ACK and not seg.flags & RST:
             self._no_socket(seg, sk)       # tcp_rcv_state_process(LISTEN): an ACK is reset
             return
         sk.on_segment(self.now_ns, seg)

@@ -43,6 +43,7 @@ from typing import Any, Callable
 from tcpsim.core.devices import device
 from tcpsim.core.sysctl import long_name, short_name
 from tcpsim.profiles import get_profile
+from tcpsim.trace.schema import EVENT_FIELDS, TraceEvent
 
 from .ast import (
     CodeEvent, CommandEvent, Direction, Event, PacketEvent, Script, SyscallEvent,
@@ -119,15 +120,20 @@ class _TraceSink:
     def __init__(self, lines: list[str] | None) -> None:
         self.lines = lines
 
-    def record(self, sk: Any, event: str, detail: str, seg: Any = None, truesize: int = -1,
-               reason: str = "", length: int = -1) -> None:
-        if self.lines is None or event not in self.EVENTS:
+    def wants(self, sock: str) -> bool:
+        return self.lines is not None
+
+    def record(self, ev: TraceEvent) -> None:
+        f = dict(zip(EVENT_FIELDS, ev))
+        if self.lines is None or f["event"] not in self.EVENTS:
             return
+        seg, reason = f["seg"], f["drop_reason"]
         what = f" {render_segment(seg)}" if seg is not None else ""
         why = f" [{reason}]" if reason else ""
         self.lines.append(
-            f"{sk.now / 1e9:.6f}   core {event} {detail}{what}{why} (rcv_nxt {sk.rcv_nxt} "
-            f"rcv_wnd {sk.rcv_wnd} rmem {sk.sk_rmem_alloc} rcvbuf {sk.sk_rcvbuf})")
+            f"{f['t_ns'] / 1e9:.6f}   core {f['event']} {f['detail']}{what}{why} "
+            f"(rcv_nxt {f['rcv_nxt']} rcv_wnd {f['rcv_wnd']} rmem {f['sk_rmem_alloc']} "
+            f"rcvbuf {f['sk_rcvbuf']})")
 
 
 class Interpreter:

@@ -28,7 +28,10 @@ import errno as E
 from dataclasses import dataclass
 from typing import Callable
 
-from tcpsim.core.socket import SYNCHRONIZED, TcpSocket
+from tcpsim.core.socket import TcpSocket
+from tcpsim.core.state import (
+    CLOSE_WAIT, CLOSED, ESTABLISHED, LISTEN, SYN_RECV, SYN_SENT, SYNCHRONIZED,
+)
 
 from .ast import Array, Assign, Call, Dots, Expr, Int, Struct, Symbol, SyscallEvent
 from .host import Endpoint, Host
@@ -161,7 +164,7 @@ class Syscalls:
         ep = self._ep(args)
 
         def attempt() -> Outcome:
-            if ep.sk.state not in ("CLOSED", "LISTEN"):
+            if ep.sk.conn.state not in (CLOSED, LISTEN):
                 return _fail(E.EINVAL)
             ep.sk.listen()
             ep.sk.accepted = False      # no struct socket until accept() (6.18's OFO growth)
@@ -177,7 +180,7 @@ class Syscalls:
 
         def attempt() -> Outcome | None:
             sk = ep.sk
-            ready = sk.state not in ("LISTEN", "SYN_RECV", "CLOSED") and not sk.accepted
+            ready = sk.conn.state not in (LISTEN, SYN_RECV, CLOSED) and not sk.accepted
             if ready:
                 sk.accepted = True
                 return Outcome(self._new_fd(event, Endpoint(sk)))
@@ -192,14 +195,14 @@ class Syscalls:
         def attempt() -> Outcome | None:
             sk = ep.sk
             if not started[0]:
-                if sk.state != "CLOSED":
-                    return _fail(E.EISCONN if sk.state in SYNCHRONIZED else E.EALREADY)
+                if sk.conn.state != CLOSED:
+                    return _fail(E.EISCONN if sk.conn.state in SYNCHRONIZED else E.EALREADY)
                 started[0] = True
                 sk.connect(self._now)
                 self.host.collect()
                 if ep.nonblocking:
                     return _fail(E.EINPROGRESS)
-            if sk.state in SYNCHRONIZED:
+            if sk.conn.state in SYNCHRONIZED:
                 return Outcome(0)
             if sk.error:
                 return _fail(getattr(E, sk.error, E.ECONNREFUSED))
@@ -239,9 +242,9 @@ class Syscalls:
             elif sol_tcp and name == S["TCP_INQ"]:
                 ep.inq = bool(val)
             elif sol_tcp and name == S["TCP_NODELAY"]:
-                sk.nodelay = bool(val)
+                sk.snd.nodelay = bool(val)
             elif sol_tcp and name == S["TCP_WINDOW_CLAMP"]:
-                if val == 0 and sk.state != "CLOSED":
+                if val == 0 and sk.conn.state != CLOSED:
                     return _fail(E.EINVAL)
                 sk.set_window_clamp(val)
             else:
@@ -257,12 +260,12 @@ class Syscalls:
         expected = None if isinstance(args[3], Dots) else int_value(args[3])
         sol_tcp = level in (S["SOL_TCP"], S["IPPROTO_TCP"])
         readers: dict[tuple[bool, int], Callable[[TcpSocket], int]] = {
-            (False, S["SO_RCVBUF"]): lambda sk: sk.sk_rcvbuf,
-            (False, S["SO_SNDBUF"]): lambda sk: sk.sk_sndbuf,
+            (False, S["SO_RCVBUF"]): lambda sk: sk.mem.sk_rcvbuf,
+            (False, S["SO_SNDBUF"]): lambda sk: sk.snd.sk_sndbuf,
             (True, S["TCP_INQ"]): lambda sk: int(ep.inq),
-            (True, S["TCP_WINDOW_CLAMP"]): lambda sk: sk.window_clamp,
-            (True, S["TCP_MAXSEG"]): lambda sk: sk.mss_cache,
-            (True, S["TCP_NODELAY"]): lambda sk: int(sk.nodelay),
+            (True, S["TCP_WINDOW_CLAMP"]): lambda sk: sk.rcv.window_clamp,
+            (True, S["TCP_MAXSEG"]): lambda sk: sk.conn.mss_cache,
+            (True, S["TCP_NODELAY"]): lambda sk: int(sk.snd.nodelay),
         }
         if not (sol_tcp or level == S["SOL_SOCKET"]) or (sol_tcp, name) not in readers:
             raise _unsupported(f"getsockopt level {level} option {name}")
@@ -281,18 +284,18 @@ class Syscalls:
     def _receive(self, ep: Endpoint, n: int, dontwait: bool) -> Outcome | None:
         """tcp_recvmsg() for `n` bytes: data, EOF, an error, EAGAIN, or None (blocks)."""
         sk = ep.sk
-        if ep.listener or sk.state == "LISTEN":
+        if ep.listener or sk.conn.state == LISTEN:
             return _fail(E.ENOTCONN)
-        if sk.receive_queue:
+        if sk.mem.receive_queue:
             got = sk.read(self._now, n)
             self.host.collect()
-            if got > 0 or sk.rcv_shutdown:
+            if got > 0 or sk.rcv.rcv_shutdown:
                 return Outcome(got)
         if sk.error:
             return _fail(getattr(E, sk.error, E.ECONNRESET))
-        if sk.rcv_shutdown:
+        if sk.rcv.rcv_shutdown:
             return Outcome(0)
-        if sk.state == "CLOSED":
+        if sk.conn.state == CLOSED:
             return _fail(E.ENOTCONN)
         if ep.nonblocking or dontwait:
             return _fail(E.EAGAIN)
@@ -345,12 +348,13 @@ class Syscalls:
 
         def attempt() -> Outcome:
             sk = ep.sk
-            if ep.listener or sk.state == "LISTEN":
+            if ep.listener or sk.conn.state == LISTEN:
                 return _fail(E.EINVAL)
             if cmd == S["SIOCINQ"]:
                 actual = _tcp_inq(sk)
             else:
-                actual = 0 if sk.state in ("SYN_SENT", "SYN_RECV") else sk.write_seq - sk.snd_una
+                handshake = sk.conn.state in (SYN_SENT, SYN_RECV)
+                actual = 0 if handshake else sk.snd.write_seq - sk.snd.snd_una
             problem = None
             if expected is not None and actual != expected:
                 problem = f"Bad ioctl optval: expected: {expected} actual: {actual}"
@@ -377,9 +381,9 @@ class Syscalls:
             sk = ep.sk
             if sk.error:
                 return _fail(getattr(E, sk.error, E.EPIPE))
-            if ep.listener or sk.state not in ("ESTABLISHED", "CLOSE_WAIT", "SYN_SENT", "SYN_RECV"):
-                return _fail(E.EPIPE if sk.state != "LISTEN" else E.ENOTCONN)
-            if sk.state in ("ESTABLISHED", "CLOSE_WAIT") and done[0] < n:
+            if ep.listener or sk.conn.state not in (ESTABLISHED, CLOSE_WAIT, SYN_SENT, SYN_RECV):
+                return _fail(E.EPIPE if sk.conn.state != LISTEN else E.ENOTCONN)
+            if sk.conn.state in (ESTABLISHED, CLOSE_WAIT) and done[0] < n:
                 done[0] += sk.write(self._now, n - done[0])
                 self.host.collect()
             if done[0] == n or (done[0] and (ep.nonblocking or dontwait)):
@@ -396,7 +400,7 @@ class Syscalls:
 
         def attempt() -> Outcome:
             sk = ep.sk
-            if ep.listener or sk.state in ("LISTEN", "CLOSED", "SYN_SENT"):
+            if ep.listener or sk.conn.state in (LISTEN, CLOSED, SYN_SENT):
                 return _fail(E.ENOTCONN)
             sk.shutdown_write(self._now)
             self.host.collect()
@@ -412,8 +416,8 @@ class Syscalls:
             del self.host.fds[fd]
             if not ep.listener:
                 self._tcp_close(ep.sk)
-            elif ep.sk.state == "LISTEN" or not ep.sk.accepted:
-                if ep.sk.state not in ("LISTEN", "CLOSED"):
+            elif ep.sk.conn.state == LISTEN or not ep.sk.accepted:
+                if ep.sk.conn.state not in (LISTEN, CLOSED):
                     self.host.note("close() of a listener with a connection not yet accepted: "
                                    "the connection is left alone (the kernel resets it)")
             self.host.collect()
@@ -431,18 +435,18 @@ class Syscalls:
 
 def _tcp_inq(sk: TcpSocket) -> int:
     """tcp_inq(): bytes not yet read, not counting a received FIN."""
-    if sk.state in ("SYN_SENT", "SYN_RECV"):
+    if sk.conn.state in (SYN_SENT, SYN_RECV):
         return 0
-    answ = sk.rcv_nxt - sk.copied_seq
-    if answ and sk.rcv_shutdown:
+    answ = sk.rcv.rcv_nxt - sk.rcv.copied_seq
+    if answ and sk.rcv.rcv_shutdown:
         answ -= 1
     return answ
 
 
 def _inq_hint(sk: TcpSocket) -> int:
     """tcp_inq_hint(): rcv_nxt - copied_seq, and 1 once a FIN left nothing to read."""
-    inq = sk.rcv_nxt - sk.copied_seq
-    if inq == 0 and sk.rcv_shutdown:
+    inq = sk.rcv.rcv_nxt - sk.rcv.copied_seq
+    if inq == 0 and sk.rcv.rcv_shutdown:
         inq = 1
     return inq
 

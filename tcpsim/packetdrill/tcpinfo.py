@@ -31,38 +31,38 @@ def _ms_since(now_ns: int, then_ns: int) -> int:
 
 def tcp_info(sk: TcpSocket, now_ns: int) -> dict[str, int]:
     """tcpi_* fields the model can answer for."""
-    options = ((TCPI_OPTS["TCPI_OPT_TIMESTAMPS"] if sk.ts_ok else 0)
-               | (TCPI_OPTS["TCPI_OPT_SACK"] if sk.sack_ok else 0)
-               | (TCPI_OPTS["TCPI_OPT_WSCALE"] if sk.wscale_ok else 0))
+    options = ((TCPI_OPTS["TCPI_OPT_TIMESTAMPS"] if sk.conn.ts_ok else 0)
+               | (TCPI_OPTS["TCPI_OPT_SACK"] if sk.conn.sack_ok else 0)
+               | (TCPI_OPTS["TCPI_OPT_WSCALE"] if sk.conn.wscale_ok else 0))
     return {
-        "tcpi_state": TCP_STATE_NUMBERS[sk.state],
-        "tcpi_retransmits": sk.retransmits,
-        "tcpi_probes": sk.probes_out,
-        "tcpi_backoff": sk.backoff,
+        "tcpi_state": TCP_STATE_NUMBERS[sk.conn.state],
+        "tcpi_retransmits": sk.snd.retransmits,
+        "tcpi_probes": sk.snd.probes_out,
+        "tcpi_backoff": sk.snd.backoff,
         "tcpi_options": options,
-        "tcpi_snd_wscale": sk.snd_wscale if sk.wscale_ok else 0,
-        "tcpi_rcv_wscale": sk.rcv_wscale if sk.wscale_ok else 0,
-        "tcpi_rto": sk.rto // NS_PER_US,
-        "tcpi_ato": sk.ack_ato // NS_PER_US,
-        "tcpi_snd_mss": sk.mss_cache,
-        "tcpi_rcv_mss": sk.ack_rcv_mss,
-        "tcpi_unacked": len(sk.rtx_queue),
-        "tcpi_last_data_sent": _ms_since(now_ns, sk.lsndtime),
-        "tcpi_last_data_recv": _ms_since(now_ns, sk.ack_lrcvtime),
-        "tcpi_last_ack_recv": _ms_since(now_ns, sk.rcv_tstamp),
-        "tcpi_pmtu": sk.mtu,
-        "tcpi_rcv_ssthresh": sk.rcv_ssthresh,
-        "tcpi_rtt": sk.srtt_us8 >> 3,
-        "tcpi_rttvar": sk.mdev_us >> 2,
-        "tcpi_snd_ssthresh": sk.snd_ssthresh,
-        "tcpi_snd_cwnd": sk.snd_cwnd,
-        "tcpi_advmss": sk.advmss,
-        "tcpi_rcv_rtt": sk.rcv_rtt_us8 >> 3,
-        "tcpi_rcv_space": sk.rcvq_space,
-        "tcpi_bytes_acked": sk.bytes_acked,
-        "tcpi_bytes_received": sk.bytes_received,
-        "tcpi_snd_wnd": sk.snd_wnd,
-        "tcpi_rcv_wnd": sk.rcv_wnd,
+        "tcpi_snd_wscale": sk.conn.snd_wscale if sk.conn.wscale_ok else 0,
+        "tcpi_rcv_wscale": sk.conn.rcv_wscale if sk.conn.wscale_ok else 0,
+        "tcpi_rto": sk.snd.rto // NS_PER_US,
+        "tcpi_ato": sk.ack.ack_ato // NS_PER_US,
+        "tcpi_snd_mss": sk.conn.mss_cache,
+        "tcpi_rcv_mss": sk.ack.ack_rcv_mss,
+        "tcpi_unacked": len(sk.snd.rtx_queue),
+        "tcpi_last_data_sent": _ms_since(now_ns, sk.ack.lsndtime),
+        "tcpi_last_data_recv": _ms_since(now_ns, sk.ack.ack_lrcvtime),
+        "tcpi_last_ack_recv": _ms_since(now_ns, sk.snd.rcv_tstamp),
+        "tcpi_pmtu": sk.conn.mtu,
+        "tcpi_rcv_ssthresh": sk.rcv.rcv_ssthresh,
+        "tcpi_rtt": sk.snd.srtt_us8 >> 3,
+        "tcpi_rttvar": sk.snd.mdev_us >> 2,
+        "tcpi_snd_ssthresh": sk.snd.snd_ssthresh,
+        "tcpi_snd_cwnd": sk.snd.snd_cwnd,
+        "tcpi_advmss": sk.conn.advmss,
+        "tcpi_rcv_rtt": sk.rcv.rcv_rtt_us8 >> 3,
+        "tcpi_rcv_space": sk.rcv.rcvq_space,
+        "tcpi_bytes_acked": sk.snd.bytes_acked,
+        "tcpi_bytes_received": sk.rcv.bytes_received,
+        "tcpi_snd_wnd": sk.snd.snd_wnd,
+        "tcpi_rcv_wnd": sk.rcv.rcv_wnd,
         "tcpi_total_retrans": sk.mib.TCPRetransSegs,
     }
 
@@ -70,10 +70,10 @@ def tcp_info(sk: TcpSocket, now_ns: int) -> dict[str, int]:
 def sk_meminfo(sk: TcpSocket) -> dict[str, int]:
     """SK_MEMINFO_* entries the model tracks."""
     return {
-        "SK_MEMINFO_RMEM_ALLOC": sk.sk_rmem_alloc,
-        "SK_MEMINFO_RCVBUF": sk.sk_rcvbuf,
-        "SK_MEMINFO_SNDBUF": sk.sk_sndbuf,
-        "SK_MEMINFO_FWD_ALLOC": sk.sk_forward_alloc,
+        "SK_MEMINFO_RMEM_ALLOC": sk.mem.sk_rmem_alloc,
+        "SK_MEMINFO_RCVBUF": sk.mem.sk_rcvbuf,
+        "SK_MEMINFO_SNDBUF": sk.snd.sk_sndbuf,
+        "SK_MEMINFO_FWD_ALLOC": sk.mem.sk_forward_alloc,
         "SK_MEMINFO_WMEM_QUEUED": sk.wmem_queued(),
     }
 

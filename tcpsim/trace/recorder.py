@@ -2,7 +2,8 @@
 
 `ParquetRecorder` keeps rows in a small columnar buffer and writes them to a Parquet file in
 row groups, so a 35-minute run never holds its trace in memory. `MemoryRecorder` keeps the
-rows (tests, reports of short runs). Both implement `record()` as the core calls it.
+rows (tests, reports of short runs). Both implement the core's TraceSink: `record()` takes
+one event (a flat tuple, EVENT_FIELDS of tcpsim/trace/schema.py) and never sees the socket.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import pyarrow as pa
 import pyarrow.ipc  # noqa: F401  (pa.ipc)
 import pyarrow.parquet as pq
 
-from tcpsim.core.segment import SYN, Segment, flags_str
-from tcpsim.trace.schema import COLUMN_NAMES, COLUMNS
+from tcpsim.core.segment import SYN, flags_str
+from tcpsim.trace.schema import COLUMN_NAMES, COLUMNS, EV_STATE, STATE_COLUMNS, TraceEvent
 
 _ARROW = {"int64": pa.int64(), "string": pa.string()}
 SCHEMA = pa.schema([(name, _ARROW[t]) for name, t, _ in COLUMNS])
@@ -38,31 +39,30 @@ _PACK_ROW = Struct(f"={len(INT_POS) + 1}q").pack     # a row's integers and its 
 _STREAM_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 
 
-def _row_parts(sk: Any, event: str, detail: str, seg: Segment | None, truesize: int,
-               reason: str, length: int, cost: int = -1) -> tuple[tuple, tuple]:
-    """One trace row from the socket's state after the event (kernel field names), as
-    (integer columns, string columns), each in schema order."""
+# The integer columns of a row: the event's time, what the segment says, the socket's state
+# (the event's STATE_COLUMNS, in order), the collapse cost.
+_SEG_INTS = ("t_ns", "seq", "end_seq", "len", "truesize", "ack_seq", "win_raw", "win_scaled")
+assert tuple(COLUMNS[i][0] for i in INT_POS) == _SEG_INTS + STATE_COLUMNS + ("collapse_ns",)
+assert tuple(COLUMNS[i][0] for i in STR_POS) == ("sock", "event", "detail", "flags", "drop_reason")
+
+
+def _row_parts(ev: TraceEvent) -> tuple[tuple, tuple]:
+    """One trace row from one event of the core (EVENT_FIELDS), as (integer columns, string
+    columns), each in schema order."""
+    t_ns, sock, event, detail, seg, truesize, reason, length, cost, scale = ev[:EV_STATE]
     if seg is not None:
         f = seg.flags
         seq, ack, win = seg.seq, seg.ack, seg.win
         end_seq = seq + seg.len + (1 if f & 0x03 else 0)
         flags = _FLAGS[f & 63]
-        scale = 0 if f & SYN else (sk.rcv_wscale if event == "tx" else sk.snd_wscale)
-        win_scaled = win << scale
+        win_scaled = win if f & SYN else win << scale
         if length < 0:
             length = seg.len
     else:
         seq = end_seq = ack = win = win_scaled = -1
         flags = ""
-    rcv_nxt = sk.rcv_nxt
-    copied_seq = sk.copied_seq
-    return (
-        sk.now, seq, end_seq, length, truesize, ack, win, win_scaled,
-        sk.sk_rmem_alloc, sk.sk_rcvbuf, rcv_nxt, copied_seq, sk.rcv_wup, sk.rcv_wnd,
-        sk.rcv_ssthresh, sk.window_clamp, sk.ack_rcv_mss, sk.scaling_ratio, sk.rcvq_space,
-        sk.rcv_rtt_us8 >> 3, rcv_nxt - copied_seq, len(sk.receive_queue), len(sk.ofo_queue),
-        sk.snd_una, sk.snd_nxt, sk.snd_wnd, sk.snd_cwnd, cost,
-    ), (sk.name, event, detail, flags, reason)
+    return ((t_ns, seq, end_seq, length, truesize, ack, win, win_scaled, *ev[EV_STATE:], cost),
+            (sock, event, detail, flags, reason))
 
 
 # schema column i is element _MERGE_ORDER[i] of (integer columns + string columns)
@@ -75,12 +75,6 @@ def _merge(ints: tuple, strs: tuple) -> tuple:
     return _merge_getter(ints + strs)
 
 
-def _row(sk: Any, event: str, detail: str, seg: Segment | None, truesize: int, reason: str,
-         length: int, cost: int = -1) -> tuple:
-    """One trace row as a tuple in schema order."""
-    return _merge(*_row_parts(sk, event, detail, seg, truesize, reason, length, cost))
-
-
 class MemoryRecorder:
     """Keeps every row in memory as a tuple (short runs, tests)."""
 
@@ -88,10 +82,11 @@ class MemoryRecorder:
         self.rows: list[tuple] = []
         self.socks = frozenset(socks)
 
-    def record(self, sk: Any, event: str, detail: str, seg: Segment | None = None,
-               truesize: int = -1, reason: str = "", length: int = -1, cost: int = -1) -> None:
-        if sk.name in self.socks:
-            self.rows.append(_row(sk, event, detail, seg, truesize, reason, length, cost))
+    def wants(self, sock: str) -> bool:
+        return sock in self.socks
+
+    def record(self, ev: TraceEvent) -> None:
+        self.rows.append(_merge(*_row_parts(ev)))
 
     def columns(self) -> dict[str, list]:
         """The trace as {column: values}."""
@@ -134,11 +129,11 @@ class ParquetRecorder:
         self._strings: dict[tuple, int] = {}   # distinct string tuples -> code
         self.nrows = 0
 
-    def record(self, sk: Any, event: str, detail: str, seg: Segment | None = None,
-               truesize: int = -1, reason: str = "", length: int = -1, cost: int = -1) -> None:
-        if sk.name not in self.socks:
-            return
-        ints, strs = _row_parts(sk, event, detail, seg, truesize, reason, length, cost)
+    def wants(self, sock: str) -> bool:
+        return sock in self.socks
+
+    def record(self, ev: TraceEvent) -> None:
+        ints, strs = _row_parts(ev)
         code = self._strings.get(strs)
         if code is None:
             code = self._strings[strs] = len(self._strings)

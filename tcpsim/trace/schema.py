@@ -10,6 +10,11 @@ treat -1 as "unknown", never as a measurement.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tcpsim.core.segment import Segment
+
 # (name, arrow type, meaning)
 COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("t_ns", "int64", "simulated (or capture-relative) time, nanoseconds"),
@@ -62,3 +67,26 @@ META_KEYS: tuple[str, ...] = (
     "counters",     # final nstat counters of the receiver, as JSON {TcpExtX: n}
     "summary",      # run summary, as JSON
 )
+
+# -- the events the core emits ------------------------------------------------------------------
+#
+# The socket reports each event to its sink as one flat tuple, a `TraceEvent`, built by
+# TcpSocket.trace() [tcpsim/core/socket.py] from its state after the event; a recorder turns
+# it into a row of COLUMNS without looking at the socket. The segment travels as the object
+# (the recorder takes seq, flags, window, ... from it); `win_scale` is the shift that turns
+# its window field into bytes (0 for a SYN: the recorder decides); the other integers are
+# the columns of the same name. Field i of an event is EVENT_FIELDS[i].
+EVENT_FIELDS: tuple[str, ...] = (
+    "t_ns", "sock", "event", "detail", "seg", "truesize", "drop_reason", "len", "collapse_ns",
+    "win_scale",
+    # the socket's state after the event: columns of the same name, in this order
+    "sk_rmem_alloc", "sk_rcvbuf", "rcv_nxt", "copied_seq", "rcv_wup", "rcv_wnd",
+    "rcv_ssthresh", "window_clamp", "rcv_mss", "scaling_ratio", "rcvq_space", "rcv_rtt_us",
+    "recv_q", "rcvq_len", "ofoq_len", "snd_una", "snd_nxt", "snd_wnd", "snd_cwnd",
+)
+# Where the socket's state starts in an event: EVENT_FIELDS[EV_STATE:] are int columns.
+EV_STATE: int = EVENT_FIELDS.index("sk_rmem_alloc")
+STATE_COLUMNS: tuple[str, ...] = EVENT_FIELDS[EV_STATE:]
+# A flat tuple in EVENT_FIELDS order: (t_ns, sock, event, detail, seg, truesize, drop_reason,
+# len, collapse_ns, win_scale, *the STATE_COLUMNS values).
+TraceEvent = tuple[int, str, str, str, "Segment | None", int, str, int, int, int, *tuple[int, ...]]

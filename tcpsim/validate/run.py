@@ -162,7 +162,7 @@ def run_validate(paths: Iterable[str | Path], profile: str | None = None,
     Returns 0 if all pass, 1 if any fails its thresholds, 2 if a trace cannot be read or
     replayed (reported as one line per trace; the others are still validated)."""
     if hz is not None:
-        from tcpsim.core.jiffies import parse_hz
+        from tcpsim.core.clock import parse_hz
         try:
             hz = parse_hz(hz, "--hz")
         except ValueError as exc:

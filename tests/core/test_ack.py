@@ -15,7 +15,7 @@ def test_first_segments_are_quick_acked_then_every_second_full_segment():
         p.read(1 << 20)                                       # the reader keeps up
         acks.append(n + len(p.take()))
     assert all(acks[:8])                                     # quick-ack mode at the start
-    assert p.sk.ack_quick == 0
+    assert p.sk.ack.ack_quick == 0
     assert sum(acks[-10:]) == 5                              # one ACK per two full segments
 
 
@@ -23,7 +23,7 @@ def test_a_reader_that_does_not_read_gets_delayed_acks():
     # the window computed now is below rcv_wnd, so "two full segments" no longer forces an ACK
     p = established("linux-6.1")
     acks = [len(p.at(2 + i * 0.1).send(1448)) for i in range(40)]   # stays inside the window
-    assert sum(acks[-10:]) == 0 and p.sk.delack_deadline
+    assert sum(acks[-10:]) == 0 and p.sk.ack.delack_deadline
 
 
 def test_lone_small_segment_gets_a_delayed_ack_at_ato():
@@ -34,12 +34,12 @@ def test_lone_small_segment_gets_a_delayed_ack_at_ato():
     sk = p.sk
     p.take()
     p.at(100).send(10)
-    assert sk.delack_deadline > p.now
-    wait_ms = (sk.delack_deadline - p.now) / NS_PER_MS
+    assert sk.ack.delack_deadline > p.now
+    wait_ms = (sk.ack.delack_deadline - p.now) / NS_PER_MS
     assert 30 <= wait_ms <= 200
-    p.at(sk.delack_deadline / NS_PER_MS)
+    p.at(sk.ack.delack_deadline / NS_PER_MS)
     out = p.tick()
-    assert len(out) == 1 and out[0].ack == sk.rcv_nxt and sk.mib.DelayedACKs == 1
+    assert len(out) == 1 and out[0].ack == sk.rcv.rcv_nxt and sk.mib.DelayedACKs == 1
 
 
 def test_out_of_order_segment_is_acked_at_once_with_sack():
@@ -57,7 +57,7 @@ def test_filling_the_hole_sends_an_ack_now_and_clears_sack():
     p.seq = 1001
     out = p.at(4).send(1000)
     assert out[-1].ack == 3001 and not out[-1].sacks
-    assert not p.sk.ofo_queue
+    assert not p.sk.mem.ofo_queue
 
 
 def test_read_after_zero_window_sends_window_update():

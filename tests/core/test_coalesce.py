@@ -13,9 +13,9 @@ def test_veth_truesize_and_coalesce_charge_match_the_kernel():
     for i in range(18):
         p.at(2 + i).send(100)
     assert sk.mib.TCPRcvCoalesce == 16
-    assert len(sk.receive_queue) == 2
-    assert sk.sk_rmem_alloc == (100 + 832) + 16 * 100 + (100 + 832)
-    assert sk.receive_queue[0].nfrags == 17
+    assert len(sk.mem.receive_queue) == 2
+    assert sk.mem.sk_rmem_alloc == (100 + 832) + 16 * 100 + (100 + 832)
+    assert sk.mem.receive_queue[0].nfrags == 17
 
 
 def test_coalescing_never_checks_rcvbuf():
@@ -23,20 +23,20 @@ def test_coalescing_never_checks_rcvbuf():
     sk = p.sk
     for i in range(8):
         p.at(2 + i).send(1448)
-    assert sk.sk_rmem_alloc > sk.sk_rcvbuf or sk.mib.TCPRcvQDrop == 0
+    assert sk.mem.sk_rmem_alloc > sk.mem.sk_rcvbuf or sk.mib.TCPRcvQDrop == 0
 
 
 def test_tailroom_copy_is_free_and_stolen_head_costs_buffer():
     p = established("linux-6.18", dev="nic-2k")
     sk = p.sk
     p.at(2).send(4)
-    before = sk.sk_rmem_alloc
+    before = sk.mem.sk_rmem_alloc
     p.at(3).send(4)                                         # fits the linear tailroom: free
-    assert sk.sk_rmem_alloc == before and sk.mib.TCPRcvCoalesce == 1
-    q = sk.receive_queue[0]
+    assert sk.mem.sk_rmem_alloc == before and sk.mib.TCPRcvCoalesce == 1
+    q = sk.mem.receive_queue[0]
     q.tailroom = 0                                          # force the head-steal branch
     p.at(4).send(1400)
-    assert sk.sk_rmem_alloc == before + 2048 + 256 - 256    # delta = truesize - sizeof(sk_buff)
+    assert sk.mem.sk_rmem_alloc == before + 2048 + 256 - 256    # delta = truesize - sizeof(sk_buff)
 
 
 def test_shared_skb_is_not_coalesced_until_the_peer_releases_it():
@@ -45,8 +45,8 @@ def test_shared_skb_is_not_coalesced_until_the_peer_releases_it():
     sk.on_peer_release(0)
     p.at(2).send(100)
     p.at(3).send(100)
-    assert sk.mib.TCPRcvCoalesce == 0 and len(sk.receive_queue) == 2
-    sk.on_peer_release(sk.rcv_nxt)
+    assert sk.mib.TCPRcvCoalesce == 0 and len(sk.mem.receive_queue) == 2
+    sk.on_peer_release(sk.rcv.rcv_nxt)
     p.at(4).send(100)
     assert sk.mib.TCPRcvCoalesce == 1
 

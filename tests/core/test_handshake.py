@@ -47,10 +47,10 @@ def test_buffer_space_after_handshake_matches_kernel():
     # E3: rcv_ssthresh = window_clamp = 65536 - 1448, rcv_space = 10 * advmss, rcv_mss 536
     p = established("linux-6.18", sysctl={"net.ipv4.tcp_rmem": [4096, 131072, 6 << 20]})
     sk = p.sk
-    assert sk.window_clamp == 64088 and sk.rcv_ssthresh == 64088
-    assert sk.rcvq_space == 14480 and sk.ack_rcv_mss == 536 and sk.scaling_ratio == 128
+    assert sk.rcv.window_clamp == 64088 and sk.rcv.rcv_ssthresh == 64088
+    assert sk.rcv.rcvq_space == 14480 and sk.ack.ack_rcv_mss == 536 and sk.rcv.scaling_ratio == 128
     # the handshake-completing ACK rounds the SYN's 64240 up to the scale unit (E3: 64256)
-    assert sk.rcv_wnd == 64256
+    assert sk.rcv.rcv_wnd == 64256
 
 
 def test_server_synack_window_is_65160():
@@ -65,7 +65,7 @@ def test_so_rcvbuf_before_connect_locks_and_gives_wscale_0():
     sk.set_rcvbuf(32768)
     sk.connect(0)
     syn = sk.take_outbox()[0]
-    assert sk.sk_rcvbuf == 65536 and sk.rcvbuf_locked
+    assert sk.mem.sk_rcvbuf == 65536 and sk.mem.rcvbuf_locked
     assert syn.wscale == 0 and syn.win == 32120         # E2: SYN window 32120, wscale 0
 
 
@@ -79,9 +79,9 @@ def test_the_active_side_times_its_syn():
     synack = Segment(0, 0, SYN | ACK, 1, 65535, mss=1460, wscale=7, sack_ok=True, tsval=5,
                      tsecr=1)
     sk.on_segment(12_345_678, synack)
-    assert sk.state == "ESTABLISHED" and sk.srtt_us8 == 12_345 << 3 and sk.min_rtt_us == 12_345
-    assert sk.rto == (12_345 + 200_000) * 1000
-    assert sk.pacing_rate == 1448 * 80_000 * 200 * 10 // (12_345 << 3)
+    assert sk.conn.state == "ESTABLISHED" and sk.snd.srtt_us8 == 12_345 << 3 and sk.snd.min_rtt_us == 12_345
+    assert sk.snd.rto == (12_345 + 200_000) * 1000
+    assert sk.snd.pacing_rate == 1448 * 80_000 * 200 * 10 // (12_345 << 3)
 
 
 def test_the_passive_side_times_its_synack():
@@ -92,20 +92,20 @@ def test_the_passive_side_times_its_synack():
     sk.on_segment(1_000_000, Segment(0, 0, SYN, 0, 65535, mss=1460, wscale=7, sack_ok=True,
                                      tsval=1, tsecr=0))
     sk.take_outbox()
-    sk.on_segment(21_000_000, Segment(1, 0, ACK, 1, 502, tsval=21, tsecr=sk.ts_recent))
-    assert sk.state == "ESTABLISHED" and sk.srtt_us8 == 20_000 << 3
-    assert sk.rto == 220 * 1_000_000 and sk.pacing_rate > 0
+    sk.on_segment(21_000_000, Segment(1, 0, ACK, 1, 502, tsval=21, tsecr=sk.conn.ts_recent))
+    assert sk.conn.state == "ESTABLISHED" and sk.snd.srtt_us8 == 20_000 << 3
+    assert sk.snd.rto == 220 * 1_000_000 and sk.snd.pacing_rate > 0
 
 
 def test_after_a_retransmitted_syn_only_the_timestamp_echo_times_it():
     # Karn: a retransmitted SYN's ACK is ambiguous; tcp_ack_update_rtt() falls back to the
     # timestamp echo (tcp_rtt_tsopt_us, whole milliseconds)
     sk, syn = syn_of("linux-6.18")
-    sk.retransmits = 1
+    sk.snd.retransmits = 1
     synack = Segment(0, 0, SYN | ACK, 1, 65535, mss=1460, wscale=7, sack_ok=True, tsval=5,
                      tsecr=syn.tsval)
     sk.on_segment(3_400_000, synack)                    # TS clock: 4 - 1 = 3 ms
-    assert sk.srtt_us8 == 3_000 << 3
+    assert sk.snd.srtt_us8 == 3_000 << 3
 
 
 # -- an unanswered handshake ------------------------------------------------------------------------
@@ -114,7 +114,7 @@ def test_an_unanswered_syn_goes_again_backed_off_then_etimedout():
     # tcp_retransmit_timer() in SYN_SENT: 1 s, 2 s, 4 s ... ; tcp_syn_retries = 6
     sk, _ = syn_of("linux-6.18")
     sent = []
-    while sk.state == "SYN_SENT":
+    while sk.conn.state == "SYN_SENT":
         sk.on_timer(sk.next_deadline())
         sent += [(sk.now, s.flags) for s in sk.take_outbox()]
     assert [t // 1_000_000_000 for t, _ in sent] == [1, 3, 7, 15, 31, 63]
@@ -136,7 +136,7 @@ def test_the_synack_goes_again_and_a_repeated_syn_is_answered():
     # the ACK that finally comes: after a retransmitted SYN-ACK only its timestamp echo
     # times the handshake (20 ms, in whole milliseconds)
     sk.on_segment(1_520_400_000, Segment(1, 0, ACK, 1, 502, tsval=1502, tsecr=synack.tsval))
-    assert sk.state == "ESTABLISHED" and sk.srtt_us8 == 20_000 << 3
+    assert sk.conn.state == "ESTABLISHED" and sk.snd.srtt_us8 == 20_000 << 3
 
 
 def test_a_lost_syn_delays_the_connection_instead_of_preventing_it():
@@ -160,8 +160,8 @@ def test_close_with_unread_data_resets_the_connection():
     p.at(2).send(1000)
     p.sk.close(p.now + 1000)
     (rst,) = p.take()
-    assert rst.flags == RST | ACK and rst.seq == p.sk.snd_nxt and rst.ack == 1001
-    assert p.sk.state == "CLOSED" and p.sk.mib.TCPAbortOnClose == 1 and not p.sk.next_deadline()
+    assert rst.flags == RST | ACK and rst.seq == p.sk.snd.snd_nxt and rst.ack == 1001
+    assert p.sk.conn.state == "CLOSED" and p.sk.mib.TCPAbortOnClose == 1 and not p.sk.next_deadline()
 
 
 def test_close_after_reading_everything_sends_a_fin():
@@ -172,7 +172,7 @@ def test_close_after_reading_everything_sends_a_fin():
     p.take()
     p.sk.close(p.now + 1000)
     assert [s.flags & FIN for s in p.take()] == [FIN]
-    assert p.sk.state == "FIN_WAIT1" and p.sk.mib.TCPAbortOnClose == 0
+    assert p.sk.conn.state == "FIN_WAIT1" and p.sk.mib.TCPAbortOnClose == 0
 
 
 def test_a_retransmitted_handshake_leaves_no_retransmission_count_behind():
@@ -183,4 +183,4 @@ def test_a_retransmitted_handshake_leaves_no_retransmission_count_behind():
     (syn,) = sk.take_outbox()
     sk.on_segment(1_010_000_000, Segment(0, 0, SYN | ACK, 1, 65535, mss=1460, wscale=7,
                                          sack_ok=True, tsval=5, tsecr=syn.tsval))
-    assert sk.state == "ESTABLISHED" and sk.retransmits == 0 and sk.srtt_us8 == 10_000 << 3
+    assert sk.conn.state == "ESTABLISHED" and sk.snd.retransmits == 0 and sk.snd.srtt_us8 == 10_000 << 3

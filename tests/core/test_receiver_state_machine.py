@@ -66,6 +66,7 @@ from tcpsim.core.constants import ICSK_ACK_NOMEM, NS_PER_MS, PAGE_SIZE
 from tcpsim.core.mib import COUNTERS
 from tcpsim.core.segment import ACK, FIN, PSH, Segment
 from tcpsim.profiles import get_profile
+from tcpsim.trace.schema import EVENT_FIELDS
 
 from harness import established
 from strategies import (
@@ -117,22 +118,30 @@ class Admission:
 
 
 class TxLog:
-    """Trace sink: the segments the socket transmits (with the SACK state they left with)
-    and the skbs it queues (rx rows: how, and their truesize)."""
+    """Trace sink: the segments the socket transmits (with the SACK state they left with,
+    read from the socket the test set in `sk`: the event does not carry it) and the skbs it
+    queues (rx events: how, and their truesize)."""
+
+    EVENT, DETAIL, SEG, TRUESIZE = (EVENT_FIELDS.index(f) for f in ("event", "detail", "seg",
+                                                                    "truesize"))
 
     def __init__(self) -> None:
         self.armed = False
+        self.sk = None
         self.tx: list[tuple[Segment, tuple[tuple[int, int], ...]]] = []
         self.rx: list[tuple[str, Segment, int]] = []
 
-    def record(self, sk, event, detail, seg=None, truesize=-1, reason="", length=-1,
-               **more) -> None:
+    def wants(self, sock: str) -> bool:
+        return True
+
+    def record(self, ev) -> None:
         if not self.armed:
             return
+        event, seg, truesize = ev[self.EVENT], ev[self.SEG], ev[self.TRUESIZE]
         if event == "tx":
-            self.tx.append((seg, tuple(tuple(b) for b in sk.selective_acks)))
+            self.tx.append((seg, tuple(tuple(b) for b in self.sk.rcv.selective_acks)))
         elif event == "rx" and seg is not None and truesize >= 0:
-            self.rx.append((detail, seg, truesize))
+            self.rx.append((ev[self.DETAIL], seg, truesize))
 
 
 class Intervals:
@@ -210,25 +219,25 @@ class ReceiverMachine(RuleBasedStateMachine):
         self.log = TxLog()
         self.peer = established(self.PROFILE, sysctl=sysctl, dev=self.DEVICE,
                                 so_rcvbuf=so_rcvbuf, role=role, sink=self.log)
-        sk = self.sk = self.peer.sk
+        sk = self.sk = self.log.sk = self.peer.sk
         self.now = self.peer.now
         self.sent = Intervals()           # sequence ranges the peer has sent (data bytes)
         self.stream_end = 1               # one past the highest data byte sent
         self.fin_seq: int | None = None   # sequence number of the peer's FIN, once sent
         self.read_total = 0
-        self.last_ack = sk.rcv_nxt
+        self.last_ack = sk.rcv.rcv_nxt
         # windows: client sockets already chose one (the ACK of the SYN-ACK); a server child
         # still holds tcp_select_initial_window()'s value, which is rounded to the MSS only.
         self.window_selected = role == "client"
-        self.edge = sk.rcv_wup + sk.rcv_wnd if self.window_selected else 0
+        self.edge = sk.rcv.rcv_wup + sk.rcv.rcv_wnd if self.window_selected else 0
         self.choices: list[WindowChoice] = []
         self._spy_on_window_selection()
         self.admissions: list[Admission] = []
         self._spy_on_admission()
         self.log.armed = True
         self.prev = self._monotone()
-        self.phi_prev = sk.sk_rmem_alloc + sk.sk_forward_alloc
-        self.fwd_prev = sk.sk_forward_alloc
+        self.phi_prev = sk.mem.sk_rmem_alloc + sk.mem.sk_forward_alloc
+        self.fwd_prev = sk.mem.sk_forward_alloc
         self.largest_admitted = 0         # truesize of the largest skb admitted so far
         self.ofo_arrivals: dict[int, int] = {}   # rcv_nxt -> out-of-order arrivals seen at it
         self.envelope = True              # no forced schedule and no lowered rcvbuf so far
@@ -240,12 +249,12 @@ class ReceiverMachine(RuleBasedStateMachine):
         choices = self.choices
 
         def advertise_window(s):
-            nomem = bool(s.ack_pending & ICSK_ACK_NOMEM)
+            nomem = bool(s.ack.ack_pending & ICSK_ACK_NOMEM)
             shrink = k.shrink_allowed(s)
             free = s.tcp_space()
             raw = select(s)
-            choices.append(WindowChoice(s.rcv_nxt, nomem, shrink, free, s.rcv_wscale, raw,
-                                        s.rcv_wnd, s.rcv_wup))
+            choices.append(WindowChoice(s.rcv.rcv_nxt, nomem, shrink, free, s.conn.rcv_wscale, raw,
+                                        s.rcv.rcv_wnd, s.rcv.rcv_wup))
             return raw
 
         k.advertise_window = advertise_window
@@ -260,19 +269,19 @@ class ReceiverMachine(RuleBasedStateMachine):
         log = self.admissions
 
         def try_rmem_schedule(s, skb, size):
-            before = s.sk_rmem_alloc + s.sk_forward_alloc, s.sk_forward_alloc
+            before = s.mem.sk_rmem_alloc + s.mem.sk_forward_alloc, s.mem.sk_forward_alloc
             ok = try_schedule(s, skb, size)
             log.append(Admission("tcp_try_rmem_schedule", ok, False, size, *before,
-                                 s.sk_rmem_alloc, s.sk_forward_alloc, s.sk_rcvbuf))
+                                 s.mem.sk_rmem_alloc, s.mem.sk_forward_alloc, s.mem.sk_rcvbuf))
             return ok
 
         def admit_in_order(s, skb):
-            before = s.sk_rmem_alloc + s.sk_forward_alloc, s.sk_forward_alloc
+            before = s.mem.sk_rmem_alloc + s.mem.sk_forward_alloc, s.mem.sk_forward_alloc
             n = len(log)
             ok = admit(s, skb)
             forced = ok and not any(a.ok for a in log[n:])
             log.append(Admission("tcp_data_queue", ok, forced, skb.truesize, *before,
-                                 s.sk_rmem_alloc, s.sk_forward_alloc, s.sk_rcvbuf))
+                                 s.mem.sk_rmem_alloc, s.mem.sk_forward_alloc, s.mem.sk_rcvbuf))
             return ok
 
         k.try_rmem_schedule, k.admit_in_order = try_rmem_schedule, admit_in_order
@@ -280,8 +289,8 @@ class ReceiverMachine(RuleBasedStateMachine):
     def _monotone(self) -> dict[str, int]:
         sk = self.sk
         vals = {name: getattr(sk.mib, name) for name in COUNTERS}
-        vals.update(rcv_nxt=sk.rcv_nxt, copied_seq=sk.copied_seq,
-                    bytes_received=sk.bytes_received, now=sk.now)
+        vals.update(rcv_nxt=sk.rcv.rcv_nxt, copied_seq=sk.rcv.copied_seq,
+                    bytes_received=sk.rcv.bytes_received, now=sk.now)
         return vals
 
     # -- the peer -----------------------------------------------------------------------------------
@@ -302,8 +311,8 @@ class ReceiverMachine(RuleBasedStateMachine):
         self.sent.add(seq, seq + length)
         self.stream_end = max(self.stream_end, seq + length)
         seg = Segment(seq, length, flags, 1, 502, tsval=self.now // NS_PER_MS + 1,
-                      tsecr=self.peer.echo if sk.ts_ok else -1, gso_size=gso_size)
-        rcv_nxt0, ofo0, tx0 = sk.rcv_nxt, sk.mib.TCPOFOQueue, len(self.log.tx)
+                      tsecr=self.peer.echo if sk.conn.ts_ok else -1, gso_size=gso_size)
+        rcv_nxt0, ofo0, tx0 = sk.rcv.rcv_nxt, sk.mib.TCPOFOQueue, len(self.log.tx)
         self.log.rx.clear()
         sk.on_segment(self.now, seg)
         self.peer.take()
@@ -317,45 +326,45 @@ class ReceiverMachine(RuleBasedStateMachine):
     @rule(length=rx_segment_length, push=st.booleans())
     @checked
     def data_in_order(self, length, push):
-        self._send(self.sk.rcv_nxt, length, ACK | (PSH if push else 0))
+        self._send(self.sk.rcv.rcv_nxt, length, ACK | (PSH if push else 0))
 
     @rule(gap=rx_gap, length=rx_segment_length)
     @checked
     def data_out_of_order(self, gap, length):
         """`gap` bytes above rcv_nxt: a hole (inside or beyond the window)."""
-        self._send(self.sk.rcv_nxt + gap, length)
+        self._send(self.sk.rcv.rcv_nxt + gap, length)
 
     @rule(past_right_edge=st.integers(0, 4 * rx_mss), length=rx_segment_length)
     @checked
     def data_beyond_window(self, past_right_edge, length):
         """Starts at or past the right edge of the last advertised window."""
         sk = self.sk
-        right = max(sk.rcv_wup + sk.rcv_wnd, sk.rcv_nxt)
+        right = max(sk.rcv.rcv_wup + sk.rcv.rcv_wnd, sk.rcv.rcv_nxt)
         self._send(right + past_right_edge, length)
 
-    @precondition(lambda self: self.sk.rcv_nxt > 1)
+    @precondition(lambda self: self.sk.rcv.rcv_nxt > 1)
     @rule(back=rx_back, length=rx_segment_length)
     @checked
     def duplicate(self, back, length):
         """Old data only: `length` bytes from `back` bytes below rcv_nxt, ending by rcv_nxt."""
         sk = self.sk
-        seq = max(1, sk.rcv_nxt - back)
-        self._send(seq, min(length, sk.rcv_nxt - seq))
+        seq = max(1, sk.rcv.rcv_nxt - back)
+        self._send(seq, min(length, sk.rcv.rcv_nxt - seq))
 
-    @precondition(lambda self: self.sk.rcv_nxt > 1)
+    @precondition(lambda self: self.sk.rcv.rcv_nxt > 1)
     @rule(back=rx_back, new=rx_segment_length)
     @checked
     def partial_overlap(self, back, new):
         """`back` bytes already received followed by `new` bytes that are not."""
         sk = self.sk
-        seq = max(1, sk.rcv_nxt - back)
-        self._send(seq, sk.rcv_nxt - seq + new)
+        seq = max(1, sk.rcv.rcv_nxt - back)
+        self._send(seq, sk.rcv.rcv_nxt - seq + new)
 
     @rule(length=rx_oversize_length, gso_size=rx_gso_size, gap=st.sampled_from([0, 0, 1, rx_mss]))
     @checked
     def oversize_segment(self, length, gso_size, gap):
         """A GRO aggregate / jumbo segment, usually far larger than the window."""
-        self._send(self.sk.rcv_nxt + gap, length, ACK | PSH, gso_size)
+        self._send(self.sk.rcv.rcv_nxt + gap, length, ACK | PSH, gso_size)
 
     @rule(kind=st.sampled_from(["zero_length_old_seq", "pure_ack", "one_new_byte"]))
     @checked
@@ -364,11 +373,11 @@ class ReceiverMachine(RuleBasedStateMachine):
         another stack's probe carrying one new byte."""
         sk = self.sk
         if kind == "zero_length_old_seq":
-            self._send(sk.rcv_nxt - 1, 0, ACK)
+            self._send(sk.rcv.rcv_nxt - 1, 0, ACK)
         elif kind == "pure_ack":
-            self._send(sk.rcv_nxt, 0, ACK)
+            self._send(sk.rcv.rcv_nxt, 0, ACK)
         else:
-            self._send(sk.rcv_nxt, 1, ACK | PSH)
+            self._send(sk.rcv.rcv_nxt, 1, ACK | PSH)
 
     @rule(data_before_fin=st.one_of(st.just(0), st.integers(1, 2 * rx_mss)))
     @checked
@@ -376,7 +385,7 @@ class ReceiverMachine(RuleBasedStateMachine):
         """The peer closes after `data_before_fin` more bytes (first time: placed after
         everything it ever sent), or retransmits its FIN with that much data before it."""
         if self.fin_seq is None:
-            self.fin_seq = max(self.stream_end, self.sk.rcv_nxt) + data_before_fin
+            self.fin_seq = max(self.stream_end, self.sk.rcv.rcv_nxt) + data_before_fin
         self._send(self.fin_seq - data_before_fin, data_before_fin, ACK | PSH | FIN)
 
     # -- rules: application, options, time -----------------------------------------------------------
@@ -385,21 +394,21 @@ class ReceiverMachine(RuleBasedStateMachine):
     @checked
     def read(self, n):
         sk = self.sk
-        copied0, eof0 = sk.copied_seq, sk.eof
+        copied0, eof0 = sk.rcv.copied_seq, sk.eof
         got = sk.read(self.now, n)
         self.peer.take()
         assert 0 <= got <= n, f"read({n}) returned {got}"
         took_fin = sk.eof and not eof0
-        assert sk.copied_seq - copied0 == got + took_fin, (
-            f"read({n}) returned {got} but copied_seq moved {copied0} -> {sk.copied_seq}")
+        assert sk.rcv.copied_seq - copied0 == got + took_fin, (
+            f"read({n}) returned {got} but copied_seq moved {copied0} -> {sk.rcv.copied_seq}")
         self.read_total += got
 
     @rule(val=rx_so_rcvbuf)
     @checked
     def setsockopt_so_rcvbuf(self, val):
-        before = self.sk.sk_rcvbuf
+        before = self.sk.mem.sk_rcvbuf
         self.sk.set_rcvbuf(val)
-        if self.sk.sk_rcvbuf < before:
+        if self.sk.mem.sk_rcvbuf < before:
             self.envelope = False         # what is queued stays queued
 
     @rule(val=rx_window_clamp)
@@ -450,47 +459,48 @@ class ReceiverMachine(RuleBasedStateMachine):
 
     def _where(self) -> str:
         sk = self.sk
-        return (f"[rcv_nxt={sk.rcv_nxt} copied_seq={sk.copied_seq} rmem={sk.sk_rmem_alloc} "
-                f"fwd={sk.sk_forward_alloc} rcvbuf={sk.sk_rcvbuf} rcv_wnd={sk.rcv_wnd} "
-                f"rcv_wup={sk.rcv_wup} wscale={sk.rcv_wscale} q={list(sk.receive_queue)} "
-                f"ofo={sk.ofo_queue}]")
+        return (f"[rcv_nxt={sk.rcv.rcv_nxt} copied_seq={sk.rcv.copied_seq} rmem={sk.mem.sk_rmem_alloc} "
+                f"fwd={sk.mem.sk_forward_alloc} rcvbuf={sk.mem.sk_rcvbuf} rcv_wnd={sk.rcv.rcv_wnd} "
+                f"rcv_wup={sk.rcv.rcv_wup} wscale={sk.conn.rcv_wscale} q={list(sk.mem.receive_queue)} "
+                f"ofo={sk.mem.ofo_queue}]")
 
     def check_byte_stream(self, now):
         sk, prev = self.sk, self.prev
-        assert sk.state in OPEN_STATES and not sk.error, f"connection died: {sk.state} {sk.error}"
-        for name in ("rcv_nxt", "copied_seq", "bytes_received", "now"):
-            assert getattr(sk, name) >= prev[name], f"{name} went back from {prev[name]} {self._where()}"
-        assert 1 <= sk.copied_seq <= sk.rcv_nxt, self._where()
-        fin_in = int(sk.rcv_shutdown)
+        assert sk.conn.state in OPEN_STATES and not sk.error, f"connection died: {sk.conn.state} {sk.error}"
+        for name, val in (("rcv_nxt", sk.rcv.rcv_nxt), ("copied_seq", sk.rcv.copied_seq),
+                          ("bytes_received", sk.rcv.bytes_received), ("now", sk.now)):
+            assert val >= prev[name], f"{name} went back from {prev[name]} {self._where()}"
+        assert 1 <= sk.rcv.copied_seq <= sk.rcv.rcv_nxt, self._where()
+        fin_in = int(sk.rcv.rcv_shutdown)
         if fin_in:
-            assert sk.rcv_nxt == self.fin_seq + 1, f"FIN taken at {sk.rcv_nxt - 1}, sent at {self.fin_seq}"
-        assert sk.bytes_received == sk.rcv_nxt - 1 - fin_in, (
-            f"bytes_received {sk.bytes_received} {self._where()}")
-        assert self.read_total == sk.copied_seq - 1 - int(sk.eof), (
+            assert sk.rcv.rcv_nxt == self.fin_seq + 1, f"FIN taken at {sk.rcv.rcv_nxt - 1}, sent at {self.fin_seq}"
+        assert sk.rcv.bytes_received == sk.rcv.rcv_nxt - 1 - fin_in, (
+            f"bytes_received {sk.rcv.bytes_received} {self._where()}")
+        assert self.read_total == sk.rcv.copied_seq - 1 - int(sk.eof), (
             f"read {self.read_total} bytes {self._where()}")
-        assert not sk.eof or sk.copied_seq == sk.rcv_nxt == self.fin_seq + 1
+        assert not sk.eof or sk.rcv.copied_seq == sk.rcv.rcv_nxt == self.fin_seq + 1
         # the bytes below rcv_nxt -- read or queued -- are bytes the peer sent
-        assert self.sent.covers(1, sk.rcv_nxt - fin_in), (
+        assert self.sent.covers(1, sk.rcv.rcv_nxt - fin_in), (
             f"acknowledged bytes the peer never sent: sent {self.sent.r} {self._where()}")
 
     def check_receive_queue(self, now):
         sk = self.sk
-        q = list(sk.receive_queue)
+        q = list(sk.mem.receive_queue)
         if not q:
-            assert sk.copied_seq == sk.rcv_nxt, f"nothing queued but unread bytes {self._where()}"
+            assert sk.rcv.copied_seq == sk.rcv.rcv_nxt, f"nothing queued but unread bytes {self._where()}"
             return
         head = q[0]
         # copied_seq lies inside the head skb, its FIN included: a partly-old segment is
         # queued whole, so its data may all have been read already while its FIN has not
         # (tcp_recvmsg_locked [tcp.c, 6.1]: offset < skb->len -> copy data, else a FIN skb
         # -> found_fin_ok). A bare FIN skb is the len == 0 case of the same rule.
-        assert head.seq <= sk.copied_seq < head.end_seq, f"head {self._where()}"
+        assert head.seq <= sk.rcv.copied_seq < head.end_seq, f"head {self._where()}"
         for a, b in zip(q, q[1:]):
             # no gap, and progress; a partly-old segment is queued whole (tcp_data_queue),
             # so consecutive skbs may overlap: reads skip the old bytes by offset
             assert b.seq <= a.end_seq < b.end_seq, (
                 f"receive queue has a gap or no progress at {a}/{b} {self._where()}")
-        assert q[-1].end_seq == sk.rcv_nxt, f"queue ends before rcv_nxt {self._where()}"
+        assert q[-1].end_seq == sk.rcv.rcv_nxt, f"queue ends before rcv_nxt {self._where()}"
         for skb in q:
             assert skb.end_seq == skb.seq + skb.len + skb.fin, skb
             assert not skb.fin or skb is q[-1], f"FIN in the middle {self._where()}"
@@ -499,9 +509,9 @@ class ReceiverMachine(RuleBasedStateMachine):
 
     def check_ofo_queue(self, now):
         sk = self.sk
-        ofo = sk.ofo_queue
+        ofo = sk.mem.ofo_queue
         for skb in ofo:
-            assert skb.seq > sk.rcv_nxt, f"{skb} should have been moved in order {self._where()}"
+            assert skb.seq > sk.rcv.rcv_nxt, f"{skb} should have been moved in order {self._where()}"
             assert skb.end_seq == skb.seq + skb.len + skb.fin and skb.len + skb.fin > 0, skb
             assert self.sent.covers(skb.seq, skb.seq + skb.len), f"{skb} was never sent"
             assert not skb.fin or skb.seq + skb.len == self.fin_seq, f"{skb}: FIN misplaced"
@@ -523,20 +533,20 @@ class ReceiverMachine(RuleBasedStateMachine):
             (TCPRcvCollapsed).
         A debt is only created by those steps and never deepened by any other."""
         sk = self.sk
-        charged = sum(s.truesize for s in sk.receive_queue) + sum(s.truesize for s in sk.ofo_queue)
-        assert sk.sk_rmem_alloc == charged, (
-            f"sk_rmem_alloc {sk.sk_rmem_alloc} != sum of truesize {charged} {self._where()}")
-        assert sk.sk_rmem_alloc >= 0, self._where()
-        assert (sk.sk_rmem_alloc + sk.sk_forward_alloc) % PAGE_SIZE == 0, (
+        charged = sum(s.truesize for s in sk.mem.receive_queue) + sum(s.truesize for s in sk.mem.ofo_queue)
+        assert sk.mem.sk_rmem_alloc == charged, (
+            f"sk_rmem_alloc {sk.mem.sk_rmem_alloc} != sum of truesize {charged} {self._where()}")
+        assert sk.mem.sk_rmem_alloc >= 0, self._where()
+        assert (sk.mem.sk_rmem_alloc + sk.mem.sk_forward_alloc) % PAGE_SIZE == 0, (
             f"rmem + forward_alloc is not whole pages {self._where()}")
-        fwd = sk.sk_forward_alloc
+        fwd = sk.mem.sk_forward_alloc
         if fwd < 0:
             debt_step = (now["TCPOFOMerge"] > self.prev["TCPOFOMerge"]
                          or now["TCPRcvCollapsed"] > self.prev["TCPRcvCollapsed"])
             assert debt_step or fwd >= self.fwd_prev, (
                 f"sk_forward_alloc {self.fwd_prev} -> {fwd} {self._where()}")
         self.fwd_prev = fwd
-        for skb in (*sk.receive_queue, *sk.ofo_queue):
+        for skb in (*sk.mem.receive_queue, *sk.mem.ofo_queue):
             assert skb.truesize >= skb.len > 0 or (skb.len == 0 and skb.fin), skb
 
     def check_memory_bound(self, now):
@@ -564,7 +574,7 @@ class ReceiverMachine(RuleBasedStateMachine):
         on tcp_shrink_window (shrinking changes what is advertised, not what is admitted),
         so it is checked in every configuration."""
         sk = self.sk
-        phi = sk.sk_rmem_alloc + sk.sk_forward_alloc
+        phi = sk.mem.sk_rmem_alloc + sk.mem.sk_forward_alloc
         allow = self.phi_prev
         for a in self.admissions:
             assert a.phi_after <= a.phi_before or a.ok, f"refusal took quota: {a}"
@@ -586,7 +596,7 @@ class ReceiverMachine(RuleBasedStateMachine):
             f"rmem + forward_alloc grew to {phi} outside admission (bound {allow}, "
             f"before {self.phi_prev}) {self._where()}")
         if self.envelope:
-            assert phi <= sk.sk_rcvbuf + self.largest_admitted + PAGE_SIZE - 1, (
+            assert phi <= sk.mem.sk_rcvbuf + self.largest_admitted + PAGE_SIZE - 1, (
                 f"memory above rcvbuf + one skb + quota (T={self.largest_admitted}) {self._where()}")
         self.phi_prev = phi
 
@@ -616,15 +626,15 @@ class ReceiverMachine(RuleBasedStateMachine):
         the in-order segment that moved rcv_nxt there (with OFO data left), so the first
         two out-of-order arrivals at each rcv_nxt must be ACKed in the same step."""
         sk = self.sk
-        if not sk.sack_ok:
+        if not sk.conn.sack_ok:
             assert acked, "out-of-order data without SACK must be ACKed at once"
             return
         n = self.ofo_arrivals[rcv_nxt0] = self.ofo_arrivals.get(rcv_nxt0, 0) + 1
         if n <= 2:
             assert acked, (
                 f"out-of-order arrival #{n} at rcv_nxt {rcv_nxt0} got no immediate dupACK "
-                f"(compressed: comp_sack_deadline={sk.comp_sack_deadline}, "
-                f"dup_ack_counter={sk.dup_ack_counter})")
+                f"(compressed: comp_sack_deadline={sk.ack.comp_sack_deadline}, "
+                f"dup_ack_counter={sk.ack.dup_ack_counter})")
 
     def check_ack_owed(self, now):
         """Data received and not yet acknowledged has an ACK coming: tcp_event_data_recv()
@@ -632,10 +642,10 @@ class ReceiverMachine(RuleBasedStateMachine):
         (tcp_send_delayed_ack) or the SACK-compression hrtimer; a timer never fires without
         sending what is owed. So rcv_nxt above the last ACK sent means a timer is armed."""
         sk = self.sk
-        if sk.rcv_nxt > self.last_ack:
+        if sk.rcv.rcv_nxt > self.last_ack:
             assert sk.next_deadline(), (
-                f"rcv_nxt {sk.rcv_nxt} not acknowledged (last ACK {self.last_ack}) and no "
-                f"timer armed; ack_pending={sk.ack_pending} {self._where()}")
+                f"rcv_nxt {sk.rcv.rcv_nxt} not acknowledged (last ACK {self.last_ack}) and no "
+                f"timer armed; ack_pending={sk.ack.ack_pending} {self._where()}")
 
     def check_counters_never_decrease(self, now):
         for name in COUNTERS:
@@ -643,13 +653,13 @@ class ReceiverMachine(RuleBasedStateMachine):
 
     def check_sack_blocks(self, now):
         sk = self.sk
-        if not sk.sack_ok:
-            assert not sk.selective_acks and not sk.dsack
+        if not sk.conn.sack_ok:
+            assert not sk.rcv.selective_acks and not sk.rcv.dsack
             return
-        assert len(sk.selective_acks) <= 4
-        ofo = [(s.seq, s.end_seq) for s in sk.ofo_queue]
-        for s, e in sk.selective_acks:
-            assert sk.rcv_nxt < s < e, f"SACK block {s}:{e} not above rcv_nxt {self._where()}"
+        assert len(sk.rcv.selective_acks) <= 4
+        ofo = [(s.seq, s.end_seq) for s in sk.mem.ofo_queue]
+        for s, e in sk.rcv.selective_acks:
+            assert sk.rcv.rcv_nxt < s < e, f"SACK block {s}:{e} not above rcv_nxt {self._where()}"
             assert _covered_by(ofo, s, e), f"SACK block {s}:{e} not held in the OFO queue {self._where()}"
 
     def check_segments_sent(self, now):
@@ -661,10 +671,10 @@ class ReceiverMachine(RuleBasedStateMachine):
             assert seg.ack >= self.last_ack, f"ACK went back {self.last_ack} -> {seg.ack}"
             self.last_ack = seg.ack
             assert 0 <= seg.win <= 65535, seg
-            assert (seg.win << sk.rcv_wscale) % (1 << sk.rcv_wscale) == 0
+            assert (seg.win << sk.conn.rcv_wscale) % (1 << sk.conn.rcv_wscale) == 0
             if not seg.sacks:
                 continue
-            assert sk.sack_ok, f"SACK blocks without SACK: {seg}"
+            assert sk.conn.sack_ok, f"SACK blocks without SACK: {seg}"
             blocks = list(seg.sacks)
             if tuple(blocks) != sel[:len(blocks)]:                    # leading D-SACK
                 ds, de = blocks.pop(0)
@@ -724,7 +734,7 @@ class ReceiverMachine(RuleBasedStateMachine):
             self.window_selected = True
         self.choices.clear()
         if self.window_selected:
-            assert sk.rcv_wnd % (1 << sk.rcv_wscale) == 0, self._where()
+            assert sk.rcv.rcv_wnd % (1 << sk.conn.rcv_wscale) == 0, self._where()
 
 
 # -- configurations ------------------------------------------------------------------------------

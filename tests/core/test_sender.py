@@ -14,7 +14,7 @@ def sender(profile="linux-6.1", peer_win=65535, peer_ws=7, nodelay=True):
     sk.listen()
     sk.on_segment(0, Segment(0, 0, SYN, 0, 65535, mss=1460, wscale=peer_ws, sack_ok=True, tsval=1, tsecr=0))
     sk.take_outbox()
-    sk.on_segment(NS_PER_MS, Segment(1, 0, ACK, 1, peer_win, tsval=2, tsecr=sk.ts_recent))
+    sk.on_segment(NS_PER_MS, Segment(1, 0, ACK, 1, peer_win, tsval=2, tsecr=sk.conn.ts_recent))
     return sk
 
 
@@ -33,7 +33,7 @@ def test_the_window_is_filled_exactly_with_a_partial_last_segment():
     sk.write(2 * NS_PER_MS, 10000)
     out = sk.take_outbox()
     assert [s.len for s in out] == [1448, 1448, 1448, 776]
-    assert sk.snd_nxt - sk.snd_una == 5120
+    assert sk.snd.snd_nxt - sk.snd.snd_una == 5120
     old = sender(profile="linux-6.6", peer_win=40)
     old.write(2 * NS_PER_MS, 10000)
     assert [s.len for s in old.take_outbox()] == [1448, 1448, 1448]
@@ -78,13 +78,13 @@ def test_zero_window_persist_probes_back_off_and_stop_when_window_opens():
         d = sk.next_deadline()
         sk.on_timer(d)
         got = sk.take_outbox()
-        assert got and got[0].len == 0 and got[0].seq == sk.snd_una - 1
+        assert got and got[0].len == 0 and got[0].seq == sk.snd.snd_una - 1
         probes.append(d)
     gaps = [b - a for a, b in zip(probes, probes[1:])]
     assert gaps[1] == 2 * gaps[0] and gaps[2] == 2 * gaps[1]
     assert sk.mib.TCPWinProbe == 4
-    out = ack(sk, probes[-1] / NS_PER_MS + 1, sk.snd_una, 40)
-    assert out and out[0].len > 0 and not sk.probe_deadline
+    out = ack(sk, probes[-1] / NS_PER_MS + 1, sk.snd.snd_una, 40)
+    assert out and out[0].len > 0 and not sk.snd.probe_deadline
 
 
 def test_zero_window_with_data_in_flight_times_out_by_profile_rule():
@@ -93,7 +93,7 @@ def test_zero_window_with_data_in_flight_times_out_by_profile_rule():
         sk.write(2 * NS_PER_MS, 2 * 1448)
         sk.take_outbox()
         ack(sk, 3, 1449, 0)                               # window closed, one segment outstanding
-        assert sk.snd_wnd == 0
+        assert sk.snd.snd_wnd == 0
         while not sk.error:
             sk.on_timer(sk.next_deadline())
             sk.take_outbox()
@@ -103,12 +103,12 @@ def test_zero_window_with_data_in_flight_times_out_by_profile_rule():
 
 def test_three_dupacks_fast_retransmit_and_halve_cwnd():
     sk = sender()
-    sk.snd_cwnd = 20
+    sk.snd.snd_cwnd = 20
     sk.write(2 * NS_PER_MS, 20 * 1448)
     sk.take_outbox()
     for i in range(3):
         out = ack(sk, 5 + i, 1, 502)
-    assert sk.mib.TCPFastRetrans == 1 and sk.snd_cwnd == 10
+    assert sk.mib.TCPFastRetrans == 1 and sk.snd.snd_cwnd == 10
     assert any(s.seq == 1 and s.len == 1448 for s in out)
 
 
@@ -123,13 +123,13 @@ def test_a_persist_slice_leaves_the_rest_of_the_skb_which_grows_back_before_send
     sk.write(2 * NS_PER_MS, 1448 * 3)                      # three one-MSS skbs
     assert sk.take_outbox() == []                          # a whole MSS does not fit
     grown = profile == "linux-6.10"
-    assert list(sk.write_queue) == ([2896, 1448] if grown else [1448, 1448, 1448])
+    assert list(sk.snd.write_queue) == ([2896, 1448] if grown else [1448, 1448, 1448])
     sk.on_timer(sk.next_deadline())                        # persist timer: send a slice
     first = sk.take_outbox()
     assert [s.len for s in first] == [512]
     out = ack(sk, sk.now / NS_PER_MS + 20, 513, 502)       # window opens wide
     assert [s.len for s in out] == wire
-    assert not sk.write_queue
+    assert not sk.snd.write_queue
 
 
 def test_write_queue_skbs_are_half_the_peers_largest_window():
@@ -139,7 +139,7 @@ def test_write_queue_skbs_are_half_the_peers_largest_window():
     assert sk.size_goal() == 22 * 1448
     sk.write(2 * NS_PER_MS, 80_000)
     assert len(sk.take_outbox()) == 10                     # initcwnd
-    assert list(sk.write_queue) == [31856 - 10 * 1448, 31856, 80_000 - 2 * 31856]
+    assert list(sk.snd.write_queue) == [31856 - 10 * 1448, 31856, 80_000 - 2 * 31856]
 
 
 def test_a_full_send_buffer_only_stops_new_skbs():
@@ -150,8 +150,8 @@ def test_a_full_send_buffer_only_stops_new_skbs():
     assert sk.size_goal() == 4 * 1448
     sk.write(2 * NS_PER_MS, 14_000)
     sk.take_outbox()
-    assert list(sk.write_queue) == [14_000 - 12_800]       # beyond the window, unsent
-    sk.sk_sndbuf = 1000                                    # the buffer is now over-full
+    assert list(sk.snd.write_queue) == [14_000 - 12_800]       # beyond the window, unsent
+    sk.snd.sk_sndbuf = 1000                                    # the buffer is now over-full
     assert sk.write(3 * NS_PER_MS, 5000) == 4 * 1448 - 1200
     assert sk.write(4 * NS_PER_MS, 5000) == 0
 
@@ -186,22 +186,22 @@ def test_a_cwnd_limited_flight_grows_cwnd_on_every_ack_of_that_window():
     # moment it was limited, so each of the ten ACKs of the first flight counts in slow start
     # (the kernel's 10 -> 20 in seed-never-reads-shrink1), not only the first one
     sk = sender()
-    assert sk.snd_cwnd == 10
+    assert sk.snd.snd_cwnd == 10
     segs = _small_flight(sk, 12)
-    assert len(segs) == 10 and sk.write_queue                  # cwnd full, 8 B queued
+    assert len(segs) == 10 and sk.snd.write_queue                  # cwnd full, 8 B queued
     for i, s in enumerate(segs):
         ack(sk, 30 + i, s.seq + s.len, 502)
-    assert sk.snd_cwnd == 20
+    assert sk.snd.snd_cwnd == 20
 
 
 def test_slow_start_grows_an_app_limited_cwnd_only_to_twice_the_largest_flight():
     # tcp_is_cwnd_limited(): in slow start, cwnd may grow while below 2 * max_packets_out
     sk = sender()
     segs = _small_flight(sk, 6)
-    assert len(segs) == 6 and not sk.write_queue                # never cwnd-limited
+    assert len(segs) == 6 and not sk.snd.write_queue                # never cwnd-limited
     for i, s in enumerate(segs):
         ack(sk, 30 + i, s.seq + s.len, 502)
-    assert sk.snd_cwnd == 12
+    assert sk.snd.snd_cwnd == 12
 
 
 def _bulk_flight(profile="linux-6.18", peer_win=502):
@@ -219,20 +219,20 @@ def test_the_loss_probe_timer_is_two_srtt_plus_2ms_and_never_after_the_rto():
     sk = _bulk_flight()
     sk.write(3 * NS_PER_MS, 4 * 1448)
     assert len(sk.take_outbox()) == 4
-    assert sk.tlp_deadline == 3 * NS_PER_MS + (2 + 2) * NS_PER_MS
-    assert sk.tlp_deadline < sk.rto_deadline
+    assert sk.snd.tlp_deadline == 3 * NS_PER_MS + (2 + 2) * NS_PER_MS
+    assert sk.snd.tlp_deadline < sk.snd.rto_deadline
     # one segment out: the floor is TCP_RTO_MIN (the peer may delay its ACK), capped by the RTO
     one = _bulk_flight()
     one.write(3 * NS_PER_MS, 100)
     one.take_outbox()
-    assert one.tlp_deadline == min(3 * NS_PER_MS + 2 * NS_PER_MS + 200 * NS_PER_MS,
-                                   3 * NS_PER_MS + one.rto)
+    assert one.snd.tlp_deadline == min(3 * NS_PER_MS + 2 * NS_PER_MS + 200 * NS_PER_MS,
+                                   3 * NS_PER_MS + one.snd.rto)
     # no SACK: no probe (the kernel requires tcp_is_sack())
     nosack = _bulk_flight()
-    nosack.sack_ok = False
+    nosack.conn.sack_ok = False
     nosack.write(3 * NS_PER_MS, 4 * 1448)
     nosack.take_outbox()
-    assert nosack.tlp_deadline == 0
+    assert nosack.snd.tlp_deadline == 0
 
 
 @pytest.mark.parametrize("profile,jiffies", [("linux-6.6", 1 + 2), ("linux-6.8", 1)])
@@ -240,13 +240,13 @@ def test_the_loss_probe_timeout_floor_before_and_after_6_7(profile, jiffies):
     # 1c2709cfff1d (6.7): the 2 ms floor is added in microseconds before rounding up to
     # jiffies; before, 2 * srtt was rounded up and two jiffies added. Equal at HZ=1000, so
     # shown at HZ=250 (4 ms jiffies): srtt 0.6 ms gives 1 + 2 jiffies before, 1 after
-    from tcpsim.core.jiffies import JiffyClock
+    from tcpsim.core.clock import JiffyClock
     sk = _bulk_flight(profile)
-    sk.jc = JiffyClock(250)
-    sk.srtt_us8 = 600 << 3
+    sk.clock = JiffyClock(250)
+    sk.snd.srtt_us8 = 600 << 3
     sk.write(3 * NS_PER_MS, 4 * 1448)
     sk.take_outbox()
-    assert len(sk.rtx_queue) > 1
+    assert len(sk.snd.rtx_queue) > 1
     assert sk.k.loss_probe_timeout(sk) == jiffies * 4 * NS_PER_MS
 
 
@@ -254,13 +254,13 @@ def test_the_loss_probe_timer_runs_on_the_timer_wheel_at_hz_250():
     # tcp_reset_xmit_timer(ICSK_TIME_LOSS_PROBE, usecs_to_jiffies(timeout)): at HZ=250 the
     # 4 ms probe timeout (srtt 1 ms: 2 ms + 2 ms) is one jiffy, armed from the jiffy of
     # 3 ms (0) and run by the wheel one jiffy after its expiry: at 8 ms
-    from tcpsim.core.jiffies import JiffyClock
+    from tcpsim.core.clock import JiffyClock
     sk = _bulk_flight()
-    sk.jc = JiffyClock(250)
+    sk.clock = JiffyClock(250)
     sk.write(3 * NS_PER_MS, 4 * 1448)
     sk.take_outbox()
     assert sk.k.loss_probe_timeout(sk) == 4 * NS_PER_MS
-    assert sk.tlp_deadline == 8 * NS_PER_MS
+    assert sk.snd.tlp_deadline == 8 * NS_PER_MS
 
 
 def test_the_loss_probe_sends_the_deferred_tso_skb_as_new_data():
@@ -270,14 +270,14 @@ def test_the_loss_probe_sends_the_deferred_tso_skb_as_new_data():
     sk.write(3 * NS_PER_MS, 20 * 1448)
     assert sum(s.len for s in sk.take_outbox()) == 12800
     assert ack(sk, 3.6, 1449 + 2 * 1448, 100) == []        # deferred (see above)
-    t = sk.tlp_deadline
+    t = sk.snd.tlp_deadline
     assert t and sk.next_deadline() == t
     sk.on_timer(t)
     out = sk.take_outbox()
     assert [s.len for s in out] == [1448, 1448]            # the whole 2896 B opening
     assert sk.mib.TCPLossProbes == 1 and sk.mib.TCPRetransSegs == 0
-    assert sk.tlp_high_seq == sk.snd_nxt
-    assert sk.rto_deadline == t + sk.rto                   # the RTO restarts from the probe
+    assert sk.snd.tlp_high_seq == sk.snd.snd_nxt
+    assert sk.snd.rto_deadline == t + sk.snd.rto                   # the RTO restarts from the probe
 
 
 def test_the_loss_probe_resends_the_last_segment_when_no_new_data_fits():
@@ -286,17 +286,17 @@ def test_the_loss_probe_resends_the_last_segment_when_no_new_data_fits():
     sk.write(3 * NS_PER_MS, 20 * 1448)
     out = sk.take_outbox()
     last = out[-1]
-    sk.on_timer(sk.tlp_deadline)
+    sk.on_timer(sk.snd.tlp_deadline)
     probe = sk.take_outbox()
     assert [(s.seq, s.len) for s in probe] == [(last.seq, last.len)]
     assert sk.mib.TCPLossProbes == 1 and sk.mib.TCPRetransSegs == 1
-    assert sk.retrans_stamp == 0                           # __tcp_retransmit_skb() only
+    assert sk.snd.retrans_stamp == 0                           # __tcp_retransmit_skb() only
     # a D-SACK for the probe (both copies arrived) ends the episode without a cwnd cut
-    cwnd = sk.snd_cwnd
+    cwnd = sk.snd.snd_cwnd
     dsack = Segment(1, 0, ACK, last.seq + last.len, 100, tsval=9, tsecr=1,
                     sacks=((last.seq, last.seq + last.len),))
     sk.on_segment(sk.now + NS_PER_MS, dsack)
-    assert sk.tlp_high_seq == 0 and sk.snd_cwnd >= cwnd
+    assert sk.snd.tlp_high_seq == 0 and sk.snd.snd_cwnd >= cwnd
 
 
 @pytest.mark.parametrize("profile,deferred", [("linux-6.18", False), ("linux-6.6", True)])
@@ -304,13 +304,13 @@ def test_295ce1eb_defers_only_if_the_next_ack_is_due_within_1ms(profile, deferre
     # tcp_tso_should_defer(): with srtt 10 ms and the flight sent 6 ms ago the next ACK is due
     # in 4 ms -- within srtt / 2 (the rule before 295ce1eb), not within 1 ms (6.18)
     sk = sender(profile=profile, peer_win=100)             # 12800 B of window
-    sk.srtt_us8 = 0                                        # forget the handshake's 1 ms sample
+    sk.snd.srtt_us8 = 0                                        # forget the handshake's 1 ms sample
     sk.write(2 * NS_PER_MS, 1448)
     sk.take_outbox()
     ack(sk, 12, 1449, 100)                                 # srtt 10 ms
     sk.write(12 * NS_PER_MS, 20 * 1448)
     sk.take_outbox()
-    sk.wstamp_ns = int(17.5 * NS_PER_MS)                   # data went out 0.5 ms ago
+    sk.snd.wstamp_ns = int(17.5 * NS_PER_MS)                   # data went out 0.5 ms ago
     out = ack(sk, 18, 1449 + 1448, 100)                    # 2664 B open: < 2 TSO segs
     assert (out == []) == deferred
 
@@ -320,8 +320,8 @@ def test_tso_autosize_adds_a_min_rtt_share_from_5_18(profile, segs):
     # 65466904b015 (5.18): tcp_tso_autosize() adds gso_max_size >> (min_rtt_us >> 9); with a
     # 50 us min RTT that is the whole GSO size (before: the pacing rate's 1 ms share only)
     sk = sender(profile=profile)
-    sk.min_rtt_us = 50
-    sk.pacing_rate = 45 * 1448 * 1024                      # 45 MSS per 1/1024 s
+    sk.snd.min_rtt_us = 50
+    sk.snd.pacing_rate = 45 * 1448 * 1024                      # 45 MSS per 1/1024 s
     assert sk.tso_segs() == min(segs, 65215 // 1448)
 
 
@@ -335,12 +335,12 @@ def test_after_an_rto_cwnd_slow_starts_from_one_while_the_lost_segments_go_again
     while not sk.mib.TCPTimeouts:                          # the loss probe, then the RTO
         sk.on_timer(sk.next_deadline())
         out = sk.take_outbox()
-    assert [s.seq for s in out] == [1] and sk.snd_cwnd == 1   # the head goes again
+    assert [s.seq for s in out] == [1] and sk.snd.snd_cwnd == 1   # the head goes again
     out = ack(sk, 1100, 1 + 1448, 502)                     # it is acked
-    assert sk.snd_cwnd == 2
+    assert sk.snd.snd_cwnd == 2
     assert [s.seq for s in out] == [1 + 1448, 1 + 2 * 1448]
     out = ack(sk, 1200, 1 + 3 * 1448, 502)                 # two more acked: slow start up to
-    assert sk.snd_ssthresh == 3 and sk.snd_cwnd == 3       # ssthresh (half the flight of 6)
+    assert sk.snd.snd_ssthresh == 3 and sk.snd.snd_cwnd == 3       # ssthresh (half the flight of 6)
     assert [s.seq for s in out] == [1 + i * 1448 for i in (3, 4, 5)]   # the rest goes
 
 
@@ -349,12 +349,12 @@ def test_a_write_can_top_up_a_partly_sent_tail_skb_with_the_send_buffer_full():
     # check; only a new skb needs sk_wmem_queued < sk_sndbuf. A blocked writer must be woken
     # by that rule (can_queue), not by send_space(), or it sleeps while send() would progress
     sk = sender(profile="linux-6.18", peer_win=40)         # 5120 B of window
-    sk.max_window = 1 << 20                                # size goal: the GSO size
+    sk.snd.max_window = 1 << 20                                # size goal: the GSO size
     goal = sk.size_goal()
     assert sk.write(2 * NS_PER_MS, goal) == goal
     sk.take_outbox()
-    assert len(sk.write_queue) == 1 and sk.write_queue[0] < goal   # head = tail, partly sent
-    sk.sk_sndbuf = sk.wmem_queued()                        # no room for a new skb
+    assert len(sk.snd.write_queue) == 1 and sk.snd.write_queue[0] < goal   # head = tail, partly sent
+    sk.snd.sk_sndbuf = sk.wmem_queued()                        # no room for a new skb
     assert sk.send_space() == 0 and sk.can_queue()
     assert sk.write(3 * NS_PER_MS, 10) == 10               # the tail takes it
     sk.write(4 * NS_PER_MS, goal)                          # tail full now

@@ -46,7 +46,7 @@ def test_e3_handshake_client(mib, ws, first_ack):
     p = established("linux-6.18", sysctl={"net.ipv4.tcp_rmem": [4096, 131072, mib << 20],
                                           "net.core.rmem_max": 4194304})
     sk = p.sk
-    assert sk.rcv_wscale == ws and sk.rcv_ssthresh == 64088 == sk.window_clamp
+    assert sk.conn.rcv_wscale == ws and sk.rcv.rcv_ssthresh == 64088 == sk.rcv.window_clamp
     first = [r for r in sk.sink.rows if r[2] == "tx" and r[8] == "A"][0]
     assert first[10] == first_ack
 
@@ -58,6 +58,6 @@ def test_e6_rcv_ssthresh_growth_over_the_first_segments():
     seen = []
     for i in range(6):
         p.at(2 + i * 0.01).send(1448)
-        seen.append(p.sk.rcv_ssthresh)
+        seen.append(p.sk.rcv.rcv_ssthresh)
     assert seen == [67408, 70304, 73200, 76096, 77835, 77835]
-    assert p.sk.scaling_ratio == 162 and p.sk.window_clamp == 82944
+    assert p.sk.rcv.scaling_ratio == 162 and p.sk.rcv.window_clamp == 82944

@@ -27,12 +27,12 @@ def full_squeeze(profile: str, **kw) -> tuple:
     """Fill a 32 KiB buffer past its window: (socket, peak rmem, zero window on the wire)."""
     p = established(profile, so_rcvbuf=16384, **kw)
     sk = p.sk
-    sk.rcv_wnd = 10 ** 6
-    sk.pred_ok = False
+    sk.rcv.rcv_wnd = 10 ** 6
+    sk.rcv.pred_ok = False
     peak = 0
     for i in range(40):
         p.at(2 + i * 0.01).send(1448)
-        peak = max(peak, sk.sk_rmem_alloc)
+        peak = max(peak, sk.mem.sk_rmem_alloc)
     return sk, peak, any(a.win == 0 for a in p.acks)
 
 
@@ -60,13 +60,13 @@ def test_6_8_default_ratio_50_percent():
 
 def test_6_10_no_64k_cap_on_the_initial_window():
     big = {"net.ipv4.tcp_rmem": [4096, 1 << 21, 6 << 20]}
-    assert established("linux-6.10", sysctl=big).sk.rcv_ssthresh > 65535
-    assert established("linux-6.8", sysctl=big).sk.rcv_ssthresh <= 65535
+    assert established("linux-6.10", sysctl=big).sk.rcv.rcv_ssthresh > 65535
+    assert established("linux-6.8", sysctl=big).sk.rcv.rcv_ssthresh <= 65535
 
 
 def test_6_14_stores_the_nomem_zero_window():
-    assert full_squeeze("linux-6.14")[0].rcv_wnd == 0
-    assert full_squeeze("linux-6.10")[0].rcv_wnd != 0
+    assert full_squeeze("linux-6.14")[0].rcv.rcv_wnd == 0
+    assert full_squeeze("linux-6.10")[0].rcv.rcv_wnd != 0
 
 
 def test_6_17_admits_with_truesize_and_6_18_gave_it_up():
@@ -81,7 +81,7 @@ def test_6_17_admits_with_truesize_and_6_18_gave_it_up():
 def test_6_18_grows_rcvbuf_from_out_of_order_data(profile, grows):
     p = established(profile)
     sk = p.sk
-    before = sk.sk_rcvbuf
+    before = sk.mem.sk_rcvbuf
     for i in range(40):
         p.at(2 + i * 0.01).send(1448, seq=1 + 1448 * (i + 2))        # a hole at the start
-    assert (sk.sk_rcvbuf > before) == grows
+    assert (sk.mem.sk_rcvbuf > before) == grows

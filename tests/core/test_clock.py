@@ -9,7 +9,7 @@ delayed ACKs every 32.0 ms covering 32 segments of 4 B; the first delayed-ACK ti
 import pytest
 
 from tcpsim.core.constants import NS_PER_MS, TCP_ATO_MIN_NS
-from tcpsim.core.jiffies import VALID_HZ, JiffyClock, parse_hz
+from tcpsim.core.clock import VALID_HZ, JiffyClock, parse_hz
 
 from harness import established
 
@@ -111,8 +111,8 @@ def test_delayed_ack_timer_runs_on_the_wheel_bucket():
         p.take()
         p.at(100.5).send(10)
         # expiry = jiffy of 100.5 ms + ato (40 ms); the wheel runs it one jiffy later
-        assert sk.delack_deadline - 100 * NS_PER_MS == want_ms * NS_PER_MS
-        assert sk.jc.tick_ns(sk.delack_expires) == 140 * NS_PER_MS
+        assert sk.ack.delack_deadline - 100 * NS_PER_MS == want_ms * NS_PER_MS
+        assert sk.clock.tick_ns(sk.ack.delack_expires) == 140 * NS_PER_MS
 
 
 def test_ato_halving_works_in_whole_jiffies():
@@ -122,16 +122,16 @@ def test_ato_halving_works_in_whole_jiffies():
         p = established("linux-6.18", hz=hz)
         sk = p.sk
         p.at(10).send(100)
-        sk.ack_ato = 60 * NS_PER_MS
+        sk.ack.ack_ato = 60 * NS_PER_MS
         p.at(12).send(100)
-        assert sk.ack_ato == want * NS_PER_MS, hz
+        assert sk.ack.ack_ato == want * NS_PER_MS, hz
 
 
 def test_first_ato_is_tcp_ato_min_at_every_hz():
     for hz in VALID_HZ:
         p = established("linux-6.18", hz=hz)
         p.at(10).send(100)
-        assert p.sk.ack_ato == TCP_ATO_MIN_NS
+        assert p.sk.ack.ack_ato == TCP_ATO_MIN_NS
 
 
 # -- retransmission timer ----------------------------------------------------------------------------
@@ -139,13 +139,13 @@ def test_first_ato_is_tcp_ato_min_at_every_hz():
 def test_rto_is_rounded_up_to_whole_jiffies():
     p = established("linux-6.18", hz=250)
     sk = p.sk
-    sk.srtt_us8 = 0                               # the first sample (not the handshake's)
+    sk.snd.srtt_us8 = 0                               # the first sample (not the handshake's)
     sk._rtt_estimator(10_500)                     # srtt 10.5 ms, rttvar floor 200 ms
-    assert sk.rto == 212 * NS_PER_MS              # usecs_to_jiffies(210 500) = 53 jiffies
+    assert sk.snd.rto == 212 * NS_PER_MS              # usecs_to_jiffies(210 500) = 53 jiffies
     q = established("linux-6.18")
-    q.sk.srtt_us8 = 0
+    q.sk.snd.srtt_us8 = 0
     q.sk._rtt_estimator(10_500)
-    assert q.sk.rto == 210_500_000                # default clock: to the microsecond
+    assert q.sk.snd.rto == 210_500_000                # default clock: to the microsecond
 
 
 def test_rto_timer_uses_the_wheel():
@@ -159,3 +159,24 @@ def test_rto_timer_uses_the_wheel():
     d = established("linux-6.18")
     d.sk.now = 40 * NS_PER_MS
     assert d.sk.reset_xmit_timer(200 * NS_PER_MS) == 240 * NS_PER_MS    # default: exact
+
+
+# -- one interface, two clocks ----------------------------------------------------------------
+
+def test_the_exact_clock_keeps_ns_and_floors_the_ack_timing_to_1_ms():
+    from tcpsim.core.clock import ExactClock, make_clock
+    c = make_clock(0)
+    assert isinstance(c, ExactClock) and c.hz == 0
+    assert c.ticks(41_700_000) == 41 * NS_PER_MS and c.stamp(41_700_000) == 41_700_000
+    assert c.reset_timer(41_700_000, 200 * NS_PER_MS) == 241_700_000     # no wheel
+    assert c.jiffies_up(1) == NS_PER_MS and c.ticks_ns(c.usecs_to_ticks(210_500)) == 210_500_000
+
+
+def test_the_jiffy_clock_implements_the_interface_with_its_wheel():
+    from tcpsim.core.clock import make_clock
+    c = make_clock(250)
+    assert isinstance(c, JiffyClock)
+    assert c.ticks(41_700_000) == 10 and c.stamp(41_700_000) == 40 * NS_PER_MS
+    assert c.reset_timer(40_800_000, 40 * NS_PER_MS) == c.arm(40_800_000, 10)[1]
+    assert c.ticks_ns(c.usecs_to_ticks(210_500)) == 212 * NS_PER_MS       # 53 jiffies
+    assert c.timer_ns(20, 10) == c.tick_ns(21)                            # level 0: +1 jiffy
