@@ -19,3 +19,7 @@ __version__ = "0.1.0"
 _here = _Path(__file__).resolve().parent
 if not (_here / "models").is_dir() and (_here.parent / "models").is_dir():
     __path__.append(str(_here.parent))  # type: ignore[name-defined]
+    if not any(_here.glob("_native.*")):
+        from tcpsim._checkout import load_installed_native
+
+        load_installed_native(_here.parent)
