@@ -207,3 +207,12 @@ nat_segment_kwargs = st.fixed_dictionaries({                # Segment(...) keywo
 
 nat_triple = st.tuples(st.integers(1, 1 << 16), st.integers(1, 1 << 22),
                        st.integers(1, 1 << 28)).map(lambda t: tuple(sorted(t)))
+
+nat_mem_ops = st.lists(st.one_of(                           # memory-room operations, in order
+    st.tuples(st.just("coalesce"), st.tuples(st.sampled_from(["receive", "ofo"]),
+                                             st.sampled_from([0, 0, 0, 1]), nat_payload)),
+    st.tuples(st.sampled_from(["collapse_receive", "collapse_ofo", "drop_last"]), st.just(0)),
+    st.tuples(st.just("index"), st.integers(-100, 100_000)),
+    st.tuples(st.just("read"), st.integers(0, 20_000)),
+    st.tuples(st.sampled_from(["rmem_schedule", "charge", "uncharge"]), st.integers(0, 70_000)),
+), max_size=12)

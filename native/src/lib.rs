@@ -17,16 +17,24 @@
 //! - `sysctl`    <- tcpsim/core/sysctl.py
 //! - `sender`    <- the constants of tcpsim/core/sender.py (its behaviour is not ported yet)
 //! - `state`     <- the state records of /work/state-spec.md (socket.py, ack.py, sender.py init)
+//! - `socket`    <- tcpsim/core/socket.py `TcpSocket`: its parts and construction so far
+//! - `memory`    <- tcpsim/core/memory.py (`impl TcpSocket`)
+//! - `kernel`    <- the decision points of tcpsim/policy.py (models/linux_5_15.py defaults)
+//! - `models`    <- models/: one file per era (5.15 and 6.6 so far)
 //! - `value`     <- our own: a field's value, to compare records field by field
 
 pub mod clock;
 pub mod constants;
 pub mod devices;
+pub mod kernel;
+pub mod memory;
 pub mod mib;
+pub mod models;
 pub mod segment;
 pub mod sender;
 pub mod seq;
 pub mod skb;
+pub mod socket;
 pub mod state;
 pub mod sysctl;
 pub mod value;

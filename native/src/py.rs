@@ -1,8 +1,9 @@
 //! `tcpsim._native`: the Python bindings of the native engine.
 //!
 //! So far they expose the leaf rooms (constants, sequence comparison, segments, skbs,
-//! devices, the clocks, MIB, sysctls and the initial state records) so that tests/native/
-//! can hold them to the Python model over generated inputs. No `unsafe` here: PyO3's safe
+//! devices, the clocks, MIB, sysctls and the initial state records) and a `NativeSocket`
+//! with the memory room, so that tests/native/ can hold them to the Python model over
+//! generated inputs. No `unsafe` here: PyO3's safe
 //! API covers every conversion.
 
 use pyo3::exceptions::{PyKeyError, PyValueError};
@@ -12,10 +13,14 @@ use pyo3::types::{PyBool, PyDict, PyList, PyString};
 use crate::clock;
 use crate::constants;
 use crate::devices;
+use crate::memory::Tail;
 use crate::mib::{Mib, COUNTERS};
+use crate::models::kernel_for;
 use crate::segment::{self, Segment};
 use crate::sender;
 use crate::seq;
+use crate::skb::{Layout, Skb};
+use crate::socket::{SocketParams, TcpSocket};
 use crate::state::{AckState, ConnState, MemState, RcvState, SndState, TcpState};
 use crate::sysctl::{self, SysctlValue, Sysctls};
 use crate::value::{ToValue, Value};
@@ -365,6 +370,179 @@ fn initial_state<'py>(
     Ok(out)
 }
 
+fn skb_py<'py>(py: Python<'py>, skb: &Skb) -> PyResult<Bound<'py, PyAny>> {
+    to_py(py, &skb.to_value())
+}
+
+/// An skb from a dict of its fields (as `make_skb` returns them; "repr" ignored).
+fn skb_from_py(d: &Bound<'_, PyDict>) -> PyResult<Skb> {
+    let int = |k: &str| -> PyResult<i64> {
+        d.get_item(k)?
+            .ok_or_else(|| PyKeyError::new_err(format!("skb field {k:?} missing")))?
+            .extract()
+    };
+    let flag = |k: &str| -> PyResult<bool> {
+        d.get_item(k)?
+            .ok_or_else(|| PyKeyError::new_err(format!("skb field {k:?} missing")))?
+            .extract()
+    };
+    let layout = Layout {
+        head: int("head")?,
+        linear: int("linear")?,
+        nfrags: int("nfrags")?,
+        head_frag: flag("head_frag")?,
+        tailroom: int("tailroom")?,
+    };
+    let mut skb = Skb::new(
+        int("seq")?,
+        int("len")?,
+        int("truesize")?,
+        layout,
+        flag("fin")?,
+    );
+    skb.end_seq = int("end_seq")?;
+    skb.cloned_until = int("cloned_until")?;
+    Ok(skb)
+}
+
+fn tail(name: &str) -> PyResult<Tail> {
+    match name {
+        "receive" => Ok(Tail::Receive),
+        "ofo" => Ok(Tail::Ofo),
+        _ => Err(PyValueError::new_err(format!(
+            "queue {name:?}: expected 'receive' or 'ofo'"
+        ))),
+    }
+}
+
+/// A native TcpSocket, driven from Python by the differential tests: construction and the
+/// memory room so far.
+#[pyclass(name = "NativeSocket")]
+struct PySocket(TcpSocket);
+
+#[pymethods]
+impl PySocket {
+    #[new]
+    #[pyo3(signature = (profile, *, device="veth", mtu=1500, initcwnd=10, nodelay=true,
+                        init_rwnd=0, hz=0, tcp_rmem=None, tcp_wmem=None, tcp_adv_win_scale=None))]
+    #[allow(clippy::too_many_arguments)] // keyword-only from Python, like TcpSocket's own
+    fn new(
+        profile: &str,
+        device: &str,
+        mtu: i64,
+        initcwnd: i64,
+        nodelay: bool,
+        init_rwnd: i64,
+        hz: i64,
+        tcp_rmem: Option<(i64, i64, i64)>,
+        tcp_wmem: Option<(i64, i64, i64)>,
+        tcp_adv_win_scale: Option<i64>,
+    ) -> PyResult<Self> {
+        let d = Sysctls::default();
+        let sysctl = Sysctls {
+            tcp_rmem: tcp_rmem.unwrap_or(d.tcp_rmem),
+            tcp_wmem: tcp_wmem.unwrap_or(d.tcp_wmem),
+            tcp_adv_win_scale: tcp_adv_win_scale.unwrap_or(d.tcp_adv_win_scale),
+            ..d
+        };
+        let params = SocketParams {
+            name: "rcv".to_string(),
+            mtu,
+            initcwnd,
+            nodelay,
+            init_rwnd,
+            hz,
+        };
+        let k = kernel_for(profile).map_err(PyValueError::new_err)?;
+        let dev = devices::device(device).map_err(PyValueError::new_err)?;
+        let sk = TcpSocket::new(k, sysctl, Some(dev), &params).map_err(PyValueError::new_err)?;
+        Ok(PySocket(sk))
+    }
+
+    /// {record: {field: value}} for the five records, plus "mib": {counter: value}.
+    fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let sk = &self.0;
+        let out = PyDict::new(py);
+        out.set_item("conn", fields_dict(py, &sk.conn.fields())?)?;
+        out.set_item("rcv", fields_dict(py, &sk.rcv.fields())?)?;
+        out.set_item("mem", fields_dict(py, &sk.mem.fields())?)?;
+        out.set_item("ack", fields_dict(py, &sk.ack.fields())?)?;
+        out.set_item("snd", fields_dict(py, &sk.snd.fields())?)?;
+        out.set_item("mib", pairs_dict(py, &sk.mib.values())?)?;
+        Ok(out)
+    }
+
+    /// Set one integer field the memory tests arrange (rcv.copied_seq, rcv.rcv_nxt,
+    /// rcv.peer_released, rcv.scaling_ratio, mem.sk_rcvbuf).
+    fn set_field(&mut self, record: &str, name: &str, value: i64) -> PyResult<()> {
+        let sk = &mut self.0;
+        let slot = match (record, name) {
+            ("rcv", "copied_seq") => &mut sk.rcv.copied_seq,
+            ("rcv", "rcv_nxt") => &mut sk.rcv.rcv_nxt,
+            ("rcv", "peer_released") => &mut sk.rcv.peer_released,
+            ("rcv", "scaling_ratio") => &mut sk.rcv.scaling_ratio,
+            ("mem", "sk_rcvbuf") => &mut sk.mem.sk_rcvbuf,
+            _ => {
+                return Err(PyKeyError::new_err(format!(
+                    "{record}.{name} cannot be set from Python"
+                )))
+            }
+        };
+        *slot = value;
+        Ok(())
+    }
+
+    /// Append an skb (a dict of its fields) to the "receive" or "ofo" queue, uncharged.
+    fn push_skb(&mut self, queue: &str, skb: &Bound<'_, PyDict>) -> PyResult<()> {
+        let skb = skb_from_py(skb)?;
+        match tail(queue)? {
+            Tail::Receive => self.0.mem.receive_queue.push_back(skb),
+            Tail::Ofo => self.0.mem.ofo_queue.push(skb),
+        }
+        Ok(())
+    }
+
+    fn rmem_schedule(&mut self, size: i64) -> bool {
+        self.0.rmem_schedule(size)
+    }
+
+    fn charge(&mut self, size: i64) {
+        self.0.charge(size)
+    }
+
+    fn uncharge(&mut self, size: i64) {
+        self.0.uncharge(size)
+    }
+
+    /// Coalesce `skb` into the tail of the "receive" or "ofo" queue.
+    fn coalesce_into(&mut self, queue: &str, skb: &Bound<'_, PyDict>) -> PyResult<bool> {
+        let frm = skb_from_py(skb)?;
+        Ok(self.0.coalesce_into(tail(queue)?, &frm))
+    }
+
+    fn collapse_receive_queue(&mut self) {
+        self.0.collapse_receive_queue()
+    }
+
+    fn collapse_ofo_queue(&mut self) {
+        self.0.collapse_ofo_queue()
+    }
+
+    /// The dropped skb as a dict, or None when the OFO queue is empty.
+    fn ofo_drop_last<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.0.ofo_drop_last().map(|s| skb_py(py, &s)).transpose()
+    }
+
+    fn ofo_index(&self, seq: i64) -> usize {
+        self.0.ofo_index(seq)
+    }
+
+    /// The era's win_from_space(space) for this socket.
+    fn win_from_space(&self, space: i64) -> i64 {
+        self.0.k.win_from_space(&self.0, space)
+    }
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(module_constants, m)?)?;
@@ -390,6 +568,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tcp_states, m)?)?;
     m.add_function(wrap_pyfunction!(record_fields, m)?)?;
     m.add_function(wrap_pyfunction!(initial_state, m)?)?;
+    m.add_class::<PySocket>()?;
     m.add("VALID_HZ", clock::VALID_HZ.to_vec())?;
     Ok(())
 }

@@ -34,3 +34,14 @@ def plain(v: Any) -> Any:
     if hasattr(v, "__slots__") and hasattr(v, "truesize"):
         return {s: plain(getattr(v, s)) for s in type(v).__slots__}
     return v
+
+
+def assert_same_fields(got: dict[str, dict[str, Any]], sk: Any, records=RECORDS,
+                       step: str = "") -> None:
+    """Every field of the native records `got` ({record: {field: value}}) equals the Python
+    socket's, value and type; the message names the first field that differs."""
+    for record in records:
+        for name, value in got[record].items():
+            want = plain(field(sk, record, name))
+            assert value == want and type(value) is type(want), \
+                f"{step + ': ' if step else ''}{record}.{name}: native {value!r}, python {want!r}"

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from tcpsim.core.socket import TcpSocket
 from tcpsim.profiles import builtin_profiles
 
-from native_compare import RECORDS, field, home, plain
+from native_compare import RECORDS, assert_same_fields, home
 from strategies import nat_hz, nat_triple
 
 # What stays on the socket itself (state-spec: the sans-IO surface and the injected parts).
@@ -57,7 +57,20 @@ def test_initial_records_field_by_field(native, profile, hz, mtu, initcwnd, node
     got = native.initial_state(mtu=mtu, init_rwnd=init_rwnd, initcwnd=initcwnd, nodelay=nodelay,
                                scaling_ratio=policy.initial_scaling_ratio(),
                                tcp_rmem=sysctls.tcp_rmem, tcp_wmem=sysctls.tcp_wmem)
-    for record in RECORDS:
-        for name, value in got[record].items():
-            want = plain(field(sk, record, name))
-            assert value == want and type(value) is type(want), f"{record}.{name}"
+    assert_same_fields(got, sk)
+
+
+@given(profile=st.sampled_from(list(PROFILES)), hz=nat_hz, mtu=st.integers(576, 9000),
+       initcwnd=st.integers(1, 100), nodelay=st.booleans(), init_rwnd=st.integers(0, 1 << 20))
+def test_native_socket_is_built_like_the_python_one(native, profile, hz, mtu, initcwnd, nodelay,
+                                                    init_rwnd):
+    """NativeSocket(profile) picks the era's initial scaling_ratio itself (Kernel trait)."""
+    prof = PROFILES[profile]
+    sk = TcpSocket(prof.policy(), prof.default_sysctls(), mtu=mtu, initcwnd=initcwnd,
+                   nodelay=nodelay, init_rwnd=init_rwnd, hz=hz)
+    sysctls = prof.default_sysctls()
+    got = native.NativeSocket(profile, mtu=mtu, initcwnd=initcwnd, nodelay=nodelay,
+                              init_rwnd=init_rwnd, hz=hz, tcp_rmem=sysctls.tcp_rmem,
+                              tcp_wmem=sysctls.tcp_wmem).state()
+    assert_same_fields(got, sk)
+    assert got["mib"] == {k: getattr(sk.mib, k) for k in got["mib"]}
