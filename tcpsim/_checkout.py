@@ -16,6 +16,7 @@ from importlib.machinery import EXTENSION_SUFFIXES
 from importlib.metadata import distributions
 from importlib.util import module_from_spec, spec_from_file_location
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 
 def installed_native(root: Path) -> Path | None:
@@ -23,10 +24,10 @@ def installed_native(root: Path) -> Path | None:
     None (not installed, installed from elsewhere, or built without it)."""
     for dist in distributions(name="tcpsim"):
         try:
-            source = json.loads(dist.read_text("direct_url.json") or "{}").get("url", "")
+            url = urlparse(json.loads(dist.read_text("direct_url.json") or "{}").get("url", ""))
         except ValueError:
             continue
-        if source.removeprefix("file://") != str(root):
+        if url.scheme != "file" or Path(unquote(url.path)).resolve() != root.resolve():
             continue
         pkg = Path(str(dist.locate_file("tcpsim")))
         for suffix in EXTENSION_SUFFIXES:
