@@ -319,6 +319,40 @@ mod tests {
     }
 
     #[test]
+    fn skb_try_coalesce_per_layout() {
+        let nic = device("nic-2k").unwrap();
+        let mut to = nic.make_skb(1, 1000, false);
+        let frm = nic.make_skb(1001, 1000, false);
+        // payload in a page-fragment head: stolen as a fragment, charged truesize - sk_buff
+        assert_eq!(skb_try_coalesce(&mut to, &frm, 0), Some(2304 - SKB_STRUCT));
+        assert_eq!((to.nfrags, to.len, to.end_seq), (1, 2000, 2001));
+        // the fragment limit: a stolen head takes one more slot, up to MAX_SKB_FRAGS
+        to.nfrags = MAX_SKB_FRAGS - 1;
+        let next = nic.make_skb(2001, 10, false);
+        assert_eq!(skb_try_coalesce(&mut to, &next, 0), Some(2304 - SKB_STRUCT));
+        let last = nic.make_skb(2011, 10, false);
+        assert_eq!(skb_try_coalesce(&mut to, &last, 0), None);
+        // a small segment fits the linear tailroom of a tun skb: copied for free
+        let tun = device("tun").unwrap();
+        let mut lin = tun.make_skb(1, 100, false);
+        let small = tun.make_skb(101, 50, false);
+        assert_eq!(skb_try_coalesce(&mut lin, &small, 0), Some(0));
+        assert_eq!((lin.linear, lin.tailroom), (150, 438));
+        // a shared veth skb is cloned until the peer releases it
+        let lo = device("loopback").unwrap();
+        let mut shared = lo.make_skb(1, 100, false);
+        let more = lo.make_skb(101, 100, false);
+        assert_eq!(skb_try_coalesce(&mut shared.clone(), &more, 100), None);
+        assert_eq!(skb_try_coalesce(&mut shared, &more, 101), Some(100));
+        // a FIN ends the skb
+        let mut fin = lo.make_skb(1, 10, true);
+        assert_eq!(
+            skb_try_coalesce(&mut fin, &lo.make_skb(12, 1, false), 1 << 62),
+            None
+        );
+    }
+
+    #[test]
     fn collapse_packs_small_tun_skbs_into_pages() {
         let mut sk = socket("linux-6.1");
         queue(&mut sk, "nic-4k", &[100; 50]);
