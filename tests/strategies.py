@@ -151,3 +151,68 @@ rx_tcp_rmem = st.sampled_from([                          # net.ipv4.tcp_rmem at 
 ])
 
 rx_handshake_rcvbuf = st.sampled_from([0, 0, 2304, 8192, 32768])   # SO_RCVBUF before connect
+
+
+# =========================================================================== native engine
+# Strategies for the differential tests of tcpsim._native against the Python model
+# (tests/native/): inputs of the leaf rooms, weighted towards their edges.
+
+nat_payload = st.one_of(                                 # segment payload sizes (bytes)
+    st.sampled_from([0, 1, 536, 1448, 1460, 3776, 4096, 8948, 32768, 65535]),
+    st.integers(0, 70_000),
+)
+
+nat_seq = st.integers(0, 1 << 40)                       # model sequence numbers (unbounded)
+
+nat_hz = st.sampled_from([0, 100, 250, 300, 1000])      # 0: the exact clock
+
+nat_time_ns = st.one_of(                                 # instants of a run (ns)
+    st.integers(0, 10_000 * 1_000_000),
+    st.integers(0, 10**15),
+    st.sampled_from([0, 1, 999_999, 1_000_000, 3_333_333, 3_333_334, 4_000_000]),
+)
+
+nat_duration_ns = st.one_of(                             # timer lengths (ns), whole ms mostly
+    st.integers(0, 130_000).map(lambda ms: ms * 1_000_000),
+    st.integers(0, 10**12),
+)
+
+nat_jiffies = st.one_of(st.integers(-1000, 1000), st.integers(0, 1 << 40))
+
+nat_u32 = st.integers(0, 0xFFFF_FFFF)
+
+
+@st.composite
+def nat_u32_near_wrap(draw) -> tuple[int, int]:
+    """Two 32-bit sequence numbers, often on either side of the wrap or half a circle apart."""
+    a = draw(st.one_of(nat_u32, st.integers(0xFFFF_FF00, 0xFFFF_FFFF), st.integers(0, 0xFF)))
+    d = draw(st.one_of(st.integers(-300, 300), st.sampled_from([1 << 31, (1 << 31) - 1,
+                                                               (1 << 31) + 1]), nat_u32))
+    return a, (a + d) % (1 << 32)
+
+
+nat_flags = st.integers(0, 0x3F)
+
+nat_sacks = st.lists(st.tuples(nat_seq, nat_seq), max_size=4)
+
+nat_segment_kwargs = st.fixed_dictionaries({                # Segment(...) keyword options
+    "mss": st.one_of(st.just(0), st.integers(1, 65535)),
+    "wscale": st.integers(-1, 14),
+    "sack_ok": st.booleans(),
+    "tsval": st.one_of(st.just(-1), nat_u32),
+    "tsecr": st.one_of(st.just(-1), nat_u32),
+    "sacks": nat_sacks.map(tuple),
+    "gso_size": st.one_of(st.just(0), st.integers(1, 9000)),
+})
+
+nat_triple = st.tuples(st.integers(1, 1 << 16), st.integers(1, 1 << 22),
+                       st.integers(1, 1 << 28)).map(lambda t: tuple(sorted(t)))
+
+nat_mem_ops = st.lists(st.one_of(                           # memory-room operations, in order
+    st.tuples(st.just("coalesce"), st.tuples(st.sampled_from(["receive", "ofo"]),
+                                             st.sampled_from([0, 0, 0, 1]), nat_payload)),
+    st.tuples(st.sampled_from(["collapse_receive", "collapse_ofo", "drop_last"]), st.just(0)),
+    st.tuples(st.just("index"), st.integers(-100, 100_000)),
+    st.tuples(st.just("read"), st.integers(0, 20_000)),
+    st.tuples(st.sampled_from(["rmem_schedule", "charge", "uncharge"]), st.integers(0, 70_000)),
+), max_size=12)

@@ -1,0 +1,45 @@
+//! tcpsim's native engine: the Rust twin of the Python reference model in `tcpsim/core`.
+//!
+//! PEP 399 arrangement: the Python model is the readable definition and the fallback; this
+//! crate mirrors it room by room, with the same names and the same kernel citations, and is
+//! held to it by differential tests (tests/native/ in the repository). Nothing here knows
+//! about Python unless the `python` feature is on: the bindings live in `py.rs` alone, so the
+//! core builds and tests as plain Rust (`cargo test`).
+//!
+//! Rooms (Rust file <- Python module):
+//! - `constants` <- tcpsim/core/constants.py
+//! - `seq`       <- the kernel's `before()`/`after()` (include/net/tcp.h); see its note
+//! - `segment`   <- tcpsim/core/segment.py
+//! - `skb`       <- tcpsim/core/skb.py
+//! - `devices`   <- tcpsim/core/devices.py
+//! - `clock`     <- tcpsim/core/jiffies.py (and the exact clock of socket.py / ack.py)
+//! - `mib`       <- tcpsim/core/mib.py
+//! - `sysctl`    <- tcpsim/core/sysctl.py
+//! - `sender`    <- the constants of tcpsim/core/sender.py (its behaviour is not ported yet)
+//! - `state`     <- the state records of /work/state-spec.md (socket.py, ack.py, sender.py init)
+//! - `socket`    <- tcpsim/core/socket.py `TcpSocket`: its parts and construction so far
+//! - `memory`    <- tcpsim/core/memory.py (`impl TcpSocket`)
+//! - `kernel`    <- the decision points of tcpsim/policy.py (models/linux_5_15.py defaults)
+//! - `models`    <- models/: one file per era (5.15 and 6.6 so far)
+//! - `value`     <- our own: a field's value, to compare records field by field
+
+pub mod clock;
+pub mod constants;
+pub mod devices;
+pub mod kernel;
+pub mod memory;
+pub mod mib;
+pub mod models;
+pub mod segment;
+pub mod sender;
+pub mod seq;
+pub mod skb;
+pub mod socket;
+pub mod state;
+pub mod sysctl;
+pub mod value;
+
+mod arith;
+
+#[cfg(feature = "python")]
+mod py;

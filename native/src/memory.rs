@@ -1,0 +1,389 @@
+//! Receive-memory accounting and the mechanics the prune policies use.
+//!
+//! Mirrors tcpsim/core/memory.py (`MemoryMixin`) as an `impl TcpSocket` block. `sk_rmem_alloc`
+//! is the sum of the truesize of every skb charged to the socket; `sk_forward_alloc` is the
+//! page-granular quota charged against the protocol's memory pool. This module holds the
+//! mechanics (charging, freeing, coalescing, collapsing, dropping OFO skbs); *when* to use
+//! them is decided by the kernel eras (src/models/).
+
+use std::collections::VecDeque;
+use std::mem;
+
+use crate::arith::ceil_div;
+use crate::constants::{
+    data_align, kmalloc_size, skb_truesize, COLLAPSE_CHUNK, MAX_SKB_FRAGS, PAGE_SIZE, SKB_SHINFO,
+    SKB_STRUCT, SKB_WITH_OVERHEAD_PAGE,
+};
+use crate::skb::{Layout, Skb};
+use crate::socket::TcpSocket;
+
+/// The queued skb a segment is coalesced into: the tail of sk_receive_queue or of the
+/// out-of-order queue (the Python callers pass `q[-1]` / `ofo[-1]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tail {
+    Receive,
+    Ofo,
+}
+
+/// skb_try_coalesce() [net/core/skbuff.c] on the skbs alone: merge `frm` into `to` and return
+/// the truesize delta to charge, or None when they cannot be merged (gap, FIN, a `to` still
+/// shared with the sender -- cloned until the peer released `to.cloned_until` -- or the
+/// fragment limit).
+pub fn skb_try_coalesce(to: &mut Skb, frm: &Skb, peer_released: i64) -> Option<i64> {
+    if frm.seq != to.end_seq || to.fin || to.cloned_until > peer_released {
+        return None;
+    }
+    let length = frm.len;
+    let delta = if length <= to.tailroom && to.nfrags == 0 {
+        // copied into the linear tail: free
+        to.tailroom -= length;
+        to.linear += length;
+        0
+    } else if frm.linear != 0 {
+        // payload in the head: steal it as one more fragment if it is a page fragment
+        if to.nfrags + frm.nfrags >= MAX_SKB_FRAGS || !frm.head_frag {
+            return None;
+        }
+        to.nfrags += frm.nfrags + 1;
+        frm.truesize - SKB_STRUCT
+    } else {
+        // payload in page fragments: move the descriptors, keep their memory
+        if to.nfrags + frm.nfrags > MAX_SKB_FRAGS {
+            return None;
+        }
+        to.nfrags += frm.nfrags;
+        frm.truesize - skb_truesize(frm.head)
+    };
+    to.len += length;
+    to.end_seq = frm.end_seq;
+    to.fin = frm.fin;
+    to.truesize += delta;
+    Some(delta)
+}
+
+/// A fresh linear skb of up to one page at `start`, as tcp_collapse() allocates it.
+fn collapse_skb(start: i64, copy: i64) -> Skb {
+    let alloc = kmalloc_size(data_align(copy) + SKB_SHINFO);
+    let head = alloc - SKB_SHINFO;
+    let layout = Layout {
+        head,
+        tailroom: head,
+        ..Layout::default()
+    };
+    Skb::new(start, 0, skb_truesize(head), layout, false)
+}
+
+impl TcpSocket {
+    /// Models `sk_rmem_schedule()` [include/net/sock.h]: make `size` bytes of quota
+    /// available, charging whole pages to the protocol pool. The pool is never exhausted
+    /// here (no global tcp_mem pressure is modelled), so this always succeeds.
+    pub fn rmem_schedule(&mut self, size: i64) -> bool {
+        let need = size - self.mem.sk_forward_alloc;
+        if need > 0 {
+            self.mem.sk_forward_alloc += ceil_div(need, PAGE_SIZE) * PAGE_SIZE;
+        }
+        true
+    }
+
+    /// skb_set_owner_r() / the coalesce delta: rmem += size, quota -= size.
+    pub fn charge(&mut self, size: i64) {
+        self.mem.sk_rmem_alloc += size;
+        self.mem.sk_forward_alloc -= size;
+    }
+
+    /// Models `sock_rfree()` + `sk_mem_uncharge()` [6.x]: give back `size` and reclaim
+    /// whole pages of quota, keeping less than one page (sk_mem_reclaim).
+    pub fn uncharge(&mut self, size: i64) {
+        self.mem.sk_rmem_alloc -= size;
+        let mut fwd = self.mem.sk_forward_alloc + size;
+        if fwd >= PAGE_SIZE {
+            fwd &= PAGE_SIZE - 1;
+        }
+        self.mem.sk_forward_alloc = fwd;
+    }
+
+    /// Models `tcp_try_coalesce()` + `skb_try_coalesce()`: merge `frm` into the tail skb of
+    /// the queue `to`. Charges only the delta (no rcvbuf check: coalescing never consults
+    /// sk_rcvbuf). Returns false when the skbs cannot be merged (gap, FIN, fragment limit)
+    /// or the queue is empty.
+    pub fn coalesce_into(&mut self, to: Tail, frm: &Skb) -> bool {
+        let peer_released = self.rcv.peer_released;
+        let tail = match to {
+            Tail::Receive => self.mem.receive_queue.back_mut(),
+            Tail::Ofo => self.mem.ofo_queue.last_mut(),
+        };
+        let Some(delta) = tail.and_then(|t| skb_try_coalesce(t, frm, peer_released)) else {
+            return false;
+        };
+        self.charge(delta);
+        self.mib.TCPRcvCoalesce += 1;
+        true
+    }
+
+    /// Models `tcp_collapse()` over sk_receive_queue, range [copied_seq, rcv_nxt).
+    pub fn collapse_receive_queue(&mut self) {
+        if self.mem.receive_queue.is_empty() {
+            return;
+        }
+        let q: Vec<Skb> = mem::take(&mut self.mem.receive_queue).into();
+        let n = q.len();
+        let (start, end) = (self.rcv.copied_seq, self.rcv.rcv_nxt);
+        self.mem.receive_queue = VecDeque::from(self.collapse(q, 0, n, start, end));
+    }
+
+    /// Models `tcp_collapse_ofo_queue()`: collapse each contiguous OFO range that holds more
+    /// than one skb or at least a page of payload; give up once the tiny ranges skipped add
+    /// up to more than rcvbuf/8.
+    pub fn collapse_ofo_queue(&mut self) {
+        let ofo = mem::take(&mut self.mem.ofo_queue);
+        self.mem.ofo_queue = self.collapse_ofo_ranges(ofo);
+    }
+
+    fn collapse_ofo_ranges(&mut self, mut ofo: Vec<Skb>) -> Vec<Skb> {
+        let mut i = 0;
+        let mut sum_tiny = 0;
+        while i < ofo.len() {
+            let head = i;
+            let (mut start, mut end) = (ofo[i].seq, ofo[i].end_seq);
+            let mut range_truesize = ofo[i].truesize;
+            let mut j = i + 1;
+            while j < ofo.len() && ofo[j].seq <= end && ofo[j].end_seq >= start {
+                range_truesize += ofo[j].truesize;
+                start = start.min(ofo[j].seq);
+                end = end.max(ofo[j].end_seq);
+                j += 1;
+            }
+            if range_truesize != ofo[head].truesize || end - start >= SKB_WITH_OVERHEAD_PAGE {
+                let before = ofo.len();
+                ofo = self.collapse(ofo, head, j, start, end);
+                j -= before - ofo.len();
+            } else {
+                sum_tiny += range_truesize;
+                if sum_tiny > self.mem.sk_rcvbuf >> 3 {
+                    return ofo;
+                }
+            }
+            i = j;
+        }
+        ofo
+    }
+
+    /// Models `tcp_collapse()` on q[head..tail]: copy the payload of bloated skbs into fresh
+    /// linear skbs of up to one page and free the originals (TCPRcvCollapsed).
+    fn collapse(
+        &mut self,
+        mut q: Vec<Skb>,
+        head: usize,
+        mut tail: usize,
+        mut start: i64,
+        end: i64,
+    ) -> Vec<Skb> {
+        let mut i = head;
+        while i < tail {
+            let skb = &q[i];
+            if start >= skb.end_seq {
+                // no new bits: free it
+                let skb = q.remove(i);
+                self.free_collapsed(&skb);
+                tail -= 1;
+                continue;
+            }
+            if !skb.fin && (self.k.win_from_space(self, skb.truesize) > skb.len || skb.seq < start)
+            {
+                break;
+            }
+            if i + 1 < tail && skb.end_seq != q[i + 1].seq {
+                break;
+            }
+            start = skb.end_seq; // decided to skip this one
+            i += 1;
+        }
+        if i >= tail || q[i].fin {
+            return q;
+        }
+        let rest = q.split_off(i);
+        let mut out = q;
+        let mut rest_i = 0;
+        let tail = tail - i;
+        while start < end {
+            let mut copy = COLLAPSE_CHUNK.min(end - start);
+            let nskb = collapse_skb(start, copy);
+            self.charge(nskb.truesize);
+            out.push(nskb);
+            while copy > 0 {
+                let skb = &rest[rest_i];
+                let fin = i64::from(skb.fin);
+                let size = skb.end_seq - start - fin;
+                if size > 0 {
+                    let size = copy.min(size);
+                    self.mem.collapsed_bytes += size;
+                    let nskb = out.last_mut().expect("just pushed");
+                    nskb.len += size;
+                    nskb.linear += size;
+                    nskb.end_seq += size;
+                    nskb.tailroom -= size;
+                    copy -= size;
+                    start += size;
+                }
+                let skb = &rest[rest_i];
+                if start >= skb.end_seq - i64::from(skb.fin) {
+                    let truesize = skb.truesize;
+                    self.uncharge(truesize);
+                    self.mib.TCPRcvCollapsed += 1;
+                    rest_i += 1;
+                    if rest_i >= tail || rest[rest_i].fin {
+                        out.extend_from_slice(&rest[rest_i..]);
+                        return out;
+                    }
+                }
+            }
+        }
+        out.extend_from_slice(&rest[rest_i..]);
+        out
+    }
+
+    /// tcp_collapse_one(): free a source skb whose payload was copied.
+    fn free_collapsed(&mut self, skb: &Skb) {
+        self.uncharge(skb.truesize);
+        self.mib.TCPRcvCollapsed += 1;
+    }
+
+    /// Drop the highest-sequence OFO skb (tcp_prune_ofo_queue's unit of work); None when the
+    /// queue is empty.
+    pub fn ofo_drop_last(&mut self) -> Option<Skb> {
+        let skb = self.mem.ofo_queue.pop()?;
+        self.uncharge(skb.truesize);
+        Some(skb)
+    }
+
+    /// Index of the first OFO skb whose seq >= `seq`.
+    pub fn ofo_index(&self, seq: i64) -> usize {
+        self.mem.ofo_queue.partition_point(|s| s.seq < seq)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::devices::device;
+    use crate::models::kernel_for;
+    use crate::socket::SocketParams;
+    use crate::sysctl::Sysctls;
+
+    fn socket(profile: &str) -> TcpSocket {
+        let k = kernel_for(profile).unwrap();
+        TcpSocket::new(k, Sysctls::default(), None, &SocketParams::default()).unwrap()
+    }
+
+    fn queue(sk: &mut TcpSocket, dev: &str, lens: &[i64]) {
+        let dev = device(dev).unwrap();
+        let mut seq = 1;
+        for &len in lens {
+            let skb = dev.make_skb(seq, len, false);
+            sk.rmem_schedule(skb.truesize);
+            sk.charge(skb.truesize);
+            seq = skb.end_seq;
+            sk.mem.receive_queue.push_back(skb);
+        }
+        sk.rcv.copied_seq = 1;
+        sk.rcv.rcv_nxt = seq;
+    }
+
+    #[test]
+    fn quota_is_charged_in_pages_and_reclaimed_below_one() {
+        let mut sk = socket("linux-6.1");
+        sk.rmem_schedule(1);
+        assert_eq!(sk.mem.sk_forward_alloc, PAGE_SIZE);
+        sk.charge(3000);
+        assert_eq!(
+            (sk.mem.sk_rmem_alloc, sk.mem.sk_forward_alloc),
+            (3000, 1096)
+        );
+        sk.uncharge(3000);
+        assert_eq!((sk.mem.sk_rmem_alloc, sk.mem.sk_forward_alloc), (0, 0));
+    }
+
+    #[test]
+    fn veth_coalesce_charges_the_payload() {
+        let mut sk = socket("linux-6.1");
+        queue(&mut sk, "veth", &[1000]);
+        let frm = device("veth").unwrap().make_skb(1001, 500, false);
+        let before = sk.mem.sk_rmem_alloc;
+        assert!(sk.coalesce_into(Tail::Receive, &frm));
+        assert_eq!(sk.mem.sk_rmem_alloc - before, 500);
+        assert_eq!(sk.mem.receive_queue[0].end_seq, 1501);
+        assert_eq!(sk.mib.TCPRcvCoalesce, 1);
+        assert!(!sk.coalesce_into(Tail::Ofo, &frm), "empty queue");
+        let gap = device("veth").unwrap().make_skb(2000, 10, false);
+        assert!(!sk.coalesce_into(Tail::Receive, &gap));
+    }
+
+    #[test]
+    fn skb_try_coalesce_per_layout() {
+        let nic = device("nic-2k").unwrap();
+        let mut to = nic.make_skb(1, 1000, false);
+        let frm = nic.make_skb(1001, 1000, false);
+        // payload in a page-fragment head: stolen as a fragment, charged truesize - sk_buff
+        assert_eq!(skb_try_coalesce(&mut to, &frm, 0), Some(2304 - SKB_STRUCT));
+        assert_eq!((to.nfrags, to.len, to.end_seq), (1, 2000, 2001));
+        // the fragment limit: a stolen head takes one more slot, up to MAX_SKB_FRAGS
+        to.nfrags = MAX_SKB_FRAGS - 1;
+        let next = nic.make_skb(2001, 10, false);
+        assert_eq!(skb_try_coalesce(&mut to, &next, 0), Some(2304 - SKB_STRUCT));
+        let last = nic.make_skb(2011, 10, false);
+        assert_eq!(skb_try_coalesce(&mut to, &last, 0), None);
+        // a small segment fits the linear tailroom of a tun skb: copied for free
+        let tun = device("tun").unwrap();
+        let mut lin = tun.make_skb(1, 100, false);
+        let small = tun.make_skb(101, 50, false);
+        assert_eq!(skb_try_coalesce(&mut lin, &small, 0), Some(0));
+        assert_eq!((lin.linear, lin.tailroom), (150, 438));
+        // a shared veth skb is cloned until the peer releases it
+        let lo = device("loopback").unwrap();
+        let mut shared = lo.make_skb(1, 100, false);
+        let more = lo.make_skb(101, 100, false);
+        assert_eq!(skb_try_coalesce(&mut shared.clone(), &more, 100), None);
+        assert_eq!(skb_try_coalesce(&mut shared, &more, 101), Some(100));
+        // a FIN ends the skb
+        let mut fin = lo.make_skb(1, 10, true);
+        assert_eq!(
+            skb_try_coalesce(&mut fin, &lo.make_skb(12, 1, false), 1 << 62),
+            None
+        );
+    }
+
+    #[test]
+    fn collapse_packs_small_tun_skbs_into_pages() {
+        let mut sk = socket("linux-6.1");
+        queue(&mut sk, "nic-4k", &[100; 50]);
+        let rmem = sk.mem.sk_rmem_alloc;
+        sk.collapse_receive_queue();
+        assert_eq!(sk.mib.TCPRcvCollapsed, 50);
+        assert_eq!(sk.mem.collapsed_bytes, 5000);
+        let q = &sk.mem.receive_queue;
+        assert_eq!(q.iter().map(|s| s.len).sum::<i64>(), 5000);
+        assert_eq!(q.len(), 2);
+        assert_eq!(q[0].len, COLLAPSE_CHUNK);
+        assert!(sk.mem.sk_rmem_alloc < rmem);
+        assert_eq!(
+            sk.mem.sk_rmem_alloc,
+            q.iter().map(|s| s.truesize).sum::<i64>()
+        );
+    }
+
+    #[test]
+    fn ofo_helpers() {
+        let mut sk = socket("linux-6.6");
+        let dev = device("veth").unwrap();
+        for seq in [100, 300, 500] {
+            let skb = dev.make_skb(seq, 100, false);
+            sk.charge(skb.truesize);
+            sk.mem.ofo_queue.push(skb);
+        }
+        assert_eq!(sk.ofo_index(0), 0);
+        assert_eq!(sk.ofo_index(300), 1);
+        assert_eq!(sk.ofo_index(301), 2);
+        assert_eq!(sk.ofo_drop_last().unwrap().seq, 500);
+        assert_eq!(sk.mem.ofo_queue.len(), 2);
+    }
+}

@@ -1,0 +1,103 @@
+//! SNMP/MIB counters with their nstat names (net/ipv4/proc.c: snmp4_net_list).
+//!
+//! Mirrors tcpsim/core/mib.py. The socket bumps fields of a `Mib`; `as_nstat()` renders them
+//! as `TcpExt<Name>` the way `nstat -az` prints them, so simulated and real counters compare
+//! by name. Field names are the kernel's counter names (hence not snake case).
+
+macro_rules! counters {
+    ($($name:ident: $doc:literal,)*) => {
+        /// Per-socket counters, one field per counter, all starting at zero.
+        #[allow(non_snake_case)]
+        #[derive(Debug, Clone, Default, PartialEq, Eq)]
+        pub struct Mib {
+            $(#[doc = $doc] pub $name: i64,)*
+        }
+
+        /// Counter name -> one-line meaning, in the order of Python's `COUNTERS`.
+        pub const COUNTERS: &[(&str, &str)] = &[$((stringify!($name), $doc),)*];
+
+        impl Mib {
+            /// Every counter as (name, value), in `COUNTERS` order.
+            pub fn values(&self) -> Vec<(&'static str, i64)> {
+                vec![$((stringify!($name), self.$name),)*]
+            }
+
+            /// The counter named `name` (its kernel name), to bump or set.
+            pub fn counter_mut(&mut self, name: &str) -> Option<&mut i64> {
+                match name {
+                    $(stringify!($name) => Some(&mut self.$name),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+counters! {
+    TCPRcvCoalesce: "segments coalesced into a queued skb (tcp_try_coalesce)",
+    TCPBacklogCoalesce: "segments coalesced in the socket backlog",
+    TCPRcvQDrop: "in-order segments dropped for lack of receive memory",
+    TCPOFODrop: "out-of-order segments dropped for lack of receive memory",
+    TCPOFOQueue: "segments put in the out-of-order queue",
+    TCPOFOMerge: "out-of-order segments dropped as already covered",
+    TCPZeroWindowDrop: "segments dropped because our window was zero",
+    TCPBacklogDrop: "segments dropped because the backlog was full",
+    PruneCalled: "tcp_prune_queue() calls",
+    RcvPruned: "tcp_prune_queue() gave up: the segment was dropped",
+    OfoPruned: "out-of-order queue prunes",
+    TCPRcvCollapsed: "skbs freed by collapsing queues",
+    TCPWantZeroWindowAdv: "a zero window was computed but not advertised (never-shrink rule)",
+    TCPToZeroWindowAdv: "advertised window went from non-zero to zero",
+    TCPFromZeroWindowAdv: "advertised window went from zero to non-zero",
+    BeyondWindow: "segments rejected for ending beyond the window (6.17+)",
+    TCPACKSkippedSeq: "out-of-window dupACKs suppressed by the rate limit",
+    DelayedACKs: "delayed ACKs sent by the timer",
+    DelayedACKLost: "duplicate data received (our ACK was lost or late)",
+    TCPHPHits: "data segments taken by the header-prediction fast path",
+    TCPWinProbe: "zero-window probes sent",
+    TCPTimeouts: "retransmission timeouts",
+    TCPAbortOnTimeout: "connections aborted after too many retransmissions/probes",
+    TCPAbortOnClose: "connections reset by close() with unread data (tcp_close)",
+    TCPRetransSegs: "segments retransmitted (TcpRetransSegs)",
+    TCPFastRetrans: "fast retransmits",
+    TCPLossProbes: "tail loss probes sent (tcp_send_loss_probe)",
+    TCPLossProbeRecovery: "losses a tail loss probe repaired (cwnd reduced)",
+    TCPDSACKOldSent: "D-SACKs sent for old data",
+    TCPDSACKOfoSent: "D-SACKs sent for out-of-order duplicates",
+    TCPCollapseMaxBytesExceeded: "collapse skipped above tcp_collapse_max_bytes (Cloudflare patch)",
+}
+
+impl Mib {
+    /// Counters keyed as nstat prints them (TcpExtX; TcpRetransSegs), including zeros.
+    pub fn as_nstat(&self) -> Vec<(String, i64)> {
+        self.values()
+            .into_iter()
+            .map(|(name, v)| {
+                let key = if name == "TCPRetransSegs" {
+                    "TcpRetransSegs".to_string()
+                } else {
+                    format!("TcpExt{name}")
+                };
+                (key, v)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starts_at_zero_and_renders_nstat_names() {
+        let mut m = Mib::default();
+        assert!(m.values().iter().all(|&(_, v)| v == 0));
+        m.TCPRcvCoalesce += 2;
+        *m.counter_mut("TCPRetransSegs").unwrap() += 1;
+        assert!(m.counter_mut("NoSuchCounter").is_none());
+        let nstat = m.as_nstat();
+        assert_eq!(nstat.len(), COUNTERS.len());
+        assert!(nstat.contains(&("TcpExtTCPRcvCoalesce".to_string(), 2)));
+        assert!(nstat.contains(&("TcpRetransSegs".to_string(), 1)));
+    }
+}

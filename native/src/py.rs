@@ -1,0 +1,574 @@
+//! `tcpsim._native`: the Python bindings of the native engine.
+//!
+//! So far they expose the leaf rooms (constants, sequence comparison, segments, skbs,
+//! devices, the clocks, MIB, sysctls and the initial state records) and a `NativeSocket`
+//! with the memory room, so that tests/native/ can hold them to the Python model over
+//! generated inputs. No `unsafe` here: PyO3's safe
+//! API covers every conversion.
+
+use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyList, PyString};
+
+use crate::clock;
+use crate::constants;
+use crate::devices;
+use crate::memory::Tail;
+use crate::mib::{Mib, COUNTERS};
+use crate::models::kernel_for;
+use crate::segment::{self, Segment};
+use crate::sender;
+use crate::seq;
+use crate::skb::{Layout, Skb};
+use crate::socket::{SocketParams, TcpSocket};
+use crate::state::{AckState, ConnState, MemState, RcvState, SndState, TcpState};
+use crate::sysctl::{self, SysctlValue, Sysctls};
+use crate::value::{ToValue, Value};
+
+/// A `Value` as the Python object the model would hold (int, bool, str, None, list, dict).
+fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Int(i) => i.into_pyobject(py)?.into_any(),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Str(s) => PyString::new(py, s).into_any(),
+        Value::None => py.None().into_bound(py),
+        Value::List(items) => {
+            let objs = items
+                .iter()
+                .map(|i| to_py(py, i))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyList::new(py, objs)?.into_any()
+        }
+        Value::Record(fields) => fields_dict(py, fields)?.into_any(),
+    })
+}
+
+fn fields_dict<'py>(py: Python<'py>, fields: &[(&str, Value)]) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (name, v) in fields {
+        d.set_item(*name, to_py(py, v)?)?;
+    }
+    Ok(d)
+}
+
+fn pairs_dict<'py>(py: Python<'py>, pairs: &[(&str, i64)]) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (name, v) in pairs {
+        d.set_item(*name, v)?;
+    }
+    Ok(d)
+}
+
+/// The module-level constants of one Python room ("constants", "sender", "devices"), by name.
+#[pyfunction]
+fn module_constants<'py>(py: Python<'py>, room: &str) -> PyResult<Bound<'py, PyDict>> {
+    let pairs = match room {
+        "constants" => constants::ALL,
+        "sender" => sender::ALL,
+        "devices" => devices::ALL,
+        _ => {
+            return Err(PyKeyError::new_err(format!(
+                "no constants for room {room:?}"
+            )))
+        }
+    };
+    pairs_dict(py, pairs)
+}
+
+/// SKB_TRUESIZE(x).
+#[pyfunction]
+fn skb_truesize(x: i64) -> i64 {
+    constants::skb_truesize(x)
+}
+
+/// ksize() of an n-byte kmalloc.
+#[pyfunction]
+fn kmalloc_size(n: i64) -> i64 {
+    constants::kmalloc_size(n)
+}
+
+/// SKB_DATA_ALIGN.
+#[pyfunction]
+fn data_align(n: i64) -> i64 {
+    constants::data_align(n)
+}
+
+/// ALIGN(x, unit).
+#[pyfunction]
+fn align_up(x: i64, unit: i64) -> i64 {
+    constants::align_up(x, unit)
+}
+
+/// round_down(x, unit).
+#[pyfunction]
+fn round_down(x: i64, unit: i64) -> i64 {
+    constants::round_down(x, unit)
+}
+
+/// The kernel's before(seq1, seq2) on 32-bit sequence numbers.
+#[pyfunction]
+fn before(seq1: u32, seq2: u32) -> bool {
+    seq::before(seq1, seq2)
+}
+
+/// The kernel's after(seq2, seq1).
+#[pyfunction]
+fn after(seq2: u32, seq1: u32) -> bool {
+    seq::after(seq2, seq1)
+}
+
+/// The kernel's between(seq1, seq2, seq3).
+#[pyfunction]
+fn between(seq1: u32, seq2: u32, seq3: u32) -> bool {
+    seq::between(seq1, seq2, seq3)
+}
+
+/// Flags as tcpdump prints them.
+#[pyfunction]
+fn flags_str(flags: i64) -> String {
+    segment::flags_str(flags)
+}
+
+/// (repr, end_seq) of the segment with these fields (Python `Segment(...)` arguments).
+#[pyfunction]
+#[pyo3(signature = (seq, length, flags, ack=0, win=0, *, mss=0, wscale=-1, sack_ok=false,
+                    tsval=-1, tsecr=-1, sacks=Vec::new(), gso_size=0))]
+#[allow(clippy::too_many_arguments)] // keyword arguments from Python, like Segment's own
+fn segment_info(
+    seq: i64,
+    length: i64,
+    flags: i64,
+    ack: i64,
+    win: i64,
+    mss: i64,
+    wscale: i64,
+    sack_ok: bool,
+    tsval: i64,
+    tsecr: i64,
+    sacks: Vec<(i64, i64)>,
+    gso_size: i64,
+) -> (String, i64) {
+    let s = Segment {
+        mss,
+        wscale,
+        sack_ok,
+        tsval,
+        tsecr,
+        sacks,
+        gso_size,
+        ..Segment::new(seq, length, flags, ack, win)
+    };
+    (s.to_string(), s.end_seq())
+}
+
+/// The skb `device` builds for a segment: its fields as a dict, plus "repr".
+#[pyfunction]
+fn make_skb<'py>(
+    py: Python<'py>,
+    device: &str,
+    seq: i64,
+    length: i64,
+    fin: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let dev = devices::device(device).map_err(PyValueError::new_err)?;
+    let skb = dev.make_skb(seq, length, fin);
+    let Value::Record(fields) = skb.to_value() else {
+        unreachable!("an skb is a record")
+    };
+    let d = fields_dict(py, &fields)?;
+    d.set_item("repr", skb.to_string())?;
+    Ok(d)
+}
+
+/// The device profile names, in the order of Python's DEVICES.
+#[pyfunction]
+fn device_names() -> Vec<String> {
+    devices::devices()
+        .iter()
+        .map(|d| d.name().to_string())
+        .collect()
+}
+
+/// A kernel tick clock (tcpsim/core/jiffies.py `JiffyClock`).
+#[pyclass(name = "JiffyClock", frozen)]
+struct PyJiffyClock(clock::JiffyClock);
+
+#[pymethods]
+impl PyJiffyClock {
+    #[new]
+    fn new(hz: i64) -> PyResult<Self> {
+        Ok(PyJiffyClock(
+            clock::JiffyClock::new(hz).map_err(PyValueError::new_err)?,
+        ))
+    }
+
+    #[getter]
+    fn hz(&self) -> i64 {
+        self.0.hz
+    }
+
+    fn jiffies(&self, t_ns: i64) -> i64 {
+        self.0.jiffies(t_ns)
+    }
+
+    fn tick_ns(&self, j: i64) -> i64 {
+        self.0.tick_ns(j)
+    }
+
+    fn to_jiffies(&self, d_ns: i64) -> i64 {
+        self.0.to_jiffies(d_ns)
+    }
+
+    fn usecs_to_jiffies(&self, us: i64) -> i64 {
+        self.0.usecs_to_jiffies(us)
+    }
+
+    fn bucket_expiry(&self, expires: i64, clk: i64) -> i64 {
+        self.0.bucket_expiry(expires, clk)
+    }
+
+    fn arm(&self, now_ns: i64, when_j: i64) -> (i64, i64) {
+        self.0.arm(now_ns, when_j)
+    }
+}
+
+/// The socket's clock (`Clock` trait): hz = 0 is the exact clock, else a JiffyClock.
+#[pyclass(name = "Clock", frozen)]
+struct PyClock(Box<dyn clock::Clock + Send + Sync>);
+
+#[pymethods]
+impl PyClock {
+    #[new]
+    fn new(hz: i64) -> PyResult<Self> {
+        Ok(PyClock(
+            clock::clock_for(hz).map_err(PyValueError::new_err)?,
+        ))
+    }
+
+    #[getter]
+    fn hz(&self) -> i64 {
+        self.0.hz()
+    }
+
+    fn reset_xmit_timer(&self, now_ns: i64, when_ns: i64) -> i64 {
+        self.0.reset_xmit_timer(now_ns, when_ns)
+    }
+
+    fn jiffies_up(&self, d_ns: i64) -> i64 {
+        self.0.jiffies_up(d_ns)
+    }
+
+    fn rto_ns(&self, us: i64) -> i64 {
+        self.0.rto_ns(us)
+    }
+
+    fn within(&self, since_ns: i64, now_ns: i64, limit_ns: i64) -> bool {
+        self.0.within(since_ns, now_ns, limit_ns)
+    }
+}
+
+/// (name, meaning) of every MIB counter, in order.
+#[pyfunction]
+fn mib_counters() -> Vec<(&'static str, &'static str)> {
+    COUNTERS.to_vec()
+}
+
+/// `Mib.as_nstat()` of a Mib whose counters are set from `values` ({kernel name: n}).
+#[pyfunction]
+fn mib_nstat(values: Vec<(String, i64)>) -> PyResult<Vec<(String, i64)>> {
+    let mut m = Mib::default();
+    for (name, v) in values {
+        let c = m
+            .counter_mut(&name)
+            .ok_or_else(|| PyKeyError::new_err(format!("no MIB counter {name:?}")))?;
+        *c = v;
+    }
+    Ok(m.as_nstat())
+}
+
+fn sysctl_py<'py>(py: Python<'py>, v: SysctlValue) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        SysctlValue::Int(i) => i.into_pyobject(py)?.into_any(),
+        SysctlValue::Triple(a, b, c) => PyList::new(py, [a, b, c])?.into_any(),
+    })
+}
+
+/// `Sysctls().as_dict()`: the defaults under their kernel names.
+#[pyfunction]
+fn default_sysctls(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    for (name, v) in Sysctls::default().as_dict() {
+        d.set_item(name, sysctl_py(py, v)?)?;
+    }
+    Ok(d)
+}
+
+/// sysctl.py `short_name`.
+#[pyfunction]
+fn sysctl_short_name(name: &str) -> String {
+    sysctl::short_name(name).to_string()
+}
+
+/// sysctl.py `long_name`.
+#[pyfunction]
+fn sysctl_long_name(short: &str) -> String {
+    sysctl::long_name(short)
+}
+
+/// The connection states' names, in enum order.
+#[pyfunction]
+fn tcp_states() -> Vec<&'static str> {
+    TcpState::ALL.iter().map(|s| s.as_str()).collect()
+}
+
+/// {record: [field names]} for the five state records.
+#[pyfunction]
+fn record_fields() -> Vec<(&'static str, Vec<&'static str>)> {
+    vec![
+        ("conn", ConnState::FIELDS.to_vec()),
+        ("rcv", RcvState::FIELDS.to_vec()),
+        ("mem", MemState::FIELDS.to_vec()),
+        ("ack", AckState::FIELDS.to_vec()),
+        ("snd", SndState::FIELDS.to_vec()),
+    ]
+}
+
+/// The five records of a new socket, {record: {field: value}}, built as
+/// `TcpSocket(kernel, sysctl, mtu=, initcwnd=, nodelay=, init_rwnd=)` builds them;
+/// `scaling_ratio` is the era's `initial_scaling_ratio()`.
+#[pyfunction]
+#[pyo3(signature = (*, mtu, init_rwnd, initcwnd, nodelay, scaling_ratio, tcp_rmem, tcp_wmem))]
+#[allow(clippy::too_many_arguments)] // keyword-only from Python, like TcpSocket's own
+fn initial_state<'py>(
+    py: Python<'py>,
+    mtu: i64,
+    init_rwnd: i64,
+    initcwnd: i64,
+    nodelay: bool,
+    scaling_ratio: i64,
+    tcp_rmem: (i64, i64, i64),
+    tcp_wmem: (i64, i64, i64),
+) -> PyResult<Bound<'py, PyDict>> {
+    let sysctl = Sysctls {
+        tcp_rmem,
+        tcp_wmem,
+        ..Sysctls::default()
+    };
+    let out = PyDict::new(py);
+    out.set_item(
+        "conn",
+        fields_dict(py, &ConnState::new(mtu, init_rwnd).fields())?,
+    )?;
+    out.set_item(
+        "rcv",
+        fields_dict(py, &RcvState::new(scaling_ratio).fields())?,
+    )?;
+    out.set_item("mem", fields_dict(py, &MemState::new(&sysctl).fields())?)?;
+    out.set_item("ack", fields_dict(py, &AckState::new().fields())?)?;
+    let snd = SndState::new(initcwnd, nodelay, &sysctl);
+    out.set_item("snd", fields_dict(py, &snd.fields())?)?;
+    Ok(out)
+}
+
+fn skb_py<'py>(py: Python<'py>, skb: &Skb) -> PyResult<Bound<'py, PyAny>> {
+    to_py(py, &skb.to_value())
+}
+
+/// An skb from a dict of its fields (as `make_skb` returns them; "repr" ignored).
+fn skb_from_py(d: &Bound<'_, PyDict>) -> PyResult<Skb> {
+    let int = |k: &str| -> PyResult<i64> {
+        d.get_item(k)?
+            .ok_or_else(|| PyKeyError::new_err(format!("skb field {k:?} missing")))?
+            .extract()
+    };
+    let flag = |k: &str| -> PyResult<bool> {
+        d.get_item(k)?
+            .ok_or_else(|| PyKeyError::new_err(format!("skb field {k:?} missing")))?
+            .extract()
+    };
+    let layout = Layout {
+        head: int("head")?,
+        linear: int("linear")?,
+        nfrags: int("nfrags")?,
+        head_frag: flag("head_frag")?,
+        tailroom: int("tailroom")?,
+    };
+    let mut skb = Skb::new(
+        int("seq")?,
+        int("len")?,
+        int("truesize")?,
+        layout,
+        flag("fin")?,
+    );
+    skb.end_seq = int("end_seq")?;
+    skb.cloned_until = int("cloned_until")?;
+    Ok(skb)
+}
+
+fn tail(name: &str) -> PyResult<Tail> {
+    match name {
+        "receive" => Ok(Tail::Receive),
+        "ofo" => Ok(Tail::Ofo),
+        _ => Err(PyValueError::new_err(format!(
+            "queue {name:?}: expected 'receive' or 'ofo'"
+        ))),
+    }
+}
+
+/// A native TcpSocket, driven from Python by the differential tests: construction and the
+/// memory room so far.
+#[pyclass(name = "NativeSocket")]
+struct PySocket(TcpSocket);
+
+#[pymethods]
+impl PySocket {
+    #[new]
+    #[pyo3(signature = (profile, *, device="veth", mtu=1500, initcwnd=10, nodelay=true,
+                        init_rwnd=0, hz=0, tcp_rmem=None, tcp_wmem=None, tcp_adv_win_scale=None))]
+    #[allow(clippy::too_many_arguments)] // keyword-only from Python, like TcpSocket's own
+    fn new(
+        profile: &str,
+        device: &str,
+        mtu: i64,
+        initcwnd: i64,
+        nodelay: bool,
+        init_rwnd: i64,
+        hz: i64,
+        tcp_rmem: Option<(i64, i64, i64)>,
+        tcp_wmem: Option<(i64, i64, i64)>,
+        tcp_adv_win_scale: Option<i64>,
+    ) -> PyResult<Self> {
+        let d = Sysctls::default();
+        let sysctl = Sysctls {
+            tcp_rmem: tcp_rmem.unwrap_or(d.tcp_rmem),
+            tcp_wmem: tcp_wmem.unwrap_or(d.tcp_wmem),
+            tcp_adv_win_scale: tcp_adv_win_scale.unwrap_or(d.tcp_adv_win_scale),
+            ..d
+        };
+        let params = SocketParams {
+            name: "rcv".to_string(),
+            mtu,
+            initcwnd,
+            nodelay,
+            init_rwnd,
+            hz,
+        };
+        let k = kernel_for(profile).map_err(PyValueError::new_err)?;
+        let dev = devices::device(device).map_err(PyValueError::new_err)?;
+        let sk = TcpSocket::new(k, sysctl, Some(dev), &params).map_err(PyValueError::new_err)?;
+        Ok(PySocket(sk))
+    }
+
+    /// {record: {field: value}} for the five records, plus "mib": {counter: value}.
+    fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let sk = &self.0;
+        let out = PyDict::new(py);
+        out.set_item("conn", fields_dict(py, &sk.conn.fields())?)?;
+        out.set_item("rcv", fields_dict(py, &sk.rcv.fields())?)?;
+        out.set_item("mem", fields_dict(py, &sk.mem.fields())?)?;
+        out.set_item("ack", fields_dict(py, &sk.ack.fields())?)?;
+        out.set_item("snd", fields_dict(py, &sk.snd.fields())?)?;
+        out.set_item("mib", pairs_dict(py, &sk.mib.values())?)?;
+        Ok(out)
+    }
+
+    /// Set one integer field the memory tests arrange (rcv.copied_seq, rcv.rcv_nxt,
+    /// rcv.peer_released, rcv.scaling_ratio, mem.sk_rcvbuf).
+    fn set_field(&mut self, record: &str, name: &str, value: i64) -> PyResult<()> {
+        let sk = &mut self.0;
+        let slot = match (record, name) {
+            ("rcv", "copied_seq") => &mut sk.rcv.copied_seq,
+            ("rcv", "rcv_nxt") => &mut sk.rcv.rcv_nxt,
+            ("rcv", "peer_released") => &mut sk.rcv.peer_released,
+            ("rcv", "scaling_ratio") => &mut sk.rcv.scaling_ratio,
+            ("mem", "sk_rcvbuf") => &mut sk.mem.sk_rcvbuf,
+            _ => {
+                return Err(PyKeyError::new_err(format!(
+                    "{record}.{name} cannot be set from Python"
+                )))
+            }
+        };
+        *slot = value;
+        Ok(())
+    }
+
+    /// Append an skb (a dict of its fields) to the "receive" or "ofo" queue, uncharged.
+    fn push_skb(&mut self, queue: &str, skb: &Bound<'_, PyDict>) -> PyResult<()> {
+        let skb = skb_from_py(skb)?;
+        match tail(queue)? {
+            Tail::Receive => self.0.mem.receive_queue.push_back(skb),
+            Tail::Ofo => self.0.mem.ofo_queue.push(skb),
+        }
+        Ok(())
+    }
+
+    fn rmem_schedule(&mut self, size: i64) -> bool {
+        self.0.rmem_schedule(size)
+    }
+
+    fn charge(&mut self, size: i64) {
+        self.0.charge(size)
+    }
+
+    fn uncharge(&mut self, size: i64) {
+        self.0.uncharge(size)
+    }
+
+    /// Coalesce `skb` into the tail of the "receive" or "ofo" queue.
+    fn coalesce_into(&mut self, queue: &str, skb: &Bound<'_, PyDict>) -> PyResult<bool> {
+        let frm = skb_from_py(skb)?;
+        Ok(self.0.coalesce_into(tail(queue)?, &frm))
+    }
+
+    fn collapse_receive_queue(&mut self) {
+        self.0.collapse_receive_queue()
+    }
+
+    fn collapse_ofo_queue(&mut self) {
+        self.0.collapse_ofo_queue()
+    }
+
+    /// The dropped skb as a dict, or None when the OFO queue is empty.
+    fn ofo_drop_last<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.0.ofo_drop_last().map(|s| skb_py(py, &s)).transpose()
+    }
+
+    fn ofo_index(&self, seq: i64) -> usize {
+        self.0.ofo_index(seq)
+    }
+
+    /// The era's win_from_space(space) for this socket.
+    fn win_from_space(&self, space: i64) -> i64 {
+        self.0.k.win_from_space(&self.0, space)
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(module_constants, m)?)?;
+    m.add_function(wrap_pyfunction!(skb_truesize, m)?)?;
+    m.add_function(wrap_pyfunction!(kmalloc_size, m)?)?;
+    m.add_function(wrap_pyfunction!(data_align, m)?)?;
+    m.add_function(wrap_pyfunction!(align_up, m)?)?;
+    m.add_function(wrap_pyfunction!(round_down, m)?)?;
+    m.add_function(wrap_pyfunction!(before, m)?)?;
+    m.add_function(wrap_pyfunction!(after, m)?)?;
+    m.add_function(wrap_pyfunction!(between, m)?)?;
+    m.add_function(wrap_pyfunction!(flags_str, m)?)?;
+    m.add_function(wrap_pyfunction!(segment_info, m)?)?;
+    m.add_function(wrap_pyfunction!(make_skb, m)?)?;
+    m.add_function(wrap_pyfunction!(device_names, m)?)?;
+    m.add_class::<PyJiffyClock>()?;
+    m.add_class::<PyClock>()?;
+    m.add_function(wrap_pyfunction!(mib_counters, m)?)?;
+    m.add_function(wrap_pyfunction!(mib_nstat, m)?)?;
+    m.add_function(wrap_pyfunction!(default_sysctls, m)?)?;
+    m.add_function(wrap_pyfunction!(sysctl_short_name, m)?)?;
+    m.add_function(wrap_pyfunction!(sysctl_long_name, m)?)?;
+    m.add_function(wrap_pyfunction!(tcp_states, m)?)?;
+    m.add_function(wrap_pyfunction!(record_fields, m)?)?;
+    m.add_function(wrap_pyfunction!(initial_state, m)?)?;
+    m.add_class::<PySocket>()?;
+    m.add("VALID_HZ", clock::VALID_HZ.to_vec())?;
+    Ok(())
+}

@@ -1,0 +1,150 @@
+//! Sysctls that shape the receive path, under their kernel names.
+//!
+//! Mirrors the record of tcpsim/core/sysctl.py (`Sysctls` and its defaults). Validating a
+//! user's `net.ipv4.x = v` stays in Python, which builds the record the native socket gets.
+
+/// Receive-path sysctls (net.ipv4.* unless the name says net.core).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sysctls {
+    pub tcp_rmem: (i64, i64, i64),
+    pub tcp_wmem: (i64, i64, i64),
+    pub tcp_adv_win_scale: i64,
+    pub tcp_app_win: i64,
+    pub tcp_moderate_rcvbuf: i64,
+    pub tcp_shrink_window: i64,
+    pub tcp_timestamps: i64,
+    pub tcp_window_scaling: i64,
+    pub tcp_sack: i64,
+    pub tcp_retries2: i64,
+    /// ms
+    pub tcp_invalid_ratelimit: i64,
+    /// us (6.19)
+    pub tcp_rcvbuf_low_rtt: i64,
+    /// Cloudflare out-of-tree patch; 0 = stock behaviour.
+    pub tcp_collapse_max_bytes: i64,
+    pub tcp_workaround_signed_windows: i64,
+    pub tcp_backlog_ack_defer: i64,
+    pub tcp_comp_sack_nr: i64,
+    pub tcp_comp_sack_delay_ns: i64,
+    /// net.core.rmem_max
+    pub rmem_max: i64,
+    /// net.core.wmem_max
+    pub wmem_max: i64,
+}
+
+impl Default for Sysctls {
+    fn default() -> Self {
+        Sysctls {
+            tcp_rmem: (4096, 131072, 6291456),
+            tcp_wmem: (4096, 16384, 4194304),
+            tcp_adv_win_scale: 1,
+            tcp_app_win: 31,
+            tcp_moderate_rcvbuf: 1,
+            tcp_shrink_window: 0,
+            tcp_timestamps: 1,
+            tcp_window_scaling: 1,
+            tcp_sack: 1,
+            tcp_retries2: 15,
+            tcp_invalid_ratelimit: 500,
+            tcp_rcvbuf_low_rtt: 1000,
+            tcp_collapse_max_bytes: 0,
+            tcp_workaround_signed_windows: 0,
+            tcp_backlog_ack_defer: 1,
+            tcp_comp_sack_nr: 44,
+            tcp_comp_sack_delay_ns: 1_000_000,
+            rmem_max: 212992,
+            wmem_max: 212992,
+        }
+    }
+}
+
+/// A sysctl's value: one integer or a (min, default, max) triple.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SysctlValue {
+    Int(i64),
+    Triple(i64, i64, i64),
+}
+
+impl Sysctls {
+    /// (short name, value) of every field, in declaration order (Python's `fields()`).
+    pub fn values(&self) -> Vec<(&'static str, SysctlValue)> {
+        use SysctlValue::{Int, Triple};
+        let (r, w) = (self.tcp_rmem, self.tcp_wmem);
+        vec![
+            ("tcp_rmem", Triple(r.0, r.1, r.2)),
+            ("tcp_wmem", Triple(w.0, w.1, w.2)),
+            ("tcp_adv_win_scale", Int(self.tcp_adv_win_scale)),
+            ("tcp_app_win", Int(self.tcp_app_win)),
+            ("tcp_moderate_rcvbuf", Int(self.tcp_moderate_rcvbuf)),
+            ("tcp_shrink_window", Int(self.tcp_shrink_window)),
+            ("tcp_timestamps", Int(self.tcp_timestamps)),
+            ("tcp_window_scaling", Int(self.tcp_window_scaling)),
+            ("tcp_sack", Int(self.tcp_sack)),
+            ("tcp_retries2", Int(self.tcp_retries2)),
+            ("tcp_invalid_ratelimit", Int(self.tcp_invalid_ratelimit)),
+            ("tcp_rcvbuf_low_rtt", Int(self.tcp_rcvbuf_low_rtt)),
+            ("tcp_collapse_max_bytes", Int(self.tcp_collapse_max_bytes)),
+            (
+                "tcp_workaround_signed_windows",
+                Int(self.tcp_workaround_signed_windows),
+            ),
+            ("tcp_backlog_ack_defer", Int(self.tcp_backlog_ack_defer)),
+            ("tcp_comp_sack_nr", Int(self.tcp_comp_sack_nr)),
+            ("tcp_comp_sack_delay_ns", Int(self.tcp_comp_sack_delay_ns)),
+            ("rmem_max", Int(self.rmem_max)),
+            ("wmem_max", Int(self.wmem_max)),
+        ]
+    }
+
+    /// {kernel name: value}, e.g. ("net.ipv4.tcp_rmem", Triple(4096, 131072, 6291456)).
+    pub fn as_dict(&self) -> Vec<(String, SysctlValue)> {
+        self.values()
+            .into_iter()
+            .map(|(n, v)| (long_name(n), v))
+            .collect()
+    }
+}
+
+/// Sysctls that live under net.core rather than net.ipv4.
+const CORE: [&str; 2] = ["rmem_max", "wmem_max"];
+
+/// "net.ipv4.tcp_rmem" -> "tcp_rmem"; "net.core.rmem_max" -> "rmem_max".
+pub fn short_name(name: &str) -> &str {
+    for prefix in ["net.ipv4.", "net.core.", "net/ipv4/", "net/core/"] {
+        if let Some(rest) = name.strip_prefix(prefix) {
+            return rest;
+        }
+    }
+    name
+}
+
+/// "tcp_rmem" -> "net.ipv4.tcp_rmem"; "rmem_max" -> "net.core.rmem_max".
+pub fn long_name(short: &str) -> String {
+    if CORE.contains(&short) {
+        format!("net.core.{short}")
+    } else {
+        format!("net.ipv4.{short}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        assert_eq!(short_name("net.ipv4.tcp_rmem"), "tcp_rmem");
+        assert_eq!(short_name("net/core/rmem_max"), "rmem_max");
+        assert_eq!(long_name("rmem_max"), "net.core.rmem_max");
+        for (n, _) in Sysctls::default().values() {
+            assert_eq!(short_name(&long_name(n)), n);
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let s = Sysctls::default();
+        assert_eq!(s.tcp_rmem.1, 131072);
+        assert_eq!(s.as_dict()[0].0, "net.ipv4.tcp_rmem");
+    }
+}
