@@ -64,7 +64,6 @@ counters! {
     TCPLossProbeRecovery: "losses a tail loss probe repaired (cwnd reduced)",
     TCPDSACKOldSent: "D-SACKs sent for old data",
     TCPDSACKOfoSent: "D-SACKs sent for out-of-order duplicates",
-    TCPCollapseMaxBytesExceeded: "collapse skipped above tcp_collapse_max_bytes (Cloudflare patch)",
 }
 
 impl Mib {

@@ -20,8 +20,6 @@ pub struct Sysctls {
     pub tcp_invalid_ratelimit: i64,
     /// us (6.19)
     pub tcp_rcvbuf_low_rtt: i64,
-    /// Cloudflare out-of-tree patch; 0 = stock behaviour.
-    pub tcp_collapse_max_bytes: i64,
     pub tcp_workaround_signed_windows: i64,
     pub tcp_backlog_ack_defer: i64,
     pub tcp_comp_sack_nr: i64,
@@ -47,7 +45,6 @@ impl Default for Sysctls {
             tcp_retries2: 15,
             tcp_invalid_ratelimit: 500,
             tcp_rcvbuf_low_rtt: 1000,
-            tcp_collapse_max_bytes: 0,
             tcp_workaround_signed_windows: 0,
             tcp_backlog_ack_defer: 1,
             tcp_comp_sack_nr: 44,
@@ -83,7 +80,6 @@ impl Sysctls {
             ("tcp_retries2", Int(self.tcp_retries2)),
             ("tcp_invalid_ratelimit", Int(self.tcp_invalid_ratelimit)),
             ("tcp_rcvbuf_low_rtt", Int(self.tcp_rcvbuf_low_rtt)),
-            ("tcp_collapse_max_bytes", Int(self.tcp_collapse_max_bytes)),
             (
                 "tcp_workaround_signed_windows",
                 Int(self.tcp_workaround_signed_windows),
