@@ -1,7 +1,7 @@
 """Golden traces: speed work must not change a single result.
 
     python benchmarks/golden.py record [--dir /tmp/golden] [-j 2]
-    python benchmarks/golden.py verify [--dir /tmp/golden] [-j 2] [-k FILTER]
+    python benchmarks/golden.py verify [--dir /tmp/golden] [-j 2] [-k FILTER] [--work DIR]
     python benchmarks/golden.py diff A.parquet B.parquet
 
 `record` runs every case below through the CLI (`tcpsim run ... --trace X.parquet --json`)
@@ -224,11 +224,12 @@ def _json_diff(a: dict, b: dict, path: str = "") -> list[str]:
     return [] if a == b else [f"{path}: golden {a!r} now {b!r}"]
 
 
-def verify(root: Path, jobs: int, filt: str | None) -> int:
+def verify(root: Path, jobs: int, filt: str | None, work: Path | None = None) -> int:
     manifest = json.loads((root / "manifest.json").read_text())
     selected = [c for c in cases(root) if c.key in manifest and (not filt or c.key.startswith(filt))]
     t = time.perf_counter()
-    results = _run_all(selected, root / "verify", jobs)
+    work = work or root / "verify"
+    results = _run_all(selected, work, jobs)
     failed = 0
     for c in selected:
         r, g = results[c.key], manifest[c.key]
@@ -240,7 +241,7 @@ def verify(root: Path, jobs: int, filt: str | None) -> int:
         if r["sha256"] != g["sha256"]:
             problems.append("trace bytes differ: "
                             + first_difference(root / "traces" / f"{c.key}.parquet",
-                                               root / "verify" / f"{c.key}.parquet"))
+                                               work / f"{c.key}.parquet"))
         if problems:
             failed += 1
             print(f"FAIL {c.key}")
@@ -279,11 +280,13 @@ def main() -> int:
     ap.add_argument("--dir", type=Path, default=Path("/tmp/golden"))
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("-k", dest="filter", help="verify: only cases whose key starts with this")
+    ap.add_argument("--work", type=Path, help="verify: where the new traces go (default DIR/verify; "
+                    "give each concurrent verify its own)")
     a = ap.parse_args()
     if a.mode == "record":
         return record(a.dir, a.jobs)
     if a.mode == "verify":
-        return verify(a.dir, a.jobs, a.filter)
+        return verify(a.dir, a.jobs, a.filter, a.work)
     if a.mode == "list":
         for c in cases(a.dir):
             print(c.key)
