@@ -476,7 +476,16 @@ class Resolved:
     value: object               # constants: the value; methods: None
 
 
-class Patch:
+if TYPE_CHECKING:
+    # For the type checker a patch is a policy: its `super().point(...)` calls reach the
+    # kernel underneath, whose signatures KernelPolicy declares. At run time a patch is a
+    # plain mixin put before the era in the MRO (Profile.policy()).
+    _PatchBase = KernelPolicy
+else:
+    _PatchBase = object
+
+
+class Patch(_PatchBase):
     """Base of patches: a mixin that overrides decision points of any compatible kernel.
 
     `name` is what users type (`--policy shrink-window`); `summary` is one line for listings;

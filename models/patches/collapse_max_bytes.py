@@ -38,7 +38,7 @@ class CollapseMaxBytes(Patch):
             sk.mib.TCPCollapseMaxBytesExceeded += 1
             sk.trace("collapse", "skipped: tcp_collapse_max_bytes exceeded")
             return
-        super().collapse(sk, skb)  # type: ignore[misc]
+        super().collapse(sk, skb)
 
 
 PATCH = CollapseMaxBytes

@@ -32,7 +32,7 @@ class Rfc7323Retraction(Patch):
 
     def advertise_window(self, sk: TcpSocket) -> int:
         """tcp_select_window() then rcv_mwnd_seq = max(rcv_mwnd_seq, rcv_wup + rcv_wnd)."""
-        raw = super().advertise_window(sk)  # type: ignore[misc]
+        raw = super().advertise_window(sk)
         self.rcv_mwnd_seq = max(self.rcv_mwnd_seq, sk.rcv.rcv_wup + sk.rcv.rcv_wnd)
         return raw
 

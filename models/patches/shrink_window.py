@@ -41,7 +41,7 @@ class ShrinkWindow(ShrinkWindowSysctl, Patch):
     sysctls = frozenset({"tcp_shrink_window"})
 
     def default_sysctls(self) -> Sysctls:
-        return replace(super().default_sysctls(), tcp_shrink_window=1)  # type: ignore[misc]
+        return replace(super().default_sysctls(), tcp_shrink_window=1)
 
 
 PATCH = ShrinkWindow

@@ -49,6 +49,7 @@ from tcpsim.core.state import (
 from tcpsim.core.sysctl import Sysctls
 
 if TYPE_CHECKING:
+    from tcpsim.policy import KernelPolicy
     from tcpsim.trace.schema import TraceEvent
 
 
@@ -78,7 +79,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         "clock",
     )
     name: str
-    k: Any                              # the profile's policy (TODO: tcpsim.policy's interface)
+    k: KernelPolicy                     # the profile's policy: an era, patches first
     sysctl: Sysctls
     dev: Device
     sink: TraceSink | None

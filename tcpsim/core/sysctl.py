@@ -191,4 +191,4 @@ def _validate_triple(full: str, value: Any) -> tuple[int, int, int]:
         raise SysctlError(f"sysctl {full}: values must be positive, got {list(triple)}")
     if not lo <= default <= hi:
         raise SysctlError(f"sysctl {full}: needs min <= default <= max, got {list(triple)}")
-    return lo, default, hi  # type: ignore[return-value]
+    return lo, default, hi
