@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING
 
 from tcpsim.core.constants import (
     ICSK_ACK_NOW, ICSK_ACK_PUSHED, ICSK_ACK_PUSHED2, ICSK_ACK_SCHED, ICSK_ACK_TIMER,
-    TCP_ATO_MIN_NS, TCP_DELACK_MAX_NS, TCP_DELACK_MIN_NS, TCP_MAX_QUICKACKS, NS_PER_MS,
+    TCP_ATO_MIN_NS, TCP_MAX_QUICKACKS,
 )
 from tcpsim.core.segment import ACK, Segment
 
-HZ_HALF_NS = 500 * NS_PER_MS         # HZ / 2 jiffies: tcp_send_delayed_ack()'s ato ceiling
 from tcpsim.core.skb import Skb
 from tcpsim.core.state import CLOSED
 
@@ -79,7 +78,7 @@ class AckMixin:
             self.incr_quickack(TCP_MAX_QUICKACKS)
             ack.ack_ato = TCP_ATO_MIN_NS
         else:
-            ato_min = clock.to_ticks(TCP_ATO_MIN_NS)
+            ato_min = clock.ato_min_ticks
             ato = clock.to_ticks(ack.ack_ato)
             rto = clock.to_ticks(self.snd.rto)
             m = nj - clock.stamp_ticks(ack.ack_lrcvtime)
@@ -151,11 +150,11 @@ class AckMixin:
         the expiry itself."""
         ack, clock = self.ack, self.clock
         ato = clock.to_ticks(ack.ack_ato)
-        delack_min = clock.to_ticks(TCP_DELACK_MIN_NS)
+        delack_min = clock.delack_min_ticks
         if ato > delack_min:
-            max_ato = clock.to_ticks(HZ_HALF_NS)                # HZ / 2
+            max_ato = clock.hz_half_ticks                        # HZ / 2
             if self.in_pingpong() or ack.ack_pending & ICSK_ACK_PUSHED:
-                max_ato = clock.to_ticks(TCP_DELACK_MAX_NS)
+                max_ato = clock.delack_max_ticks
             if self.snd.srtt_us8:
                 rtt = max(clock.usecs_to_ticks(self.snd.srtt_us8 >> 3), delack_min)
                 max_ato = min(max_ato, rtt)

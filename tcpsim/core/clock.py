@@ -55,7 +55,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from tcpsim.core.constants import NS_PER_MS, NS_PER_S, NS_PER_US
+from tcpsim.core.constants import (
+    HZ_HALF_NS, NS_PER_MS, NS_PER_S, NS_PER_US, TCP_ATO_MIN_NS, TCP_DELACK_MAX_NS, TCP_DELACK_MIN_NS,
+)
 
 VALID_HZ = (100, 250, 300, 1000)   # the CONFIG_HZ choices of kernel/Kconfig.hz
 _LVL_CLK_SHIFT = 3                  # 8 buckets of level n make one of level n + 1
@@ -68,6 +70,12 @@ class Clock(ABC):
 
     __slots__ = ()
     hz: int                          # CONFIG_HZ; 0 for the exact clock
+    # The ACK timing's constants in ticks (to_ticks() of each), worked out once per clock:
+    # the delayed-ACK code reads them for every data segment.
+    ato_min_ticks: int               # TCP_ATO_MIN
+    delack_min_ticks: int            # TCP_DELACK_MIN
+    delack_max_ticks: int            # TCP_DELACK_MAX
+    hz_half_ticks: int               # HZ / 2, tcp_send_delayed_ack()'s ceiling on ato
 
     @abstractmethod
     def ticks(self, t_ns: int) -> int:
@@ -115,6 +123,10 @@ class ExactClock(Clock):
 
     __slots__ = ()
     hz = 0
+    ato_min_ticks = TCP_ATO_MIN_NS
+    delack_min_ticks = TCP_DELACK_MIN_NS
+    delack_max_ticks = TCP_DELACK_MAX_NS
+    hz_half_ticks = HZ_HALF_NS
 
     def __repr__(self) -> str:
         return "ExactClock()"
@@ -151,12 +163,16 @@ class JiffyClock(Clock):
     """Jiffies of a kernel with CONFIG_HZ = hz, and where its timer wheel fires timers.
     Integer arithmetic throughout (at HZ = 300 a jiffy is 3 333 333.3 ns)."""
 
-    __slots__ = ("hz",)
+    __slots__ = ("hz", "ato_min_ticks", "delack_min_ticks", "delack_max_ticks", "hz_half_ticks")
 
     def __init__(self, hz: int) -> None:
         if hz not in VALID_HZ:
             raise ValueError(f"HZ must be one of {', '.join(map(str, VALID_HZ))}, got {hz!r}")
         self.hz = hz
+        self.ato_min_ticks = self.to_ticks(TCP_ATO_MIN_NS)
+        self.delack_min_ticks = self.to_ticks(TCP_DELACK_MIN_NS)
+        self.delack_max_ticks = self.to_ticks(TCP_DELACK_MAX_NS)
+        self.hz_half_ticks = self.to_ticks(HZ_HALF_NS)
 
     def __repr__(self) -> str:
         return f"JiffyClock(hz={self.hz})"

@@ -30,6 +30,7 @@ TCP_HEADER_TS = 12        # bytes of the aligned timestamp option
 
 TCP_DELACK_MAX_NS = 200 * NS_PER_MS
 TCP_DELACK_MIN_NS = 40 * NS_PER_MS
+HZ_HALF_NS = 500 * NS_PER_MS             # HZ / 2 jiffies: tcp_send_delayed_ack()'s ceiling on ato
 TCP_ATO_MIN_NS = 40 * NS_PER_MS
 TCP_RTO_MIN_NS = 200 * NS_PER_MS
 TCP_RTO_MAX_NS = 120 * NS_PER_S

@@ -133,11 +133,25 @@ class ParquetRecorder:
         return sock in self.socks
 
     def record(self, ev: TraceEvent) -> None:
-        ints, strs = _row_parts(ev)
+        # _row_parts() inlined: this runs once per event, and packing the row straight from
+        # the event saves building the integer tuple and a call (~5 % of a traced run)
+        t_ns, sock, event, detail, seg, truesize, reason, length, cost, scale = ev[:EV_STATE]
+        if seg is not None:
+            f = seg.flags
+            seq, ack, win = seg.seq, seg.ack, seg.win
+            end_seq = seq + seg.len + (1 if f & 0x03 else 0)
+            strs = (sock, event, detail, _FLAGS[f & 63], reason)
+            win_scaled = win if f & SYN else win << scale
+            if length < 0:
+                length = seg.len
+        else:
+            seq = end_seq = ack = win = win_scaled = -1
+            strs = (sock, event, detail, "", reason)
         code = self._strings.get(strs)
         if code is None:
             code = self._strings[strs] = len(self._strings)
-        self._buf += _PACK_ROW(*ints, code)
+        self._buf += _PACK_ROW(t_ns, seq, end_seq, length, truesize, ack, win, win_scaled,
+                               *ev[EV_STATE:], cost, code)
         self._rows += 1
         if self._rows >= self.group_rows:
             self.flush()
