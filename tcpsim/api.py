@@ -10,7 +10,7 @@
     c = tcpsim.compare("seed-unbounded-growth", ["linux-6.1", "linux-6.18"], duration="20s")
     t = tcpsim.sweep("seed-never-reads", {"hz": [250, 1000]}, duration="2s")
 
-These functions call what the command line calls (tcpsim.runner, tcpsim.sweep,
+These functions are what the command line calls (tcpsim.runner, tcpsim.sweeps,
 tcpsim.report): the same seed gives the same numbers as `tcpsim run`. A bad argument raises
 `ValueError` (or `TypeError` for a value of the wrong kind) whose message starts with the
 argument's name and says what to write instead.
@@ -23,7 +23,6 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 if TYPE_CHECKING:  # heavy imports stay out of `import tcpsim`
@@ -34,7 +33,7 @@ if TYPE_CHECKING:  # heavy imports stay out of `import tcpsim`
     from tcpsim.runner import RunOptions
     from tcpsim.scenario import Scenario
 
-__all__ = ["run", "compare", "sweep", "load_trace", "profiles", "patches", "experiments",
+__all__ = ["run", "compare", "sweep", "load_trace", "profiles", "patches", "scenarios",
            "scenario_dict", "Run", "Comparison", "ENGINES", "FIGURES"]
 
 ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any], "Scenario"]
@@ -135,7 +134,7 @@ def _user_error(exc: Exception) -> Exception:
     """Profile errors name an option the way the command line spells it (``--policy``) or
     none at all; from Python the argument is ``profile`` or ``policy``. (Sysctl errors
     already start with ``sysctl``.)"""
-    from tcpsim.profiles import ProfileError
+    from tcpsim.catalog import ProfileError
     msg = str(exc)
     if not isinstance(exc, ProfileError):
         return exc
@@ -266,7 +265,7 @@ def run(scenario: ScenarioLike, *, profile: str | None = None, policy: PolicyLik
 
     Args:
         scenario: a scenario file's path, a built-in experiment's name
-            (``"seed-unbounded-growth"``; ``experiments()`` lists them) or a dict shaped like
+            (``"seed-unbounded-growth"``; ``scenarios()`` lists them) or a dict shaped like
             a scenario file (``scenario_dict()`` gives one to edit).
         profile: the kernel profile, overriding the scenario's (``profiles()`` lists them).
         policy: a patch name or ``"FILE.py:Class"``, or a list of them, applied after the
@@ -289,7 +288,7 @@ def run(scenario: ScenarioLike, *, profile: str | None = None, policy: PolicyLik
         TypeError: an argument of the wrong kind.
     """
     from tcpsim.core.sysctl import SysctlError
-    from tcpsim.profiles import ProfileError
+    from tcpsim.catalog import ProfileError
     from tcpsim.runner import prepare
     from tcpsim.runner import run as run_scenario
     _engine(engine)
@@ -503,8 +502,8 @@ def sweep(scenario: str | os.PathLike[str] | Mapping[str, Any],
     import pyarrow as pa
 
     from tcpsim.core.sysctl import SysctlError
-    from tcpsim.profiles import ProfileError
-    from tcpsim.sweep import build_points, run_sweep
+    from tcpsim.catalog import ProfileError
+    from tcpsim.sweeps import build_points, run_sweep
     _engine(engine)
     axes = _axes(vary)
     if not isinstance(jobs, int) or jobs < 0:
@@ -525,7 +524,7 @@ def sweep(scenario: str | os.PathLike[str] | Mapping[str, Any],
 
 def _axes(vary: Mapping[str, Sequence[Any]]) -> list[Any]:
     from tcpsim.scenario import ScenarioError
-    from tcpsim.sweep import Axis, parse_axis
+    from tcpsim.sweeps import Axis, parse_axis
     if not isinstance(vary, Mapping) or not vary:
         raise TypeError('vary: expected a dict {field: [values]}, e.g. {"link.rtt": ["1ms", "20ms"]}')
     axes = []
@@ -541,7 +540,7 @@ def _axes(vary: Mapping[str, Sequence[Any]]) -> list[Any]:
 
 
 class _scenario_file:
-    """A scenario as a path `tcpsim.sweep` can read: a dict is written to a temporary TOML
+    """A scenario as a path `tcpsim.sweeps` can read: a dict is written to a temporary TOML
     file for the duration of the `with` block."""
 
     def __init__(self, scenario: Any) -> None:
@@ -590,40 +589,22 @@ def _toml(doc: Mapping[str, Any]) -> str:
 
 def profiles() -> dict[str, str]:
     """The kernel profiles, ``{name: one-line summary}``, in release order."""
-    from tcpsim.profiles import builtin_profiles
+    from tcpsim.catalog import builtin_profiles
     return {name: p.summary for name, p in builtin_profiles().items()}
 
 
 def patches() -> dict[str, str]:
     """The built-in patches (``policy=``), ``{name: one-line summary}``."""
-    from tcpsim.profiles import builtin_patches
+    from tcpsim.catalog import builtin_patches
     return {name: str(getattr(cls, "summary", "") or "") for name, cls in builtin_patches().items()}
 
 
-def experiments() -> dict[str, str]:
-    """The built-in experiments (scenario files shipped with tcpsim), ``{name: description}``."""
+def scenarios() -> dict[str, str]:
+    """The built-in scenarios (the experiment files shipped with tcpsim, which ``tcpsim
+    experiments`` lists), ``{name: description}``: each name is a valid ``scenario=``."""
     from tcpsim.scenario import builtin_experiments, read_scenario_file
     return {name: str(read_scenario_file(name)[0].get("description", ""))
             for name in builtin_experiments()}
-
-
-class _CallableModule(ModuleType):
-    """`tcpsim.profiles`, `tcpsim.sweep` and `tcpsim.experiments` name both a submodule and an
-    API function. Once a submodule is imported the package attribute is the module, so the
-    module itself answers a call with the API function (`tcpsim.profiles()`, `tcpsim.sweep(...)`), and
-    `tcpsim.profiles.get_profile` keeps working."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return _SHADOWED[self.__name__](*args, **kwargs)
-
-
-_SHADOWED: dict[str, Callable[..., Any]] = {}
-
-
-def _answer_calls(module_name: str, function: Callable[..., Any]) -> None:
-    import importlib
-    _SHADOWED[module_name] = function
-    importlib.import_module(module_name).__class__ = _CallableModule
 
 
 def scenario_dict(scenario: str | os.PathLike[str]) -> dict[str, Any]:
@@ -644,7 +625,3 @@ def scenario_dict(scenario: str | os.PathLike[str]) -> dict[str, Any]:
     except ScenarioError as exc:
         raise ScenarioError(f"scenario: {exc}") from None
 
-
-_answer_calls("tcpsim.profiles", profiles)
-_answer_calls("tcpsim.sweep", sweep)
-_answer_calls("tcpsim.experiments", experiments)

@@ -1,4 +1,4 @@
-"""The `tcpsim` command. Thin: parse arguments, call tcpsim.runner / tcpsim.profiles, print.
+"""The `tcpsim` command. Thin: parse arguments, call the public API (tcpsim.api) or tcpsim.runner / tcpsim.catalog, print.
 
 Every user mistake ends in one line on stderr naming what to fix and exit status 2 -- never
 a traceback.
@@ -16,7 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from tcpsim.core.sysctl import SysctlError
-from tcpsim.profiles import ProfileError, builtin_patches, builtin_profiles, get_profile
+from tcpsim.catalog import ProfileError, builtin_patches, builtin_profiles, get_profile
 from tcpsim.scenario import ScenarioError, builtin_experiments, load_scenario
 from tcpsim.sysctl_parse import parse_options as parse_sysctl_options
 from tcpsim.units import parse_duration
@@ -230,10 +230,10 @@ def sweep(
     One row per point is stored in RESULTS as the point finishes; the same command run again
     runs only the points not stored yet."""
     from tcpsim.runner import RunOptions
-    from tcpsim.sweep import Results, parse_axis, run_sweep, table_lines, write_results
-    from tcpsim.sweep.execute import ExecutorError
-    from tcpsim.sweep.progress import Progress
-    from tcpsim.sweep.study import plan_sweep
+    from tcpsim.sweeps import Results, parse_axis, run_sweep, table_lines, write_results
+    from tcpsim.sweeps.execute import ExecutorError
+    from tcpsim.sweeps.progress import Progress
+    from tcpsim.sweeps.study import plan_sweep
     if out is not None and out.suffix not in (".csv", ".json"):
         _fail(f"--out {out}: use a .csv or .json file name")
     if jobs < 0:
@@ -269,7 +269,7 @@ def sweep(
     if out is not None:
         write_results(points, out)
     if as_json:
-        from tcpsim.sweep.dataset import row_of
+        from tcpsim.sweeps.dataset import row_of
         typer.echo(json.dumps([dict({"point": p.index}, **row_of(p)) for p in points],
                               indent=2, sort_keys=True, default=str))
     else:
@@ -294,7 +294,7 @@ def sweep_report(
 
     A metric against one axis with a line per combination of the others, a heatmap for two
     axes, the table."""
-    from tcpsim.sweep.report import ReportError, write_report
+    from tcpsim.sweeps.report import ReportError, write_report
     try:
         path = write_report(results, out, metrics=metric, x=x)
     except ReportError as exc:
@@ -672,7 +672,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         typer.echo(f"tcpsim: error: {exc}", err=True)
         sys.exit(2)
     except Exception as exc:
-        from tcpsim.profiles import patch_failure   # the error path only
+        from tcpsim.catalog import patch_failure   # the error path only
         line = "" if debug else patch_failure(exc)
         if not line:
             raise

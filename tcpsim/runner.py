@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.engine.simulation import RunResult, Simulation, progress_bar
-from tcpsim.profiles import get_profile
+from tcpsim.catalog import get_profile
 from tcpsim.scenario import Scenario, check_hz
 from tcpsim.sysctl_parse import check as check_sysctls
 from tcpsim.trace.recorder import MemoryRecorder, ParquetRecorder

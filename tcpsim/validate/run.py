@@ -89,7 +89,7 @@ def validate_trace(path: str | Path, profile: str | None = None,
                    stall_gap_ns: int = DEFAULT_STALL_GAP_NS,
                    policies: tuple[str, ...] = (), hz: int | None = None) -> Validation:
     """Replay one trace and score the model against it (at the capture's HZ unless `hz`)."""
-    from tcpsim.profiles import ProfileError
+    from tcpsim.catalog import ProfileError
     from tcpsim.scenario import ScenarioError
 
     p = Path(path)

@@ -1,4 +1,4 @@
-"""tcpsim.sweep.grid (axes, grid building and validation, content hash), parallel runs,
+"""tcpsim.sweeps.grid (axes, grid building and validation, content hash), parallel runs,
 exports, and the sweep command."""
 
 import csv
@@ -9,12 +9,12 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from tcpsim.sweep import execute
+from tcpsim.sweeps import execute
 from tcpsim.cli import app
 from tcpsim.core.constants import NS_PER_MS, NS_PER_S
 from tcpsim.runner import RunOptions
 from tcpsim.scenario import ScenarioError
-from tcpsim.sweep import Axis, build_points, parse_axis, run_sweep, write_results
+from tcpsim.sweeps import Axis, build_points, parse_axis, run_sweep, write_results
 
 SHORT = RunOptions(duration=NS_PER_S // 2)
 
