@@ -245,13 +245,6 @@ def _figure(name: str, runs: list["_ReportRun"]) -> "go.Figure":
     return fig
 
 
-def _metadata(result: Any, sc: "Scenario") -> dict[str, Any]:
-    """What a trace file's footer holds, as `tcpsim.runner.run` writes it."""
-    return {"source": "tcpsim", "profile": result.profile, "scenario": sc.as_dict(),
-            "sysctls": result.sysctls, "counters": result.counters,
-            "summary": {k: v for k, v in result.summary.items() if k != "wall_s"}}
-
-
 def _with_metadata(table: "pa.Table", meta: Mapping[str, Any]) -> "pa.Table":
     return table.replace_schema_metadata({k: json.dumps(v, sort_keys=True) for k, v in meta.items()})
 
@@ -289,8 +282,6 @@ def run(scenario: ScenarioLike, *, profile: str | None = None, policy: PolicyLik
     """
     from tcpsim.core.sysctl import SysctlError
     from tcpsim.catalog import ProfileError
-    from tcpsim.runner import prepare
-    from tcpsim.runner import run as run_scenario
     _engine(engine)
     sc = _scenario(scenario)
     opts = _options(profile, policy, sysctl, duration, seed, hz)
@@ -298,14 +289,32 @@ def run(scenario: ScenarioLike, *, profile: str | None = None, policy: PolicyLik
     opts.trace, opts.memory_trace = path, path is None and bool(trace)
     opts.skip, opts.progress = bool(skip), bool(progress)
     try:
-        prepared, _ = prepare(sc, opts)
-        result, rec = run_scenario(sc, opts)
+        return run_with(sc, opts)
     except (ProfileError, SysctlError) as exc:
         raise _user_error(exc) from None
-    meta = _metadata(result, prepared)
+
+
+def run_with(scenario: "Scenario", opts: "RunOptions") -> Run:
+    """The run behind `run`, for a caller that has turned its arguments into
+    `tcpsim.runner.RunOptions` itself -- the ``tcpsim`` command, whose options name
+    themselves in its error messages (``--sysctl``, ``--duration``). Errors are raised as
+    tcpsim.runner raises them. The trace is kept in memory if ``opts.memory_trace``,
+    streamed to ``opts.trace`` if set (``Run.trace`` then reads the file), else not kept."""
+    from tcpsim.runner import run as run_scenario
+    result, rec = run_scenario(scenario, opts)
+    meta = result.metadata()
     table = _with_metadata(rec.table(), meta) if rec is not None else None
     return Run(result.scenario, result.profile, result.summary, result.counters, result.ss,
-               meta, table, trace_path=path)
+               meta, table, trace_path=Path(opts.trace) if opts.trace else None)
+
+
+class TraceFileError(ValueError):
+    """`load_trace` was given a file that is not a readable tcpsim trace; ``reason`` says
+    why (the message is ``path: FILE: not a readable tcpsim trace (REASON)``)."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"path: {path}: not a readable tcpsim trace ({reason})")
+        self.path, self.reason = path, reason
 
 
 def load_trace(path: str | os.PathLike[str]) -> Run:
@@ -313,32 +322,41 @@ def load_trace(path: str | os.PathLike[str]) -> Run:
     ``tcpsim import`` (or `Run.save_trace`), as a `Run`.
 
     Traces from captures and imports carry no simulator summary; theirs is computed from
-    the trace, as ``tcpsim report`` does.
-    """
-    import pyarrow.parquet as pq
+    the trace, as ``tcpsim report`` does. Only the columns figures and reports use are read
+    now; ``Run.trace`` reads the whole table when first asked.
 
+    Raises:
+        ValueError: no such file; `TraceFileError` (a ValueError): not a tcpsim trace.
+    """
+    from tcpsim.report.runs import Run as ReportRun
     from tcpsim.report.summary import summarize
-    from tcpsim.report.trace import REQUIRED_COLUMNS, Trace, read_metadata
+    from tcpsim.report.trace import load_trace as read_trace
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"path: {p}: no such trace file")
     try:
-        table = pq.read_table(p)
-    except Exception as exc:  # noqa: BLE001 -- any unreadable file is the same user error
-        raise ValueError(f"path: {p}: not a Parquet trace ({exc})") from None
-    missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
-    if missing:
-        raise ValueError(f"path: {p}: not a tcpsim trace (no column {', '.join(missing)})")
-    meta = read_metadata(p)
-    summary = dict(meta.get("summary") or {})
-    report_run = None
-    if not summary:
-        from tcpsim.report.runs import Run as ReportRun
-        report_run = ReportRun(str(meta.get("profile") or p.stem), Trace.from_arrow(table), meta)
-        summary = summarize(report_run.trace, meta)
+        trace, meta = read_trace(p)
+    except (OSError, ValueError) as exc:   # pyarrow's errors are these: the same user error
+        raise TraceFileError(p, str(exc)) from None
+    label = str(meta.get("profile") or p.stem)
+    report_run = ReportRun(label, trace, meta)
+    summary = dict(meta.get("summary") or {}) or summarize(trace, meta)
     name = str((meta.get("scenario") or {}).get("name") or p.stem)
-    return Run(name, str(meta.get("profile") or p.stem), summary,
-               dict(meta.get("counters") or {}), {}, meta, table, report_run)
+    return Run(name, label, summary, dict(meta.get("counters") or {}), {}, meta, None,
+               report_run, trace_path=p)
+
+
+def recorded_run(label: str, columns: Mapping[str, Sequence[Any]],
+                 meta: Mapping[str, Any]) -> Run:
+    """A `Run` of a trace already read as ``{column: values}`` with its metadata (what
+    ``tcpsim compare --trace`` shows beside simulated runs); it holds no Arrow table."""
+    from tcpsim.report.runs import make_run
+    from tcpsim.report.summary import summarize
+    report_run = make_run(label, columns, meta)
+    summary = dict(meta.get("summary") or {}) or summarize(report_run.trace, report_run.meta)
+    name = str((meta.get("scenario") or {}).get("name") or label)
+    return Run(name, label, summary, dict(meta.get("counters") or {}), {}, dict(meta), None,
+               report_run)
 
 
 # -- several runs --------------------------------------------------------------------------------
@@ -349,6 +367,8 @@ class Comparison:
 
     runs: dict[str, Run]
     _rows_cache: list[dict[str, Any]] | None = None
+    _report_cache: "list[_ReportRun] | None" = None
+    _summaries_cache: dict[str, dict[str, Any]] | None = None
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -356,7 +376,7 @@ class Comparison:
         `table_json` in tcpsim.report): section, metric, unit, values per run, deltas."""
         if self._rows_cache is None:
             from tcpsim.report.compare import comparison_rows
-            self._rows_cache = comparison_rows(self._report_runs())
+            self._rows_cache = comparison_rows(self._report_runs(), self._summaries())
         return self._rows_cache
 
     @property
@@ -379,17 +399,28 @@ class Comparison:
     def report(self, path: str | os.PathLike[str]) -> Path:
         """Write the comparison page (what ``tcpsim compare`` writes); returns the path."""
         from tcpsim.report.compare import comparison_html
-        from tcpsim.report.summary import summarize
-        runs = self._report_runs()
-        summaries = {r.label: summarize(r.trace, r.meta) for r in runs}
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(comparison_html(runs, self.rows, summaries), encoding="utf-8")
+        out.write_text(comparison_html(self._report_runs(), self.rows, self._summaries()),
+                       encoding="utf-8")
         return out
 
     def _report_runs(self) -> list["_ReportRun"]:
-        from tcpsim.report.runs import Run as ReportRun
-        return [ReportRun(label, r._as_report_run().trace, r.meta) for label, r in self.runs.items()]
+        if self._report_cache is None:
+            from tcpsim.report.compare import check_labels
+            from tcpsim.report.runs import Run as ReportRun
+            check_labels(list(self.runs))
+            self._report_cache = [ReportRun(label, r._as_report_run().trace, r.meta)
+                                  for label, r in self.runs.items()]
+        return self._report_cache
+
+    def _summaries(self) -> dict[str, dict[str, Any]]:
+        """Each run's summary as the report computes it (from the trace and metadata)."""
+        if self._summaries_cache is None:
+            from tcpsim.report.summary import summarize
+            self._summaries_cache = {r.label: summarize(r.trace, r.meta)
+                                     for r in self._report_runs()}
+        return self._summaries_cache
 
     def __repr__(self) -> str:
         return "<tcpsim.Comparison " + " | ".join(f"{k}: {v!r}" for k, v in self.runs.items()) + ">"

@@ -195,7 +195,7 @@ def test_load_trace_bad_paths(tmp_path):
         tcpsim.load_trace(tmp_path / "missing.parquet")
     junk = tmp_path / "junk.parquet"
     junk.write_text("not parquet")
-    with pytest.raises(ValueError, match="path: .*not a Parquet trace"):
+    with pytest.raises(ValueError, match="path: .*not a readable tcpsim trace"):
         tcpsim.load_trace(junk)
     other = tmp_path / "other.parquet"
     import pyarrow.parquet as pq

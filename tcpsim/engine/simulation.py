@@ -48,6 +48,17 @@ class RunResult:
     counters: dict[str, int]
     ss: dict[str, str]
     sysctls: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    """The scenario as it ran (`Scenario.as_dict()`, the run's options applied)."""
+
+    def metadata(self) -> dict[str, Any]:
+        """The run's metadata: what a trace file's footer holds and what `tcpsim run
+        --json`, `tcpsim compare` and `tcpsim.Run.meta` show (scenario, profile, sysctls,
+        counters, summary). The one place it is built. Wall time stays out: the same seed
+        must give the same bytes."""
+        return {"source": "tcpsim", "profile": self.profile, "scenario": self.config,
+                "sysctls": self.sysctls, "counters": self.counters,
+                "summary": {k: v for k, v in self.summary.items() if k != "wall_s"}}
 
 
 class Simulation:
@@ -239,7 +250,8 @@ class Simulation:
         if sc.hz:                           # unset: tcpsim's default clock (not listed)
             summary["hz"] = sc.hz
         return RunResult(sc.name, self.profile.name, summary, c,
-                         {"rcv": rcv.ss_line(), "snd": snd.ss_line()}, self.sysctls.as_dict())
+                         {"rcv": rcv.ss_line(), "snd": snd.ss_line()}, self.sysctls.as_dict(),
+                         sc.as_dict())
 
 
 @contextmanager
