@@ -126,7 +126,7 @@ def test_cli_sweep_table_and_json(tmp_path):
     assert [row["receiver.so_rcvbuf"] for row in json.loads(r.output)] == [16384, 32768]
     r = CliRunner().invoke(app, ["sweep", "seed-rcvbuf32k-fill", "-d", "0.5s", "-j", "1",
                                  "-r", str(tmp_path / "res"),
-                                 "-x", "receiver.so_rcvbuf=16384,32768", "-o", str(tmp_path / "r.csv")])
+                                 "-x", "receiver.so_rcvbuf=16384,32768", "--table", str(tmp_path / "r.csv")])
     assert r.exit_code == 0, r.output
     assert "2/2 points in" in r.output and "0 run, 2 already done" in r.output
     assert (tmp_path / "r.csv").exists()
@@ -135,6 +135,7 @@ def test_cli_sweep_table_and_json(tmp_path):
 @pytest.mark.parametrize("args,needle", [
     (["-x", "link.rtt=1ms,soon"], "sweep point 1"),
     (["-x", "link.rtt=1ms", "-o", "out.txt"], "use a .csv or .json"),
+    (["-x", "link.rtt=1ms", "--table", "out.txt"], "--table out.txt: use a .csv or .json"),
     (["-x", "nonsense"], "expected KEY=VALUE"),
     ([], "a scenario needs --vary"),
     (["-x", "seed=1", "--executor", "spark"], "--executor spark: use local or dask"),
