@@ -70,7 +70,7 @@ def test_compare_writes_a_self_contained_report(tmp_path):
                             "--profile", "linux-6.1", "--vs", "linux-6.1", "--policy", "shrink-window"])
     assert r.exit_code == 0, r.output
     page = out.read_text()
-    assert "shrink-window" in r.output and "zero windows advertised" in r.output
+    assert "shrink-window" in r.output and "windows closed to zero" in r.output
     assert "<script src=\"http" not in page and "plotly" in page.lower()
 
 

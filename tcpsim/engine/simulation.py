@@ -20,6 +20,7 @@ from tcpsim.core.devices import LocalSender, device
 from tcpsim.core.segment import Segment
 from tcpsim.core.socket import TcpSocket
 from tcpsim.core.state import ESTABLISHED
+from tcpsim.engine import counts
 from tcpsim.engine.apps import BulkWriter, PeriodicWriter, Reader, make_writer, reader_phases
 from tcpsim.engine.link import LinkDirection
 from tcpsim.engine.scheduler import TIMER, Scheduler
@@ -234,10 +235,9 @@ class Simulation:
             "final_rcv_ssthresh": rcv.rcv.rcv_ssthresh,
             "final_window_clamp": rcv.rcv.window_clamp,
             "rcv_wscale": rcv.conn.rcv_wscale,
-            "zero_windows_sent": c["TcpExtTCPToZeroWindowAdv"],
+            "zero_windows_sent": counts.zero_windows_sent(c),
             "want_zero_window": c["TcpExtTCPWantZeroWindowAdv"],
-            "drops": (c["TcpExtTCPRcvQDrop"] + c["TcpExtTCPOFODrop"] + c["TcpExtTCPZeroWindowDrop"]
-                      + c["TcpExtBeyondWindow"]),
+            "drops": counts.drops(c),
             "collapses": rcv.mem.collapses,
             "collapse_ms_total": round(rcv.mem.collapse_ns_total / 1e6, 3),
             "collapse_ms_max": round(rcv.mem.collapse_ns_max / 1e6, 3),
