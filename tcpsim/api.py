@@ -10,8 +10,9 @@
     c = tcpsim.compare("seed-unbounded-growth", ["linux-6.1", "linux-6.18"], duration="20s")
     t = tcpsim.sweep("seed-never-reads", {"hz": [250, 1000]}, duration="2s")
 
-These functions are what the command line calls (tcpsim.runner, tcpsim.sweeps,
-tcpsim.report): the same seed gives the same numbers as `tcpsim run`. A bad argument raises
+`tcpsim run`, `compare`, `report` and `profiles` call these (through `run_with`, which
+takes the options the command has already parsed), and `sweep` runs tcpsim.sweeps as
+`tcpsim sweep` does: the same seed gives the same numbers as `tcpsim run`. A bad argument raises
 `ValueError` (or `TypeError` for a value of the wrong kind) whose message starts with the
 argument's name and says what to write instead.
 """
