@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))   # document this checkout, not an installed tcpsim
 
 from tcpsim.policy import POINTS, overrides  # noqa: E402
-from tcpsim.profiles import builtin_patches, builtin_profiles  # noqa: E402
+from tcpsim.catalog import builtin_patches, builtin_profiles  # noqa: E402
 
 DOC = ROOT / "docs" / "profiles.md"
 

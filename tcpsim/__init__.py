@@ -17,12 +17,18 @@ The API loads on first use (PEP 562), so `import tcpsim` stays cheap.
 """
 
 __version__ = "0.1.0"
-__all__ = ("run compare sweep load_trace profiles patches experiments scenario_dict Run "
+__all__ = ("run compare sweep load_trace profiles patches scenarios scenario_dict Run "
            "Comparison ENGINES FIGURES").split()
 
 
 def __getattr__(name):
+    """PEP 562: `tcpsim.run` and the rest of `__all__` import tcpsim.api on first use. No
+    submodule shares a name with them (the profile catalogue is tcpsim.catalog, the sweep
+    machinery tcpsim.sweeps; tcpsim.experiments is the data package of the scenario files
+    that `scenarios()` lists)."""
     if name not in __all__:
-        raise AttributeError(name)
-    from tcpsim import api  # binds the submodules tcpsim.profiles and tcpsim.sweep: callable
-    return globals().get(name) or getattr(api, name)
+        raise AttributeError(f"module 'tcpsim' has no attribute {name!r}")
+    from tcpsim import api
+    value = getattr(api, name)
+    globals()[name] = value
+    return value

@@ -10,8 +10,9 @@
     c = tcpsim.compare("seed-unbounded-growth", ["linux-6.1", "linux-6.18"], duration="20s")
     t = tcpsim.sweep("seed-never-reads", {"hz": [250, 1000]}, duration="2s")
 
-These functions call what the command line calls (tcpsim.runner, tcpsim.sweep,
-tcpsim.report): the same seed gives the same numbers as `tcpsim run`. A bad argument raises
+`tcpsim run`, `compare`, `report` and `profiles` call these (through `run_with`, which
+takes the options the command has already parsed), and `sweep` runs tcpsim.sweeps as
+`tcpsim sweep` does: the same seed gives the same numbers as `tcpsim run`. A bad argument raises
 `ValueError` (or `TypeError` for a value of the wrong kind) whose message starts with the
 argument's name and says what to write instead.
 """
@@ -23,7 +24,6 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 if TYPE_CHECKING:  # heavy imports stay out of `import tcpsim`
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # heavy imports stay out of `import tcpsim`
     from tcpsim.runner import RunOptions
     from tcpsim.scenario import Scenario
 
-__all__ = ["run", "compare", "sweep", "load_trace", "profiles", "patches", "experiments",
+__all__ = ["run", "compare", "sweep", "load_trace", "profiles", "patches", "scenarios",
            "scenario_dict", "Run", "Comparison", "ENGINES", "FIGURES"]
 
 ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any], "Scenario"]
@@ -135,7 +135,7 @@ def _user_error(exc: Exception) -> Exception:
     """Profile errors name an option the way the command line spells it (``--policy``) or
     none at all; from Python the argument is ``profile`` or ``policy``. (Sysctl errors
     already start with ``sysctl``.)"""
-    from tcpsim.profiles import ProfileError
+    from tcpsim.catalog import ProfileError
     msg = str(exc)
     if not isinstance(exc, ProfileError):
         return exc
@@ -246,13 +246,6 @@ def _figure(name: str, runs: list["_ReportRun"]) -> "go.Figure":
     return fig
 
 
-def _metadata(result: Any, sc: "Scenario") -> dict[str, Any]:
-    """What a trace file's footer holds, as `tcpsim.runner.run` writes it."""
-    return {"source": "tcpsim", "profile": result.profile, "scenario": sc.as_dict(),
-            "sysctls": result.sysctls, "counters": result.counters,
-            "summary": {k: v for k, v in result.summary.items() if k != "wall_s"}}
-
-
 def _with_metadata(table: "pa.Table", meta: Mapping[str, Any]) -> "pa.Table":
     return table.replace_schema_metadata({k: json.dumps(v, sort_keys=True) for k, v in meta.items()})
 
@@ -266,7 +259,7 @@ def run(scenario: ScenarioLike, *, profile: str | None = None, policy: PolicyLik
 
     Args:
         scenario: a scenario file's path, a built-in experiment's name
-            (``"seed-unbounded-growth"``; ``experiments()`` lists them) or a dict shaped like
+            (``"seed-unbounded-growth"``; ``scenarios()`` lists them) or a dict shaped like
             a scenario file (``scenario_dict()`` gives one to edit).
         profile: the kernel profile, overriding the scenario's (``profiles()`` lists them).
         policy: a patch name or ``"FILE.py:Class"``, or a list of them, applied after the
@@ -289,9 +282,7 @@ def run(scenario: ScenarioLike, *, profile: str | None = None, policy: PolicyLik
         TypeError: an argument of the wrong kind.
     """
     from tcpsim.core.sysctl import SysctlError
-    from tcpsim.profiles import ProfileError
-    from tcpsim.runner import prepare
-    from tcpsim.runner import run as run_scenario
+    from tcpsim.catalog import ProfileError
     _engine(engine)
     sc = _scenario(scenario)
     opts = _options(profile, policy, sysctl, duration, seed, hz)
@@ -299,14 +290,32 @@ def run(scenario: ScenarioLike, *, profile: str | None = None, policy: PolicyLik
     opts.trace, opts.memory_trace = path, path is None and bool(trace)
     opts.skip, opts.progress = bool(skip), bool(progress)
     try:
-        prepared, _ = prepare(sc, opts)
-        result, rec = run_scenario(sc, opts)
+        return run_with(sc, opts)
     except (ProfileError, SysctlError) as exc:
         raise _user_error(exc) from None
-    meta = _metadata(result, prepared)
+
+
+def run_with(scenario: "Scenario", opts: "RunOptions") -> Run:
+    """The run behind `run`, for a caller that has turned its arguments into
+    `tcpsim.runner.RunOptions` itself -- the ``tcpsim`` command, whose options name
+    themselves in its error messages (``--sysctl``, ``--duration``). Errors are raised as
+    tcpsim.runner raises them. The trace is kept in memory if ``opts.memory_trace``,
+    streamed to ``opts.trace`` if set (``Run.trace`` then reads the file), else not kept."""
+    from tcpsim.runner import run as run_scenario
+    result, rec = run_scenario(scenario, opts)
+    meta = result.metadata()
     table = _with_metadata(rec.table(), meta) if rec is not None else None
     return Run(result.scenario, result.profile, result.summary, result.counters, result.ss,
-               meta, table, trace_path=path)
+               meta, table, trace_path=Path(opts.trace) if opts.trace else None)
+
+
+class TraceFileError(ValueError):
+    """`load_trace` was given a file that is not a readable tcpsim trace; ``reason`` says
+    why (the message is ``path: FILE: not a readable tcpsim trace (REASON)``)."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"path: {path}: not a readable tcpsim trace ({reason})")
+        self.path, self.reason = path, reason
 
 
 def load_trace(path: str | os.PathLike[str]) -> Run:
@@ -314,32 +323,41 @@ def load_trace(path: str | os.PathLike[str]) -> Run:
     ``tcpsim import`` (or `Run.save_trace`), as a `Run`.
 
     Traces from captures and imports carry no simulator summary; theirs is computed from
-    the trace, as ``tcpsim report`` does.
-    """
-    import pyarrow.parquet as pq
+    the trace, as ``tcpsim report`` does. Only the columns figures and reports use are read
+    now; ``Run.trace`` reads the whole table when first asked.
 
+    Raises:
+        ValueError: no such file; `TraceFileError` (a ValueError): not a tcpsim trace.
+    """
+    from tcpsim.report.runs import Run as ReportRun
     from tcpsim.report.summary import summarize
-    from tcpsim.report.trace import REQUIRED_COLUMNS, Trace, read_metadata
+    from tcpsim.report.trace import load_trace as read_trace
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"path: {p}: no such trace file")
     try:
-        table = pq.read_table(p)
-    except Exception as exc:  # noqa: BLE001 -- any unreadable file is the same user error
-        raise ValueError(f"path: {p}: not a Parquet trace ({exc})") from None
-    missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
-    if missing:
-        raise ValueError(f"path: {p}: not a tcpsim trace (no column {', '.join(missing)})")
-    meta = read_metadata(p)
-    summary = dict(meta.get("summary") or {})
-    report_run = None
-    if not summary:
-        from tcpsim.report.runs import Run as ReportRun
-        report_run = ReportRun(str(meta.get("profile") or p.stem), Trace.from_arrow(table), meta)
-        summary = summarize(report_run.trace, meta)
+        trace, meta = read_trace(p)
+    except (OSError, ValueError) as exc:   # pyarrow's errors are these: the same user error
+        raise TraceFileError(p, str(exc)) from None
+    label = str(meta.get("profile") or p.stem)
+    report_run = ReportRun(label, trace, meta)
+    summary = dict(meta.get("summary") or {}) or summarize(trace, meta)
     name = str((meta.get("scenario") or {}).get("name") or p.stem)
-    return Run(name, str(meta.get("profile") or p.stem), summary,
-               dict(meta.get("counters") or {}), {}, meta, table, report_run)
+    return Run(name, label, summary, dict(meta.get("counters") or {}), {}, meta, None,
+               report_run, trace_path=p)
+
+
+def recorded_run(label: str, columns: Mapping[str, Sequence[Any]],
+                 meta: Mapping[str, Any]) -> Run:
+    """A `Run` of a trace already read as ``{column: values}`` with its metadata (what
+    ``tcpsim compare --trace`` shows beside simulated runs); it holds no Arrow table."""
+    from tcpsim.report.runs import make_run
+    from tcpsim.report.summary import summarize
+    report_run = make_run(label, columns, meta)
+    summary = dict(meta.get("summary") or {}) or summarize(report_run.trace, report_run.meta)
+    name = str((meta.get("scenario") or {}).get("name") or label)
+    return Run(name, label, summary, dict(meta.get("counters") or {}), {}, dict(meta), None,
+               report_run)
 
 
 # -- several runs --------------------------------------------------------------------------------
@@ -350,6 +368,8 @@ class Comparison:
 
     runs: dict[str, Run]
     _rows_cache: list[dict[str, Any]] | None = None
+    _report_cache: "list[_ReportRun] | None" = None
+    _summaries_cache: dict[str, dict[str, Any]] | None = None
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -357,7 +377,7 @@ class Comparison:
         `table_json` in tcpsim.report): section, metric, unit, values per run, deltas."""
         if self._rows_cache is None:
             from tcpsim.report.compare import comparison_rows
-            self._rows_cache = comparison_rows(self._report_runs())
+            self._rows_cache = comparison_rows(self._report_runs(), self._summaries())
         return self._rows_cache
 
     @property
@@ -380,17 +400,28 @@ class Comparison:
     def report(self, path: str | os.PathLike[str]) -> Path:
         """Write the comparison page (what ``tcpsim compare`` writes); returns the path."""
         from tcpsim.report.compare import comparison_html
-        from tcpsim.report.summary import summarize
-        runs = self._report_runs()
-        summaries = {r.label: summarize(r.trace, r.meta) for r in runs}
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(comparison_html(runs, self.rows, summaries), encoding="utf-8")
+        out.write_text(comparison_html(self._report_runs(), self.rows, self._summaries()),
+                       encoding="utf-8")
         return out
 
     def _report_runs(self) -> list["_ReportRun"]:
-        from tcpsim.report.runs import Run as ReportRun
-        return [ReportRun(label, r._as_report_run().trace, r.meta) for label, r in self.runs.items()]
+        if self._report_cache is None:
+            from tcpsim.report.compare import check_labels
+            from tcpsim.report.runs import Run as ReportRun
+            check_labels(list(self.runs))
+            self._report_cache = [ReportRun(label, r._as_report_run().trace, r.meta)
+                                  for label, r in self.runs.items()]
+        return self._report_cache
+
+    def _summaries(self) -> dict[str, dict[str, Any]]:
+        """Each run's summary as the report computes it (from the trace and metadata)."""
+        if self._summaries_cache is None:
+            from tcpsim.report.summary import summarize
+            self._summaries_cache = {r.label: summarize(r.trace, r.meta)
+                                     for r in self._report_runs()}
+        return self._summaries_cache
 
     def __repr__(self) -> str:
         return "<tcpsim.Comparison " + " | ".join(f"{k}: {v!r}" for k, v in self.runs.items()) + ">"
@@ -503,8 +534,8 @@ def sweep(scenario: str | os.PathLike[str] | Mapping[str, Any],
     import pyarrow as pa
 
     from tcpsim.core.sysctl import SysctlError
-    from tcpsim.profiles import ProfileError
-    from tcpsim.sweep import build_points, run_sweep
+    from tcpsim.catalog import ProfileError
+    from tcpsim.sweeps import build_points, run_sweep
     _engine(engine)
     axes = _axes(vary)
     if not isinstance(jobs, int) or jobs < 0:
@@ -525,7 +556,7 @@ def sweep(scenario: str | os.PathLike[str] | Mapping[str, Any],
 
 def _axes(vary: Mapping[str, Sequence[Any]]) -> list[Any]:
     from tcpsim.scenario import ScenarioError
-    from tcpsim.sweep import Axis, parse_axis
+    from tcpsim.sweeps import Axis, parse_axis
     if not isinstance(vary, Mapping) or not vary:
         raise TypeError('vary: expected a dict {field: [values]}, e.g. {"link.rtt": ["1ms", "20ms"]}')
     axes = []
@@ -541,7 +572,7 @@ def _axes(vary: Mapping[str, Sequence[Any]]) -> list[Any]:
 
 
 class _scenario_file:
-    """A scenario as a path `tcpsim.sweep` can read: a dict is written to a temporary TOML
+    """A scenario as a path `tcpsim.sweeps` can read: a dict is written to a temporary TOML
     file for the duration of the `with` block."""
 
     def __init__(self, scenario: Any) -> None:
@@ -590,40 +621,22 @@ def _toml(doc: Mapping[str, Any]) -> str:
 
 def profiles() -> dict[str, str]:
     """The kernel profiles, ``{name: one-line summary}``, in release order."""
-    from tcpsim.profiles import builtin_profiles
+    from tcpsim.catalog import builtin_profiles
     return {name: p.summary for name, p in builtin_profiles().items()}
 
 
 def patches() -> dict[str, str]:
     """The built-in patches (``policy=``), ``{name: one-line summary}``."""
-    from tcpsim.profiles import builtin_patches
+    from tcpsim.catalog import builtin_patches
     return {name: str(getattr(cls, "summary", "") or "") for name, cls in builtin_patches().items()}
 
 
-def experiments() -> dict[str, str]:
-    """The built-in experiments (scenario files shipped with tcpsim), ``{name: description}``."""
+def scenarios() -> dict[str, str]:
+    """The built-in scenarios (the experiment files shipped with tcpsim, which ``tcpsim
+    experiments`` lists), ``{name: description}``: each name is a valid ``scenario=``."""
     from tcpsim.scenario import builtin_experiments, read_scenario_file
     return {name: str(read_scenario_file(name)[0].get("description", ""))
             for name in builtin_experiments()}
-
-
-class _CallableModule(ModuleType):
-    """`tcpsim.profiles`, `tcpsim.sweep` and `tcpsim.experiments` name both a submodule and an
-    API function. Once a submodule is imported the package attribute is the module, so the
-    module itself answers a call with the API function (`tcpsim.profiles()`, `tcpsim.sweep(...)`), and
-    `tcpsim.profiles.get_profile` keeps working."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return _SHADOWED[self.__name__](*args, **kwargs)
-
-
-_SHADOWED: dict[str, Callable[..., Any]] = {}
-
-
-def _answer_calls(module_name: str, function: Callable[..., Any]) -> None:
-    import importlib
-    _SHADOWED[module_name] = function
-    importlib.import_module(module_name).__class__ = _CallableModule
 
 
 def scenario_dict(scenario: str | os.PathLike[str]) -> dict[str, Any]:
@@ -644,7 +657,3 @@ def scenario_dict(scenario: str | os.PathLike[str]) -> dict[str, Any]:
     except ScenarioError as exc:
         raise ScenarioError(f"scenario: {exc}") from None
 
-
-_answer_calls("tcpsim.profiles", profiles)
-_answer_calls("tcpsim.sweep", sweep)
-_answer_calls("tcpsim.experiments", experiments)

@@ -57,7 +57,7 @@ SWEEP_DURATION, SWEEP_QUICK = "60s", "5s"
 def _sweep_once(duration: str) -> dict:
     """Run the grid in worker processes (one per CPU), trace off; wall and CPU of the whole."""
     from tcpsim.units import parse_duration
-    from tcpsim.sweep import build_points, parse_axis, run_sweep
+    from tcpsim.sweeps import build_points, parse_axis, run_sweep
     points = build_points(SWEEP_EXPERIMENT, [parse_axis(a) for a in SWEEP_AXES],
                           RunOptions(duration=parse_duration(duration, "duration")))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -1,4 +1,4 @@
-"""The `tcpsim` command. Thin: parse arguments, call tcpsim.runner / tcpsim.profiles, print.
+"""The `tcpsim` command. Thin: parse arguments, call the public API (tcpsim.api) or tcpsim.runner / tcpsim.catalog, print.
 
 Every user mistake ends in one line on stderr naming what to fix and exit status 2 -- never
 a traceback.
@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from tcpsim.core.sysctl import SysctlError
-from tcpsim.profiles import ProfileError, builtin_patches, builtin_profiles, get_profile
+from tcpsim.catalog import ProfileError, get_profile
 from tcpsim.scenario import ScenarioError, builtin_experiments, load_scenario
 from tcpsim.sysctl_parse import parse_options as parse_sysctl_options
 from tcpsim.units import parse_duration
@@ -41,6 +41,34 @@ def _fail(msg: str) -> None:
     raise typer.Exit(2)
 
 
+def _renamed(old_value: Optional[Path], old_name: str, value: Optional[Path],
+             name: str) -> Optional[Path]:
+    """An output option under its old name (`-o`, which wrote a trace in `run`, a table in
+    `sweep` and a page in `compare`): still honoured, with a note naming the new option."""
+    if old_value is None:
+        return value
+    if value is not None:
+        _fail(f"{old_name} is the old name of {name}: give {name} only")
+    typer.echo(f"tcpsim: note: {old_name} is deprecated here; write {name} {old_value}", err=True)
+    return old_value
+
+
+# Suffixes of files that are not Parquet: a trace (always Parquet) is not written under them.
+_NOT_PARQUET = {".csv": "sweep --table", ".json": "run --json", ".html": "report --html",
+                ".htm": "report --html", ".txt": "", ".tsv": "", ".toml": "", ".pcap": "run --pcap",
+                ".pcapng": "run --pcap"}
+
+
+def _check_trace_out(option: str, trace: Optional[Path]) -> None:
+    """--trace OUT: a Parquet file name (`run -o out.csv` wrote Parquet into a .csv)."""
+    if trace is None or trace.suffix.lower() not in _NOT_PARQUET:
+        return
+    other = _NOT_PARQUET[trace.suffix.lower()]
+    also = f" ({other} writes {trace.suffix.lower()})" if other else ""
+    _fail(f"{option} {trace}: a trace is a Parquet file; name it {trace.with_suffix('.parquet')}"
+          + also)
+
+
 @app.command()
 def run(
     scenario: str = typer.Argument(..., help="scenario TOML file, or the name of a built-in experiment"),
@@ -51,7 +79,9 @@ def run(
     seed: Optional[int] = typer.Option(None, "--seed"),
     hz: Optional[int] = typer.Option(None, "--hz", help="the kernel's CONFIG_HZ: 100, 250, 300 or 1000 "
                                      "(default: the scenario's hz, else tcpsim's 1 ms clock)"),
-    trace: Optional[Path] = typer.Option(None, "--trace", "-o", help="write the per-event trace (Parquet)"),
+    trace: Optional[Path] = typer.Option(None, "--trace", help="write the per-event trace "
+                                         "(Parquet: NAME.parquet)"),
+    old_out: Optional[Path] = typer.Option(None, "-o", hidden=True, help="old name of --trace"),
     pcap: Optional[Path] = typer.Option(None, "--pcap", help="write the receiver's packets (both "
                                         "directions) as a pcap for Wireshark/tshark"),
     no_skip: bool = typer.Option(False, "--no-skip", help="tick by tick (no time skipping)"),
@@ -59,7 +89,10 @@ def run(
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="progress bar on stderr"),
 ) -> None:
     """Run one scenario and print its summary, counters and ss-style snapshot."""
-    from tcpsim.runner import RunOptions, run as run_scenario
+    from tcpsim.api import run_with
+    from tcpsim.runner import RunOptions
+    _check_trace_out("-o" if old_out is not None else "--trace", old_out or trace)
+    trace = _renamed(old_out, "-o", trace, "--trace")
     try:
         sc = load_scenario(scenario)
         opts = RunOptions(profile=profile, policies=tuple(policy), sysctl=parse_sysctl_options(sysctl),
@@ -68,7 +101,7 @@ def run(
                           progress=sys.stderr.isatty() if progress is None else progress,
                           note=lambda msg: typer.echo(f"tcpsim: note: {msg}", err=True))
         _check_pcap_out(pcap)
-        result, _ = run_scenario(sc, opts)
+        result = run_with(sc, opts)
     except USER_ERRORS as exc:
         _fail(str(exc))
         return
@@ -122,14 +155,15 @@ def profiles_list(ctx: typer.Context) -> None:
     """List the kernel profiles and patches with a one-line summary each."""
     if ctx.invoked_subcommand:
         return
+    from tcpsim import api
     typer.echo("profiles:")
-    for name, p in builtin_profiles().items():
-        typer.echo(f"  {name:<12} {p.summary}")
-    patches = builtin_patches()
+    for name, summary in api.profiles().items():
+        typer.echo(f"  {name:<12} {summary}")
+    patches = api.patches()
     if patches:
         typer.echo("patches (--policy NAME):")
-        for name, cls in patches.items():
-            typer.echo(f"  {name:<20} {cls.summary}")
+        for name, summary in patches.items():
+            typer.echo(f"  {name:<20} {summary}")
 
 
 @profiles_app.command("show")
@@ -221,7 +255,9 @@ def sweep(
                                  "(a LocalCluster of --jobs workers)"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="run on an existing Dask "
                                             "cluster, e.g. tcp://10.0.0.5:8786"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="also export the rows as .csv or .json"),
+    table: Optional[Path] = typer.Option(None, "--table", help="also export the rows as a .csv "
+                                         "or .json table"),
+    old_out: Optional[Path] = typer.Option(None, "--out", "-o", hidden=True, help="old name of --table"),
     no_skip: bool = typer.Option(False, "--no-skip", help="tick by tick (no time skipping)"),
     as_json: bool = typer.Option(False, "--json", help="print every point's row as JSON"),
 ) -> None:
@@ -230,12 +266,14 @@ def sweep(
     One row per point is stored in RESULTS as the point finishes; the same command run again
     runs only the points not stored yet."""
     from tcpsim.runner import RunOptions
-    from tcpsim.sweep import Results, parse_axis, run_sweep, table_lines, write_results
-    from tcpsim.sweep.execute import ExecutorError
-    from tcpsim.sweep.progress import Progress
-    from tcpsim.sweep.study import plan_sweep
-    if out is not None and out.suffix not in (".csv", ".json"):
-        _fail(f"--out {out}: use a .csv or .json file name")
+    from tcpsim.sweeps import Results, parse_axis, run_sweep, table_lines, write_results
+    from tcpsim.sweeps.execute import ExecutorError
+    from tcpsim.sweeps.progress import Progress
+    from tcpsim.sweeps.study import plan_sweep
+    if (old_out or table) is not None and (old_out or table).suffix not in (".csv", ".json"):
+        _fail(f"{'-o/--out' if old_out else '--table'} {old_out or table}: use a .csv or .json "
+              "file name")
+    out = _renamed(old_out, "-o/--out", table, "--table")
     if jobs < 0:
         _fail(f"--jobs {jobs}: use a positive number of workers (0 = one per CPU)")
     if executor not in ("local", "dask"):
@@ -269,7 +307,7 @@ def sweep(
     if out is not None:
         write_results(points, out)
     if as_json:
-        from tcpsim.sweep.dataset import row_of
+        from tcpsim.sweeps.dataset import row_of
         typer.echo(json.dumps([dict({"point": p.index}, **row_of(p)) for p in points],
                               indent=2, sort_keys=True, default=str))
     else:
@@ -285,7 +323,8 @@ def sweep(
 @sweep_app.command("report")
 def sweep_report(
     results: Path = typer.Argument(..., help="a results directory written by tcpsim sweep"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file (default: RESULTS/report.html)"),
+    out: Optional[Path] = typer.Option(None, "--html", "-o", "--out",
+                                       help="HTML file (default: RESULTS/report.html)"),
     metric: List[str] = typer.Option([], "--metric", "-m", help="metric to offer (repeatable; "
                                      "default: the study's metrics)"),
     x: Optional[str] = typer.Option(None, "--x", help="the axis of the line chart (default: the study's x)"),
@@ -294,7 +333,7 @@ def sweep_report(
 
     A metric against one axis with a line per combination of the others, a heatmap for two
     axes, the table."""
-    from tcpsim.sweep.report import ReportError, write_report
+    from tcpsim.sweeps.report import ReportError, write_report
     try:
         path = write_report(results, out, metrics=metric, x=x)
     except ReportError as exc:
@@ -352,11 +391,41 @@ def _parse_variants(args: list[str], minimum: int = 2) -> list[Variant]:
     return variants
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+_VARIANT_OPTIONS = ("--profile", "-p", "--vs", "--policy", "--sysctl", "-s")
+
+
+class _CompareCommand(TyperCommand):
+    """`tcpsim compare`: --profile/--vs/--policy/--sysctl bind to the variant before them, so
+    they are taken out of the arguments in their order (ctx.meta["variants"]) before the
+    rest is parsed; they are declared as options only for --help."""
+
+    def parse_args(self, ctx, args):  # type: ignore[no-untyped-def]
+        variants: list[str] = []
+        rest: list[str] = []
+        it = iter(args)
+        for arg in it:
+            name, eq, value = arg.partition("=")
+            if arg in _VARIANT_OPTIONS:
+                variants.append(arg)
+                nxt = next(it, None)
+                if nxt is not None:
+                    variants.append(nxt)
+            elif eq and name in _VARIANT_OPTIONS and name.startswith("--"):
+                variants += [name, value]
+            else:
+                rest.append(arg)
+        ctx.meta["variants"] = variants
+        return super().parse_args(ctx, rest)
+
+
+@app.command(cls=_CompareCommand,
+             context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def compare(
     ctx: typer.Context,
     scenario: str = typer.Argument(..., help="scenario TOML file or built-in experiment"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML report (default compare-NAME.html)"),
+    html: Optional[Path] = typer.Option(None, "--html", help="HTML report (default "
+                                        "compare-NAME.html)"),
+    old_out: Optional[Path] = typer.Option(None, "--out", "-o", hidden=True, help="old name of --html"),
     duration: Optional[str] = typer.Option(None, "--duration", "-d"),
     as_json: bool = typer.Option(False, "--json", help="print the comparison table as JSON"),
     hz: Optional[int] = typer.Option(None, "--hz", help="the kernel's CONFIG_HZ for every variant"),
@@ -364,15 +433,25 @@ def compare(
                                         "pcap: OUT-1-LABEL.pcap, OUT-2-LABEL.pcap, ..."),
     trace: List[Path] = typer.Option([], "--trace", help="a recorded trace shown as one more "
                                      "side, first (tcpsim import pcap, tcpsim capture)"),
+    _profile: Optional[str] = typer.Option(None, "--profile", "-p", help="the first side's kernel "
+                                           "profile (tcpsim profiles)"),
+    _vs: List[str] = typer.Option([], "--vs", help="PROFILE of one more side (repeatable)"),
+    _policy: List[str] = typer.Option([], "--policy", help="patch name or FILE.py:Class on the "
+                                      "--profile or --vs before it (repeatable)"),
+    _sysctl: List[str] = typer.Option([], "--sysctl", "-s", help="NAME=VALUE receiver sysctl on "
+                                      "the --profile or --vs before it (repeatable)"),
 ) -> None:
     """Run one workload under several profiles/patches; write a side-by-side HTML report.
 
     Example: tcpsim compare seed-unbounded-growth --profile linux-6.1 --vs linux-6.1
     --policy shrink-window
     """
-    from tcpsim.report import compare_runs, format_table, simulate, table_json
+    from tcpsim import api
+    from tcpsim.report import format_table, table_json
     from tcpsim.runner import RunOptions
-    variants = _parse_variants(list(ctx.args), minimum=1 if trace else 2)
+    out = _renamed(old_out, "-o/--out", html, "--html")
+    variants = _parse_variants([*ctx.meta.get("variants", ()), *ctx.args],
+                               minimum=1 if trace else 2)
     try:
         sc = load_scenario(scenario)
         dur = parse_duration(duration, "--duration", positive=True) if duration else None
@@ -385,17 +464,20 @@ def compare(
                 from tcpsim.pcap.export import variant_path
                 out_pcap = variant_path(pcap, v.label(), i)
                 pcaps.append(out_pcap)
+            if v.label() in runs:
+                _fail(f"two sides are both {v.label()!r}: give one of them another --policy "
+                      "or --sysctl (or drop it)")
             opts = RunOptions(profile=v.profile, policies=tuple(v.policies),
-                              sysctl=parse_sysctl_options(v.sysctl), duration=dur, hz=hz, pcap=out_pcap)
-            columns, meta = simulate(sc, opts)
-            runs.append((v.label(), columns, meta))
+                              sysctl=parse_sysctl_options(v.sysctl), duration=dur, hz=hz,
+                              pcap=out_pcap, memory_trace=True)
+            runs[v.label()] = api.run_with(sc, opts)
     except USER_ERRORS as exc:
         _fail(str(exc))
         return
-    page, rows = compare_runs(runs)
+    comparison = api.Comparison(runs)
     target = out or Path(f"compare-{sc.name}.html")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(page, encoding="utf-8")
+    comparison.report(target)
+    rows = comparison.rows
     typer.echo(table_json(rows) if as_json else format_table(rows))
     if not as_json:
         typer.echo(f"report: {target}")
@@ -403,30 +485,36 @@ def compare(
             typer.echo(f"pcap: {p}")
 
 
-def _recorded_runs(paths: List[Path]) -> list:
-    """compare --trace FILE: (label, columns, metadata) of each recorded trace."""
+def _recorded_runs(paths: List[Path]) -> dict:
+    """compare --trace FILE: {label: tcpsim.api.Run} of each recorded trace."""
+    from tcpsim.api import recorded_run
     from tcpsim.validate.trace import TraceFileError, load
-    runs = []
+    runs = {}
     for p in paths:
         try:
             columns, meta = load(p)
         except TraceFileError as exc:
             _fail(f"--trace {exc}")
-        runs.append((f"{p.stem} ({meta.get('source') or 'trace'})", columns, meta))
+        label = f"{p.stem} ({meta.get('source') or 'trace'})"
+        if label in runs:
+            _fail(f"--trace {p}: given twice")
+        runs[label] = recorded_run(label, columns, meta)
     return runs
 
 
 @app.command()
 def report(trace: Path = typer.Argument(..., help="a trace written by tcpsim run --trace or capture"),
-           out: Optional[Path] = typer.Option(None, "--out", "-o")) -> None:
+           out: Optional[Path] = typer.Option(None, "--html", "-o", "--out",
+                                              help="HTML file (default: TRACE with .html)")) -> None:
     """Write the interactive HTML report of one trace."""
-    from tcpsim.report import build_report
+    from tcpsim import api
     if not trace.is_file():
         _fail(f"{trace}: no such trace file")
     try:
-        path = build_report(trace, out or trace.with_suffix(".html"))
+        path = api.load_trace(trace).report(out or trace.with_suffix(".html"))
     except (OSError, ValueError) as exc:
-        _fail(f"{trace}: not a readable tcpsim trace ({exc})")
+        reason = exc.reason if isinstance(exc, api.TraceFileError) else exc
+        _fail(f"{trace}: not a readable tcpsim trace ({reason})")
         return
     typer.echo(f"report: {path}")
 
@@ -485,6 +573,7 @@ def validate(
         return
     code = run_validate([str(t) for t in traces], profile=profile, thresholds=th,
                         html_out=str(html) if html else None, as_json=as_json, echo=typer.echo,
+                        error=lambda msg: typer.echo(f"tcpsim: error: {msg}", err=True),
                         until_s=until_s, policies=tuple(policy), hz=hz)
     raise typer.Exit(code)
 
@@ -672,7 +761,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         typer.echo(f"tcpsim: error: {exc}", err=True)
         sys.exit(2)
     except Exception as exc:
-        from tcpsim.profiles import patch_failure   # the error path only
+        from tcpsim.catalog import patch_failure   # the error path only
         line = "" if debug else patch_failure(exc)
         if not line:
             raise

@@ -34,7 +34,7 @@ comes first in the method resolution order, so its method is the one called, and
         def shrink_allowed(self, sk: TcpSocket) -> bool:
             return sk.conn.rcv_wscale != 0          # super().shrink_allowed(sk) = the kernel's
 
-Loading a patch checks it against this declaration (tcpsim/profiles.py): every public method
+Loading a patch checks it against this declaration (tcpsim/catalog.py): every public method
 must be a declared point taking the declared parameters, and a patch is applied at most once.
 A patch may add sysctls (`new_sysctls`) and nstat counters (`counters`) of its own.
 

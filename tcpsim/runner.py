@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.engine.simulation import RunResult, Simulation, progress_bar
-from tcpsim.profiles import get_profile
+from tcpsim.catalog import get_profile
 from tcpsim.scenario import Scenario, check_hz
 from tcpsim.sysctl_parse import check as check_sysctls
 from tcpsim.trace.recorder import MemoryRecorder, ParquetRecorder
@@ -78,10 +78,7 @@ def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, 
         import sys
         sys.stderr.write("\n")
     if sink is not None:
-        sink.close({"source": "tcpsim", "profile": profile.name, "scenario": sc.as_dict(),
-                    "sysctls": result.sysctls, "counters": result.counters,
-                    # wall time stays out: the same seed must give the same bytes
-                    "summary": {k: v for k, v in result.summary.items() if k != "wall_s"}})
+        sink.close(result.metadata())
     return result, (sink if opts.memory_trace else None)
 
 

@@ -10,7 +10,7 @@ from tcpsim.core.constants import NS_PER_MS  # noqa: E402
 from tcpsim.core.devices import device  # noqa: E402
 from tcpsim.core.segment import ACK, FIN, PSH, SYN, Segment  # noqa: E402
 from tcpsim.core.socket import TcpSocket  # noqa: E402
-from tcpsim.profiles import get_profile  # noqa: E402
+from tcpsim.catalog import get_profile  # noqa: E402
 from tcpsim.trace.recorder import MemoryRecorder  # noqa: E402
 
 

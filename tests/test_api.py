@@ -1,4 +1,4 @@
-"""The public API (tcpsim.run, compare, sweep, load_trace, profiles): scenario and duration
+"""The public API (tcpsim.run, compare, sweep, load_trace, profiles, scenarios): scenario and duration
 forms, bad arguments named in the error, what a Run holds."""
 
 from __future__ import annotations
@@ -34,14 +34,32 @@ def test_the_api_is_the_top_level_and_all_of_it_is_in___all__():
     assert tcpsim.run is tcpsim.api.run
 
 
-def test_profiles_and_sweep_are_callable_and_still_their_submodules():
-    import tcpsim.profiles as profiles_module
-    import tcpsim.sweep as sweep_module
-    assert tcpsim.profiles is profiles_module and tcpsim.sweep is sweep_module
-    assert tcpsim.profiles() == tcpsim.api.profiles()
-    assert callable(profiles_module.get_profile) and callable(sweep_module.parse_axis)
+def test_no_submodule_shadows_an_api_name():
+    """The catalogue is tcpsim.catalog and the sweep machinery tcpsim.sweeps: importing them
+    (as the CLI and the workers do) leaves tcpsim.profiles and tcpsim.sweep the API's
+    functions, and tcpsim.experiments the data package of the scenario files."""
+    import types
+
+    import tcpsim.catalog
+    import tcpsim.experiments
+    import tcpsim.sweeps
+    for name in tcpsim.__all__:
+        assert not isinstance(getattr(tcpsim, name), types.ModuleType), name
+    assert tcpsim.profiles is tcpsim.api.profiles and tcpsim.sweep is tcpsim.api.sweep
+    assert tcpsim.scenarios is tcpsim.api.scenarios
+    assert isinstance(tcpsim.experiments, types.ModuleType)
+    assert callable(tcpsim.catalog.get_profile) and callable(tcpsim.sweeps.parse_axis)
     with pytest.raises(AttributeError):
         tcpsim.no_such_thing  # noqa: B018
+
+
+def test_api_names_are_free_in_a_fresh_interpreter():
+    """Whatever is imported first, the API names resolve to the API (no module in the way)."""
+    code = ("import tcpsim.catalog, tcpsim.sweeps, tcpsim.experiments, tcpsim, types; "
+            "print([n for n in tcpsim.__all__ if isinstance(getattr(tcpsim, n), types.ModuleType)])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parent.parent, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_import_tcpsim_loads_neither_the_simulator_nor_plotly_nor_arrow():
@@ -177,7 +195,7 @@ def test_load_trace_bad_paths(tmp_path):
         tcpsim.load_trace(tmp_path / "missing.parquet")
     junk = tmp_path / "junk.parquet"
     junk.write_text("not parquet")
-    with pytest.raises(ValueError, match="path: .*not a Parquet trace"):
+    with pytest.raises(ValueError, match="path: .*not a readable tcpsim trace"):
         tcpsim.load_trace(junk)
     other = tmp_path / "other.parquet"
     import pyarrow.parquet as pq
@@ -247,7 +265,7 @@ def test_catalogues():
     assert list(tcpsim.profiles())[:2] == ["linux-5.15", "linux-6.1"]
     assert all(isinstance(v, str) and v for v in tcpsim.profiles().values())
     assert "shrink-window" in tcpsim.patches()
-    assert NAME in tcpsim.experiments()
+    assert NAME in tcpsim.scenarios()
 
 
 def test_a_trace_path_streams_to_parquet_like_the_cli(tmp_path):
@@ -292,8 +310,7 @@ def test_the_report_page_is_the_one_tcpsim_report_writes(tmp_path):
 
 
 def test_sweep_in_worker_processes_gives_the_same_rows():
-    """Workers unpickle tcpsim.sweep's functions by name: the callable-module wrapper must
-    not get in the way."""
+    """Workers unpickle tcpsim.sweeps' functions by name (tcpsim.sweeps.execute)."""
     vary = {"profile": ["linux-6.1", "linux-6.18"]}
     one = tcpsim.sweep(NAME, vary, duration="50ms", jobs=1).drop_columns(["wall_s"])
     two = tcpsim.sweep(NAME, vary, duration="50ms", jobs=2).drop_columns(["wall_s"])

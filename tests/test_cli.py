@@ -66,11 +66,11 @@ def test_user_policy_file_overrides_one_decision_point(tmp_path):
 
 def test_compare_writes_a_self_contained_report(tmp_path):
     out = tmp_path / "cmp.html"
-    r = runner.invoke(app, ["compare", "seed-never-reads", "-d", "5s", "-o", str(out),
+    r = runner.invoke(app, ["compare", "seed-never-reads", "-d", "5s", "--html", str(out),
                             "--profile", "linux-6.1", "--vs", "linux-6.1", "--policy", "shrink-window"])
     assert r.exit_code == 0, r.output
     page = out.read_text()
-    assert "shrink-window" in r.output and "zero windows advertised" in r.output
+    assert "shrink-window" in r.output and "windows closed to zero" in r.output
     assert "<script src=\"http" not in page and "plotly" in page.lower()
 
 
@@ -87,7 +87,7 @@ def test_compare_user_errors(args, needle):
 def test_report_of_a_trace(tmp_path):
     trace = tmp_path / "t.parquet"
     assert runner.invoke(app, ["run", "seed-rcvbuf32k-fill", "--trace", str(trace), "--no-progress"]).exit_code == 0
-    r = runner.invoke(app, ["report", str(trace), "-o", str(tmp_path / "t.html")])
+    r = runner.invoke(app, ["report", str(trace), "--html", str(tmp_path / "t.html")])
     assert r.exit_code == 0 and (tmp_path / "t.html").stat().st_size > 100_000
 
 

@@ -31,7 +31,7 @@ def test_every_figure_block_is_valid(page, text):
     import tcpsim
     spec = docsite.parse_spec(text, page)
     assert set(spec["figures"]) <= set(tcpsim.FIGURES)
-    assert spec["scenario"] in tcpsim.experiments()
+    assert spec["scenario"] in tcpsim.scenarios()
     compile(docsite.python_snippet(spec), page, "exec")
     cmd = docsite.cli_command(spec)
     if cmd is not None:

@@ -22,7 +22,7 @@ from tcpsim.models.linux_5_15 import Linux515
 from tcpsim.policy import (
     DECISION_POINTS, PATCH_ATTRIBUTES, POINTS, Kind, KernelPolicy, Patch, own_classes, overrides,
 )
-from tcpsim.profiles import builtin_patches, builtin_profiles, get_profile
+from tcpsim.catalog import builtin_patches, builtin_profiles, get_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILES = list(builtin_profiles())
@@ -336,6 +336,6 @@ def test_the_interface_and_the_loader_are_mypy_strict_clean():
     import subprocess
     import sys
     proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
-                           "--no-incremental", "tcpsim/policy.py", "tcpsim/profiles.py"],
+                           "--no-incremental", "tcpsim/policy.py", "tcpsim/catalog.py"],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout

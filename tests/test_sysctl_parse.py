@@ -7,7 +7,7 @@ import pytest
 from cli_entry import run_main
 
 from tcpsim.core.sysctl import SysctlError
-from tcpsim.profiles import get_profile
+from tcpsim.catalog import get_profile
 from tcpsim.scenario import ScenarioError, scenario_from_dict
 from tcpsim.sysctl_parse import check, kernel_name, parse_option, parse_table, parse_value
 

@@ -20,6 +20,7 @@ from tcpsim.core.devices import LocalSender, device
 from tcpsim.core.segment import Segment
 from tcpsim.core.socket import TcpSocket
 from tcpsim.core.state import ESTABLISHED
+from tcpsim.engine import counts
 from tcpsim.engine.apps import BulkWriter, PeriodicWriter, Reader, make_writer, reader_phases
 from tcpsim.engine.link import LinkDirection
 from tcpsim.engine.scheduler import TIMER, Scheduler
@@ -48,6 +49,17 @@ class RunResult:
     counters: dict[str, int]
     ss: dict[str, str]
     sysctls: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    """The scenario as it ran (`Scenario.as_dict()`, the run's options applied)."""
+
+    def metadata(self) -> dict[str, Any]:
+        """The run's metadata: what a trace file's footer holds and what `tcpsim run
+        --json`, `tcpsim compare` and `tcpsim.Run.meta` show (scenario, profile, sysctls,
+        counters, summary). The one place it is built. Wall time stays out: the same seed
+        must give the same bytes."""
+        return {"source": "tcpsim", "profile": self.profile, "scenario": self.config,
+                "sysctls": self.sysctls, "counters": self.counters,
+                "summary": {k: v for k, v in self.summary.items() if k != "wall_s"}}
 
 
 class Simulation:
@@ -223,10 +235,9 @@ class Simulation:
             "final_rcv_ssthresh": rcv.rcv.rcv_ssthresh,
             "final_window_clamp": rcv.rcv.window_clamp,
             "rcv_wscale": rcv.conn.rcv_wscale,
-            "zero_windows_sent": c["TcpExtTCPToZeroWindowAdv"],
+            "zero_windows_sent": counts.zero_windows_sent(c),
             "want_zero_window": c["TcpExtTCPWantZeroWindowAdv"],
-            "drops": (c["TcpExtTCPRcvQDrop"] + c["TcpExtTCPOFODrop"] + c["TcpExtTCPZeroWindowDrop"]
-                      + c["TcpExtBeyondWindow"]),
+            "drops": counts.drops(c),
             "collapses": rcv.mem.collapses,
             "collapse_ms_total": round(rcv.mem.collapse_ns_total / 1e6, 3),
             "collapse_ms_max": round(rcv.mem.collapse_ns_max / 1e6, 3),
@@ -239,7 +250,8 @@ class Simulation:
         if sc.hz:                           # unset: tcpsim's default clock (not listed)
             summary["hz"] = sc.hz
         return RunResult(sc.name, self.profile.name, summary, c,
-                         {"rcv": rcv.ss_line(), "snd": snd.ss_line()}, self.sysctls.as_dict())
+                         {"rcv": rcv.ss_line(), "snd": snd.ss_line()}, self.sysctls.as_dict(),
+                         sc.as_dict())
 
 
 @contextmanager

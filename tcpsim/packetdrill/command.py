@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterable
 
-from tcpsim.profiles import ProfileError, get_profile
+from tcpsim.catalog import ProfileError, get_profile
 
 from .interpreter import ScriptResult, run_file
 

@@ -42,7 +42,7 @@ from typing import Any, Callable
 
 from tcpsim.core.devices import device
 from tcpsim.core.sysctl import long_name, short_name
-from tcpsim.profiles import get_profile
+from tcpsim.catalog import get_profile
 from tcpsim.trace.schema import EVENT_FIELDS, TraceEvent
 
 from .ast import (
@@ -178,7 +178,7 @@ class Interpreter:
         except HarnessError as exc:
             return self._result(False, f"{self.file}: internal error: {exc}", None, "internal")
         except Exception as exc:  # noqa: BLE001 - a broken run is reported, never raised
-            from tcpsim.profiles import patch_failure   # the error path only
+            from tcpsim.catalog import patch_failure   # the error path only
             detail = "".join(traceback.format_exception(exc))
             what = patch_failure(exc) or f"internal error: {type(exc).__name__}: {exc}"
             return self._result(False, f"{self.file}: {what}", None, "internal", detail)

@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from tcpsim.profiles import builtin_profiles
+from tcpsim.catalog import builtin_profiles
 
 from .corpus import DEFAULT_CORPUS, compare, kernel_results, scripts
 from .interpreter import ScriptResult, run_file

@@ -25,6 +25,7 @@ from tcpsim.report.extract import Marks, Series
 from tcpsim.report.runs import Run
 from tcpsim.report.tables import fmt_value
 from tcpsim.report.trace import Trace
+from tcpsim.report.summary import mark_label
 
 PACKET_VIEW_MAX = 3000         # ingress packets: above this a run gets no per-packet chart
 TIMELINE_KINDS = ("zero window", "drop", "collapse", "retransmit", "probe")
@@ -199,7 +200,8 @@ def memory_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> 
         for m in (extract.drops(tr), extract.collapses(tr), extract.prunes(tr)):
             if len(m):
                 color = None if len(runs) == 1 else style.run_color(i)
-                fig.add_trace(marks_scatter(m, _name(runs, run, m.kind), color, group=group))
+                fig.add_trace(marks_scatter(m, _name(runs, run, mark_label(m.kind)), color,
+                                            group=group))
     return log_toggle(fig)
 
 
@@ -227,7 +229,7 @@ def window_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> 
             _add(fig, line(s, label, style.SERIES_COLORS[key], dash, key, first,
                            max_points, end_s=run.end_s), runs, i)
         zw = extract.zero_windows(tr)
-        _add(fig, marks_scatter(zw, "zero window", group="zero window",
+        _add(fig, marks_scatter(zw, mark_label("zero window"), group="zero window",
                                 showlegend=first or len(runs) == 1), runs, i)
     return fig
 
@@ -316,11 +318,12 @@ def timeline_figure(runs: Sequence[Run]) -> go.Figure:
     fig = go.Figure()
     for kind in kinds:
         if len(runs) > 1 and not any(len(marks[kind]) for marks in per_run):
-            cats.append(f"{kind}: none in any run")
+            cats.append(f"{mark_label(kind)}: none in any run")
             continue
         for i, (run, marks) in enumerate(zip(runs, per_run)):
             m = marks[kind]
-            cat = f"{kind} ({len(m)})" if len(runs) == 1 else f"{run.label} · {kind} ({len(m)})"
+            name = mark_label(kind)
+            cat = f"{name} ({len(m)})" if len(runs) == 1 else f"{run.label} · {name} ({len(m)})"
             cats.append(cat)
             color = None if len(runs) == 1 else style.run_color(i)
             row = -float(len(cats) - 1)          # numeric rows: compact, first on top

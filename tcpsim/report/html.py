@@ -24,7 +24,7 @@ from tcpsim.report.tables import (Row, config_rows, counter_rows, fmt_delta, fmt
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True, "scrollZoom": False}
 
 # Summary keys whose non-zero value deserves a second look (highlighted).
-WARN_KEYS = frozenset({"data_drops", "collapses", "stalls", "retransmits", "rto_timeouts",
+WARN_KEYS = frozenset({"drops", "data_segments_dropped", "segments_dropped", "collapses", "stalls", "retransmits", "rto_timeouts",
                        "error", "died_at_s", "want_zero_window"})
 
 CSS = """

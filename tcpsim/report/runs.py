@@ -50,13 +50,8 @@ def simulate(scenario: Any, opts: Any = None) -> tuple[dict[str, list], dict[str
     """Run a scenario with an in-memory trace: (columns, metadata) as a trace file has them."""
     from dataclasses import replace
 
-    from tcpsim.runner import RunOptions, prepare, run
+    from tcpsim.runner import RunOptions, run
 
-    opts = replace(opts or RunOptions(), trace=None, memory_trace=True)
-    sc, _ = prepare(scenario, opts)
-    result, rec = run(scenario, opts)
+    result, rec = run(scenario, replace(opts or RunOptions(), trace=None, memory_trace=True))
     assert rec is not None
-    meta = {"source": "tcpsim", "profile": result.profile, "scenario": sc.as_dict(),
-            "sysctls": result.sysctls, "counters": result.counters,
-            "summary": {k: v for k, v in result.summary.items() if k != "wall_s"}}
-    return rec.columns(), meta
+    return rec.columns(), result.metadata()

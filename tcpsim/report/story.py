@@ -55,13 +55,13 @@ def headline(summary: Mapping[str, Any], trend: tuple[str, float] = ("", 0.0)) -
     else:
         mem = f"skmem_r peaked at {fmt_bytes(peak)}, {fmt_bytes(final)} at the end"
     out = [mem]
-    zw, want = s.get("zero_windows") or 0, s.get("want_zero_window") or 0
+    zw, want = s.get("zero_windows_sent") or 0, s.get("want_zero_window") or 0
     if zw:
         out.append(_plural(zw, "zero window") + " advertised")
     else:
         out.append("no zero window advertised"
                    + (f" (wanted {want:,} times; never-shrink kept it open)" if want else ""))
-    drops = s.get("data_drops") or 0
+    drops = s.get("data_segments_dropped") or 0
     out.append(f"{_plural(drops, 'drop')} ({s.get('drop_reasons')})" if drops else "no drops")
     if s.get("collapses"):
         out.append(_plural(s["collapses"], "collapse"))

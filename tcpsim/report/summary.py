@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from tcpsim.engine import counts
 from tcpsim.report import extract
 from tcpsim.report.trace import Trace
 
@@ -32,13 +33,20 @@ SUMMARY_FIELDS: tuple[Field, ...] = (
     Field("peak_sk_rcvbuf", "peak limit (skmem_rb)", "bytes", "highest sk_rcvbuf"),
     Field("peak_recv_q", "peak Recv-Q", "bytes", "most bytes queued and unread"),
     Field("final_sk_rmem_alloc", "memory at the end", "bytes", "sk_rmem_alloc when the run ended"),
-    Field("zero_windows", "zero windows advertised", "count",
-          "TcpExtTCPToZeroWindowAdv (else: zero-window episodes in the trace)"),
+    Field("zero_windows_sent", "windows closed to zero", "count",
+          "times the window went from open to zero: TcpExtTCPToZeroWindowAdv (else: from "
+          "the trace)"),
     Field("zero_window_segments", "zero-window segments", "count",
-          "segments sent by the receiver with a zero window"),
+          "segments the receiver sent with a zero window: every ACK of a closed window"),
     Field("want_zero_window", "zero window wanted, not sent", "count",
           "TcpExtTCPWantZeroWindowAdv: the never-shrink rule kept the window open"),
-    Field("data_drops", "data segments dropped", "count", "drop rows carrying payload"),
+    Field("drops", "drops for memory or window", "count",
+          "data segments dropped for want of memory or window: TcpExtTCPRcvQDrop + TCPOFODrop "
+          "+ TCPZeroWindowDrop + BeyondWindow (what `tcpsim run` calls drops)"),
+    Field("data_segments_dropped", "data segments dropped", "count",
+          "drop rows carrying data, any reason (also duplicates: TCP_OLD_DATA)"),
+    Field("segments_dropped", "segments dropped", "count",
+          "every drop row, zero-length segments too (pure ACKs, probes)"),
     Field("drop_reasons", "drop reasons", "text", "kernel drop reasons of the dropped data"),
     Field("collapses", "collapses", "count", "receive-queue collapses (trace event 'collapse')"),
     Field("stalls", "stalls", "count",
@@ -53,6 +61,15 @@ SUMMARY_FIELDS: tuple[Field, ...] = (
     Field("died_at_s", "died at", "s", "when the connection died"),
 )
 FIELDS_BY_KEY: dict[str, Field] = {f.key: f for f in SUMMARY_FIELDS}
+
+MARK_FIELDS: dict[str, str] = {"drop": "segments_dropped", "zero window": "zero_window_segments"}
+"""Chart marks that a summary field counts: the chart names them with the field's label,
+so the legend's count and the table's are the same number under the same name."""
+
+
+def mark_label(kind: str) -> str:
+    """How charts name a kind of mark (`extract.all_marks` keys)."""
+    return FIELDS_BY_KEY[MARK_FIELDS[kind]].label if kind in MARK_FIELDS else kind
 
 
 def _peak(tr: Trace, column: str) -> int:
@@ -91,7 +108,7 @@ def summarize(tr: Trace, meta: Mapping[str, Any] | None = None,
     if read is None:
         d = extract.delivered(tr)
         read = int(d.y[-1]) if len(d.y) else 0
-    zw = c.get("TcpExtTCPToZeroWindowAdv")
+    zw = counts.zero_windows_sent(c)
     return {
         "profile": meta.get("profile", ""),
         "duration_s": duration,
@@ -99,10 +116,12 @@ def summarize(tr: Trace, meta: Mapping[str, Any] | None = None,
         "peak_sk_rcvbuf": s.get("peak_sk_rcvbuf", _peak(tr, "sk_rcvbuf")),
         "peak_recv_q": s.get("peak_recv_q", _peak(tr, "recv_q")),
         "final_sk_rmem_alloc": s.get("final_sk_rmem_alloc", _last(tr, "sk_rmem_alloc")),
-        "zero_windows": zw if zw is not None else _zero_window_episodes(tr),
+        "zero_windows_sent": zw if zw is not None else _zero_window_episodes(tr),
         "zero_window_segments": len(extract.zero_windows(tr)),
         "want_zero_window": c.get("TcpExtTCPWantZeroWindowAdv", s.get("want_zero_window")),
-        "data_drops": sum(drops.values()),
+        "drops": s.get("drops", counts.drops(c)),
+        "data_segments_dropped": sum(drops.values()),
+        "segments_dropped": len(extract.drops(tr)),
         "drop_reasons": ", ".join(f"{r} {n}" for r, n in drops.items()),
         "collapses": len(extract.collapses(tr)),
         "stalls": len(stall_list),

@@ -42,7 +42,7 @@ from tcpsim.validate.trace import TraceView
 from tcpsim.core.sysctl import short_name
 from tcpsim.engine.scheduler import READER, WRITER
 from tcpsim.engine.simulation import RunResult, Simulation
-from tcpsim.profiles import builtin_profiles, get_profile
+from tcpsim.catalog import builtin_profiles, get_profile
 from tcpsim.scenario import Link, Scenario, ScenarioError, scenario_from_dict
 from tcpsim.trace.recorder import MemoryRecorder
 from tcpsim.workload import READER_KINDS, WRITER_KINDS, App

@@ -89,7 +89,7 @@ def validate_trace(path: str | Path, profile: str | None = None,
                    stall_gap_ns: int = DEFAULT_STALL_GAP_NS,
                    policies: tuple[str, ...] = (), hz: int | None = None) -> Validation:
     """Replay one trace and score the model against it (at the capture's HZ unless `hz`)."""
-    from tcpsim.profiles import ProfileError
+    from tcpsim.catalog import ProfileError
     from tcpsim.scenario import ScenarioError
 
     p = Path(path)
@@ -156,21 +156,25 @@ def run_validate(paths: Iterable[str | Path], profile: str | None = None,
                  thresholds: Thresholds | None = None, html_out: str | Path | None = None,
                  as_json: bool = False, echo: Callable[[str], Any] = print,
                  until_s: float | None = None, write_docs: str | Path | None = None,
-                 policies: tuple[str, ...] = (), hz: int | None = None) -> int:
-    """Validate traces (files or directories); print reports through `echo`.
+                 policies: tuple[str, ...] = (), hz: int | None = None,
+                 error: Callable[[str], Any] | None = None) -> int:
+    """Validate traces (files or directories); print reports through `echo` and errors
+    through `error` (default: `echo`; `tcpsim validate` prints them as ``tcpsim: error:``
+    lines on stderr).
 
     Returns 0 if all pass, 1 if any fails its thresholds, 2 if a trace cannot be read or
     replayed (reported as one line per trace; the others are still validated)."""
+    error = error or echo
     if hz is not None:
         from tcpsim.core.clock import parse_hz
         try:
             hz = parse_hz(hz, "--hz")
         except ValueError as exc:
-            echo(f"validate: {exc}")
+            error(f"validate: {exc}")
             return 2
     files = collect(paths)
     if not files:
-        echo("validate: no traces given (pass .parquet files or a directory of them)")
+        error("validate: no traces given (pass .parquet files or a directory of them)")
         return 2
     results: list[Validation] = []
     errors: list[str] = []
@@ -187,10 +191,13 @@ def run_validate(paths: Iterable[str | Path], profile: str | None = None,
             echo(text(r.score))
             echo("")
         for e in errors:
-            echo(e)
+            error(e)
         if results:
             passed = sum(r.score.passed for r in results)
             echo(f"{passed}/{len(results)} traces pass" + (f", {len(errors)} not validated" if errors else ""))
+    if as_json and error is not echo:          # stdout holds the JSON; errors go their own way
+        for e in errors:
+            error(e)
     if html_out and results:
         from tcpsim.validate.html import write_html
         write_html(html_out, [(r.score, r.kernel, r.model, text(r.score)) for r in results])

@@ -2,7 +2,7 @@
 
 from tcpsim.core.segment import ACK, SYN, Segment
 from tcpsim.core.socket import TcpSocket
-from tcpsim.profiles import get_profile
+from tcpsim.catalog import get_profile
 
 from harness import established
 

@@ -65,7 +65,7 @@ from hypothesis.stateful import (
 from tcpsim.core.constants import ICSK_ACK_NOMEM, NS_PER_MS, PAGE_SIZE
 from tcpsim.core.mib import COUNTERS
 from tcpsim.core.segment import ACK, FIN, PSH, Segment
-from tcpsim.profiles import get_profile
+from tcpsim.catalog import get_profile
 from tcpsim.trace.schema import EVENT_FIELDS
 
 from harness import established

@@ -5,7 +5,7 @@ import pytest
 from tcpsim.core.constants import NS_PER_MS, NS_PER_S, TCP_RTO_MAX_NS
 from tcpsim.core.segment import ACK, SYN, Segment
 from tcpsim.core.socket import TcpSocket
-from tcpsim.profiles import get_profile
+from tcpsim.catalog import get_profile
 
 
 def sender(profile="linux-6.1", peer_win=65535, peer_ws=7, nodelay=True):

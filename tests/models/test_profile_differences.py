@@ -8,7 +8,7 @@ import pytest
 
 from tcpsim.core.segment import SYN
 from tcpsim.core.socket import TcpSocket
-from tcpsim.profiles import get_profile
+from tcpsim.catalog import get_profile
 
 from harness import established
 

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from tcpsim.core.devices import DEVICES
 from tcpsim.core.socket import TcpSocket
-from tcpsim.profiles import builtin_profiles
+from tcpsim.catalog import builtin_profiles
 
 from native_compare import assert_same_fields, field, home, plain
 from strategies import nat_mem_ops, nat_payload

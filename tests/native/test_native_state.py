@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tcpsim.core.socket import TcpSocket
-from tcpsim.profiles import builtin_profiles
+from tcpsim.catalog import builtin_profiles
 
 from native_compare import RECORDS, assert_same_fields, home
 from strategies import nat_hz, nat_triple

@@ -45,7 +45,7 @@ def test_summary_tells_the_story(compared) -> None:
     stock, shrink = peak["values"]["6.1.59"], peak["values"]["6.1.59 shrink"]
     assert stock == runs["stock"][1]["summary"]["peak_sk_rmem_alloc"]
     assert peak["deltas"]["6.1.59 shrink"] == shrink - stock < 0
-    zw = _row(rows, "summary", "zero_windows")
+    zw = _row(rows, "summary", "zero_windows_sent")
     assert zw["values"]["6.1.59"] == 0 and zw["values"]["6.1.59 shrink"] >= 1
     cfg = _row(rows, "config", "net.ipv4.tcp_shrink_window")
     assert cfg["values"] == {"6.1.59": 0, "6.1.59 shrink": 1}

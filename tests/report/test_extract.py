@@ -91,7 +91,7 @@ def test_drop_reasons_count_data_segments_only(make_trace) -> None:
     assert extract.drop_reasons(tr) == {"TCP_ZEROWINDOW": 2, "TCP_OFO_QUEUE_PRUNE": 1}
     assert len(extract.drops(tr)) == 4
     s = summarize(tr)
-    assert s["data_drops"] == 3 and s["drop_reasons"].startswith("TCP_ZEROWINDOW 2")
+    assert s["data_segments_dropped"] == 3 and s["segments_dropped"] == 4 and s["drop_reasons"].startswith("TCP_ZEROWINDOW 2")
 
 
 def test_summary_without_metadata_comes_from_the_trace(make_trace) -> None:
@@ -103,5 +103,5 @@ def test_summary_without_metadata_comes_from_the_trace(make_trace) -> None:
     ]
     s = summarize(Trace.from_columns(make_trace(rows)))
     assert s["peak_sk_rmem_alloc"] == 2304 and s["peak_sk_rcvbuf"] == 131072
-    assert s["zero_windows"] == 1 and s["zero_window_segments"] == 1
+    assert s["zero_windows_sent"] == 1 and s["zero_window_segments"] == 1
     assert s["bytes_read"] == 0

@@ -51,7 +51,7 @@ def test_every_zero_window_is_marked_at_zero(fill) -> None:
     want = [cols["t_ns"][i] / 1e9 for i in _rows(cols, sock="rcv", event="tx", win_raw=0)
             if "S" not in cols["flags"][i]]
     assert want, "the fill run is expected to advertise a zero window"
-    zw = _by_name(figures.window_figure([run]), "zero window")
+    zw = _by_name(figures.window_figure([run]), "zero-window segments")
     assert list(zw.x) == pytest.approx(want)
     assert set(zw.y) == {0}
 
@@ -63,8 +63,8 @@ def test_probes_and_drops_are_marked(fill) -> None:
     assert len(probes) >= 1 and len(drops) >= 1
     assert len(_by_name(figures.sender_figure([run]), "probe").x) == len(probes)
     mem = figures.memory_figure([run])
-    assert len(_by_name(mem, "drop").x) == len(drops)
-    assert _by_name(mem, "drop").text[0].count("TCP_")     # the kernel reason is in the hover
+    assert len(_by_name(mem, "segments dropped").x) == len(drops)
+    assert _by_name(mem, "segments dropped").text[0].count("TCP_")     # the kernel reason is in the hover
 
 
 def test_timeline_counts_each_kind(fill) -> None:
@@ -108,7 +108,7 @@ def test_comparison_draws_one_line_per_run_and_small_multiples(growth_runs) -> N
     assert stock_peak > 4 * shrink_peak            # the story: growth without the patch
     win = figures.window_figure(runs)
     assert {t.xaxis for t in win.data} == {"x", "x2"}     # one row per run
-    zw = [t for t in win.data if (t.name or "").startswith("zero window")]
+    zw = [t for t in win.data if (t.name or "").startswith("zero-window segments")]
     assert len(zw[0].x) == 0 and len(zw[1].x) > 0        # zero windows only with the patch
 
 
@@ -129,7 +129,7 @@ def test_long_trace_is_downsampled_but_keeps_extremes_and_marks(make_trace) -> N
     r = _by_name(fig, "skmem_r (")
     assert len(r.x) <= 2001                                 # + the point held to the end
     assert max(r.y) == 10**9 and min(r.y) == rmem.min()
-    drop = _by_name(fig, "drop")
+    drop = _by_name(fig, "segments dropped")
     assert list(drop.x) == pytest.approx([i / 1000 for i in drops_at])
 
 
@@ -137,8 +137,8 @@ def test_comparison_timeline_folds_kinds_that_no_run_has(growth_runs) -> None:
     runs = [make_run(lab, *growth_runs[lab]) for lab in ("stock", "shrink")]
     labels = list(figures.timeline_figure(runs).layout.yaxis.ticktext)
     assert "collapse: none in any run" in labels
-    assert "stock · zero window (0)" in labels
-    assert any(lab.startswith("shrink · zero window (") and not lab.endswith("(0)")
+    assert "stock · zero-window segments (0)" in labels
+    assert any(lab.startswith("shrink · zero-window segments (") and not lab.endswith("(0)")
                for lab in labels)
 
 

@@ -35,7 +35,7 @@ def test_report_names_the_scenario_and_summarizes_it(fill_report) -> None:
     page, summary = fill_report
     assert "seed-rcvbuf32k-fill under linux-6.1" in page
     assert "SO_RCVBUF 32 KiB" in page                         # the description
-    for label in ("peak memory (skmem_r)", "zero windows advertised", "data segments dropped",
+    for label in ("peak memory (skmem_r)", "windows closed to zero", "data segments dropped",
                   "stalls", "goodput", "died at"):
         assert label in page
     assert "TcpExtTCPToZeroWindowAdv" in page                 # the counters table

@@ -26,8 +26,8 @@ def test_growth_with_the_patch_reads_as_bounded_with_zero_windows(growth_runs) -
 
 
 def test_a_dead_connection_says_so() -> None:
-    s = {"peak_sk_rmem_alloc": 300 << 20, "final_sk_rmem_alloc": 290 << 20, "zero_windows": 0,
-         "want_zero_window": 0, "data_drops": 3, "drop_reasons": "PROTO_MEM 3",
+    s = {"peak_sk_rmem_alloc": 300 << 20, "final_sk_rmem_alloc": 290 << 20, "zero_windows_sent": 0,
+         "want_zero_window": 0, "data_segments_dropped": 3, "drop_reasons": "PROTO_MEM 3",
          "error": "ETIMEDOUT", "died_at_s": 1124.5, "goodput_bps": 8000}
     text = " · ".join(headline(s, ("grew", 179.5)))
     assert "grew to 300 MiB (at 180 s)" in text

@@ -1,4 +1,4 @@
-"""tcpsim.sweep on Dask: the same rows as the local pool, and a worker killed mid-sweep loses
+"""tcpsim.sweeps on Dask: the same rows as the local pool, and a worker killed mid-sweep loses
 nothing. Clusters run on loopback only. Skipped when Dask is not installed (pip install
 '.[test]' installs it)."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from tcpsim.core.constants import NS_PER_MS
 from tcpsim.runner import RunOptions
-from tcpsim.sweep import Results, build_points, parse_axis, run_sweep
+from tcpsim.sweeps import Results, build_points, parse_axis, run_sweep
 
 distributed = pytest.importorskip("distributed")
 

@@ -1,4 +1,4 @@
-"""tcpsim.sweep.grid (axes, grid building and validation, content hash), parallel runs,
+"""tcpsim.sweeps.grid (axes, grid building and validation, content hash), parallel runs,
 exports, and the sweep command."""
 
 import csv
@@ -9,12 +9,12 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from tcpsim.sweep import execute
+from tcpsim.sweeps import execute
 from tcpsim.cli import app
 from tcpsim.core.constants import NS_PER_MS, NS_PER_S
 from tcpsim.runner import RunOptions
 from tcpsim.scenario import ScenarioError
-from tcpsim.sweep import Axis, build_points, parse_axis, run_sweep, write_results
+from tcpsim.sweeps import Axis, build_points, parse_axis, run_sweep, write_results
 
 SHORT = RunOptions(duration=NS_PER_S // 2)
 
@@ -126,7 +126,7 @@ def test_cli_sweep_table_and_json(tmp_path):
     assert [row["receiver.so_rcvbuf"] for row in json.loads(r.output)] == [16384, 32768]
     r = CliRunner().invoke(app, ["sweep", "seed-rcvbuf32k-fill", "-d", "0.5s", "-j", "1",
                                  "-r", str(tmp_path / "res"),
-                                 "-x", "receiver.so_rcvbuf=16384,32768", "-o", str(tmp_path / "r.csv")])
+                                 "-x", "receiver.so_rcvbuf=16384,32768", "--table", str(tmp_path / "r.csv")])
     assert r.exit_code == 0, r.output
     assert "2/2 points in" in r.output and "0 run, 2 already done" in r.output
     assert (tmp_path / "r.csv").exists()
@@ -135,6 +135,7 @@ def test_cli_sweep_table_and_json(tmp_path):
 @pytest.mark.parametrize("args,needle", [
     (["-x", "link.rtt=1ms,soon"], "sweep point 1"),
     (["-x", "link.rtt=1ms", "-o", "out.txt"], "use a .csv or .json"),
+    (["-x", "link.rtt=1ms", "--table", "out.txt"], "--table out.txt: use a .csv or .json"),
     (["-x", "nonsense"], "expected KEY=VALUE"),
     ([], "a scenario needs --vary"),
     (["-x", "seed=1", "--executor", "spark"], "--executor spark: use local or dask"),

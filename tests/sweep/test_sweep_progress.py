@@ -1,9 +1,9 @@
-"""tcpsim.sweep.progress: plain lines on a non-terminal, the closing summary, the ETA."""
+"""tcpsim.sweeps.progress: plain lines on a non-terminal, the closing summary, the ETA."""
 
 import io
 
-from tcpsim.sweep import progress as prog
-from tcpsim.sweep.progress import Progress, fmt_duration
+from tcpsim.sweeps import progress as prog
+from tcpsim.sweeps.progress import Progress, fmt_duration
 
 
 def test_plain_lines_every_few_seconds_and_a_summary(monkeypatch):

@@ -1,4 +1,4 @@
-"""tcpsim.sweep.report: the offline HTML page of a sweep -- figures, menus, the table."""
+"""tcpsim.sweeps.report: the offline HTML page of a sweep -- figures, menus, the table."""
 
 import json
 import re
@@ -10,8 +10,8 @@ import pytest
 
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.runner import RunOptions
-from tcpsim.sweep import Results, build_points, parse_axis, run_sweep
-from tcpsim.sweep.report import ReportError, write_report
+from tcpsim.sweeps import Results, build_points, parse_axis, run_sweep
+from tcpsim.sweeps.report import ReportError, write_report
 
 ROOT = Path(__file__).resolve().parents[2]
 AXES = ["reader.bytes=1,1000", "link.rtt=5ms,20ms", "policy=none,shrink-window", "seed=1,2"]

@@ -1,4 +1,4 @@
-"""tcpsim.sweep.dataset and driver: rows stored as points finish, resume by content hash,
+"""tcpsim.sweeps.dataset and driver: rows stored as points finish, resume by content hash,
 --fresh, traces beside the rows, a dataset pandas reads, a dying pool worker retried."""
 
 import json
@@ -11,9 +11,9 @@ import pytest
 
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.runner import RunOptions
-from tcpsim.sweep import Results, build_points, parse_axis, point_hash, run_sweep
-from tcpsim.sweep import execute
-from tcpsim.sweep.dataset import write_results
+from tcpsim.sweeps import Results, build_points, parse_axis, point_hash, run_sweep
+from tcpsim.sweeps import execute
+from tcpsim.sweeps.dataset import write_results
 
 SHORT = RunOptions(duration=NS_PER_S // 2)
 AXES = ["receiver.so_rcvbuf=16384,32768", "profile=linux-6.1,linux-6.18"]

@@ -1,4 +1,4 @@
-"""tcpsim.sweep.study: study files -- axes, ranges, paired axes, seeds, metrics -- the two
+"""tcpsim.sweeps.study: study files -- axes, ranges, paired axes, seeds, metrics -- the two
 shipped studies, and one `tcpsim: error:` line naming the file and the field."""
 
 import subprocess
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tcpsim.sweep.grid import Axis
-from tcpsim.sweep.study import StudyError, builtin_studies, expand_range, load_study
+from tcpsim.sweeps.grid import Axis
+from tcpsim.sweeps.study import StudyError, builtin_studies, expand_range, load_study
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -123,7 +123,7 @@ def test_a_point_the_study_makes_invalid_names_the_file_and_the_point(tmp_path):
 
 def test_the_shipped_studies_are_valid_and_modest():
     from tcpsim.runner import RunOptions
-    from tcpsim.sweep.study import plan_sweep
+    from tcpsim.sweeps.study import plan_sweep
     assert builtin_studies() == ["oscillating-reader", "reproducer"]
     sizes = {}
     for name in builtin_studies():
@@ -136,8 +136,8 @@ def test_the_shipped_studies_are_valid_and_modest():
 
 def test_study_settings_apply_to_every_point_and_options_win(tmp_path):
     from tcpsim.runner import RunOptions
-    from tcpsim.sweep.grid import parse_axis
-    from tcpsim.sweep.study import plan_sweep
+    from tcpsim.sweeps.grid import parse_axis
+    from tcpsim.sweeps.study import plan_sweep
     path = write(tmp_path, '[study]\nscenario = "seed-wscale8"\nduration = "2s"\nhz = 250\n'
                            'profile = "linux-6.1"\npolicies = ["shrink-window"]\n[axes]\nseed = [1, 2]\n')
     plan = plan_sweep(str(path), [parse_axis("link.rtt=1ms,2ms")], RunOptions())

@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from tcpsim.sweep import dataset, execute
-from tcpsim.sweep.dataset import Results
-from tcpsim.sweep.grid import Point
-from tcpsim.sweep.progress import Progress
+from tcpsim.sweeps import dataset, execute
+from tcpsim.sweeps.dataset import Results
+from tcpsim.sweeps.grid import Point
+from tcpsim.sweeps.progress import Progress
 
 # Stored columns that are neither an axis, a summary field nor a counter.
 _META = {"hash", "engine", "tcpsim_version", "profile", "policies", "seed", "hz", "scenario",

@@ -18,10 +18,10 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable
 
 from tcpsim.core.sysctl import SysctlError
-from tcpsim.profiles import ProfileError
+from tcpsim.catalog import ProfileError
 from tcpsim.runner import RunOptions, run
 from tcpsim.scenario import ScenarioError
-from tcpsim.sweep.grid import Point
+from tcpsim.sweeps.grid import Point
 
 MAX_ATTEMPTS = 3
 EXECUTORS = ("local", "dask")

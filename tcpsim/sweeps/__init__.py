@@ -10,10 +10,10 @@
     report     `tcpsim sweep report`: an offline interactive HTML page
 """
 
-from tcpsim.sweep.dataset import Results, read_dataset, write_results
-from tcpsim.sweep.driver import run_sweep
-from tcpsim.sweep.grid import Axis, Point, build_points, parse_axis, point_hash
-from tcpsim.sweep.table import SHOWN, table_lines
+from tcpsim.sweeps.dataset import Results, read_dataset, write_results
+from tcpsim.sweeps.driver import run_sweep
+from tcpsim.sweeps.grid import Axis, Point, build_points, parse_axis, point_hash
+from tcpsim.sweeps.table import SHOWN, table_lines
 
 __all__ = ["Axis", "Point", "Results", "SHOWN", "build_points", "parse_axis", "point_hash",
            "read_dataset", "run_sweep", "table_lines", "write_results"]

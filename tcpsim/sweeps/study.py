@@ -41,11 +41,11 @@ from typing import Any
 
 from tcpsim.core.constants import NS_PER_MS
 from tcpsim.core.sysctl import SysctlError
-from tcpsim.profiles import ProfileError
+from tcpsim.catalog import ProfileError
 from tcpsim.runner import RunOptions, run
 from tcpsim.scenario import ScenarioError, builtin_experiment, parse_duration
-from tcpsim.sweep.grid import Axis, Point, build_points, check_key
-from tcpsim.sweep.table import SHOWN
+from tcpsim.sweeps.grid import Axis, Point, build_points, check_key
+from tcpsim.sweeps.table import SHOWN
 
 _STUDY_KEYS = {"scenario", "name", "description", "duration", "profile", "policies", "hz",
                "seeds", "metrics", "x"}

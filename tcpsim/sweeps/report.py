@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from tcpsim.report.html import CSS, PLOTLY_CONFIG
-from tcpsim.sweep.dataset import Results, label
+from tcpsim.sweeps.dataset import Results, label
 
 MAX_HEATMAP_SLICES = 48
 DASHES = ("solid", "dash", "dot", "dashdot")

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import tcpsim
-from tcpsim.sweep.grid import ENGINE, Axis, Point
+from tcpsim.sweeps.grid import ENGINE, Axis, Point
 
 _FLOAT_FIELDS = {"died_at_s", "duration_s", "wall_s", "goodput_mbps"}
 

@@ -36,7 +36,7 @@ from typing import Any, Iterator
 
 import tcpsim
 from tcpsim.core.sysctl import SysctlError
-from tcpsim.profiles import ProfileError
+from tcpsim.catalog import ProfileError
 from tcpsim.runner import RunOptions, prepare
 from tcpsim.scenario import Scenario, ScenarioError, read_scenario_file, scenario_from_dict
 

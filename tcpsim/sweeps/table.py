@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tcpsim.sweep.grid import Axis, Point
+from tcpsim.sweeps.grid import Axis, Point
 
 # summary fields shown when the study names no metrics (all of them go to the dataset)
 SHOWN = ("peak_sk_rmem_alloc", "peak_sk_rcvbuf", "zero_windows_sent", "want_zero_window",
