@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tcpsim.core.constants import NS_PER_S
-from tcpsim.core.devices import DEVICES
+from tcpsim.core.devices import DEVICES, build as build_device
 from tcpsim.core.jiffies import parse_hz
 from tcpsim.core.sysctl import SysctlError
 from tcpsim.errors import ScenarioError
@@ -95,6 +95,32 @@ def _table(raw: dict, key: str) -> dict:
     return value
 
 
+def _parse_device(value: Any, link_mtu: int, where: str) -> str:
+    """A device as a preset name or a `[...device]` table -> the name the engines look up
+    (a preset's name, or the described device's spec string, tcpsim/core/devices.py).
+
+    The table takes `preset = "veth"` or `strategy = "kmalloc"` plus the strategy's fields
+    (buf, mtu, rx_copybreak, gro); see docs/scenarios.md."""
+    if isinstance(value, str):
+        if value not in DEVICES:
+            raise ScenarioError(f"{where}: expected one of {', '.join(DEVICES)}, got {value!r}")
+        return value
+    if not isinstance(value, dict):
+        raise ScenarioError(f"{where}: expected a preset name or a table, got {value!r}")
+    fields = dict(value)
+    preset, strategy = fields.pop("preset", None), fields.pop("strategy", None)
+    if (preset is None) == (strategy is None):
+        raise ScenarioError(f'{where}: give either preset (one of {", ".join(DEVICES)}) or '
+                            'strategy (sender, tun, page-frag, page, kmalloc), not both or neither')
+    if preset is not None and preset not in DEVICES:
+        raise ScenarioError(f"{where}.preset: expected one of {', '.join(DEVICES)}, got {preset!r}")
+    try:
+        dev = build_device(str(preset or strategy), fields, link_mtu, where)
+    except ValueError as exc:
+        raise ScenarioError(str(exc)) from None
+    return dev.name
+
+
 def _parse_link(t: dict) -> Link:
     _check_keys(t, {"rtt", "delay", "delay_ab", "delay_ba", "rate", "queue_limit", "loss", "mtu",
                     "jitter"}, "link.")
@@ -159,9 +185,7 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
             raise ScenarioError(f'receiver.role: expected "client" or "server", got {rcv["role"]!r}')
         sc = replace(sc, receiver_role=rcv["role"])
     if "device" in rcv:
-        if rcv["device"] not in DEVICES:
-            raise ScenarioError(f"receiver.device: expected one of {', '.join(DEVICES)}, got {rcv['device']!r}")
-        sc = replace(sc, device=rcv["device"])
+        sc = replace(sc, device=_parse_device(rcv["device"], sc.link.mtu, "receiver.device"))
     if "so_rcvbuf" in rcv:
         sc = replace(sc, so_rcvbuf=parse_size(rcv["so_rcvbuf"], "receiver.so_rcvbuf"))
     if "initrwnd" in rcv:
