@@ -63,6 +63,11 @@ class Scenario:
     nodelay: bool = True
     writer: App = DEFAULT_WRITER
     reader: App = DEFAULT_READER
+    # Data the other way ([receiver.writer] -> [sender.reader]), and the sender end's own
+    # ingress device ([sender.device]); unset: one-way data into the receiver, as before.
+    rev_writer: App | None = None
+    rev_reader: App | None = None
+    sender_device: str = "veth"
     policies: tuple[str, ...] = ()
     source: str = ""
 
@@ -75,7 +80,15 @@ class Scenario:
         d = asdict(self)
         if not self.hz:
             del d["hz"]                # unset: the model's default clock, as before the field
+        for key, unset in (("rev_writer", None), ("rev_reader", None), ("sender_device", "veth")):
+            if d[key] == unset:
+                del d[key]             # one-way scenarios read as before these fields
         return d
+
+    @property
+    def two_way(self) -> bool:
+        """Data flows both ways: the receiver end writes too ([receiver.writer])."""
+        return self.rev_writer is not None
 
 
 _TOP = {"name", "description", "profile", "hz", "duration", "seed", "sysctl", "link", "receiver",
@@ -88,11 +101,25 @@ def _check_keys(table: dict, allowed: set[str], where: str) -> None:
             raise ScenarioError(f"{where}{key}: unknown field; allowed here: {', '.join(sorted(allowed))}")
 
 
-def _table(raw: dict, key: str) -> dict:
+def _table(raw: dict, key: str, where: str = "") -> dict:
     value = raw.get(key, {})
     if not isinstance(value, dict):
-        raise ScenarioError(f"{key}: expected a table [{key}], got {type(value).__name__}")
+        raise ScenarioError(f"{where}{key}: expected a table [{where}{key}], "
+                            f"got {type(value).__name__}")
     return value
+
+
+def _parse_reverse(sc: Scenario, writer: dict, reader: dict) -> Scenario:
+    """[receiver.writer] and [sender.reader]: data from the receiver end back to the sender
+    end. A reverse writer without a reader gets the default (fast) reader; a reader alone has
+    nothing to read."""
+    if not writer:
+        if reader:
+            raise ScenarioError("sender.reader: nothing flows to the sender end; add a "
+                                "[receiver.writer] table")
+        return sc
+    return replace(sc, rev_writer=parse_app(writer, "writer", DEFAULT_WRITER, "receiver.writer"),
+                   rev_reader=parse_app(reader, "reader", DEFAULT_READER, "sender.reader"))
 
 
 def _parse_device(value: Any, link_mtu: int, where: str) -> str:
@@ -179,7 +206,7 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
         raise ScenarioError(str(exc)) from None
     sc = replace(sc, sysctl=sysctl, link=_parse_link(_table(raw, "link")))
     rcv = _table(raw, "receiver")
-    _check_keys(rcv, {"role", "device", "so_rcvbuf", "initrwnd"}, "receiver.")
+    _check_keys(rcv, {"role", "device", "so_rcvbuf", "initrwnd", "writer"}, "receiver.")
     if "role" in rcv:
         if rcv["role"] not in ("client", "server"):
             raise ScenarioError(f'receiver.role: expected "client" or "server", got {rcv["role"]!r}')
@@ -194,7 +221,9 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
                                 f"got {rcv['initrwnd']!r}")
         sc = replace(sc, initrwnd=rcv["initrwnd"])
     snd = _table(raw, "sender")
-    _check_keys(snd, {"initcwnd", "nodelay"}, "sender.")
+    _check_keys(snd, {"initcwnd", "nodelay", "device", "reader"}, "sender.")
+    if "device" in snd:
+        sc = replace(sc, sender_device=_parse_device(snd["device"], sc.link.mtu, "sender.device"))
     if "initcwnd" in snd:
         if not isinstance(snd["initcwnd"], int) or snd["initcwnd"] < 1:
             raise ScenarioError(f"sender.initcwnd: expected a positive integer, got {snd['initcwnd']!r}")
@@ -205,6 +234,7 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
         sc = replace(sc, nodelay=snd["nodelay"])
     sc = replace(sc, writer=parse_app(_table(raw, "writer"), "writer", sc.writer),
                  reader=parse_app(_table(raw, "reader"), "reader", sc.reader))
+    sc = _parse_reverse(sc, _table(rcv, "writer", "receiver."), _table(snd, "reader", "sender."))
     pol = raw.get("policies", [])
     if not isinstance(pol, list) or not all(isinstance(p, str) for p in pol):
         raise ScenarioError('policies: expected a list of patch names, e.g. ["shrink-window"]')
