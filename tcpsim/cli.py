@@ -17,7 +17,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from tcpsim.core.sysctl import SysctlError
 from tcpsim.catalog import ProfileError, get_profile
-from tcpsim.scenario import ScenarioError, builtin_experiments, load_scenario
+from tcpsim.scenario import Scenario, ScenarioError, builtin_experiments, load_scenario
 from tcpsim.sysctl_parse import parse_options as parse_sysctl_options
 from tcpsim.units import parse_duration
 
@@ -357,20 +357,22 @@ def bench(
 
 @dataclass
 class Variant:
-    """One side of a comparison: a profile with its own patches and sysctls."""
+    """One side of a comparison: a profile with its own patches, sysctls and scenario
+    settings (`--set receiver.device.rx_copybreak=256`)."""
 
     profile: str
     policies: list = field(default_factory=list)
     sysctl: list = field(default_factory=list)
+    sets: list = field(default_factory=list)
 
     def label(self) -> str:
-        extra = [*self.policies, *self.sysctl]
+        extra = [*self.policies, *self.sysctl, *self.sets]
         return self.profile + (" + " + " ".join(extra) if extra else "")
 
 
 def _parse_variants(args: list[str], minimum: int = 2) -> list[Variant]:
-    """--profile A [--policy X] [--sysctl S] --vs B [--policy Y] ... (options bind to the
-    profile before them)."""
+    """--profile A [--policy X] [--sysctl S] [--set K=V] --vs B [--policy Y] ... (options
+    bind to the profile before them)."""
     variants: list[Variant] = []
     it = iter(args)
     for arg in it:
@@ -379,12 +381,14 @@ def _parse_variants(args: list[str], minimum: int = 2) -> list[Variant]:
             _fail(f"{arg}: missing its value")
         if arg in ("--profile", "-p", "--vs"):
             variants.append(Variant(value))
-        elif arg in ("--policy", "--sysctl", "-s"):
+        elif arg in ("--policy", "--sysctl", "-s", "--set"):
             if not variants:
                 _fail(f"{arg} {value}: put it after the --profile or --vs it applies to")
-            (variants[-1].policies if arg == "--policy" else variants[-1].sysctl).append(value)
+            v = variants[-1]
+            {"--policy": v.policies, "--set": v.sets}.get(arg, v.sysctl).append(value)
         else:
-            _fail(f"{arg}: unknown option; use --profile A [--policy X] [--sysctl N=V] --vs B ...")
+            _fail(f"{arg}: unknown option; use --profile A [--policy X] [--sysctl N=V] "
+                  "[--set FIELD=V] --vs B ...")
     if len(variants) < minimum:
         _fail("compare needs at least two variants: --profile A ... --vs B ..."
               if minimum > 1 else "compare needs a variant to run: --profile A ...")
@@ -470,7 +474,7 @@ def compare(
             opts = RunOptions(profile=v.profile, policies=tuple(v.policies),
                               sysctl=parse_sysctl_options(v.sysctl), duration=dur, hz=hz,
                               pcap=out_pcap, memory_trace=True)
-            runs[v.label()] = api.run_with(sc, opts)
+            runs[v.label()] = api.run_with(with_settings(scenario, v.sets) if v.sets else sc, opts)
     except USER_ERRORS as exc:
         _fail(str(exc))
         return
@@ -483,6 +487,35 @@ def compare(
         typer.echo(f"report: {target}")
         for p in pcaps:
             typer.echo(f"pcap: {p}")
+
+
+def with_settings(scenario: str, sets: list[str]) -> Scenario:
+    """The scenario file with `FIELD=VALUE` settings applied to its TOML document (a dotted
+    path of any depth, e.g. receiver.device.rx_copybreak=256; VALUE an integer, true/false,
+    or text), validated again: errors name the field as the file does."""
+    from tcpsim.scenario import read_scenario_file, scenario_from_dict
+    raw, source = read_scenario_file(scenario)
+    for item in sets:
+        key, eq, text = item.partition("=")
+        if not eq or not key or key.startswith(".") or key.endswith("."):
+            raise ScenarioError(f"--set {item}: expected FIELD=VALUE, e.g. "
+                                "receiver.device.rx_copybreak=256")
+        value: object = int(text) if text.lstrip("-").isdigit() else \
+            {"true": True, "false": False}.get(text, text)
+        *path, name = key.split(".")
+        table = raw
+        for part in path:
+            nxt = table.setdefault(part, {})
+            if isinstance(nxt, str) and part == "device":
+                nxt = table[part] = {"preset": nxt}   # a preset name becomes a table
+            if not isinstance(nxt, dict):
+                raise ScenarioError(f"--set {item}: {part} is not a table")
+            table = nxt
+        table[name] = value
+    try:
+        return scenario_from_dict(raw, source=source)
+    except ScenarioError as exc:
+        raise ScenarioError(f"--set {' '.join(sets)}: {exc}") from None
 
 
 def _recorded_runs(paths: List[Path]) -> dict:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tcpsim.core.constants import NS_PER_S
-from tcpsim.core.devices import DEVICES
+from tcpsim.core.devices import DEVICES, build as build_device
 from tcpsim.core.jiffies import parse_hz
 from tcpsim.core.sysctl import SysctlError
 from tcpsim.errors import ScenarioError
@@ -63,6 +63,11 @@ class Scenario:
     nodelay: bool = True
     writer: App = DEFAULT_WRITER
     reader: App = DEFAULT_READER
+    # Data the other way ([receiver.writer] -> [sender.reader]), and the sender end's own
+    # ingress device ([sender.device]); unset: one-way data into the receiver, as before.
+    rev_writer: App | None = None
+    rev_reader: App | None = None
+    sender_device: str = "veth"
     policies: tuple[str, ...] = ()
     source: str = ""
 
@@ -75,7 +80,15 @@ class Scenario:
         d = asdict(self)
         if not self.hz:
             del d["hz"]                # unset: the model's default clock, as before the field
+        for key, unset in (("rev_writer", None), ("rev_reader", None), ("sender_device", "veth")):
+            if d[key] == unset:
+                del d[key]             # one-way scenarios read as before these fields
         return d
+
+    @property
+    def two_way(self) -> bool:
+        """Data flows both ways: the receiver end writes too ([receiver.writer])."""
+        return self.rev_writer is not None
 
 
 _TOP = {"name", "description", "profile", "hz", "duration", "seed", "sysctl", "link", "receiver",
@@ -88,11 +101,51 @@ def _check_keys(table: dict, allowed: set[str], where: str) -> None:
             raise ScenarioError(f"{where}{key}: unknown field; allowed here: {', '.join(sorted(allowed))}")
 
 
-def _table(raw: dict, key: str) -> dict:
+def _table(raw: dict, key: str, where: str = "") -> dict:
     value = raw.get(key, {})
     if not isinstance(value, dict):
-        raise ScenarioError(f"{key}: expected a table [{key}], got {type(value).__name__}")
+        raise ScenarioError(f"{where}{key}: expected a table [{where}{key}], "
+                            f"got {type(value).__name__}")
     return value
+
+
+def _parse_reverse(sc: Scenario, writer: dict, reader: dict) -> Scenario:
+    """[receiver.writer] and [sender.reader]: data from the receiver end back to the sender
+    end. A reverse writer without a reader gets the default (fast) reader; a reader alone has
+    nothing to read."""
+    if not writer:
+        if reader:
+            raise ScenarioError("sender.reader: nothing flows to the sender end; add a "
+                                "[receiver.writer] table")
+        return sc
+    return replace(sc, rev_writer=parse_app(writer, "writer", DEFAULT_WRITER, "receiver.writer"),
+                   rev_reader=parse_app(reader, "reader", DEFAULT_READER, "sender.reader"))
+
+
+def _parse_device(value: Any, link_mtu: int, where: str) -> str:
+    """A device as a preset name or a `[...device]` table -> the name the engines look up
+    (a preset's name, or the described device's spec string, tcpsim/core/devices.py).
+
+    The table takes `preset = "veth"` or `strategy = "kmalloc"` plus the strategy's fields
+    (buf, mtu, rx_copybreak, gro); see docs/scenarios.md."""
+    if isinstance(value, str):
+        if value not in DEVICES:
+            raise ScenarioError(f"{where}: expected one of {', '.join(DEVICES)}, got {value!r}")
+        return value
+    if not isinstance(value, dict):
+        raise ScenarioError(f"{where}: expected a preset name or a table, got {value!r}")
+    fields = dict(value)
+    preset, strategy = fields.pop("preset", None), fields.pop("strategy", None)
+    if (preset is None) == (strategy is None):
+        raise ScenarioError(f'{where}: give either preset (one of {", ".join(DEVICES)}) or '
+                            'strategy (sender, tun, page-frag, page, kmalloc), not both or neither')
+    if preset is not None and preset not in DEVICES:
+        raise ScenarioError(f"{where}.preset: expected one of {', '.join(DEVICES)}, got {preset!r}")
+    try:
+        dev = build_device(str(preset or strategy), fields, link_mtu, where)
+    except ValueError as exc:
+        raise ScenarioError(str(exc)) from None
+    return dev.name
 
 
 def _parse_link(t: dict) -> Link:
@@ -153,15 +206,13 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
         raise ScenarioError(str(exc)) from None
     sc = replace(sc, sysctl=sysctl, link=_parse_link(_table(raw, "link")))
     rcv = _table(raw, "receiver")
-    _check_keys(rcv, {"role", "device", "so_rcvbuf", "initrwnd"}, "receiver.")
+    _check_keys(rcv, {"role", "device", "so_rcvbuf", "initrwnd", "writer"}, "receiver.")
     if "role" in rcv:
         if rcv["role"] not in ("client", "server"):
             raise ScenarioError(f'receiver.role: expected "client" or "server", got {rcv["role"]!r}')
         sc = replace(sc, receiver_role=rcv["role"])
     if "device" in rcv:
-        if rcv["device"] not in DEVICES:
-            raise ScenarioError(f"receiver.device: expected one of {', '.join(DEVICES)}, got {rcv['device']!r}")
-        sc = replace(sc, device=rcv["device"])
+        sc = replace(sc, device=_parse_device(rcv["device"], sc.link.mtu, "receiver.device"))
     if "so_rcvbuf" in rcv:
         sc = replace(sc, so_rcvbuf=parse_size(rcv["so_rcvbuf"], "receiver.so_rcvbuf"))
     if "initrwnd" in rcv:
@@ -170,7 +221,9 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
                                 f"got {rcv['initrwnd']!r}")
         sc = replace(sc, initrwnd=rcv["initrwnd"])
     snd = _table(raw, "sender")
-    _check_keys(snd, {"initcwnd", "nodelay"}, "sender.")
+    _check_keys(snd, {"initcwnd", "nodelay", "device", "reader"}, "sender.")
+    if "device" in snd:
+        sc = replace(sc, sender_device=_parse_device(snd["device"], sc.link.mtu, "sender.device"))
     if "initcwnd" in snd:
         if not isinstance(snd["initcwnd"], int) or snd["initcwnd"] < 1:
             raise ScenarioError(f"sender.initcwnd: expected a positive integer, got {snd['initcwnd']!r}")
@@ -181,6 +234,7 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
         sc = replace(sc, nodelay=snd["nodelay"])
     sc = replace(sc, writer=parse_app(_table(raw, "writer"), "writer", sc.writer),
                  reader=parse_app(_table(raw, "reader"), "reader", sc.reader))
+    sc = _parse_reverse(sc, _table(rcv, "writer", "receiver."), _table(snd, "reader", "sender."))
     pol = raw.get("policies", [])
     if not isinstance(pol, list) or not all(isinstance(p, str) for p in pol):
         raise ScenarioError('policies: expected a list of patch names, e.g. ["shrink-window"]')

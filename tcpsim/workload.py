@@ -98,12 +98,14 @@ DEFAULT_WRITER = App("bulk", bytes=65536)
 DEFAULT_READER = App("fast", bytes=1 << 20)
 
 
-def parse_app(table: dict[str, Any], role: str, default: App) -> App:
-    """A scenario's [writer] or [reader] table (`role`) -> App; an empty table is `default`.
-    Errors are ScenarioErrors naming `role.field`."""
+def parse_app(table: dict[str, Any], side: str, default: App, where: str = "") -> App:
+    """A scenario's [writer] or [reader] table (`side`: "writer" or "reader") -> App; an
+    empty table is `default`. Errors are ScenarioErrors naming `where.field` (default `side`;
+    the reverse direction's are "receiver.writer" and "sender.reader")."""
     if not table:
         return default
-    kinds = KINDS[role]
+    role = where or side
+    kinds = KINDS[side]
     kind = table.get("kind")
     if kind not in kinds:
         raise ScenarioError(f"{role}.kind: expected one of {', '.join(sorted(kinds))}, "

@@ -74,7 +74,25 @@ def test_compare_writes_a_self_contained_report(tmp_path):
     assert "<script src=\"http" not in page and "plotly" in page.lower()
 
 
+def test_compare_sets_scenario_fields_per_variant_and_shows_both_directions(tmp_path):
+    # the ntb case: 48-byte messages back cost a 128 KiB kmalloc each, 832 with copybreak
+    r = runner.invoke(app, ["compare", "ntb-jumbo-rx", "-d", "100ms", "-o", str(tmp_path / "c.html"),
+                            "--json", "--profile", "linux-6.18", "--vs", "linux-6.18",
+                            "--set", "receiver.device.rx_copybreak=256",
+                            "--set", "sender.device.rx_copybreak=256"])
+    assert r.exit_code == 0, r.output
+    rows = {row["key"]: row for row in json.loads(r.output)["rows"] if row["section"] == "summary"}
+    peak = list(rows["rev_peak_sk_rmem_alloc"]["values"].values())
+    assert peak == [131328, 832]
+    read = list(rows["rev_bytes_read"]["values"].values())
+    assert read[0] == read[1] > 0
+
+
 @pytest.mark.parametrize("args,needle", [
+    (["compare", "ntb-jumbo-rx", "--profile", "linux-6.18", "--vs", "linux-6.18", "--set",
+      "receiver.device.rx_copybreak=999999"], "receiver.device.rx_copybreak: 999999 is larger"),
+    (["compare", "ntb-jumbo-rx", "--profile", "linux-6.18", "--vs", "linux-6.18", "--set",
+      "receiver"], "--set receiver: expected FIELD=VALUE"),
     (["compare", "seed-never-reads", "--profile", "linux-6.1"], "at least two variants"),
     (["compare", "seed-never-reads", "--policy", "x", "--profile", "linux-6.1"], "after the --profile"),
     (["compare", "seed-never-reads", "--profile", "linux-6.1", "--vs", "linux-9"], "unknown profile"),

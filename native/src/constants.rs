@@ -32,6 +32,8 @@ pub const TCP_HEADER_TS: i64 = 12;
 
 pub const TCP_DELACK_MAX_NS: i64 = 200 * NS_PER_MS;
 pub const TCP_DELACK_MIN_NS: i64 = 40 * NS_PER_MS;
+/// HZ / 2 jiffies: the ceiling tcp_send_delayed_ack() puts on ato.
+pub const HZ_HALF_NS: i64 = 500 * NS_PER_MS;
 pub const TCP_ATO_MIN_NS: i64 = 40 * NS_PER_MS;
 pub const TCP_RTO_MIN_NS: i64 = 200 * NS_PER_MS;
 pub const TCP_RTO_MAX_NS: i64 = 120 * NS_PER_S;
@@ -72,6 +74,7 @@ pub const ALL: &[(&str, i64)] = &[
     ("TCP_HEADER_TS", TCP_HEADER_TS),
     ("TCP_DELACK_MAX_NS", TCP_DELACK_MAX_NS),
     ("TCP_DELACK_MIN_NS", TCP_DELACK_MIN_NS),
+    ("HZ_HALF_NS", HZ_HALF_NS),
     ("TCP_ATO_MIN_NS", TCP_ATO_MIN_NS),
     ("TCP_RTO_MIN_NS", TCP_RTO_MIN_NS),
     ("TCP_RTO_MAX_NS", TCP_RTO_MAX_NS),

@@ -27,26 +27,133 @@ pub const ALL: &[(&str, i64)] = &[
     ("NET_SKB_PAD", NET_SKB_PAD),
 ];
 
-/// veth / loopback: the receiver gets the sender's own skb (TSO/GSO/GRO off).
+/// SKB_SMALL_HEAD_CACHE_SIZE's data area (the small-head kmem cache, 256 bytes here).
+pub const SKB_SMALL_HEAD: i64 = 256;
+
+/// The buffer strategies, as scenarios spell them.
+pub const STRATEGIES: &[&str] = &["sender", "tun", "page-frag", "page", "kmalloc"];
+const NIC: &[&str] = &["page-frag", "page", "kmalloc"];
+const ATTRS: &[&str] = &["buf", "mtu", "rx_copybreak", "gro", "head", "shared"];
+
+/// (data area, truesize, head_frag) of netdev_alloc_skb(dev, length).
 ///
-/// tcp_sendmsg() builds a small kmalloc'd head for the headers (`head` bytes of data area,
-/// SKB_TRUESIZE(head) with the struct overhead) and copies the payload into page fragments,
-/// so truesize = len + SKB_TRUESIZE(head) and a coalesce charges exactly `len`.
-/// Measured on 6.18 over veth: truesize = len + 832 and 17 segments per skb
-/// (docs/kernel-measurements.md, E1, E4).
-///
-/// `shared`: the receiver's skb is a clone of the sender's retransmit-queue skb (a veth pair
-/// or loopback with both ends on one host and no forwarding hop). skb_try_coalesce() refuses
-/// a cloned skb, so nothing coalesces into it until the sender frees its copy on ACK.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LocalSender {
-    pub name: String,
-    pub head: i64,
-    pub shared: bool,
+/// Models `__netdev_alloc_skb()` [net/core/skbuff.c, 6.18]: the request grows by NET_SKB_PAD;
+/// a request that fits the small-head cache, or exceeds SKB_WITH_OVERHEAD(PAGE_SIZE), goes
+/// to `__alloc_skb()` (kmalloc: the data area is the size class -- kmalloc_size_roundup()
+/// [mm/slab_common.c, 6.18] -- less the shared info); anything between is carved from the
+/// per-CPU page-fragment cache as SKB_HEAD_ALIGN(len) bytes and build_skb()'d (head_frag).
+/// truesize = SKB_TRUESIZE(data area) in every branch (`__finalize_skb_around()`).
+pub fn netdev_alloc_skb(length: i64) -> (i64, i64, bool) {
+    let want = length + NET_SKB_PAD;
+    if want <= SKB_SMALL_HEAD {
+        return (SKB_SMALL_HEAD, skb_truesize(SKB_SMALL_HEAD), false);
+    }
+    if want > PAGE_SIZE - SKB_SHINFO {
+        let end = kmalloc_size(data_align(want) + SKB_SHINFO) - SKB_SHINFO;
+        return (end, skb_truesize(end), false);
+    }
+    let end = data_align(want);
+    (end, skb_truesize(end), true)
 }
 
-impl LocalSender {
+/// An ingress device described by its buffer strategy (Python: `Device`).
+///
+/// `buf`: bytes per receive buffer (page-frag: the fragment size; kmalloc: the length asked
+/// of netdev_alloc_skb). `head`, `shared`: the sender strategy's kmalloc'd header area and
+/// whether the skb is a clone of the sender's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Device {
+    pub name: String,
+    pub strategy: String,
+    pub buf: i64,
+    pub mtu: i64,
+    pub rx_copybreak: i64,
+    pub gro: bool,
+    pub head: i64,
+    pub shared: bool,
+    /// TCP header with the timestamp option.
+    pub tcp_hlen: i64,
+}
+
+impl Device {
+    /// A device of `strategy` with every other field at its default.
+    pub fn of(name: &str, strategy: &str) -> Self {
+        Device {
+            name: name.to_string(),
+            strategy: strategy.to_string(),
+            buf: 0,
+            mtu: 0,
+            rx_copybreak: 0,
+            gro: true,
+            head: 256,
+            shared: false,
+            tcp_hlen: 32,
+        }
+    }
+
+    /// The profile's name, as `tcpsim run --device` spells it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn attr(&self, attr: &str) -> String {
+        let flag = |b: bool| if b { "on" } else { "off" }.to_string();
+        match attr {
+            "buf" => self.buf.to_string(),
+            "mtu" => self.mtu.to_string(),
+            "rx_copybreak" => self.rx_copybreak.to_string(),
+            "gro" => flag(self.gro),
+            "head" => self.head.to_string(),
+            _ => flag(self.shared),
+        }
+    }
+
+    /// The canonical spec string: `strategy[:key=value,...]` with the non-default keys.
+    pub fn spec(&self) -> String {
+        let d = Device::of("", &self.strategy);
+        let parts: Vec<String> = ATTRS
+            .iter()
+            .filter(|a| self.attr(a) != d.attr(a))
+            .map(|a| format!("{a}={}", self.attr(a)))
+            .collect();
+        if parts.is_empty() {
+            self.strategy.clone()
+        } else {
+            format!("{}:{}", self.strategy, parts.join(","))
+        }
+    }
+
+    /// The skb this device builds for an arriving segment of `length` payload bytes.
     pub fn make_skb(&self, seq: i64, length: i64, fin: bool) -> Skb {
+        self.make_gso_skb(seq, length, fin, 0)
+    }
+
+    /// `make_skb` for a segment of a GSO train of `gso_size`-byte frames (0 = one frame).
+    pub fn make_gso_skb(&self, seq: i64, length: i64, fin: bool, gso_size: i64) -> Skb {
+        match self.strategy.as_str() {
+            "sender" => return self.sender_skb(seq, length, fin),
+            "tun" => return self.tun_skb(seq, length, fin),
+            _ => {}
+        }
+        let frame = ETH_HLEN + IP_HLEN + self.tcp_hlen + length;
+        if frame < self.rx_copybreak {
+            return self.copied_skb(seq, length, fin, frame);
+        }
+        if self.strategy == "kmalloc" {
+            return self.linear_skb(seq, length, fin, frame, gso_size);
+        }
+        self.page_frag_skb(seq, length, fin, frame, gso_size)
+    }
+
+    /// veth / loopback: the receiver gets the sender's own skb (TSO/GSO/GRO off).
+    ///
+    /// tcp_sendmsg() builds a small kmalloc'd head for the headers (`head` bytes of data area,
+    /// SKB_TRUESIZE(head) with the struct overhead) and copies the payload into page fragments,
+    /// so truesize = len + SKB_TRUESIZE(head) and a coalesce charges exactly `len`.
+    /// Measured on 6.18 over veth: truesize = len + 832 and 17 segments per skb
+    /// (docs/kernel-measurements.md, E1, E4). `shared`: the receiver's skb is a clone of the
+    /// sender's retransmit-queue skb; skb_try_coalesce() refuses a cloned skb.
+    fn sender_skb(&self, seq: i64, length: i64, fin: bool) -> Skb {
         let nfrags = if length == 0 {
             0
         } else {
@@ -63,22 +170,13 @@ impl LocalSender {
         }
         skb
     }
-}
 
-/// tun/tap (packetdrill's device): headers and payload copied into a linear kmalloc head.
-///
-/// tun_get_user() -> alloc_skb_with_frags(): up to SKB_MAX_HEAD(pad) bytes go in the linear
-/// head (kmalloc bucket), the rest in page fragments of up to order 3. The linear skb keeps
-/// its kmalloc slack as tailroom, so a small follow-up segment may coalesce for free.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tun {
-    pub name: String,
-    /// TCP header with the timestamp option.
-    pub tcp_hlen: i64,
-}
-
-impl Tun {
-    pub fn make_skb(&self, seq: i64, length: i64, fin: bool) -> Skb {
+    /// tun/tap (packetdrill's device): headers and payload copied into a linear kmalloc head.
+    ///
+    /// tun_get_user() -> alloc_skb_with_frags(): up to SKB_MAX_HEAD(pad) bytes go in the linear
+    /// head (kmalloc bucket), the rest in page fragments of up to order 3. The linear skb keeps
+    /// its kmalloc slack as tailroom, so a small follow-up segment may coalesce for free.
+    fn tun_skb(&self, seq: i64, length: i64, fin: bool) -> Skb {
         let wire = IP_HLEN + self.tcp_hlen + length;
         let good_linear = PAGE_SIZE - NET_SKB_PAD - SKB_SHINFO;
         let linear = wire.min(good_linear);
@@ -106,24 +204,18 @@ impl Tun {
         };
         Skb::new(seq, length, truesize, layout, fin)
     }
-}
 
-/// A NIC that DMAs each frame into a `buf`-byte page fragment and build_skb()s around it.
-///
-/// truesize = buf + sizeof(sk_buff): 2304 for 2 KiB half-page buffers, 4352 for a full page.
-/// The payload sits in the (page-fragment) head: coalescing steals the head as a fragment.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PageNic {
-    pub name: String,
-    pub buf: i64,
-    pub tcp_hlen: i64,
-}
-
-impl PageNic {
-    pub fn make_skb(&self, seq: i64, length: i64, fin: bool) -> Skb {
-        let frame = ETH_HLEN + IP_HLEN + self.tcp_hlen + length;
-        let per_frame = self.buf - SKB_SHINFO - NET_SKB_PAD;
-        let head = self.buf - SKB_SHINFO;
+    /// A NIC that DMAs each frame into a `buf`-byte page fragment and build_skb()s around it.
+    ///
+    /// truesize = buf + sizeof(sk_buff): 2304 for 2 KiB half-page buffers, 4352 for a full page.
+    /// The payload sits in the (page-fragment) head: coalescing steals the head as a fragment.
+    /// A longer segment takes one more buffer (a fragment) per buffer-full (multi-buffer
+    /// frames; GRO merges a train's frames the same way, skb_gro_receive() [net/core/gro.c]).
+    /// With GRO off each further frame is its own skb: one more sk_buff per extra frame.
+    fn page_frag_skb(&self, seq: i64, length: i64, fin: bool, frame: i64, gso: i64) -> Skb {
+        let buf = self.buf;
+        let per_frame = buf - SKB_SHINFO - NET_SKB_PAD;
+        let head = buf - SKB_SHINFO;
         if frame <= per_frame {
             let layout = Layout {
                 head,
@@ -132,10 +224,14 @@ impl PageNic {
                 head_frag: true,
                 tailroom: per_frame - frame,
             };
-            return Skb::new(seq, length, self.buf + SKB_STRUCT, layout, fin);
+            return Skb::new(seq, length, buf + SKB_STRUCT, layout, fin);
         }
         // jumbo/GRO: head buffer plus one buffer per extra frame-full of payload
         let extra = ceil_div(frame - per_frame, per_frame);
+        let mut truesize = (1 + extra) * buf + SKB_STRUCT;
+        if !self.gro {
+            truesize += extra_frames(length, gso) * SKB_STRUCT;
+        }
         let layout = Layout {
             head,
             linear: length.min(per_frame),
@@ -143,88 +239,244 @@ impl PageNic {
             head_frag: true,
             tailroom: 0,
         };
-        Skb::new(
-            seq,
-            length,
-            (1 + extra) * self.buf + SKB_STRUCT,
-            layout,
-            fin,
-        )
+        Skb::new(seq, length, truesize, layout, fin)
+    }
+
+    /// A NIC that posts netdev_alloc_skb(`buf`) per frame and hands it up as it is (no
+    /// copybreak: ntb_netdev before its 2026 fix). A GSO train of N frames costs N buffers
+    /// (GRO chains linear heads on the frag_list, summing their truesize).
+    fn linear_skb(&self, seq: i64, length: i64, fin: bool, frame: i64, gso: i64) -> Skb {
+        let (end, one, head_frag) = netdev_alloc_skb(self.buf);
+        let frames = 1 + extra_frames(length, gso);
+        let tailroom = if frames == 1 {
+            (end - NET_SKB_PAD - frame).max(0)
+        } else {
+            0
+        };
+        let layout = Layout {
+            head: end,
+            linear: length,
+            nfrags: frames - 1,
+            head_frag,
+            tailroom,
+        };
+        Skb::new(seq, length, frames * one, layout, fin)
+    }
+
+    /// rx_copybreak: a frame shorter than the copybreak is copied into a new
+    /// netdev_alloc_skb(frame) (right-sized) and the receive buffer is reused.
+    fn copied_skb(&self, seq: i64, length: i64, fin: bool, frame: i64) -> Skb {
+        let (end, truesize, head_frag) = netdev_alloc_skb(frame);
+        let layout = Layout {
+            head: end,
+            linear: length,
+            nfrags: 0,
+            head_frag,
+            tailroom: end - NET_SKB_PAD - frame,
+        };
+        Skb::new(seq, length, truesize, layout, fin)
+    }
+
+    fn set(&mut self, attr: &str, v: i64) {
+        match attr {
+            "buf" => self.buf = v,
+            "mtu" => self.mtu = v,
+            "rx_copybreak" => self.rx_copybreak = v,
+            "gro" => self.gro = v != 0,
+            "head" => self.head = v,
+            _ => self.shared = v != 0,
+        }
     }
 }
 
-/// An ingress device profile (Python: `Device = LocalSender | Tun | PageNic`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Device {
-    LocalSender(LocalSender),
-    Tun(Tun),
-    PageNic(PageNic),
-}
-
-impl Device {
-    /// The profile's name, as `tcpsim run --device` spells it.
-    pub fn name(&self) -> &str {
-        match self {
-            Device::LocalSender(d) => &d.name,
-            Device::Tun(d) => &d.name,
-            Device::PageNic(d) => &d.name,
-        }
-    }
-
-    /// The skb this device builds for an arriving segment of `length` payload bytes.
-    /// (`gso_size` is accepted by the Python method and unused by every device; it is not
-    /// carried here.)
-    pub fn make_skb(&self, seq: i64, length: i64, fin: bool) -> Skb {
-        match self {
-            Device::LocalSender(d) => d.make_skb(seq, length, fin),
-            Device::Tun(d) => d.make_skb(seq, length, fin),
-            Device::PageNic(d) => d.make_skb(seq, length, fin),
-        }
+/// Frames of a GSO train beyond the first (0 for a single-frame segment).
+fn extra_frames(length: i64, gso: i64) -> i64 {
+    if gso > 0 {
+        (ceil_div(length, gso) - 1).max(0)
+    } else {
+        0
     }
 }
 
 fn local(name: &str, shared: bool) -> Device {
-    Device::LocalSender(LocalSender {
-        name: name.to_string(),
-        head: 256,
+    Device {
         shared,
-    })
+        ..Device::of(name, "sender")
+    }
 }
 
 fn nic(name: &str, buf: i64) -> Device {
-    Device::PageNic(PageNic {
-        name: name.to_string(),
+    let strategy = if buf == PAGE_SIZE {
+        "page"
+    } else {
+        "page-frag"
+    };
+    Device {
         buf,
-        tcp_hlen: 32,
-    })
+        ..Device::of(name, strategy)
+    }
 }
 
-/// Every ingress device profile, in the order of Python's `DEVICES`.
+/// Every preset, in the order of Python's `DEVICES`.
 pub fn devices() -> Vec<Device> {
     vec![
         local("veth", false),
         local("veth-direct", true),
         local("loopback", true),
-        Device::Tun(Tun {
-            name: "tun".to_string(),
-            tcp_hlen: 32,
-        }),
+        Device::of("tun", "tun"),
         nic("nic-2k", 2048),
         nic("nic-4k", 4096),
     ]
 }
 
-/// Look up an ingress device profile by name (see `devices()`); the error names the choices.
-pub fn device(name: &str) -> Result<Device, String> {
-    let all = devices();
-    if let Some(d) = all.iter().find(|d| d.name() == name) {
-        return Ok(d.clone());
-    }
-    let names: Vec<&str> = all.iter().map(Device::name).collect();
-    Err(format!(
+fn unknown(name: &str) -> String {
+    let names: Vec<String> = devices().iter().map(|d| d.name.clone()).collect();
+    format!(
         "unknown device '{name}'; choose one of: {}",
         names.join(", ")
-    ))
+    )
+}
+
+/// Python `build()`: a device from a strategy (or preset) and field values, validated; named
+/// by its spec string. `fields` are (attr, value) with gro/shared as 0/1.
+pub fn build(strategy: &str, fields: &[(String, i64)], where_: &str) -> Result<Device, String> {
+    let presets = devices();
+    let base = if let Some(p) = presets.iter().find(|d| d.name == strategy) {
+        if fields.is_empty() {
+            return Ok(p.clone());
+        }
+        p.clone()
+    } else if STRATEGIES.contains(&strategy) {
+        let mut d = Device::of(strategy, strategy);
+        if strategy == "page" {
+            d.buf = PAGE_SIZE;
+        }
+        d
+    } else {
+        return Err(unknown(strategy));
+    };
+    let mut dev = base;
+    for (key, v) in fields {
+        let attr = if key == "copybreak" {
+            "rx_copybreak"
+        } else {
+            key.as_str()
+        };
+        if !ATTRS.contains(&attr) {
+            return Err(format!(
+                "{where_}.{key}: unknown field; allowed: preset, strategy, {}",
+                ATTRS.join(", ")
+            ));
+        }
+        dev.set(attr, *v);
+    }
+    if dev.strategy == "kmalloc" && dev.buf == 0 {
+        if dev.mtu == 0 {
+            return Err(format!(
+                "{where_}.buf: required for the kmalloc strategy when no mtu is given"
+            ));
+        }
+        dev.buf = dev.mtu + ETH_HLEN;
+    }
+    check(&dev, where_)?;
+    dev.name = dev.spec();
+    Ok(dev)
+}
+
+/// Python `check()`: the description's own consistency, one line naming `where_.field`.
+pub fn check(dev: &Device, where_: &str) -> Result<(), String> {
+    let s = dev.strategy.as_str();
+    if !NIC.contains(&s) {
+        for (attr, v) in [
+            ("buf", dev.buf),
+            ("rx_copybreak", dev.rx_copybreak),
+            ("mtu", dev.mtu),
+        ] {
+            if v != 0 {
+                return Err(format!(
+                    "{where_}.{attr}: the {s} strategy has no receive buffers; use strategy page-frag, page or kmalloc"
+                ));
+            }
+        }
+        if s == "tun" && (dev.shared || dev.head != 256) {
+            return Err(format!(
+                "{where_}: head and shared belong to the sender strategy"
+            ));
+        }
+        return Ok(());
+    }
+    if dev.shared || dev.head != 256 {
+        return Err(format!(
+            "{where_}: head and shared belong to the sender strategy"
+        ));
+    }
+    if s == "page" && dev.buf != PAGE_SIZE {
+        return Err(format!(
+            "{where_}.buf: the page strategy uses one {PAGE_SIZE}-byte page per frame; use page-frag for {}-byte buffers",
+            dev.buf
+        ));
+    }
+    let frame = if dev.mtu != 0 { dev.mtu + ETH_HLEN } else { 0 };
+    if s == "kmalloc" && frame != 0 && dev.buf < frame {
+        return Err(format!(
+            "{where_}.buf: {} bytes is smaller than a frame at mtu {} ({frame} with the Ethernet header); raise buf or lower the mtu",
+            dev.buf, dev.mtu
+        ));
+    }
+    let least = SKB_SHINFO + NET_SKB_PAD + ETH_HLEN + IP_HLEN + dev.tcp_hlen + 1;
+    if s == "page-frag" && !(least <= dev.buf && dev.buf <= PAGE_SIZE) {
+        return Err(format!(
+            "{where_}.buf: a page fragment holds {least}..{PAGE_SIZE} bytes (a frame beside the skb_shared_info and NET_SKB_PAD), got {}",
+            dev.buf
+        ));
+    }
+    if dev.rx_copybreak > dev.buf {
+        return Err(format!(
+            "{where_}.rx_copybreak: {} is larger than the {}-byte receive buffer; use at most the buffer size",
+            dev.rx_copybreak, dev.buf
+        ));
+    }
+    Ok(())
+}
+
+/// Python `parse_spec()`: `strategy[:key=value,...]` (or `preset:...`) -> Device.
+pub fn parse_spec(spec: &str) -> Result<Device, String> {
+    let (base, rest) = spec.split_once(':').unwrap_or((spec, ""));
+    if !STRATEGIES.contains(&base) && !devices().iter().any(|d| d.name == base) {
+        return Err(unknown(spec));
+    }
+    let mut fields = Vec::new();
+    for item in rest.split(',').filter(|i| !i.is_empty()) {
+        let (key, val) = item.split_once('=').unwrap_or((item, ""));
+        let flag = key == "gro" || key == "shared";
+        let number = !val.is_empty() && val.bytes().all(|b| b.is_ascii_digit());
+        let v = match (flag, val) {
+            (true, "on") => 1,
+            (true, "off") => 0,
+            (false, _) if number && item.contains('=') => val
+                .parse::<i64>()
+                .map_err(|_| format!("device '{spec}': {key} is out of range"))?,
+            _ => {
+                return Err(format!(
+                    "device '{spec}': expected key=number (or gro=on|off), got '{item}'"
+                ))
+            }
+        };
+        fields.push((key.to_string(), v));
+    }
+    build(base, &fields, &format!("device '{spec}'"))
+}
+
+/// Look up an ingress device by preset name (see `devices()`) or spec string
+/// (`Device::spec`); the error names the presets.
+pub fn device(name: &str) -> Result<Device, String> {
+    if let Some(d) = devices().into_iter().find(|d| d.name == name) {
+        return Ok(d);
+    }
+    if !name.contains(':') && !STRATEGIES.contains(&name) {
+        return Err(unknown(name));
+    }
+    parse_spec(name)
 }
 
 #[cfg(test)]
@@ -265,6 +517,55 @@ mod tests {
             (704, 100, 488, 0)
         );
         assert_eq!(skb.truesize, 704 + 576);
+    }
+
+    #[test]
+    fn presets_spell_their_strategy() {
+        let specs: Vec<String> = devices().iter().map(Device::spec).collect();
+        assert_eq!(
+            specs,
+            [
+                "sender",
+                "sender:shared=on",
+                "sender:shared=on",
+                "tun",
+                "page-frag:buf=2048",
+                "page:buf=4096"
+            ]
+        );
+        assert_eq!(
+            device("page:buf=4096")
+                .unwrap()
+                .make_skb(0, 1448, false)
+                .truesize,
+            4352
+        );
+    }
+
+    #[test]
+    fn kmalloc_buffer_costs_its_size_class_and_copybreak_rescues_small_frames() {
+        // ntb_netdev at a 64 KiB MTU: netdev_alloc_skb(65550) is a 128 KiB kmalloc object
+        let ntb = device("kmalloc:mtu=65536").unwrap();
+        assert_eq!(ntb.name, "kmalloc:buf=65550,mtu=65536");
+        assert_eq!(ntb.make_skb(0, 0, false).truesize, 131072 - 320 + 576);
+        let cb = device("kmalloc:mtu=65536,rx_copybreak=256").unwrap();
+        let ack = cb.make_skb(0, 0, false);
+        assert_eq!((ack.truesize, ack.head, ack.tailroom), (832, 256, 126));
+        assert_eq!(cb.make_skb(0, 1448, false).truesize, 131328);
+        // between the small-head cache and a page: a page fragment, head_frag
+        assert_eq!(netdev_alloc_skb(1000), (1088, 1088 + 576, true));
+    }
+
+    #[test]
+    fn bad_descriptions_say_what_to_change() {
+        let small = device("kmalloc:buf=1500,mtu=9000").unwrap_err();
+        assert!(small.contains(".buf: 1500 bytes is smaller than a frame at mtu 9000"));
+        let cb = device("page-frag:buf=2048,rx_copybreak=4000").unwrap_err();
+        assert!(cb.contains(".rx_copybreak: 4000 is larger than the 2048-byte"));
+        assert!(device("sender:rx_copybreak=3").is_err());
+        assert!(device("kmalloc:buf=x")
+            .unwrap_err()
+            .contains("expected key=number"));
     }
 
     #[test]

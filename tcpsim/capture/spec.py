@@ -61,6 +61,20 @@ def _checked(table: str, key: str, fn, value):
     return fn(value, f"{table}.{key}" if table else key)
 
 
+def _one_way_preset_only(d: dict[str, Any]) -> None:
+    """A capture builds one veth/tun topology with a writer on one side: described devices
+    and data both ways are the simulator's only (an error, never silently ignored)."""
+    rcv, snd = d.get("receiver") or {}, d.get("sender") or {}
+    if isinstance(rcv.get("device"), dict):
+        raise ValueError("receiver.device: a capture uses a preset device by name (veth, tun, "
+                         "...); described devices ([receiver.device] tables) are simulated only")
+    for where, table, key in (("receiver.writer", rcv, "writer"), ("sender.reader", snd, "reader"),
+                              ("sender.device", snd, "device")):
+        if key in table:
+            raise ValueError(f"{where}: a capture sends data one way with the sender's own "
+                             f"device; remove [{where}] to capture this scenario")
+
+
 def parse(source: dict[str, Any] | str | Path) -> CaptureSpec:
     """Validate a scenario and return its CaptureSpec (errors name the offending field)."""
     d = load(source)
@@ -68,6 +82,7 @@ def parse(source: dict[str, Any] | str | Path) -> CaptureSpec:
     rtt = _checked("link", "rtt", parse_duration, link.get("rtt", 0))
     ab = _checked("link", "delay_ab", parse_duration, link.get("delay_ab", rtt / 2 / 1e9))
     ba = _checked("link", "delay_ba", parse_duration, link.get("delay_ba", rtt / 2 / 1e9))
+    _one_way_preset_only(d)
     role = _get(d, "receiver", "role", "client")
     if role not in ("client", "server"):
         raise ValueError(f"receiver.role: {role!r} is not 'client' or 'server'")

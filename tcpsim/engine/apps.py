@@ -22,6 +22,7 @@ from tcpsim.core.constants import NS_PER_S
 from tcpsim.engine.scheduler import READER, WRITER
 
 if TYPE_CHECKING:
+    from tcpsim.core.socket import TcpSocket
     from tcpsim.engine.simulation import Simulation
     from tcpsim.workload import App
 
@@ -34,8 +35,10 @@ class PeriodicWriter:
     """Writes `n` bytes every `period`; a write that does not fit blocks, and is retried at
     the following ticks before a new one starts (a blocking send() followed by a sleep)."""
 
-    def __init__(self, sim: Simulation, n: int, period: int, start: int) -> None:
+    def __init__(self, sim: Simulation, n: int, period: int, start: int,
+                 sk: TcpSocket | None = None) -> None:
         self.sim, self.n, self.period, self.start = sim, n, period, start
+        self.sk = sk or sim.snd                 # the socket written to (the sender end's)
         self.pending = 0
         self.blocked = False
         self.written = 0
@@ -45,7 +48,7 @@ class PeriodicWriter:
 
     def tick(self) -> None:
         sim = self.sim
-        sk = sim.snd
+        sk = self.sk
         if sk.error:
             return
         now = sim.sched.now
@@ -72,8 +75,10 @@ class PeriodicWriter:
 class BulkWriter:
     """Writes `chunk`-byte pieces whenever the send buffer has room."""
 
-    def __init__(self, sim: Simulation, chunk: int, start: int) -> None:
+    def __init__(self, sim: Simulation, chunk: int, start: int,
+                 sk: TcpSocket | None = None) -> None:
         self.sim, self.chunk, self.start = sim, chunk, start
+        self.sk = sk or sim.snd                 # the socket written to (the sender end's)
         self.blocked = False
         self.written = 0
         self._busy = False
@@ -83,7 +88,7 @@ class BulkWriter:
 
     def fill(self) -> None:
         sim = self.sim
-        sk = sim.snd
+        sk = self.sk
         if self._busy or sk.error:
             return
         self._busy = True
@@ -119,8 +124,10 @@ class Phase:
 class Reader:
     """Reads from the receiving socket following a sequence of phases."""
 
-    def __init__(self, sim: Simulation, phases: Iterator[Phase]) -> None:
+    def __init__(self, sim: Simulation, phases: Iterator[Phase],
+                 sk: TcpSocket | None = None) -> None:
         self.sim = sim
+        self.sk = sk or sim.rcv                 # the socket read from (the receiver end's)
         self.phases = phases
         self.phase = Phase("never", 0, 0)
         self.next_read = _FAR        # time of the first read not yet applied (periodic)
@@ -170,7 +177,7 @@ class Reader:
         if self.next_read != now:
             return
         p = self.phase
-        if self.sim.skip and self.sim.rcv.count_inert_reads(now, p.period, p.n, 1):
+        if self.sim.skip and self.sk.count_inert_reads(now, p.period, p.n, 1):
             self._plan(now)             # still inert: look further ahead, read nothing yet
             return
         self._read(now, p.n)
@@ -191,7 +198,7 @@ class Reader:
         count = self._reads_before(t)
         if count:
             p = self.phase
-            self.sim.rcv.apply_inert_reads(self.next_read, p.period, p.n, count)
+            self.sk.apply_inert_reads(self.next_read, p.period, p.n, count)
             self.read_bytes += count * p.n
             self.next_read += count * p.period
 
@@ -202,7 +209,7 @@ class Reader:
 
     def _plan(self, now: int) -> None:
         p = self.phase
-        if self.next_read >= p.end or self.sim.rcv.error:
+        if self.next_read >= p.end or self.sk.error:
             return
         self.gen += 1
         t = self.next_read
@@ -212,7 +219,7 @@ class Reader:
             horizon = min(self.sim.sched.peek(), p.end)
             limit = max(1, -(-(horizon - t) // p.period) + 1)
             limit = min(limit, -(-(p.end - t) // p.period))
-            t += self.sim.rcv.count_inert_reads(t, p.period, p.n, limit) * p.period
+            t += self.sk.count_inert_reads(t, p.period, p.n, limit) * p.period
             if t >= p.end:
                 return
         self.sim.sched.at(t, READER, self._wake, self.gen)
@@ -230,12 +237,12 @@ class Reader:
         self._busy = False
 
     def _read(self, now: int, n: int) -> int:
-        sim = self.sim
-        got = sim.rcv.read(now, n)
+        sk = self.sk
+        got = sk.read(now, n)
         if got:
             self.read_bytes += got
             self._account_second(now, got)
-            sim.after(sim.rcv)
+            self.sim.after(sk)
         return got
 
     def _account_second(self, now: int, got: int) -> None:
@@ -247,14 +254,16 @@ class Reader:
         self.second_bytes += got
 
 
-def make_writer(sim: Simulation, app: App) -> PeriodicWriter | BulkWriter:
-    """The scenario's writer (tcpsim.workload.WRITER_KINDS) on the simulator."""
-    return WRITERS[app.kind](sim, app)
+def make_writer(sim: Simulation, app: App,
+                sk: TcpSocket | None = None) -> PeriodicWriter | BulkWriter:
+    """A scenario's writer (tcpsim.workload.WRITER_KINDS) on the simulator, writing to `sk`
+    (default: the sender end's socket)."""
+    return WRITERS[app.kind](sim, app, sk)
 
 
 WRITERS = {
-    "periodic": lambda sim, app: PeriodicWriter(sim, app.bytes, app.every, app.start),
-    "bulk": lambda sim, app: BulkWriter(sim, app.bytes, app.start),
+    "periodic": lambda sim, app, sk: PeriodicWriter(sim, app.bytes, app.every, app.start, sk),
+    "bulk": lambda sim, app, sk: BulkWriter(sim, app.bytes, app.start, sk),
 }
 
 

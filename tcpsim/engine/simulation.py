@@ -1,4 +1,5 @@
-"""One simulated run: two TCP endpoints, a link between them, a writer and a reader.
+"""One simulated run: two TCP endpoints, a link between them, a writer and a reader -- and,
+in a two-way scenario, a second writer at the receiver end and a reader at the sender end.
 
 The simulation only moves things around: segments from a socket's outbox onto a link,
 deliveries and timer expiries into sockets, wake-ups to applications. Everything TCP does
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from tcpsim.core.constants import NS_PER_S
-from tcpsim.core.devices import LocalSender, device
+from tcpsim.core.devices import device
 from tcpsim.core.segment import Segment
 from tcpsim.core.socket import TcpSocket
 from tcpsim.core.state import ESTABLISHED
@@ -79,9 +80,10 @@ class Simulation:
         self.sysctls = sysctls
         mtu = scenario.link.mtu
         dev = device(scenario.device)
+        sdev = device(scenario.sender_device)       # the sender end's ingress device
         self.rcv = TcpSocket(profile.policy(), sysctls, dev, name="rcv",
                              sink=sink, mtu=mtu, init_rwnd=scenario.initrwnd, hz=scenario.hz)
-        self.snd = TcpSocket(profile.policy(), profile.default_sysctls(), LocalSender(),
+        self.snd = TcpSocket(profile.policy(), profile.default_sysctls(), sdev,
                              name="snd", sink=sink, mtu=mtu, initcwnd=scenario.initcwnd,
                              nodelay=scenario.nodelay, hz=scenario.hz)
         if scenario.so_rcvbuf:
@@ -98,9 +100,22 @@ class Simulation:
         self.shared_skbs = getattr(dev, "shared", False)     # veth/loopback: see LocalSender
         if self.shared_skbs:
             self.rcv.on_peer_release(0)
+        self.rev_shared_skbs = scenario.two_way and sdev.shared
+        if self.rev_shared_skbs:
+            self.snd.on_peer_release(0)
         self.writer: PeriodicWriter | BulkWriter = make_writer(self, scenario.writer)
         self.reader = Reader(self, iter(()))
         self.reader.phases = reader_phases(scenario.reader, self.reader, scenario.duration)
+        # two-way: the receiver end writes, the sender end reads (None: one-way data)
+        self.rev_writer: PeriodicWriter | BulkWriter | None = None
+        self.rev_reader: Reader | None = None
+        if scenario.rev_writer is not None and scenario.rev_reader is not None:
+            self.rev_writer = make_writer(self, scenario.rev_writer, self.rcv)
+            self.rev_reader = Reader(self, iter(()), self.snd)
+            self.rev_reader.phases = reader_phases(scenario.rev_reader, self.rev_reader,
+                                                   scenario.duration)
+        self.rev_peaks = Peaks()
+        self.rcv_established_at = -1
         self.peaks = Peaks()
         self.established_at = -1
         self.died_at = -1
@@ -121,17 +136,24 @@ class Simulation:
                 send(seg)
         self._arm(sk)
         if sk is self.rcv:
-            self._note_peaks(sk)
+            self._note_peaks(sk, self.peaks)
             if sk.readable:
                 self.reader.on_readable(self.sched.now)
-        elif self.writer.blocked and sk.can_queue():
-            self.writer.on_writable(self.sched.now)
+            rw = self.rev_writer
+            if rw is not None and rw.blocked and sk.can_queue():
+                rw.on_writable(self.sched.now)
+        else:
+            if self.rev_reader is not None:
+                self._note_peaks(sk, self.rev_peaks)
+                if sk.readable:
+                    self.rev_reader.on_readable(self.sched.now)
+            if self.writer.blocked and sk.can_queue():
+                self.writer.on_writable(self.sched.now)
         if sk.error and self.died_at < 0:
             self.died_at = self.sched.now
 
-    def _note_peaks(self, rcv: TcpSocket) -> None:
-        """Track the receiver's extremes (sampled after every event)."""
-        peaks = self.peaks
+    def _note_peaks(self, rcv: TcpSocket, peaks: Peaks) -> None:
+        """Track a receiving socket's extremes (sampled after every event)."""
         if rcv.mem.sk_rmem_alloc > peaks.rmem:
             peaks.rmem = rcv.mem.sk_rmem_alloc
             peaks.t_rmem = self.sched.now
@@ -156,18 +178,28 @@ class Simulation:
         if self.tap is not None:
             self.tap.segment(now, False, seg)
         self.reader.catch_up(now)
+        was_open = rcv.conn.state is ESTABLISHED
         rcv.on_segment(now, seg)
+        if self.rev_shared_skbs:
+            self.snd.on_peer_release(rcv.snd.snd_una)
         self.after(rcv)
         self.reader.replan()
+        if not was_open and rcv.conn.state is ESTABLISHED:
+            self._rcv_established()
 
     def _to_snd(self, seg: Segment) -> None:
         snd = self.snd
         now = self.sched.now
+        rr = self.rev_reader
+        if rr is not None:
+            rr.catch_up(now)
         was_open = snd.conn.state is ESTABLISHED
         snd.on_segment(now, seg)
         if self.shared_skbs:
             self.rcv.on_peer_release(snd.snd.snd_una)
         self.after(snd)
+        if rr is not None:
+            rr.replan()
         if not was_open and snd.conn.state is ESTABLISHED:
             self._established()
 
@@ -179,13 +211,17 @@ class Simulation:
         if not due or due > now:
             self._arm(sk)                    # a stale wake-up: the deadline moved
             return
-        if sk is self.rcv:
-            self.reader.catch_up(now)
+        reader = self.reader if sk is self.rcv else self.rev_reader
+        if reader is not None:
+            reader.catch_up(now)
         was_open = sk.conn.state
         sk.on_timer(now)
         self.after(sk)
+        if reader is not None:
+            reader.replan()
         if sk is self.rcv:
-            self.reader.replan()
+            if was_open is not ESTABLISHED and sk.conn.state is ESTABLISHED:
+                self._rcv_established()
         elif was_open is not ESTABLISHED and sk.conn.state is ESTABLISHED:
             self._established()
 
@@ -193,6 +229,13 @@ class Simulation:
         if self.established_at < 0:
             self.established_at = self.sched.now
             self.writer.begin()
+
+    def _rcv_established(self) -> None:
+        """The receiver end is open: its writer (two-way scenarios) may start."""
+        if self.rcv_established_at < 0:
+            self.rcv_established_at = self.sched.now
+            if self.rev_writer is not None:
+                self.rev_writer.begin()
 
     # -- running ----------------------------------------------------------------------------------
 
@@ -204,10 +247,14 @@ class Simulation:
         client.connect(0)
         self.after(client)
         self.reader.begin()
+        if self.rev_reader is not None:
+            self.rev_reader.begin()
         wall = time.perf_counter()
         with _few_gc_passes():
             self.sched.run(sc.duration, progress)
         self.reader.catch_up(sc.duration + 1)
+        if self.rev_reader is not None:
+            self.rev_reader.catch_up(sc.duration + 1)
         wall = time.perf_counter() - wall
         return self.result(wall)
 
@@ -249,9 +296,37 @@ class Simulation:
         }
         if sc.hz:                           # unset: tcpsim's default clock (not listed)
             summary["hz"] = sc.hz
+        if self.rev_writer is not None and self.rev_reader is not None:
+            summary.update(self._reverse_summary(dur_s))
         return RunResult(sc.name, self.profile.name, summary, c,
                          {"rcv": rcv.ss_line(), "snd": snd.ss_line()}, self.sysctls.as_dict(),
                          sc.as_dict())
+
+
+    def _reverse_summary(self, dur_s: float) -> dict[str, Any]:
+        """The other direction of a two-way run (receiver end -> sender end), `rev_`-prefixed
+        beside the forward direction's names: the sender end's socket now receives."""
+        assert self.rev_writer is not None and self.rev_reader is not None
+        snd, rcv = self.snd, self.rcv
+        c = snd.mib.as_nstat(self.profile.counters())
+        delivered = self.rev_reader.read_bytes
+        return {
+            "rev_bytes_written": self.rev_writer.written,
+            "rev_bytes_received": snd.rcv.bytes_received,
+            "rev_bytes_read": delivered,
+            "rev_goodput_mbps": round(delivered * 8 / dur_s / 1e6, 3) if dur_s else 0.0,
+            "rev_peak_sk_rmem_alloc": self.rev_peaks.rmem,
+            "rev_peak_recv_q": self.rev_peaks.recv_q,
+            "rev_final_sk_rmem_alloc": snd.mem.sk_rmem_alloc,
+            "rev_final_sk_rcvbuf": snd.mem.sk_rcvbuf,
+            "rev_final_rcv_ssthresh": snd.rcv.rcv_ssthresh,
+            "rev_final_window_clamp": snd.rcv.window_clamp,
+            "rev_zero_windows_sent": c["TcpExtTCPToZeroWindowAdv"],
+            "rev_drops": (c["TcpExtTCPRcvQDrop"] + c["TcpExtTCPOFODrop"]
+                          + c["TcpExtTCPZeroWindowDrop"] + c["TcpExtBeyondWindow"]),
+            "rev_retransmits": rcv.mib.TCPRetransSegs,
+            "rev_window_probes": rcv.mib.TCPWinProbe,
+        }
 
 
 @contextmanager

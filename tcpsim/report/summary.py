@@ -60,7 +60,23 @@ SUMMARY_FIELDS: tuple[Field, ...] = (
     Field("error", "error", "text", "socket error, if the connection died"),
     Field("died_at_s", "died at", "s", "when the connection died"),
 )
-FIELDS_BY_KEY: dict[str, Field] = {f.key: f for f in SUMMARY_FIELDS}
+# Two-way runs ([receiver.writer]): the other direction, received by the sender end.
+REVERSE_FIELDS: tuple[Field, ...] = (
+    Field("rev_bytes_read", "back: delivered to the sender end", "bytes",
+          "bytes the sender end's reader read ([sender.reader])"),
+    Field("rev_goodput_bps", "back: goodput", "bit/s", "rev_bytes_read / duration"),
+    Field("rev_bytes_written", "back: written at the receiver end", "bytes",
+          "bytes the receiver end's writer wrote ([receiver.writer])"),
+    Field("rev_peak_sk_rmem_alloc", "back: peak memory (skmem_r)", "bytes",
+          "highest sk_rmem_alloc of the sender end's socket"),
+    Field("rev_zero_windows_sent", "back: zero windows sent", "count",
+          "TcpExtTCPToZeroWindowAdv of the sender end's socket"),
+    Field("rev_window_probes", "back: zero-window probes", "count",
+          "TcpExtTCPWinProbe of the receiver end's socket"),
+    Field("rev_drops", "back: data segments dropped", "count",
+          "receive-queue, OFO, zero-window and beyond-window drops at the sender end"),
+)
+FIELDS_BY_KEY: dict[str, Field] = {f.key: f for f in SUMMARY_FIELDS + REVERSE_FIELDS}
 
 MARK_FIELDS: dict[str, str] = {"drop": "segments_dropped", "zero window": "zero_window_segments"}
 """Chart marks that a summary field counts: the chart names them with the field's label,
@@ -93,6 +109,18 @@ def _zero_window_episodes(tr: Trace) -> int:
     return int(z[0]) + int(np.count_nonzero(z[1:] & ~z[:-1]))
 
 
+def _reverse(s: Mapping[str, Any], duration: float) -> dict[str, Any]:
+    """REVERSE_FIELDS from a two-way run's summary (rev_*); empty for one-way runs."""
+    if "rev_bytes_read" not in s:
+        return {}
+    read = s["rev_bytes_read"]
+    return {"rev_bytes_read": read, "rev_bytes_written": s["rev_bytes_written"],
+            "rev_goodput_bps": round(read * 8 / duration) if duration else 0,
+            "rev_peak_sk_rmem_alloc": s["rev_peak_sk_rmem_alloc"],
+            "rev_zero_windows_sent": s["rev_zero_windows_sent"],
+            "rev_window_probes": s["rev_window_probes"], "rev_drops": s["rev_drops"]}
+
+
 def summarize(tr: Trace, meta: Mapping[str, Any] | None = None,
               min_stall_ns: int = extract.DEFAULT_STALL_NS) -> dict[str, Any]:
     """Summary values keyed as SUMMARY_FIELDS (plus duration_s and profile)."""
@@ -109,7 +137,7 @@ def summarize(tr: Trace, meta: Mapping[str, Any] | None = None,
         d = extract.delivered(tr)
         read = int(d.y[-1]) if len(d.y) else 0
     zw = counts.zero_windows_sent(c)
-    return {
+    return {**_reverse(s, duration),
         "profile": meta.get("profile", ""),
         "duration_s": duration,
         "peak_sk_rmem_alloc": s.get("peak_sk_rmem_alloc", _peak(tr, "sk_rmem_alloc")),

@@ -18,7 +18,7 @@ import json
 from typing import Any, Mapping, Sequence
 
 from tcpsim.core.mib import counter_meaning
-from tcpsim.report.summary import SUMMARY_FIELDS
+from tcpsim.report.summary import REVERSE_FIELDS, SUMMARY_FIELDS
 
 Row = dict[str, Any]
 _BINARY = ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"))
@@ -88,10 +88,12 @@ def make_row(section: str, key: str, label: str, unit: str, values: Mapping[str,
 
 
 def summary_rows(summaries: Mapping[str, Mapping[str, Any]]) -> list[Row]:
-    """Summary rows for runs keyed by label (each from tcpsim.report.summary.summarize)."""
+    """Summary rows for runs keyed by label (each from tcpsim.report.summary.summarize); the
+    other direction's rows when any run sent data both ways."""
+    two_way = any("rev_bytes_read" in s for s in summaries.values())
     return [make_row("summary", f.key, f.label, f.unit,
                      {lab: s.get(f.key) for lab, s in summaries.items()}, f.hint)
-            for f in SUMMARY_FIELDS]
+            for f in SUMMARY_FIELDS + (REVERSE_FIELDS if two_way else ())]
 
 
 def counter_rows(counters: Mapping[str, Mapping[str, int]], nonzero_only: bool = True) -> list[Row]:

@@ -56,3 +56,14 @@ def test_asymmetric_delay():
 def test_errors_name_the_field(d, field):
     with pytest.raises(ValueError, match=field.replace(".", r"\.")):
         parse(d)
+
+
+@pytest.mark.parametrize("extra,where", [
+    ({"receiver": {"device": {"strategy": "kmalloc"}}}, "receiver.device"),
+    ({"receiver": {"writer": {"kind": "bulk"}}}, "receiver.writer"),
+    ({"sender": {"device": "nic-2k"}}, "sender.device"),
+])
+def test_simulator_only_scenarios_are_refused_by_name(extra, where):
+    with pytest.raises(ValueError) as err:
+        parse({"name": "x", **extra})
+    assert str(err.value).startswith(where + ":")
