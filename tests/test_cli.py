@@ -76,7 +76,7 @@ def test_compare_writes_a_self_contained_report(tmp_path):
 
 def test_compare_sets_scenario_fields_per_variant_and_shows_both_directions(tmp_path):
     # the ntb case: 48-byte messages back cost a 128 KiB kmalloc each, 832 with copybreak
-    r = runner.invoke(app, ["compare", "ntb-jumbo-rx", "-d", "100ms", "-o", str(tmp_path / "c.html"),
+    r = runner.invoke(app, ["compare", "ntb-jumbo-rx", "-d", "100ms", "--html", str(tmp_path / "c.html"),
                             "--json", "--profile", "linux-6.18", "--vs", "linux-6.18",
                             "--set", "receiver.device.rx_copybreak=256",
                             "--set", "sender.device.rx_copybreak=256"])
