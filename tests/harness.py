@@ -66,12 +66,15 @@ class Peer:
 
 
 def established(profile: str = "linux-6.1", *, sysctl: dict | None = None, dev: str = "veth",
-                so_rcvbuf: int = 0, patches: tuple[str, ...] = (), peer_wscale: int = 7,
+                so_rcvbuf: int = 0, patches: tuple = (), peer_wscale: int = 7,
                 role: str = "client", sink=None, hz: int = 0, engine: str = "python") -> Peer:
     """A receiver socket that completed the handshake with a timestamp/SACK/wscale peer
     (`hz`: the kernel's CONFIG_HZ; 0 = tcpsim's default clock; `engine`: "python", or
     "native" for tcpsim._native's socket, which takes no sink: see take_events())."""
-    prof = get_profile(profile, patches)
+    prof = get_profile(profile, [p for p in patches if isinstance(p, str)])
+    classes = [p for p in patches if not isinstance(p, str)]     # patch classes, applied after
+    if classes:
+        prof = prof.with_patches(*classes)
     sysctls = prof.default_sysctls().with_overrides(sysctl or {}, known=prof.known_sysctls())
     extra = {"sink": sink or MemoryRecorder()} if engine == "python" else {}
     sk = make_socket(engine, prof, sysctls, dev, name="rcv", hz=hz, **extra)
