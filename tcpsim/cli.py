@@ -633,10 +633,13 @@ def packetdrill(
     profile: str = typer.Option("linux-6.18", "--profile", "-p"),
     policy: List[str] = typer.Option([], "--policy", help="patch name or FILE.py:Class (repeatable)"),
     as_json: bool = typer.Option(False, "--json"),
+    engine: str = typer.Option("python", "--engine",
+                               help="socket implementation: python (the reference) or native"),
 ) -> None:
     """Run the kernel's packetdrill receive tests against the model (no tun device, no root)."""
     from tcpsim.packetdrill.command import run_paths
-    code = run_paths([str(p) for p in paths], profile, list(policy), as_json, typer.echo)
+    code = run_paths([str(p) for p in paths], profile, list(policy), as_json, typer.echo,
+                     engine=engine)
     raise typer.Exit(code)
 
 

@@ -73,21 +73,19 @@ def base_profile_name(profile: Profile) -> str:
 def make_socket(engine: str, profile: Profile, sysctl: Sysctls, device: str | Device,
                 **kw: Any) -> Any:
     """A TcpSocket of `engine` ("python" or "native") for `profile` with `sysctl`, receiving
-    through `device` (a device name, tcpsim/core/devices.py; the Python engine also takes a
-    Device object). Keywords: name, mtu, initcwnd, nodelay, init_rwnd, hz -- and, Python
+    through `device` (a device name or Device object, tcpsim/core/devices.py; the native
+    engine is given its name). Keywords: name, mtu, initcwnd, nodelay, init_rwnd, hz -- and, Python
     engine only, sink and clock (objects the native engine cannot take)."""
     check_engine(engine)
     if engine == "python":
         from tcpsim.core.socket import TcpSocket
         dev = make_device(device) if isinstance(device, str) else device
         return TcpSocket(profile.policy(), sysctl, dev, **kw)
-    if not isinstance(device, str):
-        raise EngineError("engine 'native' takes the device by name (e.g. 'veth'), not a "
-                          f"{type(device).__name__} object")
+    name = device if isinstance(device, str) else device.name
     python_only = sorted(set(kw) & {"sink", "clock"})
     if python_only:
         raise EngineError(f"engine 'native' has no {', '.join(python_only)} argument; its "
                           "events come from take_events()")
     short = {short_name(name): value for name, value in sysctl.as_dict().items()}
     return native_socket_class()(base_profile_name(profile), patch_names(profile), short,
-                                 device, **kw)
+                                 name, **kw)
