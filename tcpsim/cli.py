@@ -308,8 +308,17 @@ def bench(
     quick: bool = typer.Option(False, "--quick", help="short durations (a smoke run)"),
     repeat: int = typer.Option(1, "--repeat", "-r", help="repetitions per case (median reported)"),
     as_json: bool = typer.Option(False, "--json"),
+    socket: bool = typer.Option(False, "--socket",
+                                help="only the socket alone, per engine (us per segment)"),
 ) -> None:
     """Benchmark the simulator: packets/s, simulated s per wall s, peak RSS."""
+    if socket:
+        from tcpsim.bench_socket import socket_benchmark
+        row = socket_benchmark(2_000 if quick else 20_000, repeat=max(1, repeat),
+                               echo=None if as_json else typer.echo)
+        if as_json:
+            typer.echo(json.dumps(row, indent=2))
+        return
     from tcpsim.bench import run_benchmarks
     rows = run_benchmarks(quick=quick, repeat=repeat, echo=None if as_json else typer.echo)
     if as_json:
