@@ -347,8 +347,17 @@ def bench(
     quick: bool = typer.Option(False, "--quick", help="short durations (a smoke run)"),
     repeat: int = typer.Option(1, "--repeat", "-r", help="repetitions per case (median reported)"),
     as_json: bool = typer.Option(False, "--json"),
+    socket: bool = typer.Option(False, "--socket",
+                                help="only the socket alone, per engine (us per segment)"),
 ) -> None:
     """Benchmark the simulator: packets/s, simulated s per wall s, peak RSS."""
+    if socket:
+        from tcpsim.bench_socket import socket_benchmark
+        row = socket_benchmark(2_000 if quick else 20_000, repeat=max(1, repeat),
+                               echo=None if as_json else typer.echo)
+        if as_json:
+            typer.echo(json.dumps(row, indent=2))
+        return
     from tcpsim.bench import run_benchmarks
     rows = run_benchmarks(quick=quick, repeat=repeat, echo=None if as_json else typer.echo)
     if as_json:
@@ -755,10 +764,13 @@ def packetdrill(
     profile: str = typer.Option("linux-6.18", "--profile", "-p"),
     policy: List[str] = typer.Option([], "--policy", help="patch name or FILE.py:Class (repeatable)"),
     as_json: bool = typer.Option(False, "--json"),
+    engine: str = typer.Option("python", "--engine",
+                               help="socket implementation: python (the reference) or native"),
 ) -> None:
     """Run the kernel's packetdrill receive tests against the model (no tun device, no root)."""
     from tcpsim.packetdrill.command import run_paths
-    code = run_paths([str(p) for p in paths], profile, list(policy), as_json, typer.echo)
+    code = run_paths([str(p) for p in paths], profile, list(policy), as_json, typer.echo,
+                     engine=engine)
     raise typer.Exit(code)
 
 

@@ -7,11 +7,18 @@ import shutil
 from pathlib import Path
 
 from tcpsim.core.constants import NS_PER_MS  # noqa: E402
-from tcpsim.core.devices import device  # noqa: E402
 from tcpsim.core.segment import ACK, FIN, PSH, SYN, Segment  # noqa: E402
 from tcpsim.core.socket import TcpSocket  # noqa: E402
+from tcpsim.engines import make_socket  # noqa: E402
 from tcpsim.catalog import get_profile  # noqa: E402
 from tcpsim.trace.recorder import MemoryRecorder  # noqa: E402
+
+
+def conn_field(sk, name: str):
+    """`sk.conn.<name>` of either engine (the native socket shows its records through
+    snapshot())."""
+    conn = getattr(sk, "conn", None)
+    return getattr(conn, name) if conn is not None else sk.snapshot()["conn"][name]
 
 
 class Peer:
@@ -34,7 +41,7 @@ class Peer:
         """Deliver a data segment; returns the segments the socket sent back."""
         s = self.seq if seq is None else seq
         seg = Segment(s, length, flags, ack, win, tsval=self.now // NS_PER_MS + 1,
-                      tsecr=self.echo if self.sk.conn.ts_ok else -1)
+                      tsecr=self.echo if conn_field(self.sk, "ts_ok") else -1)
         self.sk.on_segment(self.now, seg)
         if seq is None:
             self.seq += length + (1 if flags & FIN else 0)
@@ -59,27 +66,32 @@ class Peer:
 
 
 def established(profile: str = "linux-6.1", *, sysctl: dict | None = None, dev: str = "veth",
-                so_rcvbuf: int = 0, patches: tuple[str, ...] = (), peer_wscale: int = 7,
-                role: str = "client", sink=None, hz: int = 0) -> Peer:
+                so_rcvbuf: int = 0, patches: tuple = (), peer_wscale: int = 7,
+                role: str = "client", sink=None, hz: int = 0, engine: str = "python") -> Peer:
     """A receiver socket that completed the handshake with a timestamp/SACK/wscale peer
-    (`hz`: the kernel's CONFIG_HZ; 0 = tcpsim's default clock)."""
-    prof = get_profile(profile, patches)
+    (`hz`: the kernel's CONFIG_HZ; 0 = tcpsim's default clock; `engine`: "python", or
+    "native" for tcpsim._native's socket, which takes no sink: see take_events())."""
+    prof = get_profile(profile, [p for p in patches if isinstance(p, str)])
+    classes = [p for p in patches if not isinstance(p, str)]     # patch classes, applied after
+    if classes:
+        prof = prof.with_patches(*classes)
     sysctls = prof.default_sysctls().with_overrides(sysctl or {}, known=prof.known_sysctls())
-    sk = TcpSocket(prof.policy(), sysctls, device(dev), name="rcv", sink=sink or MemoryRecorder(),
-                   hz=hz)
+    extra = {"sink": sink or MemoryRecorder()} if engine == "python" else {}
+    sk = make_socket(engine, prof, sysctls, dev, name="rcv", hz=hz, **extra)
     if so_rcvbuf:
         sk.set_rcvbuf(so_rcvbuf)
     if role == "client":
         sk.connect(0)
         sk.take_outbox()
         synack = Segment(0, 0, SYN | ACK, 1, 65535, mss=1460, wscale=peer_wscale, sack_ok=True,
-                         tsval=1, tsecr=sk.conn.ts_recent or 1)
+                         tsval=1, tsecr=conn_field(sk, "ts_recent") or 1)
         sk.on_segment(NS_PER_MS, synack)
     else:
         sk.listen()
         syn = Segment(0, 0, SYN, 0, 65535, mss=1460, wscale=peer_wscale, sack_ok=True, tsval=1, tsecr=0)
         sk.on_segment(0, syn)
-        sk.on_segment(NS_PER_MS, Segment(1, 0, ACK, 1, 502, tsval=2, tsecr=sk.conn.ts_recent))
+        sk.on_segment(NS_PER_MS, Segment(1, 0, ACK, 1, 502, tsval=2,
+                                         tsecr=conn_field(sk, "ts_recent")))
     peer = Peer(sk, seq=1, wscale=peer_wscale)
     peer.take()
     peer.at(1)

@@ -15,6 +15,10 @@ Actions come out as state the caller drains, never as I/O:
     take_outbox()       segments to put on the link, in order (drains them)
     next_deadline()     when on_timer() must be called next (0 = no timer armed)
     recv_q()            bytes received and not yet read (ss's Recv-Q)
+    snapshot()          every field of every state record, the queues, MIB, flags (plain
+                        data, the same dict the native engine returns: core/snapshot.py)
+    take_events()       the events recorded since the last call, when the sink is an
+                        EventBuffer (drains them)
     conn.state          the connection state, a TcpState (tcpsim/core/state.py)
     readable / writable the application should be woken to read / write
     error               set once the connection has died (ETIMEDOUT, ECONNRESET)
@@ -64,6 +68,26 @@ class TraceSink(Protocol):
 
     def record(self, event: TraceEvent) -> None:
         """One event: a flat tuple in EVENT_FIELDS order (tcpsim/trace/schema.py)."""
+
+
+class EventBuffer:
+    """A trace sink that keeps every event of its socket until `TcpSocket.take_events()`
+    drains them (the pull form of the sink, which the native socket offers too)."""
+
+    __slots__ = ("events",)
+
+    def __init__(self) -> None:
+        self.events: list[TraceEvent] = []
+
+    def wants(self, sock: str) -> bool:
+        return True
+
+    def record(self, event: TraceEvent) -> None:
+        self.events.append(event)
+
+    def take(self) -> list[TraceEvent]:
+        out, self.events = self.events, []
+        return out
 
 
 class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
@@ -443,6 +467,27 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         out = self.outbox
         self.outbox = []
         return out
+
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        """Every field of every state record, both receive queues skb by skb, the
+        retransmit/write queues, the MIB and the socket flags, as plain data (the dict the
+        native socket's snapshot() returns too; see tcpsim/core/snapshot.py)."""
+        from tcpsim.core.snapshot import snapshot
+        return snapshot(self)
+
+    def take_events(self) -> list[TraceEvent]:
+        """The trace events recorded since the last call (EVENT_FIELDS tuples), drained.
+        Needs an EventBuffer as the sink; any other sink receives the events itself."""
+        sink = self.sink
+        if not isinstance(sink, EventBuffer):
+            raise RuntimeError("take_events() needs the socket built with sink=EventBuffer() "
+                               "(tcpsim.core.socket); this socket's events go to its own sink")
+        return sink.take()
+
+    @property
+    def state(self) -> str:
+        """The connection state's name (conn.state as a str, as the native socket reports)."""
+        return str(self.conn.state.value)
 
     def recv_q(self) -> int:
         """Bytes queued and not read (Recv-Q in ss)."""

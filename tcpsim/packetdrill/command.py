@@ -1,4 +1,5 @@
-"""`tcpsim packetdrill PATH... [--profile P] [--policy X] [--json]`: run scripts, print verdicts.
+"""`tcpsim packetdrill PATH... [--profile P] [--policy X] [--json] [--engine python|native]`:
+run scripts, print verdicts.
 
 `run_paths()` is the whole command; the CLI only parses arguments and calls it. A PATH is a
 .pkt file or a folder (searched recursively for *.pkt). Output, one block per script:
@@ -13,7 +14,8 @@
 
 The indented first line is packetdrill's own error line. With `--json`, one JSON document
 instead: {"profile", "policies", "results": [...], "passed", "failed", "summary"}.
-Exit status: 0 when every script passed, 1 when one failed, 2 for a bad profile, patch or path.
+Exit status: 0 when every script passed, 1 when one failed, 2 for a bad profile, patch, path
+or engine (`--engine native` without the native socket built).
 
 Without the CLI: `python -m tcpsim.packetdrill PATH... [--trace]`.
 """
@@ -26,6 +28,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterable
 
+from tcpsim.engines import ENGINES, EngineError, check_engine
 from tcpsim.catalog import ProfileError, get_profile
 
 from .interpreter import ScriptResult, run_file
@@ -54,14 +57,17 @@ def collect(paths: Iterable[str | Path]) -> list[tuple[Path, str]]:
 
 def run_paths(paths: Iterable[str | Path], profile: str | None = None,
               policies: Iterable[str] = (), as_json: bool = False,
-              echo: Callable[[str], None] = print, *, trace: bool = False) -> int:
-    """Run every script under `paths` and print the verdicts; returns the exit status."""
+              echo: Callable[[str], None] = print, *, trace: bool = False,
+              engine: str = "python") -> int:
+    """Run every script under `paths` and print the verdicts; returns the exit status.
+    `engine`: the socket implementation, "python" (the reference) or "native"."""
     profile = profile or "linux-6.18"
     policies = list(policies)
     try:
+        check_engine(engine)
         get_profile(profile, policies)
         files = collect(paths)
-    except (ProfileError, FileNotFoundError) as exc:
+    except (ProfileError, FileNotFoundError, EngineError) as exc:
         echo(f"tcpsim: error: {exc}")
         return 2
     if not files:
@@ -69,7 +75,7 @@ def run_paths(paths: Iterable[str | Path], profile: str | None = None,
         return 2
     results: list[ScriptResult] = []
     for path, name in files:
-        result = run_file(path, profile, policies, name=name, trace=trace)
+        result = run_file(path, profile, policies, name=name, trace=trace, engine=engine)
         results.append(result)
         if not as_json:
             echo(_text(result, trace))
@@ -118,8 +124,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policy", action="append", default=[], help="patch name or FILE.py:Class")
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     parser.add_argument("--trace", action="store_true", help="print each run event by event")
+    parser.add_argument("--engine", default="python", choices=ENGINES,
+                        help="socket implementation (default python, the reference)")
     args = parser.parse_args(argv)
-    return run_paths(args.paths, args.profile, args.policy, args.json, print, trace=args.trace)
+    return run_paths(args.paths, args.profile, args.policy, args.json, print, trace=args.trace,
+                     engine=args.engine)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -30,6 +30,7 @@ from tcpsim.core.segment import ACK, FIN, RST, SYN, Segment
 from tcpsim.core.socket import TcpSocket
 from tcpsim.core.state import CLOSED, LISTEN
 from tcpsim.core.sysctl import Sysctls
+from tcpsim.engines import make_socket
 
 from .tsmap import TimestampMap
 
@@ -64,7 +65,9 @@ class Host:
 
     STUCK_LIMIT = 10_000
 
-    def __init__(self, profile: Any, sysctls: Sysctls, device: Any, sink: Any = None) -> None:
+    def __init__(self, profile: Any, sysctls: Sysctls, device: Any, sink: Any = None,
+                 engine: str = "python") -> None:
+        self.engine = engine
         self.profile = profile
         self.sysctls = sysctls
         self.device = device
@@ -83,8 +86,14 @@ class Host:
     def new_socket(self) -> TcpSocket:
         """socket(): a fresh TcpSocket (tcp_init_sock reads tcp_rmem/tcp_wmem now); Nagle on
         as for any new socket. It becomes the socket under test."""
-        sk = TcpSocket(self.profile.policy(), self.sysctls, self.device,
-                       name=f"sk{len(self.sockets)}", sink=self.sink, nodelay=False)
+        extra = {"sink": self.sink} if self.engine == "python" else {}
+        sk = make_socket(self.engine, self.profile, self.sysctls, self.device,
+                         name=f"sk{len(self.sockets)}", nodelay=False, **extra)
+        if not hasattr(sk, "conn"):
+            raise HarnessError(
+                f"engine {self.engine!r}: the interpreter reads the socket's records "
+                "(sk.conn, sk.rcv, sk.mem, sk.snd, sk.ack, sk.mib) and sets sk.sysctl / "
+                "sk.snd.nodelay, which this socket does not offer yet; use --engine python")
         self.sockets.append(sk)
         self.under_test = sk
         return sk

@@ -142,7 +142,8 @@ class Interpreter:
     def __init__(self, script: Script, profile: str = "linux-6.18",
                  policies: tuple[str, ...] | list[str] = (), *, base_dir: Path | None = None,
                  stop_dir: Path | None = None, ip_version: str = "ipv4",
-                 env: dict[str, Any] | None = None, trace: bool = False) -> None:
+                 env: dict[str, Any] | None = None, trace: bool = False,
+                 engine: str = "python") -> None:
         self.script = script
         self.file = script.filename
         self.profile = get_profile(profile, list(policies))
@@ -151,7 +152,7 @@ class Interpreter:
         env = HOST_ENVIRONMENT if env is None else env
         sysctls = base.with_overrides(env, known=known, profile=self.profile.name)
         self.trace: list[str] | None = [] if trace else None
-        self.host = Host(self.profile, sysctls, device("tun"), _TraceSink(self.trace))
+        self.host = Host(self.profile, sysctls, device("tun"), _TraceSink(self.trace), engine)
         self.syscalls = Syscalls(self.host)
         self.config = MatchConfig.from_script(script, ip_version)
         self.tolerance = script.tolerance_usecs

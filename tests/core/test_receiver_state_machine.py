@@ -52,33 +52,20 @@ whose data is all read but whose FIN is not (a partly-old segment carrying the F
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import pytest
 from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
-from hypothesis.stateful import (
-    RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test,
-)
+from hypothesis.stateful import run_state_machine_as_test
 
-from tcpsim.core.constants import ICSK_ACK_NOMEM, NS_PER_MS, PAGE_SIZE
+from tcpsim.core.constants import ICSK_ACK_NOMEM, PAGE_SIZE
 from tcpsim.core.mib import COUNTERS
-from tcpsim.core.segment import ACK, FIN, PSH, Segment
-from tcpsim.catalog import get_profile
+from tcpsim.core.segment import FIN, Segment
 from tcpsim.trace.schema import EVENT_FIELDS
 
 from harness import established
-from strategies import (
-    rx_back, rx_elapsed_ms, rx_gap, rx_gso_size, rx_handshake_rcvbuf, rx_mss, rx_oversize_length,
-    rx_read_size, rx_segment_length, rx_so_rcvbuf, rx_tcp_rmem, rx_window_clamp,
-)
+from receiver_rules import DEVICES, PROFILES, ReceiverRules
 
-# (profile, net.ipv4.tcp_shrink_window). linux-6.1 is 6.1.14, which has no such sysctl (it
-# never shrinks); its shrink=1 configuration is linux-6.1.59, the stable backport of it.
-PROFILES = (("linux-6.1", 0), ("linux-6.1.59", 1), ("linux-6.6", 0), ("linux-6.6", 1),
-            ("linux-6.18", 0), ("linux-6.18", 1))
-DEVICES = ("veth", "nic-2k", "tun")
 OPEN_STATES = ("ESTABLISHED", "CLOSE_WAIT")
 
 
@@ -144,29 +131,6 @@ class TxLog:
             self.rx.append((ev[self.DETAIL], seg, truesize))
 
 
-class Intervals:
-    """A set of sequence numbers as sorted disjoint [start, end) ranges."""
-
-    def __init__(self) -> None:
-        self.r: list[list[int]] = []
-
-    def add(self, s: int, e: int) -> None:
-        if s >= e:
-            return
-        out = []
-        for a, b in self.r:
-            if b < s or e < a:
-                out.append([a, b])
-            else:
-                s, e = min(a, s), max(b, e)
-        out.append([s, e])
-        out.sort()
-        self.r = out
-
-    def covers(self, s: int, e: int) -> bool:
-        return s >= e or any(a <= s and e <= b for a, b in self.r)
-
-
 def _covered_by(ranges: list[tuple[int, int]], s: int, e: int) -> bool:
     """[s, e) lies in the union of the (sorted by start) ranges."""
     pos = s
@@ -178,52 +142,19 @@ def _covered_by(ranges: list[tuple[int, int]], s: int, e: int) -> bool:
     return pos >= e
 
 
-def checked(step):
-    """A rule that is followed by every invariant check (instead of @invariant, so that the
-    program Hypothesis prints on failure lists only the events)."""
-
-    @functools.wraps(step)
-    def run(self, **kwargs):
-        step(self, **kwargs)
-        self.verify_invariants()
-
-    return run
-
-
 # -- the machine -----------------------------------------------------------------------------
 
-class ReceiverMachine(RuleBasedStateMachine):
-    """One receiving socket and a peer that may send anything (see the module docstring)."""
-
-    PROFILE = "linux-6.1"
-    SHRINK = 0
-    DEVICE = "veth"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.peer = None
+class ReceiverMachine(ReceiverRules):
+    """One receiving socket and a peer that may send anything (see the module docstring);
+    the rules are tests/receiver_rules.py's."""
 
     # -- set-up ---------------------------------------------------------------------------------
 
-    @initialize(role=st.sampled_from(["client", "server"]), tcp_rmem=rx_tcp_rmem,
-                so_rcvbuf=rx_handshake_rcvbuf, window_scaling=st.sampled_from([1, 1, 1, 0]))
-    @checked
-    def open_connection(self, role, tcp_rmem, so_rcvbuf, window_scaling):
-        sysctl = {"net.ipv4.tcp_window_scaling": window_scaling}
-        if "tcp_shrink_window" in get_profile(self.PROFILE).known_sysctls():
-            sysctl["net.ipv4.tcp_shrink_window"] = self.SHRINK
-        else:
-            assert not self.SHRINK, f"{self.PROFILE} has no tcp_shrink_window"
-        if tcp_rmem:
-            sysctl["net.ipv4.tcp_rmem"] = list(tcp_rmem)
+    def open_socket(self, role, sysctl, so_rcvbuf):
         self.log = TxLog()
         self.peer = established(self.PROFILE, sysctl=sysctl, dev=self.DEVICE,
                                 so_rcvbuf=so_rcvbuf, role=role, sink=self.log)
         sk = self.sk = self.log.sk = self.peer.sk
-        self.now = self.peer.now
-        self.sent = Intervals()           # sequence ranges the peer has sent (data bytes)
-        self.stream_end = 1               # one past the highest data byte sent
-        self.fin_seq: int | None = None   # sequence number of the peer's FIN, once sent
         self.read_total = 0
         self.last_ack = sk.rcv.rcv_nxt
         # windows: client sockets already chose one (the ACK of the SYN-ACK); a server child
@@ -293,25 +224,10 @@ class ReceiverMachine(RuleBasedStateMachine):
                     bytes_received=sk.rcv.bytes_received, now=sk.now)
         return vals
 
-    # -- the peer -----------------------------------------------------------------------------------
+    # -- what the rules do ------------------------------------------------------------------------
 
-    def _send(self, seq: int, length: int, flags: int = ACK | PSH, gso_size: int = 0) -> None:
-        """Deliver one segment of the peer's stream starting at `seq` (clipped to the stream:
-        nothing below sequence 1, nothing past the FIN; a segment reaching the FIN carries it)."""
+    def deliver(self, seg: Segment) -> None:
         sk = self.sk
-        seq = max(seq, 1)
-        length = max(length, 0)
-        if self.fin_seq is not None:
-            if seq > self.fin_seq:
-                return                                      # the peer has nothing there
-            if seq + length >= self.fin_seq:
-                length = self.fin_seq - seq
-                flags |= FIN
-        fin = bool(flags & FIN)
-        self.sent.add(seq, seq + length)
-        self.stream_end = max(self.stream_end, seq + length)
-        seg = Segment(seq, length, flags, 1, 502, tsval=self.now // NS_PER_MS + 1,
-                      tsecr=self.peer.echo if sk.conn.ts_ok else -1, gso_size=gso_size)
         rcv_nxt0, ofo0, tx0 = sk.rcv.rcv_nxt, sk.mib.TCPOFOQueue, len(self.log.tx)
         self.log.rx.clear()
         sk.on_segment(self.now, seg)
@@ -321,78 +237,7 @@ class ReceiverMachine(RuleBasedStateMachine):
         if "check_dupacks" not in self.SKIP and sk.mib.TCPOFOQueue > ofo0:
             self.check_dupacks(rcv_nxt0, len(self.log.tx) > tx0)
 
-    # -- rules: segments ------------------------------------------------------------------------------
-
-    @rule(length=rx_segment_length, push=st.booleans())
-    @checked
-    def data_in_order(self, length, push):
-        self._send(self.sk.rcv.rcv_nxt, length, ACK | (PSH if push else 0))
-
-    @rule(gap=rx_gap, length=rx_segment_length)
-    @checked
-    def data_out_of_order(self, gap, length):
-        """`gap` bytes above rcv_nxt: a hole (inside or beyond the window)."""
-        self._send(self.sk.rcv.rcv_nxt + gap, length)
-
-    @rule(past_right_edge=st.integers(0, 4 * rx_mss), length=rx_segment_length)
-    @checked
-    def data_beyond_window(self, past_right_edge, length):
-        """Starts at or past the right edge of the last advertised window."""
-        sk = self.sk
-        right = max(sk.rcv.rcv_wup + sk.rcv.rcv_wnd, sk.rcv.rcv_nxt)
-        self._send(right + past_right_edge, length)
-
-    @precondition(lambda self: self.sk.rcv.rcv_nxt > 1)
-    @rule(back=rx_back, length=rx_segment_length)
-    @checked
-    def duplicate(self, back, length):
-        """Old data only: `length` bytes from `back` bytes below rcv_nxt, ending by rcv_nxt."""
-        sk = self.sk
-        seq = max(1, sk.rcv.rcv_nxt - back)
-        self._send(seq, min(length, sk.rcv.rcv_nxt - seq))
-
-    @precondition(lambda self: self.sk.rcv.rcv_nxt > 1)
-    @rule(back=rx_back, new=rx_segment_length)
-    @checked
-    def partial_overlap(self, back, new):
-        """`back` bytes already received followed by `new` bytes that are not."""
-        sk = self.sk
-        seq = max(1, sk.rcv.rcv_nxt - back)
-        self._send(seq, sk.rcv.rcv_nxt - seq + new)
-
-    @rule(length=rx_oversize_length, gso_size=rx_gso_size, gap=st.sampled_from([0, 0, 1, rx_mss]))
-    @checked
-    def oversize_segment(self, length, gso_size, gap):
-        """A GRO aggregate / jumbo segment, usually far larger than the window."""
-        self._send(self.sk.rcv.rcv_nxt + gap, length, ACK | PSH, gso_size)
-
-    @rule(kind=st.sampled_from(["zero_length_old_seq", "pure_ack", "one_new_byte"]))
-    @checked
-    def window_probe(self, kind):
-        """Linux's zero-window probe (seq = snd_una - 1, no data), a pure ACK at rcv_nxt, or
-        another stack's probe carrying one new byte."""
-        sk = self.sk
-        if kind == "zero_length_old_seq":
-            self._send(sk.rcv.rcv_nxt - 1, 0, ACK)
-        elif kind == "pure_ack":
-            self._send(sk.rcv.rcv_nxt, 0, ACK)
-        else:
-            self._send(sk.rcv.rcv_nxt, 1, ACK | PSH)
-
-    @rule(data_before_fin=st.one_of(st.just(0), st.integers(1, 2 * rx_mss)))
-    @checked
-    def fin(self, data_before_fin):
-        """The peer closes after `data_before_fin` more bytes (first time: placed after
-        everything it ever sent), or retransmits its FIN with that much data before it."""
-        if self.fin_seq is None:
-            self.fin_seq = max(self.stream_end, self.sk.rcv.rcv_nxt) + data_before_fin
-        self._send(self.fin_seq - data_before_fin, data_before_fin, ACK | PSH | FIN)
-
-    # -- rules: application, options, time -----------------------------------------------------------
-
-    @rule(n=rx_read_size)
-    @checked
-    def read(self, n):
+    def do_read(self, n):
         sk = self.sk
         copied0, eof0 = sk.rcv.copied_seq, sk.eof
         got = sk.read(self.now, n)
@@ -403,42 +248,22 @@ class ReceiverMachine(RuleBasedStateMachine):
             f"read({n}) returned {got} but copied_seq moved {copied0} -> {sk.rcv.copied_seq}")
         self.read_total += got
 
-    @rule(val=rx_so_rcvbuf)
-    @checked
-    def setsockopt_so_rcvbuf(self, val):
+    def do_set_rcvbuf(self, val):
         before = self.sk.mem.sk_rcvbuf
         self.sk.set_rcvbuf(val)
         if self.sk.mem.sk_rcvbuf < before:
             self.envelope = False         # what is queued stays queued
 
-    @rule(val=rx_window_clamp)
-    @checked
-    def setsockopt_tcp_window_clamp(self, val):
+    def do_set_window_clamp(self, val):
         self.sk.set_window_clamp(val)
 
-    def _fire(self, at: int) -> None:
+    def fire(self, at: int) -> None:
         sk = self.sk
         self.now = max(self.now, at)
         sk.on_timer(self.now)
         self.peer.take()
         d = sk.next_deadline()
         assert d == 0 or d > self.now, f"on_timer({self.now}) left a deadline at {d}"
-
-    @precondition(lambda self: self.sk.next_deadline() != 0)
-    @rule()
-    @checked
-    def timer_fires(self):
-        """Jump to the earliest armed deadline and run the timers."""
-        self._fire(self.sk.next_deadline())
-
-    @rule(ms=rx_elapsed_ms)
-    @checked
-    def time_passes(self, ms):
-        """`ms` milliseconds pass; timers that come due fire on time."""
-        target = self.now + ms * NS_PER_MS
-        while (d := self.sk.next_deadline()) and d <= target:
-            self._fire(d)
-        self.now = target
 
     # -- invariants ------------------------------------------------------------------------------------
 

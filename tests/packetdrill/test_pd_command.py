@@ -83,3 +83,32 @@ def test_policies_are_applied(tmp_path):
     (root / "c.pkt").write_text(good)
     assert run_paths([root / "c.pkt"], "linux-6.18", [f"{policy}:Slow"], False, out.append) == 0
     assert run_paths([root / "c.pkt"], "linux-6.18", [], False, out.append) == 1
+
+
+def test_engine_python_is_the_default(tmp_path):
+    root = scripts(tmp_path)
+    default: list[str] = []
+    chosen: list[str] = []
+    assert run_paths([root], "linux-6.18", [], False, default.append) == 1
+    assert run_paths([root], "linux-6.18", [], False, chosen.append, engine="python") == 1
+    assert chosen == default
+
+
+def test_unknown_engine_is_one_error_line(tmp_path):
+    out: list[str] = []
+    assert run_paths([scripts(tmp_path)], "linux-6.18", [], False, out.append,
+                     engine="rust") == 2
+    assert out == ["tcpsim: error: unknown engine 'rust'; choose one of: python, native"]
+
+
+def test_native_engine_not_built_is_one_error_line(tmp_path):
+    import pytest
+
+    from tcpsim.engines import native_available
+    if native_available():
+        pytest.skip("the native socket is built")
+    out: list[str] = []
+    assert run_paths([scripts(tmp_path)], "linux-6.18", [], False, out.append,
+                     engine="native") == 2
+    assert len(out) == 1 and out[0].startswith("tcpsim: error: engine 'native': ")
+    assert "--engine python" in out[0]

@@ -1,0 +1,36 @@
+"""Benchmark (not a test): the Python and the native socket alone, µs per in-order segment.
+
+    python3 benchmarks/native_socket.py [--segments N] [--profile P] [--device D] [--json]
+
+Same as `tcpsim bench --socket`; see tcpsim/bench_socket.py for what one segment costs.
+Reports "native socket not built yet" while tcpsim._native has no TcpSocket.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout's tcpsim
+
+from tcpsim.bench_socket import socket_benchmark  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--segments", type=int, default=20_000)
+    parser.add_argument("--profile", default="linux-6.18")
+    parser.add_argument("--device", default="veth")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    row = socket_benchmark(args.segments, args.profile, args.device, args.repeat,
+                           echo=None if args.json else print)
+    if args.json:
+        print(json.dumps(row, indent=2))
+
+
+if __name__ == "__main__":
+    main()
