@@ -20,7 +20,9 @@
 //! - `socket`    <- tcpsim/core/socket.py `TcpSocket`: its parts and construction so far
 //! - `memory`    <- tcpsim/core/memory.py (`impl TcpSocket`)
 //! - `kernel`    <- the decision points of tcpsim/policy.py (models/linux_5_15.py defaults)
-//! - `models`    <- models/: one file per era (5.15 and 6.6 so far)
+//! - `models`    <- models/: one file per era, and the profile registry
+//! - `patches`   <- models/patches/: one file per built-in patch
+//! - `pending`   <- socket methods the eras call that are not ported yet (see the file)
 //! - `value`     <- our own: a field's value, to compare records field by field
 
 pub mod clock;
@@ -30,6 +32,8 @@ pub mod kernel;
 pub mod memory;
 pub mod mib;
 pub mod models;
+pub mod patches;
+pub mod pending;
 pub mod segment;
 pub mod sender;
 pub mod seq;

@@ -7,7 +7,7 @@
 
 use crate::clock::{clock_for, Clock};
 use crate::devices::{device, Device};
-use crate::kernel::Kernel;
+use crate::kernel::KernelRef;
 use crate::mib::Mib;
 use crate::segment::Segment;
 use crate::state::{AckState, ConnState, MemState, RcvState, SndState};
@@ -41,8 +41,10 @@ impl Default for SocketParams {
 /// One TCP endpoint: the five state records plus the sans-IO surface and injected parts.
 pub struct TcpSocket {
     pub name: String,
-    /// The kernel era's decisions (Python: the policy object `k`).
-    pub k: Box<dyn Kernel>,
+    /// The kernel era's decisions, with the profile's patches (Python: the policy object
+    /// `k`). An `Arc` so that a decision taking `&mut TcpSocket` is called on a clone of the
+    /// handle (`sk.k.clone().point(sk, ..)`): see src/kernel.rs.
+    pub k: KernelRef,
     pub sysctl: Sysctls,
     /// The ingress device that builds our skbs.
     pub dev: Device,
@@ -67,7 +69,7 @@ impl TcpSocket {
     /// A closed socket, as `TcpSocket(kernel, sysctl, device, name=, mtu=, initcwnd=,
     /// nodelay=, init_rwnd=, hz=)` builds it; `dev` None is veth. Errors name a bad HZ.
     pub fn new(
-        k: Box<dyn Kernel>,
+        k: KernelRef,
         sysctl: Sysctls,
         dev: Option<Device>,
         p: &SocketParams,
@@ -77,6 +79,7 @@ impl TcpSocket {
             None => device("veth")?,
         };
         let scaling_ratio = k.initial_scaling_ratio();
+        let counters: Vec<&'static str> = k.counters().iter().map(|&(n, _)| n).collect();
         Ok(TcpSocket {
             name: p.name.clone(),
             clock: clock_for(p.hz)?,
@@ -88,7 +91,7 @@ impl TcpSocket {
             k,
             sysctl,
             dev,
-            mib: Mib::default(),
+            mib: Mib::with_counters(&counters),
             now: 0,
             tcp_mstamp: 0,
             outbox: Vec::new(),
