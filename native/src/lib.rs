@@ -47,3 +47,5 @@ mod arith;
 
 #[cfg(feature = "python")]
 mod py;
+#[cfg(feature = "python")]
+mod py_kernel;

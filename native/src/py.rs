@@ -570,5 +570,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(initial_state, m)?)?;
     m.add_class::<PySocket>()?;
     m.add("VALID_HZ", clock::VALID_HZ.to_vec())?;
+    crate::py_kernel::register(m)?;
     Ok(())
 }
