@@ -23,6 +23,7 @@
 //! - `models`    <- models/: one file per era (5.15 and 6.6 so far)
 //! - `value`     <- our own: a field's value, to compare records field by field
 
+pub mod ack;
 pub mod clock;
 pub mod constants;
 pub mod devices;
@@ -30,6 +31,7 @@ pub mod kernel;
 pub mod memory;
 pub mod mib;
 pub mod models;
+pub mod receive;
 pub mod segment;
 pub mod sender;
 pub mod seq;
