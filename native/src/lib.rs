@@ -15,12 +15,15 @@
 //! - `clock`     <- tcpsim/core/jiffies.py (and the exact clock of socket.py / ack.py)
 //! - `mib`       <- tcpsim/core/mib.py
 //! - `sysctl`    <- tcpsim/core/sysctl.py
-//! - `sender`    <- the constants of tcpsim/core/sender.py (its behaviour is not ported yet)
+//! - `sender`    <- tcpsim/core/sender.py (`impl TcpSocket`) and its constants
 //! - `state`     <- the state records of /work/state-spec.md (socket.py, ack.py, sender.py init)
-//! - `socket`    <- tcpsim/core/socket.py `TcpSocket`: its parts and construction so far
+//! - `socket`    <- tcpsim/core/socket.py `TcpSocket`: open, handshake, close, timers, events
 //! - `memory`    <- tcpsim/core/memory.py (`impl TcpSocket`)
+//! - `receive`   <- tcpsim/core/receiver.py (`impl TcpSocket`)
+//! - `ack`       <- tcpsim/core/ack.py (`impl TcpSocket`)
 //! - `kernel`    <- the decision points of tcpsim/policy.py (models/linux_5_15.py defaults)
-//! - `models`    <- models/: one file per era (5.15 and 6.6 so far)
+//! - `models`    <- models/: one file per era, and the profile registry
+//! - `patches`   <- models/patches/: one file per built-in patch
 //! - `value`     <- our own: a field's value, to compare records field by field
 
 pub mod ack;
@@ -31,6 +34,7 @@ pub mod kernel;
 pub mod memory;
 pub mod mib;
 pub mod models;
+pub mod patches;
 pub mod receive;
 pub mod segment;
 pub mod sender;

@@ -544,13 +544,9 @@ impl PySocket {
 }
 
 /// The kernel of `profile` with `patches` applied (the profile registry).
-fn compose_kernel(profile: &str, patches: &[String]) -> PyResult<Box<dyn crate::kernel::Kernel>> {
-    if !patches.is_empty() {
-        return Err(PyValueError::new_err(format!(
-            "the native socket has no patches yet (asked for {patches:?})"
-        )));
-    }
-    kernel_for(profile).map_err(PyValueError::new_err)
+fn compose_kernel(profile: &str, patches: &[String]) -> PyResult<crate::kernel::KernelRef> {
+    let names: Vec<&str> = patches.iter().map(String::as_str).collect();
+    crate::models::compose(profile, &names).map_err(PyValueError::new_err)
 }
 
 /// A Python `tcpsim.core.segment.Segment`, read by attribute.
@@ -594,9 +590,10 @@ fn segment_to_py<'py>(
     Ok(obj)
 }
 
-/// A sysctl dict (`Sysctls.as_dict()` form, short or long names) onto the defaults.
-fn sysctls_from_py(d: &Bound<'_, PyDict>) -> PyResult<Sysctls> {
-    let mut s = Sysctls::default();
+/// A sysctl dict (`Sysctls.as_dict()` form, short or long names) onto the defaults, with
+/// the sysctls the kernel's patches add (`specs`).
+fn sysctls_from_py(d: &Bound<'_, PyDict>, specs: &[sysctl::SysctlSpec]) -> PyResult<Sysctls> {
+    let mut s = Sysctls::default().with_specs(specs);
     for (k, v) in d.iter() {
         let name: String = k.extract()?;
         let short = sysctl::short_name(&name).to_string();
@@ -613,10 +610,14 @@ fn sysctls_from_py(d: &Bound<'_, PyDict>) -> PyResult<Sysctls> {
             "tcp_rmem" => s.tcp_rmem = triple(&v)?,
             "tcp_wmem" => s.tcp_wmem = triple(&v)?,
             _ => {
-                let slot = s.int_mut(&short).ok_or_else(|| {
-                    PyKeyError::new_err(format!("the native socket has no sysctl {name:?}"))
-                })?;
-                *slot = v.extract()?;
+                let val: i64 = v.extract()?;
+                if let Some(slot) = s.int_mut(&short) {
+                    *slot = val;
+                } else if !s.set_patched(&short, val) {
+                    return Err(PyKeyError::new_err(format!(
+                        "the native socket has no sysctl {name:?}"
+                    )));
+                }
             }
         }
     }
@@ -654,7 +655,7 @@ impl PyTcpSocket {
         trace: bool,
     ) -> PyResult<Self> {
         let k = compose_kernel(profile, &patches)?;
-        let sysctl = sysctls_from_py(sysctl)?;
+        let sysctl = sysctls_from_py(sysctl, &k.new_sysctls())?;
         let dev = devices::device(device).map_err(PyValueError::new_err)?;
         let params = SocketParams {
             name: name.to_string(),

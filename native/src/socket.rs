@@ -10,8 +10,6 @@
 //! The trace sink of the Python socket is a list of `TraceEvent`s here, recorded only when
 //! `tracing` is on (the Python socket records only with a sink).
 
-use std::sync::Arc;
-
 use crate::arith::floor_div;
 use crate::clock::{clock_for, Clock};
 use crate::constants::{
@@ -19,7 +17,7 @@ use crate::constants::{
     TCP_MSS_DEFAULT, TCP_TIMEOUT_INIT_NS,
 };
 use crate::devices::{device, Device};
-use crate::kernel::Kernel;
+use crate::kernel::KernelRef;
 use crate::mib::Mib;
 use crate::segment::{Segment, ACK, RST, SYN};
 use crate::state::{AckState, ConnState, MemState, RcvState, SndState, TcpState};
@@ -53,10 +51,10 @@ impl Default for SocketParams {
 /// One TCP endpoint: the five state records plus the sans-IO surface and injected parts.
 pub struct TcpSocket {
     pub name: String,
-    /// The kernel era's decisions (Python: the policy object `k`). Shared, so that a room
-    /// can hold the kernel while handing it the socket mutably (`let k = self.k.clone();
-    /// k.grow_window(self, ...)`).
-    pub k: Arc<dyn Kernel>,
+    /// The kernel era's decisions, with the profile's patches (Python: the policy object
+    /// `k`). An `Arc` so that a decision taking `&mut TcpSocket` is called on a clone of the
+    /// handle (`sk.k.clone().point(sk, ..)`): see src/kernel.rs.
+    pub k: KernelRef,
     pub sysctl: Sysctls,
     /// The ingress device that builds our skbs.
     pub dev: Device,
@@ -128,7 +126,7 @@ impl TcpSocket {
     /// A closed socket, as `TcpSocket(kernel, sysctl, device, name=, mtu=, initcwnd=,
     /// nodelay=, init_rwnd=, hz=)` builds it; `dev` None is veth. Errors name a bad HZ.
     pub fn new(
-        k: impl Into<Arc<dyn Kernel>>,
+        k: KernelRef,
         sysctl: Sysctls,
         dev: Option<Device>,
         p: &SocketParams,
@@ -137,8 +135,8 @@ impl TcpSocket {
             Some(d) => d,
             None => device("veth")?,
         };
-        let k: Arc<dyn Kernel> = k.into();
         let scaling_ratio = k.initial_scaling_ratio();
+        let counters: Vec<&'static str> = k.counters().iter().map(|&(n, _)| n).collect();
         Ok(TcpSocket {
             name: p.name.clone(),
             clock: clock_for(p.hz)?,
@@ -150,7 +148,7 @@ impl TcpSocket {
             k,
             sysctl,
             dev,
-            mib: Mib::default(),
+            mib: Mib::with_counters(&counters),
             now: 0,
             tcp_mstamp: 0,
             outbox: Vec::new(),

@@ -28,6 +28,20 @@ pub struct Sysctls {
     pub rmem_max: i64,
     /// net.core.wmem_max
     pub wmem_max: i64,
+    /// Sysctls the applied patches add (Python's `patched`): (short name, value), in the
+    /// order the patches declare them. Read with `patched(name)`.
+    pub patched: Vec<(&'static str, i64)>,
+}
+
+/// A sysctl a patch adds (the core does not know it): its name, default and the range the
+/// patched kernel accepts (Python's `SysctlSpec`, declared in `Patch.new_sysctls`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SysctlSpec {
+    pub name: &'static str,
+    pub default: i64,
+    pub lo: i64,
+    pub hi: i64,
+    pub doc: &'static str,
 }
 
 impl Default for Sysctls {
@@ -51,6 +65,7 @@ impl Default for Sysctls {
             tcp_comp_sack_delay_ns: 1_000_000,
             rmem_max: 212992,
             wmem_max: 212992,
+            patched: Vec::new(),
         }
     }
 }
@@ -90,6 +105,39 @@ impl Sysctls {
             ("rmem_max", Int(self.rmem_max)),
             ("wmem_max", Int(self.wmem_max)),
         ]
+        .into_iter()
+        .chain(self.patched.iter().map(|&(n, v)| (n, Int(v))))
+        .collect()
+    }
+
+    /// A patch's sysctl (Python reads it as an attribute), None when no applied patch adds it.
+    pub fn patched(&self, name: &str) -> Option<i64> {
+        self.patched
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, v)| v)
+    }
+
+    /// Set a patch's sysctl; false when no applied patch adds it (range checks stay in
+    /// Python, which builds the record).
+    pub fn set_patched(&mut self, name: &str, value: i64) -> bool {
+        match self.patched.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => {
+                slot.1 = value;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A copy that also has the patches' sysctls `specs`, at their defaults (`with_specs`).
+    pub fn with_specs(mut self, specs: &[SysctlSpec]) -> Self {
+        for spec in specs {
+            if self.patched(spec.name).is_none() {
+                self.patched.push((spec.name, spec.default));
+            }
+        }
+        self
     }
 
     /// The integer sysctl of this short name, to set (the triples are fields of their own).
@@ -158,6 +206,25 @@ mod tests {
         for (n, _) in Sysctls::default().values() {
             assert_eq!(short_name(&long_name(n)), n);
         }
+    }
+
+    #[test]
+    fn patch_sysctls_exist_only_when_added() {
+        let spec = SysctlSpec {
+            name: "tcp_x",
+            default: 7,
+            lo: 0,
+            hi: 9,
+            doc: "",
+        };
+        let mut s = Sysctls::default();
+        assert_eq!(s.patched("tcp_x"), None);
+        assert!(!s.set_patched("tcp_x", 1));
+        s = s.with_specs(&[spec]).with_specs(&[spec]);
+        assert_eq!(s.patched, vec![("tcp_x", 7)]);
+        assert!(s.set_patched("tcp_x", 3));
+        assert_eq!(s.patched("tcp_x"), Some(3));
+        assert_eq!(s.as_dict().last().unwrap().0, "net.ipv4.tcp_x");
     }
 
     #[test]

@@ -76,7 +76,7 @@ class Pair:
         self.py = TcpSocket(prof.policy(), sysctls, device(dev), name="rcv", sink=self.rec,
                             hz=hz)
         from tcpsim import _native
-        self.nat = _native.TcpSocket(profile, [], _sysctl_dict(sysctls), dev, name="rcv", hz=hz)
+        self.nat = _native.TcpSocket(profile, [], sysctls.as_dict(), dev, name="rcv", hz=hz)
         self.steps: list[str] = []
 
     def do(self, what: str, *args: Any) -> Any:
@@ -115,12 +115,6 @@ class Pair:
         ev_nat = [event_fields(e) for e in self.nat.take_events()]
         assert ev_nat == ev_py, f"{self._where()}: trace events differ"
         return out_py
-
-
-def _sysctl_dict(s: Any) -> dict[str, Any]:
-    from dataclasses import fields
-    return {f.name: (list(getattr(s, f.name)) if isinstance(getattr(s, f.name), tuple)
-                     else getattr(s, f.name)) for f in fields(s)}
 
 
 def handshake(p: Pair, role: str) -> None:
