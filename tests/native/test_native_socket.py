@@ -68,15 +68,15 @@ class Pair:
     """A Python and a native socket driven in lockstep."""
 
     def __init__(self, profile: str, dev: str = "veth", sysctl: dict | None = None,
-                 hz: int = 0) -> None:
-        prof = get_profile(profile)
+                 hz: int = 0, patches: tuple[str, ...] = ()) -> None:
+        prof = get_profile(profile, patches)
         sysctls = prof.default_sysctls().with_overrides(sysctl or {},
                                                         known=prof.known_sysctls())
         self.rec = ListSink()
         self.py = TcpSocket(prof.policy(), sysctls, device(dev), name="rcv", sink=self.rec,
                             hz=hz)
         from tcpsim import _native
-        self.nat = _native.TcpSocket(profile, [], sysctls.as_dict(), dev, name="rcv", hz=hz)
+        self.nat = _native.TcpSocket(profile, list(patches), sysctls.as_dict(), dev, name="rcv", hz=hz)
         self.steps: list[str] = []
 
     def do(self, what: str, *args: Any) -> Any:
@@ -202,3 +202,90 @@ def test_sender_writes_and_takes_acks(native, profile):
             break
         p.do("on_timer", d)
     p.do("shutdown_write", int((t + 1) * NS_PER_MS))
+
+
+def random_program(p: Pair, rng, steps: int) -> None:
+    """A seeded random mix of arrivals (in order, ahead, old, overlapping, FIN), reads,
+    writes, ACKs of our data, window changes and timers; both sockets compared after each."""
+    t = 2 * NS_PER_MS
+    nxt = 1                                     # the peer's next new byte
+    for _ in range(steps):
+        t += rng.choice((0, 1000, 50_000, 200_000, NS_PER_MS, 5 * NS_PER_MS))
+        r = rng.random()
+        tsval = t // NS_PER_MS + 1
+        una = p.py.snd.snd_una
+        ack = min(p.py.snd.snd_nxt, una + rng.choice((0, 0, 1448, 2896, 10_000)))
+        win = rng.choice((502, 502, 502, 64, 0)) if r < 0.95 else 502
+        if r < 0.45:                                        # in order
+            n = rng.choice((1, 100, 536, 1448, 1448, 2896, 8000))
+            p.segment(t, Segment(nxt, n, ACK | PSH, ack, win, tsval=tsval, tsecr=1))
+            nxt += n
+        elif r < 0.6:                                       # ahead of a hole
+            off = rng.choice((1448, 2896, 5000))
+            n = rng.choice((100, 1448))
+            p.segment(t, Segment(nxt + off, n, ACK, ack, win, tsval=tsval, tsecr=1))
+        elif r < 0.65:                                      # old or overlapping
+            back = rng.choice((100, 1448, 3000))
+            p.segment(t, Segment(max(1, nxt - back), rng.choice((50, 1448)), ACK, ack, win,
+                                 tsval=tsval, tsecr=1))
+        elif r < 0.75:
+            p.do("read", t, rng.choice((1, 1000, 4096, 65536, 1 << 20)))
+        elif r < 0.8:
+            p.do("write", t, rng.choice((1, 1000, 20_000, 200_000)))
+        elif r < 0.88:                                      # a pure ACK of our data
+            p.segment(t, Segment(nxt, 0, ACK, ack, win, tsval=tsval, tsecr=1))
+        elif r < 0.97:
+            d = p.nat.next_deadline()
+            if d:
+                t = max(t, d)
+                p.do("on_timer", t)
+        elif r < 0.985:
+            p.segment(t, Segment(nxt, 0, ACK | FIN, ack, win, tsval=tsval, tsecr=1))
+            nxt += 1
+        else:
+            p.do("on_peer_release", nxt)
+
+
+SHRINKS = ("linux-6.6", "linux-6.8", "linux-6.10", "linux-6.18")   # have tcp_shrink_window
+CONFIGS = [(prof, dev, hz, shrink) for prof in PROFILES
+           for dev in ("veth", "loopback", "tun", "nic-2k")
+           for hz, shrink in ((0, 0), (250, 1)) if not shrink or prof in SHRINKS]
+
+
+@pytest.mark.parametrize("profile,dev,hz,shrink", CONFIGS[::3])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_programs_agree(native, profile, dev, hz, shrink, seed):
+    import random
+    rng = random.Random(f"{profile}-{dev}-{hz}-{shrink}-{seed}")
+    sysctl = {"net.ipv4.tcp_shrink_window": shrink} if shrink else {}
+    p = Pair(profile, dev=dev, hz=hz, sysctl=sysctl)
+    if rng.random() < 0.5:
+        p.do("set_rcvbuf", rng.choice((4096, 16384, 65536)))
+    handshake(p, rng.choice(("client", "server")))
+    random_program(p, rng, 300)
+
+
+@pytest.mark.parametrize("profile,patches", [
+    ("linux-6.1", ("shrink-window",)), ("linux-6.6", ("collapse-max-bytes",)),
+    ("linux-6.6", ("rfc7323-retraction",)), ("linux-6.1", ("initrwnd",)),
+    ("linux-6.8", ("collapse-max-bytes", "rfc7323-retraction"))])
+def test_random_programs_agree_with_patches(native, profile, patches):
+    import random
+    rng = random.Random(f"{profile}-{patches}")
+    p = Pair(profile, dev="nic-4k", patches=patches)
+    p.do("set_rcvbuf", 16384)
+    handshake(p, "client")
+    random_program(p, rng, 300)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_inert_reads_agree(native, profile):
+    """Time skipping: the count of inert small reads, and applying them at once."""
+    p = Pair(profile)
+    handshake(p, "client")
+    t = 2 * NS_PER_MS
+    p.segment(t, Segment(1, 60_000, ACK | PSH, 1, 502, tsval=3, tsecr=1))
+    for start in (t, t + 40 * NS_PER_MS):
+        count = p.do("count_inert_reads", start, 100_000, 100, 1000)
+        p.do("apply_inert_reads", start, 100_000, 100, count)
+        p.do("read", start + count * 100_000, 100)
