@@ -690,4 +690,50 @@ mod tests {
         let k = kernel_for("linux-6.1").unwrap();
         assert!(TcpSocket::new(k, Sysctls::default(), None, &p).is_err());
     }
+
+    fn synack() -> Segment {
+        let mut s = Segment::new(0, 0, SYN | ACK, 1, 65535);
+        s.mss = 1460;
+        s.wscale = 7;
+        s.sack_ok = true;
+        s.tsval = 1;
+        s.tsecr = 1;
+        s
+    }
+
+    #[test]
+    fn a_client_opens_receives_and_acks_as_the_python_model_does() {
+        // values from the Python socket (tests/native/test_native_socket.py drives both)
+        let k = kernel_for("linux-6.18").unwrap();
+        let sysctl = k.default_sysctls();
+        let mut sk = TcpSocket::new(k, sysctl, None, &SocketParams::default()).unwrap();
+        sk.tracing = true;
+        sk.connect(0);
+        let syn = sk.take_outbox();
+        assert_eq!(syn.len(), 1);
+        assert_eq!(syn[0].flags, SYN);
+        sk.on_segment(1_000_000, &synack());
+        assert_eq!(sk.conn.state, TcpState::Established);
+        let ack = sk.take_outbox();
+        assert_eq!(
+            ack[0].to_string(),
+            "Segment(A 1:1(0) ack 1 win 63 <TS val 2 ecr 1>)"
+        );
+        for i in 0..3 {
+            let mut d = Segment::new(1 + i * 1448, 1448, ACK | crate::segment::PSH, 1, 502);
+            d.tsval = 3 + i;
+            d.tsecr = 1;
+            sk.on_segment((2 + i) * 1_000_000, &d);
+        }
+        let acks: Vec<String> = sk.take_outbox().iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            acks[2],
+            "Segment(A 1:1(0) ack 4345 win 72 <TS val 5 ecr 5>)"
+        );
+        assert_eq!((sk.rcv.rcv_nxt, sk.rcv.rcv_wnd), (4345, 73728));
+        assert_eq!(sk.mem.receive_queue.len(), 1);
+        assert_eq!(sk.read(5_000_000, 10_000), 4344);
+        assert!(sk.mem.receive_queue.is_empty());
+        assert!(sk.take_events().iter().any(|e| e.event == "read"));
+    }
 }
