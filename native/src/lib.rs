@@ -15,16 +15,18 @@
 //! - `clock`     <- tcpsim/core/jiffies.py (and the exact clock of socket.py / ack.py)
 //! - `mib`       <- tcpsim/core/mib.py
 //! - `sysctl`    <- tcpsim/core/sysctl.py
-//! - `sender`    <- the constants of tcpsim/core/sender.py (its behaviour is not ported yet)
+//! - `sender`    <- tcpsim/core/sender.py (`impl TcpSocket`) and its constants
 //! - `state`     <- the state records of /work/state-spec.md (socket.py, ack.py, sender.py init)
-//! - `socket`    <- tcpsim/core/socket.py `TcpSocket`: its parts and construction so far
+//! - `socket`    <- tcpsim/core/socket.py `TcpSocket`: open, handshake, close, timers, events
 //! - `memory`    <- tcpsim/core/memory.py (`impl TcpSocket`)
+//! - `receive`   <- tcpsim/core/receiver.py (`impl TcpSocket`)
+//! - `ack`       <- tcpsim/core/ack.py (`impl TcpSocket`)
 //! - `kernel`    <- the decision points of tcpsim/policy.py (models/linux_5_15.py defaults)
 //! - `models`    <- models/: one file per era, and the profile registry
 //! - `patches`   <- models/patches/: one file per built-in patch
-//! - `pending`   <- socket methods the eras call that are not ported yet (see the file)
 //! - `value`     <- our own: a field's value, to compare records field by field
 
+pub mod ack;
 pub mod clock;
 pub mod constants;
 pub mod devices;
@@ -33,7 +35,7 @@ pub mod memory;
 pub mod mib;
 pub mod models;
 pub mod patches;
-pub mod pending;
+pub mod receive;
 pub mod segment;
 pub mod sender;
 pub mod seq;

@@ -140,6 +140,29 @@ impl Sysctls {
         self
     }
 
+    /// The integer sysctl of this short name, to set (the triples are fields of their own).
+    pub fn int_mut(&mut self, short: &str) -> Option<&mut i64> {
+        Some(match short {
+            "tcp_adv_win_scale" => &mut self.tcp_adv_win_scale,
+            "tcp_app_win" => &mut self.tcp_app_win,
+            "tcp_moderate_rcvbuf" => &mut self.tcp_moderate_rcvbuf,
+            "tcp_shrink_window" => &mut self.tcp_shrink_window,
+            "tcp_timestamps" => &mut self.tcp_timestamps,
+            "tcp_window_scaling" => &mut self.tcp_window_scaling,
+            "tcp_sack" => &mut self.tcp_sack,
+            "tcp_retries2" => &mut self.tcp_retries2,
+            "tcp_invalid_ratelimit" => &mut self.tcp_invalid_ratelimit,
+            "tcp_rcvbuf_low_rtt" => &mut self.tcp_rcvbuf_low_rtt,
+            "tcp_workaround_signed_windows" => &mut self.tcp_workaround_signed_windows,
+            "tcp_backlog_ack_defer" => &mut self.tcp_backlog_ack_defer,
+            "tcp_comp_sack_nr" => &mut self.tcp_comp_sack_nr,
+            "tcp_comp_sack_delay_ns" => &mut self.tcp_comp_sack_delay_ns,
+            "rmem_max" => &mut self.rmem_max,
+            "wmem_max" => &mut self.wmem_max,
+            _ => return None,
+        })
+    }
+
     /// {kernel name: value}, e.g. ("net.ipv4.tcp_rmem", Triple(4096, 131072, 6291456)).
     pub fn as_dict(&self) -> Vec<(String, SysctlValue)> {
         self.values()

@@ -22,10 +22,10 @@ use crate::constants::{
 };
 use crate::kernel::Kernel;
 use crate::memory::Tail;
-use crate::pending::TraceArgs;
 use crate::segment::{Segment, FIN, PSH, SYN, URG};
 use crate::skb::Skb;
 use crate::socket::TcpSocket;
+use crate::socket::TraceArgs;
 use crate::state::TcpState;
 use crate::sysctl::{SysctlSpec, Sysctls};
 

@@ -11,9 +11,9 @@
 
 use crate::kernel::Kernel;
 use crate::patches::PatchInfo;
-use crate::pending::TraceArgs;
 use crate::skb::Skb;
 use crate::socket::TcpSocket;
+use crate::socket::TraceArgs;
 use crate::sysctl::SysctlSpec;
 
 pub const TCP_COLLAPSE_MAX_BYTES: SysctlSpec = SysctlSpec {
