@@ -21,9 +21,10 @@
 //! - `memory`    <- tcpsim/core/memory.py (`impl TcpSocket`)
 //! - `receive`   <- tcpsim/core/receiver.py (`impl TcpSocket`)
 //! - `ack`       <- tcpsim/core/ack.py (`impl TcpSocket`)
-//! - `kernel`    <- the decision points of tcpsim/policy.py (models/linux_5_15.py defaults)
+//! - `kernel`    <- the decision points of tcpsim/policy.py (a default asks the era underneath)
 //! - `models`    <- models/: one file per era, and the profile registry
 //! - `patches`   <- models/patches/: one file per built-in patch
+//! - `py_kernel` <- bindings of single decision points for tests/native/test_native_kernel.py
 //! - `value`     <- our own: a field's value, to compare records field by field
 
 pub mod ack;

@@ -5,8 +5,10 @@ patch. Both sides start from the same fresh socket, set the same fields, call th
 must return the same value and leave every field and counter the same."""
 
 import os
+import re
 from collections import deque
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -16,7 +18,7 @@ from tcpsim.core.devices import DEVICES
 from tcpsim.core.segment import Segment
 from tcpsim.core.skb import Skb
 from tcpsim.core.socket import TcpSocket
-from tcpsim.policy import DECISION_POINTS, POINTS
+from tcpsim.policy import DECISION_POINTS, POINTS, overrides
 from tcpsim.profiles import ProfileError, builtin_patches, builtin_profiles, get_profile
 
 from native_compare import field, home
@@ -163,3 +165,41 @@ def test_decisions_agree(native, name, owner, data, fields, sysctl, args):
         rec, name_ = key.split(".")
         assert v == field(sk, rec, name_), f"{name}: {key} is {v}, Python {field(sk, rec, name_)}"
     assert mib == {c: getattr(sk.mib, c) for c in mib}
+
+
+# -- each Rust era and patch overrides exactly what its Python class overrides -----------------
+
+NATIVE = Path(__file__).resolve().parents[2] / "native" / "src"
+# trait methods that are not decision points: the chain and what patches add
+_NOT_POINTS = {"base", "class_name", "counters", "new_sysctls", "extra_sysctls"}
+
+
+def _rust_overrides(path: Path) -> set[str]:
+    """The methods of the file's `impl Kernel for ...` block."""
+    text = path.read_text()
+    block = text[text.index("impl Kernel for"):]
+    return set(re.findall(r"^    fn (\w+)\(", block, re.M)) - _NOT_POINTS
+
+
+def _python_points(names: list[str]) -> set[str]:
+    """Declared points as the Rust trait names them (constants as lower-case methods)."""
+    return {n.lower() for n in names}
+
+
+@pytest.mark.parametrize("profile", list(PROFILES))
+def test_each_era_file_overrides_what_python_overrides(profile):
+    kernel = PROFILES[profile].kernel
+    module = kernel.__module__.rsplit(".", 1)[-1]
+    rust = _rust_overrides(NATIVE / "models" / f"{module}.rs")
+    python = _python_points(overrides(kernel))
+    if "default_scaling_ratio" in python:
+        python.add("initial_scaling_ratio")   # sk-less constants: see src/kernel.rs
+    assert rust == python
+
+
+@pytest.mark.parametrize("patch", list(PATCHES))
+def test_each_patch_file_overrides_what_python_overrides(patch):
+    cls = PATCHES[patch]
+    module = cls.__module__.rsplit(".", 1)[-1]
+    rust = _rust_overrides(NATIVE / "patches" / f"{module}.rs")
+    assert rust == _python_points(overrides(cls, object))
