@@ -10,6 +10,22 @@ pub(crate) fn floor_div(a: i64, b: i64) -> i64 {
     a.div_euclid(b)
 }
 
+/// `a // b` for any non-zero b, as Python rounds it (towards minus infinity).
+pub(crate) fn py_floor_div(a: i64, b: i64) -> i64 {
+    let q = a / b;
+    if a % b != 0 && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+/// `int.bit_length()` of a non-negative integer.
+pub(crate) fn bit_length(x: i64) -> i64 {
+    debug_assert!(x >= 0);
+    64 - i64::from(x.leading_zeros())
+}
+
 /// `-(-a // b)` for b > 0: division rounding up.
 pub(crate) fn ceil_div(a: i64, b: i64) -> i64 {
     -floor_div(-a, b)
@@ -38,6 +54,14 @@ mod tests {
         assert_eq!(ceil_div(1, 1000), 1);
         assert_eq!(ceil_div(-1, 1000), 0);
         assert_eq!(ceil_div(0, 7), 0);
+        assert_eq!(py_floor_div(-7, 2), -4);
+        assert_eq!(py_floor_div(7, -2), -4);
+        assert_eq!(py_floor_div(-7, -2), 3);
+        assert_eq!(py_floor_div(6, 3), 2);
+        assert_eq!(
+            (bit_length(0), bit_length(1), bit_length(65535)),
+            (0, 1, 16)
+        );
         assert_eq!(mul_floor_div(-1, 250, 1_000_000_000), -1);
         assert_eq!(mul_ceil_div(1, 1_000_000_000, 300), 3_333_334);
         assert_eq!(

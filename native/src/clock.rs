@@ -21,7 +21,7 @@
 //! are placed at whole multiples of 1/HZ from time 0 of the run.
 
 use crate::arith::{ceil_div, mul_ceil_div, mul_floor_div};
-use crate::constants::{JIFFY_NS, NS_PER_S, NS_PER_US};
+use crate::constants::{JIFFY_NS, NS_PER_MS, NS_PER_S, NS_PER_US};
 
 /// The CONFIG_HZ choices of kernel/Kconfig.hz.
 pub const VALID_HZ: [i64; 4] = [100, 250, 300, 1000];
@@ -56,6 +56,35 @@ pub trait Clock {
     /// counts it (tcp_oow_rate_limited [tcp_input.c]: elapsed tcp_jiffies32 against
     /// usecs_to_jiffies of the limit)? receiver.py `_drop_unacceptable`.
     fn within(&self, since_ns: i64, now_ns: i64, limit_ns: i64) -> bool;
+
+    /// The jiffies counter at time t, in ticks (ExactClock: t floored to 1 ms). clock.py
+    /// `Clock.ticks`.
+    fn ticks(&self, t_ns: i64) -> i64;
+
+    /// tcp_jiffies32 at time t as the socket stores it in a time field (ns): the start of
+    /// the current jiffy (ExactClock: t itself). clock.py `Clock.stamp`.
+    fn stamp(&self, t_ns: i64) -> i64;
+
+    /// A stored time field (ns, see stamp()) in ticks. clock.py `Clock.stamp_ticks`.
+    fn stamp_ticks(&self, t_ns: i64) -> i64;
+
+    /// A duration kept in ns that is a whole number of jiffies, in ticks.
+    fn to_ticks(&self, d_ns: i64) -> i64;
+
+    /// usecs_to_jiffies() [include/linux/jiffies.h]: rounds up.
+    fn usecs_to_ticks(&self, us: i64) -> i64;
+
+    /// Ticks back to ns (the first nanosecond of that jiffy).
+    fn ticks_ns(&self, ticks: i64) -> i64;
+
+    /// When a timer armed on tick `clk` to expire on tick `expires` runs (ns): the timer
+    /// wheel's bucket (JiffyClock) or the expiry itself (ExactClock).
+    fn timer_ns(&self, expires: i64, clk: i64) -> i64;
+
+    /// sk_reset_timer(jiffies + when) for an icsk timer armed now: when it runs (ns).
+    fn reset_timer(&self, now_ns: i64, when_ns: i64) -> i64 {
+        self.reset_xmit_timer(now_ns, when_ns)
+    }
 }
 
 /// The model's historic clock (Python `hz = 0`): 1 ms jiffies for the ACK timing, and timers
@@ -86,6 +115,34 @@ impl Clock for ExactClock {
 
     fn within(&self, since_ns: i64, now_ns: i64, limit_ns: i64) -> bool {
         now_ns - since_ns < limit_ns
+    }
+
+    fn ticks(&self, t_ns: i64) -> i64 {
+        t_ns - t_ns.rem_euclid(NS_PER_MS)
+    }
+
+    fn stamp(&self, t_ns: i64) -> i64 {
+        t_ns
+    }
+
+    fn stamp_ticks(&self, t_ns: i64) -> i64 {
+        t_ns
+    }
+
+    fn to_ticks(&self, d_ns: i64) -> i64 {
+        d_ns
+    }
+
+    fn usecs_to_ticks(&self, us: i64) -> i64 {
+        us * NS_PER_US
+    }
+
+    fn ticks_ns(&self, ticks: i64) -> i64 {
+        ticks
+    }
+
+    fn timer_ns(&self, expires: i64, _clk: i64) -> i64 {
+        expires
     }
 }
 
@@ -175,6 +232,34 @@ impl Clock for JiffyClock {
     fn within(&self, since_ns: i64, now_ns: i64, limit_ns: i64) -> bool {
         self.jiffies(now_ns) - self.jiffies(since_ns)
             < self.usecs_to_jiffies(limit_ns.div_euclid(1000))
+    }
+
+    fn ticks(&self, t_ns: i64) -> i64 {
+        self.jiffies(t_ns)
+    }
+
+    fn stamp(&self, t_ns: i64) -> i64 {
+        self.tick_ns(self.jiffies(t_ns))
+    }
+
+    fn stamp_ticks(&self, t_ns: i64) -> i64 {
+        self.jiffies(t_ns)
+    }
+
+    fn to_ticks(&self, d_ns: i64) -> i64 {
+        self.to_jiffies(d_ns)
+    }
+
+    fn usecs_to_ticks(&self, us: i64) -> i64 {
+        self.usecs_to_jiffies(us)
+    }
+
+    fn ticks_ns(&self, ticks: i64) -> i64 {
+        self.tick_ns(ticks)
+    }
+
+    fn timer_ns(&self, expires: i64, clk: i64) -> i64 {
+        self.tick_ns(self.bucket_expiry(expires, clk))
     }
 }
 

@@ -15,14 +15,19 @@
 //! - `clock`     <- tcpsim/core/jiffies.py (and the exact clock of socket.py / ack.py)
 //! - `mib`       <- tcpsim/core/mib.py
 //! - `sysctl`    <- tcpsim/core/sysctl.py
-//! - `sender`    <- the constants of tcpsim/core/sender.py (its behaviour is not ported yet)
+//! - `sender`    <- tcpsim/core/sender.py (`impl TcpSocket`) and its constants
 //! - `state`     <- the state records of /work/state-spec.md (socket.py, ack.py, sender.py init)
-//! - `socket`    <- tcpsim/core/socket.py `TcpSocket`: its parts and construction so far
+//! - `socket`    <- tcpsim/core/socket.py `TcpSocket`: open, handshake, close, timers, events
 //! - `memory`    <- tcpsim/core/memory.py (`impl TcpSocket`)
-//! - `kernel`    <- the decision points of tcpsim/policy.py (models/linux_5_15.py defaults)
-//! - `models`    <- models/: one file per era (5.15 and 6.6 so far)
+//! - `receive`   <- tcpsim/core/receiver.py (`impl TcpSocket`)
+//! - `ack`       <- tcpsim/core/ack.py (`impl TcpSocket`)
+//! - `kernel`    <- the decision points of tcpsim/policy.py (a default asks the era underneath)
+//! - `models`    <- models/: one file per era, and the profile registry
+//! - `patches`   <- models/patches/: one file per built-in patch
+//! - `py_kernel` <- bindings of single decision points for tests/native/test_native_kernel.py
 //! - `value`     <- our own: a field's value, to compare records field by field
 
+pub mod ack;
 pub mod clock;
 pub mod constants;
 pub mod devices;
@@ -30,6 +35,8 @@ pub mod kernel;
 pub mod memory;
 pub mod mib;
 pub mod models;
+pub mod patches;
+pub mod receive;
 pub mod segment;
 pub mod sender;
 pub mod seq;
@@ -43,3 +50,5 @@ mod arith;
 
 #[cfg(feature = "python")]
 mod py;
+#[cfg(feature = "python")]
+mod py_kernel;

@@ -11,6 +11,9 @@ macro_rules! counters {
         #[derive(Debug, Clone, Default, PartialEq, Eq)]
         pub struct Mib {
             $(#[doc = $doc] pub $name: i64,)*
+            /// Counters the applied patches declare (Python's `Patch.counters`), in order:
+            /// (name, value). Declared at zero with `declare`, bumped with `bump`.
+            pub patch: Vec<(&'static str, i64)>,
         }
 
         /// Counter name -> one-line meaning, in the order of Python's `COUNTERS`.
@@ -18,15 +21,19 @@ macro_rules! counters {
 
         impl Mib {
             /// Every counter as (name, value), in `COUNTERS` order.
+            /// Every counter as (name, value): the core's in `COUNTERS` order, then the
+            /// patches'.
             pub fn values(&self) -> Vec<(&'static str, i64)> {
-                vec![$((stringify!($name), self.$name),)*]
+                let mut v = vec![$((stringify!($name), self.$name),)*];
+                v.extend(self.patch.iter().copied());
+                v
             }
 
             /// The counter named `name` (its kernel name), to bump or set.
             pub fn counter_mut(&mut self, name: &str) -> Option<&mut i64> {
                 match name {
                     $(stringify!($name) => Some(&mut self.$name),)*
-                    _ => None,
+                    _ => self.patch.iter_mut().find(|(n, _)| *n == name).map(|(_, v)| v),
                 }
             }
         }
@@ -67,6 +74,29 @@ counters! {
 }
 
 impl Mib {
+    /// A Mib with the patch counters `names` declared at zero (the profile's counters,
+    /// shown even at zero).
+    pub fn with_counters(names: &[&'static str]) -> Self {
+        let mut m = Mib::default();
+        for &name in names {
+            m.declare(name);
+        }
+        m
+    }
+
+    /// Make a patch counter known, at zero (no-op when it is already).
+    pub fn declare(&mut self, name: &'static str) {
+        if self.counter_mut(name).is_none() {
+            self.patch.push((name, 0));
+        }
+    }
+
+    /// `sk.mib.<name> += 1` for a patch counter (declared on first use, as Python's).
+    pub fn bump(&mut self, name: &'static str) {
+        self.declare(name);
+        *self.counter_mut(name).expect("declared above") += 1;
+    }
+
     /// Counters keyed as nstat prints them (TcpExtX; TcpRetransSegs), including zeros.
     pub fn as_nstat(&self) -> Vec<(String, i64)> {
         self.values()
@@ -98,5 +128,16 @@ mod tests {
         assert_eq!(nstat.len(), COUNTERS.len());
         assert!(nstat.contains(&("TcpExtTCPRcvCoalesce".to_string(), 2)));
         assert!(nstat.contains(&("TcpRetransSegs".to_string(), 1)));
+    }
+
+    #[test]
+    fn patch_counters_exist_only_when_declared() {
+        let mut m = Mib::with_counters(&["TCPX"]);
+        assert_eq!(m.values().last(), Some(&("TCPX", 0)));
+        m.bump("TCPX");
+        m.bump("TCPY");
+        assert_eq!(m.patch, vec![("TCPX", 1), ("TCPY", 1)]);
+        assert!(m.as_nstat().contains(&("TcpExtTCPX".to_string(), 1)));
+        assert!(Mib::default().counter_mut("TCPX").is_none());
     }
 }

@@ -1,14 +1,14 @@
 //! `tcpsim._native`: the Python bindings of the native engine.
 //!
-//! So far they expose the leaf rooms (constants, sequence comparison, segments, skbs,
-//! devices, the clocks, MIB, sysctls and the initial state records) and a `NativeSocket`
-//! with the memory room, so that tests/native/ can hold them to the Python model over
-//! generated inputs. No `unsafe` here: PyO3's safe
+//! They expose the leaf rooms (constants, sequence comparison, segments, skbs, devices, the
+//! clocks, MIB, sysctls and the initial state records), a `NativeSocket` with the memory
+//! room, and `TcpSocket`, the whole native socket with the Python socket's sans-IO surface,
+//! so that tests/native/ can hold them to the Python model. No `unsafe` here: PyO3's safe
 //! API covers every conversion.
 
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList, PyString};
+use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
 use crate::clock;
 use crate::constants;
@@ -543,6 +543,331 @@ impl PySocket {
     }
 }
 
+/// The kernel of `profile` with `patches` applied (the profile registry).
+fn compose_kernel(profile: &str, patches: &[String]) -> PyResult<crate::kernel::KernelRef> {
+    let names: Vec<&str> = patches.iter().map(String::as_str).collect();
+    crate::models::compose(profile, &names).map_err(PyValueError::new_err)
+}
+
+/// A Python `tcpsim.core.segment.Segment`, read by attribute.
+fn segment_from_py(seg: &Bound<'_, PyAny>) -> PyResult<Segment> {
+    let int = |k: &str| -> PyResult<i64> { seg.getattr(k)?.extract() };
+    let sacks: Vec<(i64, i64)> = seg.getattr("sacks")?.extract()?;
+    Ok(Segment {
+        seq: int("seq")?,
+        len: int("len")?,
+        flags: int("flags")?,
+        ack: int("ack")?,
+        win: int("win")?,
+        mss: int("mss")?,
+        wscale: int("wscale")?,
+        sack_ok: seg.getattr("sack_ok")?.is_truthy()?,
+        tsval: int("tsval")?,
+        tsecr: int("tsecr")?,
+        sacks,
+        gso_size: int("gso_size")?,
+        tx_ns: int("tx_ns")?,
+    })
+}
+
+/// A Python `Segment` (the class `cls`) with the fields of `seg`.
+fn segment_to_py<'py>(
+    py: Python<'py>,
+    cls: &Bound<'py, PyAny>,
+    seg: &Segment,
+) -> PyResult<Bound<'py, PyAny>> {
+    let kw = PyDict::new(py);
+    kw.set_item("mss", seg.mss)?;
+    kw.set_item("wscale", seg.wscale)?;
+    kw.set_item("sack_ok", seg.sack_ok)?;
+    kw.set_item("tsval", seg.tsval)?;
+    kw.set_item("tsecr", seg.tsecr)?;
+    let sacks = PyTuple::new(py, seg.sacks.iter().map(|&(a, b)| (a, b)))?;
+    kw.set_item("sacks", sacks)?;
+    kw.set_item("gso_size", seg.gso_size)?;
+    let obj = cls.call((seg.seq, seg.len, seg.flags, seg.ack, seg.win), Some(&kw))?;
+    obj.setattr("tx_ns", seg.tx_ns)?;
+    Ok(obj)
+}
+
+/// A sysctl dict (`Sysctls.as_dict()` form, short or long names) onto the defaults, with
+/// the sysctls the kernel's patches add (`specs`).
+fn sysctls_from_py(d: &Bound<'_, PyDict>, specs: &[sysctl::SysctlSpec]) -> PyResult<Sysctls> {
+    let mut s = Sysctls::default().with_specs(specs);
+    for (k, v) in d.iter() {
+        let name: String = k.extract()?;
+        let short = sysctl::short_name(&name).to_string();
+        let triple = |v: &Bound<'_, PyAny>| -> PyResult<(i64, i64, i64)> {
+            let l: Vec<i64> = v.extract()?;
+            match l[..] {
+                [a, b, c] => Ok((a, b, c)),
+                _ => Err(PyValueError::new_err(format!(
+                    "sysctl {name}: expected 3 integers, got {l:?}"
+                ))),
+            }
+        };
+        match short.as_str() {
+            "tcp_rmem" => s.tcp_rmem = triple(&v)?,
+            "tcp_wmem" => s.tcp_wmem = triple(&v)?,
+            _ => {
+                let val: i64 = v.extract()?;
+                if let Some(slot) = s.int_mut(&short) {
+                    *slot = val;
+                } else if !s.set_patched(&short, val) {
+                    return Err(PyKeyError::new_err(format!(
+                        "the native socket has no sysctl {name:?}"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(s)
+}
+
+/// `tcpsim._native.TcpSocket`: the native twin of tcpsim/core/socket.py `TcpSocket`, with
+/// the sans-IO surface of /work/native-contract.md (events in as method calls, segments out
+/// by `take_outbox()`, the whole state by `snapshot()`, trace events by `take_events()`).
+#[pyclass(name = "TcpSocket", unsendable)]
+struct PyTcpSocket {
+    sk: TcpSocket,
+    /// tcpsim.core.segment.Segment, imported once.
+    segment_cls: Py<PyAny>,
+}
+
+#[pymethods]
+impl PyTcpSocket {
+    #[new]
+    #[pyo3(signature = (profile, patches, sysctl, device, *, name="rcv", mtu=1500, initcwnd=10,
+                        nodelay=true, init_rwnd=0, hz=0, trace=true))]
+    #[allow(clippy::too_many_arguments)] // keyword arguments, as the Python socket's own
+    fn new(
+        py: Python<'_>,
+        profile: &str,
+        patches: Vec<String>,
+        sysctl: &Bound<'_, PyDict>,
+        device: &str,
+        name: &str,
+        mtu: i64,
+        initcwnd: i64,
+        nodelay: bool,
+        init_rwnd: i64,
+        hz: i64,
+        trace: bool,
+    ) -> PyResult<Self> {
+        let k = compose_kernel(profile, &patches)?;
+        let sysctl = sysctls_from_py(sysctl, &k.new_sysctls())?;
+        let dev = devices::device(device).map_err(PyValueError::new_err)?;
+        let params = SocketParams {
+            name: name.to_string(),
+            mtu,
+            initcwnd,
+            nodelay,
+            init_rwnd,
+            hz,
+        };
+        let mut sk =
+            TcpSocket::new(k, sysctl, Some(dev), &params).map_err(PyValueError::new_err)?;
+        sk.tracing = trace;
+        let segment_cls = py
+            .import("tcpsim.core.segment")?
+            .getattr("Segment")?
+            .unbind();
+        Ok(PyTcpSocket { sk, segment_cls })
+    }
+
+    fn connect(&mut self, now: i64) {
+        self.sk.connect(now)
+    }
+
+    fn listen(&mut self) {
+        self.sk.listen()
+    }
+
+    fn on_segment(&mut self, now: i64, seg: &Bound<'_, PyAny>) -> PyResult<()> {
+        let seg = segment_from_py(seg)?;
+        self.sk.on_segment(now, &seg);
+        Ok(())
+    }
+
+    fn read(&mut self, now: i64, n: i64) -> i64 {
+        self.sk.read(now, n)
+    }
+
+    fn write(&mut self, now: i64, n: i64) -> i64 {
+        self.sk.write(now, n)
+    }
+
+    fn on_timer(&mut self, now: i64) {
+        self.sk.on_timer(now)
+    }
+
+    fn next_deadline(&self) -> i64 {
+        self.sk.next_deadline()
+    }
+
+    fn take_outbox<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let cls = self.segment_cls.bind(py);
+        let out = self
+            .sk
+            .take_outbox()
+            .iter()
+            .map(|s| segment_to_py(py, cls, s))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, out)
+    }
+
+    fn close(&mut self, now: i64) {
+        self.sk.close(now)
+    }
+
+    fn shutdown_write(&mut self, now: i64) {
+        self.sk.shutdown_write(now)
+    }
+
+    fn set_rcvbuf(&mut self, val: i64) {
+        self.sk.set_rcvbuf(val)
+    }
+
+    fn set_window_clamp(&mut self, val: i64) {
+        self.sk.set_window_clamp(val)
+    }
+
+    fn on_peer_release(&mut self, seq: i64) {
+        self.sk.on_peer_release(seq)
+    }
+
+    fn recv_q(&self) -> i64 {
+        self.sk.recv_q()
+    }
+
+    fn can_queue(&self) -> bool {
+        self.sk.can_queue()
+    }
+
+    fn send_space(&self) -> i64 {
+        self.sk.send_space()
+    }
+
+    fn count_inert_reads(&mut self, t0: i64, period: i64, n: i64, limit: i64) -> i64 {
+        self.sk.count_inert_reads(t0, period, n, limit)
+    }
+
+    fn apply_inert_reads(&mut self, t0: i64, period: i64, n: i64, count: i64) {
+        self.sk.apply_inert_reads(t0, period, n, count)
+    }
+
+    #[getter]
+    fn name(&self) -> String {
+        self.sk.name.clone()
+    }
+
+    #[getter]
+    fn readable(&self) -> bool {
+        self.sk.readable
+    }
+
+    #[setter]
+    fn set_readable(&mut self, v: bool) {
+        self.sk.readable = v
+    }
+
+    #[getter]
+    fn writable(&self) -> bool {
+        self.sk.writable
+    }
+
+    #[setter]
+    fn set_writable(&mut self, v: bool) {
+        self.sk.writable = v
+    }
+
+    #[getter]
+    fn error(&self) -> String {
+        self.sk.error.clone()
+    }
+
+    #[getter]
+    fn eof(&self) -> bool {
+        self.sk.eof
+    }
+
+    #[getter]
+    fn accepted(&self) -> bool {
+        self.sk.accepted
+    }
+
+    #[setter]
+    fn set_accepted(&mut self, v: bool) {
+        self.sk.accepted = v
+    }
+
+    #[getter]
+    fn state(&self) -> &'static str {
+        self.sk.conn.state.as_str()
+    }
+
+    #[getter]
+    fn now(&self) -> i64 {
+        self.sk.now
+    }
+
+    /// Every field of every state record, both queues skb by skb, the MIB and the socket's
+    /// own surface (the contract's `snapshot()`).
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let sk = &self.sk;
+        let out = PyDict::new(py);
+        out.set_item("conn", fields_dict(py, &sk.conn.fields())?)?;
+        out.set_item("rcv", fields_dict(py, &sk.rcv.fields())?)?;
+        out.set_item("ack", fields_dict(py, &sk.ack.fields())?)?;
+        out.set_item("mem", fields_dict(py, &sk.mem.fields())?)?;
+        out.set_item("snd", fields_dict(py, &sk.snd.fields())?)?;
+        out.set_item("mib", pairs_dict(py, &sk.mib.values())?)?;
+        let sock = PyDict::new(py);
+        sock.set_item("state", sk.conn.state.as_str())?;
+        sock.set_item("now", sk.now)?;
+        sock.set_item("tcp_mstamp", sk.tcp_mstamp)?;
+        sock.set_item("readable", sk.readable)?;
+        sock.set_item("writable", sk.writable)?;
+        sock.set_item("error", &sk.error)?;
+        sock.set_item("eof", sk.eof)?;
+        sock.set_item("accepted", sk.accepted)?;
+        sock.set_item("next_deadline", sk.next_deadline())?;
+        out.set_item("sock", sock)?;
+        Ok(out)
+    }
+
+    /// The trace events since the last call, each a tuple in EVENT_FIELDS order
+    /// (tcpsim/trace/schema.py).
+    fn take_events<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let cls = self.segment_cls.bind(py);
+        let name = PyString::new(py, &self.sk.name);
+        let mut out = Vec::new();
+        for ev in self.sk.take_events() {
+            let seg = match &ev.seg {
+                Some(s) => segment_to_py(py, cls, s)?,
+                None => py.None().into_bound(py),
+            };
+            let mut items: Vec<Bound<'py, PyAny>> = vec![
+                ev.t_ns.into_pyobject(py)?.into_any(),
+                name.clone().into_any(),
+                PyString::new(py, &ev.event).into_any(),
+                PyString::new(py, &ev.detail).into_any(),
+                seg,
+                ev.truesize.into_pyobject(py)?.into_any(),
+                PyString::new(py, &ev.drop_reason).into_any(),
+                ev.len.into_pyobject(py)?.into_any(),
+                ev.collapse_ns.into_pyobject(py)?.into_any(),
+                ev.win_scale.into_pyobject(py)?.into_any(),
+            ];
+            for v in ev.state {
+                items.push(v.into_pyobject(py)?.into_any());
+            }
+            out.push(PyTuple::new(py, items)?);
+        }
+        PyList::new(py, out)
+    }
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(module_constants, m)?)?;
@@ -569,6 +894,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(record_fields, m)?)?;
     m.add_function(wrap_pyfunction!(initial_state, m)?)?;
     m.add_class::<PySocket>()?;
+    m.add_class::<PyTcpSocket>()?;
     m.add("VALID_HZ", clock::VALID_HZ.to_vec())?;
+    crate::py_kernel::register(m)?;
     Ok(())
 }

@@ -1,16 +1,26 @@
 //! TcpSocket: one endpoint of a TCP connection as a sans-IO state machine.
 //!
-//! Mirrors tcpsim/core/socket.py `TcpSocket`. So far: the socket's parts and its
-//! construction (`__init__`); the behaviour arrives room by room as `impl TcpSocket` blocks
-//! in their own files (memory.rs so far; receive.rs, ack.rs, sender.rs to come). The trace
-//! sink is not here yet.
+//! Mirrors tcpsim/core/socket.py `TcpSocket`: the socket's parts, its construction, the
+//! opening (connect/listen, SYN, SYN-ACK, the handshake ACK and its RTT sample), close,
+//! segment dispatch, timers and trace events. The other rooms are `impl TcpSocket` blocks
+//! in their own files: memory.rs, receive.rs, ack.rs, sender.rs.
+//!
+//! Events come in as method calls with the current time `now` (integer ns); actions come
+//! out as state the caller drains (`take_outbox()`, `next_deadline()`, `take_events()`).
+//! The trace sink of the Python socket is a list of `TraceEvent`s here, recorded only when
+//! `tracing` is on (the Python socket records only with a sink).
 
+use crate::arith::floor_div;
 use crate::clock::{clock_for, Clock};
+use crate::constants::{
+    NS_PER_MS, NS_PER_US, TCP_ATO_MIN_NS, TCP_HEADER_TS, TCP_INIT_CWND, TCP_MIN_MSS,
+    TCP_MSS_DEFAULT, TCP_TIMEOUT_INIT_NS,
+};
 use crate::devices::{device, Device};
-use crate::kernel::Kernel;
+use crate::kernel::KernelRef;
 use crate::mib::Mib;
-use crate::segment::Segment;
-use crate::state::{AckState, ConnState, MemState, RcvState, SndState};
+use crate::segment::{Segment, ACK, RST, SYN};
+use crate::state::{AckState, ConnState, MemState, RcvState, SndState, TcpState};
 use crate::sysctl::Sysctls;
 
 /// The keyword arguments of Python's `TcpSocket(...)` beyond the kernel, sysctls and device.
@@ -41,8 +51,10 @@ impl Default for SocketParams {
 /// One TCP endpoint: the five state records plus the sans-IO surface and injected parts.
 pub struct TcpSocket {
     pub name: String,
-    /// The kernel era's decisions (Python: the policy object `k`).
-    pub k: Box<dyn Kernel>,
+    /// The kernel era's decisions, with the profile's patches (Python: the policy object
+    /// `k`). An `Arc` so that a decision taking `&mut TcpSocket` is called on a clone of the
+    /// handle (`sk.k.clone().point(sk, ..)`): see src/kernel.rs.
+    pub k: KernelRef,
     pub sysctl: Sysctls,
     /// The ingress device that builds our skbs.
     pub dev: Device,
@@ -61,13 +73,60 @@ pub struct TcpSocket {
     pub mem: MemState,
     pub ack: AckState,
     pub snd: SndState,
+    /// Record trace events (the Python socket's sink is set).
+    pub tracing: bool,
+    /// Events recorded since the last `take_events()`.
+    pub events: Vec<TraceEvent>,
+}
+
+/// The optional columns of Python's `TcpSocket.trace(event, detail, seg=None, truesize=-1,
+/// reason="", length=-1, cost=-1)`, with the same defaults.
+#[derive(Debug, Clone, Copy)]
+pub struct TraceArgs<'a> {
+    pub seg: Option<&'a Segment>,
+    pub truesize: i64,
+    pub reason: &'a str,
+    pub length: i64,
+    pub cost: i64,
+}
+
+impl Default for TraceArgs<'_> {
+    fn default() -> Self {
+        TraceArgs {
+            seg: None,
+            truesize: -1,
+            reason: "",
+            length: -1,
+            cost: -1,
+        }
+    }
+}
+
+/// The socket's state in a trace event: the STATE_COLUMNS of tcpsim/trace/schema.py, in
+/// order (sk_rmem_alloc .. snd_cwnd).
+pub const STATE_COLUMNS: usize = 19;
+
+/// One trace event, the fields of schema.py `EVENT_FIELDS` in order: (t_ns, sock, event,
+/// detail, seg, truesize, drop_reason, len, collapse_ns, win_scale, *state columns).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceEvent {
+    pub t_ns: i64,
+    pub event: String,
+    pub detail: String,
+    pub seg: Option<Segment>,
+    pub truesize: i64,
+    pub drop_reason: String,
+    pub len: i64,
+    pub collapse_ns: i64,
+    pub win_scale: i64,
+    pub state: [i64; STATE_COLUMNS],
 }
 
 impl TcpSocket {
     /// A closed socket, as `TcpSocket(kernel, sysctl, device, name=, mtu=, initcwnd=,
     /// nodelay=, init_rwnd=, hz=)` builds it; `dev` None is veth. Errors name a bad HZ.
     pub fn new(
-        k: Box<dyn Kernel>,
+        k: KernelRef,
         sysctl: Sysctls,
         dev: Option<Device>,
         p: &SocketParams,
@@ -77,6 +136,7 @@ impl TcpSocket {
             None => device("veth")?,
         };
         let scaling_ratio = k.initial_scaling_ratio();
+        let counters: Vec<&'static str> = k.counters().iter().map(|&(n, _)| n).collect();
         Ok(TcpSocket {
             name: p.name.clone(),
             clock: clock_for(p.hz)?,
@@ -88,7 +148,7 @@ impl TcpSocket {
             k,
             sysctl,
             dev,
-            mib: Mib::default(),
+            mib: Mib::with_counters(&counters),
             now: 0,
             tcp_mstamp: 0,
             outbox: Vec::new(),
@@ -97,7 +157,498 @@ impl TcpSocket {
             error: String::new(),
             accepted: true,
             eof: false,
+            tracing: false,
+            events: Vec::new(),
         })
+    }
+}
+
+impl TcpSocket {
+    // -- socket options -------------------------------------------------------------------
+
+    /// setsockopt(SO_RCVBUF): rcvbuf = 2 * min(val, rmem_max), locked against autotuning.
+    /// Models sk_setsockopt() -> __sock_set_rcvbuf() [net/core/sock.c].
+    pub fn set_rcvbuf(&mut self, val: i64) {
+        let val = val.min(self.sysctl.rmem_max);
+        self.mem.sk_rcvbuf = (val * 2).max(4608); // SOCK_MIN_RCVBUF
+        self.mem.rcvbuf_locked = true;
+        if self.conn.state.synchronized() {
+            let k = self.k.clone();
+            k.on_rcvbuf_set(self);
+        }
+    }
+
+    /// setsockopt(TCP_WINDOW_CLAMP) -> tcp_set_window_clamp() [tcp.c].
+    pub fn set_window_clamp(&mut self, val: i64) {
+        let k = self.k.clone();
+        k.set_window_clamp(self, val);
+    }
+
+    // -- opening --------------------------------------------------------------------------
+
+    /// Passive open: wait for a SYN.
+    pub fn listen(&mut self) {
+        self.conn.state = TcpState::Listen;
+    }
+
+    /// Active open: models tcp_connect_init() + tcp_connect() [tcp_output.c].
+    pub fn connect(&mut self, now: i64) {
+        let k = self.k.clone();
+        self.set_clock(now);
+        self.conn.state = TcpState::SynSent;
+        self.conn.wscale_ok = self.sysctl.tcp_window_scaling != 0;
+        let clamp = self.rcv.window_clamp;
+        if self.mem.rcvbuf_locked && (clamp > self.full_space() || clamp == 0) {
+            self.rcv.window_clamp = self.full_space();
+        }
+        let space = self.full_space();
+        k.select_initial_window(self, space, self.conn.advmss);
+        k.init_rcv_ssthresh(self);
+        let snd = &mut self.snd;
+        snd.iss = 0;
+        snd.snd_una = 0;
+        snd.snd_nxt = 1;
+        snd.write_seq = 1;
+        let syn = self.make_syn();
+        self.emit(syn);
+        self.conn.syn_tx_ns = self.now; // the SYN skb's send time
+        self.snd.rto = TCP_TIMEOUT_INIT_NS;
+        self.snd.rto_deadline = self.reset_xmit_timer(self.snd.rto);
+    }
+
+    /// LISTEN + SYN: models tcp_openreq_init_rwin() and tcp_make_synack().
+    fn on_syn(&mut self, seg: &Segment) {
+        let k = self.k.clone();
+        self.learn_options(seg);
+        let rcv = &mut self.rcv;
+        rcv.irs = seg.seq;
+        rcv.rcv_nxt = seg.seq + 1;
+        rcv.copied_seq = seg.seq + 1;
+        rcv.rcv_wup = seg.seq + 1;
+        let mss = self.conn.advmss - if self.conn.ts_ok { TCP_HEADER_TS } else { 0 };
+        let full = self.full_space();
+        if self.mem.rcvbuf_locked && (self.rcv.window_clamp > full || self.rcv.window_clamp == 0) {
+            self.rcv.window_clamp = full;
+        }
+        let space = self.full_space();
+        k.select_initial_window(self, space, mss);
+        k.init_rcv_ssthresh(self);
+        if !self.conn.wscale_ok {
+            self.conn.rcv_wscale = 0;
+        }
+        let snd = &mut self.snd;
+        snd.iss = 0;
+        snd.snd_una = 0;
+        snd.retransmits = 0; // a new request
+        snd.snd_nxt = 1;
+        snd.write_seq = 1;
+        self.conn.state = TcpState::SynRecv;
+        let synack = self.make_synack();
+        self.emit(synack);
+        self.conn.syn_tx_ns = self.now; // tcp_rsk(req)->snt_synack
+        self.snd.rto = TCP_TIMEOUT_INIT_NS;
+        self.snd.rto_deadline = self.reset_xmit_timer(self.snd.rto);
+    }
+
+    /// close(): models tcp_close() [tcp.c]. Data received and not read (a FIN aside) turns
+    /// it into an abort: CLOSE and tcp_send_active_reset() sends RST|ACK at snd_nxt
+    /// (TCPAbortOnClose). Before the connection exists there is nothing to send. Otherwise
+    /// a FIN follows the data, as for shutdown(SHUT_WR).
+    pub fn close(&mut self, now: i64) {
+        self.set_clock(now);
+        if matches!(
+            self.conn.state,
+            TcpState::Closed | TcpState::Listen | TcpState::SynSent
+        ) {
+            self.closed();
+            return;
+        }
+        let rcv = &self.rcv;
+        let unread = rcv.rcv_nxt - rcv.copied_seq - i64::from(rcv.rcv_shutdown);
+        if unread > 0 {
+            self.mib.TCPAbortOnClose += 1;
+            self.closed();
+            let seg = self.make_segment(self.snd.snd_nxt, 0, RST | ACK);
+            self.emit(seg);
+            return;
+        }
+        self.shutdown_write(now);
+    }
+
+    /// tcp_set_state(TCP_CLOSE) without an error for the application: timers off.
+    fn closed(&mut self) {
+        self.conn.state = TcpState::Closed;
+        self.snd.rto_deadline = 0;
+        self.snd.probe_deadline = 0;
+        self.ack.delack_deadline = 0;
+        self.ack.comp_sack_deadline = 0;
+        self.snd.tlp_deadline = 0;
+    }
+
+    /// Our SYN (tcp_connect() [tcp_output.c]), first or retransmitted.
+    pub fn make_syn(&self) -> Segment {
+        let s = &self.sysctl;
+        let mut seg = Segment::new(self.snd.iss, 0, SYN, 0, self.rcv.rcv_wnd.min(65535));
+        seg.mss = self.conn.advmss;
+        seg.wscale = if s.tcp_window_scaling != 0 {
+            self.conn.rcv_wscale
+        } else {
+            -1
+        };
+        seg.sack_ok = s.tcp_sack != 0;
+        seg.tsval = if s.tcp_timestamps != 0 {
+            self.tsval()
+        } else {
+            -1
+        };
+        seg.tsecr = if s.tcp_timestamps != 0 { 0 } else { -1 };
+        seg
+    }
+
+    /// Our SYN-ACK (tcp_make_synack() [tcp_output.c]), first or retransmitted.
+    pub fn make_synack(&self) -> Segment {
+        let conn = &self.conn;
+        let mut seg = Segment::new(
+            self.snd.iss,
+            0,
+            SYN | ACK,
+            self.rcv.rcv_nxt,
+            self.rcv.rcv_wnd.min(65535),
+        );
+        seg.mss = conn.advmss;
+        seg.wscale = if conn.wscale_ok { conn.rcv_wscale } else { -1 };
+        seg.sack_ok = conn.sack_ok;
+        seg.tsval = if conn.ts_ok { self.tsval() } else { -1 };
+        seg.tsecr = if conn.ts_ok { conn.ts_recent } else { -1 };
+        seg
+    }
+
+    /// Options of a SYN / SYN-ACK: what both sides agreed on.
+    fn learn_options(&mut self, seg: &Segment) {
+        let s = &self.sysctl;
+        let conn = &mut self.conn;
+        conn.wscale_ok = seg.wscale >= 0 && s.tcp_window_scaling != 0;
+        conn.snd_wscale = if conn.wscale_ok {
+            seg.wscale.min(14)
+        } else {
+            0
+        };
+        conn.sack_ok = seg.sack_ok && s.tcp_sack != 0;
+        conn.ts_ok = seg.tsval >= 0 && s.tcp_timestamps != 0;
+        if conn.ts_ok {
+            conn.ts_recent = seg.tsval;
+        }
+        conn.peer_mss = if seg.mss != 0 {
+            seg.mss
+        } else {
+            TCP_MSS_DEFAULT
+        };
+    }
+
+    /// SYN_SENT + SYN-ACK: models tcp_rcv_synsent_state_process() + tcp_finish_connect().
+    fn on_synack(&mut self, seg: &Segment) {
+        if seg.flags & ACK == 0 || seg.ack != self.snd.snd_nxt {
+            return;
+        }
+        self.learn_options(seg);
+        if !self.conn.wscale_ok {
+            self.conn.rcv_wscale = 0;
+            self.rcv.window_clamp = self.rcv.window_clamp.min(65535);
+        }
+        let rcv = &mut self.rcv;
+        rcv.irs = seg.seq;
+        rcv.rcv_nxt = seg.seq + 1;
+        rcv.copied_seq = seg.seq + 1;
+        rcv.rcv_wup = seg.seq + 1;
+        let snd = &mut self.snd;
+        snd.snd_una = seg.ack;
+        snd.snd_wnd = seg.win; // SYN-ACK window is never scaled
+        snd.snd_wl1 = seg.seq;
+        snd.max_window = snd.snd_wnd;
+        snd.rto_deadline = 0;
+        self.handshake_rtt(seg);
+        self.established(true);
+        // tcp_ack()'s tcp_cong_control() set the pacing rate before tcp_init_transfer():
+        // with tcp_init_sock()'s cwnd, and the MSS of tcp_connect_init() (the same here)
+        self.update_pacing_rate(TCP_INIT_CWND);
+        self.send_ack();
+    }
+
+    /// SYN_RECV + ACK of our SYN-ACK: the child socket is established.
+    fn on_handshake_ack(&mut self, seg: &Segment) -> bool {
+        if seg.flags & ACK == 0 || seg.ack != self.snd.snd_nxt {
+            return false;
+        }
+        let snd = &mut self.snd;
+        snd.snd_una = seg.ack;
+        snd.snd_wnd = seg.win << self.conn.snd_wscale;
+        snd.snd_wl1 = seg.seq;
+        snd.max_window = snd.snd_wnd;
+        snd.rto_deadline = 0;
+        self.handshake_rtt(seg);
+        self.established(false);
+        self.update_pacing_rate(0); // tcp_rcv_state_process(), TCP_SYN_RECV
+        true
+    }
+
+    /// The handshake's RTT sample, taken before the connection is established (socket.py
+    /// `_handshake_rtt`): the active side's tcp_clean_rtx_queue() times the SYN, the
+    /// passive side's tcp_synack_rtt_meas() the SYN-ACK (tcp_minisocks.c); after a
+    /// retransmission only the timestamp echo can (tcp_ack_update_rtt() [tcp_input.c]).
+    fn handshake_rtt(&mut self, seg: &Segment) {
+        if self.snd.srtt_us8 != 0 {
+            return;
+        }
+        let conn = &self.conn;
+        let sample = if self.snd.retransmits == 0 && conn.syn_tx_ns >= 0 {
+            floor_div(self.now - conn.syn_tx_ns, NS_PER_US).max(1)
+        } else if conn.ts_ok && seg.tsecr > 0 && self.tsval() >= seg.tsecr {
+            (self.tsval() - seg.tsecr).max(1) * 1000 // tcp_rtt_tsopt_us()
+        } else {
+            return;
+        };
+        self.rtt_estimator(sample);
+    }
+
+    /// Models tcp_finish_connect()/tcp_init_transfer(): MSS, buffers, timers. With
+    /// timestamps advmss loses the option's 12 bytes on both sides (measured on 6.18 in
+    /// docs/validation.md).
+    fn established(&mut self, _active: bool) {
+        let k = self.k.clone();
+        let conn = &mut self.conn;
+        if conn.ts_ok {
+            conn.tcp_header_len = 32;
+            conn.advmss -= TCP_HEADER_TS;
+        }
+        conn.mss_cache =
+            conn.peer_mss.min(conn.mtu - 40) - if conn.ts_ok { TCP_HEADER_TS } else { 0 };
+        // tcp_initialize_rcv_mss()
+        self.ack.ack_rcv_mss = conn
+            .advmss
+            .min(conn.mss_cache)
+            .min(self.rcv.rcv_wnd.div_euclid(2))
+            .clamp(TCP_MIN_MSS, TCP_MSS_DEFAULT);
+        conn.state = TcpState::Established;
+        self.snd.retransmits = 0; // the handshake's, counted for Karn only
+        self.rcv.rcvq_time = self.tcp_mstamp;
+        self.rcv.rcvq_seq = self.rcv.copied_seq;
+        k.init_buffer_space(self);
+        self.sndbuf_expand();
+        self.ack.ack_lrcvtime = self.clock.stamp(self.now);
+        self.snd.rcv_tstamp = self.now;
+        self.writable = true;
+    }
+
+    // -- segment arrival ------------------------------------------------------------------
+
+    /// A segment arrived from the link.
+    pub fn on_segment(&mut self, now: i64, seg: &Segment) {
+        self.set_clock(now);
+        let state = self.conn.state;
+        if state.synchronized() {
+            self.rcv_established(seg);
+            return;
+        }
+        match state {
+            TcpState::Listen if seg.flags & SYN != 0 && seg.flags & (ACK | RST) == 0 => {
+                self.on_syn(seg);
+            }
+            TcpState::SynSent if seg.flags & SYN != 0 => self.on_synack(seg),
+            TcpState::SynRecv => {
+                if seg.flags & RST != 0 {
+                    self.conn.state = TcpState::Listen;
+                } else if seg.flags & SYN != 0 && seg.flags & ACK == 0 {
+                    self.resend_synack(); // the peer's SYN again: our SYN-ACK was lost
+                } else if self.on_handshake_ack(seg) && (seg.len != 0 || seg.flags & 1 != 0) {
+                    self.rcv_established(seg);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The peer freed its copies of our received data below `seq` (socket.py
+    /// `on_peer_release`): on veth/loopback a queued skb stays cloned until then.
+    pub fn on_peer_release(&mut self, seq: i64) {
+        self.rcv.peer_released = seq;
+    }
+
+    /// Run every timer whose deadline has passed (delayed ACK, loss probe, RTO, persist).
+    pub fn on_timer(&mut self, now: i64) {
+        self.set_clock(now);
+        if self.ack.delack_deadline != 0 && self.ack.delack_deadline <= now {
+            self.ack.delack_deadline = 0;
+            self.delack_timer();
+        }
+        if self.ack.comp_sack_deadline != 0 && self.ack.comp_sack_deadline <= now {
+            self.ack.comp_sack_deadline = 0;
+            self.compressed_ack_timer();
+        }
+        if self.snd.tlp_deadline != 0 && self.snd.tlp_deadline <= now {
+            self.snd.tlp_deadline = 0;
+            self.send_loss_probe();
+        }
+        if self.snd.rto_deadline != 0 && self.snd.rto_deadline <= now {
+            self.snd.rto_deadline = 0;
+            self.snd.tlp_deadline = 0;
+            self.retransmit_timer();
+        }
+        if self.snd.probe_deadline != 0 && self.snd.probe_deadline <= now {
+            self.snd.probe_deadline = 0;
+            self.probe_timer();
+        }
+    }
+
+    /// Earliest armed timer, or 0 when none is armed (a deadline of 0 is unarmed).
+    pub fn next_deadline(&self) -> i64 {
+        let mut d = 0;
+        for t in [
+            self.ack.delack_deadline,
+            self.ack.comp_sack_deadline,
+            self.snd.tlp_deadline,
+            self.snd.rto_deadline,
+            self.snd.probe_deadline,
+        ] {
+            if t != 0 && (d == 0 || t < d) {
+                d = t;
+            }
+        }
+        d
+    }
+
+    /// When an icsk timer armed now for `when_ns` runs (inet_csk_reset_xmit_timer ->
+    /// sk_reset_timer(jiffies + when)): see Clock::reset_timer.
+    pub fn reset_xmit_timer(&self, when_ns: i64) -> i64 {
+        self.clock.reset_timer(self.now, when_ns)
+    }
+
+    /// A duration rounded up to whole jiffies of this kernel's tick, in ns
+    /// (usecs_to_jiffies() and back): 1 ms jiffies with the default clock.
+    pub fn jiffies_up(&self, d_ns: i64) -> i64 {
+        self.clock.jiffies_up(d_ns)
+    }
+
+    // -- helpers --------------------------------------------------------------------------
+
+    /// socket.py `_clock`: the event's time, and tcp_mstamp in microseconds.
+    pub fn set_clock(&mut self, now: i64) {
+        self.now = now;
+        self.tcp_mstamp = floor_div(now, NS_PER_US);
+    }
+
+    /// TCP timestamp clock: milliseconds (tcp_time_stamp_ms) [6.x], offset by one so that a
+    /// timestamp is never 0 (which Linux reads as 'no echo'). socket.py `_tsval`.
+    pub fn tsval(&self) -> i64 {
+        floor_div(self.now, NS_PER_MS) + 1
+    }
+
+    /// Report an event (socket.py `trace`): what happened, the segment it concerns, and the
+    /// state the trace columns show after it. Recorded only while `tracing` is on.
+    pub fn trace(&mut self, event: &str, detail: &str, x: TraceArgs) {
+        if !self.tracing {
+            return;
+        }
+        let (conn, rcv, mem, snd) = (&self.conn, &self.rcv, &self.mem, &self.snd);
+        let state = [
+            mem.sk_rmem_alloc,
+            mem.sk_rcvbuf,
+            rcv.rcv_nxt,
+            rcv.copied_seq,
+            rcv.rcv_wup,
+            rcv.rcv_wnd,
+            rcv.rcv_ssthresh,
+            rcv.window_clamp,
+            self.ack.ack_rcv_mss,
+            rcv.scaling_ratio,
+            rcv.rcvq_space,
+            rcv.rcv_rtt_us8 >> 3,
+            rcv.rcv_nxt - rcv.copied_seq,
+            mem.receive_queue.len() as i64,
+            mem.ofo_queue.len() as i64,
+            snd.snd_una,
+            snd.snd_nxt,
+            snd.snd_wnd,
+            snd.snd_cwnd,
+        ];
+        self.events.push(TraceEvent {
+            t_ns: self.now,
+            event: event.to_string(),
+            detail: detail.to_string(),
+            seg: x.seg.cloned(),
+            truesize: x.truesize,
+            drop_reason: x.reason.to_string(),
+            len: x.length,
+            collapse_ns: x.cost,
+            win_scale: if event == "tx" {
+                conn.rcv_wscale
+            } else {
+                conn.snd_wscale
+            },
+            state,
+        });
+    }
+
+    /// `trace(event, detail, seg, truesize, reason=...)`, the receive path's form.
+    pub fn trace_seg(
+        &mut self,
+        event: &str,
+        detail: &str,
+        seg: &Segment,
+        truesize: i64,
+        reason: &str,
+    ) {
+        self.trace(
+            event,
+            detail,
+            TraceArgs {
+                seg: Some(seg),
+                truesize,
+                reason,
+                ..TraceArgs::default()
+            },
+        );
+    }
+
+    /// socket.py `_emit`: stamp the segment and queue it for the link.
+    pub fn emit(&mut self, mut seg: Segment) {
+        seg.tx_ns = self.now;
+        if self.tracing {
+            let x = TraceArgs {
+                seg: Some(&seg),
+                ..TraceArgs::default()
+            };
+            self.trace("tx", "", x);
+        }
+        self.outbox.push(seg);
+    }
+
+    /// The connection dies (tcp_write_err / tcp_reset): no more segments, timers off.
+    pub fn abort(&mut self, err: &str) {
+        self.error = err.to_string();
+        self.closed();
+        self.readable = true;
+        self.writable = true;
+        self.trace("state", err, TraceArgs::default());
+    }
+
+    /// Hand the queued segments to the caller, in order, and drain the outbox.
+    pub fn take_outbox(&mut self) -> Vec<Segment> {
+        std::mem::take(&mut self.outbox)
+    }
+
+    /// Hand the recorded trace events to the caller and drain them.
+    pub fn take_events(&mut self) -> Vec<TraceEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Bytes queued and not read (Recv-Q in ss).
+    pub fn recv_q(&self) -> i64 {
+        self.rcv.rcv_nxt - self.rcv.copied_seq
+    }
+
+    /// TCP_ATO_MIN.
+    pub fn ato_min(&self) -> i64 {
+        TCP_ATO_MIN_NS
     }
 }
 
@@ -138,5 +689,51 @@ mod tests {
         };
         let k = kernel_for("linux-6.1").unwrap();
         assert!(TcpSocket::new(k, Sysctls::default(), None, &p).is_err());
+    }
+
+    fn synack() -> Segment {
+        let mut s = Segment::new(0, 0, SYN | ACK, 1, 65535);
+        s.mss = 1460;
+        s.wscale = 7;
+        s.sack_ok = true;
+        s.tsval = 1;
+        s.tsecr = 1;
+        s
+    }
+
+    #[test]
+    fn a_client_opens_receives_and_acks_as_the_python_model_does() {
+        // values from the Python socket (tests/native/test_native_socket.py drives both)
+        let k = kernel_for("linux-6.18").unwrap();
+        let sysctl = k.default_sysctls();
+        let mut sk = TcpSocket::new(k, sysctl, None, &SocketParams::default()).unwrap();
+        sk.tracing = true;
+        sk.connect(0);
+        let syn = sk.take_outbox();
+        assert_eq!(syn.len(), 1);
+        assert_eq!(syn[0].flags, SYN);
+        sk.on_segment(1_000_000, &synack());
+        assert_eq!(sk.conn.state, TcpState::Established);
+        let ack = sk.take_outbox();
+        assert_eq!(
+            ack[0].to_string(),
+            "Segment(A 1:1(0) ack 1 win 63 <TS val 2 ecr 1>)"
+        );
+        for i in 0..3 {
+            let mut d = Segment::new(1 + i * 1448, 1448, ACK | crate::segment::PSH, 1, 502);
+            d.tsval = 3 + i;
+            d.tsecr = 1;
+            sk.on_segment((2 + i) * 1_000_000, &d);
+        }
+        let acks: Vec<String> = sk.take_outbox().iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            acks[2],
+            "Segment(A 1:1(0) ack 4345 win 72 <TS val 5 ecr 5>)"
+        );
+        assert_eq!((sk.rcv.rcv_nxt, sk.rcv.rcv_wnd), (4345, 73728));
+        assert_eq!(sk.mem.receive_queue.len(), 1);
+        assert_eq!(sk.read(5_000_000, 10_000), 4344);
+        assert!(sk.mem.receive_queue.is_empty());
+        assert!(sk.take_events().iter().any(|e| e.event == "read"));
     }
 }

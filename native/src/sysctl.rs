@@ -28,6 +28,20 @@ pub struct Sysctls {
     pub rmem_max: i64,
     /// net.core.wmem_max
     pub wmem_max: i64,
+    /// Sysctls the applied patches add (Python's `patched`): (short name, value), in the
+    /// order the patches declare them. Read with `patched(name)`.
+    pub patched: Vec<(&'static str, i64)>,
+}
+
+/// A sysctl a patch adds (the core does not know it): its name, default and the range the
+/// patched kernel accepts (Python's `SysctlSpec`, declared in `Patch.new_sysctls`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SysctlSpec {
+    pub name: &'static str,
+    pub default: i64,
+    pub lo: i64,
+    pub hi: i64,
+    pub doc: &'static str,
 }
 
 impl Default for Sysctls {
@@ -51,6 +65,7 @@ impl Default for Sysctls {
             tcp_comp_sack_delay_ns: 1_000_000,
             rmem_max: 212992,
             wmem_max: 212992,
+            patched: Vec::new(),
         }
     }
 }
@@ -90,6 +105,62 @@ impl Sysctls {
             ("rmem_max", Int(self.rmem_max)),
             ("wmem_max", Int(self.wmem_max)),
         ]
+        .into_iter()
+        .chain(self.patched.iter().map(|&(n, v)| (n, Int(v))))
+        .collect()
+    }
+
+    /// A patch's sysctl (Python reads it as an attribute), None when no applied patch adds it.
+    pub fn patched(&self, name: &str) -> Option<i64> {
+        self.patched
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, v)| v)
+    }
+
+    /// Set a patch's sysctl; false when no applied patch adds it (range checks stay in
+    /// Python, which builds the record).
+    pub fn set_patched(&mut self, name: &str, value: i64) -> bool {
+        match self.patched.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => {
+                slot.1 = value;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A copy that also has the patches' sysctls `specs`, at their defaults (`with_specs`).
+    pub fn with_specs(mut self, specs: &[SysctlSpec]) -> Self {
+        for spec in specs {
+            if self.patched(spec.name).is_none() {
+                self.patched.push((spec.name, spec.default));
+            }
+        }
+        self
+    }
+
+    /// The integer sysctl of this short name, to set (the triples are fields of their own).
+    pub fn int_mut(&mut self, short: &str) -> Option<&mut i64> {
+        Some(match short {
+            "tcp_adv_win_scale" => &mut self.tcp_adv_win_scale,
+            "tcp_app_win" => &mut self.tcp_app_win,
+            "tcp_moderate_rcvbuf" => &mut self.tcp_moderate_rcvbuf,
+            "tcp_shrink_window" => &mut self.tcp_shrink_window,
+            "tcp_timestamps" => &mut self.tcp_timestamps,
+            "tcp_window_scaling" => &mut self.tcp_window_scaling,
+            "tcp_sack" => &mut self.tcp_sack,
+            "tcp_retries2" => &mut self.tcp_retries2,
+            "tcp_invalid_ratelimit" => &mut self.tcp_invalid_ratelimit,
+            "tcp_rcvbuf_low_rtt" => &mut self.tcp_rcvbuf_low_rtt,
+            "tcp_workaround_signed_windows" => &mut self.tcp_workaround_signed_windows,
+            "tcp_backlog_ack_defer" => &mut self.tcp_backlog_ack_defer,
+            "tcp_comp_sack_nr" => &mut self.tcp_comp_sack_nr,
+            "tcp_comp_sack_delay_ns" => &mut self.tcp_comp_sack_delay_ns,
+            "rmem_max" => &mut self.rmem_max,
+            "wmem_max" => &mut self.wmem_max,
+            _ => return None,
+        })
     }
 
     /// {kernel name: value}, e.g. ("net.ipv4.tcp_rmem", Triple(4096, 131072, 6291456)).
@@ -135,6 +206,25 @@ mod tests {
         for (n, _) in Sysctls::default().values() {
             assert_eq!(short_name(&long_name(n)), n);
         }
+    }
+
+    #[test]
+    fn patch_sysctls_exist_only_when_added() {
+        let spec = SysctlSpec {
+            name: "tcp_x",
+            default: 7,
+            lo: 0,
+            hi: 9,
+            doc: "",
+        };
+        let mut s = Sysctls::default();
+        assert_eq!(s.patched("tcp_x"), None);
+        assert!(!s.set_patched("tcp_x", 1));
+        s = s.with_specs(&[spec]).with_specs(&[spec]);
+        assert_eq!(s.patched, vec![("tcp_x", 7)]);
+        assert!(s.set_patched("tcp_x", 3));
+        assert_eq!(s.patched("tcp_x"), Some(3));
+        assert_eq!(s.as_dict().last().unwrap().0, "net.ipv4.tcp_x");
     }
 
     #[test]

@@ -1,0 +1,48 @@
+//! Linux 6.1 LTS as the seeds ran it (6.1.14, Cloudflare's 2023 reproducers)
+//! (models/linux_6_1.py).
+//!
+//! Receive-path changes since 5.15 that a simulation can see: drop reasons on the data path
+//! (skb:kfree_skb shows PROTO_MEM, TCP_ZEROWINDOW, ...), which tcpsim reports for every
+//! profile; nothing else. The window never shrinks: there is no tcp_shrink_window yet (see
+//! linux_6_1_59.rs, or apply `--policy shrink-window`).
+//!
+//! On the sending side: 65466904b015 "tcp: adjust TSO packet sizes based on min_rtt" (5.18)
+//! makes TSO skbs larger on short paths.
+
+use crate::kernel::Kernel;
+use crate::models::linux_5_15::Linux515;
+use crate::sender::{SK_GSO_MAX_SIZE, TCP_TSO_RTT_LOG};
+use crate::socket::TcpSocket;
+
+/// Linux 6.1.14: 5.15's receive path.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Linux61;
+
+impl Kernel for Linux61 {
+    fn base(&self) -> &dyn Kernel {
+        &Linux515
+    }
+
+    fn class_name(&self) -> &'static str {
+        "Linux61"
+    }
+
+    fn release(&self) -> &'static str {
+        "6.1"
+    }
+
+    /// tcp_tso_autosize() [tcp_output.c, 5.18+]: add gso_max_size >> (min_rtt_us >>
+    /// tcp_tso_rtt_log) to the pacing rate's share -- the whole GSO size below 512 us of
+    /// min RTT, half of it below 1 ms, ... (nothing before the first RTT sample).
+    fn tso_rtt_bytes(&self, sk: &TcpSocket) -> i64 {
+        if sk.snd.min_rtt_us == 0 {
+            return 0;
+        }
+        let r = sk.snd.min_rtt_us >> TCP_TSO_RTT_LOG;
+        if r < 32 {
+            SK_GSO_MAX_SIZE >> r
+        } else {
+            0
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! RFC 7323 receiver-side window retraction (Simon Baatz, net-next 2026): rcv_mwnd_seq
+//! (models/patches/rfc7323_retraction.py).
+//!
+//! RFC 7323 §2.4 lets a receiver retract (shrink) its window but requires it to accept data
+//! that the sender sent into any window previously advertised. Linux's tcp_shrink_window (6.5)
+//! retracts without that tolerance: tcp_sequence() checks against the current window, so a
+//! sender that used the old window is dropped as beyond-window. The series tracks the maximum
+//! right edge ever advertised (tp->rcv_mwnd_seq) and makes tcp_sequence() accept segments up to
+//! it (tcp_max_receive_window()); tcp_data_queue() still drops in-order data at a zero window
+//! and out-of-order data beyond the current window, which now counts as BeyondWindow
+//! (e2b9c52a2b00). Apply it to linux-6.17 or later (it builds on their beyond-window checks):
+//! `--policy rfc7323-retraction`.
+//! Tests: the kernel selftests tcp_rcv_wnd_shrink_allowed / tcp_rcv_wnd_shrink_nomem.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use crate::kernel::Kernel;
+use crate::patches::PatchInfo;
+use crate::socket::TcpSocket;
+
+/// tcp_sequence() accepts up to the largest right edge ever advertised.
+pub struct Rfc7323Retraction {
+    base: Box<dyn Kernel>,
+    /// Per socket, as the Python attribute (a kernel object belongs to one socket). Atomic
+    /// only because `Kernel` is `Sync`; one socket's calls never race.
+    rcv_mwnd_seq: AtomicI64,
+}
+
+pub const PATCH: PatchInfo = PatchInfo {
+    name: "rfc7323-retraction",
+    summary: "2026 upstream series: accept data up to the max advertised right edge (rcv_mwnd_seq)",
+    class_name: "Rfc7323Retraction",
+    apply: |base| {
+        Box::new(Rfc7323Retraction {
+            base,
+            rcv_mwnd_seq: AtomicI64::new(0),
+        })
+    },
+};
+
+impl Rfc7323Retraction {
+    fn mwnd(&self) -> i64 {
+        self.rcv_mwnd_seq.load(Ordering::Relaxed)
+    }
+}
+
+impl Kernel for Rfc7323Retraction {
+    fn base(&self) -> &dyn Kernel {
+        &*self.base
+    }
+
+    fn class_name(&self) -> &'static str {
+        PATCH.class_name
+    }
+
+    /// tcp_select_window() then rcv_mwnd_seq = max(rcv_mwnd_seq, rcv_wup + rcv_wnd).
+    fn advertise_window(&self, sk: &mut TcpSocket) -> i64 {
+        let raw = self.base.advertise_window(sk);
+        let edge = sk.rcv.rcv_wup + sk.rcv.rcv_wnd;
+        self.rcv_mwnd_seq
+            .store(self.mwnd().max(edge), Ordering::Relaxed);
+        raw
+    }
+
+    /// e2b9c52a2b00: TCP_OVERWINDOW drops count as BeyondWindow too.
+    fn overwindow_drop(&self, sk: &mut TcpSocket) {
+        sk.mib.BeyondWindow += 1;
+    }
+
+    /// tcp_max_receive_window(): from rcv_nxt to the largest right edge advertised.
+    fn sequence_window(&self, sk: &TcpSocket) -> i64 {
+        let right = self.mwnd().max(sk.rcv.rcv_wup + sk.rcv.rcv_wnd);
+        (right - sk.rcv.rcv_nxt).max(0)
+    }
+}
