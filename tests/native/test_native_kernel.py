@@ -19,7 +19,7 @@ from tcpsim.core.segment import Segment
 from tcpsim.core.skb import Skb
 from tcpsim.core.socket import TcpSocket
 from tcpsim.policy import DECISION_POINTS, POINTS, overrides
-from tcpsim.profiles import ProfileError, builtin_patches, builtin_profiles, get_profile
+from tcpsim.catalog import ProfileError, builtin_patches, builtin_profiles, get_profile
 
 from native_compare import field, home
 from strategies import nat_kernel_args, nat_kernel_fields, nat_kernel_sysctls

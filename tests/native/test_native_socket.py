@@ -18,7 +18,7 @@ from tcpsim.core.constants import NS_PER_MS
 from tcpsim.core.devices import device
 from tcpsim.core.segment import ACK, FIN, PSH, SYN, Segment
 from tcpsim.core.socket import TcpSocket
-from tcpsim.profiles import get_profile
+from tcpsim.catalog import get_profile
 
 from tests.native.native_compare import RECORDS, plain
 
