@@ -216,3 +216,57 @@ nat_mem_ops = st.lists(st.one_of(                           # memory-room operat
     st.tuples(st.just("read"), st.integers(0, 20_000)),
     st.tuples(st.sampled_from(["rmem_schedule", "charge", "uncharge"]), st.integers(0, 70_000)),
 ), max_size=12)
+
+# -- kernel decision points (tests/native/test_native_kernel.py) ------------------------------
+
+nat_bytes = st.one_of(st.integers(-70_000, 70_000), st.integers(0, 1 << 31),   # byte counts
+                      st.sampled_from([0, 1, 536, 1448, 1460, 65535, 65536, 131072, 6 << 20]))
+
+nat_kernel_fields = st.fixed_dictionaries({                 # socket fields the decisions read
+    "now": st.integers(0, 1 << 42), "tcp_mstamp": st.integers(0, 1 << 32),
+    "accepted": st.booleans(),
+    "conn.state": st.sampled_from(["CLOSED", "ESTABLISHED", "SYN_SENT"]),
+    "conn.wscale_ok": st.booleans(), "conn.ts_ok": st.booleans(),
+    "conn.rcv_wscale": st.integers(0, 14), "conn.advmss": st.integers(88, 9000),
+    "conn.init_rwnd": st.one_of(st.just(0), st.integers(1, 2000)),
+    "conn.tcp_header_len": st.sampled_from([20, 32]),
+    "rcv.rcv_nxt": st.integers(0, 1 << 33), "rcv.copied_seq": st.integers(0, 1 << 33),
+    "rcv.rcv_wup": st.integers(0, 1 << 33), "rcv.rcv_wnd": st.integers(0, 1 << 30),
+    "rcv.window_clamp": st.one_of(st.just(0), st.integers(1, 1 << 30)),
+    "rcv.rcv_ssthresh": st.integers(0, 1 << 30), "rcv.scaling_ratio": st.integers(1, 256),
+    "rcv.last_seg_size": st.integers(0, 9000), "rcv.rcvq_space": st.integers(1, 1 << 26),
+    "rcv.rcvq_seq": st.integers(0, 1 << 33), "rcv.rcvq_time": st.integers(0, 1 << 32),
+    "rcv.rcv_rtt_us8": st.one_of(st.just(0), st.integers(1, 1 << 28)),
+    "rcv.rcv_rtt_seq": st.integers(0, 1 << 33),
+    "rcv.rcv_rtt_time": st.one_of(st.just(0), st.integers(1, 1 << 32)),
+    "mem.sk_rcvbuf": st.integers(0, 1 << 28), "mem.sk_rmem_alloc": st.integers(0, 1 << 28),
+    "mem.memory_pressure": st.booleans(), "mem.rcvbuf_locked": st.booleans(),
+    "ack.ack_pending": st.integers(0, 63), "ack.ack_quick": st.integers(0, 16),
+    "ack.ack_ato": st.integers(0, 200_000_000), "ack.ack_rcv_mss": st.integers(1, 9000),
+    "snd.snd_una": st.integers(0, 1 << 33), "snd.snd_wl1": st.integers(0, 1 << 33),
+    "snd.snd_wnd": st.integers(0, 1 << 30), "snd.srtt_us8": st.integers(0, 1 << 30),
+    "snd.min_rtt_us": st.integers(0, 1 << 24), "snd.rcv_tstamp": st.integers(0, 1 << 42),
+    "snd.retrans_stamp": st.integers(0, 1 << 42),
+})
+
+nat_kernel_sysctls = st.fixed_dictionaries({                # sysctls the decisions read
+    "tcp_adv_win_scale": st.integers(-31, 31), "tcp_app_win": st.integers(0, 31),
+    "tcp_rmem": nat_triple, "rmem_max": st.integers(1, 1 << 31),
+    "tcp_moderate_rcvbuf": st.integers(0, 1), "tcp_shrink_window": st.integers(0, 1),
+    "tcp_workaround_signed_windows": st.integers(0, 1),
+})
+
+nat_kernel_args = st.fixed_dictionaries({                   # decision arguments, by parameter
+    "space": nat_bytes, "win": st.integers(-(1 << 31), 1 << 31), "mss": st.integers(1, 9000),
+    "val": nat_bytes, "sample_us": st.integers(0, 1 << 26), "win_dep": st.integers(0, 1),
+    "delta_ms": st.integers(-1000, 100_000), "right": st.integers(0, 1 << 33),
+    "copied": st.integers(0, 1 << 32), "dsack_high": st.integers(0, 1 << 33),
+    "copied_seq": st.integers(0, 1 << 33), "rcvq_seq": st.integers(0, 1 << 33),
+    "newval": st.integers(-(1 << 26), 1 << 26), "oldval": st.integers(-(1 << 26), 1 << 26),
+    "ack": st.integers(0, 1 << 33), "nwin": st.integers(0, 1 << 30),
+    "srtt_ns": st.integers(0, 1 << 40),
+    "seg_seq": st.integers(0, 1 << 33), "seg_len": st.integers(0, 70_000),
+    "seg_flags": nat_flags, "seg_gso_size": st.one_of(st.just(0), st.integers(1, 9000)),
+    "skb_seq": st.integers(0, 1 << 33), "skb_len": st.integers(0, 70_000),
+    "skb_truesize": st.integers(1, 1 << 18), "skb_fin": st.integers(0, 1),
+})

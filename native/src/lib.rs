@@ -49,3 +49,5 @@ mod arith;
 
 #[cfg(feature = "python")]
 mod py;
+#[cfg(feature = "python")]
+mod py_kernel;

@@ -896,5 +896,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySocket>()?;
     m.add_class::<PyTcpSocket>()?;
     m.add("VALID_HZ", clock::VALID_HZ.to_vec())?;
+    crate::py_kernel::register(m)?;
     Ok(())
 }

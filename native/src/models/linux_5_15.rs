@@ -14,7 +14,7 @@
 
 use std::collections::VecDeque;
 
-use crate::arith::{bit_length, floor_div};
+use crate::arith::{bit_length, floor_div, py_floor_div};
 use crate::constants::{
     align_up, round_down, skb_truesize, ICSK_ACK_PUSHED, ICSK_ACK_PUSHED2, MAX_TCP_WINDOW,
     NS_PER_US, TCP_ATO_MIN_NS, TCP_DELACK_MAX_NS, TCP_INIT_CWND, TCP_MIN_MSS, TCP_MSS_DEFAULT,
@@ -103,11 +103,12 @@ impl Linux515 {
         sk.rcv.rcv_wnd = new;
         sk.rcv.rcv_wup = sk.rcv.rcv_nxt;
         let wscale = sk.conn.rcv_wscale;
-        let new = if wscale == 0 && sk.sysctl.tcp_workaround_signed_windows != 0 {
+        let capped = if wscale == 0 && sk.sysctl.tcp_workaround_signed_windows != 0 {
             new.min(MAX_TCP_WINDOW)
         } else {
             new.min(65535 << wscale)
-        } >> wscale;
+        };
+        let new = capped >> wscale;
         if new == 0 {
             sk.rcv.pred_ok = false;
             if old != 0 {
@@ -862,7 +863,7 @@ pub(crate) fn trace_ofo_prune(sk: &mut TcpSocket, dropped: &Skb) {
 pub(crate) fn drs_rcvwin(sk: &TcpSocket, copied: i64) -> i64 {
     let space = sk.rcv.rcvq_space;
     let mut rcvwin = (copied << 1) + 16 * sk.conn.advmss;
-    let grow = floor_div(rcvwin * (copied - space), space);
+    let grow = py_floor_div(rcvwin * (copied - space), space);
     rcvwin += grow << 1;
     rcvwin
 }

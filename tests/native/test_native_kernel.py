@@ -1,0 +1,141 @@
+"""The kernel eras and patches in Rust (native/src/kernel.rs, models/, patches/) against the
+Python eras: the registry, what patches add, and every decision point that can be called
+alone, over Hypothesis-drawn socket states, sysctls and arguments, for every profile and
+patch. Both sides start from the same fresh socket, set the same fields, call the point, and
+must return the same value and leave every field and counter the same."""
+
+import os
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tcpsim.core.devices import DEVICES
+from tcpsim.core.segment import Segment
+from tcpsim.core.skb import Skb
+from tcpsim.core.socket import TcpSocket
+from tcpsim.policy import DECISION_POINTS, POINTS
+from tcpsim.profiles import ProfileError, builtin_patches, builtin_profiles, get_profile
+
+from native_compare import field, home
+from strategies import nat_kernel_args, nat_kernel_fields, nat_kernel_sysctls
+
+PROFILES = builtin_profiles()
+PATCHES = builtin_patches()
+
+# The points kernel_decision can call alone: their bodies need no socket method beyond the
+# rooms ported so far (the rest run inside the lockstep tests of the whole socket).
+CALLABLE = [
+    "RELEASE", "RMEM2_DEFAULT", "PINGPONG_THRESH", "DEFAULT_SCALING_RATIO", "COLLAPSE_NS_FIXED",
+    "initial_scaling_ratio", "pingpong_thresh", "win_from_space", "space_from_win",
+    "initial_rcv_wnd", "select_initial_window", "init_rcv_ssthresh", "set_window_clamp",
+    "rcv_rtt_update", "rcv_rtt_measure", "ts_rtt_sample_us", "measure_rcv_mss",
+    "ofo_measure_rcv_mss", "pressure_adjust", "shrink_allowed", "end_beyond_window",
+    "zero_window_accepts", "can_ingest", "needs_clamp", "collapse_cost_ns", "ofo_prune_done",
+    "ofo_dsack", "rcv_space_gate_us", "rcv_space_copied", "rcvbuf_grow_term", "delack_max",
+    "dec_quickack_mode", "may_update_window", "rtx_probe0_timed_out", "tso_rtt_bytes",
+    "tso_defer_ack_window",
+]
+
+
+def _combos() -> list[tuple[str, tuple[str, ...]]]:
+    """Every profile bare, and with each built-in patch that applies to it."""
+    out = [(p, ()) for p in PROFILES]
+    for p in PROFILES:
+        for patch in PATCHES:
+            try:
+                get_profile(p, [patch])
+            except ProfileError:
+                continue
+            out.append((p, (patch,)))
+    out.append(("linux-6.18", ("rfc7323-retraction", "collapse-max-bytes", "initrwnd")))
+    return out
+
+
+COMBOS = _combos()
+# per profile-and-patches combination; the explore profile digs deeper
+EXAMPLES = 500 if os.environ.get("HYPOTHESIS_PROFILE") == "explore" else 25
+
+
+def test_the_declared_points_are_pythons(native):
+    """The Rust declaration names every point of tcpsim/policy.py, and only those."""
+    assert set(CALLABLE) <= set(DECISION_POINTS)
+    with pytest.raises(KeyError):
+        native.kernel_decision("linux-6.6", [], "grow_window", {}, {}, {})
+
+
+def test_registry(native):
+    profiles, patches = native.kernel_registry()
+    assert list(profiles) == list(PROFILES)
+    for name, (cls, release, summary) in profiles.items():
+        prof = PROFILES[name]
+        assert (cls, release, summary) == (prof.kernel.__name__, prof.kernel.RELEASE,
+                                           prof.summary)
+    assert sorted(p[0] for p in patches) == sorted(PATCHES)
+    for name, cls, summary in patches:
+        assert (cls, summary) == (PATCHES[name].__name__, PATCHES[name].summary)
+
+
+def test_unknown_names_are_refused(native):
+    with pytest.raises(ValueError, match="unknown profile"):
+        native.kernel_additions("linux-9.9", [])
+    with pytest.raises(ValueError, match="unknown patch"):
+        native.kernel_additions("linux-6.6", ["no-such-patch"])
+    with pytest.raises(ValueError, match="given twice"):
+        native.kernel_additions("linux-6.6", ["initrwnd", "initrwnd"])
+
+
+@pytest.mark.parametrize("profile,patches", COMBOS)
+def test_what_patches_add(native, profile, patches):
+    """Counters, new sysctls, made-available sysctls, the era's sysctls and the defaults."""
+    prof = get_profile(profile, list(patches))
+    counters, specs, extra, known, defaults = native.kernel_additions(profile, list(patches))
+    assert counters == list(prof.counters())
+    assert specs == [(s.name, s.default, s.lo, s.hi) for s in prof.new_sysctls()]
+    assert set(extra) | set(known) | {s[0] for s in specs} == set(prof.known_sysctls())
+    assert set(known) == set(prof.kernel.SYSCTLS)
+    want = {k.split(".", 2)[-1]: tuple(v) if isinstance(v, list) else v
+            for k, v in prof.default_sysctls().as_dict().items()}
+    assert defaults == want
+
+
+def _py_args(sk, name: str, a: dict):
+    """The Python call's positional arguments, by the declared parameter names."""
+    seg = Segment(a["seg_seq"], a["seg_len"], a["seg_flags"], 0, 0, gso_size=a["seg_gso_size"])
+    skb = Skb(a["skb_seq"], a["skb_len"], a["skb_truesize"], head=0, linear=0, nfrags=0,
+              fin=bool(a["skb_fin"]))
+    by_name = dict(a, sk=sk, seg=seg, skb=skb, dropped=skb, win_dep=bool(a["win_dep"]))
+    return [by_name[p] for p in POINTS[name].params]
+
+
+def _py_socket(profile: str, patches: tuple[str, ...], fields: dict, sysctl: dict):
+    prof = get_profile(profile, list(patches))
+    sysctls = replace(prof.default_sysctls(), **sysctl)
+    sk = TcpSocket(prof.policy(), sysctls, DEVICES["veth"])
+    for key, v in fields.items():
+        rec, _, name = key.rpartition(".")
+        target = home(sk, rec) if rec else sk
+        if name == "state":
+            v = type(sk.conn.state)(v)
+        setattr(target, name, v)
+    return sk
+
+
+@pytest.mark.parametrize("profile,patches", COMBOS)
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(name=st.sampled_from(CALLABLE), fields=nat_kernel_fields, sysctl=nat_kernel_sysctls,
+       args=nat_kernel_args)
+def test_decisions_agree(native, profile, patches, name, fields, sysctl, args):
+    sk = _py_socket(profile, patches, fields, sysctl)
+    if name.isupper():
+        want = getattr(sk.k, name)
+    else:
+        want = getattr(sk.k, name)(*_py_args(sk, name, args))
+    got, after, mib = native.kernel_decision(profile, list(patches), name, args, fields, sysctl)
+    assert got == want, f"{name} returned {got!r}, Python {want!r}"
+    assert type(got) is type(want), name
+    for key, v in after.items():
+        rec, name_ = key.split(".")
+        assert v == field(sk, rec, name_), f"{name}: {key} is {v}, Python {field(sk, rec, name_)}"
+    assert mib == {c: getattr(sk.mib, c) for c in mib}
