@@ -113,6 +113,7 @@ class Pair:
         out_nat = self.nat.take_outbox()
         assert [seg_fields(s) for s in out_nat] == [seg_fields(s) for s in out_py], \
             f"{self._where()}: segments differ"
+        assert self.nat.ss_line() == self.py.ss_line(), f"{self._where()}: ss_line differs"
         ev_py = [event_fields(e) for e in self.rec.events]
         self.rec.events.clear()
         ev_nat = [event_fields(e) for e in self.nat.take_events()]
