@@ -239,6 +239,7 @@ nat_kernel_fields = st.fixed_dictionaries({                 # socket fields the 
     "rcv.rcv_rtt_us8": st.one_of(st.just(0), st.integers(1, 1 << 28)),
     "rcv.rcv_rtt_seq": st.integers(0, 1 << 33),
     "rcv.rcv_rtt_time": st.one_of(st.just(0), st.integers(1, 1 << 32)),
+    "rcv.rcv_rtt_last_tsecr": st.integers(-1, 1 << 20), "conn.rcv_tsecr": st.integers(-1, 1 << 20),
     "mem.sk_rcvbuf": st.integers(0, 1 << 28), "mem.sk_rmem_alloc": st.integers(0, 1 << 28),
     "mem.memory_pressure": st.booleans(), "mem.rcvbuf_locked": st.booleans(),
     "ack.ack_pending": st.integers(0, 63), "ack.ack_quick": st.integers(0, 16),
@@ -260,7 +261,7 @@ nat_kernel_args = st.fixed_dictionaries({                   # decision arguments
     "space": nat_bytes, "win": st.integers(-(1 << 31), 1 << 31), "mss": st.integers(1, 9000),
     "val": nat_bytes, "sample_us": st.integers(0, 1 << 26), "win_dep": st.integers(0, 1),
     "delta_ms": st.integers(-1000, 100_000), "right": st.integers(0, 1 << 33),
-    "copied": st.integers(0, 1 << 32), "dsack_high": st.integers(0, 1 << 33),
+    "copied": st.integers(0, 1 << 26), "dsack_high": st.integers(0, 1 << 33),
     "copied_seq": st.integers(0, 1 << 33), "rcvq_seq": st.integers(0, 1 << 33),
     "newval": st.integers(-(1 << 26), 1 << 26), "oldval": st.integers(-(1 << 26), 1 << 26),
     "ack": st.integers(0, 1 << 33), "nwin": st.integers(0, 1 << 30),
@@ -269,4 +270,6 @@ nat_kernel_args = st.fixed_dictionaries({                   # decision arguments
     "seg_flags": nat_flags, "seg_gso_size": st.one_of(st.just(0), st.integers(1, 9000)),
     "skb_seq": st.integers(0, 1 << 33), "skb_len": st.integers(0, 70_000),
     "skb_truesize": st.integers(1, 1 << 18), "skb_fin": st.integers(0, 1),
+    "adjust": st.integers(0, 1), "missing": st.integers(0, 70_000),
+    "q0": st.integers(1, 70_000), "q1": st.integers(1, 70_000), "q2": st.integers(1, 70_000),
 })

@@ -2,9 +2,9 @@
 //! test_native_kernel.py): one decision point of a composed kernel, called on a fresh native
 //! socket whose fields the test sets, with the result and every integer/bool field after.
 //!
-//! Only decision points whose bodies need no socket method beyond the ported rooms are
-//! reachable (`kernel_decision` refuses the rest by name): the others are exercised through
-//! the whole socket by the lockstep tests once the receive path is ported.
+//! The points that work on the queues (admission, pruning, collapse, coalescing) are not
+//! reachable (`kernel_decision` refuses them by name): they are exercised through the whole
+//! socket by the lockstep tests.
 
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
@@ -27,6 +27,7 @@ enum Answer {
     Bool(bool),
     Str(&'static str),
     Pair(i64, i64),
+    List(Vec<i64>),
 }
 
 fn int_slot<'a>(sk: &'a mut TcpSocket, name: &str) -> Option<&'a mut i64> {
@@ -51,6 +52,8 @@ fn int_slot<'a>(sk: &'a mut TcpSocket, name: &str) -> Option<&'a mut i64> {
         "rcv.rcv_rtt_us8" => &mut sk.rcv.rcv_rtt_us8,
         "rcv.rcv_rtt_seq" => &mut sk.rcv.rcv_rtt_seq,
         "rcv.rcv_rtt_time" => &mut sk.rcv.rcv_rtt_time,
+        "rcv.rcv_rtt_last_tsecr" => &mut sk.rcv.rcv_rtt_last_tsecr,
+        "conn.rcv_tsecr" => &mut sk.conn.rcv_tsecr,
         "mem.sk_rcvbuf" => &mut sk.mem.sk_rcvbuf,
         "mem.sk_rmem_alloc" => &mut sk.mem.sk_rmem_alloc,
         "ack.ack_pending" => &mut sk.ack.ack_pending,
@@ -203,6 +206,62 @@ fn call(k: &dyn Kernel, sk: &mut TcpSocket, name: &str, a: &Bound<'_, PyDict>) -
             let (x, y) = k.ofo_dsack(sk, &skb(a)?, arg(a, "dsack_high")?);
             Pair(x, y)
         }
+        "grow_window" => {
+            k.grow_window(sk, &skb(a)?, arg(a, "adjust")? != 0, &segment(a)?);
+            Answer::None
+        }
+        "grow_under_pressure" => {
+            k.grow_under_pressure(sk);
+            Answer::None
+        }
+        "select_window" => Int(k.select_window(sk)),
+        "advertise_window" => Int(k.advertise_window(sk)),
+        "nomem_window" => Int(k.nomem_window(sk)),
+        "tcp_sequence" => Str(k.tcp_sequence(sk, &segment(a)?)),
+        "sequence_window" => Int(k.sequence_window(sk)),
+        "overwindow_drop" => {
+            k.overwindow_drop(sk);
+            Answer::None
+        }
+        "init_buffer_space" => {
+            k.init_buffer_space(sk);
+            Answer::None
+        }
+        "on_rcvbuf_set" => {
+            k.on_rcvbuf_set(sk);
+            Answer::None
+        }
+        "rcv_rtt_measure_ts" => {
+            k.rcv_rtt_measure_ts(sk, &segment(a)?);
+            Answer::None
+        }
+        "clamp_window" => {
+            k.clamp_window(sk);
+            Answer::None
+        }
+        "rcv_space_adjust" => {
+            k.rcv_space_adjust(sk);
+            Answer::None
+        }
+        "grow_rcvbuf" => {
+            k.grow_rcvbuf(sk, arg(a, "copied")?);
+            Answer::None
+        }
+        "rcvbuf_grow" => {
+            k.rcvbuf_grow(sk, arg(a, "newval")?);
+            Answer::None
+        }
+        "ofo_rcvbuf_grow" => {
+            k.ofo_rcvbuf_grow(sk);
+            Answer::None
+        }
+        "loss_probe_timeout" => Int(k.loss_probe_timeout(sk)),
+        "grow_skb" => {
+            let mut q: std::collections::VecDeque<i64> =
+                [arg(a, "q0")?, arg(a, "q1")?, arg(a, "q2")?].into();
+            k.grow_skb(sk, &mut q, arg(a, "missing")?);
+            Answer::List(q.into())
+        }
         "rcv_space_gate_us" => Int(k.rcv_space_gate_us(sk)),
         "rcv_space_copied" => {
             Int(k.rcv_space_copied(sk, arg(a, "copied_seq")?, arg(a, "rcvq_seq")?))
@@ -262,6 +321,7 @@ fn kernel_decision<'py>(
         Answer::Bool(v) => pyo3::types::PyBool::new(py, v).to_owned().into_any(),
         Answer::Str(v) => v.into_pyobject(py)?.into_any(),
         Answer::Pair(x, y) => PyTuple::new(py, [x, y])?.into_any(),
+        Answer::List(v) => PyList::new(py, v)?.into_any(),
     };
     let after = PyDict::new(py);
     let records = [

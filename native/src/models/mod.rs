@@ -104,3 +104,6 @@ pub fn compose(profile: &str, patch_names: &[&str]) -> Result<KernelRef, String>
 pub fn kernel_for(profile: &str) -> Result<KernelRef, String> {
     compose(profile, &[])
 }
+
+#[cfg(test)]
+mod tests;
