@@ -740,6 +740,10 @@ impl PyTcpSocket {
         self.sk.recv_q()
     }
 
+    fn ss_line(&self) -> String {
+        self.sk.ss_line()
+    }
+
     fn can_queue(&self) -> bool {
         self.sk.can_queue()
     }

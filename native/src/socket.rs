@@ -650,6 +650,39 @@ impl TcpSocket {
     pub fn ato_min(&self) -> i64 {
         TCP_ATO_MIN_NS
     }
+
+    /// An `ss -tmi`-style snapshot of this socket (socket.py `ss_line`).
+    pub fn ss_line(&self) -> String {
+        let (conn, rcv, mem, snd) = (&self.conn, &self.rcv, &self.mem, &self.snd);
+        let rtt = rcv.rcv_rtt_us8 as f64 / 8000.0;
+        let srtt = snd.srtt_us8 as f64 / 8000.0;
+        format!(
+            "{} Recv-Q {} Send-Q {} skmem:(r{},rb{},t0,tb{},f{}) wscale:{},{} rtt:{:.3} rto:{} \
+             mss:{} rcvmss:{} advmss:{} cwnd:{} bytes_received:{} rcv_rtt:{:.3} rcv_space:{} \
+             rcv_ssthresh:{} rcv_wnd:{} window_clamp:{}",
+            conn.state,
+            self.recv_q(),
+            snd.write_seq - snd.snd_una,
+            mem.sk_rmem_alloc,
+            mem.sk_rcvbuf,
+            snd.sk_sndbuf,
+            mem.sk_forward_alloc,
+            conn.snd_wscale,
+            conn.rcv_wscale,
+            srtt,
+            floor_div(snd.rto, NS_PER_MS),
+            conn.mss_cache,
+            self.ack.ack_rcv_mss,
+            conn.advmss,
+            snd.snd_cwnd,
+            rcv.bytes_received,
+            rtt,
+            rcv.rcvq_space,
+            rcv.rcv_ssthresh,
+            rcv.rcv_wnd,
+            rcv.window_clamp,
+        )
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ import pytest
 
 from tcpsim.core.constants import NS_PER_MS
 from tcpsim.core.devices import device
-from tcpsim.core.segment import ACK, FIN, PSH, SYN, Segment
+from tcpsim.core.segment import ACK, FIN, PSH, RST, SYN, Segment
 from tcpsim.core.socket import TcpSocket
 from tcpsim.catalog import get_profile
 
@@ -106,10 +106,14 @@ class Pair:
                 g = got[part][name]
                 assert g == value and type(g) is type(value), \
                     f"{self._where()}: {part}.{name}: native {g!r}, python {value!r}"
+        for name, g in got["mib"].items():                  # the patches' counters too
+            assert g == getattr(self.py.mib, name), \
+                f"{self._where()}: mib.{name}: native {g!r}, python {getattr(self.py.mib, name)!r}"
         out_py = self.py.take_outbox()
         out_nat = self.nat.take_outbox()
         assert [seg_fields(s) for s in out_nat] == [seg_fields(s) for s in out_py], \
             f"{self._where()}: segments differ"
+        assert self.nat.ss_line() == self.py.ss_line(), f"{self._where()}: ss_line differs"
         ev_py = [event_fields(e) for e in self.rec.events]
         self.rec.events.clear()
         ev_nat = [event_fields(e) for e in self.nat.take_events()]
@@ -239,11 +243,21 @@ def random_program(p: Pair, rng, steps: int) -> None:
             if d:
                 t = max(t, d)
                 p.do("on_timer", t)
-        elif r < 0.985:
+        elif r < 0.983:
             p.segment(t, Segment(nxt, 0, ACK | FIN, ack, win, tsval=tsval, tsecr=1))
             nxt += 1
-        else:
+        elif r < 0.988:
             p.do("on_peer_release", nxt)
+        elif r < 0.992:
+            p.do("set_rcvbuf", rng.choice((8192, 65536, 1 << 20)))
+        elif r < 0.995:
+            p.do("shutdown_write", t)
+        elif r < 0.997:
+            p.do("close", t)
+        elif r < 0.998:
+            p.segment(t, Segment(nxt, 0, RST, 0, 0))
+        else:
+            p.segment(t, Segment(nxt + 1_000_000, 10, ACK, ack, win, tsval=tsval, tsecr=1))
 
 
 SHRINKS = ("linux-6.6", "linux-6.8", "linux-6.10", "linux-6.18")   # have tcp_shrink_window
