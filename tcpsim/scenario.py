@@ -159,7 +159,7 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
             raise ScenarioError(f'receiver.role: expected "client" or "server", got {rcv["role"]!r}')
         sc = replace(sc, receiver_role=rcv["role"])
     if "device" in rcv:
-        if rcv["device"] not in DEVICES:
+        if not isinstance(rcv["device"], str) or rcv["device"] not in DEVICES:
             raise ScenarioError(f"receiver.device: expected one of {', '.join(DEVICES)}, got {rcv['device']!r}")
         sc = replace(sc, device=rcv["device"])
     if "so_rcvbuf" in rcv:
@@ -190,6 +190,10 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file; a bare name finds a built-in experiment."""
     raw, source = read_scenario_file(path)
+    if not raw:
+        raise ScenarioError(f"{source}: the file sets nothing (an empty scenario would run the "
+                            "defaults); give at least a [writer] and a [reader], or run a built-in "
+                            f"experiment such as {builtin_experiments()[0]}")
     try:
         return scenario_from_dict(raw, source=source)
     except ScenarioError as exc:

@@ -105,7 +105,7 @@ def parse_app(table: dict[str, Any], role: str, default: App) -> App:
         return default
     kinds = KINDS[role]
     kind = table.get("kind")
-    if kind not in kinds:
+    if not isinstance(kind, str) or kind not in kinds:
         raise ScenarioError(f"{role}.kind: expected one of {', '.join(sorted(kinds))}, "
                             f"got {kind!r}")
     for key in table:
