@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 
-# every example is a tiny simulation (a few simulated ms); the `ci` profile of conftest.py
-# keeps the draw fixed, `HYPOTHESIS_PROFILE=explore` draws new examples.
-FUZZ = settings(deadline=None, max_examples=25,
+# Every example is a tiny simulation (a few simulated ms). The `ci` profile of conftest.py keeps
+# the draw fixed; an explore session draws new ones, as many per test as TCPSIM_FUZZ_EXAMPLES:
+#   HYPOTHESIS_PROFILE=explore TCPSIM_FUZZ_EXAMPLES=2000 python3 -m pytest tests/fuzz -n 2
+FUZZ = settings(deadline=None, max_examples=int(os.environ.get("TCPSIM_FUZZ_EXAMPLES", "25")),
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.filter_too_much])
 

@@ -26,6 +26,7 @@ def run_file(text: str | bytes) -> tuple[tuple[int, str, str], list[str]]:
 @example((("", "policies"), ["nosuch"]))    # #18: unknown patch did not name the file
 @example((("receiver", "device"), []))      # #18: TypeError: unhashable type: 'list'
 @example((("writer", "kind"), {"a": 1}))    # #18: TypeError: unhashable type: 'dict'
+@example((("sysctl", "tcp_rmem"), {"_": ""}))  # #18: the error named "_", not tcp_rmem._
 def test_every_field_with_any_value_runs_or_names_file_and_field(edit):
     (table, key), value = edit
     with workdir():
