@@ -68,6 +68,7 @@ def run(
                           progress=sys.stderr.isatty() if progress is None else progress,
                           note=lambda msg: typer.echo(f"tcpsim: note: {msg}", err=True))
         _check_pcap_out(pcap)
+        _check_out(trace, "--trace", "run.parquet")
         result, _ = run_scenario(sc, opts)
     except USER_ERRORS as exc:
         _fail(str(exc))
@@ -86,15 +87,24 @@ def run(
 
 def _check_pcap_out(pcap: Optional[Path]) -> None:
     """--pcap OUT: a writable file name (checked before the run, not after it)."""
-    if pcap is None:
+    _check_out(pcap, "--pcap", "run.pcap")
+
+
+def _check_out(path: Optional[Path], option: str, example: str) -> None:
+    """An output file's name given as `option`: not a directory, its folder made (a user
+    error naming the option if it cannot be), checked before the work, not after it."""
+    if path is None:
         return
-    if pcap.is_dir():
-        _fail(f"--pcap {pcap}: is a directory; give a file name such as run.pcap")
-    if not pcap.parent.exists() and pcap.parent != Path(""):
+    if path.is_dir():
+        _fail(f"{option} {path}: is a directory; give a file name such as {example}")
+    parent = path.parent
+    if parent.exists() and not parent.is_dir():
+        _fail(f"{option} {path}: {parent} is a file, not a folder")
+    if not parent.exists():
         try:
-            pcap.parent.mkdir(parents=True, exist_ok=True)
+            parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            _fail(f"--pcap {pcap}: cannot create its folder ({exc.strerror})")
+            _fail(f"{option} {path}: cannot create its folder ({exc.strerror})")
 
 
 def _print_result(result, trace: Optional[Path]) -> None:
@@ -349,6 +359,11 @@ def _parse_variants(args: list[str], minimum: int = 2) -> list[Variant]:
     if len(variants) < minimum:
         _fail("compare needs at least two variants: --profile A ... --vs B ..."
               if minimum > 1 else "compare needs a variant to run: --profile A ...")
+    labels = [v.label() for v in variants]
+    for i, label in enumerate(labels):
+        if label in labels[:i]:
+            _fail(f"--vs {label}: the same variant is given twice; give each a different "
+                  "profile, --policy or --sysctl")
     return variants
 
 
@@ -378,6 +393,7 @@ def compare(
         dur = parse_duration(duration, "--duration", positive=True) if duration else None
         runs = _recorded_runs(trace)
         _check_pcap_out(pcap)
+        _check_out(out, "--out", "compare.html")
         pcaps = []
         for i, v in enumerate(variants, start=1):
             out_pcap = None
@@ -423,6 +439,7 @@ def report(trace: Path = typer.Argument(..., help="a trace written by tcpsim run
     from tcpsim.report import build_report
     if not trace.is_file():
         _fail(f"{trace}: no such trace file")
+    _check_out(out, "--out", "report.html")
     try:
         path = build_report(trace, out or trace.with_suffix(".html"))
     except (OSError, ValueError) as exc:
@@ -516,6 +533,8 @@ def import_trace(
         _fail(f"import: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if not src.is_file():
         _fail(f"import: {src}: no such file")
+    _check_out(out, "--out", "trace.parquet")
+    _check_out(workload, "--workload", "workload.toml")
     if fmt == "pcap":
         try:
             opts = _pcap_opts(flow, wscale, delay, reader, rcvbuf)

@@ -62,10 +62,10 @@ def run_paths(paths: Iterable[str | Path], profile: str | None = None,
         get_profile(profile, policies)
         files = collect(paths)
     except (ProfileError, FileNotFoundError) as exc:
-        echo(f"tcpsim: error: {exc}")
+        print(f"tcpsim: error: {exc}", file=sys.stderr)
         return 2
     if not files:
-        echo("tcpsim: error: no .pkt scripts found")
+        print("tcpsim: error: no .pkt scripts found", file=sys.stderr)
         return 2
     results: list[ScriptResult] = []
     for path, name in files:

@@ -47,13 +47,18 @@ def usage_error(err: str) -> bool:
 
 
 def check(result: tuple[int, str, str], names: Sequence[str] = (), fail: Sequence[int] = (2,),
-          argv: Sequence[str] = ()) -> str | None:
-    """Assert the property; the error line (None on success)."""
+          argv: Sequence[str] = (), verdict: int | None = None) -> str | None:
+    """Assert the property; the error line (None on success). `verdict`: the command's exit
+    status for a negative verdict printed on stdout (a failing packetdrill script, a sweep
+    point that failed), which is not an error."""
     code, out, err = result
     context = f"tcpsim {' '.join(map(str, argv))}\nexit {code}\nstderr: {err[-2000:]}"
     assert "Traceback" not in err and "Traceback" not in out, context
     if code == 0:
         assert "tcpsim: error:" not in err, context
+        assert out.strip() or err.strip(), f"exit 0 without a word: {context}"
+        return None
+    if code == verdict and out.strip() and "tcpsim: error:" not in err:
         return None
     assert code in fail, context
     if code == 2 and usage_error(err):

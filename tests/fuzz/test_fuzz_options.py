@@ -58,6 +58,7 @@ out_kinds = st.sampled_from(["missing", "file-as-dir", "unwritable", "ok", "dir"
 @FUZZ
 @given(run_options(), st.none() | st.tuples(st.sampled_from(["-o", "--pcap"]), out_kinds))
 @example((["-d", "5ms", "-s", "net.ipv4.tcp_rmem=[4096,131072,6291456]"], ["-s"]), None)
+@example((["-d", "5ms"], ["-d"]), ("-o", "file-as-dir"))    # #18: FileExistsError traceback
 def test_run_options(opts, out):
     argv, names = opts
     with workdir():
@@ -76,6 +77,8 @@ def test_run_options(opts, out):
 
 @FUZZ
 @given(run_options(), st.lists(profiles, max_size=2), st.booleans(), out_kinds)
+@example((["-d", "5ms", "-p", "linux-6.1"], ["-p"]), ["linux-6.1"], False, "ok")  # #18: ValueError
+@example((["-d", "5ms", "-p", "linux-6.1"], ["-p"]), ["linux-6.6"], False, "file-as-dir")
 def test_compare_options(opts, vs, as_json, out_kind):
     argv, names = opts
     if "--seed" in argv:                                # compare has no --seed
