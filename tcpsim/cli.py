@@ -385,6 +385,7 @@ def compare(
     Example: tcpsim compare seed-unbounded-growth --profile linux-6.1 --vs linux-6.1
     --policy shrink-window
     """
+    from tcpsim.progress import StepProgress
     from tcpsim.report import compare_runs, format_table, simulate, table_json
     from tcpsim.runner import RunOptions
     variants = _parse_variants(list(ctx.args), minimum=1 if trace else 2)
@@ -395,7 +396,9 @@ def compare(
         _check_pcap_out(pcap)
         _check_out(out, "--out", "compare.html")
         pcaps = []
+        steps = StepProgress("compare")
         for i, v in enumerate(variants, start=1):
+            steps.start(i, len(variants), v.label())
             out_pcap = None
             if pcap is not None:
                 from tcpsim.pcap.export import variant_path
@@ -667,8 +670,10 @@ def claims(
 ) -> None:
     """Run the seeds' claims as experiments and print a pass/fail table with the figures."""
     from tcpsim.claims import run_claims
+    from tcpsim.progress import StepProgress
     try:
-        rows = run_claims(keys=only or None, quick=quick, echo=None if as_json else typer.echo)
+        rows = run_claims(keys=only or None, quick=quick, echo=None if as_json else typer.echo,
+                          progress=StepProgress("claims").start)
     except ValueError as exc:
         _fail(str(exc))
         return
