@@ -27,6 +27,7 @@ profiles_app = typer.Typer(help="List kernel profiles and patches.", invoke_with
 app.add_typer(profiles_app, name="profiles")
 
 USER_ERRORS = (ScenarioError, SysctlError, ProfileError)
+PACKAGE_OF = {"ip": "iproute2", "tc": "iproute2", "sysctl": "procps"}   # Debian package of a tool
 
 
 @app.callback()
@@ -463,6 +464,15 @@ def capture(
     if os.geteuid() != 0:
         _fail("capture needs root (network namespaces, tracepoints): run it with sudo")
     from tcpsim.capture.capture import capture as run_capture
+    from tcpsim.capture.netns import missing_tools
+    from tcpsim.capture.probe import available as bpf_available
+    if missing := missing_tools():
+        _fail(f"capture needs {', '.join(missing)} on PATH (apt-get install "
+              f"{' '.join(PACKAGE_OF.get(t, t) for t in missing)})")
+    if not no_bpftrace and not bpf_available():
+        typer.echo("tcpsim: note: bpftrace is not on PATH: the trace gets the wire, samples and "
+                   "counters but no per-segment kernel state (apt-get install bpftrace, or "
+                   "pass --no-bpftrace)", err=True)
     try:
         sc = load_scenario(scenario)
         dur = parse_duration(duration, "--duration", positive=True) / 1e9 if duration else None
