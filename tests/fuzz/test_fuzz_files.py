@@ -172,3 +172,14 @@ def test_patch_files(body, cls, command):
                 }[command]
         check(tcpsim(argv), ["my_patch.py", "--policy"], argv=argv,
               verdict=1 if command in ("packetdrill", "sweep") else None)
+
+
+def test_a_sweep_point_whose_patch_fails_names_the_patch():
+    """Regression (#18): a sweep point failing in a user's patch said "internal error"."""
+    with workdir():
+        Path("my_patch.py").write_text(PATCH_BODIES[5])     # win_from_space returns None
+        argv = ["sweep", "seed-never-reads", "-d", "3ms", "-j", "1", "-r", "res",
+                "-x", "policy=none,my_patch.py:P"]
+        code, out, err = tcpsim(argv)
+        assert code == 1 and "with patch my_patch.py:P applied: TypeError" in out, out
+        assert "internal error" not in out
