@@ -54,18 +54,21 @@ def collect(paths: Iterable[str | Path]) -> list[tuple[Path, str]]:
 
 def run_paths(paths: Iterable[str | Path], profile: str | None = None,
               policies: Iterable[str] = (), as_json: bool = False,
-              echo: Callable[[str], None] = print, *, trace: bool = False) -> int:
-    """Run every script under `paths` and print the verdicts; returns the exit status."""
+              echo: Callable[[str], None] = print, *, trace: bool = False,
+              error: Callable[[str], None] | None = None) -> int:
+    """Run every script under `paths` and print the verdicts (`echo`); a usage error is one
+    `tcpsim: error:` line to `error` (default: stderr). Returns the exit status."""
+    error = error or (lambda line: print(line, file=sys.stderr))
     profile = profile or "linux-6.18"
     policies = list(policies)
     try:
         get_profile(profile, policies)
         files = collect(paths)
     except (ProfileError, FileNotFoundError) as exc:
-        print(f"tcpsim: error: {exc}", file=sys.stderr)
+        error(f"tcpsim: error: {exc}")
         return 2
     if not files:
-        print("tcpsim: error: no .pkt scripts found", file=sys.stderr)
+        error("tcpsim: error: no .pkt scripts found")
         return 2
     results: list[ScriptResult] = []
     for path, name in files:
