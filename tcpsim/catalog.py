@@ -142,7 +142,29 @@ def patch_failure(exc: BaseException) -> str:
         deeper = "" if raised is frame else f" (raised at {raised.filename}:{raised.lineno})"
         return (f"patch {patch} failed in decision point {point} at {at}{deeper}: "
                 f"{type(exc).__name__}: {exc}")
-    return ""
+    applied = _patches_in_play(exc)
+    if not applied:
+        return ""
+    raised = frames[-1]
+    points = ", ".join(sorted({point for _, point in applied}))
+    labels = ", ".join(sorted({patch for patch, _ in applied}))
+    return (f"the kernel failed at {raised.filename}:{raised.lineno} with patch {labels} "
+            f"applied: {type(exc).__name__}: {exc} (check what its decision points {points} "
+            "return)")
+
+
+def _patches_in_play(exc: BaseException) -> list[tuple[str, str]]:
+    """(patch, decision point) of every patch method of the kernel object (a frame's `self`)
+    whose method raised: a patch's wrong return value fails in the kernel code using it."""
+    tb = exc.__traceback__
+    while tb is not None:
+        obj = tb.tb_frame.f_locals.get("self")
+        hits = [_PATCH_CODE[code] for klass in type(obj).__mro__ for attr in vars(klass).values()
+                if (code := getattr(attr, "__code__", None)) in _PATCH_CODE] if obj is not None else []
+        if hits:
+            return hits
+        tb = tb.tb_next
+    return []
 
 
 def _tb_codes(exc: BaseException) -> list[CodeType]:
@@ -172,7 +194,7 @@ def load_policy_file(spec: str) -> type:
     sys.modules[mod_name] = module
     try:
         module_spec.loader.exec_module(module)
-    except Exception as exc:  # a user's file: report, do not crash
+    except (Exception, SystemExit) as exc:  # a user's file: report, do not crash (or exit)
         del sys.modules[mod_name]
         raise ProfileError(f"--policy {spec}: {path} failed to import: {type(exc).__name__}: {exc}") from None
     return _class_of(spec, path, module, cls_name)
@@ -216,6 +238,9 @@ def get_profile(name: str, patches: list[str] | tuple[str, ...] = ()) -> Profile
     except TypeError as exc:    # e.g. no consistent method resolution order
         raise ProfileError(f"--policy {'+'.join(patches)}: these patches cannot be combined "
                            f"on {name}: {exc}") from None
+    except Exception as exc:    # a user's class refusing to be composed (__init_subclass__)
+        raise ProfileError(f"--policy {'+'.join(patches)}: the kernel class with the patch "
+                           f"cannot be made: {type(exc).__name__}: {exc}") from None
     return profile
 
 

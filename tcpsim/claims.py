@@ -264,18 +264,21 @@ CLAIMS: tuple[Claim, ...] = (
 
 
 def run_claims(keys: list[str] | None = None, quick: bool = False,
-               echo: Callable[[str], None] | None = print) -> list[dict]:
-    """Run the claims; returns one row per claim."""
+               echo: Callable[[str], None] | None = print,
+               progress: Callable[[int, int, str], None] | None = None) -> list[dict]:
+    """Run the claims; returns one row per claim. `progress(i, n, key)` is called as the
+    i-th of the n claims chosen starts (StepProgress.start)."""
     unknown = sorted(set(keys or ()) - {c.key for c in CLAIMS})
     if unknown:
         raise ValueError(f"--only {', '.join(unknown)}: no such claim; the claims are "
                          f"{', '.join(c.key for c in CLAIMS)}")
     rows = []
+    chosen = [c for c in CLAIMS if not keys or c.key in keys]
     with tempfile.TemporaryDirectory() as tmp:
         runner = Runner(Path(tmp), quick)
-        for claim in CLAIMS:
-            if keys and claim.key not in keys:
-                continue
+        for i, claim in enumerate(chosen, start=1):
+            if progress:
+                progress(i, len(chosen), claim.key)
             out = claim.check(runner)
             row = {"claim": claim.key, "title": claim.title, "source": claim.source,
                    "seed": claim.seed_says, "measured": out.measured,

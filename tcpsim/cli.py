@@ -27,6 +27,7 @@ profiles_app = typer.Typer(help="List kernel profiles and patches.", invoke_with
 app.add_typer(profiles_app, name="profiles")
 
 USER_ERRORS = (ScenarioError, SysctlError, ProfileError)
+PACKAGE_OF = {"ip": "iproute2", "tc": "iproute2", "sysctl": "procps"}   # Debian package of a tool
 
 
 @app.callback()
@@ -101,6 +102,7 @@ def run(
                           progress=sys.stderr.isatty() if progress is None else progress,
                           note=lambda msg: typer.echo(f"tcpsim: note: {msg}", err=True))
         _check_pcap_out(pcap)
+        _check_out(trace, "--trace", "run.parquet")
         result = run_with(sc, opts)
     except USER_ERRORS as exc:
         _fail(str(exc))
@@ -119,15 +121,24 @@ def run(
 
 def _check_pcap_out(pcap: Optional[Path]) -> None:
     """--pcap OUT: a writable file name (checked before the run, not after it)."""
-    if pcap is None:
+    _check_out(pcap, "--pcap", "run.pcap")
+
+
+def _check_out(path: Optional[Path], option: str, example: str) -> None:
+    """An output file's name given as `option`: not a directory, its folder made (a user
+    error naming the option if it cannot be), checked before the work, not after it."""
+    if path is None:
         return
-    if pcap.is_dir():
-        _fail(f"--pcap {pcap}: is a directory; give a file name such as run.pcap")
-    if not pcap.parent.exists() and pcap.parent != Path(""):
+    if path.is_dir():
+        _fail(f"{option} {path}: is a directory; give a file name such as {example}")
+    parent = path.parent
+    if parent.exists() and not parent.is_dir():
+        _fail(f"{option} {path}: {parent} is a file, not a folder")
+    if not parent.exists():
         try:
-            pcap.parent.mkdir(parents=True, exist_ok=True)
+            parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            _fail(f"--pcap {pcap}: cannot create its folder ({exc.strerror})")
+            _fail(f"{option} {path}: cannot create its folder ({exc.strerror})")
 
 
 def _print_result(result, trace: Optional[Path]) -> None:
@@ -401,6 +412,11 @@ def _parse_variants(args: list[str], minimum: int = 2) -> list[Variant]:
     if len(variants) < minimum:
         _fail("compare needs at least two variants: --profile A ... --vs B ..."
               if minimum > 1 else "compare needs a variant to run: --profile A ...")
+    labels = [v.label() for v in variants]
+    for i, label in enumerate(labels):
+        if label in labels[:i]:
+            _fail(f"--vs {label}: the same variant is given twice; give each a different "
+                  "profile, --policy or --sysctl")
     return variants
 
 
@@ -460,6 +476,7 @@ def compare(
     --policy shrink-window
     """
     from tcpsim import api
+    from tcpsim.progress import StepProgress
     from tcpsim.report import format_table, table_json
     from tcpsim.runner import RunOptions
     out = _renamed(old_out, "-o/--out", html, "--html")
@@ -470,8 +487,11 @@ def compare(
         dur = parse_duration(duration, "--duration", positive=True) if duration else None
         runs = _recorded_runs(trace)
         _check_pcap_out(pcap)
+        _check_out(out, "--html", "compare.html")
         pcaps = []
+        steps = StepProgress("compare")
         for i, v in enumerate(variants, start=1):
+            steps.start(i, len(variants), v.label())
             out_pcap = None
             if pcap is not None:
                 from tcpsim.pcap.export import variant_path
@@ -552,6 +572,7 @@ def report(trace: Path = typer.Argument(..., help="a trace written by tcpsim run
     from tcpsim import api
     if not trace.is_file():
         _fail(f"{trace}: no such trace file")
+    _check_out(out, "--out", "report.html")
     try:
         path = api.load_trace(trace).report(out or trace.with_suffix(".html"))
     except (OSError, ValueError) as exc:
@@ -573,6 +594,15 @@ def capture(
     if os.geteuid() != 0:
         _fail("capture needs root (network namespaces, tracepoints): run it with sudo")
     from tcpsim.capture.capture import capture as run_capture
+    from tcpsim.capture.netns import missing_tools
+    from tcpsim.capture.probe import available as bpf_available
+    if missing := missing_tools():
+        _fail(f"capture needs {', '.join(missing)} on PATH (apt-get install "
+              f"{' '.join(PACKAGE_OF.get(t, t) for t in missing)})")
+    if not no_bpftrace and not bpf_available():
+        typer.echo("tcpsim: note: bpftrace is not on PATH: the trace gets the wire, samples and "
+                   "counters but no per-segment kernel state (apt-get install bpftrace, or "
+                   "pass --no-bpftrace)", err=True)
     try:
         sc = load_scenario(scenario)
         dur = parse_duration(duration, "--duration", positive=True) / 1e9 if duration else None
@@ -647,6 +677,8 @@ def import_trace(
         _fail(f"import: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if not src.is_file():
         _fail(f"import: {src}: no such file")
+    _check_out(out, "--out", "trace.parquet")
+    _check_out(workload, "--workload", "workload.toml")
     if fmt == "pcap":
         try:
             opts = _pcap_opts(flow, wscale, delay, reader, rcvbuf)
@@ -782,8 +814,10 @@ def claims(
 ) -> None:
     """Run the seeds' claims as experiments and print a pass/fail table with the figures."""
     from tcpsim.claims import run_claims
+    from tcpsim.progress import StepProgress
     try:
-        rows = run_claims(keys=only or None, quick=quick, echo=None if as_json else typer.echo)
+        rows = run_claims(keys=only or None, quick=quick, echo=None if as_json else typer.echo,
+                          progress=StepProgress("claims").start)
     except ValueError as exc:
         _fail(str(exc))
         return

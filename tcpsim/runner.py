@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.engine.simulation import RunResult, Simulation, progress_bar
-from tcpsim.catalog import get_profile
+from tcpsim.catalog import ProfileError, get_profile
 from tcpsim.scenario import Scenario, check_hz
 from tcpsim.sysctl_parse import check as check_sysctls
 from tcpsim.trace.recorder import MemoryRecorder, ParquetRecorder
@@ -41,6 +41,8 @@ def prepare(scenario: Scenario, opts: RunOptions) -> tuple[Scenario, Any]:
         sc = sc.with_(seed=opts.seed)
     if opts.hz is not None:
         sc = sc.with_(hz=check_hz(opts.hz, "--hz"))
+    if sc.source:
+        _check_file_profile(sc)
     name = opts.profile or sc.profile
     policies = tuple(sc.policies) + tuple(opts.policies)
     profile = get_profile(name, policies)
@@ -50,6 +52,15 @@ def prepare(scenario: Scenario, opts: RunOptions) -> tuple[Scenario, Any]:
         sc = sc.with_(sysctl={**sc.sysctl, **opts.sysctl})
     sc = sc.with_(profile=name, policies=policies)
     return sc, profile
+
+
+def _check_file_profile(sc: Scenario) -> None:
+    """The scenario file's own profile and policies, an error naming the file and field."""
+    for field, policies in (("profile", ()), ("policies", sc.policies)):
+        try:
+            get_profile(sc.profile, policies)
+        except ProfileError as exc:
+            raise ProfileError(f"{sc.source}: {field}: {exc}") from None
 
 
 def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, MemoryRecorder | None]:

@@ -244,6 +244,10 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file; a bare name finds a built-in experiment."""
     raw, source = read_scenario_file(path)
+    if not raw:
+        raise ScenarioError(f"{source}: the file sets nothing (an empty scenario would run the "
+                            "defaults); give at least a [writer] and a [reader], or run a built-in "
+                            f"experiment such as {builtin_experiments()[0]}")
     try:
         return scenario_from_dict(raw, source=source)
     except ScenarioError as exc:

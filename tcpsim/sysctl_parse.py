@@ -76,17 +76,17 @@ def parse_options(items: list[str], option: str = "--sysctl") -> dict[str, Any]:
     return dict(parse_option(item, option) for item in items)
 
 
-def parse_table(table: dict[str, Any], where: str = "sysctl") -> dict[str, Any]:
+def parse_table(table: dict[str, Any], where: str = "sysctl", prefix: str = "") -> dict[str, Any]:
     """A scenario's [sysctl] table -> {name: value}. Names keep their spelling; an unquoted
     dotted key (`net.ipv4.tcp_rmem = ...`, which TOML reads as nested tables) is joined back
-    into its dotted name."""
+    into its dotted name, the name an error gives (`prefix`: the keys above this table)."""
     out: dict[str, Any] = {}
     for key, value in table.items():
+        name = f"{prefix}{key}"
         if isinstance(value, dict):
-            for sub, v in parse_table(value, where).items():
-                out[f"{key}.{sub}"] = v
+            out.update(parse_table(value, where, f"{name}."))
         else:
-            out[key] = parse_value(value, key)
+            out[name] = parse_value(value, name)
     return out
 
 

@@ -107,7 +107,7 @@ def parse_app(table: dict[str, Any], side: str, default: App, where: str = "") -
     role = where or side
     kinds = KINDS[side]
     kind = table.get("kind")
-    if kind not in kinds:
+    if not isinstance(kind, str) or kind not in kinds:
         raise ScenarioError(f"{role}.kind: expected one of {', '.join(sorted(kinds))}, "
                             f"got {kind!r}")
     for key in table:

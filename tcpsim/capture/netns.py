@@ -257,7 +257,8 @@ def in_netns(name: str) -> Iterator[None]:
         os.close(target)
 
 
-CAPTURE_TOOLS = ("ip", "tc", "ethtool", "tcpdump")   # what a capture runs (bpftrace is optional)
+# what a capture runs (bpftrace is optional; iptables-legacy only for a lossy link)
+CAPTURE_TOOLS = ("ip", "tc", "ethtool", "tcpdump", "sysctl")
 
 
 def missing_tools(tools: Sequence[str] = CAPTURE_TOOLS) -> list[str]:

@@ -58,9 +58,11 @@ def collect(paths: Iterable[str | Path]) -> list[tuple[Path, str]]:
 def run_paths(paths: Iterable[str | Path], profile: str | None = None,
               policies: Iterable[str] = (), as_json: bool = False,
               echo: Callable[[str], None] = print, *, trace: bool = False,
-              engine: str = "python") -> int:
-    """Run every script under `paths` and print the verdicts; returns the exit status.
-    `engine`: the socket implementation, "python" (the reference) or "native"."""
+              engine: str = "python", error: Callable[[str], None] | None = None) -> int:
+    """Run every script under `paths` and print the verdicts (`echo`); a usage error is one
+    `tcpsim: error:` line to `error` (default: stderr). `engine`: the socket implementation,
+    "python" (the reference) or "native". Returns the exit status."""
+    error = error or (lambda line: print(line, file=sys.stderr))
     profile = profile or "linux-6.18"
     policies = list(policies)
     try:
@@ -68,10 +70,10 @@ def run_paths(paths: Iterable[str | Path], profile: str | None = None,
         get_profile(profile, policies)
         files = collect(paths)
     except (ProfileError, FileNotFoundError, EngineError) as exc:
-        echo(f"tcpsim: error: {exc}")
+        error(f"tcpsim: error: {exc}")
         return 2
     if not files:
-        echo("tcpsim: error: no .pkt scripts found")
+        error("tcpsim: error: no .pkt scripts found")
         return 2
     results: list[ScriptResult] = []
     for path, name in files:

@@ -18,7 +18,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable
 
 from tcpsim.core.sysctl import SysctlError
-from tcpsim.catalog import ProfileError
+from tcpsim.catalog import ProfileError, patch_failure
 from tcpsim.runner import RunOptions, run
 from tcpsim.scenario import ScenarioError
 from tcpsim.sweeps.grid import Point
@@ -49,7 +49,7 @@ def attempt(point: Point, trace: str | None) -> Outcome:
     except (ScenarioError, ProfileError, SysctlError) as exc:
         return None, {}, str(exc)
     except Exception as exc:  # noqa: BLE001 -- a model bug in one point must not lose the rest
-        return None, {}, f"internal error: {type(exc).__name__}: {exc}"
+        return None, {}, patch_failure(exc) or f"internal error: {type(exc).__name__}: {exc}"
 
 
 def _settle(point: Point, outcome: Outcome) -> None:

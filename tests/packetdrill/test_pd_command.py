@@ -55,15 +55,15 @@ def test_json_output(tmp_path):
 
 def test_usage_errors_exit_2(tmp_path):
     out: list[str] = []
-    assert run_paths([tmp_path / "missing.pkt"], "linux-6.18", [], False, out.append) == 2
+    assert run_paths([tmp_path / "missing.pkt"], "linux-6.18", [], False, print, error=out.append) == 2
     assert "no such file or folder" in out[-1]
     root = scripts(tmp_path)
-    assert run_paths([root], "linux-0.1", [], False, out.append) == 2
+    assert run_paths([root], "linux-0.1", [], False, print, error=out.append) == 2
     assert "unknown profile" in out[-1]
-    assert run_paths([root], "linux-6.18", ["no-such-patch"], False, out.append) == 2
+    assert run_paths([root], "linux-6.18", ["no-such-patch"], False, print, error=out.append) == 2
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert run_paths([empty], "linux-6.18", [], False, out.append) == 2
+    assert run_paths([empty], "linux-6.18", [], False, print, error=out.append) == 2
 
 
 def test_policies_are_applied(tmp_path):
