@@ -497,9 +497,6 @@ def compare(
                 from tcpsim.pcap.export import variant_path
                 out_pcap = variant_path(pcap, v.label(), i)
                 pcaps.append(out_pcap)
-            if v.label() in runs:
-                _fail(f"two sides are both {v.label()!r}: give one of them another --policy "
-                      "or --sysctl (or drop it)")
             opts = RunOptions(profile=v.profile, policies=tuple(v.policies),
                               sysctl=parse_sysctl_options(v.sysctl), duration=dur, hz=hz,
                               pcap=out_pcap, memory_trace=True)

@@ -50,7 +50,7 @@ def test_compare_of_one_side_twice_is_one_error_line(monkeypatch, capsys, tmp_pa
     code, out, err = run_main(["compare", NAME, "-d", "10ms", "--html", str(tmp_path / "c.html"),
                                "--profile", "linux-6.1", "--vs", "linux-6.1"], monkeypatch, capsys)
     assert code == 2 and err.count("\n") == 1
-    assert err.startswith("tcpsim: error: two sides are both 'linux-6.1'")
+    assert err.startswith("tcpsim: error: --vs linux-6.1: the same variant is given twice")
 
 
 def test_report_and_profiles_go_through_the_api(api_calls, monkeypatch, capsys, tmp_path):

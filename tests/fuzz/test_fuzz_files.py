@@ -56,8 +56,6 @@ def test_traces_for_report_compare(data, command):
     _trace_command(data, command)
 
 
-@pytest.mark.xfail(reason="validate prints its errors as `validate: ...` on stdout; the api "
-                   "branch gives them the common form (then remove this mark)", strict=False)
 @FUZZ
 @given(trace_bytes)
 def test_traces_for_validate(data):

@@ -96,9 +96,11 @@ def test_engine_python_is_the_default(tmp_path):
 
 def test_unknown_engine_is_one_error_line(tmp_path):
     out: list[str] = []
+    errors: list[str] = []
     assert run_paths([scripts(tmp_path)], "linux-6.18", [], False, out.append,
-                     engine="rust") == 2
-    assert out == ["tcpsim: error: unknown engine 'rust'; choose one of: python, native"]
+                     engine="rust", error=errors.append) == 2
+    assert errors == ["tcpsim: error: unknown engine 'rust'; choose one of: python, native"]
+    assert out == []
 
 
 def test_native_engine_not_built_is_one_error_line(tmp_path):
