@@ -115,14 +115,9 @@ def _scenario_of(spec: dict[str, Any], changes: dict[str, Any] | None) -> Any:
     if not changes:
         return spec["scenario"]
     doc = tcpsim.scenario_dict(spec["scenario"])
+    from tcpsim.scenario import set_field
     for key, value in changes.items():
-        if key.startswith("sysctl."):
-            doc.setdefault("sysctl", {})[key[len("sysctl."):]] = value
-        elif "." in key:
-            table, name = key.split(".", 1)
-            doc.setdefault(table, {})[name] = value
-        else:
-            doc[key] = value
+        set_field(doc, key, value)
     return doc
 
 

@@ -519,7 +519,7 @@ def with_settings(scenario: str, sets: list[str]) -> Scenario:
     """The scenario file with `FIELD=VALUE` settings applied to its TOML document (a dotted
     path of any depth, e.g. receiver.device.rx_copybreak=256; VALUE an integer, true/false,
     or text), validated again: errors name the field as the file does."""
-    from tcpsim.scenario import read_scenario_file, scenario_from_dict
+    from tcpsim.scenario import read_scenario_file, scenario_from_dict, set_field
     raw, source = read_scenario_file(scenario)
     for item in sets:
         key, eq, text = item.partition("=")
@@ -528,16 +528,7 @@ def with_settings(scenario: str, sets: list[str]) -> Scenario:
                                 "receiver.device.rx_copybreak=256")
         value: object = int(text) if text.lstrip("-").isdigit() else \
             {"true": True, "false": False}.get(text, text)
-        *path, name = key.split(".")
-        table = raw
-        for part in path:
-            nxt = table.setdefault(part, {})
-            if isinstance(nxt, str) and part == "device":
-                nxt = table[part] = {"preset": nxt}   # a preset name becomes a table
-            if not isinstance(nxt, dict):
-                raise ScenarioError(f"--set {item}: {part} is not a table")
-            table = nxt
-        table[name] = value
+        set_field(raw, key, value, f"--set {item}")
     try:
         return scenario_from_dict(raw, source=source)
     except ScenarioError as exc:

@@ -241,6 +241,27 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
     return replace(sc, policies=tuple(pol))
 
 
+def set_field(doc: dict[str, Any], key: str, value: Any, where: str = "") -> None:
+    """Set field `key` of a scenario document (its TOML tables as dicts), in place: a dotted
+    path of any depth (`link.rtt`, `receiver.device.rx_copybreak`); `sysctl.NAME` names one
+    sysctl, dots and all (`sysctl.net.ipv4.tcp_rmem`); a device given by its preset name
+    becomes a table that can take a field. The one way `compare --set`, sweep axes and the
+    docs' figures change a scenario; the result is validated by scenario_from_dict()."""
+    if key.startswith("sysctl."):
+        doc.setdefault("sysctl", {})[key[len("sysctl."):]] = value
+        return
+    *path, name = key.split(".")
+    table = doc
+    for part in path:
+        nxt = table.setdefault(part, {})
+        if isinstance(nxt, str) and part == "device":
+            nxt = table[part] = {"preset": nxt}
+        if not isinstance(nxt, dict):
+            raise ScenarioError(f"{where or key}: {part} is not a table")
+        table = nxt
+    table[name] = value
+
+
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file; a bare name finds a built-in experiment."""
     raw, source = read_scenario_file(path)

@@ -61,3 +61,14 @@ def test_hz_is_a_top_level_field_recorded_only_when_set():
     with pytest.raises(ScenarioError) as e:
         scenario_from_dict({"hz": 200})
     assert str(e.value).startswith("hz: 200 is not a kernel tick rate; write one of 100, 250, 300, 1000")
+
+
+def test_set_field_reaches_any_depth_and_keeps_sysctl_names_whole():
+    from tcpsim.scenario import set_field
+    doc = {"receiver": {"device": "veth"}}
+    set_field(doc, "receiver.device.rx_copybreak", 256)
+    set_field(doc, "sysctl.net.ipv4.tcp_rmem", [4096, 131072, 6291456])
+    set_field(doc, "link.rtt", "5ms")
+    assert doc == {"receiver": {"device": {"preset": "veth", "rx_copybreak": 256}},
+                   "sysctl": {"net.ipv4.tcp_rmem": [4096, 131072, 6291456]},
+                   "link": {"rtt": "5ms"}}

@@ -38,7 +38,7 @@ import tcpsim
 from tcpsim.core.sysctl import SysctlError
 from tcpsim.catalog import ProfileError
 from tcpsim.runner import RunOptions, prepare
-from tcpsim.scenario import Scenario, ScenarioError, read_scenario_file, scenario_from_dict
+from tcpsim.scenario import Scenario, ScenarioError, read_scenario_file, scenario_from_dict, set_field
 
 _TABLES = {"link", "receiver", "sender", "writer", "reader"}
 _TOP_LEVEL = {"duration", "seed", "hz", "profile", "policy"}
@@ -184,13 +184,8 @@ def _build_point(i: int, raw: dict, source: str, values: dict[str, Any],
             opts.profile = str(value)
         elif key == "policy":
             opts.policies = base.policies + _policies(value)
-        elif key.startswith("sysctl."):
-            doc.setdefault("sysctl", {})[key[len("sysctl."):]] = value
-        elif "." in key:
-            table, name = key.split(".", 1)
-            doc.setdefault(table, {})[name] = value
         else:
-            doc[key] = value
+            set_field(doc, key, value)
             if key == "duration":
                 opts.duration = None            # the varied value wins over --duration
             if key == "seed":
