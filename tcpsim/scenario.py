@@ -15,7 +15,7 @@ from typing import Any
 
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.core.devices import DEVICES, build as build_device
-from tcpsim.core.jiffies import parse_hz
+from tcpsim.core.clock import parse_hz
 from tcpsim.core.sysctl import SysctlError
 from tcpsim.errors import ScenarioError
 from tcpsim.sysctl_parse import parse_table as parse_sysctl_table

@@ -12,7 +12,7 @@
 //! - `segment`   <- tcpsim/core/segment.py
 //! - `skb`       <- tcpsim/core/skb.py
 //! - `devices`   <- tcpsim/core/devices.py
-//! - `clock`     <- tcpsim/core/jiffies.py (and the exact clock of socket.py / ack.py)
+//! - `clock`     <- tcpsim/core/clock.py (`ExactClock` and `JiffyClock`)
 //! - `mib`       <- tcpsim/core/mib.py
 //! - `sysctl`    <- tcpsim/core/sysctl.py
 //! - `sender`    <- tcpsim/core/sender.py (`impl TcpSocket`) and its constants

@@ -189,7 +189,7 @@ fn device_names() -> Vec<String> {
         .collect()
 }
 
-/// A kernel tick clock (tcpsim/core/jiffies.py `JiffyClock`).
+/// A kernel tick clock (tcpsim/core/clock.py `JiffyClock`).
 #[pyclass(name = "JiffyClock", frozen)]
 struct PyJiffyClock(clock::JiffyClock);
 

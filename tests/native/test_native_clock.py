@@ -1,5 +1,5 @@
 """The clocks: jiffies, the timer wheel and the socket's timer arithmetic, native against
-tcpsim/core/jiffies.py and the Python socket's two branches (exact clock / kernel tick)."""
+tcpsim/core/clock.py and the Python socket's two branches (exact clock / kernel tick)."""
 
 from functools import cache
 
@@ -17,8 +17,8 @@ from strategies import nat_duration_ns, nat_hz, nat_jiffies, nat_time_ns
 try:
     from tcpsim.core.clock import JiffyClock
 except ImportError:
-    from tcpsim.core.jiffies import JiffyClock
-from tcpsim.core.jiffies import VALID_HZ
+    from tcpsim.core.clock import JiffyClock
+from tcpsim.core.clock import VALID_HZ
 
 real_hz = st.sampled_from(VALID_HZ)
 
