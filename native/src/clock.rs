@@ -1,7 +1,7 @@
 //! The kernel's tick clock (jiffies) and the timer wheel, behind one `Clock` interface.
 //!
 //! Mirrors tcpsim/core/clock.py (`JiffyClock`) and the model's default clock (`ExactClock`), which the
-//! Python socket selects with `hz = 0` (`sk.jc is None`: 1 ms jiffies for the ACK timing,
+//! Python socket selects with `hz = 0` (1 ms jiffies for the ACK timing,
 //! timers fire at their exact deadline; socket.py `reset_xmit_timer`/`jiffies_up`, ack.py,
 //! sender.py `_rtt_estimator`, receiver.py `_drop_unacceptable`). Here that default is
 //! `ExactClock`; a kernel built with CONFIG_HZ = hz is `JiffyClock`.
