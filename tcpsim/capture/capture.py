@@ -152,6 +152,7 @@ def capture(scenario: dict[str, Any] | str | Path, out_dir: str | Path,
     raw.mkdir(parents=True, exist_ok=True)
     duration = duration_s if duration_s is not None else spec.duration_ns / 1e9
     use_bpf = use_bpftrace and bpf_available()
+    load_before = os.getloadavg()          # the machine's load shapes the apps' wakeup latency
     probe = None
     pcap = raw / "wire.pcap"
     with topology(delay_ns=spec.delay_ab_ns, delay_ba_ns=spec.delay_ba_ns, mtu=spec.mtu,
@@ -183,6 +184,8 @@ def capture(scenario: dict[str, Any] | str | Path, out_dir: str | Path,
                     "rx_state": "before the segment (tcp:tcp_probe)" if records else
                     "no per-segment kernel state (bpftrace not used)",
                     "delay": _delay_stats(raw), "cpu": cpu,
+                    "loadavg": {"start": [round(x, 2) for x in load_before],
+                                "end": [round(x, 2) for x in os.getloadavg()]},
                     "sender": {"congestion_control": SENDER_CC, "sysctls": sender_sysctls,
                                "counters": sender_counters},
                     "wakeups": wakeups.summary(raw, records, probe_every, RCV_PORT)})
