@@ -52,6 +52,8 @@ class Fixture:
     probe_every: int = 1
     thin: int = 1                        # keep every Nth data segment of the wire
     drop_app_rows: bool = False          # bulk writer / fast reader: app rows not kept
+    drop_details: tuple[str, ...] = ()   # 'state' rows of these details not kept (validate
+                                         # does not read rcv_space_adjust: one per recv())
     timing_dependent: tuple[str, ...] = ()   # outcome classes / metrics that jitter decides
     note: str = ""
     repeat: int = 0                      # captures made (0 = the --repeat option's)
@@ -94,23 +96,33 @@ FIXTURES: tuple[Fixture, ...] = (
     # -- issue 14: the ground truth for application timing, CUBIC and a token-bucket link ----
     Fixture("seed-unbounded-growth-shrink0-120s", "seed-unbounded-growth", 120.0,
             sysctl={"net.ipv4.tcp_shrink_window": 0}, repeat=3,
+            drop_details=("rcv_space_adjust",),
             timing_dependent=("stall", "zero_window", "series", "numbers"),
             note="the seed's reproducer on 6.18 (1448 B/ms written, 1 B/ms read, 20 ms RTT, "
                  "rmem max 256 MiB, shrink 0) for 120 s, captured 3 times: when (and whether) "
                  "the zero window comes is decided by the real apps' wakeup latency"),
     Fixture("seed-unbounded-growth-shrink1-120s", "seed-unbounded-growth", 120.0,
             sysctl={"net.ipv4.tcp_shrink_window": 1}, repeat=3,
+            drop_details=("rcv_space_adjust",),
             note="the same reproducer with tcp_shrink_window=1 for 120 s, captured 3 times: "
                  "bounded, zero windows"),
     Fixture("bulk-200mbit-tbf-cubic", "bulk-1gbit", 4.0, probe_every=5, thin=5,
             changes={"link": {"rate": "200mbit", "queue_limit": 166}},
             sysctl={"net.ipv4.tcp_shrink_window": 1},
             repeat=3, tbf_burst=25_000, tbf_limit=250_000,
-            timing_dependent=("numbers",),
+            timing_dependent=("drops", "numbers"),
             note="bulk, fast reader, CUBIC sender (HyStart), 20 ms RTT through a tc tbf "
                  "bottleneck: rate 200 Mbit/s, burst 25000 B, limit 250000 B (~10 ms of "
                  "queue; [link] queue_limit 166 full frames); shrink 1; tcp_probe every 5th "
-                 "segment, every 5th data segment of the wire kept"),
+                 "segment, every 5th data segment of the wire kept. Beyond-window drops came "
+                 "in two of the three runs (55, 271, 0), so 'drops' is timing-dependent"),
+    Fixture("bulk-200mbit-tbf-bdp-cubic", "bulk-1gbit", 4.0, probe_every=5, thin=5,
+            changes={"link": {"rate": "200mbit", "queue_limit": 330}},
+            sysctl={"net.ipv4.tcp_shrink_window": 1},
+            repeat=3, tbf_burst=25_000, tbf_limit=500_000,
+            timing_dependent=("numbers",),
+            note="as bulk-200mbit-tbf-cubic with a queue of one bandwidth-delay product: tbf "
+                 "limit 500000 B (20 ms at 200 Mbit/s; [link] queue_limit 330 full frames)"),
     Fixture("bulk-blocking-reader", "bulk-1gbit", 3.0,
             changes={"link": {"rate": "100mbit", "queue_limit": 2000},
                      "reader": {"kind": "blocking", "bytes": 1 << 20}},
@@ -151,6 +163,10 @@ def compact(src: Path, dst: Path, fx: Fixture, extra_meta: dict[str, Any]) -> di
         app = pc.is_in(table["event"], pa.array(["write", "read"]))
         left_out["app_rows"] = int(pc.sum(app).as_py() or 0)
         table = table.filter(pc.invert(app))
+    for detail in fx.drop_details:
+        rows = pc.and_(pc.equal(table["event"], "state"), pc.equal(table["detail"], detail))
+        left_out[f"state_{detail}_rows"] = int(pc.sum(rows).as_py() or 0)
+        table = table.filter(pc.invert(rows))
     if fx.thin > 1:
         # every Nth data segment on the wire; the receiver's ACKs are all kept
         data = pc.and_(pc.equal(table["sock"], "snd"), pc.equal(table["event"], "tx")).to_pylist()
@@ -325,12 +341,13 @@ def record(fx: Fixture, out: Path, repeat: int, work: Path) -> dict[str, Any]:
         runs.append(json.loads((work / f"{fx.name}.{i}" / "summary.json").read_text()))
         print(f"  {fx.name} run {i + 1}: {json.dumps(runs[-1])}", flush=True)
     first = work / f"{fx.name}.0" / f"{fx.name}.parquet"
+    captured = datetime.datetime.fromtimestamp(first.stat().st_mtime, datetime.timezone.utc)
     agree = agreement(runs)
     info = {"name": fx.name, "experiment": fx.experiment, "duration_s": fx.duration_s,
             "timing_dependent": list(fx.timing_dependent), "note": fx.note,
             "kernel": platform.release(), "probe_every": fx.probe_every,
             "runs": len(runs), "outcomes_agree": agree,
-            "captured": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "captured": captured.strftime("%Y-%m-%d %H:%M UTC"),
             "command": f"sudo python scripts/capture_fixtures.py --only {fx.name} "
                        f"--repeat {repeat}"}
     if fx.divergence:
