@@ -4,7 +4,8 @@ Two measurements, both on CLOCK_MONOTONIC (the app logs and bpftrace's `nsecs` s
 
 * **timer lateness** of a periodic writer or reader: each tick logs (t_call, "wake", t_due)
   just before its send()/recv() (tcpsim.capture.apps), so t_call - t_due is how late the
-  process ran after its timer was due (timer slack, scheduling, the interpreter);
+  process ran after its timer was due (timer slack, scheduling, the interpreter); only
+  ticks the process slept into count (not the catch-ups of an absolute grid after a stall);
 * **blocking-reader wakeup**: the reader logs (t_enter, "wait", 0) before it blocks in recv()
   and (t_return, "read", n) after it returns. When the first in-order data segment after
   t_enter reached tcp_rcv_established (tcp:tcp_probe, every segment traced) before
@@ -28,9 +29,21 @@ Events = list[tuple[int, str, int]]
 U32 = 1 << 32
 
 
-def timer_lateness(events: Events) -> list[int]:
-    """t_call - t_due of every timer wakeup in an endpoint's event log."""
-    return [t - due for t, kind, due in events if kind == "wake"]
+def timer_lateness(events: Events, slept_only: bool = True) -> list[int]:
+    """t_call - t_due of the timer ticks in an endpoint's event log.
+
+    ``slept_only`` keeps the ticks the process slept into: its previous log row (the last
+    tick's call or its send()'s return) came before this tick was due. A tick that was
+    already due when the previous one finished is a catch-up on the absolute grid, not a
+    wakeup; its lateness only repeats the earlier one's (a 5 ms stall would count 5, 4, 3,
+    2, 1 ms). A model that delays each wakeup by a fresh draw makes the catch-ups itself."""
+    out: list[int] = []
+    prev: int | None = None
+    for t, kind, due in events:
+        if kind == "wake" and (not slept_only or prev is None or prev < due):
+            out.append(t - due)
+        prev = t
+    return out
 
 
 def blocking_latency(events: Events, arrivals: list[int]) -> list[int]:
@@ -93,7 +106,9 @@ def summary(raw: Path, records: dict[str, list[dict[str, int]]] | None,
         events = read_events(raw / f"{side}_events.csv")
         late = timer_lateness(events)
         if late:
-            out[side] = {"measure": "timer: t_call - t_due", **describe(late)}
+            out[side] = {"measure": "timer: t_call - t_due of the ticks it slept into",
+                         **describe(late), "catch_up_ticks": sum(
+                             1 for _, k, _ in events if k == "wake") - len(late)}
         elif side == "receiver" and any(k == "wait" for _, k, _ in events):
             if records and probe_every == 1:
                 arrivals = data_arrivals(p for p in records["probe"]

@@ -9,6 +9,17 @@ def test_timer_lateness_is_call_minus_due():
     assert wakeups.timer_lateness(events) == [50, 300]
 
 
+def test_catch_up_ticks_after_a_stall_are_not_wakeups():
+    # the 1 ms tick ran 2.5 ms late; the 2 and 3 ms ticks were due before it finished
+    events = [(3_500_000, "wake", 1_000_000), (3_500_100, "write", 1448),
+              (3_500_200, "wake", 2_000_000), (3_500_300, "write", 1448),
+              (3_500_400, "wake", 3_000_000), (3_500_500, "write", 1448),
+              (4_000_070, "wake", 4_000_000), (4_000_090, "write", 1448)]
+    assert wakeups.timer_lateness(events) == [2_500_000, 70]
+    assert wakeups.timer_lateness(events, slept_only=False) == [2_500_000, 1_500_200,
+                                                                500_400, 70]
+
+
 def test_blocking_latency_counts_only_reads_that_slept():
     # waits at 100 and 500; data at 150 (-> read at 170: 20 ns) and at 450, before the
     # second wait (data already queued: no wakeup, not counted)
