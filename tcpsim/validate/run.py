@@ -227,7 +227,9 @@ def docs_block(scores: list[Score]) -> str:
     limits = ", ".join(f"{f.name} = {getattr(th, f.name)}" for f in fields(th))
     parts = [BEGIN, "", "Regenerate: `python -m tcpsim.validate --all "
              "tests/fixtures/kernel --write-docs` (no root needed).", "",
-             f"Default thresholds: {limits}. (t-d) = timing-dependent (reported, not scored).", "",
+             f"Default thresholds: {limits}. (t-d) = timing-dependent, (k-d) = a known "
+             "divergence of today's model (both reported, not scored; the report below gives "
+             "the figures).", "",
              markdown_table(scores), "", "<details><summary>Full reports</summary>", "", "```"]
     for s in scores:
         parts += [text(s), ""]
