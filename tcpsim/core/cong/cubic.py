@@ -172,7 +172,7 @@ class Cubic(CongestionOps):
                 snd.ca_k = 0
                 snd.ca_origin_point = cwnd
             else:
-                snd.ca_k = cubic_root(CUBE_FACTOR * (snd.ca_last_max_cwnd - cwnd))
+                snd.ca_k = cubic_root((CUBE_FACTOR * (snd.ca_last_max_cwnd - cwnd)) & U64)
                 snd.ca_origin_point = snd.ca_last_max_cwnd
         t = now - snd.ca_epoch_start + sk.clock.usecs_to_ticks(snd.ca_delay_min)
         t = (t << BICTCP_HZ) // hz
