@@ -855,7 +855,9 @@ impl Kernel for Linux515 {
     }
 
     /// cubictcp_acked() [tcp_cubic.c, 5.15]: HyStart runs only from a cwnd of
-    /// hystart_low_window (16) up, its round bookkeeping included (changed in 6.14).
+    /// hystart_low_window (16) up, its round bookkeeping included (changed in 6.14). As 5.15.y
+    /// has it, with 4e1fddc98d25 (v5.16, backported): the round ends when snd_una passes
+    /// end_seq, in hystart_update().
     fn hystart_round_reset_first(&self, _sk: &TcpSocket) -> bool {
         false
     }

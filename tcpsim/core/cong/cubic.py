@@ -13,6 +13,13 @@ beta) wins where it is ahead. Module parameters at their defaults: fast_converge
 beta 717, initial_ssthresh 0, bic_scale 41, tcp_friendliness 1, hystart 1, hystart_detect 3
 (ACK train and delay), hystart_low_window 16, hystart_ack_delta_us 2000.
 
+HyStart's rounds across the eras: before 4e1fddc98d25 "tcp_cubic: fix spurious Hystart ACK
+train detections for not-cwnd-limited flows" (Eric Dumazet, Nov 2021, v5.16; in 5.15.y stable)
+the round was reset in cubictcp_cong_avoid() on an ACK beyond end_seq; since then in
+hystart_update() once snd_una passes end_seq, only from hystart_low_window up; since 6.14
+(25c1a9ca53db) at any cwnd. The model's 5.15 profile has the 2021 fix (as 5.15.y does); plain
+5.15.0's cong_avoid reset is NOT modelled.
+
 Not modelled: the MIB counters TCPHystartTrain*/TCPHystartDelay* (UNVERIFIED whether adding
 them to the model's counter set changes recorded traces; left out), pacing-aware HyStart
 (sk_pacing_status is SK_PACING_NONE: no fq qdisc, no SO_MAX_PACING_RATE in the model).
