@@ -48,6 +48,7 @@ class Linux515(KernelPolicy):
         "tcp_timestamps", "tcp_window_scaling", "tcp_sack", "tcp_retries2",
         "tcp_invalid_ratelimit", "tcp_workaround_signed_windows", "tcp_comp_sack_nr",
         "tcp_comp_sack_delay_ns", "rmem_max", "wmem_max",
+        "tcp_congestion_control", "tcp_notsent_lowat", "tcp_slow_start_after_idle",
     })
 
     # -- profile-level facts ------------------------------------------------------------------
@@ -607,6 +608,31 @@ class Linux515(KernelPolicy):
             return TCP_TIMEOUT_INIT_NS
         floor = TCP_RTO_MIN_NS if len(sk.snd.rtx_queue) == 1 else sk.jiffies_up(1) * 2
         return sk.jiffies_up((sk.snd.srtt_us8 >> 2) * NS_PER_US) + floor
+
+    def hystart_ack_delay(self, sk: TcpSocket) -> int:
+        """hystart_ack_delay() [tcp_cubic.c, 5.15]: the time four GSO_MAX_SIZE (64 KiB)
+        bursts take at the pacing rate, at most 1 ms; 0 without a pacing rate. The model's
+        rate is ~0UL (-1) until the first RTT sample: the allowance is then 0."""
+        return _ack_delay(sk, GSO_MAX_SIZE)
+
+    def hystart_round_reset_first(self, sk: TcpSocket) -> bool:
+        """cubictcp_acked() [tcp_cubic.c, 5.15]: HyStart runs only from a cwnd of
+        hystart_low_window (16) up, its round bookkeeping included (changed in 6.14). As
+        5.15.y has it, with 4e1fddc98d25 (v5.16, backported): the round ends when snd_una
+        passes end_seq, in hystart_update()."""
+        return False
+
+
+GSO_MAX_SIZE = 65536                 # GSO_MAX_SIZE of 5.15 (GSO_LEGACY_MAX_SIZE from 5.19)
+
+
+def _ack_delay(sk: TcpSocket, gso_bytes: int) -> int:
+    """min(USEC_PER_MSEC, gso_bytes * 4 * USEC_PER_SEC / sk_pacing_rate), 0 when the rate
+    is 0, for hystart_ack_delay()."""
+    rate = sk.snd.pacing_rate
+    if rate <= 0:
+        return 0                     # no rate, or ~0UL (-1 here): the quotient is 0
+    return min(1000, gso_bytes * 4 * 1_000_000 // rate)
 
 
 from tcpsim.policy import Profile  # noqa: E402  (kept last: the class above is the point of this file)

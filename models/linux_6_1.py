@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tcpsim.core.sender import SK_GSO_MAX_SIZE, TCP_TSO_RTT_LOG
-from tcpsim.models.linux_5_15 import Linux515
+from tcpsim.models.linux_5_15 import Linux515, _ack_delay
 from tcpsim.policy import Profile
 
 if TYPE_CHECKING:
@@ -34,6 +34,12 @@ class Linux61(Linux515):
             return 0
         r = sk.snd.min_rtt_us >> TCP_TSO_RTT_LOG
         return SK_GSO_MAX_SIZE >> r if r < 32 else 0
+
+    def hystart_ack_delay(self, sk: TcpSocket) -> int:
+        """hystart_ack_delay() [tcp_cubic.c, 5.19+]: "tcp_cubic: make hystart_ack_delay()
+        aware of BIG TCP" (Eric Dumazet, 2022) uses the socket's sk_gso_max_size, 64 KiB
+        less MAX_TCP_HEADER + 1 on a legacy-GSO device, where 5.15 has GSO_MAX_SIZE."""
+        return _ack_delay(sk, SK_GSO_MAX_SIZE)
 
 
 PROFILE = Profile("linux-6.1", Linux61,

@@ -3,6 +3,8 @@
 * from 6.11 (Subash Abhinov Kasiviswanathan / Sean Tranchetti): when the measured
   scaling_ratio changes, window_clamp follows tcp_win_from_space(sk_rcvbuf) -- also for
   SO_RCVBUF-locked sockets -- and the DRS baseline is capped to it.
+* 25c1a9ca53db "tcp_cubic: fix incorrect HyStart round start detection" (v6.14): HyStart's
+  rounds are reset below hystart_low_window too.
 * 8c670bdfa58e "tcp: correct handling of extreme memory squeeze" (Jon Maloy, v6.14): the
   zero window advertised after a memory drop is stored (rcv_wnd = 0, rcv_wup = rcv_nxt), so a
   later read reliably sends the window update.
@@ -30,6 +32,14 @@ class Linux614(Linux610):
         self.set_window_clamp(sk, self.win_from_space(sk, sk.mem.sk_rcvbuf))
         if sk.rcv.window_clamp < sk.rcv.rcvq_space:
             sk.rcv.rcvq_space = sk.rcv.window_clamp
+
+    def hystart_round_reset_first(self, sk: TcpSocket) -> bool:
+        """hystart_update() [tcp_cubic.c, 6.14]: 25c1a9ca53db "tcp_cubic: fix incorrect
+        HyStart round start detection" (Mahdi Arghavani, 2025) moves the hystart_low_window
+        test after the round reset, so rounds are tracked from the first ACK and not from
+        the one that finds cwnd >= 16. Also in stable trees (5.15.179 and later); the
+        5.15 .. 6.10 profiles model the mainline releases without it."""
+        return True
 
     def set_window_clamp(self, sk: TcpSocket, val: int) -> None:
         """Models tcp_set_window_clamp() [6.x]: lowering the clamp lowers rcv_ssthresh;

@@ -76,6 +76,9 @@ def run(
     profile: Optional[str] = typer.Option(None, "--profile", "-p", help="kernel profile (tcpsim profiles)"),
     policy: List[str] = typer.Option([], "--policy", help="patch name or FILE.py:Class (repeatable)"),
     sysctl: List[str] = typer.Option([], "--sysctl", "-s", help="NAME=VALUE receiver sysctl (repeatable)"),
+    sender_sysctl: List[str] = typer.Option([], "--sender-sysctl", "-S", help="NAME=VALUE sender "
+                                            "sysctl, e.g. net.ipv4.tcp_congestion_control=reno "
+                                            "(repeatable)"),
     duration: Optional[str] = typer.Option(None, "--duration", "-d", help='override, e.g. "60s"'),
     seed: Optional[int] = typer.Option(None, "--seed"),
     hz: Optional[int] = typer.Option(None, "--hz", help="the kernel's CONFIG_HZ: 100, 250, 300 or 1000 "
@@ -97,6 +100,7 @@ def run(
     try:
         sc = load_scenario(scenario)
         opts = RunOptions(profile=profile, policies=tuple(policy), sysctl=parse_sysctl_options(sysctl),
+                          sender_sysctl=parse_sysctl_options(sender_sysctl, "--sender-sysctl"),
                           duration=parse_duration(duration, "--duration", positive=True) if duration else None,
                           seed=seed, hz=hz, skip=not no_skip, trace=trace, pcap=pcap,
                           progress=sys.stderr.isatty() if progress is None else progress,
@@ -251,10 +255,13 @@ def sweep(
     vary: List[str] = typer.Option([], "--vary", "-x",
                                    help="KEY=V1,V2,... (repeatable; the grid is their product), e.g. "
                                         "link.rtt=1ms,20ms  sysctl.net.ipv4.tcp_adv_win_scale=-2,1  "
+                                        "sender.sysctl.net.ipv4.tcp_congestion_control=reno,cubic  "
                                         "profile=linux-6.1,linux-6.18  policy=none,shrink-window"),
     profile: Optional[str] = typer.Option(None, "--profile", "-p", help="profile of every point"),
     policy: List[str] = typer.Option([], "--policy", help="patch on every point (repeatable)"),
     sysctl: List[str] = typer.Option([], "--sysctl", "-s", help="NAME=VALUE on every point"),
+    sender_sysctl: List[str] = typer.Option([], "--sender-sysctl", "-S",
+                                            help="NAME=VALUE sender sysctl on every point"),
     duration: Optional[str] = typer.Option(None, "--duration", "-d", help='every point, e.g. "60s"'),
     jobs: int = typer.Option(0, "--jobs", "-j", help="worker processes (default: one per CPU)"),
     results: Optional[Path] = typer.Option(None, "--results", "-r",
@@ -295,6 +302,7 @@ def sweep(
         executor = "dask"
     try:
         base = RunOptions(profile=profile, policies=tuple(policy), sysctl=parse_sysctl_options(sysctl),
+                          sender_sysctl=parse_sysctl_options(sender_sysctl, "--sender-sysctl"),
                           duration=parse_duration(duration, "--duration", positive=True) if duration else None,
                           skip=not no_skip)
         plan = plan_sweep(target, [parse_axis(v) for v in vary], base)

@@ -425,6 +425,18 @@ class KernelPolicy(ABC):
     def loss_probe_timeout(self, sk: TcpSocket) -> int:
         """The tail-loss-probe timeout, in ns."""
 
+    # -- congestion control (tcpsim/core/cong) ----------------------------------------------
+
+    @abstractmethod
+    @decision("tcp_cubic.c:hystart_ack_delay [5.15]")
+    def hystart_ack_delay(self, sk: TcpSocket) -> int:
+        """HyStart's ACK-train allowance (us) for ACKs delayed by GSO-sized bursts."""
+
+    @abstractmethod
+    @decision("tcp_cubic.c:hystart_update [6.14] (round reset before the low-window test)")
+    def hystart_round_reset_first(self, sk: TcpSocket) -> bool:
+        """Does HyStart track its rounds below hystart_low_window too?"""
+
 
 @dataclass(frozen=True)
 class DecisionPoint:

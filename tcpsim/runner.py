@@ -20,6 +20,7 @@ class RunOptions:
     profile: str | None = None              # overrides the scenario's profile
     policies: tuple[str, ...] = ()          # patches on top (after the scenario's own)
     sysctl: dict[str, Any] | None = None    # overrides on top of the scenario's [sysctl]
+    sender_sysctl: dict[str, Any] | None = None   # ... and of its [sender.sysctl]
     duration: int | None = None             # ns, overrides the scenario's
     seed: int | None = None
     hz: int | None = None                   # CONFIG_HZ to model, overrides the scenario's
@@ -30,6 +31,7 @@ class RunOptions:
     progress: bool = False
     note: Callable[[str], None] | None = None   # told once if the run will take long (pace_note)
     sysctl_origin: str = "--sysctl"         # prefix of a sysctl error ("": none, the API argument)
+    sender_sysctl_origin: str = "--sender-sysctl"
 
 
 def prepare(scenario: Scenario, opts: RunOptions) -> tuple[Scenario, Any]:
@@ -50,6 +52,11 @@ def prepare(scenario: Scenario, opts: RunOptions) -> tuple[Scenario, Any]:
     if opts.sysctl:
         check_sysctls(opts.sysctl, profile, where=opts.sysctl_origin)
         sc = sc.with_(sysctl={**sc.sysctl, **opts.sysctl})
+    check_sysctls(sc.sender_sysctl, profile,
+                  where=f"{sc.source}: sender.sysctl" if sc.source else "sender.sysctl")
+    if opts.sender_sysctl:
+        check_sysctls(opts.sender_sysctl, profile, where=opts.sender_sysctl_origin)
+        sc = sc.with_(sender_sysctl={**sc.sender_sysctl, **opts.sender_sysctl})
     sc = sc.with_(profile=name, policies=policies)
     return sc, profile
 

@@ -68,6 +68,8 @@ class Scenario:
     rev_writer: App | None = None
     rev_reader: App | None = None
     sender_device: str = "veth"
+    # the sender end's own sysctls ([sender.sysctl]; the receiver's are [sysctl])
+    sender_sysctl: dict[str, Any] = field(default_factory=dict)
     policies: tuple[str, ...] = ()
     source: str = ""
 
@@ -80,7 +82,8 @@ class Scenario:
         d = asdict(self)
         if not self.hz:
             del d["hz"]                # unset: the model's default clock, as before the field
-        for key, unset in (("rev_writer", None), ("rev_reader", None), ("sender_device", "veth")):
+        for key, unset in (("rev_writer", None), ("rev_reader", None), ("sender_device", "veth"),
+                           ("sender_sysctl", {})):
             if d[key] == unset:
                 del d[key]             # one-way scenarios read as before these fields
         return d
@@ -221,7 +224,11 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
                                 f"got {rcv['initrwnd']!r}")
         sc = replace(sc, initrwnd=rcv["initrwnd"])
     snd = _table(raw, "sender")
-    _check_keys(snd, {"initcwnd", "nodelay", "device", "reader"}, "sender.")
+    _check_keys(snd, {"initcwnd", "nodelay", "device", "reader", "sysctl"}, "sender.")
+    try:
+        sc = replace(sc, sender_sysctl=parse_sysctl_table(_table(snd, "sysctl", "sender.")))
+    except SysctlError as exc:
+        raise ScenarioError(f"sender.sysctl: {exc}") from None
     if "device" in snd:
         sc = replace(sc, sender_device=_parse_device(snd["device"], sc.link.mtu, "sender.device"))
     if "initcwnd" in snd:
@@ -244,11 +251,18 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
 def set_field(doc: dict[str, Any], key: str, value: Any, where: str = "") -> None:
     """Set field `key` of a scenario document (its TOML tables as dicts), in place: a dotted
     path of any depth (`link.rtt`, `receiver.device.rx_copybreak`); `sysctl.NAME` names one
-    sysctl, dots and all (`sysctl.net.ipv4.tcp_rmem`); a device given by its preset name
+    sysctl, dots and all (`sysctl.net.ipv4.tcp_rmem`), and `sender.sysctl.NAME` one of the
+    sender's (`sender.sysctl.net.ipv4.tcp_congestion_control`); a device given by its preset name
     becomes a table that can take a field. The one way `compare --set`, sweep axes and the
     docs' figures change a scenario; the result is validated by scenario_from_dict()."""
     if key.startswith("sysctl."):
         doc.setdefault("sysctl", {})[key[len("sysctl."):]] = value
+        return
+    if key.startswith("sender.sysctl."):
+        sender = doc.setdefault("sender", {})
+        if not isinstance(sender, dict):
+            raise ScenarioError(f"{where or key}: sender is not a table")
+        sender.setdefault("sysctl", {})[key[len("sender.sysctl."):]] = value
         return
     *path, name = key.split(".")
     table = doc

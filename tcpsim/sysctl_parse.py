@@ -5,6 +5,7 @@ sweep's `sysctl.NAME` axis, the capture tool and packetdrill's `sysctl -w`.
 Accepted forms of a value, wherever it is written:
 
 * an integer: `2`, `-2`, `"2"`, `0x10` (hexadecimal as the kernel's `proc_dointvec` reads it);
+* a name, for `tcp_congestion_control` (`cubic`, `reno`);
 * several integers -- `tcp_rmem`, `tcp_wmem` -- as a TOML list `[4096, 131072, 6291456]`
   (also `"[4096,131072,6291456]"` on the command line) or as the kernel prints and takes them,
   `"4096 131072 6291456"` (tabs or commas between them work too).
@@ -21,7 +22,7 @@ import re
 import tomllib
 from typing import Any
 
-from tcpsim.core.sysctl import SysctlError, Sysctls, long_name
+from tcpsim.core.sysctl import STRING_SYSCTLS, SysctlError, Sysctls, long_name, short_name
 
 _INT = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0|[1-9][0-9]*)$")
 FORMS = "an integer, or three integers as [4096,131072,6291456] or \"4096 131072 6291456\""
@@ -41,7 +42,7 @@ def parse_value(value: Any, name: str) -> Any:
     """A value in any accepted form -> an int or a list of ints. TOML integers, booleans and
     lists pass through unchanged (the profile's validation refuses what it must, with its
     own message); strings are read as the kernel would read them."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or short_name(name) in STRING_SYSCTLS:
         return value
     text = value.strip()
     if text.startswith("["):

@@ -451,6 +451,18 @@ pub trait Kernel: Send + Sync {
     fn loss_probe_timeout(&self, sk: &TcpSocket) -> i64 {
         self.base().loss_probe_timeout(sk)
     }
+
+    /// HyStart's ACK-train allowance (us) for ACKs delayed by GSO-sized bursts
+    /// [tcp_cubic.c:hystart_ack_delay [5.15]].
+    fn hystart_ack_delay(&self, sk: &TcpSocket) -> i64 {
+        self.base().hystart_ack_delay(sk)
+    }
+
+    /// Does HyStart track its rounds below hystart_low_window too?
+    /// [tcp_cubic.c:hystart_update [6.14] (round reset before the low-window test)].
+    fn hystart_round_reset_first(&self, sk: &TcpSocket) -> bool {
+        self.base().hystart_round_reset_first(sk)
+    }
 }
 
 /// The names of the declared points, in tcpsim/policy.py's order (DECISION_POINTS): constants
@@ -521,4 +533,6 @@ pub const DECISION_POINTS: &[&str] = &[
     "tso_rtt_bytes",
     "tso_defer_ack_window",
     "loss_probe_timeout",
+    "hystart_ack_delay",
+    "hystart_round_reset_first",
 ];

@@ -16,6 +16,7 @@
 //! - `mib`       <- tcpsim/core/mib.py
 //! - `sysctl`    <- tcpsim/core/sysctl.py
 //! - `sender`    <- tcpsim/core/sender.py (`impl TcpSocket`) and its constants
+//! - `cong`      <- tcpsim/core/cong/ (Reno, CUBIC with HyStart: tcp_congestion_ops)
 //! - `state`     <- the state records of /work/state-spec.md (socket.py, ack.py, sender.py init)
 //! - `socket`    <- tcpsim/core/socket.py `TcpSocket`: open, handshake, close, timers, events
 //! - `memory`    <- tcpsim/core/memory.py (`impl TcpSocket`)
@@ -29,6 +30,7 @@
 
 pub mod ack;
 pub mod clock;
+pub mod cong;
 pub mod constants;
 pub mod devices;
 pub mod kernel;

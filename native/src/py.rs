@@ -290,6 +290,7 @@ fn sysctl_py<'py>(py: Python<'py>, v: SysctlValue) -> PyResult<Bound<'py, PyAny>
     Ok(match v {
         SysctlValue::Int(i) => i.into_pyobject(py)?.into_any(),
         SysctlValue::Triple(a, b, c) => PyList::new(py, [a, b, c])?.into_any(),
+        SysctlValue::Name(n) => PyString::new(py, n).into_any(),
     })
 }
 
@@ -609,6 +610,15 @@ fn sysctls_from_py(d: &Bound<'_, PyDict>, specs: &[sysctl::SysctlSpec]) -> PyRes
         match short.as_str() {
             "tcp_rmem" => s.tcp_rmem = triple(&v)?,
             "tcp_wmem" => s.tcp_wmem = triple(&v)?,
+            "tcp_congestion_control" => {
+                let cc: String = v.extract()?;
+                s.tcp_congestion_control =
+                    sysctl::CongestionControl::from_name(&cc).ok_or_else(|| {
+                        PyValueError::new_err(format!(
+                            "sysctl {name}: {cc:?} is not available; choose one of: cubic, reno"
+                        ))
+                    })?;
+            }
             _ => {
                 let val: i64 = v.extract()?;
                 if let Some(slot) = s.int_mut(&short) {

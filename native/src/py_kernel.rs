@@ -256,6 +256,8 @@ fn call(k: &dyn Kernel, sk: &mut TcpSocket, name: &str, a: &Bound<'_, PyDict>) -
             Answer::None
         }
         "loss_probe_timeout" => Int(k.loss_probe_timeout(sk)),
+        "hystart_ack_delay" => Int(k.hystart_ack_delay(sk)),
+        "hystart_round_reset_first" => Bool(k.hystart_round_reset_first(sk)),
         "grow_skb" => {
             let mut q: std::collections::VecDeque<i64> =
                 [arg(a, "q0")?, arg(a, "q1")?, arg(a, "q2")?].into();
@@ -384,6 +386,7 @@ fn kernel_additions<'py>(
         match v {
             crate::sysctl::SysctlValue::Int(i) => defaults.set_item(n, i)?,
             crate::sysctl::SysctlValue::Triple(a, b, c) => defaults.set_item(n, (a, b, c))?,
+            crate::sysctl::SysctlValue::Name(name) => defaults.set_item(n, name)?,
         }
     }
     PyTuple::new(

@@ -52,6 +52,7 @@ pub const ALL: &[(&str, i64)] = &[
 ];
 
 use crate::arith::floor_div;
+use crate::cong::{CA_EVENT_CWND_RESTART, CA_EVENT_TX_START, TCP_CA_LOSS};
 use crate::constants::{
     NS_PER_MS, NS_PER_US, TCP_MSS_DEFAULT, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS, TCP_SYNACK_RETRIES,
     TCP_SYN_RETRIES,
@@ -123,7 +124,16 @@ impl TcpSocket {
         snd.write_queue
             .back()
             .is_some_and(|&l| l < self.size_goal())
-            || self.wmem_queued() < snd.sk_sndbuf
+            || self.memory_free()
+    }
+
+    /// sk_stream_memory_free() [include/net/sock.h] and tcp_stream_memory_free() [tcp.c]:
+    /// sk_wmem_queued < sk_sndbuf, and the unsent bytes below tcp_notsent_lowat (sender.py
+    /// `_memory_free`).
+    fn memory_free(&self) -> bool {
+        let snd = &self.snd;
+        self.wmem_queued() < snd.sk_sndbuf
+            && snd.write_seq - snd.snd_nxt < self.sysctl.tcp_notsent_lowat
     }
 
     // -- writing --------------------------------------------------------------------------
@@ -215,14 +225,47 @@ impl TcpSocket {
         if done < n {
             let mut queued = self.wmem_queued() + done;
             let sndbuf = self.snd.sk_sndbuf;
-            while done < n && queued < sndbuf {
+            let mut notsent = self.snd.write_seq + done - self.snd.snd_nxt;
+            let lowat = self.sysctl.tcp_notsent_lowat;
+            if queued < sndbuf && notsent < lowat {
+                self.slow_start_after_idle_check(); // tcp_skb_entail()
+            }
+            while done < n && queued < sndbuf && notsent < lowat {
                 let take = goal.min(n - done);
                 self.snd.write_queue.push_back(take);
                 done += take;
                 queued += take + SND_SKB_OVERHEAD;
+                notsent += take;
             }
         }
         done
+    }
+
+    /// tcp_slow_start_after_idle_check() [include/net/tcp.h, 5.15] and tcp_cwnd_restart()
+    /// [tcp_output.c]: see sender.py `_slow_start_after_idle_check`.
+    fn slow_start_after_idle_check(&mut self) {
+        if self.sysctl.tcp_slow_start_after_idle == 0 || !self.snd.rtx_queue.is_empty() {
+            return;
+        }
+        let mut delta = self.clock.ticks(self.now) - self.clock.ticks(self.ack.lsndtime);
+        let rto = self.clock.to_ticks(self.snd.rto);
+        if delta <= rto {
+            return;
+        }
+        self.ca_cwnd_event(CA_EVENT_CWND_RESTART);
+        let snd = &mut self.snd;
+        let mut cwnd = snd.snd_cwnd;
+        if !snd.in_recovery {
+            // tcp_current_ssthresh()
+            snd.snd_ssthresh = snd.snd_ssthresh.max((cwnd >> 1) + (cwnd >> 2));
+        }
+        let restart = snd.initcwnd.min(cwnd);
+        delta -= rto;
+        while delta > 0 && cwnd > restart {
+            cwnd >>= 1;
+            delta -= rto;
+        }
+        snd.snd_cwnd = cwnd.max(restart);
     }
 
     /// tcp_nagle_check(): with Nagle on, a small segment waits while an earlier small
@@ -439,6 +482,9 @@ impl TcpSocket {
             0
         };
         let seg = self.make_segment(seq, length, ACK | psh);
+        if self.packets_in_flight() == 0 {
+            self.ca_cwnd_event(CA_EVENT_TX_START); // tcp_event_data_sent()
+        }
         let snd = &mut self.snd;
         snd.snd_nxt = seq + length;
         if length < self.conn.mss_cache {
@@ -617,7 +663,9 @@ impl TcpSocket {
         snd.retransmits = 0;
         snd.dupacks = 0;
         if rtt_ns >= 0 {
-            self.rtt_estimator(floor_div(rtt_ns, NS_PER_US).max(1));
+            let rtt_us = floor_div(rtt_ns, NS_PER_US).max(1);
+            self.rtt_estimator(rtt_us);
+            self.ca_pkts_acked(rtt_us); // the ack_sample's rtt_us
         }
         let snd = &mut self.snd;
         if snd.in_recovery && ack >= snd.high_seq {
@@ -630,14 +678,14 @@ impl TcpSocket {
         } else if snd.in_loss {
             // TCP_CA_Loss is not a cwnd reduction: slow start from 1 on every ACK of new
             // data while the lost segments go out again [tcp_input.c]
-            self.cong_avoid(acked_pkts);
+            self.ca_cong_avoid(acked_pkts);
         } else if snd.in_recovery {
             if let Some(i) = snd.rtx_queue.iter().position(|e| e.retrans == 0) {
                 self.mark_lost(i); // NewReno partial ACK: next hole is lost
             }
         } else {
             snd.retrans_stamp = 0;
-            self.cong_avoid(acked_pkts);
+            self.ca_cong_avoid(acked_pkts);
         }
         self.snd.rto_deadline = if self.snd.rtx_queue.is_empty() {
             0
@@ -707,32 +755,16 @@ impl TcpSocket {
         false
     }
 
-    /// Reno: slow start below ssthresh, +1 segment per window above, only while the flow is
-    /// cwnd-limited (tcp_is_cwnd_limited).
-    fn cong_avoid(&mut self, acked: i64) {
-        if !self.is_cwnd_limited() {
-            return;
-        }
-        let snd = &mut self.snd;
-        if snd.snd_cwnd < snd.snd_ssthresh {
-            snd.snd_cwnd = (snd.snd_cwnd + acked).min(snd.snd_ssthresh);
-            return;
-        }
-        snd.cwnd_cnt += acked;
-        if snd.cwnd_cnt >= snd.snd_cwnd {
-            snd.cwnd_cnt -= snd.snd_cwnd;
-            snd.snd_cwnd += 1;
-        }
-    }
-
-    /// Three duplicate ACKs: fast retransmit the head, halve cwnd (Reno).
+    /// Three duplicate ACKs: fast retransmit the head; ssthresh by the congestion control
+    /// (Reno: half, CUBIC: 0.7), cwnd at once to it (no PRR).
     fn dupack(&mut self) {
-        let snd = &mut self.snd;
-        snd.dupacks += 1;
-        if snd.dupacks == 3 && !snd.in_recovery {
+        self.snd.dupacks += 1;
+        if self.snd.dupacks == 3 && !self.snd.in_recovery {
             self.mib.TCPFastRetrans += 1;
-            snd.tlp_deadline = 0; // the xmit timer is the RTO now
-            snd.snd_ssthresh = (snd.snd_cwnd >> 1).max(2);
+            self.snd.tlp_deadline = 0; // the xmit timer is the RTO now
+            let ssthresh = self.ca_ssthresh();
+            let snd = &mut self.snd;
+            snd.snd_ssthresh = ssthresh;
             snd.snd_cwnd = snd.snd_ssthresh;
             snd.in_recovery = true;
             snd.high_seq = snd.snd_nxt;
@@ -841,7 +873,9 @@ impl TcpSocket {
             snd.tlp_high_seq = 0; // D-SACK: both copies arrived
         } else if ack > snd.tlp_high_seq {
             snd.tlp_high_seq = 0;
-            snd.snd_ssthresh = (snd.snd_cwnd >> 1).max(2);
+            let ssthresh = self.ca_ssthresh();
+            let snd = &mut self.snd;
+            snd.snd_ssthresh = ssthresh;
             snd.snd_cwnd = snd.snd_ssthresh;
             self.mib.TCPLossProbeRecovery += 1;
         } else if ack == prior_una && seg.len == 0 && !win_update {
@@ -901,10 +935,11 @@ impl TcpSocket {
         self.snd.rto_deadline = self.reset_xmit_timer(self.snd.rto);
     }
 
-    /// tcp_enter_loss(): everything in flight is lost, cwnd = 1.
+    /// tcp_enter_loss(): everything in flight is lost, cwnd = 1, ssthresh by the congestion
+    /// control, then TCP_CA_Loss (CUBIC forgets its curve).
     fn enter_loss(&mut self) {
         if !self.snd.in_recovery || self.snd.retransmits == 0 {
-            self.snd.snd_ssthresh = (self.packets_in_flight() >> 1).max(2);
+            self.snd.snd_ssthresh = self.ca_loss_ssthresh();
         }
         let snd = &mut self.snd;
         snd.snd_cwnd = 1;
@@ -919,6 +954,7 @@ impl TcpSocket {
             e.retrans = 0;
         }
         snd.lost_out = snd.rtx_queue.len() as i64;
+        self.ca_set_state(TCP_CA_LOSS); // tcp_set_ca_state()
     }
 
     /// Models retransmits_timed_out() with tcp_model_timeout(retries2, TCP_RTO_MIN).

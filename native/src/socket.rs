@@ -434,6 +434,7 @@ impl TcpSocket {
         self.rcv.rcvq_seq = self.rcv.copied_seq;
         k.init_buffer_space(self);
         self.sndbuf_expand();
+        self.ca_init(); // tcp_init_congestion_control()
         self.ack.ack_lrcvtime = self.clock.stamp(self.now);
         self.snd.rcv_tstamp = self.now;
         self.writable = true;

@@ -400,6 +400,30 @@ record! {
         pub fin_queued: bool,
         pub fin_sent: bool,
         pub snd_shutdown: bool,
+        /// struct bictcp, CUBIC's icsk_ca_priv [tcp_cubic.c] (src/cong/cubic.rs); Reno leaves
+        /// it at zero. ca_last_time, ca_epoch_start in clock ticks (tcp_jiffies32);
+        /// ca_round_start, ca_last_ack in tcp_mstamp us; delays in us.
+        pub ca_cnt: i64,
+        /// W_max.
+        pub ca_last_max_cwnd: i64,
+        pub ca_last_cwnd: i64,
+        pub ca_last_time: i64,
+        /// bic_origin_point.
+        pub ca_origin_point: i64,
+        /// bic_K, in 2^-10 s.
+        pub ca_k: i64,
+        pub ca_delay_min: i64,
+        pub ca_epoch_start: i64,
+        pub ca_ack_cnt: i64,
+        /// The TCP-friendly (Reno) estimate.
+        pub ca_tcp_cwnd: i64,
+        pub ca_sample_cnt: i64,
+        /// HyStart found the exit.
+        pub ca_found: bool,
+        pub ca_round_start: i64,
+        pub ca_end_seq: i64,
+        pub ca_last_ack: i64,
+        pub ca_curr_rtt: i64,
     }
 }
 
@@ -452,6 +476,22 @@ impl SndState {
             fin_queued: false,
             fin_sent: false,
             snd_shutdown: false,
+            ca_cnt: 0,
+            ca_last_max_cwnd: 0,
+            ca_last_cwnd: 0,
+            ca_last_time: 0,
+            ca_origin_point: 0,
+            ca_k: 0,
+            ca_delay_min: 0,
+            ca_epoch_start: 0,
+            ca_ack_cnt: 0,
+            ca_tcp_cwnd: 0,
+            ca_sample_cnt: 0,
+            ca_found: false,
+            ca_round_start: 0,
+            ca_end_seq: 0,
+            ca_last_ack: 0,
+            ca_curr_rtt: 0,
         }
     }
 }
@@ -476,7 +516,7 @@ mod tests {
         assert_eq!(RcvState::FIELDS.len(), 25);
         assert_eq!(MemState::FIELDS.len(), 11);
         assert_eq!(AckState::FIELDS.len(), 13);
-        assert_eq!(SndState::FIELDS.len(), 45);
+        assert_eq!(SndState::FIELDS.len(), 61); // 45 + struct bictcp (16)
         let c = ConnState::new(1500, 0);
         assert_eq!(c.fields().len(), ConnState::FIELDS.len());
         assert_eq!(c.advmss, 1460);

@@ -1,9 +1,9 @@
-//! Sysctls that shape the receive path, under their kernel names.
+//! Sysctls that shape the receive path and the sender, under their kernel names.
 //!
 //! Mirrors the record of tcpsim/core/sysctl.py (`Sysctls` and its defaults). Validating a
 //! user's `net.ipv4.x = v` stays in Python, which builds the record the native socket gets.
 
-/// Receive-path sysctls (net.ipv4.* unless the name says net.core).
+/// Receive-path and sender sysctls (net.ipv4.* unless the name says net.core).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sysctls {
     pub tcp_rmem: (i64, i64, i64),
@@ -24,6 +24,11 @@ pub struct Sysctls {
     pub tcp_backlog_ack_defer: i64,
     pub tcp_comp_sack_nr: i64,
     pub tcp_comp_sack_delay_ns: i64,
+    /// The sender's algorithm (src/cong).
+    pub tcp_congestion_control: CongestionControl,
+    /// UINT_MAX: unsent bytes do not limit writes.
+    pub tcp_notsent_lowat: i64,
+    pub tcp_slow_start_after_idle: i64,
     /// net.core.rmem_max
     pub rmem_max: i64,
     /// net.core.wmem_max
@@ -63,6 +68,9 @@ impl Default for Sysctls {
             tcp_backlog_ack_defer: 1,
             tcp_comp_sack_nr: 44,
             tcp_comp_sack_delay_ns: 1_000_000,
+            tcp_congestion_control: CongestionControl::Cubic,
+            tcp_notsent_lowat: 4294967295,
+            tcp_slow_start_after_idle: 1,
             rmem_max: 212992,
             wmem_max: 212992,
             patched: Vec::new(),
@@ -70,17 +78,18 @@ impl Default for Sysctls {
     }
 }
 
-/// A sysctl's value: one integer or a (min, default, max) triple.
+/// A sysctl's value: one integer, a (min, default, max) triple, or a name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SysctlValue {
     Int(i64),
     Triple(i64, i64, i64),
+    Name(&'static str),
 }
 
 impl Sysctls {
     /// (short name, value) of every field, in declaration order (Python's `fields()`).
     pub fn values(&self) -> Vec<(&'static str, SysctlValue)> {
-        use SysctlValue::{Int, Triple};
+        use SysctlValue::{Int, Name, Triple};
         let (r, w) = (self.tcp_rmem, self.tcp_wmem);
         vec![
             ("tcp_rmem", Triple(r.0, r.1, r.2)),
@@ -102,6 +111,15 @@ impl Sysctls {
             ("tcp_backlog_ack_defer", Int(self.tcp_backlog_ack_defer)),
             ("tcp_comp_sack_nr", Int(self.tcp_comp_sack_nr)),
             ("tcp_comp_sack_delay_ns", Int(self.tcp_comp_sack_delay_ns)),
+            (
+                "tcp_congestion_control",
+                Name(self.tcp_congestion_control.name()),
+            ),
+            ("tcp_notsent_lowat", Int(self.tcp_notsent_lowat)),
+            (
+                "tcp_slow_start_after_idle",
+                Int(self.tcp_slow_start_after_idle),
+            ),
             ("rmem_max", Int(self.rmem_max)),
             ("wmem_max", Int(self.wmem_max)),
         ]
@@ -157,6 +175,8 @@ impl Sysctls {
             "tcp_backlog_ack_defer" => &mut self.tcp_backlog_ack_defer,
             "tcp_comp_sack_nr" => &mut self.tcp_comp_sack_nr,
             "tcp_comp_sack_delay_ns" => &mut self.tcp_comp_sack_delay_ns,
+            "tcp_notsent_lowat" => &mut self.tcp_notsent_lowat,
+            "tcp_slow_start_after_idle" => &mut self.tcp_slow_start_after_idle,
             "rmem_max" => &mut self.rmem_max,
             "wmem_max" => &mut self.wmem_max,
             _ => return None,
@@ -171,6 +191,8 @@ impl Sysctls {
             .collect()
     }
 }
+
+pub use crate::cong::CongestionControl;
 
 /// Sysctls that live under net.core rather than net.ipv4.
 const CORE: [&str; 2] = ["rmem_max", "wmem_max"];

@@ -1,4 +1,5 @@
-"""The send half: segmentation of writes, send window, congestion window (Reno), RTO with
+"""The send half: segmentation of writes, send window, congestion window (the socket's
+congestion control, tcpsim/core/cong: CUBIC or Reno), RTO with
 exponential backoff and the tcp_retries2 give-up, zero-window persist probes.
 
 Models tcp_sendmsg()/tcp_write_xmit() [tcp.c, tcp_output.c], tcp_ack() [tcp_input.c] and
@@ -26,6 +27,7 @@ from tcpsim.core.constants import (
     NS_PER_MS, NS_PER_US, TCP_MSS_DEFAULT, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS,
     TCP_SYN_RETRIES, TCP_SYNACK_RETRIES, TCP_TIMEOUT_INIT_NS, skb_truesize,
 )
+from tcpsim.core.cong import CA_EVENT_CWND_RESTART, CA_EVENT_TX_START, TCP_CA_LOSS
 from tcpsim.core.segment import ACK, FIN, PSH, Segment
 from tcpsim.core.state import (
     CLOSE_WAIT, CLOSED, ESTABLISHED, FIN_WAIT1, HANDSHAKE_STATES, INFINITE_SSTHRESH, LAST_ACK,
@@ -92,7 +94,15 @@ class SendMixin:
         if self.conn.state not in SEND_STATES or snd.snd_shutdown:
             return False
         q = snd.write_queue
-        return bool(q and q[-1] < self.size_goal()) or self.wmem_queued() < snd.sk_sndbuf
+        return bool(q and q[-1] < self.size_goal()) or self._memory_free()
+
+    def _memory_free(self: TcpSocket) -> bool:
+        """sk_stream_memory_free() [include/net/sock.h]: sk_wmem_queued < sk_sndbuf, and
+        tcp_stream_memory_free() [tcp.c]: the unsent bytes (write_seq - snd_nxt) below
+        tcp_notsent_lowat (UINT_MAX by default: no limit)."""
+        snd = self.snd
+        return (self.wmem_queued() < snd.sk_sndbuf
+                and snd.write_seq - snd.snd_nxt < self.sysctl.tcp_notsent_lowat)
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -164,12 +174,43 @@ class SendMixin:
         if done < n:
             queued = self.wmem_queued() + done
             sndbuf = self.snd.sk_sndbuf
-            while done < n and queued < sndbuf:
+            notsent = self.snd.write_seq + done - self.snd.snd_nxt
+            lowat = self.sysctl.tcp_notsent_lowat
+            if queued < sndbuf and notsent < lowat:
+                self._slow_start_after_idle_check()       # tcp_skb_entail()
+            while done < n and queued < sndbuf and notsent < lowat:
                 take = min(goal, n - done)
                 q.append(take)
                 done += take
                 queued += take + SND_SKB_OVERHEAD
+                notsent += take
         return done
+
+    def _slow_start_after_idle_check(self: TcpSocket) -> None:
+        """tcp_slow_start_after_idle_check() [include/net/tcp.h, 5.15], as tcp_skb_entail()
+        queues a new skb: with tcp_slow_start_after_idle, nothing in flight and the last
+        data sent more than an RTO ago (in jiffies), tcp_cwnd_restart() [tcp_output.c]:
+        CA_EVENT_CWND_RESTART; ssthresh = tcp_current_ssthresh() (at least 3/4 of cwnd);
+        cwnd halves once per RTO of idle time beyond the first, down to
+        min(initcwnd, cwnd)."""
+        snd = self.snd
+        if not self.sysctl.tcp_slow_start_after_idle or snd.rtx_queue:
+            return
+        clock = self.clock
+        delta = clock.ticks(self.now) - clock.ticks(self.ack.lsndtime)
+        rto = clock.to_ticks(snd.rto)
+        if delta <= rto:
+            return
+        self.ca.cwnd_event(self, CA_EVENT_CWND_RESTART)
+        cwnd = snd.snd_cwnd
+        if not snd.in_recovery:                          # tcp_current_ssthresh()
+            snd.snd_ssthresh = max(snd.snd_ssthresh, (cwnd >> 1) + (cwnd >> 2))
+        restart = min(snd.initcwnd, cwnd)
+        delta -= rto
+        while delta > 0 and cwnd > restart:
+            cwnd >>= 1
+            delta -= rto
+        snd.snd_cwnd = max(cwnd, restart)
 
     def _nagle_holds(self: TcpSocket, small: bool) -> bool:
         """tcp_nagle_check(): with Nagle on, a small segment waits while an earlier small
@@ -327,6 +368,8 @@ class SendMixin:
         snd = self.snd
         flags = ACK | (PSH if seq + length == snd.write_seq else 0)
         seg = self.make_segment(seq, length, flags)
+        if not self.packets_in_flight():
+            self.ca.cwnd_event(self, CA_EVENT_TX_START)    # tcp_event_data_sent()
         snd.snd_nxt = seq + length
         if length < self.conn.mss_cache:
             snd.snd_sml = snd.snd_nxt                 # tcp_minshall_update()
@@ -449,7 +492,9 @@ class SendMixin:
         snd.retransmits = 0
         snd.dupacks = 0
         if rtt_ns >= 0:
-            self._rtt_estimator(max(1, rtt_ns // NS_PER_US))
+            rtt_us = max(1, rtt_ns // NS_PER_US)
+            self._rtt_estimator(rtt_us)
+            self.ca.pkts_acked(self, rtt_us)             # the ack_sample's rtt_us
         if snd.in_recovery and ack >= snd.high_seq:
             snd.in_recovery = snd.in_loss = False
             if snd.snd_ssthresh < INFINITE_SSTHRESH:
@@ -459,7 +504,7 @@ class SendMixin:
             # TCP_CA_Loss is not a cwnd reduction (tcp_in_cwnd_reduction() covers CWR and
             # Recovery only), so tcp_cong_control() slow-starts cwnd from 1 on every ACK of
             # new data while the lost segments go out again [tcp_input.c]
-            self._cong_avoid(acked_pkts)
+            self.ca.cong_avoid(self, acked_pkts)
         elif snd.in_recovery:
             for e in q:
                 if not e[RETRANS]:
@@ -467,7 +512,7 @@ class SendMixin:
                     break
         else:
             snd.retrans_stamp = 0
-            self._cong_avoid(acked_pkts)
+            self.ca.cong_avoid(self, acked_pkts)
         snd.rto_deadline = self.reset_xmit_timer(snd.rto) if q else 0
         snd.backoff = 0
         self.writable = self.send_space() > 0
@@ -520,28 +565,16 @@ class SendMixin:
             return snd.snd_cwnd < 2 * snd.max_packets_out
         return False
 
-    def _cong_avoid(self: TcpSocket, acked: int) -> None:
-        """Reno: slow start below ssthresh, +1 segment per window above, only while the
-        flow is cwnd-limited (tcp_is_cwnd_limited)."""
-        snd = self.snd
-        if not self.is_cwnd_limited():
-            return
-        if snd.snd_cwnd < snd.snd_ssthresh:
-            snd.snd_cwnd = min(snd.snd_cwnd + acked, snd.snd_ssthresh)
-            return
-        snd.cwnd_cnt += acked
-        if snd.cwnd_cnt >= snd.snd_cwnd:
-            snd.cwnd_cnt -= snd.snd_cwnd
-            snd.snd_cwnd += 1
-
     def _dupack(self: TcpSocket) -> None:
-        """Three duplicate ACKs: fast retransmit the head, halve cwnd (Reno)."""
+        """Three duplicate ACKs: fast retransmit the head; tcp_init_cwnd_reduction() sets
+        ssthresh by the congestion control (Reno: half, CUBIC: 0.7) and the model's cwnd
+        drops to it at once (no PRR)."""
         snd = self.snd
         snd.dupacks += 1
         if snd.dupacks == 3 and not snd.in_recovery:
             self.mib.TCPFastRetrans += 1
             snd.tlp_deadline = 0                          # the xmit timer is the RTO now
-            snd.snd_ssthresh = max(snd.snd_cwnd >> 1, 2)
+            snd.snd_ssthresh = self.ca.ssthresh(self)
             snd.snd_cwnd = snd.snd_ssthresh
             snd.in_recovery = True
             snd.high_seq = snd.snd_nxt
@@ -633,8 +666,8 @@ class SendMixin:
         tlp_high_seq the episode ends -- a probe of new data needs nothing more; a
         retransmitted probe that the peer reports as a duplicate (a D-SACK, or a pure
         duplicate ACK) means nothing was lost; an ACK beyond tlp_high_seq without that means
-        the probe repaired a loss: cwnd is reduced once (CWR, Reno's half; the model's
-        sender is Reno, the kernel's default CUBIC reduces to 0.7)."""
+        the probe repaired a loss: cwnd is reduced once (CWR: ssthresh by the congestion
+        control, Reno's half or CUBIC's 0.7, and cwnd at once to it)."""
         snd = self.snd
         if ack < snd.tlp_high_seq:
             return
@@ -644,7 +677,7 @@ class SendMixin:
             snd.tlp_high_seq = 0
         elif ack > snd.tlp_high_seq:
             snd.tlp_high_seq = 0
-            snd.snd_ssthresh = max(snd.snd_cwnd >> 1, 2)
+            snd.snd_ssthresh = self.ca.ssthresh(self)
             snd.snd_cwnd = snd.snd_ssthresh
             self.mib.TCPLossProbeRecovery += 1
         elif ack == prior_una and not seg.len and not win_update:
@@ -695,10 +728,11 @@ class SendMixin:
         snd.rto_deadline = self.reset_xmit_timer(snd.rto)
 
     def _enter_loss(self: TcpSocket) -> None:
-        """tcp_enter_loss(): everything in flight is lost, cwnd = 1."""
+        """tcp_enter_loss(): everything in flight is lost, cwnd = 1, ssthresh by the
+        congestion control, then TCP_CA_Loss (CUBIC forgets its curve)."""
         snd = self.snd
         if not snd.in_recovery or snd.retransmits == 0:
-            snd.snd_ssthresh = max(self.packets_in_flight() >> 1, 2)
+            snd.snd_ssthresh = self.ca.loss_ssthresh(self)
         snd.snd_cwnd = 1
         snd.cwnd_cnt = 0
         snd.tlp_deadline = 0
@@ -709,6 +743,7 @@ class SendMixin:
             e[LOST] = 1
             e[RETRANS] = 0
         snd.lost_out = len(snd.rtx_queue)
+        self.ca.set_state(self, TCP_CA_LOSS)            # tcp_set_ca_state()
 
     def _write_timeout(self: TcpSocket) -> bool:
         """Models retransmits_timed_out() with tcp_model_timeout(retries2, TCP_RTO_MIN)."""

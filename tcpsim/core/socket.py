@@ -41,6 +41,7 @@ from tcpsim.core.constants import (
 )
 from tcpsim.core.devices import Device, LocalSender
 from tcpsim.core.clock import Clock, make_clock
+from tcpsim.core.cong import CongestionOps, ca_ops
 from tcpsim.core.memory import MemoryMixin
 from tcpsim.core.mib import Mib
 from tcpsim.core.receiver import ReceiveMixin
@@ -101,6 +102,8 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         "conn", "rcv", "mem", "ack", "snd",
         # the kernel's tick clock (tcpsim/core/clock.py)
         "clock",
+        # the congestion control, net.ipv4.tcp_congestion_control (tcpsim/core/cong)
+        "ca",
     )
     name: str
     k: KernelPolicy                     # the profile's policy: an era, patches first
@@ -122,6 +125,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
     ack: AckState
     snd: SndState
     clock: Clock
+    ca: CongestionOps
 
     def __init__(self, kernel: Any, sysctl: Sysctls | None = None, device: Device | None = None,
                  *, name: str = "rcv", sink: TraceSink | None = None, mtu: int = 1500,
@@ -134,6 +138,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self.clock = clock or make_clock(hz)
         self.k = kernel
         self.sysctl = sysctl or kernel.default_sysctls()
+        self.ca = ca_ops(self.sysctl.tcp_congestion_control)   # tcp_assign_congestion_control()
         self.dev = device or LocalSender()
         self.sink = sink if sink is not None and sink.wants(name) else None
         self.mib = Mib()
@@ -343,6 +348,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         rcv.rcvq_seq = rcv.copied_seq
         self.k.init_buffer_space(self)
         self.sndbuf_expand()
+        self.ca.init(self)                              # tcp_init_congestion_control()
         self.ack.ack_lrcvtime = self.clock.stamp(self.now)
         self.snd.rcv_tstamp = self.now
         self.writable = True

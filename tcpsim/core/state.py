@@ -207,6 +207,25 @@ class SndState:
     fin_queued: bool = False
     fin_sent: bool = False
     snd_shutdown: bool = False
+    # struct bictcp, CUBIC's icsk_ca_priv [tcp_cubic.c] (tcpsim/core/cong/cubic.py); Reno
+    # leaves it at zero. Times: ca_last_time, ca_epoch_start in clock ticks (tcp_jiffies32);
+    # ca_round_start, ca_last_ack in tcp_mstamp us; delays in us.
+    ca_cnt: int = 0                 # segments acked per cwnd increment
+    ca_last_max_cwnd: int = 0       # W_max
+    ca_last_cwnd: int = 0
+    ca_last_time: int = 0
+    ca_origin_point: int = 0        # bic_origin_point
+    ca_k: int = 0                   # bic_K, 2^-10 s
+    ca_delay_min: int = 0
+    ca_epoch_start: int = 0
+    ca_ack_cnt: int = 0
+    ca_tcp_cwnd: int = 0            # the TCP-friendly (Reno) estimate
+    ca_sample_cnt: int = 0
+    ca_found: bool = False          # HyStart found the exit
+    ca_round_start: int = 0
+    ca_end_seq: int = 0
+    ca_last_ack: int = 0
+    ca_curr_rtt: int = 0
 
 
 def initial_state(kernel: Any, sysctl: Sysctls, *, mtu: int, initcwnd: int, nodelay: bool,

@@ -1,4 +1,4 @@
-"""Sysctls that shape the receive path, under their kernel names.
+"""Sysctls that shape the receive path and the sender, under their kernel names.
 
 `Sysctls` is a plain record; profiles supply per-era defaults and the set of names that exist
 on that kernel, and `Sysctls.with_overrides()` applies a user's `net.ipv4.x = v` settings with
@@ -29,7 +29,7 @@ class SysctlSpec:
 
 @dataclass(frozen=True, slots=True)
 class Sysctls:
-    """Receive-path sysctls (net.ipv4.* unless the name says net.core)."""
+    """Receive-path and sender sysctls (net.ipv4.* unless the name says net.core)."""
 
     tcp_rmem: tuple[int, int, int] = (4096, 131072, 6291456)
     tcp_wmem: tuple[int, int, int] = (4096, 16384, 4194304)
@@ -47,6 +47,9 @@ class Sysctls:
     tcp_backlog_ack_defer: int = 1
     tcp_comp_sack_nr: int = 44
     tcp_comp_sack_delay_ns: int = 1_000_000
+    tcp_congestion_control: str = "cubic"   # the sender's algorithm (tcpsim/core/cong)
+    tcp_notsent_lowat: int = 4294967295     # UINT_MAX: unsent bytes do not limit writes
+    tcp_slow_start_after_idle: int = 1
     rmem_max: int = 212992            # net.core.rmem_max
     wmem_max: int = 212992            # net.core.wmem_max
     # sysctls the applied patches add (SysctlSpec, value); read as attributes like the others
@@ -125,7 +128,7 @@ _MISSING_HINTS = {
     "tcp_rcvbuf_low_rtt": "it arrived in 6.19, which tcpsim does not model yet",
 }
 _CORE = {"rmem_max", "wmem_max"}
-_BOOLEAN = {"tcp_moderate_rcvbuf", "tcp_shrink_window", "tcp_window_scaling", "tcp_sack",
+_BOOLEAN = {"tcp_slow_start_after_idle", "tcp_moderate_rcvbuf", "tcp_shrink_window", "tcp_window_scaling", "tcp_sack",
             "tcp_workaround_signed_windows", "tcp_backlog_ack_defer"}
 _RANGES = {
     "tcp_adv_win_scale": (-31, 31),
@@ -136,6 +139,7 @@ _RANGES = {
     "tcp_rcvbuf_low_rtt": (0, 2**31 - 1),
     "tcp_comp_sack_nr": (0, 255),
     "tcp_comp_sack_delay_ns": (0, 2**63 - 1),
+    "tcp_notsent_lowat": (0, 2**32 - 1),
     "rmem_max": (1, 2**31 - 1),
     "wmem_max": (1, 2**31 - 1),
 }
@@ -154,9 +158,15 @@ def long_name(short: str) -> str:
     return f"net.core.{short}" if short in _CORE else f"net.ipv4.{short}"
 
 
+# sysctls whose value is a name, and the names the model has
+STRING_SYSCTLS = {"tcp_congestion_control": ("cubic", "reno")}
+
+
 def _validate(full: str, short: str, value: Any) -> Any:
     if short in ("tcp_rmem", "tcp_wmem"):
         return _validate_triple(full, value)
+    if short in STRING_SYSCTLS:
+        return _validate_name(full, STRING_SYSCTLS[short], value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise SysctlError(f"sysctl {full}: expected an integer, got {value!r}")
     if short in _BOOLEAN and value not in (0, 1):
@@ -165,6 +175,14 @@ def _validate(full: str, short: str, value: Any) -> Any:
     if not lo <= value <= hi:
         raise SysctlError(f"sysctl {full}: {value} is out of range; the kernel accepts {lo}..{hi}")
     return value
+
+
+def _validate_name(full: str, names: tuple[str, ...], value: Any) -> str:
+    """A name from `names` (tcp_congestion_control: the kernel refuses others, ENOENT)."""
+    if not isinstance(value, str) or value.strip() not in names:
+        raise SysctlError(f"sysctl {full}: {value!r} is not available; choose one of: "
+                          + ", ".join(names))
+    return value.strip()
 
 
 def _validate_spec(full: str, spec: SysctlSpec, value: Any) -> int:

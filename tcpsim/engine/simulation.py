@@ -83,7 +83,9 @@ class Simulation:
         sdev = device(scenario.sender_device)       # the sender end's ingress device
         self.rcv = TcpSocket(profile.policy(), sysctls, dev, name="rcv",
                              sink=sink, mtu=mtu, init_rwnd=scenario.initrwnd, hz=scenario.hz)
-        self.snd = TcpSocket(profile.policy(), profile.default_sysctls(), sdev,
+        self.sender_sysctls = profile.default_sysctls().with_overrides(
+            scenario.sender_sysctl, known=profile.known_sysctls(), profile=profile.name)
+        self.snd = TcpSocket(profile.policy(), self.sender_sysctls, sdev,
                              name="snd", sink=sink, mtu=mtu, initcwnd=scenario.initcwnd,
                              nodelay=scenario.nodelay, hz=scenario.hz)
         if scenario.so_rcvbuf:

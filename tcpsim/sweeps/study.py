@@ -343,7 +343,7 @@ def plan_sweep(target: str, axes: list[Axis], base: RunOptions) -> Plan:
         return Plan(Path(target).stem, axes, build_points(target, axes, base), list(SHOWN))
     st = load_study(target)
     opts = RunOptions(profile=base.profile or st.profile, policies=st.policies + base.policies,
-                      sysctl=base.sysctl, skip=base.skip, hz=base.hz if base.hz is not None else st.hz,
+                      sysctl=base.sysctl, sender_sysctl=base.sender_sysctl, skip=base.skip, hz=base.hz if base.hz is not None else st.hz,
                       duration=base.duration if base.duration is not None else st.duration)
     axes = st.axes + axes
     try:

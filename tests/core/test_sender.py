@@ -8,9 +8,13 @@ from tcpsim.core.socket import TcpSocket
 from tcpsim.catalog import get_profile
 
 
-def sender(profile="linux-6.1", peer_win=65535, peer_ws=7, nodelay=True):
+def sender(profile="linux-6.1", peer_win=65535, peer_ws=7, nodelay=True, cc=None):
+    """An established sender; `cc` the tcp_congestion_control (None: the default, cubic)."""
     prof = get_profile(profile)
-    sk = TcpSocket(prof.policy(), prof.default_sysctls(), name="snd", nodelay=nodelay)
+    sysctls = prof.default_sysctls()
+    if cc:
+        sysctls = sysctls.with_overrides({"net.ipv4.tcp_congestion_control": cc})
+    sk = TcpSocket(prof.policy(), sysctls, name="snd", nodelay=nodelay)
     sk.listen()
     sk.on_segment(0, Segment(0, 0, SYN, 0, 65535, mss=1460, wscale=peer_ws, sack_ok=True, tsval=1, tsecr=0))
     sk.take_outbox()
@@ -101,14 +105,16 @@ def test_zero_window_with_data_in_flight_times_out_by_profile_rule():
         assert limit_s < died < limit_s + 130, (profile, died)
 
 
-def test_three_dupacks_fast_retransmit_and_halve_cwnd():
-    sk = sender()
+@pytest.mark.parametrize("cc,cwnd", [("reno", 10), ("cubic", 14)])
+def test_three_dupacks_fast_retransmit_and_reduce_cwnd(cc, cwnd):
+    # Reno halves (tcp_reno_ssthresh); CUBIC keeps beta = 717/1024 (cubictcp_recalc_ssthresh)
+    sk = sender(cc=cc)
     sk.snd.snd_cwnd = 20
     sk.write(2 * NS_PER_MS, 20 * 1448)
     sk.take_outbox()
     for i in range(3):
         out = ack(sk, 5 + i, 1, 502)
-    assert sk.mib.TCPFastRetrans == 1 and sk.snd.snd_cwnd == 10
+    assert sk.mib.TCPFastRetrans == 1 and sk.snd.snd_cwnd == cwnd
     assert any(s.seq == 1 and s.len == 1448 for s in out)
 
 
@@ -328,8 +334,8 @@ def test_tso_autosize_adds_a_min_rtt_share_from_5_18(profile, segs):
 def test_after_an_rto_cwnd_slow_starts_from_one_while_the_lost_segments_go_again():
     # tcp_enter_loss(): everything in flight is lost and cwnd = 1; Loss is not a cwnd
     # reduction (tcp_in_cwnd_reduction() is CWR/Recovery only), so tcp_cong_control()
-    # slow-starts: each ACK of a retransmitted segment lets two more go
-    sk = sender()
+    # slow-starts: each ACK of a retransmitted segment lets two more go (the model's Reno)
+    sk = sender(cc="reno")
     sk.write(2 * NS_PER_MS, 6 * 1448)
     assert len(sk.take_outbox()) == 6
     while not sk.mib.TCPTimeouts:                          # the loss probe, then the RTO

@@ -42,7 +42,7 @@ CALLABLE = [
     "advertise_window", "nomem_window", "tcp_sequence", "sequence_window", "overwindow_drop",
     "init_buffer_space", "on_rcvbuf_set", "rcv_rtt_measure_ts", "clamp_window",
     "rcv_space_adjust", "grow_rcvbuf", "rcvbuf_grow", "ofo_rcvbuf_grow", "loss_probe_timeout",
-    "grow_skb",
+    "grow_skb", "hystart_ack_delay", "hystart_round_reset_first",
 ]
 
 

@@ -53,6 +53,9 @@ pub const SYSCTLS: &[&str] = &[
     "tcp_comp_sack_delay_ns",
     "rmem_max",
     "wmem_max",
+    "tcp_congestion_control",
+    "tcp_notsent_lowat",
+    "tcp_slow_start_after_idle",
 ];
 
 /// Linux 5.15: adv_win_scale windows, classic DRS, never-shrink windows.
@@ -843,6 +846,34 @@ impl Kernel for Linux515 {
         };
         sk.jiffies_up((sk.snd.srtt_us8 >> 2) * NS_PER_US) + floor
     }
+
+    /// hystart_ack_delay() [tcp_cubic.c, 5.15]: the time four GSO_MAX_SIZE (64 KiB) bursts
+    /// take at the pacing rate, at most 1 ms; 0 without a pacing rate (the model's rate is
+    /// ~0UL, -1, until the first RTT sample: the allowance is then 0).
+    fn hystart_ack_delay(&self, sk: &TcpSocket) -> i64 {
+        ack_delay(sk, GSO_MAX_SIZE)
+    }
+
+    /// cubictcp_acked() [tcp_cubic.c, 5.15]: HyStart runs only from a cwnd of
+    /// hystart_low_window (16) up, its round bookkeeping included (changed in 6.14). As 5.15.y
+    /// has it, with 4e1fddc98d25 (v5.16, backported): the round ends when snd_una passes
+    /// end_seq, in hystart_update().
+    fn hystart_round_reset_first(&self, _sk: &TcpSocket) -> bool {
+        false
+    }
+}
+
+/// GSO_MAX_SIZE of 5.15 (GSO_LEGACY_MAX_SIZE from 5.19).
+pub const GSO_MAX_SIZE: i64 = 65536;
+
+/// min(USEC_PER_MSEC, gso_bytes * 4 * USEC_PER_SEC / sk_pacing_rate), 0 when the rate is 0
+/// (or ~0UL), for hystart_ack_delay().
+pub(crate) fn ack_delay(sk: &TcpSocket, gso_bytes: i64) -> i64 {
+    let rate = sk.snd.pacing_rate;
+    if rate <= 0 {
+        return 0;
+    }
+    (gso_bytes * 4 * 1_000_000 / rate).min(1000)
 }
 
 /// The trace event of one skb dropped by tcp_prune_ofo_queue() (5.15's and 6.2's loops).

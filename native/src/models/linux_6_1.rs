@@ -10,7 +10,7 @@
 //! makes TSO skbs larger on short paths.
 
 use crate::kernel::Kernel;
-use crate::models::linux_5_15::Linux515;
+use crate::models::linux_5_15::{ack_delay, Linux515};
 use crate::sender::{SK_GSO_MAX_SIZE, TCP_TSO_RTT_LOG};
 use crate::socket::TcpSocket;
 
@@ -44,5 +44,12 @@ impl Kernel for Linux61 {
         } else {
             0
         }
+    }
+
+    /// hystart_ack_delay() [tcp_cubic.c, 5.19+]: "tcp_cubic: make hystart_ack_delay() aware
+    /// of BIG TCP" (Eric Dumazet, 2022) uses the socket's sk_gso_max_size, 64 KiB less
+    /// MAX_TCP_HEADER + 1 on a legacy-GSO device, where 5.15 has GSO_MAX_SIZE.
+    fn hystart_ack_delay(&self, sk: &TcpSocket) -> i64 {
+        ack_delay(sk, SK_GSO_MAX_SIZE)
     }
 }

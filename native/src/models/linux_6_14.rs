@@ -3,6 +3,8 @@
 //! * from 6.11 (Subash Abhinov Kasiviswanathan / Sean Tranchetti): when the measured
 //!   scaling_ratio changes, window_clamp follows tcp_win_from_space(sk_rcvbuf) -- also for
 //!   SO_RCVBUF-locked sockets -- and the DRS baseline is capped to it.
+//! * 25c1a9ca53db "tcp_cubic: fix incorrect HyStart round start detection" (v6.14): HyStart's
+//!   rounds are reset below hystart_low_window too.
 //! * 8c670bdfa58e "tcp: correct handling of extreme memory squeeze" (Jon Maloy, v6.14): the
 //!   zero window advertised after a memory drop is stored (rcv_wnd = 0, rcv_wup = rcv_nxt), so a
 //!   later read reliably sends the window update.
@@ -27,6 +29,14 @@ impl Kernel for Linux614 {
 
     fn release(&self) -> &'static str {
         "6.14"
+    }
+
+    /// hystart_update() [tcp_cubic.c, 6.14]: 25c1a9ca53db "tcp_cubic: fix incorrect HyStart
+    /// round start detection" (Mahdi Arghavani, 2025) moves the hystart_low_window test after
+    /// the round reset, so rounds are tracked from the first ACK. Also in stable trees
+    /// (5.15.179 and later); the 5.15 .. 6.10 profiles model the mainline releases.
+    fn hystart_round_reset_first(&self, _sk: &TcpSocket) -> bool {
+        true
     }
 
     /// tcp_measure_rcv_mss() [6.11+]: window_clamp = W(sk_rcvbuf), DRS baseline capped.
