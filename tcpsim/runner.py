@@ -30,6 +30,7 @@ class RunOptions:
     progress: bool = False
     note: Callable[[str], None] | None = None   # told once if the run will take long (pace_note)
     sysctl_origin: str = "--sysctl"         # prefix of a sysctl error ("": none, the API argument)
+    engine: str | None = None               # "python" | "native"; None: the scenario's, else default
 
 
 def prepare(scenario: Scenario, opts: RunOptions) -> tuple[Scenario, Any]:
@@ -76,7 +77,8 @@ def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, 
     if opts.pcap:
         from tcpsim.pcap.export import PcapTap
         tap = PcapTap(opts.pcap, sc.receiver_role)
-    sim = Simulation(sc, profile, sink=sink, skip=opts.skip, tap=tap)
+    sim = make_simulation(choose_engine(opts.engine, sc), sc, profile, sink=sink,
+                          skip=opts.skip, tap=tap)
     progress = progress_bar(sc.duration, opts.progress)
     if opts.note is not None and not opts.progress:
         progress = pace_note(sc.duration, opts.note, progress)
@@ -91,6 +93,28 @@ def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, 
     if sink is not None:
         sink.close(result.metadata())
     return result, (sink if opts.memory_trace else None)
+
+
+def default_engine() -> str:
+    """"native" wherever the extension (with its engine) is built, else "python"."""
+    from tcpsim.engines import native_available
+    return "native" if native_available() else "python"
+
+
+def choose_engine(option: str | None, sc: Scenario) -> str:
+    """The engine a run uses: the option (--engine), else the scenario's `engine` field,
+    else the default. An unknown or unbuilt engine is an EngineError naming the fix."""
+    from tcpsim.engines import check_engine
+    engine = option or sc.engine or default_engine()
+    return check_engine(engine)
+
+
+def make_simulation(engine: str, sc: Scenario, profile: Any, **kw: Any) -> Any:
+    """A Simulation of `engine` (tcpsim/engine/simulation.py or tcpsim/engine/native.py)."""
+    if engine == "native":
+        from tcpsim.engine.native import NativeSimulation
+        return NativeSimulation(sc, profile, **kw)
+    return Simulation(sc, profile, **kw)
 
 
 LONG_RUN_S = 60.0          # a run expected to take longer than this (wall seconds) is announced

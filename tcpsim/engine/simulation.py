@@ -260,73 +260,102 @@ class Simulation:
 
     def result(self, wall: float) -> RunResult:
         """Summary numbers a person can read in ten seconds."""
-        rcv, snd, sc = self.rcv, self.snd, self.scenario
-        c = rcv.mib.as_nstat(self.profile.counters())
-        dur_s = sc.duration / NS_PER_S
-        delivered = self.reader.read_bytes
-        summary = {
-            "duration_s": dur_s,
-            "wall_s": round(wall, 3),
-            "events": self.sched.steps,
-            "packets": self.ab.sent + self.ba.sent,
-            "established": self.established_at >= 0,
-            "bytes_written": self.writer.written,
-            "bytes_received": rcv.rcv.bytes_received,
-            "bytes_read": delivered,
-            "goodput_mbps": round(delivered * 8 / dur_s / 1e6, 3) if dur_s else 0.0,
-            "peak_sk_rmem_alloc": self.peaks.rmem,
-            "peak_sk_rcvbuf": self.peaks.rcvbuf,
-            "peak_recv_q": self.peaks.recv_q,
-            "final_sk_rmem_alloc": rcv.mem.sk_rmem_alloc,
-            "final_sk_rcvbuf": rcv.mem.sk_rcvbuf,
-            "final_rcv_ssthresh": rcv.rcv.rcv_ssthresh,
-            "final_window_clamp": rcv.rcv.window_clamp,
-            "rcv_wscale": rcv.conn.rcv_wscale,
-            "zero_windows_sent": counts.zero_windows_sent(c),
-            "want_zero_window": c["TcpExtTCPWantZeroWindowAdv"],
-            "drops": counts.drops(c),
-            "collapses": rcv.mem.collapses,
-            "collapse_ms_total": round(rcv.mem.collapse_ns_total / 1e6, 3),
-            "collapse_ms_max": round(rcv.mem.collapse_ns_max / 1e6, 3),
-            "retransmits": snd.mib.TCPRetransSegs,
-            "rto_timeouts": snd.mib.TCPTimeouts,
-            "window_probes": snd.mib.TCPWinProbe,
-            "error": snd.error or rcv.error,
-            "died_at_s": round(self.died_at / NS_PER_S, 3) if self.died_at >= 0 else None,
-        }
-        if sc.hz:                           # unset: tcpsim's default clock (not listed)
-            summary["hz"] = sc.hz
-        if self.rev_writer is not None and self.rev_reader is not None:
-            summary.update(self._reverse_summary(dur_s))
-        return RunResult(sc.name, self.profile.name, summary, c,
-                         {"rcv": rcv.ss_line(), "snd": snd.ss_line()}, self.sysctls.as_dict(),
-                         sc.as_dict())
+        rev = self.rev_writer is not None and self.rev_reader is not None
+        tally = Tally(
+            events=self.sched.steps, packets=self.ab.sent + self.ba.sent,
+            established_at=self.established_at, died_at=self.died_at,
+            written=self.writer.written, read_bytes=self.reader.read_bytes, peaks=self.peaks,
+            rev_written=self.rev_writer.written if rev else None,       # type: ignore[union-attr]
+            rev_read_bytes=self.rev_reader.read_bytes if rev else None,  # type: ignore[union-attr]
+            rev_peaks=self.rev_peaks)
+        return summarize(self.scenario, self.profile, self.sysctls.as_dict(), self.rcv,
+                         self.snd, tally, wall)
 
 
-    def _reverse_summary(self, dur_s: float) -> dict[str, Any]:
-        """The other direction of a two-way run (receiver end -> sender end), `rev_`-prefixed
-        beside the forward direction's names: the sender end's socket now receives."""
-        assert self.rev_writer is not None and self.rev_reader is not None
-        snd, rcv = self.snd, self.rcv
-        c = snd.mib.as_nstat(self.profile.counters())
-        delivered = self.rev_reader.read_bytes
-        return {
-            "rev_bytes_written": self.rev_writer.written,
-            "rev_bytes_received": snd.rcv.bytes_received,
-            "rev_bytes_read": delivered,
-            "rev_goodput_mbps": round(delivered * 8 / dur_s / 1e6, 3) if dur_s else 0.0,
-            "rev_peak_sk_rmem_alloc": self.rev_peaks.rmem,
-            "rev_peak_recv_q": self.rev_peaks.recv_q,
-            "rev_final_sk_rmem_alloc": snd.mem.sk_rmem_alloc,
-            "rev_final_sk_rcvbuf": snd.mem.sk_rcvbuf,
-            "rev_final_rcv_ssthresh": snd.rcv.rcv_ssthresh,
-            "rev_final_window_clamp": snd.rcv.window_clamp,
-            "rev_zero_windows_sent": c["TcpExtTCPToZeroWindowAdv"],
-            "rev_drops": (c["TcpExtTCPRcvQDrop"] + c["TcpExtTCPOFODrop"]
-                          + c["TcpExtTCPZeroWindowDrop"] + c["TcpExtBeyondWindow"]),
-            "rev_retransmits": rcv.mib.TCPRetransSegs,
-            "rev_window_probes": rcv.mib.TCPWinProbe,
-        }
+@dataclass
+class Tally:
+    """What an engine counted over a run besides its sockets' state (both engines fill it)."""
+
+    events: int
+    packets: int
+    established_at: int
+    died_at: int
+    written: int
+    read_bytes: int
+    peaks: Peaks
+    rev_written: int | None = None         # two-way runs only
+    rev_read_bytes: int | None = None
+    rev_peaks: Peaks = field(default_factory=Peaks)
+
+
+def summarize(sc: Scenario, profile: Profile, sysctls: dict[str, Any], rcv: Any, snd: Any,
+              tally: Tally, wall: float) -> RunResult:
+    """A run's RunResult from its scenario, its two sockets' final state (anything with the
+    Python socket's records: conn, rcv, mem, snd, mib, error, ss_line()) and its tally."""
+    c = rcv.mib.as_nstat(profile.counters())
+    dur_s = sc.duration / NS_PER_S
+    delivered = tally.read_bytes
+    summary = {
+        "duration_s": dur_s,
+        "wall_s": round(wall, 3),
+        "events": tally.events,
+        "packets": tally.packets,
+        "established": tally.established_at >= 0,
+        "bytes_written": tally.written,
+        "bytes_received": rcv.rcv.bytes_received,
+        "bytes_read": delivered,
+        "goodput_mbps": round(delivered * 8 / dur_s / 1e6, 3) if dur_s else 0.0,
+        "peak_sk_rmem_alloc": tally.peaks.rmem,
+        "peak_sk_rcvbuf": tally.peaks.rcvbuf,
+        "peak_recv_q": tally.peaks.recv_q,
+        "final_sk_rmem_alloc": rcv.mem.sk_rmem_alloc,
+        "final_sk_rcvbuf": rcv.mem.sk_rcvbuf,
+        "final_rcv_ssthresh": rcv.rcv.rcv_ssthresh,
+        "final_window_clamp": rcv.rcv.window_clamp,
+        "rcv_wscale": rcv.conn.rcv_wscale,
+        "zero_windows_sent": counts.zero_windows_sent(c),
+        "want_zero_window": c["TcpExtTCPWantZeroWindowAdv"],
+        "drops": counts.drops(c),
+        "collapses": rcv.mem.collapses,
+        "collapse_ms_total": round(rcv.mem.collapse_ns_total / 1e6, 3),
+        "collapse_ms_max": round(rcv.mem.collapse_ns_max / 1e6, 3),
+        "retransmits": snd.mib.TCPRetransSegs,
+        "rto_timeouts": snd.mib.TCPTimeouts,
+        "window_probes": snd.mib.TCPWinProbe,
+        "error": snd.error or rcv.error,
+        "died_at_s": round(tally.died_at / NS_PER_S, 3) if tally.died_at >= 0 else None,
+    }
+    if sc.hz:                           # unset: tcpsim's default clock (not listed)
+        summary["hz"] = sc.hz
+    if tally.rev_written is not None and tally.rev_read_bytes is not None:
+        summary.update(_reverse_summary(profile, rcv, snd, tally, dur_s))
+    return RunResult(sc.name, profile.name, summary, c,
+                     {"rcv": rcv.ss_line(), "snd": snd.ss_line()}, sysctls, sc.as_dict())
+
+
+def _reverse_summary(profile: Profile, rcv: Any, snd: Any, tally: Tally,
+                     dur_s: float) -> dict[str, Any]:
+    """The other direction of a two-way run (receiver end -> sender end), `rev_`-prefixed
+    beside the forward direction's names: the sender end's socket now receives."""
+    c = snd.mib.as_nstat(profile.counters())
+    delivered = tally.rev_read_bytes or 0
+    return {
+        "rev_bytes_written": tally.rev_written,
+        "rev_bytes_received": snd.rcv.bytes_received,
+        "rev_bytes_read": delivered,
+        "rev_goodput_mbps": round(delivered * 8 / dur_s / 1e6, 3) if dur_s else 0.0,
+        "rev_peak_sk_rmem_alloc": tally.rev_peaks.rmem,
+        "rev_peak_recv_q": tally.rev_peaks.recv_q,
+        "rev_final_sk_rmem_alloc": snd.mem.sk_rmem_alloc,
+        "rev_final_sk_rcvbuf": snd.mem.sk_rcvbuf,
+        "rev_final_rcv_ssthresh": snd.rcv.rcv_ssthresh,
+        "rev_final_window_clamp": snd.rcv.window_clamp,
+        "rev_zero_windows_sent": c["TcpExtTCPToZeroWindowAdv"],
+        "rev_drops": (c["TcpExtTCPRcvQDrop"] + c["TcpExtTCPOFODrop"]
+                      + c["TcpExtTCPZeroWindowDrop"] + c["TcpExtBeyondWindow"]),
+        "rev_retransmits": rcv.mib.TCPRetransSegs,
+        "rev_window_probes": rcv.mib.TCPWinProbe,
+    }
 
 
 @contextmanager

@@ -88,6 +88,10 @@ class MemoryRecorder:
     def record(self, ev: TraceEvent) -> None:
         self.rows.append(_merge(*_row_parts(ev)))
 
+    def record_table(self, table: pa.Table) -> None:
+        """Rows given as a table of SCHEMA (the native engine's groups), in order."""
+        self.rows.extend(zip(*(c.to_pylist() for c in table.columns)))
+
     def columns(self) -> dict[str, list]:
         """The trace as {column: values}."""
         cols = list(zip(*self.rows)) if self.rows else [() for _ in COLUMN_NAMES]
@@ -167,6 +171,16 @@ class ParquetRecorder:
         for j, pos in enumerate(STR_POS):
             arrays[pos] = pa.array([s[j] for s in distinct], pa.string()).take(codes)
         return pa.Table.from_arrays(arrays, schema=SCHEMA)
+
+    def record_table(self, table: pa.Table) -> None:
+        """Rows given as a table of SCHEMA (the native engine's groups, each a row group),
+        after the rows recorded one by one so far."""
+        self.flush()
+        if self._stream is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._stream = pa.ipc.new_stream(str(self._tmp), SCHEMA, options=_STREAM_OPTIONS)
+        self._stream.write_table(table)
+        self.nrows += table.num_rows
 
     def flush(self) -> None:
         """Move the buffered rows to the temporary stream as one group."""
