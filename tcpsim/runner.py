@@ -52,6 +52,8 @@ def prepare(scenario: Scenario, opts: RunOptions) -> tuple[Scenario, Any]:
         check_sysctls(opts.sysctl, profile, where=opts.sysctl_origin)
         sc = sc.with_(sysctl={**sc.sysctl, **opts.sysctl})
     sc = sc.with_(profile=name, policies=policies)
+    if opts.engine is not None:
+        sc = sc.with_(engine=check_engine_name(opts.engine))
     return sc, profile
 
 
@@ -95,18 +97,51 @@ def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, 
     return result, (sink if opts.memory_trace else None)
 
 
+_DEFAULT_ENGINE: list[str] = []      # set_default_engine(): the process's own choice
+
+
+def set_default_engine(engine: str | None) -> None:
+    """Make `engine` the default of every run of this process that chooses none (the
+    `--engine` option of commands that run many scenarios: claims, validate, bench)."""
+    _DEFAULT_ENGINE[:] = [check_engine_name(engine)] if engine else []
+
+
+def check_engine_name(engine: str) -> str:
+    """`engine` if it names an engine, else EngineError listing them."""
+    from tcpsim.engines import ENGINES, EngineError
+    if engine not in ENGINES:
+        raise EngineError(f"--engine {engine}: unknown engine; choose one of: "
+                          f"{', '.join(ENGINES)}")
+    return engine
+
+
 def default_engine() -> str:
     """"native" wherever the extension (with its engine) is built, else "python"."""
+    if _DEFAULT_ENGINE:
+        return _DEFAULT_ENGINE[0]
     from tcpsim.engines import native_available
     return "native" if native_available() else "python"
 
 
 def choose_engine(option: str | None, sc: Scenario) -> str:
     """The engine a run uses: the option (--engine), else the scenario's `engine` field,
-    else the default. An unknown or unbuilt engine is an EngineError naming the fix."""
+    else the default. An engine chosen that cannot run here is an EngineError naming the
+    fix; the default is the native engine unless the run needs what only the Python
+    engine has (a Python patch: `--policy FILE.py:Class`)."""
     from tcpsim.engines import check_engine
-    engine = option or sc.engine or default_engine()
-    return check_engine(engine)
+    engine = option or sc.engine
+    if engine:
+        return check_engine(engine)
+    engine = default_engine()
+    if engine == "native" and python_patches(sc):
+        return "python"
+    return engine
+
+
+def python_patches(sc: Scenario) -> list[str]:
+    """The scenario's patches given as Python files (FILE.py:Class), which only the
+    Python engine runs."""
+    return [p for p in sc.policies if ".py:" in p or p.endswith(".py")]
 
 
 def make_simulation(engine: str, sc: Scenario, profile: Any, **kw: Any) -> Any:

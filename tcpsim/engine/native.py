@@ -74,6 +74,12 @@ class NativeSimulation:
         sysctls = profile.default_sysctls().with_overrides(
             scenario.sysctl, known=profile.known_sysctls(), profile=profile.name)
         self.sysctls = sysctls
+        from tcpsim.runner import python_patches
+        user = python_patches(scenario)
+        if user:
+            raise EngineError(f"--policy {user[0]}: a Python patch runs on the Python engine "
+                              "only (the native engine runs the built-in patches); add "
+                              "--engine python")
         patches = patch_names(profile)
         cls = native_engine_class()
         sc = scenario

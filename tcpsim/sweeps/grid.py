@@ -178,7 +178,8 @@ def _build_point(i: int, raw: dict, source: str, values: dict[str, Any],
                  base: RunOptions) -> Point:
     doc = copy.deepcopy(raw)
     opts = RunOptions(profile=base.profile, policies=base.policies, sysctl=base.sysctl,
-                      duration=base.duration, seed=base.seed, hz=base.hz, skip=base.skip)
+                      duration=base.duration, seed=base.seed, hz=base.hz, skip=base.skip,
+                      engine=base.engine)
     for key, value in values.items():
         if key == "profile":
             opts.profile = str(value)

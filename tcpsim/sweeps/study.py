@@ -344,7 +344,8 @@ def plan_sweep(target: str, axes: list[Axis], base: RunOptions) -> Plan:
     st = load_study(target)
     opts = RunOptions(profile=base.profile or st.profile, policies=st.policies + base.policies,
                       sysctl=base.sysctl, skip=base.skip, hz=base.hz if base.hz is not None else st.hz,
-                      duration=base.duration if base.duration is not None else st.duration)
+                      duration=base.duration if base.duration is not None else st.duration,
+                      engine=base.engine)
     axes = st.axes + axes
     try:
         points = build_points(st.scenario, axes, opts)
