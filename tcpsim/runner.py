@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tcpsim.core.constants import NS_PER_S
-from tcpsim.engine.simulation import RunResult, Simulation, progress_bar
+from tcpsim.engine.result import RunResult, progress_bar
 from tcpsim.catalog import ProfileError, get_profile
 from tcpsim.scenario import Scenario, check_hz
 from tcpsim.sysctl_parse import check as check_sysctls
@@ -149,6 +149,7 @@ def make_simulation(engine: str, sc: Scenario, profile: Any, **kw: Any) -> Any:
     if engine == "native":
         from tcpsim.engine.native import NativeSimulation
         return NativeSimulation(sc, profile, **kw)
+    from tcpsim.engine.simulation import Simulation
     return Simulation(sc, profile, **kw)
 
 

@@ -60,6 +60,13 @@ fn socket(cfg: &Bound<'_, PyDict>, side: &Bound<'_, PyDict>, name: &str) -> PyRe
     Ok(sk)
 }
 
+/// The bytes of a slice of integers, little-endian (what Arrow buffers hold here).
+fn le_bytes<T: Copy>(v: &[T]) -> &[u8] {
+    debug_assert!(cfg!(target_endian = "little"));
+    // SAFETY: i64/i32 have no padding and any byte pattern is a valid u8.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
 /// A whole run in Rust (crate::engine::simulation).
 #[pyclass(name = "Simulation", unsendable)]
 struct PySimulation {
@@ -134,31 +141,18 @@ impl PySimulation {
         self.sim.trace.rows()
     }
 
-    /// The first `n` buffered rows, taken out: (integer columns as int64 buffers, string
-    /// codes as an int64 buffer, the distinct string tuples the codes index).
+    /// The first `n` buffered rows, taken out as Arrow buffers: ([int64 column values],
+    /// [(int32 offsets, UTF-8 data) of each string column]), in schema order per kind.
     fn take_rows<'py>(&mut self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyTuple>> {
-        let (ints, codes) = self.sim.trace.take(n);
-        let bytes = |v: &[i64]| {
-            let mut b = Vec::with_capacity(v.len() * 8);
-            for x in v {
-                b.extend_from_slice(&x.to_le_bytes());
-            }
-            PyBytes::new(py, &b)
-        };
-        let cols = PyList::new(py, ints.iter().map(|c| bytes(c)))?;
-        let distinct = PyList::new(
+        let (ints, strs) = self.sim.trace.take(n);
+        let ints = PyList::new(py, ints.iter().map(|c| PyBytes::new(py, le_bytes(c))))?;
+        let strs = PyList::new(
             py,
-            self.sim
-                .trace
-                .distinct
-                .iter()
-                .map(|s| PyTuple::new(py, s.iter()))
+            strs.iter()
+                .map(|(o, d)| PyTuple::new(py, [PyBytes::new(py, le_bytes(o)), PyBytes::new(py, d)]))
                 .collect::<PyResult<Vec<_>>>()?,
         )?;
-        PyTuple::new(
-            py,
-            [cols.into_any(), bytes(&codes).into_any(), distinct.into_any()],
-        )
+        PyTuple::new(py, [ints.into_any(), strs.into_any()])
     }
 
     /// The receiver's wire since the last call: [(t_ns, sent by the receiver, Segment)].

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 from tcpsim.core.mib import COUNTERS, Mib
-from tcpsim.engine.simulation import (Peaks, RunResult, Tally, _few_gc_passes, summarize)
+from tcpsim.engine.result import Peaks, RunResult, Tally, few_gc_passes, summarize
 from tcpsim.engines import EngineError, base_profile_name, native_socket_class, patch_names
 from tcpsim.policy import Profile
 from tcpsim.scenario import Scenario
@@ -112,7 +112,7 @@ class NativeSimulation:
         sink = self.sink
         rows = GROUP_ROWS if sink is not None else 1 << 62
         wall = time.perf_counter()
-        with _few_gc_passes():
+        with few_gc_passes():
             while not sim.finished:
                 sim.run_some(rows, _STEPS if progress is not None else 1 << 62)
                 if self.tap is not None:
@@ -133,8 +133,9 @@ class NativeSimulation:
 
     def _feed_sink(self, n: int) -> None:
         from tcpsim.trace.columns import table_from_buffers
-        cols, codes, distinct = self.sim.take_rows(n)
-        self.sink.record_table(table_from_buffers(cols, codes, distinct))
+        n = min(n, self.sim.rows())
+        ints, strs = self.sim.take_rows(n)
+        self.sink.record_table(table_from_buffers(n, ints, strs))
 
     def result(self, wall: float) -> RunResult:
         """The RunResult, built by simulation.py's `summarize`."""

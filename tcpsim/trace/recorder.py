@@ -14,7 +14,6 @@ from struct import Struct
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.ipc  # noqa: F401  (pa.ipc)
 import pyarrow.parquet as pq
@@ -162,6 +161,7 @@ class ParquetRecorder:
 
     def table(self) -> pa.Table:
         """The buffered rows as an Arrow table (columnar, typed)."""
+        import numpy as np                  # here: a native run never needs it (start-up)
         ints = np.frombuffer(self._buf, dtype=np.int64).reshape(self._rows, len(INT_POS) + 1)
         codes = pa.array(np.ascontiguousarray(ints[:, -1]))
         distinct = list(self._strings)

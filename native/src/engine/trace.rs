@@ -1,8 +1,9 @@
 //! The trace built as columns (tcpsim/trace/recorder.py `ParquetRecorder.record`, per event):
 //! the integer columns of tcpsim/trace/schema.py COLUMNS in schema order, and the row's five
 //! strings (sock, event, detail, flags, drop_reason) as a code into the distinct string
-//! tuples seen so far. Python turns a group of rows into Arrow arrays from the buffers
-//! without touching a Python object per value (tcpsim/engine/native.py).
+//! tuples seen so far. A group of rows is handed over as Arrow buffers (int64 values; int32
+//! offsets + UTF-8 data for strings), which Python wraps without touching a Python object
+//! per value (tcpsim/trace/columns.py).
 
 use std::collections::HashMap;
 
@@ -91,11 +92,22 @@ impl TraceColumns {
         self.codes.push(code);
     }
 
-    /// The first `n` rows (all if fewer), taken out: (integer columns, codes).
-    pub fn take(&mut self, n: usize) -> (Vec<Vec<i64>>, Vec<i64>) {
+    /// The first `n` rows (all if fewer), taken out as Arrow buffers: the integer columns
+    /// (int64 values) and the five string columns, each (int32 offsets, UTF-8 data).
+    pub fn take(&mut self, n: usize) -> (Vec<Vec<i64>>, Vec<(Vec<i32>, Vec<u8>)>) {
         let n = n.min(self.rows());
         let ints = self.ints.iter_mut().map(|c| c.drain(..n).collect()).collect();
-        let codes = self.codes.drain(..n).collect();
-        (ints, codes)
+        let mut strs: Vec<(Vec<i32>, Vec<u8>)> = (0..5)
+            .map(|_| (Vec::with_capacity(n + 1), Vec::new()))
+            .collect();
+        for (j, (offsets, data)) in strs.iter_mut().enumerate() {
+            offsets.push(0);
+            for &code in &self.codes[..n] {
+                data.extend_from_slice(self.distinct[code as usize][j].as_bytes());
+                offsets.push(data.len() as i32);
+            }
+        }
+        self.codes.drain(..n);
+        (ints, strs)
     }
 }
