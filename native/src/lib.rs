@@ -54,6 +54,6 @@ mod arith;
 #[cfg(feature = "python")]
 mod py;
 #[cfg(feature = "python")]
-mod py_kernel;
-#[cfg(feature = "python")]
 mod py_engine;
+#[cfg(feature = "python")]
+mod py_kernel;

@@ -11,6 +11,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use crate::devices;
 use crate::engine::apps::App;
+use crate::engine::random::Random;
 use crate::engine::simulation::{LinkSpec, RunSpec, Simulation, RCV, SND};
 use crate::py::{compose_kernel, fields_dict, segment_to_py, sysctls_from_py};
 use crate::socket::{SocketParams, TcpSocket};
@@ -62,7 +63,7 @@ fn socket(cfg: &Bound<'_, PyDict>, side: &Bound<'_, PyDict>, name: &str) -> PyRe
 
 /// The bytes of a slice of integers, little-endian (what Arrow buffers hold here).
 fn le_bytes<T: Copy>(v: &[T]) -> &[u8] {
-    debug_assert!(cfg!(target_endian = "little"));
+    const { assert!(cfg!(target_endian = "little")) };
     // SAFETY: i64/i32 have no padding and any byte pattern is a valid u8.
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
 }
@@ -149,7 +150,9 @@ impl PySimulation {
         let strs = PyList::new(
             py,
             strs.iter()
-                .map(|(o, d)| PyTuple::new(py, [PyBytes::new(py, le_bytes(o)), PyBytes::new(py, d)]))
+                .map(|(o, d)| {
+                    PyTuple::new(py, [PyBytes::new(py, le_bytes(o)), PyBytes::new(py, d)])
+                })
                 .collect::<PyResult<Vec<_>>>()?,
         )?;
         PyTuple::new(py, [ints.into_any(), strs.into_any()])
@@ -158,12 +161,24 @@ impl PySimulation {
     /// The receiver's wire since the last call: [(t_ns, sent by the receiver, Segment)].
     fn take_tap<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let cls = self.segment_cls.bind(py);
-        let taken = self.sim.tap.as_mut().map(std::mem::take).unwrap_or_default();
+        let taken = self
+            .sim
+            .tap
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
         let items = taken
             .iter()
             .map(|(t, from_rcv, seg)| {
                 let s = segment_to_py(py, cls, seg)?;
-                PyTuple::new(py, [t.into_pyobject(py)?.into_any(), from_rcv.into_pyobject(py)?.to_owned().into_any(), s])
+                PyTuple::new(
+                    py,
+                    [
+                        t.into_pyobject(py)?.into_any(),
+                        from_rcv.into_pyobject(py)?.to_owned().into_any(),
+                        s,
+                    ],
+                )
             })
             .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, items)
@@ -203,7 +218,18 @@ impl PySimulation {
     }
 }
 
+/// `n` draws of `random.Random(seed).random()` from the engine's generator, then `n` of
+/// `expovariate(lambd)` (tests/engine/test_random.py holds them to CPython's).
+#[pyfunction]
+fn random_draws(seed: i128, n: usize, lambd: f64) -> (Vec<f64>, Vec<f64>) {
+    let mut r = Random::new(seed);
+    let a = (0..n).map(|_| r.random()).collect();
+    let b = (0..n).map(|_| r.expovariate(lambd)).collect();
+    (a, b)
+}
+
 /// Add the engine's class to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(random_draws, m)?)?;
     m.add_class::<PySimulation>()
 }

@@ -348,10 +348,10 @@ impl Simulation {
         let now = self.sched.now;
         let rd = self.reader(r);
         let best = rd.best_second.max(rd.second_bytes);
-        let (kind, start, end, n, period) = rd
-            .phases
-            .next(best)
-            .unwrap_or((PhaseKind::Never, now, FAR, 0, 0));
+        let (kind, start, end, n, period) =
+            rd.phases
+                .next(best)
+                .unwrap_or((PhaseKind::Never, now, FAR, 0, 0));
         rd.ids += 1;
         rd.phase = Phase {
             kind,

@@ -100,7 +100,10 @@ impl LinkDirection {
 
     /// The head of the flight reaches the far end (returned); the next one takes its place.
     pub fn arrive<E>(&mut self, sched: &mut Scheduler<E>, arrive: E) -> Segment {
-        let (_, _, seg) = self.flight.pop_front().expect("an arrival with nothing in flight");
+        let (_, _, seg) = self
+            .flight
+            .pop_front()
+            .expect("an arrival with nothing in flight");
         if let Some(&(t, ticket, _)) = self.flight.front() {
             sched.at_ticket(t, NETWORK, ticket, arrive);
         }

@@ -28,7 +28,10 @@ impl Random {
         if key.is_empty() {
             key.push(0);
         }
-        let mut r = Random { mt: [0; N], mti: N + 1 };
+        let mut r = Random {
+            mt: [0; N],
+            mti: N + 1,
+        };
         r.init_by_array(&key);
         r
     }

@@ -232,8 +232,7 @@ impl Simulation {
             if self.socks[RCV].readable {
                 self.reader_on_readable(0, now);
             }
-            if self.writers[1].as_ref().is_some_and(|w| w.blocked) && self.socks[RCV].can_queue()
-            {
+            if self.writers[1].as_ref().is_some_and(|w| w.blocked) && self.socks[RCV].can_queue() {
                 self.writer_on_writable(1, now);
             }
         } else {
@@ -243,8 +242,7 @@ impl Simulation {
                     self.reader_on_readable(1, now);
                 }
             }
-            if self.writers[0].as_ref().is_some_and(|w| w.blocked) && self.socks[SND].can_queue()
-            {
+            if self.writers[0].as_ref().is_some_and(|w| w.blocked) && self.socks[SND].can_queue() {
                 self.writer_on_writable(0, now);
             }
         }
@@ -287,7 +285,7 @@ impl Simulation {
     }
 
     /// simulation.py `_to_rcv`.
-    fn to_rcv(&mut self, seg: Segment) {
+    fn deliver_rcv(&mut self, seg: Segment) {
         let now = self.sched.now;
         if let Some(tap) = self.tap.as_mut() {
             tap.push((now, false, seg.clone()));
@@ -309,7 +307,7 @@ impl Simulation {
     }
 
     /// simulation.py `_to_snd`.
-    fn to_snd(&mut self, seg: Segment) {
+    fn deliver_snd(&mut self, seg: Segment) {
         let now = self.sched.now;
         let rr = self.readers[1].is_some();
         if rr {
@@ -438,9 +436,9 @@ impl Simulation {
             Ev::Arrive(dir) => {
                 let seg = self.links[dir].arrive(&mut self.sched, Ev::Arrive(dir));
                 if dir == 0 {
-                    self.to_rcv(seg)
+                    self.deliver_rcv(seg)
                 } else {
-                    self.to_snd(seg)
+                    self.deliver_snd(seg)
                 }
             }
             Ev::Timer(i, d) => self.timer(i, d),
