@@ -188,7 +188,7 @@ def _key(key: str, prefix: str) -> bool:
         check_key(key, prefix.rstrip(".") + ":")
     except ScenarioError:
         raise StudyError(f"{prefix}{key}: not a scenario field; use profile, policy, duration, hz, "
-                         "seed, sysctl.NAME or TABLE.FIELD (link, receiver, sender, writer, reader)"
+                         "seed, engine, sysctl.NAME or TABLE.FIELD (link, receiver, sender, writer, reader)"
                          ) from None
     return True
 
