@@ -138,7 +138,7 @@ def run_benchmarks(quick: bool = False, repeat: int = 1,
                     else case.duration
                 row = _case_row(i, case, duration, repeat, eng, os.path.join(tmp, "t.parquet"))
                 rows.append(row)
-                rates[eng] = row["sim_s_per_wall_s"]
+                rates[eng] = row["sim_s"] / row["wall_s"] if row["wall_s"] else 0.0
                 if echo:
                     echo(f"{row['case']:<44} {eng:<6} {duration:>6}  wall {row['wall_s']:8.2f} s  "
                          f"CPU {row['cpu_s']:8.2f} s  "
@@ -172,7 +172,8 @@ def _case_row(i: int, case: Case, duration: str, repeat: int, engine: str, trace
     tick = _once(case, case.quick, False, None, engine)
     fast = _once(case, case.quick, True, None, engine)
     return {
-        "case": case.name, "engine": engine, "duration": duration, "wall_s": round(wall, 3),
+        "case": case.name, "engine": engine, "duration": duration, "sim_s": runs[0]["sim_s"],
+        "wall_s": round(wall, 3),
         "cpu_s": round(cpu, 3),
         "packets": runs[0]["packets"],
         "packets_per_s": round(runs[0]["packets"] / wall),
