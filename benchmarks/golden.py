@@ -2,6 +2,7 @@
 
     python benchmarks/golden.py record [--dir /tmp/golden] [-j 2]
     python benchmarks/golden.py verify [--dir /tmp/golden] [-j 2] [-k FILTER] [--work DIR]
+                                       [--engine python|native]
     python benchmarks/golden.py diff A.parquet B.parquet
 
 `record` runs every case below through the CLI (`tcpsim run ... --trace X.parquet --json`)
@@ -168,11 +169,14 @@ def write_scenarios(root: Path) -> None:
         (sdir / f"{name}.toml").write_text(f'name = "{name}"\n{body}')
 
 
+ENGINE_ARGS: list[str] = []         # --engine E: every case on engine E (default: tcpsim's)
+
+
 def run_case(case: Case, out_dir: Path) -> dict:
     """Run one case through the CLI; returns its sha256, JSON (without wall_s) and wall time."""
     trace = out_dir / f"{case.key}.parquet"
     cmd = [sys.executable, "-m", "tcpsim.cli", "run", case.scenario, "--json", "--no-progress",
-           "--trace", str(trace), *case.args]
+           "--trace", str(trace), *case.args, *ENGINE_ARGS]
     if case.profile:
         cmd += ["-p", case.profile]
     if case.duration:
@@ -279,6 +283,8 @@ def main() -> int:
     ap.add_argument("files", nargs="*", help="diff: two Parquet traces")
     ap.add_argument("--dir", type=Path, default=Path("/tmp/golden"))
     ap.add_argument("-j", "--jobs", type=int, default=2)
+    ap.add_argument("--engine", choices=("python", "native"),
+                    help="run every case on this engine (default: tcpsim's default engine)")
     ap.add_argument("-k", dest="filter", help="verify: only cases whose key starts with this")
     ap.add_argument("--work", type=Path, help="verify: where the new traces go (default DIR/verify; "
                     "give each concurrent verify its own)")
@@ -286,6 +292,8 @@ def main() -> int:
     if a.mode == "record":
         return record(a.dir, a.jobs)
     if a.mode == "verify":
+        if a.engine:
+            ENGINE_ARGS[:] = ["--engine", a.engine]
         return verify(a.dir, a.jobs, a.filter, a.work)
     if a.mode == "list":
         for c in cases(a.dir):

@@ -25,7 +25,7 @@ from tcpsim.scenario import Scenario
 from tcpsim.workload import App
 
 GROUP_ROWS = 65536          # trace rows per Parquet row group (ParquetRecorder's default)
-_STEPS = 1 << 16            # events per slice when nothing is traced (progress, Ctrl-C)
+_STEPS = 1 << 18            # events per slice at most: progress, and Ctrl-C between slices
 
 
 def native_engine_class() -> type:
@@ -114,7 +114,7 @@ class NativeSimulation:
         wall = time.perf_counter()
         with few_gc_passes():
             while not sim.finished:
-                sim.run_some(rows, _STEPS if progress is not None else 1 << 62)
+                sim.run_some(rows, _STEPS)
                 if self.tap is not None:
                     self._feed_tap()
                 while sink is not None and sim.rows() >= GROUP_ROWS:
