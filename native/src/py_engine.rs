@@ -13,6 +13,7 @@ use crate::devices;
 use crate::engine::apps::App;
 use crate::engine::random::Random;
 use crate::engine::simulation::{LinkSpec, RunSpec, Simulation, RCV, SND};
+use crate::engine::trace::INT_COLUMNS;
 use crate::py::{compose_kernel, fields_dict, segment_to_py, sysctls_from_py};
 use crate::socket::{SocketParams, TcpSocket};
 
@@ -145,17 +146,37 @@ impl PySimulation {
     /// The first `n` buffered rows, taken out as Arrow buffers: ([int64 column values],
     /// [(int32 offsets, UTF-8 data) of each string column]), in schema order per kind.
     fn take_rows<'py>(&mut self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyTuple>> {
-        let (ints, strs) = self.sim.trace.take(n);
-        let ints = PyList::new(py, ints.iter().map(|c| PyBytes::new(py, le_bytes(c))))?;
-        let strs = PyList::new(
-            py,
-            strs.iter()
-                .map(|(o, d)| {
-                    PyTuple::new(py, [PyBytes::new(py, le_bytes(o)), PyBytes::new(py, d)])
+        let tr = &self.sim.trace;
+        let n = n.min(tr.rows());
+        let ints = (0..INT_COLUMNS)
+            .map(|j| {
+                PyBytes::new_with(py, n * 8, |b| {
+                    b.copy_from_slice(le_bytes(tr.int_values(j, n)));
+                    Ok(())
                 })
-                .collect::<PyResult<Vec<_>>>()?,
-        )?;
-        PyTuple::new(py, [ints.into_any(), strs.into_any()])
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let strs = (0..5)
+            .map(|j| {
+                let offsets = PyBytes::new_with(py, 4 * (n + 1), |b| {
+                    tr.fill_offsets(j, n, b);
+                    Ok(())
+                })?;
+                let data = PyBytes::new_with(py, tr.string_data_len(j, n), |b| {
+                    tr.fill_data(j, n, b);
+                    Ok(())
+                })?;
+                PyTuple::new(py, [offsets, data])
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        self.sim.trace.discard(n);
+        PyTuple::new(
+            py,
+            [
+                PyList::new(py, ints)?.into_any(),
+                PyList::new(py, strs)?.into_any(),
+            ],
+        )
     }
 
     /// The receiver's wire since the last call: [(t_ns, sent by the receiver, Segment)].

@@ -45,10 +45,6 @@ impl Hasher for Fnv {
 /// event's own strings moved in, nothing allocated per row.
 type Key = (u8, u8, String, String, String);
 
-/// A group of rows as Arrow buffers: the integer columns' values, and each string column's
-/// (int32 offsets, UTF-8 data).
-pub type Buffers = (Vec<Vec<i64>>, Vec<(Vec<i32>, Vec<u8>)>);
-
 /// Rows not yet handed to Python, column by column.
 pub struct TraceColumns {
     pub ints: Vec<Vec<i64>>,
@@ -148,26 +144,46 @@ impl TraceColumns {
         self.codes.push(code);
     }
 
-    /// The first `n` rows (all if fewer), taken out as Arrow buffers: the integer columns
-    /// (int64 values) and the five string columns, each (int32 offsets, UTF-8 data).
-    pub fn take(&mut self, n: usize) -> Buffers {
-        let n = n.min(self.rows());
-        let ints = self
-            .ints
-            .iter_mut()
-            .map(|c| c.drain(..n).collect())
-            .collect();
-        let mut strs: Vec<(Vec<i32>, Vec<u8>)> = (0..5)
-            .map(|_| (Vec::with_capacity(n + 1), Vec::new()))
-            .collect();
-        for (j, (offsets, data)) in strs.iter_mut().enumerate() {
-            offsets.push(0);
-            for &code in &self.codes[..n] {
-                data.extend_from_slice(self.distinct[code as usize][j].as_bytes());
-                offsets.push(data.len() as i32);
-            }
+    /// Integer column `j`'s first `n` values (Arrow int64 values).
+    pub fn int_values(&self, j: usize, n: usize) -> &[i64] {
+        &self.ints[j][..n]
+    }
+
+    /// String column `j` of the first `n` rows: its Arrow offsets (n + 1 int32,
+    /// little-endian) written into `out`, of `4 * (n + 1)` bytes.
+    pub fn fill_offsets(&self, j: usize, n: usize, out: &mut [u8]) {
+        let mut at = 0i32;
+        out[..4].copy_from_slice(&at.to_le_bytes());
+        for (i, &code) in self.codes[..n].iter().enumerate() {
+            at += self.distinct[code as usize][j].len() as i32;
+            out[4 * (i + 1)..4 * (i + 2)].copy_from_slice(&at.to_le_bytes());
+        }
+    }
+
+    /// String column `j` of the first `n` rows: its UTF-8 data written into `out`, of
+    /// `string_data_len(j, n)` bytes.
+    pub fn fill_data(&self, j: usize, n: usize, out: &mut [u8]) {
+        let mut at = 0usize;
+        for &code in &self.codes[..n] {
+            let s = self.distinct[code as usize][j].as_bytes();
+            out[at..at + s.len()].copy_from_slice(s);
+            at += s.len();
+        }
+    }
+
+    /// Bytes of UTF-8 data in string column `j` of the first `n` rows.
+    pub fn string_data_len(&self, j: usize, n: usize) -> usize {
+        self.codes[..n]
+            .iter()
+            .map(|&c| self.distinct[c as usize][j].len())
+            .sum()
+    }
+
+    /// Drop the first `n` rows (handed over); the columns keep their capacity.
+    pub fn discard(&mut self, n: usize) {
+        for c in &mut self.ints {
+            c.drain(..n);
         }
         self.codes.drain(..n);
-        (ints, strs)
     }
 }
