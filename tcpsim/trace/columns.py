@@ -17,7 +17,7 @@ from tcpsim.trace.recorder import INT_POS, SCHEMA, STR_POS
 def table_from_buffers(n: int, ints: list[bytes], strs: list[tuple[bytes, bytes]]) -> pa.Table:
     """The Arrow table (the trace SCHEMA) of `n` rows: `ints` the integer columns' values,
     `strs` the string columns' (offsets, data), each in schema order."""
-    arrays: list[pa.Array] = [None] * len(SCHEMA)  # type: ignore[list-item]
+    arrays: list[pa.Array] = [None] * len(SCHEMA)
     for buf, pos in zip(ints, INT_POS):
         arrays[pos] = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(buf)])
     for (offsets, data), pos in zip(strs, STR_POS):
