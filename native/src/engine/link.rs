@@ -110,3 +110,50 @@ impl LinkDirection {
         seg
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(len: i64) -> Segment {
+        let mut s = Segment::new(0, len, 0x10, 0, 0);
+        s.tsval = -1;
+        s
+    }
+
+    fn arrivals(link: &mut LinkDirection, sched: &mut Scheduler<u8>) -> Vec<i64> {
+        let mut out = Vec::new();
+        while sched.pop_until(i64::MAX).is_some() {
+            link.arrive(sched, 0);
+            out.push(sched.now);
+        }
+        out
+    }
+
+    #[test]
+    fn rate_serialises_and_the_queue_limit_drops() {
+        let (mut sched, mut r, mut j) = (Scheduler::new(), Random::new(0), Random::new(1));
+        // 1000 B + 78 B overhead at 8 Mbit/s: 1.078 ms per packet
+        let mut link = LinkDirection::new(5_000_000, 8_000_000, 2, 0.0, 0);
+        for _ in 0..3 {
+            link.send(&mut sched, seg(1000), &mut r, &mut j, 0u8);
+        }
+        assert_eq!(link.dropped, 1);
+        assert_eq!(arrivals(&mut link, &mut sched), [6_078_000, 7_156_000]);
+    }
+
+    #[test]
+    fn jitter_never_reorders_and_loss_draws_the_python_stream() {
+        let (mut sched, mut r, mut j) = (Scheduler::new(), Random::new(7), Random::new(15));
+        let mut link = LinkDirection::new(1_000_000, 0, 1000, 0.3, 2_000_000);
+        for _ in 0..200 {
+            link.send(&mut sched, seg(100), &mut r, &mut j, 0u8);
+        }
+        let mut expect = Random::new(7);
+        let lost = (0..200).filter(|_| expect.random() < 0.3).count() as i64;
+        assert_eq!(link.lost, lost);
+        let t = arrivals(&mut link, &mut sched);
+        assert_eq!(t.len() as i64, 200 - lost);
+        assert!(t.windows(2).all(|w| w[0] <= w[1]));
+    }
+}
