@@ -101,6 +101,9 @@ class NativeSimulation:
             "rev_writer": _app(sc.rev_writer) if sc.rev_writer and sc.rev_reader else None,
             "rev_reader": _app(sc.rev_reader) if sc.rev_writer and sc.rev_reader else None,
         }
+        if not -(2**125) <= sc.seed < 2**125:
+            raise EngineError(f"seed {sc.seed}: the native engine takes seeds within +-2**125; "
+                              "use a smaller seed or --engine python")
         try:
             self.sim = cls(cfg)
         except ValueError as exc:
