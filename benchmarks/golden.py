@@ -2,6 +2,7 @@
 
     python benchmarks/golden.py record [--dir /tmp/golden] [-j 2]
     python benchmarks/golden.py verify [--dir /tmp/golden] [-j 2] [-k FILTER] [--work DIR]
+                                       [--engine python|native]
     python benchmarks/golden.py diff A.parquet B.parquet
 
 `record` runs every case below through the CLI (`tcpsim run ... --trace X.parquet --json`)
@@ -168,12 +169,15 @@ def write_scenarios(root: Path) -> None:
         (sdir / f"{name}.toml").write_text(f'name = "{name}"\n{body}')
 
 
+ENGINE_ARGS: list[str] = []         # --engine E: every case on engine E (default: tcpsim's)
+
+
 def run_case(case: Case, out_dir: Path, extra: tuple[str, ...] = ()) -> dict:
     """Run one case through the CLI (`extra`: more options, e.g. a sender sysctl); returns
     its sha256, JSON (without wall_s) and wall time."""
     trace = out_dir / f"{case.key}.parquet"
     cmd = [sys.executable, "-m", "tcpsim.cli", "run", case.scenario, "--json", "--no-progress",
-           "--trace", str(trace), *case.args, *extra]
+           "--trace", str(trace), *case.args, *ENGINE_ARGS, *extra]
     if case.profile:
         cmd += ["-p", case.profile]
     if case.duration:
@@ -289,6 +293,8 @@ def main() -> int:
     ap.add_argument("files", nargs="*", help="diff: two Parquet traces")
     ap.add_argument("--dir", type=Path, default=Path("/tmp/golden"))
     ap.add_argument("-j", "--jobs", type=int, default=2)
+    ap.add_argument("--engine", choices=("python", "native"),
+                    help="run every case on this engine (default: tcpsim's default engine)")
     ap.add_argument("-k", dest="filter", help="verify: only cases whose key starts with this")
     ap.add_argument("--sender-sysctl", "-S", action="append", default=[], metavar="NAME=VALUE",
                     help="verify: a sender sysctl on every case (tcpsim run -S)")
@@ -300,6 +306,8 @@ def main() -> int:
     if a.mode == "record":
         return record(a.dir, a.jobs)
     if a.mode == "verify":
+        if a.engine:
+            ENGINE_ARGS[:] = ["--engine", a.engine]
         extra = tuple(x for v in a.sender_sysctl for x in ("-S", v))
         return verify(a.dir, a.jobs, a.filter, a.work, extra, a.rows_only)
     if a.mode == "list":

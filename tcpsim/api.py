@@ -41,8 +41,9 @@ ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any], "Scenario"]
 DurationLike = Union[str, int, float, None]
 PolicyLike = Union[str, Sequence[str]]
 
-ENGINES: tuple[str, ...] = ("python",)
-"""Engines `run(engine=...)` accepts (None means the default, "python")."""
+ENGINES: tuple[str, ...] = ("python", "native")
+"""Engines `run(engine=...)` accepts (None means the default: "native" where the extension
+is built, else "python"; the results are identical)."""
 
 FIGURES: tuple[str, ...] = ("memory", "events", "recvq", "window", "delivery", "rates",
                             "sender", "segments", "packets")
@@ -110,13 +111,17 @@ def _seed(seed: int | None) -> int | None:
     return seed
 
 
-def _engine(engine: str | None) -> str:
+def _engine(engine: str | None) -> str | None:
     if engine is None:
-        return ENGINES[0]
+        return None
     if engine not in ENGINES:
         raise ValueError(f"engine: unknown engine {engine!r}; available: {', '.join(ENGINES)} "
                          "(None picks the default)")
-    return engine
+    from tcpsim.engines import EngineError, check_engine
+    try:
+        return check_engine(engine)
+    except EngineError as exc:
+        raise ValueError(f"engine: {exc}") from None
 
 
 def _options(profile: str | None, policy: PolicyLike | None, sysctl: Mapping[str, Any] | None,
@@ -268,7 +273,8 @@ def run(scenario: ScenarioLike, *, profile: str | None = None, policy: PolicyLik
             ``{"net.ipv4.tcp_shrink_window": 1}``.
         duration: simulated time: seconds as a number, or ``"60s"``, ``"250ms"``, ``"35min"``.
         seed: the random seed (same seed, same results).
-        engine: ``None`` or ``"python"`` (the only engine today).
+        engine: ``"native"`` (Rust) or ``"python"`` (the reference); ``None``: native
+            where it is built (a ``FILE.py:Class`` patch runs on the Python engine).
         hz: the kernel's CONFIG_HZ (100, 250, 300, 1000), overriding the scenario's.
         trace: keep the per-event trace in memory (``Run.trace``, figures, reports);
             ``False`` keeps none; a file path streams it to Parquet, as ``tcpsim run
@@ -283,9 +289,10 @@ def run(scenario: ScenarioLike, *, profile: str | None = None, policy: PolicyLik
     """
     from tcpsim.core.sysctl import SysctlError
     from tcpsim.catalog import ProfileError
-    _engine(engine)
+    chosen = _engine(engine)
     sc = _scenario(scenario)
     opts = _options(profile, policy, sysctl, duration, seed, hz)
+    opts.engine = chosen
     path = Path(trace) if isinstance(trace, (str, os.PathLike)) else None
     opts.trace, opts.memory_trace = path, path is None and bool(trace)
     opts.skip, opts.progress = bool(skip), bool(progress)
@@ -536,11 +543,12 @@ def sweep(scenario: str | os.PathLike[str] | Mapping[str, Any],
     from tcpsim.core.sysctl import SysctlError
     from tcpsim.catalog import ProfileError
     from tcpsim.sweeps import build_points, run_sweep
-    _engine(engine)
+    chosen = _engine(engine)
     axes = _axes(vary)
     if not isinstance(jobs, int) or jobs < 0:
         raise ValueError(f"jobs: expected 0 (one per CPU) or a positive number, got {jobs!r}")
     base = _options(profile, policy, sysctl, duration, seed, None)
+    base.engine = chosen
     with _scenario_file(scenario) as path:
         try:
             points = build_points(path, axes, base)

@@ -1,6 +1,11 @@
 """Benchmarks (`tcpsim bench`): fixed scenarios with the full model and tracing on.
 
-Prints, per case, the median wall time of `repeat` runs (and their median CPU time: on a
+Runs both engines (native and python) in one invocation, or one with `engine`, and prints
+their ratio per case: simulated seconds per wall second of the native engine over the
+Python engine's. Without --quick the Python engine runs each case for its quick duration
+(its full durations take many minutes) -- the ratio compares rates, and says so.
+
+Prints, per case and engine, the median wall time of `repeat` runs (and their median CPU time: on a
 shared machine, time.process_time() is the steadier figure), simulated packets per wall-second,
 simulated seconds per wall-second, the tick-by-tick engine's time for the same case (ratio)
 and the peak RSS of a child process running it; then (e), a 100-point `tcpsim sweep` grid
@@ -54,12 +59,13 @@ SWEEP_AXES = ("profile=linux-5.15,linux-6.1,linux-6.6,linux-6.17,linux-6.18",
 SWEEP_DURATION, SWEEP_QUICK = "60s", "5s"
 
 
-def _sweep_once(duration: str) -> dict:
+def _sweep_once(duration: str, engine: str) -> dict:
     """Run the grid in worker processes (one per CPU), trace off; wall and CPU of the whole."""
     from tcpsim.units import parse_duration
     from tcpsim.sweeps import build_points, parse_axis, run_sweep
     points = build_points(SWEEP_EXPERIMENT, [parse_axis(a) for a in SWEEP_AXES],
-                          RunOptions(duration=parse_duration(duration, "duration")))
+                          RunOptions(duration=parse_duration(duration, "duration"),
+                                     engine=engine))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     cpu = time.process_time()
@@ -84,62 +90,69 @@ def _scenario(case: Case):
     return sc, sysctl
 
 
-def _once(case: Case, duration: str, skip: bool, trace: str | None) -> dict:
+def _once(case: Case, duration: str, skip: bool, trace: str | None,
+          engine: str | None = None) -> dict:
     from tcpsim.units import parse_duration
     sc, sysctl = _scenario(case)
     t = time.perf_counter()
     cpu = time.process_time()
     result, _ = run(sc, RunOptions(profile=case.profile, sysctl=sysctl,
                                    duration=parse_duration(duration, "duration"), skip=skip,
-                                   trace=trace))
+                                   trace=trace, engine=engine))
     cpu = time.process_time() - cpu
     wall = time.perf_counter() - t
     return {"wall": wall, "cpu": cpu, "packets": result.summary["packets"],
             "sim_s": result.summary["duration_s"], "events": result.summary["events"]}
 
 
-def _child_rss(case_index: int, duration: str) -> int:
+def _child_rss(case_index: int, duration: str, engine: str) -> int:
     """Peak RSS (kB) of a fresh process running one case with the full trace written."""
     code = ("import sys,resource,tempfile;from tcpsim.bench import CASES,_once;"
             f"c=CASES[{case_index}];d=tempfile.mkdtemp();"
-            f"_once(c,{duration!r},True,d+'/t.parquet');"
+            f"_once(c,{duration!r},True,d+'/t.parquet',{engine!r});"
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return int(out.stdout.strip().splitlines()[-1])
 
 
+def bench_engines(engine: str | None) -> tuple[str, ...]:
+    """The engines to run: `engine` alone, else both (native first) where native is built."""
+    from tcpsim.engines import check_engine, native_available
+    if engine is not None:
+        return (check_engine(engine),)
+    return ("native", "python") if native_available() else ("python",)
+
+
 def run_benchmarks(quick: bool = False, repeat: int = 1,
-                   echo: Callable[[str], None] | None = print) -> list[dict]:
-    """Run every case; returns one row per case (and prints them when echo is given)."""
+                   echo: Callable[[str], None] | None = print,
+                   engine: str | None = None) -> list[dict]:
+    """Run every case on each engine; returns one row per case and engine (and prints them,
+    with the engines' ratio, when echo is given)."""
     rows = []
+    engines = bench_engines(engine)
     with tempfile.TemporaryDirectory() as tmp:
         for i, case in enumerate(CASES):
-            duration = case.quick if quick else case.duration
-            runs = [_once(case, duration, True, os.path.join(tmp, "t.parquet"))
-                    for _ in range(max(1, repeat))]
-            wall = statistics.median(r["wall"] for r in runs)
-            cpu = statistics.median(r["cpu"] for r in runs)
-            tick = _once(case, case.quick, False, None)
-            fast = _once(case, case.quick, True, None)
-            row = {
-                "case": case.name, "duration": duration, "wall_s": round(wall, 3),
-                "cpu_s": round(cpu, 3),
-                "packets": runs[0]["packets"],
-                "packets_per_s": round(runs[0]["packets"] / wall),
-                "sim_s_per_wall_s": round(runs[0]["sim_s"] / wall, 1),
-                "tick_over_skip": round(tick["wall"] / fast["wall"], 2) if fast["wall"] else None,
-                "peak_rss_mb": round(_child_rss(i, duration) / 1024, 1),
-            }
-            rows.append(row)
-            if echo:
-                echo(f"{row['case']:<44} {duration:>6}  wall {row['wall_s']:8.2f} s  "
-                     f"CPU {row['cpu_s']:8.2f} s  "
-                     f"{row['packets_per_s']:>9,} pkt/s  {row['sim_s_per_wall_s']:>8} sim-s/s  "
-                     f"tick/skip {row['tick_over_skip']}  RSS {row['peak_rss_mb']} MB")
+            rates = {}
+            for eng in engines:
+                duration = case.quick if quick or (eng == "python" and len(engines) > 1) \
+                    else case.duration
+                row = _case_row(i, case, duration, repeat, eng, os.path.join(tmp, "t.parquet"))
+                rows.append(row)
+                rates[eng] = row["sim_s"] / row["wall_s"] if row["wall_s"] else 0.0
+                if echo:
+                    echo(f"{row['case']:<44} {eng:<6} {duration:>6}  wall {row['wall_s']:8.2f} s  "
+                         f"CPU {row['cpu_s']:8.2f} s  "
+                         f"{row['packets_per_s']:>9,} pkt/s  {row['sim_s_per_wall_s']:>8} sim-s/s  "
+                         f"tick/skip {row['tick_over_skip']}  RSS {row['peak_rss_mb']} MB")
+            if len(rates) == 2 and rates["python"]:
+                ratio = round(rates["native"] / rates["python"], 1)
+                rows[-2]["native_over_python"] = ratio
+                if echo:
+                    echo(f"{'':<44} native/python: {ratio}x (simulated seconds per wall second)")
     duration = SWEEP_QUICK if quick else SWEEP_DURATION
-    runs = [_sweep_once(duration) for _ in range(max(1, repeat))]
+    runs = [_sweep_once(duration, engines[0]) for _ in range(max(1, repeat))]
     wall = statistics.median(r["wall"] for r in runs)
-    row = {"case": SWEEP_NAME, "duration": f"{runs[0]['points']} x {duration}",
+    row = {"case": SWEEP_NAME, "engine": engines[0], "duration": f"{runs[0]['points']} x {duration}",
            "wall_s": round(wall, 3), "cpu_s": round(statistics.median(r["cpu"] for r in runs), 3),
            "packets": runs[0]["packets"], "packets_per_s": round(runs[0]["packets"] / wall),
            "sim_s_per_wall_s": round(runs[0]["sim_s"] / wall, 1), "workers": os.cpu_count()}
@@ -149,6 +162,25 @@ def run_benchmarks(quick: bool = False, repeat: int = 1,
              f"CPU {row['cpu_s']:8.2f} s  {row['packets_per_s']:>9,} pkt/s  "
              f"{row['sim_s_per_wall_s']:>8} sim-s/s  ({row['workers']} workers, whole sweep)")
     return rows
+
+
+def _case_row(i: int, case: Case, duration: str, repeat: int, engine: str, trace: str) -> dict:
+    """One case on one engine: the median of `repeat` traced runs, tick/skip, peak RSS."""
+    runs = [_once(case, duration, True, trace, engine) for _ in range(max(1, repeat))]
+    wall = statistics.median(r["wall"] for r in runs)
+    cpu = statistics.median(r["cpu"] for r in runs)
+    tick = _once(case, case.quick, False, None, engine)
+    fast = _once(case, case.quick, True, None, engine)
+    return {
+        "case": case.name, "engine": engine, "duration": duration, "sim_s": runs[0]["sim_s"],
+        "wall_s": round(wall, 3),
+        "cpu_s": round(cpu, 3),
+        "packets": runs[0]["packets"],
+        "packets_per_s": round(runs[0]["packets"] / wall),
+        "sim_s_per_wall_s": round(runs[0]["sim_s"] / wall, 1),
+        "tick_over_skip": round(tick["wall"] / fast["wall"], 2) if fast["wall"] else None,
+        "peak_rss_mb": round(_child_rss(i, duration, engine) / 1024, 1),
+    }
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from tcpsim.core.sysctl import SysctlError
 from tcpsim.catalog import ProfileError, get_profile
+from tcpsim.engines import EngineError
 from tcpsim.scenario import Scenario, ScenarioError, builtin_experiments, load_scenario
 from tcpsim.sysctl_parse import parse_options as parse_sysctl_options
 from tcpsim.units import parse_duration, parse_size
@@ -26,7 +27,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 profiles_app = typer.Typer(help="List kernel profiles and patches.", invoke_without_command=True)
 app.add_typer(profiles_app, name="profiles")
 
-USER_ERRORS = (ScenarioError, SysctlError, ProfileError)
+USER_ERRORS = (ScenarioError, SysctlError, ProfileError, EngineError)
+ENGINE_HELP = "python (the reference) or native (Rust; the default where it is built)"
 PACKAGE_OF = {"ip": "iproute2", "tc": "iproute2", "sysctl": "procps"}   # Debian package of a tool
 
 
@@ -91,6 +93,7 @@ def run(
     no_skip: bool = typer.Option(False, "--no-skip", help="tick by tick (no time skipping)"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON on stdout"),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="progress bar on stderr"),
+    engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
 ) -> None:
     """Run one scenario and print its summary, counters and ss-style snapshot."""
     from tcpsim.api import run_with
@@ -104,7 +107,8 @@ def run(
                           duration=parse_duration(duration, "--duration", positive=True) if duration else None,
                           seed=seed, hz=hz, skip=not no_skip, trace=trace, pcap=pcap,
                           progress=sys.stderr.isatty() if progress is None else progress,
-                          note=lambda msg: typer.echo(f"tcpsim: note: {msg}", err=True))
+                          note=lambda msg: typer.echo(f"tcpsim: note: {msg}", err=True),
+                          engine=engine)
         _check_pcap_out(pcap)
         _check_out(trace, "--trace", "run.parquet")
         result = run_with(sc, opts)
@@ -278,6 +282,7 @@ def sweep(
     old_out: Optional[Path] = typer.Option(None, "--out", "-o", hidden=True, help="old name of --table"),
     no_skip: bool = typer.Option(False, "--no-skip", help="tick by tick (no time skipping)"),
     as_json: bool = typer.Option(False, "--json", help="print every point's row as JSON"),
+    engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
 ) -> None:
     """Run a study or a scenario over a grid of values, in parallel, resumably.
 
@@ -304,7 +309,7 @@ def sweep(
         base = RunOptions(profile=profile, policies=tuple(policy), sysctl=parse_sysctl_options(sysctl),
                           sender_sysctl=parse_sysctl_options(sender_sysctl, "--sender-sysctl"),
                           duration=parse_duration(duration, "--duration", positive=True) if duration else None,
-                          skip=not no_skip)
+                          skip=not no_skip, engine=engine)
         plan = plan_sweep(target, [parse_axis(v) for v in vary], base)
     except USER_ERRORS as exc:
         _fail(str(exc))
@@ -368,6 +373,8 @@ def bench(
     as_json: bool = typer.Option(False, "--json"),
     socket: bool = typer.Option(False, "--socket",
                                 help="only the socket alone, per engine (us per segment)"),
+    engine: Optional[str] = typer.Option(None, "--engine", help="one engine only (default: both, "
+                                         "and their ratio)"),
 ) -> None:
     """Benchmark the simulator: packets/s, simulated s per wall s, peak RSS."""
     if socket:
@@ -378,7 +385,12 @@ def bench(
             typer.echo(json.dumps(row, indent=2))
         return
     from tcpsim.bench import run_benchmarks
-    rows = run_benchmarks(quick=quick, repeat=repeat, echo=None if as_json else typer.echo)
+    try:
+        rows = run_benchmarks(quick=quick, repeat=repeat, echo=None if as_json else typer.echo,
+                              engine=engine)
+    except EngineError as exc:
+        _fail(str(exc))
+        return
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
 
@@ -477,6 +489,7 @@ def compare(
                                       "--profile or --vs before it (repeatable)"),
     _sysctl: List[str] = typer.Option([], "--sysctl", "-s", help="NAME=VALUE receiver sysctl on "
                                       "the --profile or --vs before it (repeatable)"),
+    engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
 ) -> None:
     """Run one workload under several profiles/patches; write a side-by-side HTML report.
 
@@ -507,7 +520,7 @@ def compare(
                 pcaps.append(out_pcap)
             opts = RunOptions(profile=v.profile, policies=tuple(v.policies),
                               sysctl=parse_sysctl_options(v.sysctl), duration=dur, hz=hz,
-                              pcap=out_pcap, memory_trace=True)
+                              pcap=out_pcap, memory_trace=True, engine=engine)
             runs[v.label()] = api.run_with(with_settings(scenario, v.sets) if v.sets else sc, opts)
     except USER_ERRORS as exc:
         _fail(str(exc))
@@ -641,10 +654,12 @@ def validate(
     hz: Optional[int] = typer.Option(None, "--hz", help="replay at this CONFIG_HZ (default: the "
                                      "capture's, from its metadata or manifest.json)"),
     as_json: bool = typer.Option(False, "--json"),
+    engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
 ) -> None:
     """Replay a kernel trace's workload in the model and score the agreement."""
     from dataclasses import replace as dc_replace
 
+    from tcpsim.runner import check_engine_name
     from tcpsim.validate import run_validate
     from tcpsim.validate.scores import Thresholds
     th = Thresholds()
@@ -654,7 +669,11 @@ def validate(
             th = dc_replace(th, **{name: value})
     try:
         until_s = parse_duration(until, "--until", positive=True) / 1e9 if until else None
-    except ScenarioError as exc:
+        if engine is not None and check_engine_name(engine) == "native":
+            raise EngineError("--engine native: validate's replays (the capture's own write and "
+                              "read ticks) run on the Python engine only so far; use "
+                              "--engine python or leave --engine out")
+    except (ScenarioError, EngineError) as exc:
         _fail(str(exc))
         return
     code = run_validate([str(t) for t in traces], profile=profile, thresholds=th,
@@ -825,11 +844,13 @@ def claims(
     only: List[str] = typer.Option([], "--only", help="claim key (repeatable)"),
     quick: bool = typer.Option(False, "--quick", help="shorter runs (the death check is skipped)"),
     as_json: bool = typer.Option(False, "--json"),
+    engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
 ) -> None:
     """Run the seeds' claims as experiments and print a pass/fail table with the figures."""
     from tcpsim.claims import run_claims
     from tcpsim.progress import StepProgress
     try:
+        _set_engine(engine)
         rows = run_claims(keys=only or None, quick=quick, echo=None if as_json else typer.echo,
                           progress=StepProgress("claims").start)
     except ValueError as exc:
@@ -839,6 +860,12 @@ def claims(
         typer.echo(json.dumps(rows, indent=2))
     if any(r["result"] != "PASS" for r in rows):
         raise typer.Exit(1)
+
+
+def _set_engine(engine: Optional[str]) -> None:
+    """--engine of a command that runs many scenarios: the default of this process's runs."""
+    from tcpsim.runner import set_default_engine
+    set_default_engine(engine)
 
 
 def main(argv: Optional[List[str]] = None) -> None:

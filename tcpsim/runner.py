@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tcpsim.core.constants import NS_PER_S
-from tcpsim.engine.simulation import RunResult, Simulation, progress_bar
+from tcpsim.engine.result import RunResult, progress_bar
 from tcpsim.catalog import ProfileError, get_profile
 from tcpsim.scenario import Scenario, check_hz
 from tcpsim.sysctl_parse import check as check_sysctls
@@ -32,6 +32,7 @@ class RunOptions:
     note: Callable[[str], None] | None = None   # told once if the run will take long (pace_note)
     sysctl_origin: str = "--sysctl"         # prefix of a sysctl error ("": none, the API argument)
     sender_sysctl_origin: str = "--sender-sysctl"
+    engine: str | None = None               # "python" | "native"; None: the scenario's, else default
 
 
 def prepare(scenario: Scenario, opts: RunOptions) -> tuple[Scenario, Any]:
@@ -58,6 +59,8 @@ def prepare(scenario: Scenario, opts: RunOptions) -> tuple[Scenario, Any]:
         check_sysctls(opts.sender_sysctl, profile, where=opts.sender_sysctl_origin)
         sc = sc.with_(sender_sysctl={**sc.sender_sysctl, **opts.sender_sysctl})
     sc = sc.with_(profile=name, policies=policies)
+    if opts.engine is not None:
+        sc = sc.with_(engine=check_engine_name(opts.engine))
     return sc, profile
 
 
@@ -83,7 +86,8 @@ def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, 
     if opts.pcap:
         from tcpsim.pcap.export import PcapTap
         tap = PcapTap(opts.pcap, sc.receiver_role)
-    sim = Simulation(sc, profile, sink=sink, skip=opts.skip, tap=tap)
+    sim = make_simulation(choose_engine(opts.engine, sc), sc, profile, sink=sink,
+                          skip=opts.skip, tap=tap)
     progress = progress_bar(sc.duration, opts.progress)
     if opts.note is not None and not opts.progress:
         progress = pace_note(sc.duration, opts.note, progress)
@@ -98,6 +102,62 @@ def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, 
     if sink is not None:
         sink.close(result.metadata())
     return result, (sink if opts.memory_trace else None)
+
+
+_DEFAULT_ENGINE: list[str] = []      # set_default_engine(): the process's own choice
+
+
+def set_default_engine(engine: str | None) -> None:
+    """Make `engine` the default of every run of this process that chooses none (the
+    `--engine` option of commands that run many scenarios: claims, validate, bench)."""
+    _DEFAULT_ENGINE[:] = [check_engine_name(engine)] if engine else []
+
+
+def check_engine_name(engine: str) -> str:
+    """`engine` if it names an engine, else EngineError listing them."""
+    from tcpsim.engines import ENGINES, EngineError
+    if engine not in ENGINES:
+        raise EngineError(f"--engine {engine}: unknown engine; choose one of: "
+                          f"{', '.join(ENGINES)}")
+    return engine
+
+
+def default_engine() -> str:
+    """"native" wherever the extension (with its engine) is built, else "python"."""
+    if _DEFAULT_ENGINE:
+        return _DEFAULT_ENGINE[0]
+    from tcpsim.engines import native_available
+    return "native" if native_available() else "python"
+
+
+def choose_engine(option: str | None, sc: Scenario) -> str:
+    """The engine a run uses: the option (--engine), else the scenario's `engine` field,
+    else the default. An engine chosen that cannot run here is an EngineError naming the
+    fix; the default is the native engine unless the run needs what only the Python
+    engine has (a Python patch: `--policy FILE.py:Class`)."""
+    from tcpsim.engines import check_engine
+    engine = option or sc.engine
+    if engine:
+        return check_engine(engine)
+    engine = default_engine()
+    if engine == "native" and python_patches(sc):
+        return "python"
+    return engine
+
+
+def python_patches(sc: Scenario) -> list[str]:
+    """The scenario's patches given as Python files (FILE.py:Class), which only the
+    Python engine runs."""
+    return [p for p in sc.policies if ".py:" in p or p.endswith(".py")]
+
+
+def make_simulation(engine: str, sc: Scenario, profile: Any, **kw: Any) -> Any:
+    """A Simulation of `engine` (tcpsim/engine/simulation.py or tcpsim/engine/native.py)."""
+    if engine == "native":
+        from tcpsim.engine.native import NativeSimulation
+        return NativeSimulation(sc, profile, **kw)
+    from tcpsim.engine.simulation import Simulation
+    return Simulation(sc, profile, **kw)
 
 
 LONG_RUN_S = 60.0          # a run expected to take longer than this (wall seconds) is announced

@@ -72,6 +72,7 @@ class Scenario:
     sender_sysctl: dict[str, Any] = field(default_factory=dict)
     policies: tuple[str, ...] = ()
     source: str = ""
+    engine: str = ""                  # "python" | "native"; "" = the default (how it runs, not what)
 
     def with_(self, **changes: Any) -> "Scenario":
         return replace(self, **changes)
@@ -80,6 +81,7 @@ class Scenario:
         """A JSON-friendly record (stored in trace metadata)."""
         from dataclasses import asdict
         d = asdict(self)
+        del d["engine"]                # which engine ran is not part of what was modelled
         if not self.hz:
             del d["hz"]                # unset: the model's default clock, as before the field
         for key, unset in (("rev_writer", None), ("rev_reader", None), ("sender_device", "veth"),
@@ -94,7 +96,7 @@ class Scenario:
         return self.rev_writer is not None
 
 
-_TOP = {"name", "description", "profile", "hz", "duration", "seed", "sysctl", "link", "receiver",
+_TOP = {"name", "description", "profile", "hz", "duration", "seed", "sysctl", "link", "receiver", "engine",
         "sender", "writer", "reader", "policies"}
 
 
@@ -199,6 +201,10 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
         sc = replace(sc, hz=check_hz(raw["hz"], "hz"))
     if "duration" in raw:
         sc = replace(sc, duration=parse_duration(raw["duration"], "duration", positive=True))
+    if "engine" in raw:
+        if raw["engine"] not in ("python", "native"):
+            raise ScenarioError(f'engine: expected "python" or "native", got {raw["engine"]!r}')
+        sc = replace(sc, engine=raw["engine"])
     if "seed" in raw:
         if not isinstance(raw["seed"], int) or isinstance(raw["seed"], bool):
             raise ScenarioError(f"seed: expected an integer, got {raw['seed']!r}")

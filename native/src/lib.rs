@@ -26,6 +26,8 @@
 //! - `models`    <- models/: one file per era, and the profile registry
 //! - `patches`   <- models/patches/: one file per built-in patch
 //! - `py_kernel` <- bindings of single decision points for tests/native/test_native_kernel.py
+//! - `engine`    <- tcpsim/engine/: scheduler, link, apps, simulation, trace columns
+//! - `py_engine` <- bindings of the engine for tcpsim/engine/native.py
 //! - `value`     <- our own: a field's value, to compare records field by field
 
 pub mod ack;
@@ -33,6 +35,7 @@ pub mod clock;
 pub mod cong;
 pub mod constants;
 pub mod devices;
+pub mod engine;
 pub mod kernel;
 pub mod memory;
 pub mod mib;
@@ -52,5 +55,7 @@ mod arith;
 
 #[cfg(feature = "python")]
 mod py;
+#[cfg(feature = "python")]
+mod py_engine;
 #[cfg(feature = "python")]
 mod py_kernel;

@@ -43,7 +43,10 @@ fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
     })
 }
 
-fn fields_dict<'py>(py: Python<'py>, fields: &[(&str, Value)]) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn fields_dict<'py>(
+    py: Python<'py>,
+    fields: &[(&str, Value)],
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (name, v) in fields {
         d.set_item(*name, to_py(py, v)?)?;
@@ -545,7 +548,10 @@ impl PySocket {
 }
 
 /// The kernel of `profile` with `patches` applied (the profile registry).
-fn compose_kernel(profile: &str, patches: &[String]) -> PyResult<crate::kernel::KernelRef> {
+pub(crate) fn compose_kernel(
+    profile: &str,
+    patches: &[String],
+) -> PyResult<crate::kernel::KernelRef> {
     let names: Vec<&str> = patches.iter().map(String::as_str).collect();
     crate::models::compose(profile, &names).map_err(PyValueError::new_err)
 }
@@ -572,7 +578,7 @@ fn segment_from_py(seg: &Bound<'_, PyAny>) -> PyResult<Segment> {
 }
 
 /// A Python `Segment` (the class `cls`) with the fields of `seg`.
-fn segment_to_py<'py>(
+pub(crate) fn segment_to_py<'py>(
     py: Python<'py>,
     cls: &Bound<'py, PyAny>,
     seg: &Segment,
@@ -593,7 +599,10 @@ fn segment_to_py<'py>(
 
 /// A sysctl dict (`Sysctls.as_dict()` form, short or long names) onto the defaults, with
 /// the sysctls the kernel's patches add (`specs`).
-fn sysctls_from_py(d: &Bound<'_, PyDict>, specs: &[sysctl::SysctlSpec]) -> PyResult<Sysctls> {
+pub(crate) fn sysctls_from_py(
+    d: &Bound<'_, PyDict>,
+    specs: &[sysctl::SysctlSpec],
+) -> PyResult<Sysctls> {
     let mut s = Sysctls::default().with_specs(specs);
     for (k, v) in d.iter() {
         let name: String = k.extract()?;
@@ -911,5 +920,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTcpSocket>()?;
     m.add("VALID_HZ", clock::VALID_HZ.to_vec())?;
     crate::py_kernel::register(m)?;
+    crate::py_engine::register(m)?;
     Ok(())
 }

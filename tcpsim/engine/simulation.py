@@ -8,59 +8,23 @@ happens inside tcpsim.core.
 
 from __future__ import annotations
 
-import gc
 import random
-import sys
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.core.devices import device
 from tcpsim.core.segment import Segment
 from tcpsim.core.socket import TcpSocket
 from tcpsim.core.state import ESTABLISHED
-from tcpsim.engine import counts
 from tcpsim.engine.apps import BulkWriter, PeriodicWriter, Reader, make_writer, reader_phases
 from tcpsim.engine.link import LinkDirection
+from tcpsim.engine.result import (Peaks, RunResult, Tally, few_gc_passes, progress_bar,
+                                  summarize)
 from tcpsim.engine.scheduler import TIMER, Scheduler
 from tcpsim.policy import Profile
 from tcpsim.scenario import Scenario
 
-
-
-@dataclass
-class Peaks:
-    """Extremes of the receiver's state over the run (sampled after every event)."""
-
-    rmem: int = 0
-    rcvbuf: int = 0
-    recv_q: int = 0
-    t_rmem: int = 0
-
-
-@dataclass
-class RunResult:
-    """What a run produced: summary numbers, counters, final `ss` lines."""
-
-    scenario: str
-    profile: str
-    summary: dict[str, Any]
-    counters: dict[str, int]
-    ss: dict[str, str]
-    sysctls: dict[str, Any] = field(default_factory=dict)
-    config: dict[str, Any] = field(default_factory=dict)
-    """The scenario as it ran (`Scenario.as_dict()`, the run's options applied)."""
-
-    def metadata(self) -> dict[str, Any]:
-        """The run's metadata: what a trace file's footer holds and what `tcpsim run
-        --json`, `tcpsim compare` and `tcpsim.Run.meta` show (scenario, profile, sysctls,
-        counters, summary). The one place it is built. Wall time stays out: the same seed
-        must give the same bytes."""
-        return {"source": "tcpsim", "profile": self.profile, "scenario": self.config,
-                "sysctls": self.sysctls, "counters": self.counters,
-                "summary": {k: v for k, v in self.summary.items() if k != "wall_s"}}
 
 
 class Simulation:
@@ -252,7 +216,7 @@ class Simulation:
         if self.rev_reader is not None:
             self.rev_reader.begin()
         wall = time.perf_counter()
-        with _few_gc_passes():
+        with few_gc_passes():
             self.sched.run(sc.duration, progress)
         self.reader.catch_up(sc.duration + 1)
         if self.rev_reader is not None:
@@ -262,100 +226,16 @@ class Simulation:
 
     def result(self, wall: float) -> RunResult:
         """Summary numbers a person can read in ten seconds."""
-        rcv, snd, sc = self.rcv, self.snd, self.scenario
-        c = rcv.mib.as_nstat(self.profile.counters())
-        dur_s = sc.duration / NS_PER_S
-        delivered = self.reader.read_bytes
-        summary = {
-            "duration_s": dur_s,
-            "wall_s": round(wall, 3),
-            "events": self.sched.steps,
-            "packets": self.ab.sent + self.ba.sent,
-            "established": self.established_at >= 0,
-            "bytes_written": self.writer.written,
-            "bytes_received": rcv.rcv.bytes_received,
-            "bytes_read": delivered,
-            "goodput_mbps": round(delivered * 8 / dur_s / 1e6, 3) if dur_s else 0.0,
-            "peak_sk_rmem_alloc": self.peaks.rmem,
-            "peak_sk_rcvbuf": self.peaks.rcvbuf,
-            "peak_recv_q": self.peaks.recv_q,
-            "final_sk_rmem_alloc": rcv.mem.sk_rmem_alloc,
-            "final_sk_rcvbuf": rcv.mem.sk_rcvbuf,
-            "final_rcv_ssthresh": rcv.rcv.rcv_ssthresh,
-            "final_window_clamp": rcv.rcv.window_clamp,
-            "rcv_wscale": rcv.conn.rcv_wscale,
-            "zero_windows_sent": counts.zero_windows_sent(c),
-            "want_zero_window": c["TcpExtTCPWantZeroWindowAdv"],
-            "drops": counts.drops(c),
-            "collapses": rcv.mem.collapses,
-            "collapse_ms_total": round(rcv.mem.collapse_ns_total / 1e6, 3),
-            "collapse_ms_max": round(rcv.mem.collapse_ns_max / 1e6, 3),
-            "retransmits": snd.mib.TCPRetransSegs,
-            "rto_timeouts": snd.mib.TCPTimeouts,
-            "window_probes": snd.mib.TCPWinProbe,
-            "error": snd.error or rcv.error,
-            "died_at_s": round(self.died_at / NS_PER_S, 3) if self.died_at >= 0 else None,
-        }
-        if sc.hz:                           # unset: tcpsim's default clock (not listed)
-            summary["hz"] = sc.hz
-        if self.rev_writer is not None and self.rev_reader is not None:
-            summary.update(self._reverse_summary(dur_s))
-        return RunResult(sc.name, self.profile.name, summary, c,
-                         {"rcv": rcv.ss_line(), "snd": snd.ss_line()}, self.sysctls.as_dict(),
-                         sc.as_dict())
+        rev = self.rev_writer is not None and self.rev_reader is not None
+        tally = Tally(
+            events=self.sched.steps, packets=self.ab.sent + self.ba.sent,
+            established_at=self.established_at, died_at=self.died_at,
+            written=self.writer.written, read_bytes=self.reader.read_bytes, peaks=self.peaks,
+            rev_written=self.rev_writer.written if rev else None,       # type: ignore[union-attr]
+            rev_read_bytes=self.rev_reader.read_bytes if rev else None,  # type: ignore[union-attr]
+            rev_peaks=self.rev_peaks)
+        return summarize(self.scenario, self.profile, self.sysctls.as_dict(), self.rcv,
+                         self.snd, tally, wall)
 
 
-    def _reverse_summary(self, dur_s: float) -> dict[str, Any]:
-        """The other direction of a two-way run (receiver end -> sender end), `rev_`-prefixed
-        beside the forward direction's names: the sender end's socket now receives."""
-        assert self.rev_writer is not None and self.rev_reader is not None
-        snd, rcv = self.snd, self.rcv
-        c = snd.mib.as_nstat(self.profile.counters())
-        delivered = self.rev_reader.read_bytes
-        return {
-            "rev_bytes_written": self.rev_writer.written,
-            "rev_bytes_received": snd.rcv.bytes_received,
-            "rev_bytes_read": delivered,
-            "rev_goodput_mbps": round(delivered * 8 / dur_s / 1e6, 3) if dur_s else 0.0,
-            "rev_peak_sk_rmem_alloc": self.rev_peaks.rmem,
-            "rev_peak_recv_q": self.rev_peaks.recv_q,
-            "rev_final_sk_rmem_alloc": snd.mem.sk_rmem_alloc,
-            "rev_final_sk_rcvbuf": snd.mem.sk_rcvbuf,
-            "rev_final_rcv_ssthresh": snd.rcv.rcv_ssthresh,
-            "rev_final_window_clamp": snd.rcv.window_clamp,
-            "rev_zero_windows_sent": c["TcpExtTCPToZeroWindowAdv"],
-            "rev_drops": (c["TcpExtTCPRcvQDrop"] + c["TcpExtTCPOFODrop"]
-                          + c["TcpExtTCPZeroWindowDrop"] + c["TcpExtBeyondWindow"]),
-            "rev_retransmits": rcv.mib.TCPRetransSegs,
-            "rev_window_probes": rcv.mib.TCPWinProbe,
-        }
-
-
-@contextmanager
-def _few_gc_passes() -> Iterator[None]:
-    """Run the event loop with the cyclic garbage collector's young generation scanned
-    every 100 000 allocations instead of 700. The per-packet path makes many short-lived
-    objects (segments, skbs, events) but no reference cycles, so refcounting frees them
-    all and the default collector's frequent passes find nothing (about 4 % of a bulk
-    run); cycles made during the run are still collected, less often."""
-    old = gc.get_threshold()
-    gc.set_threshold(100_000, old[1], old[2])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
-
-
-def progress_bar(total_ns: int, enabled: bool) -> Callable[[int], None] | None:
-    """A one-line progress bar on stderr (simulated time), for long runs."""
-    if not enabled:
-        return None
-    start = time.perf_counter()
-
-    def show(now: int) -> None:
-        frac = min(1.0, now / total_ns) if total_ns else 1.0
-        bar = "#" * int(frac * 30)
-        sys.stderr.write(f"\r[{bar:<30}] {frac * 100:5.1f}%  {now / NS_PER_S:8.1f}s simulated "
-                         f"in {time.perf_counter() - start:6.1f}s")
-        sys.stderr.flush()
-    return show
+__all__ = ["Peaks", "RunResult", "Simulation", "Tally", "progress_bar", "summarize"]

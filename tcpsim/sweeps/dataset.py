@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import tcpsim
-from tcpsim.sweeps.grid import ENGINE, Axis, Point
+from tcpsim.sweeps.grid import Axis, Point
 
 _FLOAT_FIELDS = {"died_at_s", "duration_s", "wall_s", "goodput_mbps"}
 
@@ -75,7 +75,8 @@ class Results:
                 "axes": [{"key": a.key, "fields": list(a.fields),
                           "labels": [label(v) for v in a.values]} for a in axes],
                 "points": [p.hash for p in points],
-                "tcpsim": tcpsim.__version__, "engine": ENGINE}
+                "tcpsim": tcpsim.__version__,
+                "engine": ",".join(sorted({p.scenario.engine for p in points}))}
         _atomic_write_text(self.root / "sweep.json", json.dumps(meta, indent=2) + "\n")
 
     def meta(self) -> dict[str, Any]:
@@ -108,7 +109,7 @@ def row_of(point: Point) -> dict[str, Any]:
     summary field and every counter (as counter.NAME)."""
     sc = point.scenario
     row: dict[str, Any] = {k: _cell(v) for k, v in point.values.items()}
-    row.update({"hash": point.hash, "engine": ENGINE, "tcpsim_version": tcpsim.__version__})
+    row.update({"hash": point.hash, "engine": sc.engine, "tcpsim_version": tcpsim.__version__})
     for k, v in (("profile", sc.profile), ("policies", "+".join(sc.policies) or "none"),
                  ("seed", sc.seed), ("hz", sc.hz)):
         row.setdefault(k, v)

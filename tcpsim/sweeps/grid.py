@@ -37,14 +37,11 @@ from typing import Any, Iterator
 import tcpsim
 from tcpsim.core.sysctl import SysctlError
 from tcpsim.catalog import ProfileError
-from tcpsim.runner import RunOptions, prepare
+from tcpsim.runner import RunOptions, choose_engine, prepare
 from tcpsim.scenario import Scenario, ScenarioError, read_scenario_file, scenario_from_dict, set_field
 
 _TABLES = {"link", "receiver", "sender", "writer", "reader"}
-_TOP_LEVEL = {"duration", "seed", "hz", "profile", "policy"}
-
-# The engine that computes a point, part of its content hash (one engine today).
-ENGINE = "python"
+_TOP_LEVEL = {"duration", "seed", "hz", "profile", "policy", "engine"}
 
 
 @dataclass(frozen=True)
@@ -121,7 +118,7 @@ def check_key(key: str, where: str) -> None:
     head = key.split(".", 1)[0]
     if head not in _TABLES | _TOP_LEVEL | {"sysctl"} or (head == key and head in _TABLES | {"sysctl"}):
         raise ScenarioError(f"{where} {key}: not a scenario field; use profile, policy, duration, hz, "
-                            "seed, sysctl.NAME or TABLE.FIELD with TABLE one of "
+                            "seed, engine, sysctl.NAME or TABLE.FIELD with TABLE one of "
                             + ", ".join(sorted(_TABLES)))
 
 
@@ -178,7 +175,8 @@ def _build_point(i: int, raw: dict, source: str, values: dict[str, Any],
                  base: RunOptions) -> Point:
     doc = copy.deepcopy(raw)
     opts = RunOptions(profile=base.profile, policies=base.policies, sysctl=base.sysctl,
-                      sender_sysctl=base.sender_sysctl, duration=base.duration, seed=base.seed, hz=base.hz, skip=base.skip)
+                      sender_sysctl=base.sender_sysctl, duration=base.duration, seed=base.seed,
+                      hz=base.hz, skip=base.skip, engine=base.engine)
     for key, value in values.items():
         if key == "profile":
             opts.profile = str(value)
@@ -194,6 +192,7 @@ def _build_point(i: int, raw: dict, source: str, values: dict[str, Any],
                 opts.hz = None
     sc = scenario_from_dict(doc, source=source)
     sc, profile = prepare(sc, opts)             # resolves profile and patches, checks the sysctls on it
+    sc = sc.with_(engine=choose_engine(None, sc))   # the engine computing it, fixed here
     sysctls = profile.default_sysctls().with_overrides(sc.sysctl, known=profile.known_sysctls(),
                                                        profile=profile.name).as_dict()
     return Point(i, values, sc, opts.skip, point_hash(sc, profile.name, sysctls), sysctls)
@@ -214,7 +213,7 @@ def point_hash(sc: Scenario, profile: str, sysctls: dict[str, Any]) -> str:
     results). 32 hex digits of SHA-256 over canonical JSON."""
     resolved = {k: v for k, v in sc.as_dict().items() if k not in ("name", "description", "source")}
     doc = {"scenario": resolved, "profile": profile, "patches": list(sc.policies),
-           "sysctls": sysctls, "seed": sc.seed, "duration_ns": sc.duration, "engine": ENGINE,
+           "sysctls": sysctls, "seed": sc.seed, "duration_ns": sc.duration, "engine": sc.engine,
            "tcpsim": tcpsim.__version__}
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]

@@ -188,7 +188,7 @@ def _key(key: str, prefix: str) -> bool:
         check_key(key, prefix.rstrip(".") + ":")
     except ScenarioError:
         raise StudyError(f"{prefix}{key}: not a scenario field; use profile, policy, duration, hz, "
-                         "seed, sysctl.NAME or TABLE.FIELD (link, receiver, sender, writer, reader)"
+                         "seed, engine, sysctl.NAME or TABLE.FIELD (link, receiver, sender, writer, reader)"
                          ) from None
     return True
 
@@ -343,8 +343,10 @@ def plan_sweep(target: str, axes: list[Axis], base: RunOptions) -> Plan:
         return Plan(Path(target).stem, axes, build_points(target, axes, base), list(SHOWN))
     st = load_study(target)
     opts = RunOptions(profile=base.profile or st.profile, policies=st.policies + base.policies,
-                      sysctl=base.sysctl, sender_sysctl=base.sender_sysctl, skip=base.skip, hz=base.hz if base.hz is not None else st.hz,
-                      duration=base.duration if base.duration is not None else st.duration)
+                      sysctl=base.sysctl, sender_sysctl=base.sender_sysctl, skip=base.skip,
+                      hz=base.hz if base.hz is not None else st.hz,
+                      duration=base.duration if base.duration is not None else st.duration,
+                      engine=base.engine)
     axes = st.axes + axes
     try:
         points = build_points(st.scenario, axes, opts)

@@ -14,7 +14,6 @@ from struct import Struct
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.ipc  # noqa: F401  (pa.ipc)
 import pyarrow.parquet as pq
@@ -88,6 +87,10 @@ class MemoryRecorder:
     def record(self, ev: TraceEvent) -> None:
         self.rows.append(_merge(*_row_parts(ev)))
 
+    def record_table(self, table: pa.Table) -> None:
+        """Rows given as a table of SCHEMA (the native engine's groups), in order."""
+        self.rows.extend(zip(*(c.to_pylist() for c in table.columns)))
+
     def columns(self) -> dict[str, list]:
         """The trace as {column: values}."""
         cols = list(zip(*self.rows)) if self.rows else [() for _ in COLUMN_NAMES]
@@ -158,6 +161,7 @@ class ParquetRecorder:
 
     def table(self) -> pa.Table:
         """The buffered rows as an Arrow table (columnar, typed)."""
+        import numpy as np                  # here: a native run never needs it (start-up)
         ints = np.frombuffer(self._buf, dtype=np.int64).reshape(self._rows, len(INT_POS) + 1)
         codes = pa.array(np.ascontiguousarray(ints[:, -1]))
         distinct = list(self._strings)
@@ -167,6 +171,16 @@ class ParquetRecorder:
         for j, pos in enumerate(STR_POS):
             arrays[pos] = pa.array([s[j] for s in distinct], pa.string()).take(codes)
         return pa.Table.from_arrays(arrays, schema=SCHEMA)
+
+    def record_table(self, table: pa.Table) -> None:
+        """Rows given as a table of SCHEMA (the native engine's groups, each a row group),
+        after the rows recorded one by one so far."""
+        self.flush()
+        if self._stream is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._stream = pa.ipc.new_stream(str(self._tmp), SCHEMA, options=_STREAM_OPTIONS)
+        self._stream.write_table(table)
+        self.nrows += table.num_rows
 
     def flush(self) -> None:
         """Move the buffered rows to the temporary stream as one group."""

@@ -1,0 +1,175 @@
+"""Parity of the two engines: the same run on the Python engine (the reference) and the
+native one gives the same trace table and the same `--json` summary.
+
+    PYTHONPATH=. python3 benchmarks/parity.py [--full] [-k FILTER] [-j 2]
+
+Cases: every golden case (benchmarks/golden.py) plus loss with jitter, every ingress
+device preset, hz = 250, each built-in patch, a two-way run, negative and large seeds and
+the pcap tap. By default each runs for a short time (what tests/engine/test_parity.py
+runs in the default suite); `--full` runs the golden cases for their recorded durations.
+"Same" is Arrow `Table.equals` with the schema metadata (scenario, sysctls, counters,
+summary -- wall time is not in it), the summary without `wall_s`, counters and `ss` lines,
+and for the tap the pcap file's bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import golden  # noqa: E402  (benchmarks/golden.py: the golden cases)
+
+SHORT = "300ms"                       # default duration of a case
+SHORT_FAST = "60ms"                   # 1 Gbit/s cases (the Python engine is slow there)
+FAST_CASES = ("bulk-1gbit", "seed-oscil-benchmark", "seed-default-fill", "x-oscil-short")
+
+_LOSSY = ('[link]\nrtt = "20ms"\nrate = "100mbit"\nqueue_limit = 60\nloss = 0.02\n'
+          'jitter = "300us"\n[writer]\nkind = "bulk"\n[reader]\nkind = "fast"\n')
+_PERIODIC = ('[link]\nrtt = "10ms"\n[receiver]\ndevice = "{device}"\n'
+             '[writer]\nkind = "periodic"\nbytes = 1448\nevery = "1ms"\n'
+             '[reader]\nkind = "periodic"\nbytes = 700\nevery = "1ms"\n')
+_TWO_WAY = ('[link]\nrtt = "10ms"\n[receiver]\ndevice = "loopback"\n'
+            '[receiver.writer]\nkind = "periodic"\nbytes = 500\nevery = "2ms"\n'
+            '[sender]\ndevice = "tun"\n[sender.reader]\nkind = "periodic"\nbytes = 300\n'
+            'every = "1ms"\n[writer]\nkind = "bulk"\n[reader]\nkind = "periodic"\n'
+            'bytes = 2000\nevery = "1ms"\n')
+
+# name -> (scenario body, extra CLI-style arguments)
+EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
+    "p-loss-jitter": (_LOSSY, ()),
+    "p-loss-jitter-seed-negative": (_LOSSY, ("--seed", "-7")),
+    "p-loss-jitter-seed-large": (_LOSSY, ("--seed", str(2**70 + 3))),
+    "p-hz250": (_PERIODIC.format(device="veth"), ("--hz", "250")),
+    "p-hz100-noskip": (_PERIODIC.format(device="veth"), ("--hz", "100", "--no-skip")),
+    "p-two-way": (_TWO_WAY, ()),
+    "p-tap": (_LOSSY, ("--pcap",)),
+}
+DEVICES = ("veth", "veth-direct", "loopback", "tun", "nic-2k", "nic-4k")
+PATCHES = ("collapse-max-bytes", "initrwnd", "rfc7323-retraction", "shrink-window")
+
+
+@dataclass(frozen=True)
+class Case:
+    key: str
+    scenario: str
+    profile: str | None
+    duration: str | None
+    args: tuple[str, ...] = ()
+
+
+def cases(root: Path, full: bool = False) -> list[Case]:
+    """Every parity case, scenarios written under root/scenarios."""
+    golden.write_scenarios(root)
+    sdir = root / "scenarios"
+    out = []
+    for c in golden.cases(root):
+        dur = c.duration if full else (SHORT_FAST if c.key.startswith(FAST_CASES) else SHORT)
+        out.append(Case(c.key, c.scenario, c.profile, dur, c.args))
+    extra = dict(EXTRA)
+    for dev in DEVICES:
+        extra[f"p-device-{dev}"] = (_PERIODIC.format(device=dev), ())
+    for patch in PATCHES:
+        extra[f"p-patch-{patch}"] = (_PERIODIC.format(device="veth"), ("--policy", patch))
+    for name, (body, args) in extra.items():
+        path = sdir / f"{name}.toml"
+        path.write_text(f'name = "{name}"\nprofile = "linux-6.18"\n{body}')
+        out.append(Case(name, str(path), None, "2s" if full else SHORT, args))
+    return out
+
+
+def _options(case: Case, engine: str, trace: Path, pcap: Path | None) -> Any:
+    from tcpsim.runner import RunOptions
+    from tcpsim.units import parse_duration
+    opts = RunOptions(profile=case.profile, trace=trace, engine=engine, pcap=pcap,
+                      duration=parse_duration(case.duration, "d") if case.duration else None)
+    args = list(case.args)
+    while args:
+        flag = args.pop(0)
+        if flag == "-s":
+            name, value = args.pop(0).split("=", 1)
+            opts.sysctl = {**(opts.sysctl or {}), name: int(value)}
+        elif flag == "--policy":
+            opts.policies += (args.pop(0),)
+        elif flag == "--no-skip":
+            opts.skip = False
+        elif flag == "--seed":
+            opts.seed = int(args.pop(0))
+        elif flag == "--hz":
+            opts.hz = int(args.pop(0))
+        elif flag == "--pcap":
+            pass                                   # the tap: `pcap` is set by the caller
+        else:
+            raise ValueError(f"parity case {case.key}: unknown argument {flag}")
+    return opts
+
+
+def run_both(case: Case, work: Path) -> list[str]:
+    """Run `case` on both engines; the differences found (empty: identical)."""
+    import pyarrow.parquet as pq
+    from tcpsim.runner import run
+    from tcpsim.scenario import load_scenario
+    out = {}
+    for engine in ("python", "native"):
+        trace = work / f"{case.key}.{engine}.parquet"
+        pcap = work / f"{case.key}.{engine}.pcap" if "--pcap" in case.args else None
+        result, _ = run(load_scenario(case.scenario), _options(case, engine, trace, pcap))
+        out[engine] = (result, pq.read_table(trace), pcap)
+    (ra, ta, pa_), (rb, tb, pb) = out["python"], out["native"]
+    diffs = []
+    if not ta.equals(tb, check_metadata=True):
+        diffs.append(f"trace: {_first_diff(ta, tb)}")
+    sa = {k: v for k, v in ra.summary.items() if k != "wall_s"}
+    sb = {k: v for k, v in rb.summary.items() if k != "wall_s"}
+    for what, a, b in (("summary", sa, sb), ("counters", ra.counters, rb.counters),
+                       ("ss", ra.ss, rb.ss), ("metadata", ra.metadata(), rb.metadata())):
+        if a != b or list(a) != list(b):
+            keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
+            diffs.append(f"{what}: {keys[:5] or 'key order'}")
+    if pa_ is not None and pa_.read_bytes() != pb.read_bytes():
+        diffs.append("pcap: the files differ")
+    return diffs
+
+
+def _first_diff(a: Any, b: Any) -> str:
+    if a.num_rows != b.num_rows:
+        return f"{a.num_rows} rows (python) vs {b.num_rows} (native)"
+    if a.schema.metadata != b.schema.metadata:
+        return "schema metadata"
+    for name in a.column_names:
+        ca, cb = a.column(name).to_pylist(), b.column(name).to_pylist()
+        for i, (x, y) in enumerate(zip(ca, cb)):
+            if x != y:
+                return f"row {i} column {name}: python {x!r}, native {y!r}"
+    return "types or chunking"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--full", action="store_true", help="the golden cases' full durations")
+    ap.add_argument("-k", dest="filter", help="only cases whose key starts with this")
+    ap.add_argument("-j", dest="jobs", type=int, default=1)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        selected = [c for c in cases(root, a.full) if not a.filter or c.key.startswith(a.filter)]
+        t = time.perf_counter()
+        bad = 0
+        with ThreadPoolExecutor(max_workers=a.jobs) as pool:
+            for case, diffs in zip(selected, pool.map(lambda c: run_both(c, root), selected)):
+                bad += bool(diffs)
+                print(f"  {case.key:<52} {'identical' if not diffs else '; '.join(diffs)}",
+                      flush=True)
+        print(f"{len(selected) - bad}/{len(selected)} identical "
+              f"({time.perf_counter() - t:.0f} s{', full durations' if a.full else ''})")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

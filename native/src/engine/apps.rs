@@ -1,0 +1,492 @@
+//! Application writers and readers, driven by the scheduler (tcpsim/engine/apps.py).
+//!
+//! Periodic applications act on a grid of ticks (start, start+T, ...). The tick-by-tick engine
+//! runs every tick; the time-skipping engine runs only the ticks that can change something and
+//! applies the others exactly, in bulk, when something else is about to happen:
+//!
+//! * a blocked writer's ticks are no-ops until the send buffer has room, so it sleeps until
+//!   the socket is writable and resumes at the next grid tick;
+//! * a periodic reader's reads that free no skb and trigger no ACK are "inert"
+//!   (`TcpSocket::count_inert_reads`); they are applied lazily (`apply_inert_reads`) just
+//!   before the next event reaches the socket, and the reader is woken for the first read
+//!   that is not.
+//!
+//! The writers and readers are plain records; what they do is `impl Simulation` below, with
+//! the Python methods' names, because every action goes through the simulation's sockets.
+
+use super::scheduler::{READER, WRITER};
+use super::simulation::{Ev, Simulation};
+use crate::constants::NS_PER_S;
+
+/// Beyond any run (apps.py `_FAR`).
+pub const FAR: i64 = 1 << 62;
+
+/// A scenario's writer or reader (tcpsim/workload.py `App`: sizes in bytes, times in ns).
+#[derive(Clone, Debug, Default)]
+pub struct App {
+    pub kind: String,
+    pub bytes: i64,
+    pub every: i64,
+    pub bytes2: i64,
+    pub every2: i64,
+    pub period: i64,
+    pub fast_for: i64,
+    pub slow_for: i64,
+    pub fraction: f64,
+    pub start: i64,
+}
+
+impl App {
+    /// workload.py `App.rate_at`: (bytes, every) in force `t` ns after the start.
+    pub fn rate_at(&self, t: i64) -> (i64, i64) {
+        if self.kind != "oscillating" || self.period <= 0 || (t.max(0) / self.period) % 2 == 0 {
+            (self.bytes, self.every)
+        } else {
+            (self.bytes2, self.every2)
+        }
+    }
+}
+
+/// Ceiling of a / b for b > 0 (Python's `-(-a // b)`).
+pub fn ceil_div(a: i64, b: i64) -> i64 {
+    -((-a).div_euclid(b))
+}
+
+// -- writers ----------------------------------------------------------------------------------
+
+/// A writer's kind: `periodic` (`n` bytes every `period`) or `bulk` (`n`-byte pieces).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriterKind {
+    Periodic,
+    Bulk,
+}
+
+/// apps.py `PeriodicWriter` and `BulkWriter`.
+pub struct Writer {
+    pub kind: WriterKind,
+    /// The socket written to.
+    pub sk: usize,
+    pub n: i64,
+    pub period: i64,
+    pub start: i64,
+    pub pending: i64,
+    pub blocked: bool,
+    pub written: i64,
+    busy: bool,
+}
+
+impl Writer {
+    /// A scenario's writer (apps.py `make_writer`), writing to socket `sk`.
+    pub fn new(app: &App, sk: usize) -> Result<Self, String> {
+        let kind = match app.kind.as_str() {
+            "periodic" => WriterKind::Periodic,
+            "bulk" => WriterKind::Bulk,
+            k => return Err(format!("unknown writer kind {k:?}")),
+        };
+        Ok(Writer {
+            kind,
+            sk,
+            n: app.bytes,
+            period: app.every,
+            start: app.start,
+            pending: 0,
+            blocked: false,
+            written: 0,
+            busy: false,
+        })
+    }
+}
+
+// -- readers ----------------------------------------------------------------------------------
+
+/// What a reader does during a phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PhaseKind {
+    Never,
+    Fast,
+    Periodic,
+}
+
+/// One stretch of reader behaviour (apps.py `Phase`); `id` stands for Python's identity.
+#[derive(Clone, Copy, Debug)]
+pub struct Phase {
+    pub kind: PhaseKind,
+    pub start: i64,
+    pub end: i64,
+    pub n: i64,
+    pub period: i64,
+    pub id: u64,
+}
+
+/// The phase sequence of a reader kind (apps.py `READER_PHASES`), produced lazily: the
+/// `oscil` reader's slow phase depends on what the reader read before it.
+pub struct PhaseGen {
+    app: App,
+    duration: i64,
+    t: i64,
+    stage: u8,
+    done: bool,
+}
+
+impl PhaseGen {
+    pub fn new(app: &App, duration: i64) -> Result<Self, String> {
+        if !["never", "fast", "periodic", "oscillating", "oscil"].contains(&app.kind.as_str()) {
+            return Err(format!("unknown reader kind {:?}", app.kind));
+        }
+        Ok(PhaseGen {
+            app: app.clone(),
+            duration,
+            t: app.start,
+            stage: 0,
+            done: false,
+        })
+    }
+
+    /// The next phase (kind, start, end, n, period), None when the sequence has ended;
+    /// `best` is the reader's best one-second amount so far (`oscil`).
+    fn next(&mut self, best: i64) -> Option<(PhaseKind, i64, i64, i64, i64)> {
+        if self.done {
+            return None;
+        }
+        let a = &self.app;
+        match a.kind.as_str() {
+            "never" | "fast" | "periodic" => {
+                self.done = true;
+                Some(match a.kind.as_str() {
+                    "never" => (PhaseKind::Never, a.start, FAR, 0, 0),
+                    "fast" => (PhaseKind::Fast, a.start, FAR, a.bytes, 0),
+                    _ => (PhaseKind::Periodic, a.start, FAR, a.bytes, a.every),
+                })
+            }
+            "oscillating" => {
+                if self.t >= self.duration {
+                    self.done = true;
+                    return None;
+                }
+                let t = self.t;
+                let (n, per) = a.rate_at(t - a.start);
+                self.t += a.period;
+                Some((PhaseKind::Periodic, t, t + a.period, n, per))
+            }
+            _ => {
+                let t = self.t;
+                if self.stage == 0 {
+                    if t >= self.duration {
+                        self.done = true;
+                        return None;
+                    }
+                    self.stage = 1;
+                    self.t += a.fast_for;
+                    Some((PhaseKind::Fast, t, t + a.fast_for, 0, 0))
+                } else {
+                    self.stage = 0;
+                    let n = ((best as f64 * a.fraction) as i64).max(1);
+                    self.t += a.slow_for;
+                    Some((PhaseKind::Periodic, t, t + a.slow_for, n, NS_PER_S))
+                }
+            }
+        }
+    }
+}
+
+/// apps.py `Reader`: reads from socket `sk` following a sequence of phases.
+pub struct Reader {
+    pub sk: usize,
+    phases: PhaseGen,
+    pub phase: Phase,
+    ids: u64,
+    /// Time of the first read not yet applied (periodic).
+    pub next_read: i64,
+    /// Invalidates stale wake-ups.
+    pub gen: u64,
+    pub read_bytes: i64,
+    pub second_start: i64,
+    pub second_bytes: i64,
+    pub best_second: i64,
+    busy: bool,
+}
+
+impl Reader {
+    pub fn new(app: &App, sk: usize, duration: i64) -> Result<Self, String> {
+        Ok(Reader {
+            sk,
+            phases: PhaseGen::new(app, duration)?,
+            phase: Phase {
+                kind: PhaseKind::Never,
+                start: 0,
+                end: 0,
+                n: 0,
+                period: 0,
+                id: 0,
+            },
+            ids: 0,
+            next_read: FAR,
+            gen: 0,
+            read_bytes: 0,
+            second_start: 0,
+            second_bytes: 0,
+            best_second: 0,
+            busy: false,
+        })
+    }
+
+    /// Reads of the current phase scheduled strictly before t, not yet applied.
+    fn reads_before(&self, t: i64) -> i64 {
+        let p = &self.phase;
+        if p.kind != PhaseKind::Periodic || self.next_read >= t {
+            return 0;
+        }
+        let last = t.min(p.end);
+        ceil_div(last - self.next_read, p.period).max(0)
+    }
+
+    /// Bytes read per one-second bucket, for the oscil reader's high-water mark.
+    fn account_second(&mut self, now: i64, got: i64) {
+        if now - self.second_start >= NS_PER_S {
+            self.best_second = self.best_second.max(self.second_bytes);
+            self.second_start = now - (now - self.second_start).rem_euclid(NS_PER_S);
+            self.second_bytes = 0;
+        }
+        self.second_bytes += got;
+    }
+}
+
+// -- what they do -----------------------------------------------------------------------------
+
+impl Simulation {
+    fn writer(&mut self, w: usize) -> &mut Writer {
+        self.writers[w].as_mut().expect("a writer")
+    }
+
+    fn reader(&mut self, r: usize) -> &mut Reader {
+        self.readers[r].as_mut().expect("a reader")
+    }
+
+    /// `begin()` of writer `w`: its first tick (periodic) or fill (bulk).
+    pub fn writer_begin(&mut self, w: usize) {
+        let wr = self.writer(w);
+        let (kind, start) = (wr.kind, wr.start);
+        let t = start.max(self.sched.now);
+        let ev = match kind {
+            WriterKind::Periodic => Ev::WriterTick(w),
+            WriterKind::Bulk => Ev::WriterFill(w),
+        };
+        self.sched.at(t, WRITER, ev);
+    }
+
+    /// PeriodicWriter.tick: write (the rest of) `n` bytes; block when the buffer is full.
+    pub fn writer_tick(&mut self, w: usize) {
+        let sk = self.writer(w).sk;
+        if !self.socks[sk].error.is_empty() {
+            return;
+        }
+        let now = self.sched.now;
+        let wr = self.writer(w);
+        if wr.pending == 0 {
+            wr.pending = wr.n;
+        }
+        let pending = wr.pending;
+        let got = self.sk_write(sk, now, pending);
+        let wr = self.writer(w);
+        wr.pending -= got;
+        wr.written += got;
+        let (pending, period) = (wr.pending, wr.period);
+        self.after(sk);
+        if pending != 0 && self.skip && !self.socks[sk].can_queue() {
+            self.writer(w).blocked = true;
+            return;
+        }
+        self.sched.at(now + period, WRITER, Ev::WriterTick(w));
+    }
+
+    /// BulkWriter.fill: write `n`-byte pieces while the send buffer takes them whole.
+    pub fn writer_fill(&mut self, w: usize) {
+        let sk = self.writer(w).sk;
+        if self.writer(w).busy || !self.socks[sk].error.is_empty() {
+            return;
+        }
+        self.writer(w).busy = true;
+        let now = self.sched.now;
+        let chunk = self.writer(w).n;
+        loop {
+            let got = self.sk_write(sk, now, chunk);
+            self.writer(w).written += got;
+            if got < chunk {
+                break;
+            }
+        }
+        let wr = self.writer(w);
+        wr.blocked = true;
+        wr.busy = false;
+        self.after(sk);
+    }
+
+    /// `on_writable(now)`: the send buffer has room again.
+    pub fn writer_on_writable(&mut self, w: usize, now: i64) {
+        let wr = self.writer(w);
+        match wr.kind {
+            WriterKind::Periodic => {
+                if !wr.blocked {
+                    return;
+                }
+                wr.blocked = false;
+                let k = ceil_div(now - wr.start, wr.period);
+                let t = wr.start + k * wr.period;
+                self.sched.at(t, WRITER, Ev::WriterTick(w));
+            }
+            WriterKind::Bulk => {
+                if wr.blocked && !wr.busy {
+                    wr.blocked = false;
+                    self.writer_fill(w);
+                }
+            }
+        }
+    }
+
+    /// Reader.begin / _next_phase: take the next phase and schedule entering it.
+    pub fn reader_next_phase(&mut self, r: usize) {
+        let now = self.sched.now;
+        let rd = self.reader(r);
+        let best = rd.best_second.max(rd.second_bytes);
+        let (kind, start, end, n, period) =
+            rd.phases
+                .next(best)
+                .unwrap_or((PhaseKind::Never, now, FAR, 0, 0));
+        rd.ids += 1;
+        rd.phase = Phase {
+            kind,
+            start,
+            end,
+            n,
+            period,
+            id: rd.ids,
+        };
+        let id = rd.ids;
+        self.sched
+            .at(start.max(now), READER, Ev::ReaderEnter(r, id));
+    }
+
+    /// Reader._enter(phase).
+    pub fn reader_enter(&mut self, r: usize, id: u64) {
+        if self.reader(r).phase.id != id {
+            return;
+        }
+        let now = self.sched.now;
+        self.reader_catch_up(r, now);
+        let rd = self.reader(r);
+        rd.next_read = FAR;
+        rd.gen += 1;
+        let p = rd.phase;
+        if p.end < FAR {
+            self.sched.at(p.end, READER, Ev::ReaderLeave(r, id));
+        }
+        match p.kind {
+            PhaseKind::Fast => self.reader_on_readable(r, now),
+            PhaseKind::Periodic => {
+                self.reader(r).next_read = p.start;
+                self.reader_plan(r, now);
+            }
+            PhaseKind::Never => {}
+        }
+    }
+
+    /// Reader._leave(phase).
+    pub fn reader_leave(&mut self, r: usize, id: u64) {
+        if self.reader(r).phase.id == id {
+            let now = self.sched.now;
+            self.reader_catch_up(r, now);
+            self.reader_next_phase(r);
+        }
+    }
+
+    /// Reader._wake(gen): a periodic read that may matter is due.
+    pub fn reader_wake(&mut self, r: usize, gen: u64) {
+        let rd = self.reader(r);
+        if gen != rd.gen || rd.phase.kind != PhaseKind::Periodic {
+            return;
+        }
+        let now = self.sched.now;
+        self.reader_catch_up(r, now);
+        let rd = self.reader(r);
+        if rd.next_read != now {
+            return;
+        }
+        let (sk, p) = (rd.sk, rd.phase);
+        if self.skip && self.sk_count_inert_reads(sk, now, p.period, p.n, 1) != 0 {
+            self.reader_plan(r, now);
+            return;
+        }
+        self.reader_read(r, now, p.n);
+        self.reader(r).next_read = now + p.period;
+        self.reader_plan(r, now);
+    }
+
+    /// Reader.catch_up(t): apply the (inert) reads scheduled before t.
+    pub fn reader_catch_up(&mut self, r: usize, t: i64) {
+        let rd = self.reader(r);
+        let count = rd.reads_before(t);
+        if count != 0 {
+            let (sk, p, next) = (rd.sk, rd.phase, rd.next_read);
+            self.sk_apply_inert_reads(sk, next, p.period, p.n, count);
+            let rd = self.reader(r);
+            rd.read_bytes += count * p.n;
+            rd.next_read += count * p.period;
+        }
+    }
+
+    /// Reader.replan(): something changed the socket; recompute the next read that matters.
+    pub fn reader_replan(&mut self, r: usize) {
+        if self.reader(r).phase.kind == PhaseKind::Periodic && self.skip {
+            let now = self.sched.now;
+            self.reader_plan(r, now);
+        }
+    }
+
+    /// Reader._plan(now).
+    fn reader_plan(&mut self, r: usize, _now: i64) {
+        let rd = self.reader(r);
+        let (sk, p) = (rd.sk, rd.phase);
+        if rd.next_read >= p.end || !self.socks[sk].error.is_empty() {
+            return;
+        }
+        let rd = self.reader(r);
+        rd.gen += 1;
+        let gen = rd.gen;
+        let mut t = rd.next_read;
+        if self.skip {
+            let horizon = self.sched.peek().map_or(p.end, |h| h.min(p.end));
+            let mut limit = (ceil_div(horizon - t, p.period) + 1).max(1);
+            limit = limit.min(ceil_div(p.end - t, p.period));
+            t += self.sk_count_inert_reads(sk, t, p.period, p.n, limit) * p.period;
+            if t >= p.end {
+                return;
+            }
+        }
+        self.sched.at(t, READER, Ev::ReaderWake(r, gen));
+    }
+
+    /// Reader.on_readable(now): a fast reader drains what is queued.
+    pub fn reader_on_readable(&mut self, r: usize, now: i64) {
+        let rd = self.reader(r);
+        if rd.phase.kind != PhaseKind::Fast || rd.busy {
+            return;
+        }
+        rd.busy = true;
+        let cap = if rd.phase.n != 0 { rd.phase.n } else { 1 << 20 };
+        while self.reader_read(r, now, cap) != 0 {}
+        self.reader(r).busy = false;
+    }
+
+    /// Reader._read(now, n).
+    fn reader_read(&mut self, r: usize, now: i64, n: i64) -> i64 {
+        let sk = self.reader(r).sk;
+        let got = self.sk_read(sk, now, n);
+        if got != 0 {
+            let rd = self.reader(r);
+            rd.read_bytes += got;
+            rd.account_second(now, got);
+            self.after(sk);
+        }
+        got
+    }
+}

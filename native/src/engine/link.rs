@@ -1,0 +1,159 @@
+//! One direction of a link (tcpsim/engine/link.py): propagation delay, optional rate with a
+//! FIFO queue, random loss, optional jitter.
+//!
+//! Jitter is an extra delay per packet, exponentially distributed with the given mean, that
+//! never reorders packets: a packet is not delivered before the one sent ahead of it.
+
+use std::collections::VecDeque;
+
+use super::random::Random;
+use super::scheduler::{Scheduler, NETWORK};
+use crate::segment::Segment;
+
+/// Ethernet + IP + TCP + FCS + preamble + gap.
+pub const WIRE_OVERHEAD: i64 = 14 + 20 + 20 + 4 + 8 + 12;
+
+/// Carries segments from one endpoint to the other, in order (link.py `LinkDirection`).
+pub struct LinkDirection {
+    pub delay: i64,
+    pub rate: i64,
+    pub queue_limit: usize,
+    pub loss: f64,
+    pub jitter: i64,
+    pub last_delivery: i64,
+    pub busy_until: i64,
+    /// Departure times of queued packets (rate only).
+    in_queue: VecDeque<i64>,
+    /// Packets on their way, in delivery order: (arrival time, tie-break ticket, segment);
+    /// only the head is on the scheduler's heap.
+    flight: VecDeque<(i64, u64, Segment)>,
+    pub sent: i64,
+    pub dropped: i64,
+    pub lost: i64,
+}
+
+impl LinkDirection {
+    /// A direction with `delay_ns`, `rate_bps` (0: unlimited), `queue_limit` packets,
+    /// `loss` probability and mean `jitter_ns`.
+    pub fn new(delay_ns: i64, rate_bps: i64, queue_limit: i64, loss: f64, jitter_ns: i64) -> Self {
+        LinkDirection {
+            delay: delay_ns,
+            rate: rate_bps,
+            queue_limit: queue_limit.max(0) as usize,
+            loss,
+            jitter: jitter_ns,
+            last_delivery: 0,
+            busy_until: 0,
+            in_queue: VecDeque::new(),
+            flight: VecDeque::new(),
+            sent: 0,
+            dropped: 0,
+            lost: 0,
+        }
+    }
+
+    /// Put a segment on the link at the scheduler's current time; `rng` draws the loss,
+    /// `jitter_rng` the jitter; `arrive` is the event that delivers this direction's head.
+    pub fn send<E>(
+        &mut self,
+        sched: &mut Scheduler<E>,
+        seg: Segment,
+        rng: &mut Random,
+        jitter_rng: &mut Random,
+        arrive: E,
+    ) {
+        let mut t = sched.now;
+        self.sent += 1;
+        if self.loss != 0.0 && rng.random() < self.loss {
+            self.lost += 1;
+            return;
+        }
+        if self.rate != 0 {
+            while self.in_queue.front().is_some_and(|&d| d <= t) {
+                self.in_queue.pop_front();
+            }
+            if self.in_queue.len() >= self.queue_limit {
+                self.dropped += 1;
+                return;
+            }
+            let start = t.max(self.busy_until);
+            let ts = if seg.tsval >= 0 { 12 } else { 0 };
+            let bits = (seg.len + ts + WIRE_OVERHEAD) * 8;
+            self.busy_until = start + bits * 1_000_000_000 / self.rate;
+            t = self.busy_until;
+            self.in_queue.push_back(t);
+        }
+        t += self.delay;
+        if self.jitter != 0 {
+            t += jitter_rng.expovariate(1.0 / self.jitter as f64) as i64;
+            if t < self.last_delivery {
+                t = self.last_delivery;
+            }
+            self.last_delivery = t;
+        }
+        let ticket = sched.ticket();
+        self.flight.push_back((t, ticket, seg));
+        if self.flight.len() == 1 {
+            sched.at_ticket(t, NETWORK, ticket, arrive);
+        }
+    }
+
+    /// The head of the flight reaches the far end (returned); the next one takes its place.
+    pub fn arrive<E>(&mut self, sched: &mut Scheduler<E>, arrive: E) -> Segment {
+        let (_, _, seg) = self
+            .flight
+            .pop_front()
+            .expect("an arrival with nothing in flight");
+        if let Some(&(t, ticket, _)) = self.flight.front() {
+            sched.at_ticket(t, NETWORK, ticket, arrive);
+        }
+        seg
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(len: i64) -> Segment {
+        let mut s = Segment::new(0, len, 0x10, 0, 0);
+        s.tsval = -1;
+        s
+    }
+
+    fn arrivals(link: &mut LinkDirection, sched: &mut Scheduler<u8>) -> Vec<i64> {
+        let mut out = Vec::new();
+        while sched.pop_until(i64::MAX).is_some() {
+            link.arrive(sched, 0);
+            out.push(sched.now);
+        }
+        out
+    }
+
+    #[test]
+    fn rate_serialises_and_the_queue_limit_drops() {
+        let (mut sched, mut r, mut j) = (Scheduler::new(), Random::new(0), Random::new(1));
+        // 1000 B + 78 B overhead at 8 Mbit/s: 1.078 ms per packet
+        let mut link = LinkDirection::new(5_000_000, 8_000_000, 2, 0.0, 0);
+        for _ in 0..3 {
+            link.send(&mut sched, seg(1000), &mut r, &mut j, 0u8);
+        }
+        assert_eq!(link.dropped, 1);
+        assert_eq!(arrivals(&mut link, &mut sched), [6_078_000, 7_156_000]);
+    }
+
+    #[test]
+    fn jitter_never_reorders_and_loss_draws_the_python_stream() {
+        let (mut sched, mut r, mut j) = (Scheduler::new(), Random::new(7), Random::new(15));
+        let mut link = LinkDirection::new(1_000_000, 0, 1000, 0.3, 2_000_000);
+        for _ in 0..200 {
+            link.send(&mut sched, seg(100), &mut r, &mut j, 0u8);
+        }
+        let mut expect = Random::new(7);
+        let lost = (0..200).filter(|_| expect.random() < 0.3).count() as i64;
+        assert_eq!(link.lost, lost);
+        let t = arrivals(&mut link, &mut sched);
+        assert_eq!(t.len() as i64, 200 - lost);
+        assert!(t.windows(2).all(|w| w[0] <= w[1]));
+    }
+}

@@ -1,0 +1,256 @@
+//! `tcpsim._native.Simulation`: the native engine (crate::engine) for tcpsim/engine/native.py.
+//!
+//! Built from a flat dict the Python runner prepares from the scenario (the same values the
+//! Python engine's `Simulation.__init__` reads); run in slices (`run_some`) so Python can
+//! write each trace group to Parquet as it fills and show progress; the trace handed over as
+//! little-endian int64 column buffers plus string codes (no Python object per value).
+
+use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+
+use crate::devices;
+use crate::engine::apps::App;
+use crate::engine::random::Random;
+use crate::engine::simulation::{LinkSpec, RunSpec, Simulation, RCV, SND};
+use crate::engine::trace::INT_COLUMNS;
+use crate::py::{compose_kernel, fields_dict, segment_to_py, sysctls_from_py};
+use crate::socket::{SocketParams, TcpSocket};
+
+fn item<'py>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Bound<'py, PyAny>> {
+    d.get_item(key)?
+        .ok_or_else(|| PyKeyError::new_err(format!("native engine config: no {key:?}")))
+}
+
+fn int(d: &Bound<'_, PyDict>, key: &str) -> PyResult<i64> {
+    item(d, key)?.extract()
+}
+
+fn app(d: &Bound<'_, PyDict>) -> PyResult<App> {
+    Ok(App {
+        kind: item(d, "kind")?.extract()?,
+        bytes: int(d, "bytes")?,
+        every: int(d, "every")?,
+        bytes2: int(d, "bytes2")?,
+        every2: int(d, "every2")?,
+        period: int(d, "period")?,
+        fast_for: int(d, "fast_for")?,
+        slow_for: int(d, "slow_for")?,
+        fraction: item(d, "fraction")?.extract()?,
+        start: int(d, "start")?,
+    })
+}
+
+/// One of the run's sockets, as simulation.py builds it.
+fn socket(cfg: &Bound<'_, PyDict>, side: &Bound<'_, PyDict>, name: &str) -> PyResult<TcpSocket> {
+    let profile: String = item(cfg, "profile")?.extract()?;
+    let patches: Vec<String> = item(cfg, "patches")?.extract()?;
+    let k = compose_kernel(&profile, &patches)?;
+    let sysctl = sysctls_from_py(&item(side, "sysctl")?.cast_into()?, &k.new_sysctls())?;
+    let dev_name: String = item(side, "device")?.extract()?;
+    let dev = devices::device(&dev_name).map_err(PyValueError::new_err)?;
+    let params = SocketParams {
+        name: name.to_string(),
+        mtu: int(cfg, "mtu")?,
+        initcwnd: int(side, "initcwnd")?,
+        nodelay: item(side, "nodelay")?.extract()?,
+        init_rwnd: int(side, "init_rwnd")?,
+        hz: int(cfg, "hz")?,
+    };
+    let mut sk = TcpSocket::new(k, sysctl, Some(dev), &params).map_err(PyValueError::new_err)?;
+    sk.tracing = item(side, "trace")?.extract()?;
+    Ok(sk)
+}
+
+/// The bytes of a slice of integers, little-endian (what Arrow buffers hold here).
+fn le_bytes<T: Copy>(v: &[T]) -> &[u8] {
+    const { assert!(cfg!(target_endian = "little")) };
+    // SAFETY: i64/i32 have no padding and any byte pattern is a valid u8.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+/// A whole run in Rust (crate::engine::simulation).
+#[pyclass(name = "Simulation", unsendable)]
+struct PySimulation {
+    sim: Simulation,
+    segment_cls: Py<PyAny>,
+}
+
+#[pymethods]
+impl PySimulation {
+    #[new]
+    fn new(py: Python<'_>, cfg: &Bound<'_, PyDict>) -> PyResult<Self> {
+        let rcv_side: Bound<'_, PyDict> = item(cfg, "rcv")?.cast_into()?;
+        let snd_side: Bound<'_, PyDict> = item(cfg, "snd")?.cast_into()?;
+        let mut rcv = socket(cfg, &rcv_side, "rcv")?;
+        let snd = socket(cfg, &snd_side, "snd")?;
+        let so_rcvbuf = int(&rcv_side, "so_rcvbuf")?;
+        if so_rcvbuf != 0 {
+            rcv.set_rcvbuf(so_rcvbuf);
+        }
+        let l: Bound<'_, PyDict> = item(cfg, "link")?.cast_into()?;
+        let rev = match (
+            item(cfg, "rev_writer")?.cast_into::<PyDict>(),
+            item(cfg, "rev_reader")?.cast_into::<PyDict>(),
+        ) {
+            (Ok(w), Ok(r)) => Some((app(&w)?, app(&r)?)),
+            _ => None,
+        };
+        let spec = RunSpec {
+            link: LinkSpec {
+                delay_ab: int(&l, "delay_ab")?,
+                delay_ba: int(&l, "delay_ba")?,
+                rate_bps: int(&l, "rate_bps")?,
+                queue_limit: int(&l, "queue_limit")?,
+                loss: item(&l, "loss")?.extract()?,
+                jitter: int(&l, "jitter")?,
+            },
+            seed: item(cfg, "seed")?.extract()?,
+            duration: int(cfg, "duration")?,
+            receiver_client: item(cfg, "receiver_client")?.extract()?,
+            skip: item(cfg, "skip")?.extract()?,
+            writer: app(&item(cfg, "writer")?.cast_into()?)?,
+            reader: app(&item(cfg, "reader")?.cast_into()?)?,
+            rev,
+            tap: item(cfg, "tap")?.extract()?,
+        };
+        let sim = Simulation::new(rcv, snd, spec).map_err(PyValueError::new_err)?;
+        let segment_cls = py
+            .import("tcpsim.core.segment")?
+            .getattr("Segment")?
+            .unbind();
+        Ok(PySimulation { sim, segment_cls })
+    }
+
+    /// Run until the trace holds `max_rows` rows, `max_steps` events ran, or the run ended.
+    fn run_some(&mut self, py: Python<'_>, max_rows: usize, max_steps: u64) {
+        let sim = &mut self.sim;
+        py.detach(|| sim.run_some(max_rows, max_steps));
+    }
+
+    #[getter]
+    fn finished(&self) -> bool {
+        self.sim.finished
+    }
+
+    #[getter]
+    fn now(&self) -> i64 {
+        self.sim.sched.now
+    }
+
+    /// Trace rows buffered.
+    fn rows(&self) -> usize {
+        self.sim.trace.rows()
+    }
+
+    /// The first `n` buffered rows, taken out as Arrow buffers: ([int64 column values],
+    /// [(int32 offsets, UTF-8 data) of each string column]), in schema order per kind.
+    fn take_rows<'py>(&mut self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyTuple>> {
+        let tr = &self.sim.trace;
+        let n = n.min(tr.rows());
+        let ints = (0..INT_COLUMNS)
+            .map(|j| {
+                PyBytes::new_with(py, n * 8, |b| {
+                    b.copy_from_slice(le_bytes(tr.int_values(j, n)));
+                    Ok(())
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let strs = (0..5)
+            .map(|j| {
+                let offsets = PyBytes::new_with(py, 4 * (n + 1), |b| {
+                    tr.fill_offsets(j, n, b);
+                    Ok(())
+                })?;
+                let data = PyBytes::new_with(py, tr.string_data_len(j, n), |b| {
+                    tr.fill_data(j, n, b);
+                    Ok(())
+                })?;
+                PyTuple::new(py, [offsets, data])
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        self.sim.trace.discard(n);
+        PyTuple::new(
+            py,
+            [
+                PyList::new(py, ints)?.into_any(),
+                PyList::new(py, strs)?.into_any(),
+            ],
+        )
+    }
+
+    /// The receiver's wire since the last call: [(t_ns, sent by the receiver, Segment)].
+    fn take_tap<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let cls = self.segment_cls.bind(py);
+        let taken = self
+            .sim
+            .tap
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let items = taken
+            .iter()
+            .map(|(t, from_rcv, seg)| {
+                let s = segment_to_py(py, cls, seg)?;
+                PyTuple::new(
+                    py,
+                    [
+                        t.into_pyobject(py)?.into_any(),
+                        from_rcv.into_pyobject(py)?.to_owned().into_any(),
+                        s,
+                    ],
+                )
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+
+    /// What the summary is built from (simulation.py `result`): the run's own numbers and,
+    /// per socket, its state records, MIB, error and `ss` line.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = &self.sim;
+        let out = PyDict::new(py);
+        out.set_item("events", s.sched.steps)?;
+        out.set_item("packets", s.links[0].sent + s.links[1].sent)?;
+        out.set_item("established_at", s.established_at)?;
+        out.set_item("rcv_established_at", s.rcv_established_at)?;
+        out.set_item("died_at", s.died_at)?;
+        let written = |i: usize| s.writers[i].as_ref().map(|w| w.written);
+        let read = |i: usize| s.readers[i].as_ref().map(|r| r.read_bytes);
+        out.set_item("written", written(0))?;
+        out.set_item("rev_written", written(1))?;
+        out.set_item("read_bytes", read(0))?;
+        out.set_item("rev_read_bytes", read(1))?;
+        for (key, i) in [("rcv", RCV), ("snd", SND)] {
+            let sk = &s.socks[i];
+            let d = PyDict::new(py);
+            d.set_item("conn", fields_dict(py, &sk.conn.fields())?)?;
+            d.set_item("rcv", fields_dict(py, &sk.rcv.fields())?)?;
+            d.set_item("mem", fields_dict(py, &sk.mem.fields())?)?;
+            d.set_item("snd", fields_dict(py, &sk.snd.fields())?)?;
+            d.set_item("mib", sk.mib.values())?;
+            d.set_item("error", &sk.error)?;
+            d.set_item("ss", sk.ss_line())?;
+            let p = s.peaks[i];
+            d.set_item("peaks", (p.rmem, p.rcvbuf, p.recv_q, p.t_rmem))?;
+            out.set_item(key, d)?;
+        }
+        Ok(out)
+    }
+}
+
+/// `n` draws of `random.Random(seed).random()` from the engine's generator, then `n` of
+/// `expovariate(lambd)` (tests/engine/test_random.py holds them to CPython's).
+#[pyfunction]
+fn random_draws(seed: i128, n: usize, lambd: f64) -> (Vec<f64>, Vec<f64>) {
+    let mut r = Random::new(seed);
+    let a = (0..n).map(|_| r.random()).collect();
+    let b = (0..n).map(|_| r.expovariate(lambd)).collect();
+    (a, b)
+}
+
+/// Add the engine's class to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(random_draws, m)?)?;
+    m.add_class::<PySimulation>()
+}

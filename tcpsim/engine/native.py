@@ -1,0 +1,158 @@
+"""The native engine's runner: the same run as tcpsim/engine/simulation.py, in Rust.
+
+`NativeSimulation` takes what `Simulation` takes and returns the same RunResult and trace:
+it hands tcpsim._native.Simulation (native/src/engine/) the scenario's values -- sockets,
+link, applications, seed -- runs it in slices, and between slices moves each full group of
+trace rows into the recorder as Arrow arrays built from the native column buffers (no
+Python object per value) and the receiver's wire into the pcap tap. The summary is built by
+simulation.py's `summarize`, from the native sockets' state records: one definition for
+both engines.
+
+Everything here is imported only when the native engine runs (start-up stays small).
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+from typing import Any, Callable
+
+from tcpsim.core.mib import COUNTERS, Mib
+from tcpsim.engine.result import Peaks, RunResult, Tally, few_gc_passes, summarize
+from tcpsim.engines import EngineError, base_profile_name, native_socket_class, patch_names
+from tcpsim.policy import Profile
+from tcpsim.scenario import Scenario
+from tcpsim.workload import App
+
+GROUP_ROWS = 65536          # trace rows per Parquet row group (ParquetRecorder's default)
+_STEPS = 1 << 18            # events per slice at most: progress, and Ctrl-C between slices
+
+
+def native_engine_class() -> type:
+    """tcpsim._native.Simulation, or EngineError naming the fix."""
+    native_socket_class()                     # the extension is built (else: how to build it)
+    from tcpsim import _native
+    cls = getattr(_native, "Simulation", None)
+    if cls is None:
+        raise EngineError("engine 'native': this build of tcpsim._native has no Simulation; "
+                          "rebuild it, or use --engine python")
+    return cls
+
+
+def _app(app: App) -> dict[str, Any]:
+    return app.as_dict()
+
+
+class _SockView:
+    """A native socket's final state with the Python socket's attribute names (what
+    `summarize` reads): records conn/rcv/mem/snd, mib, error, ss_line()."""
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        for rec in ("conn", "rcv", "mem", "snd"):
+            setattr(self, rec, SimpleNamespace(**d[rec]))
+        self.mib = Mib()
+        core = set(COUNTERS)
+        for name, value in d["mib"]:
+            if name in core or value:
+                setattr(self.mib, name, value)
+        self.error = d["error"]
+        self._ss = d["ss"]
+
+    def ss_line(self) -> str:
+        return self._ss
+
+
+class NativeSimulation:
+    """A scenario run by the native engine (simulation.py `Simulation`'s interface)."""
+
+    def __init__(self, scenario: Scenario, profile: Profile, sink: Any = None,
+                 skip: bool = True, tap: Any = None) -> None:
+        self.scenario = scenario
+        self.profile = profile
+        self.sink = sink
+        self.tap = tap
+        sysctls = profile.default_sysctls().with_overrides(
+            scenario.sysctl, known=profile.known_sysctls(), profile=profile.name)
+        self.sysctls = sysctls
+        sender_sysctls = profile.default_sysctls().with_overrides(
+            scenario.sender_sysctl, known=profile.known_sysctls(), profile=profile.name)
+        from tcpsim.runner import python_patches
+        user = python_patches(scenario)
+        if user:
+            raise EngineError(f"--policy {user[0]}: a Python patch runs on the Python engine "
+                              "only (the native engine runs the built-in patches); add "
+                              "--engine python")
+        patches = patch_names(profile)
+        cls = native_engine_class()
+        sc = scenario
+        wants = sink.wants if sink is not None else (lambda name: False)
+        cfg = {
+            "profile": base_profile_name(profile), "patches": patches,
+            "mtu": sc.link.mtu, "hz": sc.hz, "seed": sc.seed, "duration": sc.duration,
+            "receiver_client": sc.receiver_role == "client", "skip": skip,
+            "tap": tap is not None,
+            "rcv": {"sysctl": sysctls.as_dict(), "device": sc.device, "initcwnd": 10,
+                    "nodelay": True, "init_rwnd": sc.initrwnd, "so_rcvbuf": sc.so_rcvbuf,
+                    "trace": wants("rcv")},
+            "snd": {"sysctl": sender_sysctls.as_dict(), "device": sc.sender_device,
+                    "initcwnd": sc.initcwnd, "nodelay": sc.nodelay, "init_rwnd": 0,
+                    "so_rcvbuf": 0, "trace": wants("snd")},
+            "link": {k: getattr(sc.link, k) for k in
+                     ("delay_ab", "delay_ba", "rate_bps", "queue_limit", "loss", "jitter")},
+            "writer": _app(sc.writer), "reader": _app(sc.reader),
+            "rev_writer": _app(sc.rev_writer) if sc.rev_writer and sc.rev_reader else None,
+            "rev_reader": _app(sc.rev_reader) if sc.rev_writer and sc.rev_reader else None,
+        }
+        if not -(2**125) <= sc.seed < 2**125:
+            raise EngineError(f"seed {sc.seed}: the native engine takes seeds within +-2**125; "
+                              "use a smaller seed or --engine python")
+        try:
+            self.sim = cls(cfg)
+        except ValueError as exc:
+            raise EngineError(f"engine 'native': {exc}; use --engine python") from None
+
+    def run(self, progress: Callable[[int], None] | None = None) -> RunResult:
+        """Run for the scenario's duration; the trace goes to the sink group by group."""
+        sim = self.sim
+        sink = self.sink
+        rows = GROUP_ROWS if sink is not None else 1 << 62
+        wall = time.perf_counter()
+        with few_gc_passes():
+            while not sim.finished:
+                sim.run_some(rows, _STEPS)
+                if self.tap is not None:
+                    self._feed_tap()
+                while sink is not None and sim.rows() >= GROUP_ROWS:
+                    self._feed_sink(GROUP_ROWS)
+                if progress is not None:
+                    progress(sim.now)
+            if sink is not None and sim.rows():
+                self._feed_sink(sim.rows())
+        wall = time.perf_counter() - wall
+        return self.result(wall)
+
+    def _feed_tap(self) -> None:
+        segment = self.tap.segment
+        for t, from_rcv, seg in self.sim.take_tap():
+            segment(t, from_rcv, seg)
+
+    def _feed_sink(self, n: int) -> None:
+        from tcpsim.trace.columns import table_from_buffers
+        n = min(n, self.sim.rows())
+        ints, strs = self.sim.take_rows(n)
+        self.sink.record_table(table_from_buffers(n, ints, strs))
+
+    def result(self, wall: float) -> RunResult:
+        """The RunResult, built by simulation.py's `summarize`."""
+        st = self.sim.stats()
+        rcv, snd = _SockView(st["rcv"]), _SockView(st["snd"])
+        rev = st["rev_written"] is not None
+        tally = Tally(events=st["events"], packets=st["packets"],
+                      established_at=st["established_at"], died_at=st["died_at"],
+                      written=st["written"], read_bytes=st["read_bytes"],
+                      peaks=Peaks(*st["rcv"]["peaks"]),
+                      rev_written=st["rev_written"] if rev else None,
+                      rev_read_bytes=st["rev_read_bytes"] if rev else None,
+                      rev_peaks=Peaks(*st["snd"]["peaks"]))
+        return summarize(self.scenario, self.profile, self.sysctls.as_dict(), rcv, snd, tally,
+                         wall)

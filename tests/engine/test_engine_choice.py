@@ -1,0 +1,76 @@
+"""Which engine runs: --engine, a scenario's `engine` field, a sweep axis, the default
+(native where built, the Python engine for a Python patch), and one error line for a bad
+engine or a Python patch under --engine native."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tcpsim.cli import main
+from tcpsim.engines import native_available
+from tcpsim.runner import RunOptions, choose_engine, prepare
+from tcpsim.scenario import ScenarioError, load_scenario, scenario_from_dict
+
+ROOT = Path(__file__).resolve().parents[2]
+PATCH = str(ROOT / "docs" / "examples" / "always_shrink.py") + ":AlwaysShrink"
+needs_native = pytest.mark.skipif(not native_available(), reason="tcpsim._native is not built")
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_bad_engine_is_one_error_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = cli(capsys, "run", "seed-wscale8", "-d", "10ms", "--engine", "rust")
+    assert code == 2 and "Traceback" not in err
+    assert err.strip().splitlines() == [
+        "tcpsim: error: --engine rust: unknown engine; choose one of: python, native"]
+
+
+def test_the_scenario_field_is_checked_and_kept_out_of_the_metadata() -> None:
+    with pytest.raises(ScenarioError, match='engine: expected "python" or "native"'):
+        scenario_from_dict({"engine": "rust"})
+    sc = scenario_from_dict({"engine": "python"})
+    assert sc.engine == "python" and "engine" not in sc.as_dict()
+    assert choose_engine(None, sc) == "python"
+
+
+@needs_native
+def test_the_default_is_native_but_a_python_patch_runs_on_the_python_engine() -> None:
+    sc, _ = prepare(load_scenario("seed-wscale8"), RunOptions())
+    assert choose_engine(None, sc) == "native"
+    sc, _ = prepare(load_scenario("seed-wscale8"), RunOptions(policies=(PATCH,)))
+    assert choose_engine(None, sc) == "python"
+
+
+@needs_native
+def test_a_python_patch_under_engine_native_is_one_error_line(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = cli(capsys, "run", "seed-wscale8", "-d", "10ms", "--engine", "native",
+                       "--policy", PATCH)
+    assert code == 2 and "Traceback" not in err
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"tcpsim: error: --policy {PATCH}: a Python patch")
+    assert "--engine python" in line
+
+
+@needs_native
+def test_engine_as_a_sweep_axis(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, err = cli(capsys, "sweep", "seed-wscale8", "-x", "engine=python,native",
+                         "-d", "200ms", "-j", "1", "-r", str(tmp_path / "r"), "--json")
+    assert code == 0, err
+    import json
+    rows = json.loads(out)
+    assert [r["engine"] for r in rows] == ["python", "native"]
+    drop = ("engine", "point", "hash", "wall_s", "events")
+    a, b = ({k: v for k, v in r.items() if k not in drop and not k.startswith("engine")}
+            for r in rows)
+    assert a == b

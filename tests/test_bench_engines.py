@@ -1,0 +1,35 @@
+"""`tcpsim bench` runs both engines in one invocation and prints their ratio (figures are
+not checked: speed belongs in benchmarks/, never in a test)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tcpsim import bench
+from tcpsim.engines import EngineError, native_available
+
+
+def _tiny(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = bench.Case("t: tiny", "seed-wscale8", "30ms", "30ms")
+    monkeypatch.setattr(bench, "CASES", (case,))
+    monkeypatch.setattr(bench, "_sweep_once", lambda duration, engine: {
+        "wall": 1.0, "cpu": 1.0, "points": 1, "packets": 1, "sim_s": 1.0})
+
+
+@pytest.mark.skipif(not native_available(), reason="tcpsim._native is not built")
+def test_both_engines_and_their_ratio(monkeypatch: pytest.MonkeyPatch) -> None:
+    _tiny(monkeypatch)
+    lines: list[str] = []
+    rows = bench.run_benchmarks(quick=True, echo=lines.append)
+    assert [r.get("engine") for r in rows[:2]] == ["native", "python"]
+    assert rows[0]["packets"] == rows[1]["packets"]          # the same run on both
+    assert "native_over_python" in rows[0]
+    assert any("native/python:" in line for line in lines)
+
+
+def test_one_engine_and_a_bad_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    _tiny(monkeypatch)
+    rows = bench.run_benchmarks(quick=True, echo=None, engine="python")
+    assert [r["engine"] for r in rows] == ["python", "python"]
+    with pytest.raises(EngineError, match="unknown engine 'rust'"):
+        bench.run_benchmarks(quick=True, echo=None, engine="rust")
