@@ -359,3 +359,27 @@ def test_a_write_can_top_up_a_partly_sent_tail_skb_with_the_send_buffer_full():
     assert sk.write(3 * NS_PER_MS, 10) == 10               # the tail takes it
     sk.write(4 * NS_PER_MS, goal)                          # tail full now
     assert not sk.can_queue() and sk.write(5 * NS_PER_MS, 1) == 0
+
+
+def test_a_window_below_the_mss_arms_the_persist_timer_and_each_ack_rearms_it():
+    # Nothing in flight and the head skb's first MSS does not fit a 1024-byte window:
+    # tcp_write_xmit() sends nothing and tcp_check_probe_timer() arms the persist timer.
+    # An ACK that arrives meanwhile goes tcp_ack()'s no_queue path, where tcp_ack_probe()
+    # re-arms it from now [tcp_input.c, v6.18] (pure ACKs reach tcp_ack() on the fast path
+    # too; in-order data with an unchanged ack_seq does not). When the peer falls quiet,
+    # tcp_probe_timer() -> tcp_write_wakeup() sends what the window takes: a 1024-byte
+    # slice, not a zero-window probe.
+    sk = sender(profile="linux-6.18", peer_win=502)
+    sk.write(2 * NS_PER_MS, 4000)
+    sent = sum(s.len for s in sk.take_outbox())
+    ack(sk, 5, 1 + sent, 8)                               # all acked, window 8 << 7 = 1024
+    sk.write(6 * NS_PER_MS, 4000)
+    assert not [s for s in sk.take_outbox() if s.len] and not sk.snd.rtx_queue
+    assert sk.snd.probe_deadline == 6 * NS_PER_MS + sk.probe0_base()
+    for t_ms in range(10, 310, 10):                       # an ACK every 10 ms for 300 ms
+        assert not [s for s in ack(sk, t_ms, 1 + sent, 8) if s.len]
+        assert sk.snd.probe_deadline == t_ms * NS_PER_MS + sk.probe0_when()
+    quiet = sk.snd.probe_deadline
+    sk.on_timer(quiet)
+    (slice_,) = [s for s in sk.take_outbox() if s.len]
+    assert slice_.len == 1024 and sk.mib.TCPWinProbe == 0 and quiet > 300 * NS_PER_MS
