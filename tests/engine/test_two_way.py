@@ -179,3 +179,26 @@ def test_a_relay_reader_needs_a_writer_at_its_end():
     # the sender end always has one ([writer]): its relay needs only data back
     sc = scenario_from_dict({**RELAY, "duration": "10ms"})
     assert sc.rev_reader.kind == "relay"
+
+
+def test_ntb_with_relaying_ends_does_not_deadlock_in_the_model():
+    # The reported deadlock (zero window both ways, persist probes, no progress) is NOT
+    # reproduced, not even with each end one thread that reads only between its own sends
+    # (docs/ntb-jumbo-rx.md says why): this pins what the model does, so a change that makes
+    # it deadlock shows up here. Both directions flow, with and without rx_copybreak.
+    plain, cols = ntb()
+    fixed, _ = ntb(256)
+    for s in (plain, fixed):
+        assert s["zero_windows_sent"] == s["rev_zero_windows_sent"] == 0
+        assert s["window_probes"] == s["rev_window_probes"] == 0
+        assert s["bytes_read"] == s["bytes_written"] > 100 << 20       # > 4 Gbit/s for 200 ms
+        assert s["rev_bytes_read"] == s["rev_bytes_written"] == 20 * 48
+    assert plain["bytes_read"] == fixed["bytes_read"]
+    # the copybreak changes only what a small message costs at the sender end
+    assert (plain["rev_peak_sk_rmem_alloc"], fixed["rev_peak_sk_rmem_alloc"]) == (131328, 832)
+    # the bulk segments are half the 64 KiB MSS (tcp_sync_mss bounds it to half the peer's
+    # first window), a quarter of the 128 KiB they are charged
+    bulk = {(n, t) for sock, e, d, n, t in zip(cols["sock"], cols["event"], cols["detail"],
+                                               cols["len"], cols["truesize"])
+            if sock == "rcv" and e == "rx" and d == "queued"}
+    assert bulk == {(32768, 131328)}
