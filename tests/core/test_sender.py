@@ -116,18 +116,23 @@ def test_three_dupacks_fast_retransmit_and_halve_cwnd():
                                           ("linux-6.6", [936, 1448, 1448])])
 def test_a_persist_slice_leaves_the_rest_of_the_skb_which_grows_back_before_sending(profile, wire):
     # tcp_write_wakeup() fragments the head skb to the window (the size goal is one MSS here:
-    # half of a 512 B peak window). When the window opens, tcp_grow_skb() [tcp_output.c,
-    # 6.10+] refills the 2384 B rest from the next skb before the window test, so the wire
-    # sees 1448 + 1448 + 936; before 6.10 the rest goes alone, then the next skb
-    sk = sender(profile=profile, peer_win=4, peer_ws=7)   # 512 bytes of window
-    sk.write(2 * NS_PER_MS, 1448 * 3)                      # three one-MSS skbs
+    # half of a 4096 B peak window, rounded down to whole MSS). When the window opens,
+    # tcp_grow_skb() [tcp_output.c, 6.10+] refills the 2384 B rest from the next skb before
+    # the window test, so the wire sees 1448 + 1448 + 936; before 6.10 the rest goes alone,
+    # then the next skb. (The window shrinks after the handshake: a 512 B window at the
+    # handshake would make tcp_sync_mss() cut the MSS itself to 512.)
+    sk = sender(profile=profile, peer_win=32, peer_ws=7)  # 4096 bytes of window
+    sk.write(2 * NS_PER_MS, 1000)
+    sk.take_outbox()
+    ack(sk, 3, 1001, 4)                                    # acked; 512 bytes of window now
+    sk.write(4 * NS_PER_MS, 1448 * 3)                      # three one-MSS skbs
     assert sk.take_outbox() == []                          # a whole MSS does not fit
     grown = profile == "linux-6.10"
     assert list(sk.snd.write_queue) == ([2896, 1448] if grown else [1448, 1448, 1448])
     sk.on_timer(sk.next_deadline())                        # persist timer: send a slice
     first = sk.take_outbox()
     assert [s.len for s in first] == [512]
-    out = ack(sk, sk.now / NS_PER_MS + 20, 513, 502)       # window opens wide
+    out = ack(sk, sk.now / NS_PER_MS + 20, 1513, 502)      # window opens wide
     assert [s.len for s in out] == wire
     assert not sk.snd.write_queue
 
