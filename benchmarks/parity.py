@@ -40,6 +40,11 @@ _TWO_WAY = ('[link]\nrtt = "10ms"\n[receiver]\ndevice = "loopback"\n'
             '[sender]\ndevice = "tun"\n[sender.reader]\nkind = "periodic"\nbytes = 300\n'
             'every = "1ms"\n[writer]\nkind = "bulk"\n[reader]\nkind = "periodic"\n'
             'bytes = 2000\nevery = "1ms"\n')
+_RELAY = ('[link]\nrtt = "1ms"\n[writer]\nkind = "bulk"\n[reader]\nkind = "periodic"\n'
+          'bytes = "4M"\nevery = "1ms"\nstart = "150ms"\n[receiver.writer]\nkind = "periodic"\n'
+          'bytes = 48\nevery = "10ms"\n[sender.reader]\nkind = "relay"\n')
+_BLOCKING = ('[link]\nrtt = "2ms"\nrate = "100mbit"\nqueue_limit = 100\n[writer]\n'
+             'kind = "bulk"\n[reader]\nkind = "blocking"\n')
 
 # name -> (scenario body, extra CLI-style arguments)
 EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -50,6 +55,11 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
     "p-hz100-noskip": (_PERIODIC.format(device="veth"), ("--hz", "100", "--no-skip")),
     "p-two-way": (_TWO_WAY, ()),
     "p-tap": (_LOSSY, ("--pcap",)),
+    "p-relay": (_RELAY, ()),
+    "p-relay-noskip": (_RELAY, ("--no-skip",)),
+    "p-blocking": (_BLOCKING, ()),
+    "p-reno": (_LOSSY, ("-S", "net.ipv4.tcp_congestion_control=reno")),
+    "p-no-ssai": (_LOSSY, ("-S", "net.ipv4.tcp_slow_start_after_idle=0")),
 }
 DEVICES = ("veth", "veth-direct", "loopback", "tun", "nic-2k", "nic-4k")
 PATCHES = ("collapse-max-bytes", "initrwnd", "rfc7323-retraction", "shrink-window")
@@ -77,6 +87,10 @@ def cases(root: Path, full: bool = False) -> list[Case]:
         extra[f"p-device-{dev}"] = (_PERIODIC.format(device=dev), ())
     for patch in PATCHES:
         extra[f"p-patch-{patch}"] = (_PERIODIC.format(device="veth"), ("--policy", patch))
+    # the ntb experiment as shipped (two relaying ends, 64 KiB MTU, jumbo kmalloc buffers)
+    ntb = (Path(__file__).resolve().parents[1] / "experiments" / "ntb-jumbo-rx.toml").read_text()
+    extra["p-ntb-jumbo-rx"] = ("\n".join(line for line in ntb.splitlines()
+                                         if not line.startswith(("name =", "profile ="))), ())
     for name, (body, args) in extra.items():
         path = sdir / f"{name}.toml"
         path.write_text(f'name = "{name}"\nprofile = "linux-6.18"\n{body}')
@@ -95,6 +109,10 @@ def _options(case: Case, engine: str, trace: Path, pcap: Path | None) -> Any:
         if flag == "-s":
             name, value = args.pop(0).split("=", 1)
             opts.sysctl = {**(opts.sysctl or {}), name: int(value)}
+        elif flag == "-S":
+            name, value = args.pop(0).split("=", 1)
+            opts.sender_sysctl = {**(opts.sender_sysctl or {}),
+                                  name: int(value) if value.isdigit() else value}
         elif flag == "--policy":
             opts.policies += (args.pop(0),)
         elif flag == "--no-skip":

@@ -248,6 +248,10 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
     sc = replace(sc, writer=parse_app(_table(raw, "writer"), "writer", sc.writer),
                  reader=parse_app(_table(raw, "reader"), "reader", sc.reader))
     sc = _parse_reverse(sc, _table(rcv, "writer", "receiver."), _table(snd, "reader", "sender."))
+    if sc.reader.kind == "relay" and sc.rev_writer is None:
+        raise ScenarioError('reader.kind: "relay" reads between the writes of its own end\'s '
+                            "writer, and the receiver end has none; add a [receiver.writer] "
+                            'table, or use kind = "fast"')
     pol = raw.get("policies", [])
     if not isinstance(pol, list) or not all(isinstance(p, str) for p in pol):
         raise ScenarioError('policies: expected a list of patch names, e.g. ["shrink-window"]')

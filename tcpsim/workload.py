@@ -21,6 +21,10 @@ Reader kinds:
     blocking      sleeps in a blocking recv() until data is queued and returns with up to
                   `bytes` (default 1 MiB), as a server's read loop does; with no application
                   latency modelled it reads when a fast reader would (issue 14 adds one)
+    relay         one thread relaying both ways (ssh's forwarding loop): reads as `fast`
+                  does, but not while its own end's writer is in a send() the send buffer
+                  has not taken; when that send() returns it first reads what queued
+                  meanwhile. Needs a writer at the same end (a two-way scenario)
     oscillating   alternates every `period` between (`bytes` every `every`) and
                   (`bytes2` every `every2`), starting with the first
     oscil         Cloudflare's benchmark reader: fast for `fast_for` (5 s), then for
@@ -59,6 +63,7 @@ READER_KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("periodic", ("bytes", "every"), min_bytes=1),
     Kind("fast", default_bytes=1 << 20),
     Kind("blocking", default_bytes=1 << 20),
+    Kind("relay", default_bytes=1 << 20),
     Kind("oscillating", ("bytes", "every", "bytes2", "every2", "period")),
     Kind("oscil"),
 )}

@@ -163,18 +163,26 @@ impl TcpSocket {
     /// tcp_xmit_size_goal() [tcp.c, v6.18]: bytes per write-queue skb, a whole number of
     /// MSS: the GSO size, bounded to half the peer's largest window, at least one MSS.
     pub fn size_goal(&self) -> i64 {
-        let snd = &self.snd;
         let mss = self.conn.mss_cache;
-        let mut goal = SK_GSO_MAX_SIZE;
+        let goal = self.bound_to_half_wnd(SK_GSO_MAX_SIZE);
+        (floor_div(goal, mss).min(SK_GSO_MAX_SEGS) * mss).max(mss)
+    }
+
+    /// tcp_bound_to_half_wnd() [include/net/tcp.h, v6.18]: a packet size bounded to half the
+    /// peer's largest window seen (see sender.py `bound_to_half_wnd`); bounds the size goal
+    /// and the MSS tcp_sync_mss() sets.
+    pub fn bound_to_half_wnd(&self, pktsize: i64) -> i64 {
+        let snd = &self.snd;
         let cutoff = if snd.max_window > TCP_MSS_DEFAULT {
             snd.max_window >> 1
         } else {
             snd.max_window
         };
-        if cutoff != 0 && goal > cutoff {
-            goal = cutoff.max(68 - self.conn.tcp_header_len);
+        if cutoff != 0 && pktsize > cutoff {
+            cutoff.max(68 - self.conn.tcp_header_len)
+        } else {
+            pktsize
         }
-        (floor_div(goal, mss).min(SK_GSO_MAX_SEGS) * mss).max(mss)
     }
 
     /// tcp_tso_segs() / tcp_tso_autosize() [tcp_output.c, v6.18]: segments per transmitted

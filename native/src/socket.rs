@@ -410,7 +410,7 @@ impl TcpSocket {
         self.rtt_estimator(sample);
     }
 
-    /// Models tcp_finish_connect()/tcp_init_transfer(): MSS, buffers, timers. With
+    /// Models tcp_finish_connect()/tcp_init_transfer(): MSS (tcp_sync_mss), buffers, timers. With
     /// timestamps advmss loses the option's 12 bytes on both sides (measured on 6.18 in
     /// docs/validation.md).
     fn established(&mut self, _active: bool) {
@@ -420,8 +420,11 @@ impl TcpSocket {
             conn.tcp_header_len = 32;
             conn.advmss -= TCP_HEADER_TS;
         }
-        conn.mss_cache =
-            conn.peer_mss.min(conn.mtu - 40) - if conn.ts_ok { TCP_HEADER_TS } else { 0 };
+        // tcp_sync_mss() [tcp_output.c]: the path's MSS, bounded to half the peer's window
+        let mss = conn.peer_mss.min(conn.mtu - 40) - if conn.ts_ok { TCP_HEADER_TS } else { 0 };
+        let mss = self.bound_to_half_wnd(mss);
+        let conn = &mut self.conn;
+        conn.mss_cache = mss;
         // tcp_initialize_rcv_mss()
         self.ack.ack_rcv_mss = conn
             .advmss

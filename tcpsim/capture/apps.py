@@ -194,12 +194,20 @@ def oscil_reader(sock: socket.socket, stop: threading.Event, log: Log, fast_for_
 
 Loop = Callable[[socket.socket, threading.Event, Log], None]
 
+
+def _no_relay() -> Loop:
+    """A relay reader reads between its own end's writes: it needs a writer at the
+    receiver end, which a capture (data one way, tcpsim/capture/spec.py) does not run."""
+    raise ValueError('reader.kind: "relay" needs a writer at the receiver end; a capture '
+                     "sends data one way -- simulate this scenario instead")
+
 # How each kind of tcpsim.workload runs over a real socket.
 READERS: dict[str, Callable[[App], Loop]] = {
     "never": lambda a: never_reader,
     "periodic": lambda a: lambda s, st, lg: periodic_reader(s, a.bytes, a.every, st, lg),
     "fast": lambda a: lambda s, st, lg: fast_reader(s, st, lg, a.bytes),
     "blocking": lambda a: lambda s, st, lg: blocking_reader(s, st, lg, a.bytes),
+    "relay": lambda a: _no_relay(),
     "oscillating": lambda a: lambda s, st, lg: oscillating_reader(s, a, st, lg),
     "oscil": lambda a: lambda s, st, lg: oscil_reader(s, st, lg, a.fast_for, a.slow_for,
                                                       a.fraction),

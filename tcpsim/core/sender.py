@@ -125,13 +125,21 @@ class SendMixin:
         """tcp_xmit_size_goal() [tcp.c, v6.18]: bytes per write-queue skb, a whole number of
         MSS: the GSO size, bounded to half the peer's largest window (tcp_bound_to_half_wnd),
         at least one MSS. How many of them one transmission takes is tcp_tso_segs()."""
-        snd = self.snd
         mss = self.conn.mss_cache
-        goal = SK_GSO_MAX_SIZE
-        cutoff = snd.max_window >> 1 if snd.max_window > TCP_MSS_DEFAULT else snd.max_window
-        if cutoff and goal > cutoff:
-            goal = max(cutoff, 68 - self.conn.tcp_header_len)
+        goal = self.bound_to_half_wnd(SK_GSO_MAX_SIZE)
         return max(min(goal // mss, SK_GSO_MAX_SEGS) * mss, mss)
+
+    def bound_to_half_wnd(self: TcpSocket, pktsize: int) -> int:
+        """tcp_bound_to_half_wnd() [include/net/tcp.h, v6.18]: a packet size bounded to half
+        the peer's largest window seen (the whole of it when that is at most 536 bytes), not
+        below 68 bytes of segment. Bounds the size goal, and the MSS when tcp_sync_mss() sets
+        it -- which matters on jumbo links: at a 64 KiB MTU the peer's first window (about
+        64 KiB) halves the MSS to about 32 KiB (`ss` shows mss:32768 on loopback)."""
+        snd = self.snd
+        cutoff = snd.max_window >> 1 if snd.max_window > TCP_MSS_DEFAULT else snd.max_window
+        if cutoff and pktsize > cutoff:
+            return max(cutoff, 68 - self.conn.tcp_header_len)
+        return pktsize
 
     def tso_segs(self: TcpSocket) -> int:
         """tcp_tso_segs() / tcp_tso_autosize() [tcp_output.c, v6.18]: segments per

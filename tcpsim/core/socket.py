@@ -331,7 +331,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self._rtt_estimator(sample)
 
     def _established(self, active: bool) -> None:
-        """Models tcp_finish_connect()/tcp_init_transfer(): MSS, buffers, timers.
+        """Models tcp_finish_connect()/tcp_init_transfer(): MSS (tcp_sync_mss), buffers, timers.
         With timestamps advmss loses the option's 12 bytes on both sides (the passive side
         too: its rcv_ssthresh grows by 2 * 1448 per segment, measured on 6.18 in
         docs/validation.md)."""
@@ -339,7 +339,10 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         if conn.ts_ok:
             conn.tcp_header_len = 32
             conn.advmss -= TCP_HEADER_TS
-        conn.mss_cache = min(conn.peer_mss, conn.mtu - 40) - (TCP_HEADER_TS if conn.ts_ok else 0)
+        # tcp_sync_mss() [tcp_output.c]: the path's MSS, bounded to half the peer's window
+        # as it stands now (the SYN-ACK's, or the handshake ACK's scaled; max_window)
+        conn.mss_cache = self.bound_to_half_wnd(
+            min(conn.peer_mss, conn.mtu - 40) - (TCP_HEADER_TS if conn.ts_ok else 0))
         self.ack.ack_rcv_mss = max(TCP_MIN_MSS, min(conn.advmss, conn.mss_cache, rcv.rcv_wnd // 2,
                                                 TCP_MSS_DEFAULT))  # tcp_initialize_rcv_mss()
         conn.state = ESTABLISHED

@@ -11,6 +11,10 @@ applies the others exactly, in bulk, when something else is about to happen:
   next event reaches the socket, and the reader is woken for the first read that is not.
 
 Both give identical results; tests/engine/test_skip.py holds them to it.
+
+A relay reader (tcpsim.workload) is coupled to its end's writer (`couple`): it reads as a
+fast reader does while the writer is not stalled in a send(), and drains the socket when
+that send() returns.
 """
 
 from __future__ import annotations
@@ -42,6 +46,12 @@ class PeriodicWriter:
         self.pending = 0
         self.blocked = False
         self.written = 0
+        self.relay: Reader | None = None        # this end's relay reader (see Reader)
+
+    @property
+    def stalled(self) -> bool:
+        """A write is under way that the send buffer has not taken whole (in send())."""
+        return self.pending > 0
 
     def begin(self) -> None:
         self.sim.sched.at(max(self.start, self.sim.sched.now), WRITER, self.tick)
@@ -52,12 +62,15 @@ class PeriodicWriter:
         if sk.error:
             return
         now = sim.sched.now
+        was_stalled = self.pending > 0
         if self.pending == 0:
             self.pending = self.n
         w = sk.write(now, self.pending)
         self.pending -= w
         self.written += w
         sim.after(sk)
+        if was_stalled and not self.pending and self.relay is not None:
+            self.relay.after_write(now)         # the send() returned: the loop reads
         if self.pending and sim.skip and not sk.can_queue():
             self.blocked = True                 # sleep until writable
             return
@@ -82,6 +95,12 @@ class BulkWriter:
         self.blocked = False
         self.written = 0
         self._busy = False
+        self.relay: Reader | None = None        # this end's relay reader (see Reader)
+
+    @property
+    def stalled(self) -> bool:
+        """Waiting in send() for room in the send buffer (a bulk writer always has more)."""
+        return self.blocked
 
     def begin(self) -> None:
         self.sim.sched.at(max(self.start, self.sim.sched.now), WRITER, self.fill)
@@ -105,6 +124,8 @@ class BulkWriter:
     def on_writable(self, now: int) -> None:
         if self.blocked and not self._busy:
             self.blocked = False
+            if self.relay is not None:
+                self.relay.after_write(now)     # the send() returned: the loop reads
             self.fill()
 
 
@@ -137,6 +158,7 @@ class Reader:
         self.second_bytes = 0
         self.best_second = 0
         self._busy = False
+        self.writer: PeriodicWriter | BulkWriter | None = None   # this end's writer (relay)
 
     def begin(self) -> None:
         self._next_phase()
@@ -156,7 +178,7 @@ class Reader:
         self.gen += 1
         if phase.end < _FAR:
             self.sim.sched.at(phase.end, READER, self._leave, phase)
-        if phase.kind == "fast":
+        if phase.kind in ("fast", "relay"):
             self.on_readable(now)
         elif phase.kind == "periodic":
             self.next_read = phase.start
@@ -227,8 +249,22 @@ class Reader:
     # -- reading --
 
     def on_readable(self, now: int) -> None:
-        """The socket woke the reader: a fast reader drains what is queued."""
-        if self.phase.kind != "fast" or self._busy:
+        """The socket woke the reader: a fast reader drains what is queued; a relay reader
+        too, unless its end's writer is stalled in send()."""
+        kind = self.phase.kind
+        if kind == "relay" and self.writer is not None and self.writer.stalled:
+            return
+        if kind not in ("fast", "relay"):
+            return
+        self._drain(now)
+
+    def after_write(self, now: int) -> None:
+        """The end's writer got out of send(): a relay reader drains what queued meanwhile."""
+        if self.phase.kind == "relay":
+            self._drain(now)
+
+    def _drain(self, now: int) -> None:
+        if self._busy:
             return
         self._busy = True
         cap = self.phase.n or (1 << 20)
@@ -267,6 +303,13 @@ WRITERS = {
 }
 
 
+def couple(writer: PeriodicWriter | BulkWriter | None, reader: Reader | None, app: App) -> None:
+    """One end's writer and reader: a relay reader (`app`) reads only between the writer's
+    send()s (tcpsim.workload: one thread relaying both ways)."""
+    if writer is not None and reader is not None and app.kind == "relay":
+        reader.writer, writer.relay = writer, reader
+
+
 def reader_phases(app: App, reader: Reader, duration: int) -> Iterator[Phase]:
     """The phase sequence of a scenario's reader (tcpsim.workload.READER_KINDS)."""
     return READER_PHASES[app.kind](app, reader, duration)
@@ -278,6 +321,10 @@ def _never(app: App, reader: Reader, duration: int) -> Iterator[Phase]:
 
 def _fast(app: App, reader: Reader, duration: int) -> Iterator[Phase]:
     yield Phase("fast", app.start, _FAR, n=app.bytes)
+
+
+def _relay(app: App, reader: Reader, duration: int) -> Iterator[Phase]:
+    yield Phase("relay", app.start, _FAR, n=app.bytes)
 
 
 def _periodic(app: App, reader: Reader, duration: int) -> Iterator[Phase]:
@@ -305,5 +352,6 @@ def _oscil(app: App, reader: Reader, duration: int) -> Iterator[Phase]:
 
 # A blocking reader (woken in recv() when data is queued) reads when a fast reader would as
 # long as the model has no application wakeup latency: it runs the fast phase.
-READER_PHASES = {"never": _never, "fast": _fast, "blocking": _fast, "periodic": _periodic,
+READER_PHASES = {"never": _never, "fast": _fast, "blocking": _fast, "relay": _relay,
+                 "periodic": _periodic,
                  "oscillating": _oscillating, "oscil": _oscil}

@@ -17,7 +17,9 @@ from tcpsim.core.devices import device
 from tcpsim.core.segment import Segment
 from tcpsim.core.socket import TcpSocket
 from tcpsim.core.state import ESTABLISHED
-from tcpsim.engine.apps import BulkWriter, PeriodicWriter, Reader, make_writer, reader_phases
+from tcpsim.engine.apps import (
+    BulkWriter, PeriodicWriter, Reader, couple, make_writer, reader_phases,
+)
 from tcpsim.engine.link import LinkDirection
 from tcpsim.engine.result import (Peaks, RunResult, Tally, few_gc_passes, progress_bar,
                                   summarize)
@@ -80,6 +82,8 @@ class Simulation:
             self.rev_reader = Reader(self, iter(()), self.snd)
             self.rev_reader.phases = reader_phases(scenario.rev_reader, self.rev_reader,
                                                    scenario.duration)
+            couple(self.rev_writer, self.reader, scenario.reader)       # the receiver end
+            couple(self.writer, self.rev_reader, scenario.rev_reader)   # the sender end
         self.rev_peaks = Peaks()
         self.rcv_established_at = -1
         self.peaks = Peaks()

@@ -1,10 +1,14 @@
 """tcp_select_initial_window(), tcp_init_buffer_space() and the first advertised windows."""
 
+import pytest
+
+from tcpsim.core.constants import NS_PER_MS
 from tcpsim.core.segment import ACK, SYN, Segment
 from tcpsim.core.socket import TcpSocket
 from tcpsim.catalog import get_profile
+from tcpsim.engines import make_socket, native_available
 
-from harness import established
+from harness import conn_field, established
 
 
 def syn_of(profile: str, **sysctl) -> tuple[TcpSocket, Segment]:
@@ -184,3 +188,32 @@ def test_a_retransmitted_handshake_leaves_no_retransmission_count_behind():
     sk.on_segment(1_010_000_000, Segment(0, 0, SYN | ACK, 1, 65535, mss=1460, wscale=7,
                                          sack_ok=True, tsval=5, tsecr=syn.tsval))
     assert sk.conn.state == "ESTABLISHED" and sk.snd.retransmits == 0 and sk.snd.srtt_us8 == 10_000 << 3
+
+
+# -- tcp_sync_mss(): the MSS bounded to half the peer's window --------------------------------------
+
+ENGINES = ["python"] + (["native"] if native_available() else [])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_jumbo_mss_is_halved_by_the_peers_first_window(engine):
+    # tcp_sync_mss() bounds the MSS with tcp_bound_to_half_wnd(): at a 64 KiB MTU the path
+    # MSS (65536 - 40 - 12 = 65484) exceeds half the peer's window, so it is cut to half the
+    # SYN-ACK's (unscaled) window on the active side and to half the handshake ACK's scaled
+    # window on the passive side -- `ss -ti` on loopback shows mss:32768 at the server
+    prof = get_profile("linux-6.18")
+    client = make_socket(engine, prof, prof.default_sysctls(), "veth", mtu=65536)
+    client.connect(0)
+    client.take_outbox()
+    client.on_segment(NS_PER_MS, Segment(0, 0, SYN | ACK, 1, 65483, mss=65483, wscale=7,
+                                         sack_ok=True, tsval=1, tsecr=1))
+    assert conn_field(client, "mss_cache") == 65483 // 2
+    server = make_socket(engine, prof, prof.default_sysctls(), "veth", mtu=65536)
+    server.listen()
+    server.on_segment(0, Segment(0, 0, SYN, 0, 65483, mss=65483, wscale=7, sack_ok=True,
+                                 tsval=1, tsecr=0))
+    server.on_segment(NS_PER_MS, Segment(1, 0, ACK, 1, 512, tsval=2,
+                                         tsecr=conn_field(server, "ts_recent")))
+    assert conn_field(server, "mss_cache") == (512 << 7) // 2
+    # at a 1500-byte MTU half the window is far above the MSS: nothing changes
+    assert conn_field(established("linux-6.18").sk, "mss_cache") == 1448

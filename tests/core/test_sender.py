@@ -122,18 +122,23 @@ def test_three_dupacks_fast_retransmit_and_reduce_cwnd(cc, cwnd):
                                           ("linux-6.6", [936, 1448, 1448])])
 def test_a_persist_slice_leaves_the_rest_of_the_skb_which_grows_back_before_sending(profile, wire):
     # tcp_write_wakeup() fragments the head skb to the window (the size goal is one MSS here:
-    # half of a 512 B peak window). When the window opens, tcp_grow_skb() [tcp_output.c,
-    # 6.10+] refills the 2384 B rest from the next skb before the window test, so the wire
-    # sees 1448 + 1448 + 936; before 6.10 the rest goes alone, then the next skb
-    sk = sender(profile=profile, peer_win=4, peer_ws=7)   # 512 bytes of window
-    sk.write(2 * NS_PER_MS, 1448 * 3)                      # three one-MSS skbs
+    # half of a 4096 B peak window, rounded down to whole MSS). When the window opens,
+    # tcp_grow_skb() [tcp_output.c, 6.10+] refills the 2384 B rest from the next skb before
+    # the window test, so the wire sees 1448 + 1448 + 936; before 6.10 the rest goes alone,
+    # then the next skb. (The window shrinks after the handshake: a 512 B window at the
+    # handshake would make tcp_sync_mss() cut the MSS itself to 512.)
+    sk = sender(profile=profile, peer_win=32, peer_ws=7)  # 4096 bytes of window
+    sk.write(2 * NS_PER_MS, 1000)
+    sk.take_outbox()
+    ack(sk, 3, 1001, 4)                                    # acked; 512 bytes of window now
+    sk.write(4 * NS_PER_MS, 1448 * 3)                      # three one-MSS skbs
     assert sk.take_outbox() == []                          # a whole MSS does not fit
     grown = profile == "linux-6.10"
     assert list(sk.snd.write_queue) == ([2896, 1448] if grown else [1448, 1448, 1448])
     sk.on_timer(sk.next_deadline())                        # persist timer: send a slice
     first = sk.take_outbox()
     assert [s.len for s in first] == [512]
-    out = ack(sk, sk.now / NS_PER_MS + 20, 513, 502)       # window opens wide
+    out = ack(sk, sk.now / NS_PER_MS + 20, 1513, 502)      # window opens wide
     assert [s.len for s in out] == wire
     assert not sk.snd.write_queue
 
@@ -365,3 +370,27 @@ def test_a_write_can_top_up_a_partly_sent_tail_skb_with_the_send_buffer_full():
     assert sk.write(3 * NS_PER_MS, 10) == 10               # the tail takes it
     sk.write(4 * NS_PER_MS, goal)                          # tail full now
     assert not sk.can_queue() and sk.write(5 * NS_PER_MS, 1) == 0
+
+
+def test_a_window_below_the_mss_arms_the_persist_timer_and_each_ack_rearms_it():
+    # Nothing in flight and the head skb's first MSS does not fit a 1024-byte window:
+    # tcp_write_xmit() sends nothing and tcp_check_probe_timer() arms the persist timer.
+    # An ACK that arrives meanwhile goes tcp_ack()'s no_queue path, where tcp_ack_probe()
+    # re-arms it from now [tcp_input.c, v6.18] (pure ACKs reach tcp_ack() on the fast path
+    # too; in-order data with an unchanged ack_seq does not). When the peer falls quiet,
+    # tcp_probe_timer() -> tcp_write_wakeup() sends what the window takes: a 1024-byte
+    # slice, not a zero-window probe.
+    sk = sender(profile="linux-6.18", peer_win=502)
+    sk.write(2 * NS_PER_MS, 4000)
+    sent = sum(s.len for s in sk.take_outbox())
+    ack(sk, 5, 1 + sent, 8)                               # all acked, window 8 << 7 = 1024
+    sk.write(6 * NS_PER_MS, 4000)
+    assert not [s for s in sk.take_outbox() if s.len] and not sk.snd.rtx_queue
+    assert sk.snd.probe_deadline == 6 * NS_PER_MS + sk.probe0_base()
+    for t_ms in range(10, 310, 10):                       # an ACK every 10 ms for 300 ms
+        assert not [s for s in ack(sk, t_ms, 1 + sent, 8) if s.len]
+        assert sk.snd.probe_deadline == t_ms * NS_PER_MS + sk.probe0_when()
+    quiet = sk.snd.probe_deadline
+    sk.on_timer(quiet)
+    (slice_,) = [s for s in sk.take_outbox() if s.len]
+    assert slice_.len == 1024 and sk.mib.TCPWinProbe == 0 and quiet > 300 * NS_PER_MS

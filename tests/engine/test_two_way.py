@@ -4,6 +4,7 @@ Both sockets run the full receive path (the sender end is a TcpSocket too); the 
 `sock` column and the summary's `rev_` fields say which direction a figure belongs to."""
 
 from dataclasses import replace
+from unittest.mock import ANY
 
 import pytest
 
@@ -134,3 +135,70 @@ def test_two_way_errors_name_the_table(raw, msg):
     with pytest.raises(ScenarioError) as err:
         scenario_from_dict({"name": "x", **raw})
     assert str(err.value).startswith(msg), str(err.value)
+
+
+# -- relay: one thread relaying both ways (ssh's forwarding loop) ---------------------------------
+
+RELAY = {
+    "name": "relay", "profile": "linux-6.18", "link": {"rtt": "1ms"},
+    # the sender end streams; the receiver end reads nothing until 150 ms, and talks back
+    "writer": {"kind": "bulk"},
+    "reader": {"kind": "periodic", "bytes": "4M", "every": "1ms", "start": "150ms"},
+    "receiver": {"writer": {"kind": "periodic", "bytes": 48, "every": "10ms"}},
+    "sender": {"reader": {"kind": "relay"}},
+}
+
+
+def relay_run(duration: str, kind: str = "relay", skip: bool = True) -> dict:
+    raw = {**RELAY, "duration": duration, "sender": {"reader": {"kind": kind}}}
+    sc = scenario_from_dict(raw)
+    return Simulation(sc, get_profile(sc.profile), skip=skip).run().summary
+
+
+def test_a_relay_reader_does_not_read_while_its_writer_is_stuck_in_send():
+    # the receiver end does not read: the bulk writer's send buffer fills and stays full, so
+    # the relay at the sender end reads nothing more; a fast reader reads every message
+    stuck = relay_run("140ms")
+    assert stuck["bytes_read"] == 0 and stuck["rev_bytes_received"] == 48 * 14
+    assert stuck["rev_bytes_read"] == 48 * 3            # what came while the buffer filled
+    fast = relay_run("140ms", "fast")
+    assert fast["rev_bytes_read"] == fast["rev_bytes_received"] == stuck["rev_bytes_received"]
+    # once the receiver end reads, the writer's send() returns and the relay drains its socket
+    freed = relay_run("300ms")
+    assert freed["bytes_read"] > stuck["bytes_written"]
+    assert freed["rev_bytes_read"] == freed["rev_bytes_received"] == 48 * 30
+
+
+def test_a_relay_run_is_the_same_tick_by_tick():
+    assert relay_run("200ms", skip=False) == {**relay_run("200ms"), "wall_s": ANY, "events": ANY}
+
+
+def test_a_relay_reader_needs_a_writer_at_its_end():
+    with pytest.raises(ScenarioError, match=r'^reader.kind: "relay" reads between the writes'):
+        scenario_from_dict({"name": "x", "reader": {"kind": "relay"}})
+    # the sender end always has one ([writer]): its relay needs only data back
+    sc = scenario_from_dict({**RELAY, "duration": "10ms"})
+    assert sc.rev_reader.kind == "relay"
+
+
+def test_ntb_with_relaying_ends_does_not_deadlock_in_the_model():
+    # The reported deadlock (zero window both ways, persist probes, no progress) is NOT
+    # reproduced, not even with each end one thread that reads only between its own sends
+    # (docs/ntb-jumbo-rx.md says why): this pins what the model does, so a change that makes
+    # it deadlock shows up here. Both directions flow, with and without rx_copybreak.
+    plain, cols = ntb()
+    fixed, _ = ntb(256)
+    for s in (plain, fixed):
+        assert s["zero_windows_sent"] == s["rev_zero_windows_sent"] == 0
+        assert s["window_probes"] == s["rev_window_probes"] == 0
+        assert s["bytes_read"] == s["bytes_written"] > 100 << 20       # > 4 Gbit/s for 200 ms
+        assert s["rev_bytes_read"] == s["rev_bytes_written"] == 20 * 48
+    assert plain["bytes_read"] == fixed["bytes_read"]
+    # the copybreak changes only what a small message costs at the sender end
+    assert (plain["rev_peak_sk_rmem_alloc"], fixed["rev_peak_sk_rmem_alloc"]) == (131328, 832)
+    # the bulk segments are half the 64 KiB MSS (tcp_sync_mss bounds it to half the peer's
+    # first window), a quarter of the 128 KiB they are charged
+    bulk = {(n, t) for sock, e, d, n, t in zip(cols["sock"], cols["event"], cols["detail"],
+                                               cols["len"], cols["truesize"])
+            if sock == "rcv" and e == "rx" and d == "queued"}
+    assert bulk == {(32768, 131328)}

@@ -76,6 +76,14 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// apps.py `stalled`: a send() under way that the send buffer has not taken whole.
+    pub fn stalled(&self) -> bool {
+        match self.kind {
+            WriterKind::Periodic => self.pending > 0,
+            WriterKind::Bulk => self.blocked,
+        }
+    }
+
     /// A scenario's writer (apps.py `make_writer`), writing to socket `sk`.
     pub fn new(app: &App, sk: usize) -> Result<Self, String> {
         let kind = match app.kind.as_str() {
@@ -104,6 +112,8 @@ impl Writer {
 pub enum PhaseKind {
     Never,
     Fast,
+    /// apps.py's "relay": fast, but only between the sends of its end's writer.
+    Relay,
     Periodic,
 }
 
@@ -130,7 +140,17 @@ pub struct PhaseGen {
 
 impl PhaseGen {
     pub fn new(app: &App, duration: i64) -> Result<Self, String> {
-        if !["never", "fast", "periodic", "oscillating", "oscil"].contains(&app.kind.as_str()) {
+        if ![
+            "never",
+            "fast",
+            "blocking",
+            "relay",
+            "periodic",
+            "oscillating",
+            "oscil",
+        ]
+        .contains(&app.kind.as_str())
+        {
             return Err(format!("unknown reader kind {:?}", app.kind));
         }
         Ok(PhaseGen {
@@ -150,11 +170,14 @@ impl PhaseGen {
         }
         let a = &self.app;
         match a.kind.as_str() {
-            "never" | "fast" | "periodic" => {
+            "never" | "fast" | "blocking" | "relay" | "periodic" => {
                 self.done = true;
                 Some(match a.kind.as_str() {
                     "never" => (PhaseKind::Never, a.start, FAR, 0, 0),
-                    "fast" => (PhaseKind::Fast, a.start, FAR, a.bytes, 0),
+                    // a blocking reader reads when a fast one would while the model has no
+                    // application wakeup latency (apps.py READER_PHASES)
+                    "fast" | "blocking" => (PhaseKind::Fast, a.start, FAR, a.bytes, 0),
+                    "relay" => (PhaseKind::Relay, a.start, FAR, a.bytes, 0),
                     _ => (PhaseKind::Periodic, a.start, FAR, a.bytes, a.every),
                 })
             }
@@ -282,6 +305,7 @@ impl Simulation {
         }
         let now = self.sched.now;
         let wr = self.writer(w);
+        let was_stalled = wr.pending > 0;
         if wr.pending == 0 {
             wr.pending = wr.n;
         }
@@ -292,6 +316,9 @@ impl Simulation {
         wr.written += got;
         let (pending, period) = (wr.pending, wr.period);
         self.after(sk);
+        if was_stalled && pending == 0 {
+            self.reader_after_write(1 - w, now); // the send() returned: a relay reads
+        }
         if pending != 0 && self.skip && !self.socks[sk].can_queue() {
             self.writer(w).blocked = true;
             return;
@@ -337,6 +364,7 @@ impl Simulation {
             WriterKind::Bulk => {
                 if wr.blocked && !wr.busy {
                     wr.blocked = false;
+                    self.reader_after_write(1 - w, now); // the send() returned: a relay reads
                     self.writer_fill(w);
                 }
             }
@@ -381,7 +409,7 @@ impl Simulation {
             self.sched.at(p.end, READER, Ev::ReaderLeave(r, id));
         }
         match p.kind {
-            PhaseKind::Fast => self.reader_on_readable(r, now),
+            PhaseKind::Fast | PhaseKind::Relay => self.reader_on_readable(r, now),
             PhaseKind::Periodic => {
                 self.reader(r).next_read = p.start;
                 self.reader_plan(r, now);
@@ -465,10 +493,30 @@ impl Simulation {
         self.sched.at(t, READER, Ev::ReaderWake(r, gen));
     }
 
-    /// Reader.on_readable(now): a fast reader drains what is queued.
+    /// Reader.on_readable(now): a fast reader drains what is queued; a relay reader too,
+    /// unless its end's writer (writer 1 - r: reader 0 is the receiver end's) is stalled.
     pub fn reader_on_readable(&mut self, r: usize, now: i64) {
+        let kind = self.reader(r).phase.kind;
+        let stalled = self.writers[1 - r].as_ref().is_some_and(|w| w.stalled());
+        if kind == PhaseKind::Fast || (kind == PhaseKind::Relay && !stalled) {
+            self.reader_drain(r, now);
+        }
+    }
+
+    /// Reader.after_write(now): the end's writer got out of send(); a relay drains.
+    fn reader_after_write(&mut self, r: usize, now: i64) {
+        if self.readers[r]
+            .as_ref()
+            .is_some_and(|rd| rd.phase.kind == PhaseKind::Relay)
+        {
+            self.reader_drain(r, now);
+        }
+    }
+
+    /// Reader._drain(now).
+    fn reader_drain(&mut self, r: usize, now: i64) {
         let rd = self.reader(r);
-        if rd.phase.kind != PhaseKind::Fast || rd.busy {
+        if rd.busy {
             return;
         }
         rd.busy = true;
