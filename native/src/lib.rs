@@ -31,6 +31,7 @@ pub mod ack;
 pub mod clock;
 pub mod constants;
 pub mod devices;
+pub mod fields;
 pub mod kernel;
 pub mod memory;
 pub mod mib;
@@ -52,3 +53,5 @@ mod arith;
 mod py;
 #[cfg(feature = "python")]
 mod py_kernel;
+#[cfg(feature = "python")]
+mod py_view;

@@ -8,14 +8,16 @@
 
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::clock;
 use crate::constants;
 use crate::devices;
+use crate::fields::Record;
 use crate::memory::Tail;
 use crate::mib::{Mib, COUNTERS};
 use crate::models::kernel_for;
+use crate::py_view::{from_py, to_py, MibView, RecordView, SkRef, SysctlView};
 use crate::segment::{self, Segment};
 use crate::sender;
 use crate::seq;
@@ -24,24 +26,6 @@ use crate::socket::{SocketParams, TcpSocket};
 use crate::state::{AckState, ConnState, MemState, RcvState, SndState, TcpState};
 use crate::sysctl::{self, SysctlValue, Sysctls};
 use crate::value::{ToValue, Value};
-
-/// A `Value` as the Python object the model would hold (int, bool, str, None, list, dict).
-fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match v {
-        Value::Int(i) => i.into_pyobject(py)?.into_any(),
-        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
-        Value::Str(s) => PyString::new(py, s).into_any(),
-        Value::None => py.None().into_bound(py),
-        Value::List(items) => {
-            let objs = items
-                .iter()
-                .map(|i| to_py(py, i))
-                .collect::<PyResult<Vec<_>>>()?;
-            PyList::new(py, objs)?.into_any()
-        }
-        Value::Record(fields) => fields_dict(py, fields)?.into_any(),
-    })
-}
 
 fn fields_dict<'py>(py: Python<'py>, fields: &[(&str, Value)]) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
@@ -596,30 +580,7 @@ fn sysctls_from_py(d: &Bound<'_, PyDict>, specs: &[sysctl::SysctlSpec]) -> PyRes
     let mut s = Sysctls::default().with_specs(specs);
     for (k, v) in d.iter() {
         let name: String = k.extract()?;
-        let short = sysctl::short_name(&name).to_string();
-        let triple = |v: &Bound<'_, PyAny>| -> PyResult<(i64, i64, i64)> {
-            let l: Vec<i64> = v.extract()?;
-            match l[..] {
-                [a, b, c] => Ok((a, b, c)),
-                _ => Err(PyValueError::new_err(format!(
-                    "sysctl {name}: expected 3 integers, got {l:?}"
-                ))),
-            }
-        };
-        match short.as_str() {
-            "tcp_rmem" => s.tcp_rmem = triple(&v)?,
-            "tcp_wmem" => s.tcp_wmem = triple(&v)?,
-            _ => {
-                let val: i64 = v.extract()?;
-                if let Some(slot) = s.int_mut(&short) {
-                    *slot = val;
-                } else if !s.set_patched(&short, val) {
-                    return Err(PyKeyError::new_err(format!(
-                        "the native socket has no sysctl {name:?}"
-                    )));
-                }
-            }
-        }
+        crate::fields::sysctl_set(&mut s, &name, &from_py(&v)?).map_err(PyKeyError::new_err)?;
     }
     Ok(s)
 }
@@ -628,8 +589,8 @@ fn sysctls_from_py(d: &Bound<'_, PyDict>, specs: &[sysctl::SysctlSpec]) -> PyRes
 /// the sans-IO surface of /work/native-contract.md (events in as method calls, segments out
 /// by `take_outbox()`, the whole state by `snapshot()`, trace events by `take_events()`).
 #[pyclass(name = "TcpSocket", unsendable)]
-struct PyTcpSocket {
-    sk: TcpSocket,
+pub(crate) struct PyTcpSocket {
+    pub(crate) sk: TcpSocket,
     /// tcpsim.core.segment.Segment, imported once.
     segment_cls: Py<PyAny>,
 }
@@ -813,6 +774,59 @@ impl PyTcpSocket {
     #[getter]
     fn now(&self) -> i64 {
         self.sk.now
+    }
+
+    #[getter]
+    fn conn(slf: &Bound<'_, Self>) -> RecordView {
+        RecordView::new(SkRef::Owned(slf.clone().unbind()), Record::Conn)
+    }
+
+    #[getter]
+    fn rcv(slf: &Bound<'_, Self>) -> RecordView {
+        RecordView::new(SkRef::Owned(slf.clone().unbind()), Record::Rcv)
+    }
+
+    #[getter]
+    fn mem(slf: &Bound<'_, Self>) -> RecordView {
+        RecordView::new(SkRef::Owned(slf.clone().unbind()), Record::Mem)
+    }
+
+    #[getter]
+    fn ack(slf: &Bound<'_, Self>) -> RecordView {
+        RecordView::new(SkRef::Owned(slf.clone().unbind()), Record::Ack)
+    }
+
+    #[getter]
+    fn snd(slf: &Bound<'_, Self>) -> RecordView {
+        RecordView::new(SkRef::Owned(slf.clone().unbind()), Record::Snd)
+    }
+
+    #[getter]
+    fn mib(slf: &Bound<'_, Self>) -> MibView {
+        MibView::new(SkRef::Owned(slf.clone().unbind()))
+    }
+
+    #[getter]
+    fn sysctl(slf: &Bound<'_, Self>) -> SysctlView {
+        SysctlView::new(SkRef::Owned(slf.clone().unbind()))
+    }
+
+    /// `sk.sysctl = sysctls`: a whole new set (a `Sysctls` object or its `as_dict()`), as the
+    /// kernel reads sysctls live.
+    #[setter]
+    fn set_sysctl(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let d = if value.hasattr("as_dict")? {
+            value.call_method0("as_dict")?
+        } else {
+            value.clone()
+        };
+        self.sk.sysctl = sysctls_from_py(d.cast()?, &self.sk.k.new_sysctls())?;
+        Ok(())
+    }
+
+    /// sk_wmem_queued (sender.py `wmem_queued`).
+    fn wmem_queued(&self) -> i64 {
+        self.sk.wmem_queued()
     }
 
     /// Every field of every state record, both queues skb by skb, the MIB and the socket's
