@@ -54,4 +54,6 @@ mod py;
 #[cfg(feature = "python")]
 mod py_kernel;
 #[cfg(feature = "python")]
+mod py_patch;
+#[cfg(feature = "python")]
 mod py_view;

@@ -534,7 +534,7 @@ fn compose_kernel(profile: &str, patches: &[String]) -> PyResult<crate::kernel::
 }
 
 /// A Python `tcpsim.core.segment.Segment`, read by attribute.
-fn segment_from_py(seg: &Bound<'_, PyAny>) -> PyResult<Segment> {
+pub(crate) fn segment_from_py(seg: &Bound<'_, PyAny>) -> PyResult<Segment> {
     let int = |k: &str| -> PyResult<i64> { seg.getattr(k)?.extract() };
     let sacks: Vec<(i64, i64)> = seg.getattr("sacks")?.extract()?;
     Ok(Segment {
@@ -555,7 +555,7 @@ fn segment_from_py(seg: &Bound<'_, PyAny>) -> PyResult<Segment> {
 }
 
 /// A Python `Segment` (the class `cls`) with the fields of `seg`.
-fn segment_to_py<'py>(
+pub(crate) fn segment_to_py<'py>(
     py: Python<'py>,
     cls: &Bound<'py, PyAny>,
     seg: &Segment,
@@ -593,13 +593,25 @@ pub(crate) struct PyTcpSocket {
     pub(crate) sk: TcpSocket,
     /// tcpsim.core.segment.Segment, imported once.
     segment_cls: Py<PyAny>,
+    /// Where a user's Python patch (`py_policy`) leaves the exception it raised.
+    patch_error: Option<crate::py_patch::PatchError>,
+}
+
+impl PyTcpSocket {
+    /// Raise what a Python patch raised during the step just made (py_patch.rs).
+    fn patch_ok(&self) -> PyResult<()> {
+        match &self.patch_error {
+            Some(slot) => crate::py_patch::take_error(slot),
+            None => Ok(()),
+        }
+    }
 }
 
 #[pymethods]
 impl PyTcpSocket {
     #[new]
     #[pyo3(signature = (profile, patches, sysctl, device, *, name="rcv", mtu=1500, initcwnd=10,
-                        nodelay=true, init_rwnd=0, hz=0, trace=true))]
+                        nodelay=true, init_rwnd=0, hz=0, trace=true, py_policy=None))]
     #[allow(clippy::too_many_arguments)] // keyword arguments, as the Python socket's own
     fn new(
         py: Python<'_>,
@@ -614,8 +626,18 @@ impl PyTcpSocket {
         init_rwnd: i64,
         hz: i64,
         trace: bool,
+        py_policy: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let k = compose_kernel(profile, &patches)?;
+        let mut k = compose_kernel(profile, &patches)?;
+        let mut patch_error = None;
+        if let Some(cls) = py_policy {
+            let names: Vec<&str> = patches.iter().map(String::as_str).collect();
+            let inner =
+                crate::models::compose_boxed(profile, &names).map_err(PyValueError::new_err)?;
+            let (pk, slot) = crate::py_patch::python_patch(py, inner, cls)?;
+            k = std::sync::Arc::from(pk);
+            patch_error = Some(slot);
+        }
         let sysctl = sysctls_from_py(sysctl, &k.new_sysctls())?;
         let dev = devices::device(device).map_err(PyValueError::new_err)?;
         let params = SocketParams {
@@ -633,33 +655,42 @@ impl PyTcpSocket {
             .import("tcpsim.core.segment")?
             .getattr("Segment")?
             .unbind();
-        Ok(PyTcpSocket { sk, segment_cls })
+        Ok(PyTcpSocket {
+            sk,
+            segment_cls,
+            patch_error,
+        })
     }
 
-    fn connect(&mut self, now: i64) {
-        self.sk.connect(now)
+    fn connect(&mut self, now: i64) -> PyResult<()> {
+        self.sk.connect(now);
+        self.patch_ok()
     }
 
-    fn listen(&mut self) {
-        self.sk.listen()
+    fn listen(&mut self) -> PyResult<()> {
+        self.sk.listen();
+        self.patch_ok()
     }
 
     fn on_segment(&mut self, now: i64, seg: &Bound<'_, PyAny>) -> PyResult<()> {
         let seg = segment_from_py(seg)?;
         self.sk.on_segment(now, &seg);
-        Ok(())
+        self.patch_ok()
     }
 
-    fn read(&mut self, now: i64, n: i64) -> i64 {
-        self.sk.read(now, n)
+    fn read(&mut self, now: i64, n: i64) -> PyResult<i64> {
+        let got = self.sk.read(now, n);
+        self.patch_ok().map(|()| got)
     }
 
-    fn write(&mut self, now: i64, n: i64) -> i64 {
-        self.sk.write(now, n)
+    fn write(&mut self, now: i64, n: i64) -> PyResult<i64> {
+        let put = self.sk.write(now, n);
+        self.patch_ok().map(|()| put)
     }
 
-    fn on_timer(&mut self, now: i64) {
-        self.sk.on_timer(now)
+    fn on_timer(&mut self, now: i64) -> PyResult<()> {
+        self.sk.on_timer(now);
+        self.patch_ok()
     }
 
     fn next_deadline(&self) -> i64 {
@@ -677,24 +708,29 @@ impl PyTcpSocket {
         PyList::new(py, out)
     }
 
-    fn close(&mut self, now: i64) {
-        self.sk.close(now)
+    fn close(&mut self, now: i64) -> PyResult<()> {
+        self.sk.close(now);
+        self.patch_ok()
     }
 
-    fn shutdown_write(&mut self, now: i64) {
-        self.sk.shutdown_write(now)
+    fn shutdown_write(&mut self, now: i64) -> PyResult<()> {
+        self.sk.shutdown_write(now);
+        self.patch_ok()
     }
 
-    fn set_rcvbuf(&mut self, val: i64) {
-        self.sk.set_rcvbuf(val)
+    fn set_rcvbuf(&mut self, val: i64) -> PyResult<()> {
+        self.sk.set_rcvbuf(val);
+        self.patch_ok()
     }
 
-    fn set_window_clamp(&mut self, val: i64) {
-        self.sk.set_window_clamp(val)
+    fn set_window_clamp(&mut self, val: i64) -> PyResult<()> {
+        self.sk.set_window_clamp(val);
+        self.patch_ok()
     }
 
-    fn on_peer_release(&mut self, seq: i64) {
-        self.sk.on_peer_release(seq)
+    fn on_peer_release(&mut self, seq: i64) -> PyResult<()> {
+        self.sk.on_peer_release(seq);
+        self.patch_ok()
     }
 
     fn recv_q(&self) -> i64 {
@@ -713,12 +749,14 @@ impl PyTcpSocket {
         self.sk.send_space()
     }
 
-    fn count_inert_reads(&mut self, t0: i64, period: i64, n: i64, limit: i64) -> i64 {
-        self.sk.count_inert_reads(t0, period, n, limit)
+    fn count_inert_reads(&mut self, t0: i64, period: i64, n: i64, limit: i64) -> PyResult<i64> {
+        let c = self.sk.count_inert_reads(t0, period, n, limit);
+        self.patch_ok().map(|()| c)
     }
 
-    fn apply_inert_reads(&mut self, t0: i64, period: i64, n: i64, count: i64) {
-        self.sk.apply_inert_reads(t0, period, n, count)
+    fn apply_inert_reads(&mut self, t0: i64, period: i64, n: i64, count: i64) -> PyResult<()> {
+        self.sk.apply_inert_reads(t0, period, n, count);
+        self.patch_ok()
     }
 
     #[getter]
@@ -915,5 +953,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTcpSocket>()?;
     m.add("VALID_HZ", clock::VALID_HZ.to_vec())?;
     crate::py_kernel::register(m)?;
+    crate::py_patch::register(m)?;
     Ok(())
 }

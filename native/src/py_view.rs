@@ -16,6 +16,7 @@ use std::rc::Rc;
 
 use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
 use crate::fields::{self, Record};
@@ -73,22 +74,33 @@ pub(crate) fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Value> {
 
 /// A socket lent to Python for the duration of one decision-point call (py_patch.rs).
 ///
+/// One `Lent` per Python patch instance (per socket), re-pointed for each call.
+///
 /// Soundness: `ptr` is set from the `&TcpSocket` / `&mut TcpSocket` the native core passes
-/// to the decision point and reset to null (by [`LentGuard`]'s `Drop`) before that call
-/// returns, so it never outlives the borrow it came from. While it is set, the Rust caller is
-/// suspended inside the call (one thread: the views are `unsendable`, the GIL is held), so the
-/// only path to the socket is this pointer; each access makes one short-lived reference that
-/// ends before the next access starts. A read-only lend (`writable` false: the point takes
-/// `&TcpSocket`) never makes a `&mut`. When the patch calls the native implementation
-/// underneath (`super()`), py_patch.rs takes the pointer out for the duration of that call
-/// (`take`/`restore`), so the view and the native code never hold the socket at once.
+/// to the decision point and put back to what it was before (null outside any call) by
+/// [`LentGuard`]'s `Drop` before that call returns, so it never outlives the borrow it came
+/// from. While it is set, the Rust caller is suspended inside the call (one thread: the views
+/// are `unsendable`, the GIL is held), so the only path to the socket is this pointer; each
+/// access makes one short-lived reference that ends before the next access starts. A
+/// read-only lend (`writable` false: the point takes `&TcpSocket`) never makes a `&mut`.
+/// When the patch calls the native implementation underneath (`super()`), py_patch.rs takes
+/// the pointer out for the duration of that call (`take`/`restore`), so the view and the
+/// native code never hold the socket at once; a nested decision point called from there
+/// lends its own borrow and puts the null back when it returns.
 pub(crate) struct Lent {
     ptr: Cell<*mut TcpSocket>,
-    writable: bool,
+    writable: Cell<bool>,
 }
 
-#[allow(dead_code)] // used by py_patch.rs (the next commit)
 impl Lent {
+    /// Nothing lent yet.
+    pub(crate) fn new() -> Self {
+        Lent {
+            ptr: Cell::new(std::ptr::null_mut()),
+            writable: Cell::new(false),
+        }
+    }
+
     /// The pointer, leaving null behind (restore it with `restore`).
     pub(crate) fn take(&self) -> *mut TcpSocket {
         self.ptr.replace(std::ptr::null_mut())
@@ -99,42 +111,32 @@ impl Lent {
     }
 
     pub(crate) fn writable(&self) -> bool {
-        self.writable
+        self.writable.get()
     }
 
     /// The call that lent the socket has returned (or the native code underneath holds it).
     pub(crate) fn is_expired(&self) -> bool {
         self.ptr.get().is_null()
     }
-}
 
-/// Resets the lent pointer when the call that lent it returns (also on unwind).
-#[allow(dead_code)] // used by py_patch.rs (the next commit)
-pub(crate) struct LentGuard(pub(crate) Rc<Lent>);
-
-#[allow(dead_code)] // used by py_patch.rs (the next commit)
-impl Drop for LentGuard {
-    fn drop(&mut self) {
-        self.0.ptr.set(std::ptr::null_mut());
+    /// Lend the socket `p` points to (see the soundness note above) until the guard drops.
+    pub(crate) fn set(&self, p: *mut TcpSocket, writable: bool) -> LentGuard<'_> {
+        let saved = (self.ptr.replace(p), self.writable.replace(writable));
+        LentGuard { lent: self, saved }
     }
 }
 
-/// Lend `sk` read-only for one call.
-#[allow(dead_code)] // used by py_patch.rs (the next commit)
-pub(crate) fn lend(sk: &TcpSocket) -> LentGuard {
-    LentGuard(Rc::new(Lent {
-        ptr: Cell::new(sk as *const TcpSocket as *mut TcpSocket),
-        writable: false,
-    }))
+/// Puts the lent pointer back as it was when the call that lent it returns (also on unwind).
+pub(crate) struct LentGuard<'a> {
+    lent: &'a Lent,
+    saved: (*mut TcpSocket, bool),
 }
 
-/// Lend `sk` read-write for one call.
-#[allow(dead_code)] // used by py_patch.rs (the next commit)
-pub(crate) fn lend_mut(sk: &mut TcpSocket) -> LentGuard {
-    LentGuard(Rc::new(Lent {
-        ptr: Cell::new(sk as *mut TcpSocket),
-        writable: true,
-    }))
+impl Drop for LentGuard<'_> {
+    fn drop(&mut self) {
+        self.lent.ptr.set(self.saved.0);
+        self.lent.writable.set(self.saved.1);
+    }
 }
 
 /// Where a view's socket is.
@@ -142,7 +144,6 @@ pub(crate) enum SkRef {
     /// A socket Python owns (`tcpsim._native.TcpSocket`).
     Owned(Py<crate::py::PyTcpSocket>),
     /// A socket lent to a Python patch for one call.
-    #[allow(dead_code)] // used by py_patch.rs (the next commit)
     Lent(Rc<Lent>),
 }
 
@@ -183,7 +184,7 @@ impl SkRef {
                 if p.is_null() {
                     return Err(expired());
                 }
-                if !l.writable {
+                if !l.writable() {
                     return Err(PyAttributeError::new_err(
                         "this decision point only reads the socket (it takes &TcpSocket in \
                          the native kernel); set fields from a procedure",
@@ -206,8 +207,15 @@ fn field_to_py<'py>(
     v: &Value,
 ) -> PyResult<Bound<'py, PyAny>> {
     if rec == Record::Conn && name == "state" {
-        let cls = py.import("tcpsim.core.state")?.getattr("TcpState")?;
-        return cls.call1((to_py(py, v)?,));
+        static TCP_STATE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        let cls = TCP_STATE.get_or_try_init(py, || {
+            Ok::<_, PyErr>(
+                py.import("tcpsim.core.state")?
+                    .getattr("TcpState")?
+                    .unbind(),
+            )
+        })?;
+        return cls.bind(py).call1((to_py(py, v)?,));
     }
     to_py(py, v)
 }
@@ -228,15 +236,36 @@ impl RecordView {
 
 #[pymethods]
 impl RecordView {
-    fn __getattr__<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-        let rec = self.rec;
-        match self.sk.with(py, |sk| fields::get(sk, rec, name))? {
-            Some(v) => field_to_py(py, rec, name, &v),
+    /// Every attribute is a field (looked up first, as the hot path of a Python patch);
+    /// `_`-names go to the object's own attributes.
+    fn __getattribute__<'py>(
+        slf: &Bound<'py, Self>,
+        name: &Bound<'py, PyString>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let n = name.to_str()?;
+        if n.starts_with('_') {
+            return py
+                .get_type::<pyo3::types::PyAny>()
+                .call_method1("__getattribute__", (slf, name));
+        }
+        let this = slf.borrow();
+        let rec = this.rec;
+        match this.sk.with(py, |sk| fields::get(sk, rec, n))? {
+            Some(v) => field_to_py(py, rec, n, &v),
             None => Err(PyAttributeError::new_err(format!(
-                "sk.{} has no field {name}",
+                "sk.{} has no field {n}",
                 rec.name()
             ))),
         }
+    }
+
+    /// Reached when `__getattribute__` found nothing (PyO3 falls back to it).
+    fn __getattr__(&self, name: &str) -> PyResult<()> {
+        Err(PyAttributeError::new_err(format!(
+            "sk.{} has no field {name}",
+            self.rec.name()
+        )))
     }
 
     fn __setattr__(&self, py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
