@@ -15,7 +15,8 @@ step (and after every timer run inside one) the two must agree on:
 
 A divergence fails with Hypothesis's shrunk program and the first path that differs,
 e.g. `rcv.rcv_wnd: python 65535, native 65280`. One machine per profile x
-tcp_shrink_window x device.
+tcp_shrink_window x device; `machine_for(..., patches=(Cls,))` applies a user's Python patch
+to both sockets (test_native_py_patch.py).
 
 The candidate is the native socket (tcpsim._native.TcpSocket), or the engine named by
 TCPSIM_LOCKSTEP_CANDIDATE ("native" | "python"). While the extension has no TcpSocket the

@@ -173,3 +173,23 @@ def test_builtin_patches_go_first(native):
     prof = prof.with_patches(*get_profile("linux-6.6", ["shrink-window"]).patches)
     with pytest.raises(EngineError, match="built-in patches go before Python patches"):
         make_socket("native", prof, prof.default_sysctls(), "veth")
+
+
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "peer-tests" / "packetdrill"
+
+
+def test_packetdrill_corpus_with_the_readme_patch_is_identical(native, tmp_path):
+    """`tcpsim packetdrill --policy ./my_patch.py:AlwaysShrink`: same verdicts, messages and
+    lines on both engines."""
+    from tcpsim.packetdrill.command import run_paths
+    if not CORPUS.is_dir():
+        pytest.skip(f"no corpus at {CORPUS}")
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    patch = tmp_path / "my_patch.py"
+    patch.write_text(next(b for b in blocks if "def shrink_allowed" in b))
+    out: dict[str, list[str]] = {"python": [], "native": []}
+    for engine, lines in out.items():
+        run_paths([CORPUS], "linux-6.18", [f"{patch}:AlwaysShrink"], False, lines.append,
+                  engine=engine)
+    assert out["native"] == out["python"]
+    assert out["python"][-1].endswith("failed")
