@@ -90,11 +90,20 @@ def make_socket(engine: str, profile: Profile, sysctl: Sysctls, device: str | De
         raise EngineError(f"engine 'native' has no {', '.join(python_only)} argument; its "
                           "events come from take_events()")
     short = {short_name(name): value for name, value in sysctl.as_dict().items()}
+    builtin, py_policy = native_policy(profile)
+    if py_policy is not None:
+        kw["py_policy"] = py_policy
+    return native_socket_class()(base_profile_name(profile), builtin, short, name, **kw)
+
+
+def native_policy(profile: Profile) -> tuple[list[str], type | None]:
+    """How the native engine runs `profile`'s patches: the built-in ones by name, and the
+    class composed of the user's Python patches (None without any; tcpsim/native_patch.py).
+    EngineError (one line naming the patch and the fix) when the native engine cannot run
+    them -- callers check once, before a run."""
     from tcpsim.native_patch import NativePatchError, composed_class, split_patches
     try:
         builtin, user = split_patches(profile)
-        if user:
-            kw["py_policy"] = composed_class(user)
+        return builtin, composed_class(user) if user else None
     except NativePatchError as exc:
         raise EngineError(str(exc)) from None
-    return native_socket_class()(base_profile_name(profile), builtin, short, name, **kw)

@@ -168,6 +168,22 @@ def test_points_without_a_native_view_are_refused_at_load(native):
         make_socket("native", prof, prof.default_sysctls(), "veth")
 
 
+def test_packetdrill_refuses_such_a_patch_in_one_line(native, tmp_path):
+    from tcpsim.packetdrill.command import run_paths
+    patch = tmp_path / "coal.py"
+    patch.write_text("class Coal:\n    name = 'coal'\n"
+                     "    def try_coalesce(self, sk, to, frm):\n        return False\n")
+    (tmp_path / "a.pkt").write_text("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n")
+    out: list[str] = []
+    errors: list[str] = []
+    assert run_paths([tmp_path / "a.pkt"], "linux-6.18", [f"{patch}:Coal"], False, out.append,
+                     engine="native", error=errors.append) == 2
+    assert errors == ["tcpsim: error: --policy coal: decision point try_coalesce cannot be "
+                      "overridden by a Python patch on the native engine yet; use --engine "
+                      "python"]
+    assert out == []
+
+
 def test_builtin_patches_go_first(native):
     prof = get_profile("linux-6.6").with_patches(HalfOpenWindow)
     prof = prof.with_patches(*get_profile("linux-6.6", ["shrink-window"]).patches)
