@@ -60,9 +60,10 @@ def check_engine(engine: str) -> str:
 
 def patch_names(profile: Profile) -> list[str]:
     """The built-in names of the patches applied to `profile`, in order (the native
-    registry composes a kernel from the profile's base name and these)."""
-    from tcpsim.policy import patch_label
-    return [patch_label(p) for p in profile.patches]
+    registry composes a kernel from the profile's base name and these; a user's Python
+    patches go on top, tcpsim/native_patch.py)."""
+    from tcpsim.native_patch import split_patches
+    return split_patches(profile)[0]
 
 
 def base_profile_name(profile: Profile) -> str:
@@ -75,7 +76,9 @@ def make_socket(engine: str, profile: Profile, sysctl: Sysctls, device: str | De
     """A TcpSocket of `engine` ("python" or "native") for `profile` with `sysctl`, receiving
     through `device` (a device name or Device object, tcpsim/core/devices.py; the native
     engine is given its name). Keywords: name, mtu, initcwnd, nodelay, init_rwnd, hz -- and, Python
-    engine only, sink and clock (objects the native engine cannot take)."""
+    engine only, sink and clock (objects the native engine cannot take). A profile with a
+    user's Python patch (`--policy FILE.py:Class`) runs it on either engine: on the native
+    one the Rust kernel calls into it at the points it overrides (tcpsim/native_patch.py)."""
     check_engine(engine)
     if engine == "python":
         from tcpsim.core.socket import TcpSocket
@@ -87,5 +90,20 @@ def make_socket(engine: str, profile: Profile, sysctl: Sysctls, device: str | De
         raise EngineError(f"engine 'native' has no {', '.join(python_only)} argument; its "
                           "events come from take_events()")
     short = {short_name(name): value for name, value in sysctl.as_dict().items()}
-    return native_socket_class()(base_profile_name(profile), patch_names(profile), short,
-                                 name, **kw)
+    builtin, py_policy = native_policy(profile)
+    if py_policy is not None:
+        kw["py_policy"] = py_policy
+    return native_socket_class()(base_profile_name(profile), builtin, short, name, **kw)
+
+
+def native_policy(profile: Profile) -> tuple[list[str], type | None]:
+    """How the native engine runs `profile`'s patches: the built-in ones by name, and the
+    class composed of the user's Python patches (None without any; tcpsim/native_patch.py).
+    EngineError (one line naming the patch and the fix) when the native engine cannot run
+    them -- callers check once, before a run."""
+    from tcpsim.native_patch import NativePatchError, composed_class, split_patches
+    try:
+        builtin, user = split_patches(profile)
+        return builtin, composed_class(user) if user else None
+    except NativePatchError as exc:
+        raise EngineError(str(exc)) from None

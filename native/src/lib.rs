@@ -36,6 +36,7 @@ pub mod cong;
 pub mod constants;
 pub mod devices;
 pub mod engine;
+pub mod fields;
 pub mod kernel;
 pub mod memory;
 pub mod mib;
@@ -59,3 +60,7 @@ mod py;
 mod py_engine;
 #[cfg(feature = "python")]
 mod py_kernel;
+#[cfg(feature = "python")]
+mod py_patch;
+#[cfg(feature = "python")]
+mod py_view;

@@ -8,14 +8,16 @@
 
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::clock;
 use crate::constants;
 use crate::devices;
+use crate::fields::Record;
 use crate::memory::Tail;
 use crate::mib::{Mib, COUNTERS};
 use crate::models::kernel_for;
+use crate::py_view::{from_py, to_py, MibView, RecordView, SkRef, SysctlView};
 use crate::segment::{self, Segment};
 use crate::sender;
 use crate::seq;
@@ -24,24 +26,6 @@ use crate::socket::{SocketParams, TcpSocket};
 use crate::state::{AckState, ConnState, MemState, RcvState, SndState, TcpState};
 use crate::sysctl::{self, SysctlValue, Sysctls};
 use crate::value::{ToValue, Value};
-
-/// A `Value` as the Python object the model would hold (int, bool, str, None, list, dict).
-fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match v {
-        Value::Int(i) => i.into_pyobject(py)?.into_any(),
-        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
-        Value::Str(s) => PyString::new(py, s).into_any(),
-        Value::None => py.None().into_bound(py),
-        Value::List(items) => {
-            let objs = items
-                .iter()
-                .map(|i| to_py(py, i))
-                .collect::<PyResult<Vec<_>>>()?;
-            PyList::new(py, objs)?.into_any()
-        }
-        Value::Record(fields) => fields_dict(py, fields)?.into_any(),
-    })
-}
 
 pub(crate) fn fields_dict<'py>(
     py: Python<'py>,
@@ -557,7 +541,7 @@ pub(crate) fn compose_kernel(
 }
 
 /// A Python `tcpsim.core.segment.Segment`, read by attribute.
-fn segment_from_py(seg: &Bound<'_, PyAny>) -> PyResult<Segment> {
+pub(crate) fn segment_from_py(seg: &Bound<'_, PyAny>) -> PyResult<Segment> {
     let int = |k: &str| -> PyResult<i64> { seg.getattr(k)?.extract() };
     let sacks: Vec<(i64, i64)> = seg.getattr("sacks")?.extract()?;
     Ok(Segment {
@@ -606,39 +590,7 @@ pub(crate) fn sysctls_from_py(
     let mut s = Sysctls::default().with_specs(specs);
     for (k, v) in d.iter() {
         let name: String = k.extract()?;
-        let short = sysctl::short_name(&name).to_string();
-        let triple = |v: &Bound<'_, PyAny>| -> PyResult<(i64, i64, i64)> {
-            let l: Vec<i64> = v.extract()?;
-            match l[..] {
-                [a, b, c] => Ok((a, b, c)),
-                _ => Err(PyValueError::new_err(format!(
-                    "sysctl {name}: expected 3 integers, got {l:?}"
-                ))),
-            }
-        };
-        match short.as_str() {
-            "tcp_rmem" => s.tcp_rmem = triple(&v)?,
-            "tcp_wmem" => s.tcp_wmem = triple(&v)?,
-            "tcp_congestion_control" => {
-                let cc: String = v.extract()?;
-                s.tcp_congestion_control =
-                    sysctl::CongestionControl::from_name(&cc).ok_or_else(|| {
-                        PyValueError::new_err(format!(
-                            "sysctl {name}: {cc:?} is not available; choose one of: cubic, reno"
-                        ))
-                    })?;
-            }
-            _ => {
-                let val: i64 = v.extract()?;
-                if let Some(slot) = s.int_mut(&short) {
-                    *slot = val;
-                } else if !s.set_patched(&short, val) {
-                    return Err(PyKeyError::new_err(format!(
-                        "the native socket has no sysctl {name:?}"
-                    )));
-                }
-            }
-        }
+        crate::fields::sysctl_set(&mut s, &name, &from_py(&v)?).map_err(PyKeyError::new_err)?;
     }
     Ok(s)
 }
@@ -647,17 +599,29 @@ pub(crate) fn sysctls_from_py(
 /// the sans-IO surface of /work/native-contract.md (events in as method calls, segments out
 /// by `take_outbox()`, the whole state by `snapshot()`, trace events by `take_events()`).
 #[pyclass(name = "TcpSocket", unsendable)]
-struct PyTcpSocket {
-    sk: TcpSocket,
+pub(crate) struct PyTcpSocket {
+    pub(crate) sk: TcpSocket,
     /// tcpsim.core.segment.Segment, imported once.
     segment_cls: Py<PyAny>,
+    /// Where a user's Python patch (`py_policy`) leaves the exception it raised.
+    patch_error: Option<crate::py_patch::PatchError>,
+}
+
+impl PyTcpSocket {
+    /// Raise what a Python patch raised during the step just made (py_patch.rs).
+    fn patch_ok(&self) -> PyResult<()> {
+        match &self.patch_error {
+            Some(slot) => crate::py_patch::take_error(slot),
+            None => Ok(()),
+        }
+    }
 }
 
 #[pymethods]
 impl PyTcpSocket {
     #[new]
     #[pyo3(signature = (profile, patches, sysctl, device, *, name="rcv", mtu=1500, initcwnd=10,
-                        nodelay=true, init_rwnd=0, hz=0, trace=true))]
+                        nodelay=true, init_rwnd=0, hz=0, trace=true, py_policy=None))]
     #[allow(clippy::too_many_arguments)] // keyword arguments, as the Python socket's own
     fn new(
         py: Python<'_>,
@@ -672,8 +636,18 @@ impl PyTcpSocket {
         init_rwnd: i64,
         hz: i64,
         trace: bool,
+        py_policy: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let k = compose_kernel(profile, &patches)?;
+        let mut k = compose_kernel(profile, &patches)?;
+        let mut patch_error = None;
+        if let Some(cls) = py_policy {
+            let names: Vec<&str> = patches.iter().map(String::as_str).collect();
+            let inner =
+                crate::models::compose_boxed(profile, &names).map_err(PyValueError::new_err)?;
+            let (pk, slot) = crate::py_patch::python_patch(py, inner, cls)?;
+            k = std::sync::Arc::from(pk);
+            patch_error = Some(slot);
+        }
         let sysctl = sysctls_from_py(sysctl, &k.new_sysctls())?;
         let dev = devices::device(device).map_err(PyValueError::new_err)?;
         let params = SocketParams {
@@ -691,33 +665,42 @@ impl PyTcpSocket {
             .import("tcpsim.core.segment")?
             .getattr("Segment")?
             .unbind();
-        Ok(PyTcpSocket { sk, segment_cls })
+        Ok(PyTcpSocket {
+            sk,
+            segment_cls,
+            patch_error,
+        })
     }
 
-    fn connect(&mut self, now: i64) {
-        self.sk.connect(now)
+    fn connect(&mut self, now: i64) -> PyResult<()> {
+        self.sk.connect(now);
+        self.patch_ok()
     }
 
-    fn listen(&mut self) {
-        self.sk.listen()
+    fn listen(&mut self) -> PyResult<()> {
+        self.sk.listen();
+        self.patch_ok()
     }
 
     fn on_segment(&mut self, now: i64, seg: &Bound<'_, PyAny>) -> PyResult<()> {
         let seg = segment_from_py(seg)?;
         self.sk.on_segment(now, &seg);
-        Ok(())
+        self.patch_ok()
     }
 
-    fn read(&mut self, now: i64, n: i64) -> i64 {
-        self.sk.read(now, n)
+    fn read(&mut self, now: i64, n: i64) -> PyResult<i64> {
+        let got = self.sk.read(now, n);
+        self.patch_ok().map(|()| got)
     }
 
-    fn write(&mut self, now: i64, n: i64) -> i64 {
-        self.sk.write(now, n)
+    fn write(&mut self, now: i64, n: i64) -> PyResult<i64> {
+        let put = self.sk.write(now, n);
+        self.patch_ok().map(|()| put)
     }
 
-    fn on_timer(&mut self, now: i64) {
-        self.sk.on_timer(now)
+    fn on_timer(&mut self, now: i64) -> PyResult<()> {
+        self.sk.on_timer(now);
+        self.patch_ok()
     }
 
     fn next_deadline(&self) -> i64 {
@@ -735,24 +718,29 @@ impl PyTcpSocket {
         PyList::new(py, out)
     }
 
-    fn close(&mut self, now: i64) {
-        self.sk.close(now)
+    fn close(&mut self, now: i64) -> PyResult<()> {
+        self.sk.close(now);
+        self.patch_ok()
     }
 
-    fn shutdown_write(&mut self, now: i64) {
-        self.sk.shutdown_write(now)
+    fn shutdown_write(&mut self, now: i64) -> PyResult<()> {
+        self.sk.shutdown_write(now);
+        self.patch_ok()
     }
 
-    fn set_rcvbuf(&mut self, val: i64) {
-        self.sk.set_rcvbuf(val)
+    fn set_rcvbuf(&mut self, val: i64) -> PyResult<()> {
+        self.sk.set_rcvbuf(val);
+        self.patch_ok()
     }
 
-    fn set_window_clamp(&mut self, val: i64) {
-        self.sk.set_window_clamp(val)
+    fn set_window_clamp(&mut self, val: i64) -> PyResult<()> {
+        self.sk.set_window_clamp(val);
+        self.patch_ok()
     }
 
-    fn on_peer_release(&mut self, seq: i64) {
-        self.sk.on_peer_release(seq)
+    fn on_peer_release(&mut self, seq: i64) -> PyResult<()> {
+        self.sk.on_peer_release(seq);
+        self.patch_ok()
     }
 
     fn recv_q(&self) -> i64 {
@@ -771,12 +759,14 @@ impl PyTcpSocket {
         self.sk.send_space()
     }
 
-    fn count_inert_reads(&mut self, t0: i64, period: i64, n: i64, limit: i64) -> i64 {
-        self.sk.count_inert_reads(t0, period, n, limit)
+    fn count_inert_reads(&mut self, t0: i64, period: i64, n: i64, limit: i64) -> PyResult<i64> {
+        let c = self.sk.count_inert_reads(t0, period, n, limit);
+        self.patch_ok().map(|()| c)
     }
 
-    fn apply_inert_reads(&mut self, t0: i64, period: i64, n: i64, count: i64) {
-        self.sk.apply_inert_reads(t0, period, n, count)
+    fn apply_inert_reads(&mut self, t0: i64, period: i64, n: i64, count: i64) -> PyResult<()> {
+        self.sk.apply_inert_reads(t0, period, n, count);
+        self.patch_ok()
     }
 
     #[getter]
@@ -832,6 +822,59 @@ impl PyTcpSocket {
     #[getter]
     fn now(&self) -> i64 {
         self.sk.now
+    }
+
+    #[getter]
+    fn conn(slf: &Bound<'_, Self>) -> RecordView {
+        RecordView::new(SkRef::Owned(slf.clone().unbind()), Record::Conn)
+    }
+
+    #[getter]
+    fn rcv(slf: &Bound<'_, Self>) -> RecordView {
+        RecordView::new(SkRef::Owned(slf.clone().unbind()), Record::Rcv)
+    }
+
+    #[getter]
+    fn mem(slf: &Bound<'_, Self>) -> RecordView {
+        RecordView::new(SkRef::Owned(slf.clone().unbind()), Record::Mem)
+    }
+
+    #[getter]
+    fn ack(slf: &Bound<'_, Self>) -> RecordView {
+        RecordView::new(SkRef::Owned(slf.clone().unbind()), Record::Ack)
+    }
+
+    #[getter]
+    fn snd(slf: &Bound<'_, Self>) -> RecordView {
+        RecordView::new(SkRef::Owned(slf.clone().unbind()), Record::Snd)
+    }
+
+    #[getter]
+    fn mib(slf: &Bound<'_, Self>) -> MibView {
+        MibView::new(SkRef::Owned(slf.clone().unbind()))
+    }
+
+    #[getter]
+    fn sysctl(slf: &Bound<'_, Self>) -> SysctlView {
+        SysctlView::new(SkRef::Owned(slf.clone().unbind()))
+    }
+
+    /// `sk.sysctl = sysctls`: a whole new set (a `Sysctls` object or its `as_dict()`), as the
+    /// kernel reads sysctls live.
+    #[setter]
+    fn set_sysctl(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let d = if value.hasattr("as_dict")? {
+            value.call_method0("as_dict")?
+        } else {
+            value.clone()
+        };
+        self.sk.sysctl = sysctls_from_py(d.cast()?, &self.sk.k.new_sysctls())?;
+        Ok(())
+    }
+
+    /// sk_wmem_queued (sender.py `wmem_queued`).
+    fn wmem_queued(&self) -> i64 {
+        self.sk.wmem_queued()
     }
 
     /// Every field of every state record, both queues skb by skb, the MIB and the socket's
@@ -921,5 +964,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VALID_HZ", clock::VALID_HZ.to_vec())?;
     crate::py_kernel::register(m)?;
     crate::py_engine::register(m)?;
+    crate::py_patch::register(m)?;
     Ok(())
 }

@@ -10,13 +10,14 @@ use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
+use crate::fields;
 use crate::kernel::Kernel;
 use crate::models::{compose, PROFILES};
 use crate::patches::PATCHES;
+use crate::py_view::from_py;
 use crate::segment::Segment;
 use crate::skb::{Layout, Skb};
 use crate::socket::{SocketParams, TcpSocket};
-use crate::state::TcpState;
 use crate::sysctl::Sysctls;
 use crate::value::Value;
 
@@ -30,95 +31,13 @@ enum Answer {
     List(Vec<i64>),
 }
 
-fn int_slot<'a>(sk: &'a mut TcpSocket, name: &str) -> Option<&'a mut i64> {
-    Some(match name {
-        "now" => &mut sk.now,
-        "tcp_mstamp" => &mut sk.tcp_mstamp,
-        "conn.rcv_wscale" => &mut sk.conn.rcv_wscale,
-        "conn.advmss" => &mut sk.conn.advmss,
-        "conn.init_rwnd" => &mut sk.conn.init_rwnd,
-        "conn.tcp_header_len" => &mut sk.conn.tcp_header_len,
-        "rcv.rcv_nxt" => &mut sk.rcv.rcv_nxt,
-        "rcv.copied_seq" => &mut sk.rcv.copied_seq,
-        "rcv.rcv_wup" => &mut sk.rcv.rcv_wup,
-        "rcv.rcv_wnd" => &mut sk.rcv.rcv_wnd,
-        "rcv.window_clamp" => &mut sk.rcv.window_clamp,
-        "rcv.rcv_ssthresh" => &mut sk.rcv.rcv_ssthresh,
-        "rcv.scaling_ratio" => &mut sk.rcv.scaling_ratio,
-        "rcv.last_seg_size" => &mut sk.rcv.last_seg_size,
-        "rcv.rcvq_space" => &mut sk.rcv.rcvq_space,
-        "rcv.rcvq_seq" => &mut sk.rcv.rcvq_seq,
-        "rcv.rcvq_time" => &mut sk.rcv.rcvq_time,
-        "rcv.rcv_rtt_us8" => &mut sk.rcv.rcv_rtt_us8,
-        "rcv.rcv_rtt_seq" => &mut sk.rcv.rcv_rtt_seq,
-        "rcv.rcv_rtt_time" => &mut sk.rcv.rcv_rtt_time,
-        "rcv.rcv_rtt_last_tsecr" => &mut sk.rcv.rcv_rtt_last_tsecr,
-        "conn.rcv_tsecr" => &mut sk.conn.rcv_tsecr,
-        "mem.sk_rcvbuf" => &mut sk.mem.sk_rcvbuf,
-        "mem.sk_rmem_alloc" => &mut sk.mem.sk_rmem_alloc,
-        "ack.ack_pending" => &mut sk.ack.ack_pending,
-        "ack.ack_quick" => &mut sk.ack.ack_quick,
-        "ack.ack_ato" => &mut sk.ack.ack_ato,
-        "ack.ack_rcv_mss" => &mut sk.ack.ack_rcv_mss,
-        "snd.snd_una" => &mut sk.snd.snd_una,
-        "snd.snd_wl1" => &mut sk.snd.snd_wl1,
-        "snd.snd_wnd" => &mut sk.snd.snd_wnd,
-        "snd.srtt_us8" => &mut sk.snd.srtt_us8,
-        "snd.min_rtt_us" => &mut sk.snd.min_rtt_us,
-        "snd.rcv_tstamp" => &mut sk.snd.rcv_tstamp,
-        "snd.retrans_stamp" => &mut sk.snd.retrans_stamp,
-        _ => return None,
-    })
-}
-
-fn bool_slot<'a>(sk: &'a mut TcpSocket, name: &str) -> Option<&'a mut bool> {
-    Some(match name {
-        "conn.wscale_ok" => &mut sk.conn.wscale_ok,
-        "conn.ts_ok" => &mut sk.conn.ts_ok,
-        "rcv.pred_ok" => &mut sk.rcv.pred_ok,
-        "mem.memory_pressure" => &mut sk.mem.memory_pressure,
-        "mem.rcvbuf_locked" => &mut sk.mem.rcvbuf_locked,
-        "accepted" => &mut sk.accepted,
-        _ => return None,
-    })
-}
-
-/// Set one field named "record.field" (or a socket attribute); "conn.state" takes a state name.
+/// Set one field named "record.field" (or a socket attribute) through the field table.
 fn set_field(sk: &mut TcpSocket, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
-    if name == "conn.state" {
-        let s: String = v.extract()?;
-        sk.conn.state = TcpState::from_name(&s)
-            .ok_or_else(|| PyValueError::new_err(format!("no TCP state {s}")))?;
-    } else if let Some(slot) = bool_slot(sk, name) {
-        *slot = v.extract()?;
-    } else if let Some(slot) = int_slot(sk, name) {
-        *slot = v.extract()?;
-    } else {
-        return Err(PyKeyError::new_err(format!(
-            "{name} cannot be set from Python"
-        )));
-    }
-    Ok(())
+    fields::set_path(sk, name, &from_py(v)?).map_err(PyKeyError::new_err)
 }
 
 fn set_sysctl(s: &mut Sysctls, name: &str, v: &Bound<'_, PyAny>) -> PyResult<()> {
-    match name {
-        "tcp_rmem" => s.tcp_rmem = v.extract()?,
-        "tcp_adv_win_scale" => s.tcp_adv_win_scale = v.extract()?,
-        "tcp_app_win" => s.tcp_app_win = v.extract()?,
-        "tcp_moderate_rcvbuf" => s.tcp_moderate_rcvbuf = v.extract()?,
-        "tcp_shrink_window" => s.tcp_shrink_window = v.extract()?,
-        "tcp_workaround_signed_windows" => s.tcp_workaround_signed_windows = v.extract()?,
-        "rmem_max" => s.rmem_max = v.extract()?,
-        _ => {
-            if !s.set_patched(name, v.extract()?) {
-                return Err(PyKeyError::new_err(format!(
-                    "sysctl {name}: not settable here"
-                )));
-            }
-        }
-    }
-    Ok(())
+    fields::sysctl_set(s, name, &from_py(v)?).map_err(PyKeyError::new_err)
 }
 
 fn arg(args: &Bound<'_, PyDict>, name: &str) -> PyResult<i64> {

@@ -13,7 +13,7 @@ use crate::constants::{TCP_MSS_DEFAULT, TCP_TIMEOUT_INIT_NS};
 use crate::sender::INFINITE_SSTHRESH;
 use crate::skb::Skb;
 use crate::sysctl::Sysctls;
-use crate::value::{ToValue, Value};
+use crate::value::{FromValue, ToValue, Value};
 
 /// Connection states (include/net/tcp_states.h); `as_str()` is the Python value, so traces
 /// are unchanged.
@@ -85,6 +85,15 @@ impl fmt::Display for TcpState {
     }
 }
 
+impl FromValue for TcpState {
+    fn from_value(v: &Value) -> Result<Self, String> {
+        match v {
+            Value::Str(s) => TcpState::from_name(s).ok_or_else(|| format!("no TCP state {s}")),
+            _ => Err(format!("expected a state name, got {v:?}")),
+        }
+    }
+}
+
 impl ToValue for TcpState {
     fn to_value(&self) -> Value {
         Value::Str(self.as_str().to_string())
@@ -135,6 +144,28 @@ macro_rules! record {
             /// (name, value) of every field, in declaration order.
             pub fn fields(&self) -> Vec<(&'static str, Value)> {
                 vec![$((stringify!($f), self.$f.to_value()),)*]
+            }
+
+            /// The value of the field `name` (None: no such field). The one read table of
+            /// the record (fields.rs).
+            pub fn get(&self, name: &str) -> Option<Value> {
+                match name {
+                    $(stringify!($f) => Some(self.$f.to_value()),)*
+                    _ => None,
+                }
+            }
+
+            /// Set the field `name` to `v`; Err says why not (no such field, wrong type, a
+            /// queue). The one write table of the record (fields.rs).
+            pub fn set(&mut self, name: &str, v: &Value) -> Result<(), String> {
+                match name {
+                    $(stringify!($f) => {
+                        self.$f = FromValue::from_value(v)
+                            .map_err(|e| format!("{}: {e}", stringify!($f)))?;
+                        Ok(())
+                    })*
+                    _ => Err(format!("no field {name}")),
+                }
             }
         }
     };

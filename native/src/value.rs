@@ -77,3 +77,77 @@ impl ToValue for Skb {
         ])
     }
 }
+
+/// Conversion of a `Value` back to a field (a write through a record view, fields.rs).
+/// Fields that are not plain values (the queues) refuse: they change only through the
+/// socket's own methods.
+pub trait FromValue: Sized {
+    fn from_value(v: &Value) -> Result<Self, String>;
+}
+
+impl FromValue for i64 {
+    fn from_value(v: &Value) -> Result<Self, String> {
+        match v {
+            Value::Int(i) => Ok(*i),
+            Value::Bool(b) => Ok(i64::from(*b)),
+            _ => Err(format!("expected an integer, got {v:?}")),
+        }
+    }
+}
+
+impl FromValue for bool {
+    fn from_value(v: &Value) -> Result<Self, String> {
+        match v {
+            Value::Bool(b) => Ok(*b),
+            Value::Int(i) => Ok(*i != 0),
+            _ => Err(format!("expected a bool, got {v:?}")),
+        }
+    }
+}
+
+impl FromValue for (i64, i64) {
+    fn from_value(v: &Value) -> Result<Self, String> {
+        match v {
+            Value::List(items) if items.len() == 2 => {
+                Ok((i64::from_value(&items[0])?, i64::from_value(&items[1])?))
+            }
+            _ => Err(format!("expected a pair of integers, got {v:?}")),
+        }
+    }
+}
+
+impl<T: FromValue> FromValue for Option<T> {
+    fn from_value(v: &Value) -> Result<Self, String> {
+        match v {
+            Value::None => Ok(None),
+            _ => T::from_value(v).map(Some),
+        }
+    }
+}
+
+impl FromValue for Vec<(i64, i64)> {
+    fn from_value(v: &Value) -> Result<Self, String> {
+        match v {
+            Value::List(items) => items.iter().map(<(i64, i64)>::from_value).collect(),
+            _ => Err(format!("expected a list of pairs, got {v:?}")),
+        }
+    }
+}
+
+/// The queues: read-only through a view.
+macro_rules! read_only {
+    ($($t:ty),*) => {$(
+        impl FromValue for $t {
+            fn from_value(_: &Value) -> Result<Self, String> {
+                Err("a queue is read-only here: it changes through the socket's methods".into())
+            }
+        }
+    )*};
+}
+
+read_only!(
+    VecDeque<Skb>,
+    Vec<Skb>,
+    VecDeque<crate::state::RtxEntry>,
+    VecDeque<i64>
+);

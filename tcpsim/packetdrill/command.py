@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterable
 
-from tcpsim.engines import ENGINES, EngineError, check_engine
+from tcpsim.engines import ENGINES, EngineError, check_engine, native_policy
 from tcpsim.catalog import ProfileError, get_profile
 
 from .interpreter import ScriptResult, run_file
@@ -67,7 +67,9 @@ def run_paths(paths: Iterable[str | Path], profile: str | None = None,
     policies = list(policies)
     try:
         check_engine(engine)
-        get_profile(profile, policies)
+        prof = get_profile(profile, policies)
+        if engine == "native":
+            native_policy(prof)          # a Python patch it cannot run: one line, now
         files = collect(paths)
     except (ProfileError, FileNotFoundError, EngineError) as exc:
         error(f"tcpsim: error: {exc}")

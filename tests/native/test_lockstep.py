@@ -15,7 +15,8 @@ step (and after every timer run inside one) the two must agree on:
 
 A divergence fails with Hypothesis's shrunk program and the first path that differs,
 e.g. `rcv.rcv_wnd: python 65535, native 65280`. One machine per profile x
-tcp_shrink_window x device.
+tcp_shrink_window x device; `machine_for(..., patches=(Cls,))` applies a user's Python patch
+to both sockets (test_native_py_patch.py).
 
 The candidate is the native socket (tcpsim._native.TcpSocket), or the engine named by
 TCPSIM_LOCKSTEP_CANDIDATE ("native" | "python"). While the extension has no TcpSocket the
@@ -72,6 +73,7 @@ class LockstepMachine(ReceiverRules):
     """A Python reference socket and a candidate socket driven by the same rules."""
 
     CANDIDATE: str | type = "native"       # an engine name, or a Python patch class
+    PATCHES: tuple[type, ...] = ()          # user Python patches applied on both sides
 
     # -- the two sockets -------------------------------------------------------------------------
 
@@ -80,16 +82,16 @@ class LockstepMachine(ReceiverRules):
         return c if isinstance(c, str) else f"python+{c.name}"
 
     def open_socket(self, role, sysctl, so_rcvbuf):
-        common = dict(sysctl=sysctl, dev=self.DEVICE, so_rcvbuf=so_rcvbuf, role=role)
+        common = dict(sysctl=sysctl, dev=self.DEVICE, so_rcvbuf=so_rcvbuf, role=role,
+                      patches=self.PATCHES)
         self.peer = established(self.PROFILE, sink=EventBuffer(), **common)
         self.sk = self.peer.sk
         c = self.CANDIDATE
         if c == "native":
             self.cand_peer = established(self.PROFILE, engine="native", **common)
         else:
-            patches = () if isinstance(c, str) else (c,)
-            self.cand_peer = established(self.PROFILE, patches=patches, sink=EventBuffer(),
-                                         **common)
+            common["patches"] = self.PATCHES + (() if isinstance(c, str) else (c,))
+            self.cand_peer = established(self.PROFILE, sink=EventBuffer(), **common)
         self.cand = self.cand_peer.sk
         self.out_ref, self.out_cand = list(self.peer.acks), list(self.cand_peer.acks)
         self.ret_ref: list[int] = []
@@ -154,13 +156,17 @@ class LockstepMachine(ReceiverRules):
             raise Diverged(f"{path}: python {want!r}, {self._label()} {got!r}")
 
 
-def machine_for(profile: str, shrink: int, dev: str, candidate: str | type) -> type:
-    """The lockstep machine of one configuration (its name heads the printed program)."""
+def machine_for(profile: str, shrink: int, dev: str, candidate: str | type,
+                patches: tuple[type, ...] = ()) -> type:
+    """The lockstep machine of one configuration (its name heads the printed program);
+    `patches`: user Python patch classes applied to both sockets."""
     tag = candidate if isinstance(candidate, str) else "planted"
+    tag += "".join(f"_{p.__name__}" for p in patches)
     name = (f"Lockstep_{tag}_{profile.replace('-', '_').replace('.', '_')}_shrink{shrink}_"
             f"{dev.replace('-', '_')}")
     return type(name, (LockstepMachine,),
-                {"PROFILE": profile, "SHRINK": shrink, "DEVICE": dev, "CANDIDATE": candidate})
+                {"PROFILE": profile, "SHRINK": shrink, "DEVICE": dev, "CANDIDATE": candidate,
+                 "PATCHES": patches})
 
 
 CONFIGS = [pytest.param(p, s, d, id=f"{p}-shrink{s}-{d}") for p, s in PROFILES for d in DEVICES]

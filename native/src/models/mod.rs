@@ -81,6 +81,11 @@ pub const PROFILES: &[ProfileInfo] = &[
 /// order, later patches before earlier ones, so each wraps the kernel built so far; a patch's
 /// call to its base is Python's `super()`. A patch may be applied once.
 pub fn compose(profile: &str, patch_names: &[&str]) -> Result<KernelRef, String> {
+    compose_boxed(profile, patch_names).map(Arc::from)
+}
+
+/// `compose`, boxed: a kernel another layer can still wrap (a Python patch, py_patch.rs).
+pub fn compose_boxed(profile: &str, patch_names: &[&str]) -> Result<Box<dyn Kernel>, String> {
     let info = PROFILES.iter().find(|p| p.name == profile).ok_or_else(|| {
         let known: Vec<&str> = PROFILES.iter().map(|p| p.name).collect();
         format!(
@@ -97,7 +102,7 @@ pub fn compose(profile: &str, patch_names: &[&str]) -> Result<KernelRef, String>
         }
         k = (patches::patch(name)?.apply)(k);
     }
-    Ok(Arc::from(k))
+    Ok(k)
 }
 
 /// The era a built-in profile runs on, without patches.

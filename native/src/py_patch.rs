@@ -1,0 +1,666 @@
+//! A user's Python patch on the native socket: a `Kernel` that calls into Python only at the
+//! decision points the patch overrides, and the native kernel underneath everywhere else.
+//!
+//! `--policy ./my_patch.py:Class` names a Python class written against tcpsim/policy.py. On
+//! the native engine, tcpsim/native_patch.py composes it over `NativeBase` (every decision
+//! point of which calls back into the native kernel underneath, so that `super().point(sk,
+//! ...)` in the patch reaches the era and built-in patches below) and records which points
+//! the user's classes define (`__native_overrides__`), once, at load time. [`python_patch`]
+//! wraps the composed native kernel in a [`PyPatch`] holding one instance of that class per
+//! socket (a patch may keep per-socket state, as a Python policy object does).
+//!
+//! At an overridden point the patch method gets a `SocketView` whose records read and write
+//! the native fields (py_view.rs) through a pointer lent for the duration of the call; `seg`
+//! arrives as a `tcpsim.core.segment.Segment` and `skb` as a `tcpsim.core.skb.Skb` (copies:
+//! the points hand them read-only). An exception raised in the patch is kept in the
+//! [`PatchError`] slot (the kernel's methods cannot fail) and the native answer is used until
+//! the socket's Python method returns, which then raises it with its traceback, so that
+//! `catalog.patch_failure()` names the patch, the point and the line as on the Python engine.
+//!
+//! Points a Python patch cannot override on the native engine yet (the constants of the era,
+//! `ts_rtt_sample_us`, `try_coalesce`, `grow_skb`: their arguments have no view) are refused
+//! when the patch is loaded.
+
+use std::collections::HashSet;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyString, PyTuple};
+
+use crate::fields::Record;
+use crate::kernel::Kernel;
+use crate::py_view::{Lent, MibView, RecordView, SkRef, SysctlView};
+use crate::segment::Segment;
+use crate::skb::Skb;
+use crate::socket::{TcpSocket, TraceArgs};
+use crate::sysctl::SysctlSpec;
+
+/// The first exception a Python patch raised, until the socket's caller takes it.
+pub type PatchError = Arc<Mutex<Option<PyErr>>>;
+
+/// A name from Python made `'static` (counter and sysctl names, `tcp_sequence` answers):
+/// each distinct name is stored once for the life of the process.
+fn intern(s: &str) -> &'static str {
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .expect("intern lock");
+    if let Some(&n) = names.get(s) {
+        return n;
+    }
+    let n: &'static str = Box::leak(s.to_string().into_boxed_str());
+    names.insert(n);
+    n
+}
+
+static SEGMENT_CLS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static SKB_CLS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+fn class<'py>(
+    py: Python<'py>,
+    cell: &PyOnceLock<Py<PyAny>>,
+    module: &str,
+    name: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    cell.get_or_try_init(py, || {
+        Ok::<_, PyErr>(py.import(module)?.getattr(name)?.unbind())
+    })
+    .map(|c| c.bind(py).clone())
+}
+
+/// An argument of a decision point as the trait takes it (`i64`, `bool`, `&Segment`,
+/// `&Skb`): to Python, and back from Python for `super()` (`Owned`, lent to the call by
+/// `pass`).
+trait Arg<'a>: Sized {
+    type Owned: 'a;
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>>;
+    fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self::Owned>;
+    fn pass(o: &'a Self::Owned) -> Self;
+}
+
+impl<'a> Arg<'a> for i64 {
+    type Owned = i64;
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(self.into_pyobject(py)?.into_any())
+    }
+    fn from_py(v: &Bound<'_, PyAny>) -> PyResult<i64> {
+        v.extract()
+    }
+    fn pass(o: &'a i64) -> i64 {
+        *o
+    }
+}
+
+impl<'a> Arg<'a> for bool {
+    type Owned = bool;
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(pyo3::types::PyBool::new(py, *self).to_owned().into_any())
+    }
+    fn from_py(v: &Bound<'_, PyAny>) -> PyResult<bool> {
+        v.is_truthy()
+    }
+    fn pass(o: &'a bool) -> bool {
+        *o
+    }
+}
+
+impl<'a> Arg<'a> for &'a Segment {
+    type Owned = Segment;
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let cls = class(py, &SEGMENT_CLS, "tcpsim.core.segment", "Segment")?;
+        crate::py::segment_to_py(py, &cls, self)
+    }
+    fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Segment> {
+        crate::py::segment_from_py(v)
+    }
+    fn pass(o: &'a Segment) -> Self {
+        o
+    }
+}
+
+impl<'a> Arg<'a> for &'a Skb {
+    type Owned = Skb;
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let cls = class(py, &SKB_CLS, "tcpsim.core.skb", "Skb")?;
+        let o = cls.call_method1("__new__", (&cls,))?;
+        o.setattr("seq", self.seq)?;
+        o.setattr("end_seq", self.end_seq)?;
+        o.setattr("len", self.len)?;
+        o.setattr("truesize", self.truesize)?;
+        o.setattr("head", self.head)?;
+        o.setattr("linear", self.linear)?;
+        o.setattr("nfrags", self.nfrags)?;
+        o.setattr("head_frag", self.head_frag)?;
+        o.setattr("tailroom", self.tailroom)?;
+        o.setattr("fin", self.fin)?;
+        o.setattr("cloned_until", self.cloned_until)?;
+        Ok(o)
+    }
+    fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Skb> {
+        let int = |k: &str| -> PyResult<i64> { v.getattr(k)?.extract() };
+        Ok(Skb {
+            seq: int("seq")?,
+            end_seq: int("end_seq")?,
+            len: int("len")?,
+            truesize: int("truesize")?,
+            head: int("head")?,
+            linear: int("linear")?,
+            nfrags: int("nfrags")?,
+            head_frag: v.getattr("head_frag")?.is_truthy()?,
+            tailroom: int("tailroom")?,
+            fin: v.getattr("fin")?.is_truthy()?,
+            cloned_until: int("cloned_until")?,
+        })
+    }
+    fn pass(o: &'a Skb) -> Self {
+        o
+    }
+}
+
+/// A decision point's answer, from Python and back (for `super()`).
+trait Answer: Sized {
+    fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self>;
+    fn to_py(self, py: Python<'_>) -> PyResult<Py<PyAny>>;
+}
+
+impl Answer for () {
+    fn from_py(_: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(()) // a procedure's return value is ignored, as the Python core ignores it
+    }
+    fn to_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(py.None())
+    }
+}
+
+impl Answer for i64 {
+    fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self> {
+        v.extract()
+    }
+    fn to_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(self.into_pyobject(py)?.into_any().unbind())
+    }
+}
+
+impl Answer for bool {
+    fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self> {
+        v.is_truthy()
+    }
+    fn to_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(pyo3::types::PyBool::new(py, self)
+            .to_owned()
+            .into_any()
+            .unbind())
+    }
+}
+
+impl Answer for &'static str {
+    fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(intern(&v.extract::<String>()?))
+    }
+    fn to_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(PyString::new(py, self).into_any().unbind())
+    }
+}
+
+impl Answer for (i64, i64) {
+    fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self> {
+        v.extract()
+    }
+    fn to_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(PyTuple::new(py, [self.0, self.1])?.into_any().unbind())
+    }
+}
+
+/// `sk` as a decision point takes it: `ro` points read it, `rw` points may write it.
+macro_rules! sk_ty {
+    (ro) => {
+        &TcpSocket
+    };
+    (rw) => {
+        &mut TcpSocket
+    };
+}
+
+/// The socket as a raw pointer for a lend (py_view.rs `Lent`), and whether it may write.
+macro_rules! raw_sk {
+    (ro, $sk:expr) => {
+        ($sk as *const TcpSocket as *mut TcpSocket, false)
+    };
+    (rw, $sk:expr) => {
+        ($sk as *mut TcpSocket, true)
+    };
+}
+
+/// The socket behind a lent view, as the point underneath takes it; the view's pointer is
+/// out (null) while the native code holds the socket (see py_view.rs `Lent`).
+macro_rules! with_lent {
+    (ro, $lent:expr, $p:ident, $body:expr) => {{
+        // SAFETY: `p` is the live borrow of the call in progress (py_view.rs `Lent`), taken
+        // out of the view for the duration of this call, so nothing else reaches the socket.
+        let $p: &TcpSocket = unsafe { &*$lent.take() };
+        let out = $body;
+        $lent.restore($p as *const TcpSocket as *mut TcpSocket);
+        out
+    }};
+    (rw, $lent:expr, $p:ident, $body:expr) => {{
+        if !$lent.writable() {
+            return Err(PyTypeError::new_err(
+                "a decision point that only reads the socket cannot call one that writes it",
+            ));
+        }
+        let raw = $lent.take();
+        // SAFETY: as above; the lend is writable, so `raw` came from a `&mut TcpSocket`.
+        let $p: &mut TcpSocket = unsafe { &mut *raw };
+        let out = $body;
+        $lent.restore(raw);
+        out
+    }};
+}
+
+/// Declares, from one list of the points a Python patch may override: the override flags,
+/// the `Kernel` methods of [`PyPatch`] and the `super()` dispatcher of [`NativeBase`].
+macro_rules! py_points {
+    ($($mode:ident $name:ident($($a:ident: $t:ty),*) -> $r:ty;)*) => {
+        /// The bound methods of the points the Python class overrides (found once, at
+        /// load time); None: the native kernel underneath answers.
+        #[derive(Default)]
+        struct Overrides {
+            $($name: Option<Py<PyAny>>,)*
+        }
+
+        /// Every point a Python patch may override on the native engine.
+        pub const PY_POINTS: &[&str] = &[$(stringify!($name),)*];
+
+        impl Overrides {
+            fn set(&mut self, name: &str, method: Py<PyAny>) -> bool {
+                match name {
+                    $(stringify!($name) => self.$name = Some(method),)*
+                    _ => return false,
+                }
+                true
+            }
+        }
+
+        impl Kernel for PyPatch {
+            fn base(&self) -> &dyn Kernel {
+                &*self.inner
+            }
+
+            fn class_name(&self) -> &'static str {
+                self.class_name
+            }
+
+            fn counters(&self) -> Vec<(&'static str, &'static str)> {
+                let mut c = self.inner.counters();
+                c.extend(self.counters.iter().copied());
+                c
+            }
+
+            fn new_sysctls(&self) -> Vec<SysctlSpec> {
+                let mut s = self.inner.new_sysctls();
+                s.extend(self.new_sysctls.iter().copied());
+                s
+            }
+
+            $(
+                #[allow(unused_parens, unused_variables)]
+                fn $name(&self, sk: sk_ty!($mode), $($a: $t),*) -> $r {
+                    if let Some(m) = &self.over.$name {
+                        let (p, writable) = raw_sk!($mode, sk);
+                        if let Some(v) = self.call::<$r>(m, p, writable, |py| {
+                            Ok(vec![$(Arg::to_py(&$a, py)?),*])
+                        }) {
+                            return v;
+                        }
+                    }
+                    self.inner.$name(sk, $($a),*)
+                }
+            )*
+        }
+
+        /// `super().point(sk, ...)` from Python: the native point underneath.
+        #[allow(unused_variables, unused_mut)]
+        fn call_native(
+            k: &dyn Kernel,
+            py: Python<'_>,
+            name: &str,
+            lent: &Lent,
+            args: &[Bound<'_, PyAny>],
+        ) -> PyResult<Py<PyAny>> {
+            match name {
+                $(stringify!($name) => {
+                    let mut it = args.iter();
+                    $(let $a = <$t as Arg>::from_py(it.next().ok_or_else(|| {
+                        PyTypeError::new_err(format!("{name}() missing argument {}", stringify!($a)))
+                    })?)?;)*
+                    let r: $r = with_lent!($mode, lent, p, k.$name(p, $(<$t as Arg>::pass(&$a)),*));
+                    Answer::to_py(r, py)
+                })*
+                _ => Err(PyValueError::new_err(format!(
+                    "{name}: not a decision point a Python patch can reach on the native engine"
+                ))),
+            }
+        }
+    };
+}
+
+/// A composed native kernel with a user's Python patch on top (see the module docs).
+pub struct PyPatch {
+    inner: Arc<dyn Kernel>,
+    /// The `sk` its methods get: one view per socket, lent the socket for each call.
+    view: Py<SocketView>,
+    over: Overrides,
+    class_name: &'static str,
+    counters: Vec<(&'static str, &'static str)>,
+    new_sysctls: Vec<SysctlSpec>,
+    error: PatchError,
+}
+
+impl PyPatch {
+    /// Call the bound Python method `m` with the socket `p` lent to the view; None (and the
+    /// exception kept) when it raised or returned the wrong type, or an earlier call raised.
+    fn call<R: Answer>(
+        &self,
+        m: &Py<PyAny>,
+        p: *mut TcpSocket,
+        writable: bool,
+        args: impl FnOnce(Python<'_>) -> PyResult<Vec<Bound<'_, PyAny>>>,
+    ) -> Option<R> {
+        if self.error.lock().expect("patch error lock").is_some() {
+            return None;
+        }
+        Python::attach(|py| {
+            let run = || -> PyResult<R> {
+                let view = self.view.bind(py);
+                let lent = view.borrow().sk.clone();
+                let _lend = lent.set(p, writable);
+                let mut all = vec![view.clone().into_any()];
+                all.extend(args(py)?);
+                let out = m.bind(py).call1(PyTuple::new(py, all)?)?;
+                R::from_py(&out)
+            };
+            match run() {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    *self.error.lock().expect("patch error lock") = Some(e);
+                    None
+                }
+            }
+        })
+    }
+}
+
+py_points! {
+    ro win_from_space(space: i64) -> i64;
+    ro space_from_win(win: i64) -> i64;
+    ro initial_rcv_wnd(space: i64) -> i64;
+    rw select_initial_window(space: i64, mss: i64) -> ();
+    rw init_rcv_ssthresh() -> ();
+    rw init_buffer_space() -> ();
+    rw set_window_clamp(val: i64) -> ();
+    rw on_rcvbuf_set() -> ();
+    rw rcv_rtt_update(sample_us: i64, win_dep: bool) -> ();
+    rw rcv_rtt_measure() -> ();
+    rw rcv_rtt_measure_ts(seg: &Segment) -> ();
+    rw measure_rcv_mss(seg: &Segment, skb: &Skb) -> ();
+    rw on_rcv_mss_change(seg: &Segment, skb: &Skb) -> ();
+    rw on_scaling_ratio_change() -> ();
+    rw ofo_measure_rcv_mss(seg: &Segment, skb: &Skb) -> ();
+    rw grow_window(skb: &Skb, adjust: bool, seg: &Segment) -> ();
+    rw grow_under_pressure() -> ();
+    rw pressure_adjust() -> ();
+    ro shrink_allowed() -> bool;
+    rw select_window() -> i64;
+    rw advertise_window() -> i64;
+    rw nomem_window() -> i64;
+    rw tcp_sequence(seg: &Segment) -> &'static str;
+    ro sequence_window() -> i64;
+    ro end_beyond_window(seg: &Segment, right: i64) -> bool;
+    rw overwindow_drop() -> ();
+    ro zero_window_accepts(seg: &Segment) -> bool;
+    ro can_ingest(skb: &Skb) -> bool;
+    rw admit_in_order(skb: &Skb) -> bool;
+    rw try_rmem_schedule(skb: &Skb, size: i64) -> bool;
+    rw clamp_window() -> ();
+    rw prune_queue(skb: &Skb) -> i64;
+    ro needs_clamp(skb: &Skb) -> bool;
+    rw collapse(skb: &Skb) -> ();
+    ro collapse_cost_ns(copied: i64) -> i64;
+    rw prune_ofo_queue(skb: &Skb) -> bool;
+    ro ofo_prune_done(dropped: &Skb) -> bool;
+    ro ofo_dsack(skb: &Skb, dsack_high: i64) -> (i64, i64);
+    rw ofo_rcvbuf_grow() -> ();
+    ro rcv_space_gate_us() -> i64;
+    ro rcv_space_copied(copied_seq: i64, rcvq_seq: i64) -> i64;
+    rw rcv_space_adjust() -> ();
+    rw grow_rcvbuf(copied: i64) -> ();
+    rw rcvbuf_grow(newval: i64) -> ();
+    ro rcvbuf_grow_term(newval: i64, oldval: i64) -> i64;
+    ro delack_max() -> i64;
+    rw dec_quickack_mode() -> ();
+    ro may_update_window(seg: &Segment, ack: i64, nwin: i64) -> bool;
+    ro rtx_probe0_timed_out() -> bool;
+    ro tso_rtt_bytes() -> i64;
+    ro tso_defer_ack_window(srtt_ns: i64) -> i64;
+    ro loss_probe_timeout() -> i64;
+    ro hystart_ack_delay() -> i64;
+    ro hystart_round_reset_first() -> bool;
+}
+
+/// The socket a Python patch method gets as `sk`: its records (`sk.rcv.rcv_nxt`, readable
+/// and, in a procedure or a decision that writes, writable), `sk.mib`, `sk.sysctl`, `sk.now`,
+/// `sk.trace(event, detail)`. Valid only during a call it was passed to.
+#[pyclass(name = "SocketView", unsendable)]
+struct SocketView {
+    sk: Rc<Lent>,
+    /// conn, rcv, mem, ack, snd (Record::ALL order), mib, sysctl: made once.
+    records: Vec<Py<RecordView>>,
+    mib: Py<MibView>,
+    sysctl: Py<SysctlView>,
+}
+
+impl SocketView {
+    fn new(py: Python<'_>) -> PyResult<Self> {
+        let sk = Rc::new(Lent::new());
+        let at = |r| RecordView::new(SkRef::Lent(Rc::clone(&sk)), r);
+        let records = Record::ALL
+            .into_iter()
+            .map(|r| Py::new(py, at(r)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let mib = Py::new(py, MibView::new(SkRef::Lent(sk.clone())))?;
+        let sysctl = Py::new(py, SysctlView::new(SkRef::Lent(sk.clone())))?;
+        Ok(SocketView {
+            sk,
+            records,
+            mib,
+            sysctl,
+        })
+    }
+
+    fn skref(&self) -> SkRef {
+        SkRef::Lent(self.sk.clone())
+    }
+
+    fn record(&self, py: Python<'_>, r: Record) -> Py<RecordView> {
+        let i = Record::ALL.iter().position(|&x| x == r).expect("a record");
+        self.records[i].clone_ref(py)
+    }
+}
+
+#[pymethods]
+impl SocketView {
+    #[getter]
+    fn conn(&self, py: Python<'_>) -> Py<RecordView> {
+        self.record(py, Record::Conn)
+    }
+    #[getter]
+    fn rcv(&self, py: Python<'_>) -> Py<RecordView> {
+        self.record(py, Record::Rcv)
+    }
+    #[getter]
+    fn mem(&self, py: Python<'_>) -> Py<RecordView> {
+        self.record(py, Record::Mem)
+    }
+    #[getter]
+    fn ack(&self, py: Python<'_>) -> Py<RecordView> {
+        self.record(py, Record::Ack)
+    }
+    #[getter]
+    fn snd(&self, py: Python<'_>) -> Py<RecordView> {
+        self.record(py, Record::Snd)
+    }
+    #[getter]
+    fn mib(&self, py: Python<'_>) -> Py<MibView> {
+        self.mib.clone_ref(py)
+    }
+    #[getter]
+    fn sysctl(&self, py: Python<'_>) -> Py<SysctlView> {
+        self.sysctl.clone_ref(py)
+    }
+    #[getter]
+    fn now(&self, py: Python<'_>) -> PyResult<i64> {
+        self.skref().with(py, |sk| sk.now)
+    }
+    #[getter]
+    fn tcp_mstamp(&self, py: Python<'_>) -> PyResult<i64> {
+        self.skref().with(py, |sk| sk.tcp_mstamp)
+    }
+    #[getter]
+    fn name(&self, py: Python<'_>) -> PyResult<String> {
+        self.skref().with(py, |sk| sk.name.clone())
+    }
+
+    /// Python's `sk.trace(event, detail)`: a trace event with the socket's state.
+    #[pyo3(signature = (event, detail="", *, truesize=-1, reason="", length=-1, cost=-1))]
+    #[allow(clippy::too_many_arguments)] // keyword arguments, as Python's `sk.trace`
+    fn trace(
+        &self,
+        py: Python<'_>,
+        event: &str,
+        detail: &str,
+        truesize: i64,
+        reason: &str,
+        length: i64,
+        cost: i64,
+    ) -> PyResult<()> {
+        let x = TraceArgs {
+            seg: None,
+            truesize,
+            reason,
+            length,
+            cost,
+        };
+        self.skref().with_mut(py, |sk| sk.trace(event, detail, x))
+    }
+}
+
+/// The native kernel underneath a Python patch: `NativeBase`'s methods call `call(name,
+/// args)` with `args[0]` the `SocketView` (tcpsim/native_patch.py).
+#[pyclass(name = "NativeSuper", frozen)]
+struct NativeSuper {
+    inner: Arc<dyn Kernel>,
+}
+
+#[pymethods]
+impl NativeSuper {
+    fn call(&self, py: Python<'_>, name: &str, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        let items: Vec<Bound<'_, PyAny>> = args.iter().collect();
+        let (first, rest) = items
+            .split_first()
+            .ok_or_else(|| PyTypeError::new_err(format!("{name}() takes the socket first")))?;
+        let view = first.cast::<SocketView>().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{name}(): on the native engine the socket argument must be the sk the \
+                 decision point was given"
+            ))
+        })?;
+        let lent = view.borrow().sk.clone();
+        if lent.is_expired() {
+            return Err(PyRuntimeError::new_err(
+                "this socket view belonged to a decision-point call that has returned",
+            ));
+        }
+        call_native(&*self.inner, py, name, &lent, rest)
+    }
+}
+
+/// The kernel `inner` with the user's Python patch class `cls` on top, and the slot its
+/// exceptions land in. `cls` is the class tcpsim/native_patch.py composed (user patches over
+/// `NativeBase`, with `__native_overrides__`, `__patch_counters__`, `__patch_sysctls__`);
+/// one instance is made per call (per socket). This is the single constructor the Rust
+/// engine calls for a profile that carries a Python patch.
+pub fn python_patch(
+    py: Python<'_>,
+    inner: Box<dyn Kernel>,
+    cls: &Bound<'_, PyAny>,
+) -> PyResult<(Box<dyn Kernel>, PatchError)> {
+    let inner: Arc<dyn Kernel> = Arc::from(inner);
+    let obj = cls.call0()?;
+    obj.setattr(
+        "_native_super",
+        Bound::new(
+            py,
+            NativeSuper {
+                inner: inner.clone(),
+            },
+        )?,
+    )?;
+    let mut over = Overrides::default();
+    for name in cls.getattr("__native_overrides__")?.try_iter()? {
+        let name: String = name?.extract()?;
+        // bound to this socket's instance, which they keep alive
+        if !over.set(&name, obj.getattr(name.as_str())?.unbind()) {
+            return Err(PyValueError::new_err(format!(
+                "decision point {name} cannot be overridden by a Python patch on the native \
+                 engine yet; use --engine python"
+            )));
+        }
+    }
+    let mut counters = Vec::new();
+    for item in cls.getattr("__patch_counters__")?.try_iter()? {
+        let (n, meaning): (String, String) = item?.extract()?;
+        counters.push((intern(&n), intern(&meaning)));
+    }
+    let mut new_sysctls = Vec::new();
+    for item in cls.getattr("__patch_sysctls__")?.try_iter()? {
+        let (n, default, lo, hi): (String, i64, i64, i64) = item?.extract()?;
+        new_sysctls.push(SysctlSpec {
+            name: intern(&n),
+            default,
+            lo,
+            hi,
+            doc: "",
+        });
+    }
+    let error: PatchError = Arc::new(Mutex::new(None));
+    let k = PyPatch {
+        inner,
+        view: Py::new(py, SocketView::new(py)?)?,
+        over,
+        class_name: intern(&cls.getattr("__name__")?.extract::<String>()?),
+        counters,
+        new_sysctls,
+        error: error.clone(),
+    };
+    Ok((Box::new(k), error))
+}
+
+/// Raise the exception a Python patch raised during the last call, if any.
+pub fn take_error(slot: &PatchError) -> PyResult<()> {
+    match slot.lock().expect("patch error lock").take() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Add the view classes to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<SocketView>()?;
+    m.add_class::<NativeSuper>()?;
+    m.add("PY_PATCH_POINTS", PY_POINTS.to_vec())?;
+    Ok(())
+}
