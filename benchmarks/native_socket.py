@@ -1,15 +1,19 @@
 """Benchmark (not a test): the Python and the native socket alone, µs per in-order segment.
 
     python3 benchmarks/native_socket.py [--segments N] [--profile P] [--device D] [--json]
+    python3 benchmarks/native_socket.py --rust [--segments N] [--profile P] [--device D]
 
 Same as `tcpsim bench --socket`; see tcpsim/bench_socket.py for what one segment costs.
-Reports "native socket not built yet" while tcpsim._native has no TcpSocket.
+Reports "native socket not built yet" while tcpsim._native has no TcpSocket. `--rust` builds
+and runs native/examples/socket_bench.rs instead: the Rust-only loop with no Python in the
+process at all (needs cargo), with and without trace events.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -25,7 +29,14 @@ def main() -> None:
     parser.add_argument("--device", default="veth")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--rust", action="store_true",
+                        help="the Rust-only loop from cargo (native/examples/socket_bench.rs)")
     args = parser.parse_args()
+    if args.rust:
+        native = Path(__file__).resolve().parents[1] / "native"
+        sys.exit(subprocess.call(["cargo", "run", "--quiet", "--release", "--example",
+                                  "socket_bench", "--", str(args.segments * 10), args.profile,
+                                  args.device, str(args.repeat)], cwd=native))
     row = socket_benchmark(args.segments, args.profile, args.device, args.repeat,
                            echo=None if args.json else print)
     if args.json:

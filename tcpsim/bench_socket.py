@@ -4,7 +4,11 @@
 (client side, timestamps, SACK, window scaling), `n` in-order 1448-byte segments 100 us
 apart, each followed by a read of everything queued, the outbox drained and due timers run
 -- what an engine driving the socket does per packet, minus the link. Prints microseconds of
-CPU per segment for each engine and the ratio. A number, never pass/fail.
+CPU per segment for each engine and the ratio, and the native socket in a Rust-only loop
+(native/src/bench.rs: the same steps with no Python between them, so the figure is the
+socket's own cost; `cargo run --release --example socket_bench` measures it without Python
+at all). The native socket records no trace events here: the Python socket has no sink.
+A number, never pass/fail.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ GAP_NS = 100 * NS_PER_US
 def open_receiver(engine: str, profile: str, device: str) -> Any:
     """An established client socket of `engine` (SYN sent, SYN-ACK taken at 1 ms)."""
     prof = get_profile(profile)
-    sk = make_socket(engine, prof, prof.default_sysctls(), device, name="rcv")
+    kw = {"trace": False} if engine == "native" else {}     # the Python socket has no sink
+    sk = make_socket(engine, prof, prof.default_sysctls(), device, name="rcv", **kw)
     sk.connect(0)
     sk.take_outbox()
     sk.on_segment(NS_PER_MS, Segment(0, 0, SYN | ACK, 1, 65535, mss=1460, wscale=7,
@@ -65,6 +70,21 @@ def time_engine(engine: str, n: int, profile: str, device: str, repeat: int) -> 
     return best * 1e6 / n
 
 
+def time_rust_loop(n: int, profile: str, device: str, repeat: int) -> float:
+    """Best CPU microseconds per segment of the native socket in its Rust-only loop
+    (tcpsim._native.bench_in_order: the steps of `drive` with no Python between them)."""
+    from tcpsim import _native
+    best = float("inf")
+    for _ in range(max(1, repeat)):
+        t0 = time.process_time()
+        got = _native.bench_in_order(profile, device, n)
+        dt = time.process_time() - t0
+        if got != n * MSS:
+            raise RuntimeError(f"Rust loop: read {got} of {n * MSS} bytes")
+        best = min(best, dt)
+    return best * 1e6 / n
+
+
 def socket_benchmark(n: int = 20_000, profile: str = "linux-6.18", device: str = "veth",
                      repeat: int = 3, echo: Callable[[str], None] | None = print) -> dict:
     """µs per segment for each engine that is built, and python/native."""
@@ -89,4 +109,13 @@ def socket_benchmark(n: int = 20_000, profile: str = "linux-6.18", device: str =
     row["python_over_native"] = round(row["python_us_per_segment"] / native, 1) if native else None
     if echo:
         echo(f"  native  {native:9.3f} us/segment   python/native {row['python_over_native']}x")
+    from tcpsim import _native
+    if not hasattr(_native, "bench_in_order"):    # an extension built before native/src/bench.rs
+        row["rust_loop_us_per_segment"] = None
+        return row
+    # ten times the segments: the loop is fast, and a short one is mostly timer noise
+    rust = time_rust_loop(10 * n, profile, device, repeat)
+    row["rust_loop_us_per_segment"] = round(rust, 3)
+    if echo:
+        echo(f"  rust    {rust:9.3f} us/segment   (native socket, Rust-only loop)")
     return row

@@ -7,6 +7,7 @@ a traceback.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,55 @@ from tcpsim.scenario import Scenario, ScenarioError, builtin_experiments, load_s
 from tcpsim.sysctl_parse import parse_options as parse_sysctl_options
 from tcpsim.units import parse_duration, parse_size
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+class _TcpsimGroup(TyperGroup):
+    """The top command: the argument parser's own refusals (an unknown option or command, a
+    missing argument, `--seed abc`) end in the common one-line `tcpsim: error:` form, exit
+    2, instead of click's usage panel -- however the command is run (main(), CliRunner)."""
+
+    def main(self, args=None, prog_name=None, complete_var=None,  # type: ignore[no-untyped-def]
+             standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)
+        except _CLICK_EXCEPTION as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":    # the help is printed already
+                sys.exit(exc.exit_code)
+            typer.echo(f"tcpsim: error: {_click_error(exc, self._command_of(args))}", err=True)
+            sys.exit(exc.exit_code)              # 2 for a usage error, as before
+        except typer.Abort:
+            typer.echo("tcpsim: error: aborted", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+    def _command_of(self, args) -> list[str]:  # type: ignore[no-untyped-def]
+        """The subcommand `args` name (for a refusal click raised without its context)."""
+        args = list(sys.argv[1:] if args is None else args)
+        return args[:1] if args and args[0] in self.commands else []
+
+
+# click's base exception, whether typer vendors click (0.29: typer._click) or uses it
+_CLICK_EXCEPTION = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+def _click_error(exc: Exception, fallback: list[str]) -> str:
+    """click's message on one line, led by the command (`fallback` when click gave no
+    context) and ending in where to look:
+    "run: no such option: --frob (did you mean --from?); see tcpsim run --help"."""
+    msg = " ".join(exc.format_message().split()).rstrip(".")
+    msg = msg[:1].lower() + msg[1:]
+    msg = re.sub(r"\.? (?:did you mean (.*?)\??|\(possible options: (.*)\))$",
+                 lambda m: f" (did you mean {m[1] or m[2]}?)", msg, flags=re.I)
+    names, ctx = [], getattr(exc, "ctx", None)
+    while ctx is not None and ctx.parent is not None:
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    names = list(reversed(names)) if names else fallback
+    lead = f"{' '.join(names)}: " if names else ""
+    return f"{lead}{msg}; see {' '.join(['tcpsim', *names])} --help"
+
+
+app = typer.Typer(cls=_TcpsimGroup, add_completion=False, no_args_is_help=True,
                   help="Simulate the Linux TCP receive path, per kernel version and patch.")
 profiles_app = typer.Typer(help="List kernel profiles and patches.", invoke_without_command=True)
 app.add_typer(profiles_app, name="profiles")
@@ -416,9 +465,11 @@ def _parse_variants(args: list[str], minimum: int = 2) -> list[Variant]:
     variants: list[Variant] = []
     it = iter(args)
     for arg in it:
+        if arg not in (*_VARIANT_OPTIONS, "--set"):
+            _fail(f"{arg}: {_unknown_in_compare(arg)}")
         value = next(it, None)
         if value is None:
-            _fail(f"{arg}: missing its value")
+            _fail(f"{arg}: missing its value; see tcpsim compare --help")
         if arg in ("--profile", "-p", "--vs"):
             variants.append(Variant(value))
         elif arg in ("--policy", "--sysctl", "-s", "--set"):
@@ -426,9 +477,6 @@ def _parse_variants(args: list[str], minimum: int = 2) -> list[Variant]:
                 _fail(f"{arg} {value}: put it after the --profile or --vs it applies to")
             v = variants[-1]
             {"--policy": v.policies, "--set": v.sets}.get(arg, v.sysctl).append(value)
-        else:
-            _fail(f"{arg}: unknown option; use --profile A [--policy X] [--sysctl N=V] "
-                  "[--set FIELD=V] --vs B ...")
     if len(variants) < minimum:
         _fail("compare needs at least two variants: --profile A ... --vs B ..."
               if minimum > 1 else "compare needs a variant to run: --profile A ...")
@@ -441,6 +489,13 @@ def _parse_variants(args: list[str], minimum: int = 2) -> list[Variant]:
 
 
 _VARIANT_OPTIONS = ("--profile", "-p", "--vs", "--policy", "--sysctl", "-s")
+
+
+def _unknown_in_compare(arg: str) -> str:
+    """What is wrong with `arg` among compare's variant options, and the fix."""
+    what = "unknown option" if arg.startswith("-") else "unexpected argument (one scenario, first)"
+    return (f"{what}; use tcpsim compare SCENARIO --profile A [--policy X] [--sysctl N=V] "
+            "[--set FIELD=V] --vs B ... (see tcpsim compare --help)")
 
 
 class _CompareCommand(TyperCommand):
@@ -500,6 +555,8 @@ def compare(
     from tcpsim.progress import StepProgress
     from tcpsim.report import format_table, table_json
     from tcpsim.runner import RunOptions
+    if scenario.startswith("-"):        # an unknown option stood where the scenario goes
+        _fail(f"{scenario}: {_unknown_in_compare(scenario)}")
     out = _renamed(old_out, "-o/--out", html, "--html")
     variants = _parse_variants([*ctx.meta.get("variants", ()), *ctx.args],
                                minimum=1 if trace else 2)

@@ -21,3 +21,7 @@ def test_report_names_each_engine():
     if not native_available():
         assert row["native_us_per_segment"] is None
         assert lines[2].strip() == "native  native socket not built yet"
+    else:
+        assert row["rust_loop_us_per_segment"] > 0
+        assert lines[3].lstrip().startswith("rust")
+

@@ -193,3 +193,52 @@ def test_reno_is_selectable_from_the_command_line():
     # window-limited here, but the sender's cwnd differs: HyStart ended CUBIC's slow start
     assert runs["reno"]["ss"]["snd"] != runs["cubic"]["ss"]["snd"]
     assert runs["reno"]["ss"]["rcv"] == runs["cubic"]["ss"]["rcv"]
+
+
+# -- the argument parser's own refusals ---------------------------------------------------------
+
+@pytest.mark.parametrize("args,line", [
+    (["run", "--frob"], "run: no such option: --frob; see tcpsim run --help"),
+    (["run", "--seeed", "3"],
+     "run: no such option: --seeed (did you mean --seed?); see tcpsim run --help"),
+    (["runn"], "no such command 'runn' (did you mean 'run'?); see tcpsim --help"),
+    (["packetdrill"], "packetdrill: missing argument 'paths'; see tcpsim packetdrill --help"),
+    (["run", "-d"], "run: option '-d' requires an argument; see tcpsim run --help"),
+    (["sweep", "report", "--frob"],
+     "sweep report: no such option: --frob; see tcpsim sweep report --help"),
+    (["--frob"], "no such option: --frob; see tcpsim --help"),
+])
+def test_usage_errors_are_the_common_one_line(capsys, args, line):
+    """An unknown option or command, a missing argument: one `tcpsim: error:` line naming it
+    and where to look, exit 2 -- not click's usage panel."""
+    from tcpsim.cli import main
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert err.splitlines() == [f"tcpsim: error: {line}"], err
+
+
+@pytest.mark.parametrize("args,names", [
+    (["run", "seed-rcvbuf32k-fill", "--seed", "abc"], ["run:", "'--seed'", "integer"]),
+    (["bench", "--repeat", "x"], ["bench:", "'--repeat'"]),
+])
+def test_bad_option_values_are_one_line(args, names):
+    """A value the parser refuses (not an integer) names the command and the option, through
+    the app itself too (CliRunner, as the other tests here)."""
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tcpsim: error: "), r.output
+    assert all(n in lines[0] for n in names) and "--help" in lines[0], r.output
+    assert "Usage:" not in r.output and "╭" not in r.output
+
+
+def test_help_and_no_arguments_still_show_the_help(capsys):
+    from tcpsim.cli import main
+    for args, code in ((["--help"], 0), ([], 2), (["sweep"], 2)):
+        with pytest.raises(SystemExit) as exit_:
+            main(args)
+        out = capsys.readouterr()
+        assert exit_.value.code == code, args
+        assert "Usage:" in out.out + out.err and "tcpsim: error:" not in out.err, args

@@ -7,6 +7,7 @@
 //! core builds and tests as plain Rust (`cargo test`).
 //!
 //! Rooms (Rust file <- Python module):
+//! - `bench`     <- tcpsim/bench_socket.py: the socket alone in a Rust-only loop
 //! - `constants` <- tcpsim/core/constants.py
 //! - `seq`       <- the kernel's `before()`/`after()` (include/net/tcp.h); see its note
 //! - `segment`   <- tcpsim/core/segment.py
@@ -31,6 +32,7 @@
 //! - `value`     <- our own: a field's value, to compare records field by field
 
 pub mod ack;
+pub mod bench;
 pub mod clock;
 pub mod cong;
 pub mod constants;

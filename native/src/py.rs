@@ -176,6 +176,15 @@ fn device_names() -> Vec<String> {
         .collect()
 }
 
+/// The socket alone in a Rust-only loop (src/bench.rs `in_order`): `n` in-order segments
+/// into a fresh receiver of `profile` on `device`, each read at once; the bytes read.
+/// `tcpsim bench --socket` times the call.
+#[pyfunction]
+#[pyo3(signature = (profile, device, n, trace=false))]
+fn bench_in_order(profile: &str, device: &str, n: i64, trace: bool) -> PyResult<i64> {
+    crate::bench::in_order(profile, device, n, trace).map_err(PyValueError::new_err)
+}
+
 /// A kernel tick clock (tcpsim/core/clock.py `JiffyClock`).
 #[pyclass(name = "JiffyClock", frozen)]
 struct PyJiffyClock(clock::JiffyClock);
@@ -949,6 +958,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(segment_info, m)?)?;
     m.add_function(wrap_pyfunction!(make_skb, m)?)?;
     m.add_function(wrap_pyfunction!(device_names, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_in_order, m)?)?;
     m.add_class::<PyJiffyClock>()?;
     m.add_class::<PyClock>()?;
     m.add_function(wrap_pyfunction!(mib_counters, m)?)?;

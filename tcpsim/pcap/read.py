@@ -199,7 +199,10 @@ def decode(t_ns: int, buf: bytes, linktype: int, where: str, n: int, snaplen: in
         opts = dpkt.tcp.parse_opts(tcp.opts)
     except (dpkt.UnpackError, ValueError, IndexError):
         opts = []
-    for kind_, data in opts:
+    for opt in opts:
+        if opt is None:          # dpkt's mark of an option cut short: the kernel stops there too
+            break                # (tcp_parse_options() [tcp_input.c]: opsize past the end)
+        kind_, data = opt
         if kind_ == dpkt.tcp.TCP_OPT_MSS and len(data) == 2:
             mss = int.from_bytes(data, "big")
         elif kind_ == dpkt.tcp.TCP_OPT_WSCALE and len(data) == 1:

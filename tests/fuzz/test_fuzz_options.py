@@ -140,3 +140,71 @@ def test_study_files(study, axes):
         Path("study.toml").write_text(toml_document(doc))
         full = ["sweep", "study.toml", "-d", "3ms", "-j", "1", "-r", "results"]
         check(tcpsim(full), ["study.toml"], argv=full)
+
+
+# -- the argument parser's own refusals, for every command -----------------------------------
+
+def _commands() -> dict[str, object]:
+    """{"run": click command, "sweep report": ..., ...}: every command (not group)."""
+    from typer.main import get_command
+    from tcpsim.cli import app
+    out, todo = {}, [("", get_command(app))]
+    while todo:
+        path, cmd = todo.pop()
+        for name, sub in getattr(cmd, "commands", {}).items():
+            todo.append((f"{path} {name}".strip(), sub))
+        if path and not hasattr(cmd, "commands"):     # a group routes to its commands
+            out[path] = cmd
+    return out
+
+
+COMMANDS = _commands()
+
+
+def _options(command: str) -> list[str]:
+    return [o for p in COMMANDS[command].params for o in (*p.opts, *p.secondary_opts)]
+
+
+def _valued_options(command: str) -> list[str]:
+    """The options of `command` that take a value (not flags)."""
+    return [p.opts[0] for p in COMMANDS[command].params
+            if p.param_type_name == "option" and not getattr(p, "is_flag", False)]
+
+
+INTEGER_OPTIONS = [("run", "--seed"), ("run", "--hz"), ("bench", "--repeat"),
+                   ("sweep run", "--jobs")]
+
+
+@FUZZ
+@given(st.sampled_from(sorted(COMMANDS)), st.from_regex(r"--[a-z][a-z-]{0,12}|-[a-zA-Z]", fullmatch=True),
+       st.data())
+@example("run", "--seeed", None)
+@example("sweep report", "--frob", None)
+@example("compare", "-t", None)               # was "x: missing its value"
+def test_parser_refusals(command, token, data):
+    """An unknown option, an option without its value: exit 2 with one `tcpsim: error:` line
+    naming the option and the command's --help -- never click's usage panel (#18)."""
+    argv = command.split()
+    if token in _options(command):                  # a real option: give it no value instead
+        valued = _valued_options(command)
+        if not valued:
+            return
+        token = data.draw(st.sampled_from(valued)) if data else valued[0]
+        full = [*argv, token]
+    else:
+        full = [*argv, token, "x"]
+    with workdir():
+        line = check(tcpsim(full), [token], argv=full)
+    assert line and f"tcpsim {command} --help" in line, line
+
+
+@FUZZ
+@given(st.sampled_from(INTEGER_OPTIONS),
+       st.text(alphabet="abc1.e-_ ", min_size=1, max_size=6).filter(
+           lambda s: not s.strip().lstrip("-").isdigit()))
+def test_parser_refuses_non_numbers(where, value):
+    command, option = where
+    full = [*command.split(), option, value]
+    with workdir():
+        line = check(tcpsim(full), [option], argv=full)
+    assert line and f"see tcpsim {command} --help" in line, line

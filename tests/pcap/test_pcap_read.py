@@ -153,3 +153,14 @@ def test_a_capture_next_to_the_sender_is_moved_to_the_receivers_side(tmp_path):
     def timed(imp):
         return [(r["t_ns"], r["sock"], r["seq"], r["ack_seq"], r["win_scaled"]) for r in imp.rows]
     assert timed(there) == timed(here)
+
+
+def test_an_option_cut_short_ends_the_options(tmp_path):
+    """A TCP option kind as the last byte, with no length byte (a mangled capture, found by the
+    fuzz suite): the options before it are kept and the frame is read, as the kernel's
+    tcp_parse_options() stops there -- no TypeError from dpkt's None for the broken option."""
+    opts = b"\x02\x04\x05\xb4\x01\x01\x01\x08"          # MSS 1460, NOP x3, timestamp kind alone
+    seg = tcp(SND[1], RCV[1], ISN_S, 0, dpkt.tcp.TH_SYN, 64240, opts=opts)
+    path = write_pcap(tmp_path / "cut.pcap", [(1.0, frame(seg, False, dpkt.pcap.DLT_EN10MB))])
+    (got,) = read_capture(path).segments
+    assert got.mss == 1460
