@@ -606,8 +606,8 @@ class Linux515(KernelPolicy):
         that took 1c2709cfff1d have 6.7's rule, see linux_6_8.py.)"""
         if not sk.snd.srtt_us8:
             return TCP_TIMEOUT_INIT_NS
-        floor = TCP_RTO_MIN_NS if len(sk.snd.rtx_queue) == 1 else sk.jiffies_up(1) * 2
-        return sk.jiffies_up((sk.snd.srtt_us8 >> 2) * NS_PER_US) + floor
+        floor = TCP_RTO_MIN_NS if len(sk.snd.rtx_queue) == 1 else sk.clock.jiffies_up(1) * 2
+        return sk.clock.jiffies_up((sk.snd.srtt_us8 >> 2) * NS_PER_US) + floor
 
     def hystart_ack_delay(self, sk: TcpSocket) -> int:
         """hystart_ack_delay() [tcp_cubic.c, 5.15]: the time four GSO_MAX_SIZE (64 KiB)

@@ -34,7 +34,7 @@ class Linux68(Linux66):
         if not sk.snd.srtt_us8:
             return TCP_TIMEOUT_INIT_NS
         floor = TCP_RTO_MIN_NS if len(sk.snd.rtx_queue) == 1 else 2000 * NS_PER_US
-        return sk.jiffies_up((sk.snd.srtt_us8 >> 2) * NS_PER_US + floor)
+        return sk.clock.jiffies_up((sk.snd.srtt_us8 >> 2) * NS_PER_US + floor)
 
 
 PROFILE = Profile("linux-6.8", Linux68, "6.8: scaling_ratio default raised to 50 %")

@@ -78,16 +78,17 @@ class AckMixin:
             self.incr_quickack(TCP_MAX_QUICKACKS)
             ack.ack_ato = TCP_ATO_MIN_NS
         else:
-            ato_min = clock.ato_min_ticks
+            half_ato_min = clock.ato_min_ticks // 2
             ato = clock.to_ticks(ack.ack_ato)
-            rto = clock.to_ticks(self.snd.rto)
             m = nj - clock.stamp_ticks(ack.ack_lrcvtime)
-            if m <= ato_min // 2:
-                ack.ack_ato = clock.ticks_ns((ato >> 1) + ato_min // 2)
-            elif m < ato:
-                ack.ack_ato = clock.ticks_ns(min((ato >> 1) + m, rto))
-            elif m > rto:
-                self.incr_quickack(TCP_MAX_QUICKACKS)
+            if m <= half_ato_min:                   # the common case: no RTO conversion
+                ack.ack_ato = clock.ticks_ns((ato >> 1) + half_ato_min)
+            else:
+                rto = clock.to_ticks(self.snd.rto)
+                if m < ato:
+                    ack.ack_ato = clock.ticks_ns(min((ato >> 1) + m, rto))
+                elif m > rto:
+                    self.incr_quickack(TCP_MAX_QUICKACKS)
         ack.ack_lrcvtime = clock.ticks_ns(nj)
 
     # -- immediate or delayed ----------------------------------------------------------------

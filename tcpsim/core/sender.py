@@ -617,7 +617,7 @@ class SendMixin:
         timeout = self.k.loss_probe_timeout(self)
         rto_delta = snd.rto if advancing_rto else snd.rtx_queue[0][TX_NS] + snd.rto - self.now
         if rto_delta > 0:
-            timeout = min(timeout, self.jiffies_up(rto_delta))   # usecs_to_jiffies
+            timeout = min(timeout, self.clock.jiffies_up(rto_delta))   # usecs_to_jiffies
         snd.tlp_deadline = self.reset_xmit_timer(timeout)      # ICSK_TIME_LOSS_PROBE
         return True
 
@@ -666,7 +666,7 @@ class SendMixin:
             snd.rto_deadline = self.reset_xmit_timer(snd.rto)
         else:
             left = snd.rtx_queue[0][TX_NS] + snd.rto - self.now
-            snd.rto_deadline = self.reset_xmit_timer(self.jiffies_up(max(left, 1)))
+            snd.rto_deadline = self.reset_xmit_timer(self.clock.jiffies_up(max(left, 1)))
 
     def _process_tlp_ack(self: TcpSocket, seg: Segment, ack: int, prior_una: int,
                          win_update: bool) -> None:

@@ -8,7 +8,7 @@ one clear error per bad value (the name, what is wrong, what to write instead).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 
 class SysctlError(ValueError):
@@ -27,9 +27,14 @@ class SysctlSpec:
     doc: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Sysctls:
-    """Receive-path and sender sysctls (net.ipv4.* unless the name says net.core)."""
+    """Receive-path and sender sysctls (net.ipv4.* unless the name says net.core).
+
+    A patch's sysctls (`patched`) are plain attributes too, set in the instance dict when the
+    record is made. (The record has no __getattr__ and no __slots__ on purpose: a class
+    with __getattr__ defeats CPython's attribute caches, and every sysctl read on the
+    per-packet path -- tcp_shrink_window, tcp_adv_win_scale, ... -- paid for it.)"""
 
     tcp_rmem: tuple[int, int, int] = (4096, 131072, 6291456)
     tcp_wmem: tuple[int, int, int] = (4096, 16384, 4194304)
@@ -55,13 +60,12 @@ class Sysctls:
     # sysctls the applied patches add (SysctlSpec, value); read as attributes like the others
     patched: tuple[tuple[SysctlSpec, int], ...] = ()
 
-    def __getattr__(self, name: str) -> int:
-        """A patch's sysctl (only reached for names that are not fields)."""
-        if not name.startswith("_") and name != "patched":
-            for spec, value in self.patched:
-                if spec.name == name:
-                    return value
-        raise AttributeError(f"sysctl {name}: not set on this kernel (no patch adds it)")
+    def __post_init__(self) -> None:
+        for spec, value in self.patched:
+            object.__setattr__(self, spec.name, value)
+
+    if TYPE_CHECKING:   # a patch's sysctls are attributes set by name: tell the type checker
+        def __getattr__(self, name: str) -> int: ...
 
     def with_specs(self, specs: Iterable[SysctlSpec]) -> "Sysctls":
         """A copy that also has the patches' sysctls `specs`, at their defaults."""

@@ -43,6 +43,11 @@ _STREAM_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 _SEG_INTS = ("t_ns", "seq", "end_seq", "len", "truesize", "ack_seq", "win_raw", "win_scaled")
 assert tuple(COLUMNS[i][0] for i in INT_POS) == _SEG_INTS + STATE_COLUMNS + ("collapse_ns",)
 assert tuple(COLUMNS[i][0] for i in STR_POS) == ("sock", "event", "detail", "flags", "drop_reason")
+# ParquetRecorder.record() unpacks an event's state into these 19 locals, in this order
+assert STATE_COLUMNS == (
+    "sk_rmem_alloc", "sk_rcvbuf", "rcv_nxt", "copied_seq", "rcv_wup", "rcv_wnd", "rcv_ssthresh",
+    "window_clamp", "rcv_mss", "scaling_ratio", "rcvq_space", "rcv_rtt_us", "recv_q",
+    "rcvq_len", "ofoq_len", "snd_una", "snd_nxt", "snd_wnd", "snd_cwnd")
 
 
 def _row_parts(ev: TraceEvent) -> tuple[tuple, tuple]:
@@ -137,8 +142,14 @@ class ParquetRecorder:
 
     def record(self, ev: TraceEvent) -> None:
         # _row_parts() inlined: this runs once per event, and packing the row straight from
-        # the event saves building the integer tuple and a call (~5 % of a traced run)
-        t_ns, sock, event, detail, seg, truesize, reason, length, cost, scale = ev[:EV_STATE]
+        # the event saves building the integer tuple and a call (~5 % of a traced run).
+        # The event is unpacked whole, its state into one local per STATE_COLUMNS entry
+        # (in that order: the assert at the top of the module checks it), and passed to pack() by position:
+        # slicing it (ev[:EV_STATE], *ev[EV_STATE:]) built two tuples and an argument list
+        # per row.
+        (t_ns, sock, event, detail, seg, truesize, reason, length, cost, scale,
+         rmem, rcvbuf, rcv_nxt, copied, wup, wnd, ssthresh, clamp, rcv_mss, ratio, space,
+         rtt, recv_q, rcvq_len, ofoq_len, snd_una, snd_nxt, snd_wnd, snd_cwnd) = ev
         if seg is not None:
             f = seg.flags
             seq, ack, win = seg.seq, seg.ack, seg.win
@@ -154,7 +165,9 @@ class ParquetRecorder:
         if code is None:
             code = self._strings[strs] = len(self._strings)
         self._buf += _PACK_ROW(t_ns, seq, end_seq, length, truesize, ack, win, win_scaled,
-                               *ev[EV_STATE:], cost, code)
+                               rmem, rcvbuf, rcv_nxt, copied, wup, wnd, ssthresh, clamp,
+                               rcv_mss, ratio, space, rtt, recv_q, rcvq_len, ofoq_len, snd_una,
+                               snd_nxt, snd_wnd, snd_cwnd, cost, code)
         self._rows += 1
         if self._rows >= self.group_rows:
             self.flush()
