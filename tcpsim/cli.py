@@ -20,7 +20,7 @@ from tcpsim.catalog import ProfileError, get_profile
 from tcpsim.engines import EngineError
 from tcpsim.scenario import Scenario, ScenarioError, builtin_experiments, load_scenario
 from tcpsim.sysctl_parse import parse_options as parse_sysctl_options
-from tcpsim.units import parse_duration
+from tcpsim.units import parse_duration, parse_size
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Simulate the Linux TCP receive path, per kernel version and patch.")
@@ -589,9 +589,18 @@ def capture(
     out: Path = typer.Option(Path("captures"), "--out", "-o", help="output folder"),
     duration: Optional[str] = typer.Option(None, "--duration", "-d"),
     no_bpftrace: bool = typer.Option(False, "--no-bpftrace", help="wire, samples and counters only"),
+    tbf_burst: Optional[str] = typer.Option(None, "--tbf-burst",
+                                            help="token bucket burst, e.g. 25000 or 32KiB "
+                                                 "(needs a link.rate)"),
+    tbf_limit: Optional[str] = typer.Option(None, "--tbf-limit",
+                                            help="token bucket queue limit in bytes "
+                                                 "(default: link.queue_limit full frames)"),
+    cpu: int = typer.Option(0, "--cpu", help="CPU the endpoints and the delay program run on"),
 ) -> None:
     """Run the scenario over the real kernel (root; namespaces + veth) and record a trace."""
     import os
+    if not 0 <= cpu < (os.cpu_count() or 1):
+        _fail(f"--cpu: this machine has CPUs 0 to {(os.cpu_count() or 1) - 1}, got {cpu}")
     if os.geteuid() != 0:
         _fail("capture needs root (network namespaces, tracepoints): run it with sudo")
     from tcpsim.capture.capture import capture as run_capture
@@ -607,7 +616,16 @@ def capture(
     try:
         sc = load_scenario(scenario)
         dur = parse_duration(duration, "--duration", positive=True) / 1e9 if duration else None
-        path = run_capture(sc.source or scenario, out, duration_s=dur, use_bpftrace=not no_bpftrace)
+        burst = parse_size(tbf_burst, "--tbf-burst") if tbf_burst is not None else 0
+        limit = parse_size(tbf_limit, "--tbf-limit") if tbf_limit is not None else 0
+        for opt, given, value in (("--tbf-burst", tbf_burst, burst), ("--tbf-limit", tbf_limit, limit)):
+            if given is not None and value <= 0:
+                _fail(f"{opt}: must be at least one byte, got {given!r}")
+        if (burst or limit) and not sc.link.rate_bps:
+            _fail("--tbf-burst/--tbf-limit: the scenario has no [link] rate, so there is no "
+                  "token bucket; give the link a rate")
+        path = run_capture(sc.source or scenario, out, duration_s=dur, use_bpftrace=not no_bpftrace,
+                           cpu=cpu, tbf_burst=burst, tbf_limit=limit)
     except USER_ERRORS as exc:
         _fail(str(exc))
         return

@@ -18,6 +18,9 @@ Reader kinds:
     periodic      every `every`, reads up to `bytes` (a tick with nothing queued reads nothing)
     fast          reads everything as soon as the socket wakes it, up to `bytes` per read
                   (default 1 MiB)
+    blocking      sleeps in a blocking recv() until data is queued and returns with up to
+                  `bytes` (default 1 MiB), as a server's read loop does; with no application
+                  latency modelled it reads when a fast reader would (issue 14 adds one)
     oscillating   alternates every `period` between (`bytes` every `every`) and
                   (`bytes2` every `every2`), starting with the first
     oscil         Cloudflare's benchmark reader: fast for `fast_for` (5 s), then for
@@ -55,6 +58,7 @@ READER_KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("never"),
     Kind("periodic", ("bytes", "every"), min_bytes=1),
     Kind("fast", default_bytes=1 << 20),
+    Kind("blocking", default_bytes=1 << 20),
     Kind("oscillating", ("bytes", "every", "bytes2", "every2", "period")),
     Kind("oscil"),
 )}

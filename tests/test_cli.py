@@ -116,6 +116,28 @@ def test_capture_refuses_without_root(monkeypatch):
     assert r.exit_code == 2 and "needs root" in r.output
 
 
+@pytest.mark.parametrize("args,needle", [
+    (["--tbf-burst", "25000"], "--tbf-burst/--tbf-limit: the scenario has no [link] rate"),
+    (["--tbf-limit", "0"], "--tbf-limit: must be at least one byte"),
+    (["--tbf-burst", "lots"], "--tbf-burst: 'lots' is not a size"),
+    (["--cpu", "64"], "--cpu: this machine has CPUs 0 to"),
+])
+def test_capture_refuses_bad_bottleneck_options_before_capturing(monkeypatch, args, needle):
+    # as root with every tool present, the options are checked before any namespace exists
+    import os
+
+    import tcpsim.capture.netns as netns
+    import tcpsim.capture.probe as probe
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(netns, "missing_tools", lambda: [])
+    monkeypatch.setattr(probe, "available", lambda: True)
+    import tcpsim.capture.capture as cap
+    monkeypatch.setattr(cap, "capture", lambda *a, **k: pytest.fail("captured"))
+    r = runner.invoke(app, ["capture", "seed-never-reads", *args])
+    assert r.exit_code == 2, r.output
+    assert needle in r.output and len(r.output.strip().splitlines()) == 1
+
+
 def test_validate_scores_a_committed_fixture():
     from pathlib import Path
     fixture = Path(__file__).resolve().parent / "fixtures" / "kernel"

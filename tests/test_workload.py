@@ -49,7 +49,7 @@ def test_parse_app(role, table, want):
 @pytest.mark.parametrize("role,table,msg", [
     ("writer", {"kind": "never"}, "writer.kind: expected one of bulk, periodic, got 'never'"),
     ("reader", {"kind": "bulk"},
-     "reader.kind: expected one of fast, never, oscil, oscillating, periodic, got 'bulk'"),
+     "reader.kind: expected one of blocking, fast, never, oscil, oscillating, periodic, got 'bulk'"),
     ("reader", {"bytes": 1}, "reader.kind: expected one of"),
     ("reader", {"kind": "periodic", "bytes": 1}, 'reader.every: required for kind = "periodic"'),
     ("reader", {"kind": "oscillating", "bytes": 1, "every": 1, "bytes2": 1, "every2": 1},

@@ -3,12 +3,18 @@
 Each loop runs until ``stop`` is set and appends (t_ns, kind, nbytes) to ``log``; times come
 from time.monotonic_ns(). Ticks are scheduled on an absolute grid so they do not drift; a
 tick that finds nothing to do (reader: nothing queued; writer: send buffer full) does nothing.
+
+Besides the 'write'/'read' rows the loops log their wakeups, for the application-latency
+calibration (docs/app-latency.md): a timer-driven loop logs (t_call, "wake", t_due) just
+before its send()/recv() call (t_call - t_due is how late the process ran), and the blocking
+reader logs (t_enter, "wait", 0) just before it blocks in recv().
 """
 
 from __future__ import annotations
 
 import select
 import socket
+import struct
 import threading
 import time
 from typing import Callable
@@ -39,6 +45,7 @@ def periodic_writer(sock: socket.socket, nbytes: int, every_ns: int, stop: threa
     while _sleep_until(t, stop):
         if left == 0:
             left = nbytes
+        log.append((time.monotonic_ns(), "wake", t))
         try:
             n = sock.send(payload[:left])
             left -= n
@@ -77,6 +84,7 @@ def periodic_reader(sock: socket.socket, nbytes: int, every_ns: int, stop: threa
     """Every ``every_ns`` read up to ``nbytes`` (nothing queued: nothing read)."""
     t = time.monotonic_ns()
     while _sleep_until(t, stop):
+        log.append((time.monotonic_ns(), "wake", t))
         try:
             n = len(sock.recv(nbytes, socket.MSG_DONTWAIT))
             log.append((time.monotonic_ns(), "read", n))
@@ -106,12 +114,34 @@ def fast_reader(sock: socket.socket, stop: threading.Event, log: Log, nbytes: in
             return
 
 
+def blocking_reader(sock: socket.socket, stop: threading.Event, log: Log,
+                    nbytes: int = 1 << 20, poll_ns: int = 50_000_000) -> None:
+    """Sleep in a blocking recv() until data is queued, take up to ``nbytes``, repeat (a
+    server's read loop). SO_RCVTIMEO (``poll_ns``) only lets the loop see ``stop``; the wait
+    itself is the kernel's (sk_wait_data), with no select() in between."""
+    sock.setblocking(True)
+    sec, usec = divmod(poll_ns // 1000, 1_000_000)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", sec, usec))
+    while not stop.is_set():
+        log.append((time.monotonic_ns(), "wait", 0))
+        try:
+            n = len(sock.recv(nbytes))
+        except (BlockingIOError, TimeoutError):
+            continue
+        except OSError:
+            return
+        log.append((time.monotonic_ns(), "read", n))
+        if n == 0:
+            return
+
+
 def oscillating_reader(sock: socket.socket, app: App, stop: threading.Event, log: Log) -> None:
     """Periodic reader alternating between (bytes every `every`) and (bytes2 every `every2`)
     every `period` (App.rate_at)."""
     start = t = time.monotonic_ns()
     while _sleep_until(t, stop):
         nbytes, every = app.rate_at(t - start)
+        log.append((time.monotonic_ns(), "wake", t))
         try:
             n = len(sock.recv(nbytes, socket.MSG_DONTWAIT))
             log.append((time.monotonic_ns(), "read", n))
@@ -169,6 +199,7 @@ READERS: dict[str, Callable[[App], Loop]] = {
     "never": lambda a: never_reader,
     "periodic": lambda a: lambda s, st, lg: periodic_reader(s, a.bytes, a.every, st, lg),
     "fast": lambda a: lambda s, st, lg: fast_reader(s, st, lg, a.bytes),
+    "blocking": lambda a: lambda s, st, lg: blocking_reader(s, st, lg, a.bytes),
     "oscillating": lambda a: lambda s, st, lg: oscillating_reader(s, a, st, lg),
     "oscil": lambda a: lambda s, st, lg: oscil_reader(s, st, lg, a.fast_for, a.slow_for,
                                                       a.fraction),

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tcpsim.capture import nstat, parquet_out, trace_build as tb, wire
+from tcpsim.capture import nstat, parquet_out, trace_build as tb, wakeups, wire
 from tcpsim.capture.kconfig import kernel_hz
-from tcpsim.capture.netns import Topology, python_env, run, topology
+from tcpsim.capture.netns import Topology, python_env, run, tbf_params, topology
 from tcpsim.capture.probe import BpfProbe, TRACEFS, available as bpf_available
 from tcpsim.capture.probe_csv import drop_reason_names
 from tcpsim.capture.recorder import WireRecorder
@@ -33,6 +33,9 @@ SND_PORT = 5001
 # of the CPU that sent it, so a sender transmitting from two CPUs (process context on one,
 # ACK-clocked softirq on the other) reorders segments without any loss (capturing.md).
 SENDER_CPU = 0
+# The sender's congestion control, set per socket (a non-root namespace may not select a
+# restricted default, capturing.md): CUBIC, the kernel's default.
+SENDER_CC = "cubic"
 
 
 def _expect(proc: subprocess.Popen[bytes], word: str, timeout: float) -> None:
@@ -50,16 +53,17 @@ def _expect(proc: subprocess.Popen[bytes], word: str, timeout: float) -> None:
     raise RuntimeError(f"endpoint did not say {word!r} (exit {proc.poll()})")
 
 
-def endpoint_configs(spec: CaptureSpec, topo: Topology, raw: Path) -> tuple[dict, dict]:
-    """(sender config, receiver config) for tcpsim.capture.endpoint."""
+def endpoint_configs(spec: CaptureSpec, topo: Topology, raw: Path,
+                     cpu: int = SENDER_CPU) -> tuple[dict, dict]:
+    """(sender config, receiver config) for tcpsim.capture.endpoint, both pinned to ``cpu``."""
     rcv_listens = spec.role == "server"
     snd = {"role": "connect" if rcv_listens else "listen", "addr": topo.snd_addr,
            "port": 0 if rcv_listens else SND_PORT, "peer_addr": topo.rcv_addr,
-           "peer_port": RCV_PORT, "nodelay": spec.nodelay, "cc": "cubic", "cpu": SENDER_CPU,
+           "peer_port": RCV_PORT, "nodelay": spec.nodelay, "cc": SENDER_CC, "cpu": cpu,
            "app": spec.writer.as_dict(), "sample_ns": 10_000_000, "out": str(raw)}
     rcv = {"role": "listen" if rcv_listens else "connect", "addr": topo.rcv_addr,
            "port": RCV_PORT, "peer_addr": topo.snd_addr, "peer_port": SND_PORT,
-           "so_rcvbuf": spec.so_rcvbuf, "cpu": SENDER_CPU, "app": spec.reader.as_dict(),
+           "so_rcvbuf": spec.so_rcvbuf, "cpu": cpu, "app": spec.reader.as_dict(),
            "sample_ns": 10_000_000, "out": str(raw)}
     return snd, rcv
 
@@ -92,9 +96,10 @@ def read_events(path: Path) -> list[tuple[int, str, int]]:
     return out
 
 
-def run_workload(spec: CaptureSpec, topo: Topology, raw: Path, duration_s: float) -> int:
+def run_workload(spec: CaptureSpec, topo: Topology, raw: Path, duration_s: float,
+                 cpu: int = SENDER_CPU) -> int:
     """Start both endpoints (listener first), run for ``duration_s``, stop them; return t0."""
-    snd_cfg, rcv_cfg = endpoint_configs(spec, topo, raw)
+    snd_cfg, rcv_cfg = endpoint_configs(spec, topo, raw, cpu)
     env = python_env()
     first, second = (("receiver", rcv_cfg), ("sender", snd_cfg)) if rcv_cfg["role"] == "listen" \
         else (("sender", snd_cfg), ("receiver", rcv_cfg))
@@ -129,11 +134,17 @@ def run_workload(spec: CaptureSpec, topo: Topology, raw: Path, duration_s: float
 
 def capture(scenario: dict[str, Any] | str | Path, out_dir: str | Path,
             duration_s: float | None = None, use_bpftrace: bool = True,
-            probe_every: int = 1) -> Path:
+            probe_every: int = 1, cpu: int = SENDER_CPU, tbf_burst: int = 0,
+            tbf_limit: int = 0) -> Path:
     """Run the scenario over the real kernel; return the Parquet trace path.
 
     ``probe_every`` > 1 traces only every Nth segment (bulk at high rates: full tracing makes
-    the 2 vCPUs the bottleneck); 'rx' rows then carry no detail.
+    the 2 vCPUs the bottleneck); 'rx' rows then carry no detail. ``cpu``: the CPU both
+    endpoints and the delay program run on (parallel captures use different ones).
+    ``tbf_burst`` / ``tbf_limit``: the token bucket's burst and byte limit when the scenario
+    has a link rate (0 = netns.tbf_params' defaults); recorded in the summary as 'link_qdisc'.
+    The raw outputs (``<out>/<name>.raw``: pcap, probe CSV, app logs with their wakeups)
+    stay beside the trace.
     """
     spec = parse(scenario)
     out = Path(out_dir)
@@ -141,30 +152,45 @@ def capture(scenario: dict[str, Any] | str | Path, out_dir: str | Path,
     raw.mkdir(parents=True, exist_ok=True)
     duration = duration_s if duration_s is not None else spec.duration_ns / 1e9
     use_bpf = use_bpftrace and bpf_available()
+    load_before = os.getloadavg()          # the machine's load shapes the apps' wakeup latency
     probe = None
     pcap = raw / "wire.pcap"
     with topology(delay_ns=spec.delay_ab_ns, delay_ba_ns=spec.delay_ba_ns, mtu=spec.mtu,
                   rate_bps=spec.rate_bps, queue_limit=spec.queue_limit, loss=spec.loss,
-                  tag=f"c{os.getpid()}", delay_stats=raw / "delay.json") as topo:
+                  tag=f"c{os.getpid()}", delay_stats=raw / "delay.json", delay_cpu=cpu,
+                  tbf_burst=tbf_burst, tbf_limit=tbf_limit) as topo:
         configure(spec, topo)
         sysctls = {k: topo.read_sysctl(topo.rcv, k) for k in _sysctl_names(spec)}
+        sender_sysctls = {k: topo.read_sysctl(topo.snd, k) for k in SENDER_SYSCTLS}
         before = nstat.read_counters(lambda a: topo.sh(topo.rcv, a))
+        snd_before = nstat.read_counters(lambda a: topo.sh(topo.snd, a))
         if use_bpf:
             probe = BpfProbe(RCV_PORT, RCV_PORT, raw / "probe.csv", every=probe_every,
                              netns=topo.rcv).start()
         try:
             realtime_offset = time.time_ns() - time.monotonic_ns()
             with WireRecorder(topo, pcap, RCV_PORT):
-                t0 = run_workload(spec, topo, raw, duration)
+                t0 = run_workload(spec, topo, raw, duration, cpu)
         finally:
             records = probe.stop() if probe else None
         after = nstat.read_counters(lambda a: topo.sh(topo.rcv, a))
+        snd_after = nstat.read_counters(lambda a: topo.sh(topo.snd, a))
+        qdisc = _qdisc_stats(topo, spec) if spec.rate_bps else None
     counters = {k: v for k, v in nstat.diff(before, after).items() if k.startswith("TcpExt")}
+    sender_counters = {k: v for k, v in nstat.diff(snd_before, snd_after).items()
+                       if k.startswith("Tcp")}
     rows, summary = assemble(raw, pcap, records, t0, realtime_offset, probe_every)
     summary.update({"duration_s": duration, "bpftrace": bool(records), "probe_every": probe_every,
                     "rx_state": "before the segment (tcp:tcp_probe)" if records else
                     "no per-segment kernel state (bpftrace not used)",
-                    "delay": _delay_stats(raw)})
+                    "delay": _delay_stats(raw), "cpu": cpu,
+                    "loadavg": {"start": [round(x, 2) for x in load_before],
+                                "end": [round(x, 2) for x in os.getloadavg()]},
+                    "sender": {"congestion_control": SENDER_CC, "sysctls": sender_sysctls,
+                               "counters": sender_counters},
+                    "wakeups": wakeups.summary(raw, records, probe_every, RCV_PORT)})
+    if qdisc is not None:
+        summary["link_qdisc"] = qdisc
     hz, hz_source = kernel_hz()
     if hz is None:
         print(f"capture: the kernel's CONFIG_HZ is {hz_source}; the trace records it as unknown "
@@ -250,6 +276,26 @@ def _delay_stats(raw: Path) -> dict[str, Any]:
     return out
 
 
+SENDER_SYSCTLS = ("net.ipv4.tcp_wmem", "net.ipv4.tcp_congestion_control",
+                  "net.ipv4.tcp_notsent_lowat", "net.ipv4.tcp_slow_start_after_idle",
+                  "net.core.wmem_max", "net.ipv4.tcp_shrink_window")
+
+
+def _qdisc_stats(topo: Topology, spec: CaptureSpec) -> dict[str, Any]:
+    """The tbf bottleneck's parameters and its data-direction counters (`tc -s -j`)."""
+    burst, limit = tbf_params(topo, spec.mtu)
+    out: dict[str, Any] = {"kind": "tbf", "rate_bps": spec.rate_bps, "burst": burst,
+                           "limit": limit}
+    text = topo.sh(topo.rtr, ["tc", "-s", "-j", "qdisc", "show", "dev", "vr"], check=False)
+    try:
+        q = next(q for q in json.loads(text) if q.get("kind") == "tbf")
+        out.update({k: q[k] for k in ("bytes", "packets", "drops", "overlimits", "requeues")
+                    if k in q})
+    except (ValueError, StopIteration):
+        out["stats"] = "unreadable"
+    return out
+
+
 def _sysctl_names(spec: CaptureSpec) -> list[str]:
     base = ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.core.rmem_max",
             "net.ipv4.tcp_shrink_window", "net.ipv4.tcp_moderate_rcvbuf",
@@ -269,8 +315,12 @@ def main(argv: list[str] | None = None) -> None:
                     help='e.g. "30s" or 30 (default: the scenario\'s)')
     ap.add_argument("--no-bpftrace", action="store_true")
     ap.add_argument("--probe-every", type=int, default=1, help="trace every Nth segment")
+    ap.add_argument("--cpu", type=int, default=SENDER_CPU, help="CPU of both endpoints")
+    ap.add_argument("--tbf-burst", type=int, default=0, help="tbf burst, bytes")
+    ap.add_argument("--tbf-limit", type=int, default=0, help="tbf queue limit, bytes")
     args = ap.parse_args(argv)
-    print(capture(args.scenario, args.out, args.duration, not args.no_bpftrace, args.probe_every))
+    print(capture(args.scenario, args.out, args.duration, not args.no_bpftrace, args.probe_every,
+                  args.cpu, args.tbf_burst, args.tbf_limit))
 
 
 if __name__ == "__main__":

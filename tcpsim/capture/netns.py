@@ -53,6 +53,8 @@ class Topology:
     delay_ba_ns: int = -1        # receiver -> sender delay; -1 = same as delay_ns
     rate_bps: int = 0            # tbf on both router egresses; 0 = unlimited
     queue_limit: int = 1000      # tbf queue, packets
+    tbf_burst: int = 0           # tbf bucket, bytes; 0 = rate / 250 Hz (at least 2 MTU + 100)
+    tbf_limit: int = 0           # tbf queue, bytes; 0 = queue_limit full frames
     loss: float = 0.0            # random drop probability, data direction (snd -> rcv)
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
@@ -150,11 +152,18 @@ def build(topo: Topology, mtu: int = 1500) -> None:
         if delay > 0:
             topo.sh(topo.rtr, ipt + ["-i", ifname, "-j", "NFQUEUE", "--queue-num", str(queue)])
     if topo.rate_bps > 0:
-        burst = max(2 * mtu + 100, topo.rate_bps // 8 // 250)
+        burst, limit = tbf_params(topo, mtu)
         for ifname in ("vr", "vs"):
             topo.sh(topo.rtr, ["tc", "qdisc", "add", "dev", ifname, "root", "tbf", "rate",
-                               f"{topo.rate_bps}bit", "burst", str(burst), "limit",
-                               str(topo.queue_limit * (mtu + 14))])
+                               f"{topo.rate_bps}bit", "burst", str(burst), "limit", str(limit)])
+
+
+def tbf_params(topo: Topology, mtu: int) -> tuple[int, int]:
+    """(burst, limit) in bytes of the `tc tbf` bottleneck: the topology's, or the defaults
+    (one 250 Hz tick of the rate, at least two frames; `queue_limit` full frames)."""
+    burst = topo.tbf_burst or max(2 * mtu + 100, topo.rate_bps // 8 // 250)
+    limit = topo.tbf_limit or topo.queue_limit * (mtu + 14)
+    return burst, limit
 
 
 def python_env() -> dict[str, str]:
@@ -219,10 +228,12 @@ def teardown(topo: Topology) -> list[str]:
 @contextlib.contextmanager
 def topology(delay_ns: int = 0, mtu: int = 1500, tag: str | None = None,
              delay_cpu: int = 0, delay_stats: Path | None = None, delay_ba_ns: int = -1,
-             rate_bps: int = 0, queue_limit: int = 1000, loss: float = 0.0) -> Iterator[Topology]:
+             rate_bps: int = 0, queue_limit: int = 1000, loss: float = 0.0,
+             tbf_burst: int = 0, tbf_limit: int = 0) -> Iterator[Topology]:
     """Create a topology, yield it, and tear it down on every exit path (incl. SIGTERM)."""
     topo = Topology(tag=tag or f"{os.getpid()}", delay_ns=delay_ns, delay_ba_ns=delay_ba_ns,
-                    rate_bps=rate_bps, queue_limit=queue_limit, loss=loss)
+                    rate_bps=rate_bps, queue_limit=queue_limit, loss=loss,
+                    tbf_burst=tbf_burst, tbf_limit=tbf_limit)
     old_term = signal.getsignal(signal.SIGTERM)
 
     def _on_term(signum, frame):  # turn SIGTERM into an exception so `finally` runs

@@ -311,7 +311,7 @@ def reader_ticks(reads: list[tuple[int, int]], app: App, end: int, shift: int) -
     that found data. The grid's phase is taken from the least-late logged read; each logged
     read takes the next free grid slot (a late tick still occupies its own slot), and slots
     no read took are ticks that found nothing -- the model ticks there too, at the grid time.
-    A fast reader ticks exactly at its logged reads (it reads whenever woken)."""
+    A fast or blocking reader ticks exactly at its logged reads (it reads whenever woken)."""
     logged = [(t, n) for t, n in reads if t <= end]
     return READ_TICKS[app.kind](logged, app, end, shift)
 
@@ -371,8 +371,8 @@ def _gap_ticks(logged: list[tuple[int, int]], app: App, end: int, shift: int) ->
 
 
 # how each reader kind's ticks are taken from the trace (every kind in CLOCKED_READERS)
-READ_TICKS = {"fast": _fast_ticks, "oscil": _logged_ticks, "periodic": _grid_ticks,
-               "oscillating": _grid_ticks}
+READ_TICKS = {"fast": _fast_ticks, "blocking": _fast_ticks, "oscil": _logged_ticks,
+              "periodic": _grid_ticks, "oscillating": _grid_ticks}
 
 
 def _period_at(app: App, t: int) -> int:

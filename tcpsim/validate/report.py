@@ -49,6 +49,9 @@ def text(s: Score) -> str:
              f"{s.window_ns[1] / 1e9:.3f} s compared)"]
     if s.timing_dependent:
         lines.append(f"  timing-dependent: {', '.join(s.timing_dependent)} (reported, not scored)")
+    if s.known_divergence:
+        lines.append(f"  known divergence: {', '.join(s.known_divergence)} (reported, not scored; "
+                     "see the notes)")
     link = info.get("link") or {}
     if link:
         lines.append(f"  link replayed: {link.get('delay_ab_ns', 0) / 1e6:.3f} ms / "
@@ -113,7 +116,7 @@ def markdown_table(scores: list[Score]) -> str:
         for c, o in s.outcomes.items():
             cell = o["kernel"] if o["match"] else f"{o['kernel']} → **{o['model']}**"
             if not o["scored"] and not o["match"]:
-                cell += " (t-d)"
+                cell += " (k-d)" if o.get("known_divergence") else " (t-d)"
             oc.append(cell)
         cells = [_err(metric(s, n)) for n in ("final_rmem", "peak_rmem", "final_rcvbuf",
                                                "peak_rcvbuf", "series_rmem", "series_rcvbuf")]
@@ -126,7 +129,7 @@ def markdown_table(scores: list[Score]) -> str:
 
 def _window(s: Score) -> str:
     """The stretch of the run the numbers were scored over."""
-    if "numbers" in s.timing_dependent:
+    if "numbers" in s.timing_dependent or "numbers" in s.known_divergence:
         return f"0–{s.window_ns[1] / 1e9:g} s, not scored"
     if s.scored_end_ns != s.window_ns[1]:
         return f"0–{s.scored_end_ns / 1e9:.2f} s (to the first stall)"

@@ -50,21 +50,32 @@ class Validation:
     replay: ReplayResult
 
 
-def timing_dependent(meta: dict[str, Any], path: Path) -> list[str]:
-    """What jitter decides in this trace: the metadata's fixture entry, else the manifest."""
+def _fixture_field(meta: dict[str, Any], path: Path, key: str) -> Any:
+    """A fixture's `key`: from the trace metadata's fixture entry, else the manifest's."""
     fx = meta.get("fixture") or {}
-    if "timing_dependent" in fx:
-        return list(fx["timing_dependent"])
+    if key in fx:
+        return fx[key]
     manifest = path.parent / "manifest.json"
     if manifest.is_file():
         try:
             entries = json.loads(manifest.read_text()).get("fixtures", [])
         except ValueError:
-            return []
+            return None
         for e in entries:
             if e.get("file") == path.name:
-                return list(e.get("timing_dependent", []))
-    return []
+                return e.get(key)
+    return None
+
+
+def timing_dependent(meta: dict[str, Any], path: Path) -> list[str]:
+    """What jitter decides in this trace: the metadata's fixture entry, else the manifest."""
+    return list(_fixture_field(meta, path, "timing_dependent") or [])
+
+
+def known_divergence(meta: dict[str, Any], path: Path) -> dict[str, str]:
+    """Where today's model is known to differ from this capture ({class or "numbers":
+    figures}; issue 14's fixtures): the fixture entry, else the manifest."""
+    return dict(_fixture_field(meta, path, "known_divergence") or {})
 
 
 def _manifest(path: Path) -> dict[str, Any]:
@@ -102,12 +113,14 @@ def validate_trace(path: str | Path, profile: str | None = None,
         rp = replay(k, profile, policies, until_ns, replay_at, hz_source)
     except (TraceFileError, ReplayError, ScenarioError, ProfileError) as exc:
         raise ValidateError(f"{p}: {exc}" if str(p) not in str(exc) else str(exc)) from None
-    return score_replay(p, meta, k, rp, th, stall_gap_ns, timing_dependent(meta, p))
+    return score_replay(p, meta, k, rp, th, stall_gap_ns, timing_dependent(meta, p),
+                        known_divergence(meta, p))
 
 
 def score_replay(p: Path, meta: dict[str, Any], k: TraceView, rp: ReplayResult, th: Thresholds,
                  stall_gap_ns: int = DEFAULT_STALL_GAP_NS,
-                 timing: list[str] | None = None) -> Validation:
+                 timing: list[str] | None = None,
+                 known: dict[str, str] | None = None) -> Validation:
     """Score a model run (rp) against the trace it replayed (k, its metadata meta)."""
     end = rp.plan.end_ns
     m = view(rp.columns, {"source": "tcpsim", "counters": rp.result.counters}).shifted(-rp.plan.shift_ns)
@@ -116,7 +129,7 @@ def score_replay(p: Path, meta: dict[str, Any], k: TraceView, rp: ReplayResult, 
     mo = outcomes(m, end, stall_gap_ns)
     name = str((meta.get("fixture") or {}).get("name") or (meta.get("scenario") or {}).get("name")
                or p.stem)
-    s = score(name, rp.plan.profile, k, m, ko, mo, end, th, timing, rp.result.counters)
+    s = score(name, rp.plan.profile, k, m, ko, mo, end, th, timing, rp.result.counters, known)
     s.info = {"kernel": meta.get("profile", "?"), "file": str(p), "link": rp.plan.link,
               "hz": rp.plan.hz,
               "notes": rp.plan.notes, "shift_ns": rp.plan.shift_ns,

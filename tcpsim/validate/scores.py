@@ -15,13 +15,16 @@ classes, "series" or "numbers"): the classes listed are reported but not scored;
 "series" the numeric metrics are scored only up to the first stall, the kernel's or the
 model's (what comes after depends on when jitter made the connection stall), the whole run
 being reported too; with "numbers" no numeric metric is scored (the kernel's own run-to-run spread
-is larger than any threshold).
+is larger than any threshold); a metric's name (e.g. "final_rmem") leaves that metric
+reported, not scored. A fixture's `known_divergence` ({class, "numbers" or metric: the
+figures}) does the same for where today's model is known to differ from the kernel, and
+the report says so with the figures: a divergence is never silently unscored.
 """
 
 from __future__ import annotations
 
 import bisect
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from tcpsim.validate.outcomes import CLASSES, Outcomes
@@ -97,6 +100,9 @@ class Score:
     require_outcomes: bool = True
     info: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # outcome classes / "numbers" where today's model is known to differ from this capture,
+    # each with the figures (fixture metadata `known_divergence`): reported, not scored
+    known_divergence: dict[str, str] = field(default_factory=dict)
 
     @property
     def failures(self) -> list[str]:
@@ -228,12 +234,15 @@ def mismatch_detail(k: TraceView, m: TraceView, a: Ack, b: Ack | None, occurrenc
     return detail
 
 
-def compare_outcomes(ko: Outcomes, mo: Outcomes, timing: list[str]) -> dict[str, dict[str, Any]]:
+def compare_outcomes(ko: Outcomes, mo: Outcomes, timing: list[str],
+                     known: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
     out = {}
     for c in CLASSES:
         kl, ml = ko.label(c), mo.label(c)
-        scored = c not in timing and getattr(ko, c) is not None
+        scored = c not in timing and c not in (known or {}) and getattr(ko, c) is not None
         out[c] = {"kernel": kl, "model": ml, "match": kl == ml, "scored": scored}
+        if known and c in known:
+            out[c]["known_divergence"] = True
         if c == "stall":
             out[c]["kernel_at_s"] = None if ko.stall_at_ns is None else round(ko.stall_at_ns / 1e9, 3)
             out[c]["model_at_s"] = None if mo.stall_at_ns is None else round(mo.stall_at_ns / 1e9, 3)
@@ -255,13 +264,16 @@ def numeric_metrics(k: TraceView, m: TraceView, t0: int, t1: int, th: Thresholds
 
 
 def score(name: str, profile: str, k: TraceView, m: TraceView, ko: Outcomes, mo: Outcomes,
-          end_ns: int, th: Thresholds, timing: list[str], model_counters: dict[str, int]) -> Score:
-    """Compare a model view (already on the kernel's axis) with the kernel view."""
+          end_ns: int, th: Thresholds, timing: list[str], model_counters: dict[str, int],
+          known: dict[str, str] | None = None) -> Score:
+    """Compare a model view (already on the kernel's axis) with the kernel view. ``known``:
+    the fixture's known divergences (class or "numbers" -> figures), reported, not scored."""
+    known = dict(known or {})
     t0 = k.data_t[0] if k.data_t else 0
     scored_end = end_ns
-    notes = []
-    numbers_scored = "numbers" not in timing
-    if not numbers_scored:
+    notes = [f"known divergence, not scored: {name}: {why}" for name, why in known.items()]
+    numbers_scored = "numbers" not in timing and "numbers" not in known
+    if "numbers" in timing:
         notes.append("timing-dependent: the kernel's own numbers differ from run to run more than "
                      "any threshold (see the fixtures manifest); numbers reported, not scored")
     elif "series" in timing:
@@ -283,9 +295,13 @@ def score(name: str, profile: str, k: TraceView, m: TraceView, ko: Outcomes, mo:
     if acks_full is not None:
         metrics.append(Metric("ack_match_whole_run", None, None, acks_full.fraction,
                               th.min_ack_match, False))
+    # a metric named in the timing-dependent list or the known divergences: reported only
+    metrics = [replace(m, scored=False) if m.name in timing or m.name in known else m
+               for m in metrics]
     kc = {n: int(v) for n, v in k.counters.items()}
     names = sorted(n for n in set(kc) | set(model_counters)
                    if kc.get(n, 0) or model_counters.get(n, 0))
     counters = [(n, kc.get(n, 0), int(model_counters.get(n, 0))) for n in names]
-    return Score(name, profile, compare_outcomes(ko, mo, timing), metrics, acks, acks_full,
-                 counters, (t0, end_ns), scored_end, list(timing), th.outcomes, notes=notes)
+    return Score(name, profile, compare_outcomes(ko, mo, timing, known), metrics, acks,
+                 acks_full, counters, (t0, end_ns), scored_end, list(timing), th.outcomes,
+                 notes=notes, known_divergence=known)

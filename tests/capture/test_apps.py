@@ -42,7 +42,7 @@ def test_periodic_writer_continues_a_blocked_write():
     log = run_for(apps.periodic_writer, 0.06, sock, 1448, 5_000_000)
     # 600 of the first write, two blocked ticks, then the remaining 848, then a new 1448
     assert sock.sent[:3] == [600, 848, 1448]
-    kinds = [k for _, k, _ in log[:5]]
+    kinds = [k for _, k, _ in log if k != "wake"][:5]
     assert kinds == ["write", "write_blocked", "write_blocked", "write", "write"]
 
 
@@ -55,6 +55,35 @@ def test_periodic_reader_reads_at_most_bytes_per_tick():
     a.close(), b.close()
 
 
+def test_timer_loops_log_each_wakeup_with_its_due_time():
+    # (t_call, "wake", t_due) before every send(): due times on a 5 ms grid, never in the future
+    log = run_for(apps.periodic_writer, 0.06, FakeSock([]), 1448, 5_000_000)
+    wakes = [(t, due) for t, k, due in log if k == "wake"]
+    assert len(wakes) >= 5
+    assert all(t >= due for t, due in wakes)
+    assert {b[1] - a[1] for a, b in zip(wakes, wakes[1:])} == {5_000_000}
+    writes = [k for _, k, _ in log if k in ("write", "write_blocked")]
+    assert len(writes) == len(wakes)
+
+
+def test_blocking_reader_sleeps_in_recv_and_logs_its_waits():
+    a, b = socket.socketpair()
+    stop, log = threading.Event(), []
+    th = threading.Thread(target=apps.blocking_reader, args=(b, stop, log, 1 << 20, 20_000_000))
+    th.start()
+    time.sleep(0.05)
+    a.sendall(b"x" * 3000)
+    time.sleep(0.05)
+    stop.set()
+    th.join()
+    reads = [(t, n) for t, k, n in log if k == "read"]
+    assert sum(n for _, n in reads) == 3000
+    waits = [t for t, k, _ in log if k == "wait"]
+    assert waits[0] < reads[0][0]                  # it was waiting in recv() before the data
+    assert len(waits) >= 3                         # SO_RCVTIMEO let it look at `stop`
+    a.close(), b.close()
+
+
 def test_fast_reader_drains():
     a, b = socket.socketpair()
     a.sendall(b"x" * 5000)
@@ -64,6 +93,7 @@ def test_fast_reader_drains():
 
 
 @pytest.mark.parametrize("table", [{"kind": "never"}, {"kind": "fast"}, {"kind": "oscil"},
+                                   {"kind": "blocking"},
                                    {"kind": "periodic", "bytes": 1, "every": "1ms"},
                                    {"kind": "oscillating", "bytes": 1, "every": "1ms", "bytes2": 2,
                                     "every2": "1ms", "period": "1s"}])
