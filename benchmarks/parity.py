@@ -41,6 +41,19 @@ _TWO_WAY = ('[link]\nrtt = "10ms"\n[receiver]\ndevice = "loopback"\n'
             'every = "1ms"\n[writer]\nkind = "bulk"\n[reader]\nkind = "periodic"\n'
             'bytes = 2000\nevery = "1ms"\n')
 
+_TIMED = ('[sysctl]\n"net.ipv4.tcp_rmem" = [4096, 131072, 268435456]\n'
+          '"net.ipv4.tcp_adv_win_scale" = -2\n[link]\nrtt = "20ms"\n[receiver]\nrole = "client"\n'
+          '[writer]\nkind = "periodic"\nbytes = 1448\nevery = "1ms"\nlatency = "periodic_writer"\n'
+          '[reader]\nkind = "periodic"\nbytes = 1\nevery = "1ms"\nlatency = "periodic_reader"\n'
+          'call_cost = "30us"\n')
+_BLOCKING = ('[link]\nrtt = "2ms"\nrate = "100mbit"\nqueue_limit = 100\n'
+             '[writer]\nkind = "bulk"\n[reader]\nkind = "blocking"\nbytes = "64KiB"\n'
+             'latency = "blocking_reader"\ncall_cost = "5us"\ncopy_rate = "4gbit"\n')
+_FIXED = ('[link]\nrtt = "10ms"\n[writer]\nkind = "periodic"\nbytes = 3000\nevery = "1ms"\n'
+          'latency = "1500us"\n[reader]\nkind = "fast"\nlatency = "300us"\n')
+_TWO_WAY_TIMED = _TWO_WAY.replace('every = "2ms"\n', 'every = "2ms"\nlatency = "periodic_writer"\n'
+                                  ).replace('bytes = 300\n', 'bytes = 300\nlatency = "3ms"\n')
+
 # name -> (scenario body, extra CLI-style arguments)
 EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
     "p-loss-jitter": (_LOSSY, ()),
@@ -50,6 +63,11 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
     "p-hz100-noskip": (_PERIODIC.format(device="veth"), ("--hz", "100", "--no-skip")),
     "p-two-way": (_TWO_WAY, ()),
     "p-tap": (_LOSSY, ("--pcap",)),
+    "p-timed-periodic": (_TIMED, ()),
+    "p-timed-periodic-noskip": (_TIMED, ("--no-skip", "--seed", "11")),
+    "p-timed-blocking": (_BLOCKING, ("--seed", "5")),
+    "p-timed-fixed": (_FIXED, ()),
+    "p-timed-two-way": (_TWO_WAY_TIMED, ()),
 }
 DEVICES = ("veth", "veth-direct", "loopback", "tun", "nic-2k", "nic-4k")
 PATCHES = ("collapse-max-bytes", "initrwnd", "rfc7323-retraction", "shrink-window")

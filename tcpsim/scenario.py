@@ -20,7 +20,7 @@ from tcpsim.core.sysctl import SysctlError
 from tcpsim.errors import ScenarioError
 from tcpsim.sysctl_parse import parse_table as parse_sysctl_table
 from tcpsim.units import parse_duration, parse_rate, parse_size
-from tcpsim.workload import DEFAULT_READER, DEFAULT_WRITER, App, parse_app
+from tcpsim.workload import DEFAULT_READER, DEFAULT_WRITER, App, parse_app, timing_fields
 
 __all__ = ["ScenarioError", "Scenario", "Link", "App", "load_scenario", "scenario_from_dict",
            "read_scenario_file", "builtin_experiments", "builtin_experiment", "check_hz"]
@@ -85,6 +85,9 @@ class Scenario:
         for key, unset in (("rev_writer", None), ("rev_reader", None), ("sender_device", "veth")):
             if d[key] == unset:
                 del d[key]             # one-way scenarios read as before these fields
+        for key in ("writer", "reader", "rev_writer", "rev_reader"):
+            if d.get(key) is not None:
+                d[key] = timing_fields(d[key])   # exact timing reads as before the fields
         return d
 
     @property

@@ -40,7 +40,9 @@ def native_engine_class() -> type:
 
 
 def _app(app: App) -> dict[str, Any]:
-    return app.as_dict()
+    from tcpsim.app_latency import load_tables
+    quantiles = load_tables()[app.latency_table] if app.latency_table else []
+    return {**app.as_dict(), "latency_quantiles": quantiles}
 
 
 class _SockView:

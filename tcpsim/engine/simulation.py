@@ -17,7 +17,8 @@ from tcpsim.core.devices import device
 from tcpsim.core.segment import Segment
 from tcpsim.core.socket import TcpSocket
 from tcpsim.core.state import ESTABLISHED
-from tcpsim.engine.apps import BulkWriter, PeriodicWriter, Reader, make_writer, reader_phases
+from tcpsim.engine.apps import (BulkWriter, PeriodicWriter, Reader, make_timing, make_writer,
+                                reader_phases)
 from tcpsim.engine.link import LinkDirection
 from tcpsim.engine.result import (Peaks, RunResult, Tally, few_gc_passes, progress_bar,
                                   summarize)
@@ -67,15 +68,19 @@ class Simulation:
         self.rev_shared_skbs = scenario.two_way and sdev.shared
         if self.rev_shared_skbs:
             self.snd.on_peer_release(0)
-        self.writer: PeriodicWriter | BulkWriter = make_writer(self, scenario.writer)
-        self.reader = Reader(self, iter(()))
+        seed = scenario.seed
+        self.writer: PeriodicWriter | BulkWriter = make_writer(
+            self, scenario.writer, timing=make_timing(scenario.writer, seed, "writer"))
+        self.reader = Reader(self, iter(()), timing=make_timing(scenario.reader, seed, "reader"))
         self.reader.phases = reader_phases(scenario.reader, self.reader, scenario.duration)
         # two-way: the receiver end writes, the sender end reads (None: one-way data)
         self.rev_writer: PeriodicWriter | BulkWriter | None = None
         self.rev_reader: Reader | None = None
         if scenario.rev_writer is not None and scenario.rev_reader is not None:
-            self.rev_writer = make_writer(self, scenario.rev_writer, self.rcv)
-            self.rev_reader = Reader(self, iter(()), self.snd)
+            self.rev_writer = make_writer(self, scenario.rev_writer, self.rcv,
+                                          make_timing(scenario.rev_writer, seed, "rev_writer"))
+            self.rev_reader = Reader(self, iter(()), self.snd,
+                                     make_timing(scenario.rev_reader, seed, "rev_reader"))
             self.rev_reader.phases = reader_phases(scenario.rev_reader, self.rev_reader,
                                                    scenario.duration)
         self.rev_peaks = Peaks()

@@ -14,6 +14,7 @@
 //! The writers and readers are plain records; what they do is `impl Simulation` below, with
 //! the Python methods' names, because every action goes through the simulation's sockets.
 
+use super::random::Random;
 use super::scheduler::{READER, WRITER};
 use super::simulation::{Ev, Simulation};
 use crate::constants::NS_PER_S;
@@ -34,6 +35,75 @@ pub struct App {
     pub slow_for: i64,
     pub fraction: f64,
     pub start: i64,
+    /// The measured latency table's quantiles (ns; empty: none), app_latency.json.
+    pub latency_table: Vec<i64>,
+    pub latency_ns: i64,
+    pub call_cost: i64,
+    pub copy_rate: i64,
+}
+
+/// apps.py `STREAMS`: the generator of each application's wakeup latencies is
+/// `random.Random(8 * seed + k)` (writer 3, reader 4, receiver-end writer 5, sender-end
+/// reader 6); never equal, within a run, to the link's `seed`, `2 seed + 1`, `2 seed + 2`.
+pub const STREAM_WRITER: i128 = 3;
+pub const STREAM_READER: i128 = 4;
+pub const STREAM_REV_WRITER: i128 = 5;
+pub const STREAM_REV_READER: i128 = 6;
+
+/// apps.py `Timing`: how late a wakeup is, how long a recv() keeps a reader busy.
+pub struct Timing {
+    table: Vec<i64>,
+    fixed: i64,
+    call_cost: i64,
+    copy_rate: i64,
+    rng: Random,
+}
+
+/// app_latency.py `table_lookup` on a draw k / 2**53: integer interpolation of the quantiles.
+pub fn table_lookup(table: &[i64], k: u64) -> i64 {
+    let n = (table.len() - 1) as u128;
+    let p = u128::from(k) * n;
+    let i = (p >> 53) as usize;
+    let f = p & ((1u128 << 53) - 1);
+    let d = (table[i + 1] - table[i]) as i128;
+    table[i] + ((d * f as i128) >> 53) as i64
+}
+
+impl Timing {
+    /// apps.py `make_timing`: None for exact timing (no generator is made).
+    pub fn make(app: &App, seed: i128, stream: i128) -> Option<Timing> {
+        let timed = !app.latency_table.is_empty()
+            || app.latency_ns != 0
+            || app.call_cost != 0
+            || app.copy_rate != 0;
+        timed.then(|| Timing {
+            table: app.latency_table.clone(),
+            fixed: app.latency_ns,
+            call_cost: app.call_cost,
+            copy_rate: app.copy_rate,
+            rng: Random::new(seed * 8 + stream),
+        })
+    }
+
+    /// Timing.late(): a fresh draw from the table, or the fixed lateness.
+    pub fn late(&mut self) -> i64 {
+        if self.table.is_empty() {
+            self.fixed
+        } else {
+            let k = self.rng.random_k53();
+            table_lookup(&self.table, k)
+        }
+    }
+
+    /// Timing.busy(got): the cost of a recv() that copied `got` bytes.
+    pub fn busy(&self, got: i64) -> i64 {
+        let copy = if self.copy_rate != 0 {
+            (i128::from(got) * 8 * i128::from(NS_PER_S) / i128::from(self.copy_rate)) as i64
+        } else {
+            0
+        };
+        self.call_cost + copy
+    }
 }
 
 impl App {
@@ -73,11 +143,16 @@ pub struct Writer {
     pub blocked: bool,
     pub written: i64,
     busy: bool,
+    pub timing: Option<Timing>,
+    /// Timed: the grid's first tick, and the ticks run so far.
+    origin: i64,
+    ticks: i64,
 }
 
 impl Writer {
-    /// A scenario's writer (apps.py `make_writer`), writing to socket `sk`.
-    pub fn new(app: &App, sk: usize) -> Result<Self, String> {
+    /// A scenario's writer (apps.py `make_writer`), writing to socket `sk`, late by
+    /// `timing` (periodic only).
+    pub fn new(app: &App, sk: usize, timing: Option<Timing>) -> Result<Self, String> {
         let kind = match app.kind.as_str() {
             "periodic" => WriterKind::Periodic,
             "bulk" => WriterKind::Bulk,
@@ -93,6 +168,13 @@ impl Writer {
             blocked: false,
             written: 0,
             busy: false,
+            timing: if kind == WriterKind::Periodic {
+                timing
+            } else {
+                None
+            },
+            origin: 0,
+            ticks: 0,
         })
     }
 }
@@ -130,7 +212,15 @@ pub struct PhaseGen {
 
 impl PhaseGen {
     pub fn new(app: &App, duration: i64) -> Result<Self, String> {
-        if !["never", "fast", "periodic", "oscillating", "oscil"].contains(&app.kind.as_str()) {
+        let kinds = [
+            "never",
+            "fast",
+            "blocking",
+            "periodic",
+            "oscillating",
+            "oscil",
+        ];
+        if !kinds.contains(&app.kind.as_str()) {
             return Err(format!("unknown reader kind {:?}", app.kind));
         }
         Ok(PhaseGen {
@@ -150,11 +240,11 @@ impl PhaseGen {
         }
         let a = &self.app;
         match a.kind.as_str() {
-            "never" | "fast" | "periodic" => {
+            "never" | "fast" | "blocking" | "periodic" => {
                 self.done = true;
                 Some(match a.kind.as_str() {
                     "never" => (PhaseKind::Never, a.start, FAR, 0, 0),
-                    "fast" => (PhaseKind::Fast, a.start, FAR, a.bytes, 0),
+                    "fast" | "blocking" => (PhaseKind::Fast, a.start, FAR, a.bytes, 0),
                     _ => (PhaseKind::Periodic, a.start, FAR, a.bytes, a.every),
                 })
             }
@@ -204,11 +294,25 @@ pub struct Reader {
     pub second_bytes: i64,
     pub best_second: i64,
     busy: bool,
+    pub timing: Option<Timing>,
+    /// Timed fast/blocking reader: asleep in recv(), waking (late), or busy in a call.
+    state: u8,
 }
 
+const ASLEEP: u8 = 0;
+const WAKING: u8 = 1;
+const BUSY: u8 = 2;
+
 impl Reader {
-    pub fn new(app: &App, sk: usize, duration: i64) -> Result<Self, String> {
+    pub fn new(
+        app: &App,
+        sk: usize,
+        duration: i64,
+        timing: Option<Timing>,
+    ) -> Result<Self, String> {
         Ok(Reader {
+            timing,
+            state: ASLEEP,
             sk,
             phases: PhaseGen::new(app, duration)?,
             phase: Phase {
@@ -233,7 +337,7 @@ impl Reader {
     /// Reads of the current phase scheduled strictly before t, not yet applied.
     fn reads_before(&self, t: i64) -> i64 {
         let p = &self.phase;
-        if p.kind != PhaseKind::Periodic || self.next_read >= t {
+        if p.kind != PhaseKind::Periodic || self.next_read >= t || self.timing.is_some() {
             return 0;
         }
         let last = t.min(p.end);
@@ -264,9 +368,16 @@ impl Simulation {
 
     /// `begin()` of writer `w`: its first tick (periodic) or fill (bulk).
     pub fn writer_begin(&mut self, w: usize) {
+        let now = self.sched.now;
         let wr = self.writer(w);
         let (kind, start) = (wr.kind, wr.start);
-        let t = start.max(self.sched.now);
+        let t = start.max(now);
+        if let Some(tm) = wr.timing.as_mut() {
+            let late = tm.late();
+            wr.origin = t;
+            self.sched.at(t + late, WRITER, Ev::WriterTimedTick(w));
+            return;
+        }
         let ev = match kind {
             WriterKind::Periodic => Ev::WriterTick(w),
             WriterKind::Bulk => Ev::WriterFill(w),
@@ -299,6 +410,38 @@ impl Simulation {
         self.sched.at(now + period, WRITER, Ev::WriterTick(w));
     }
 
+    /// PeriodicWriter.timed_tick: a late wakeup runs every tick that fell due, back to
+    /// back, then sleeps until the next due tick plus a fresh draw.
+    pub fn writer_timed_tick(&mut self, w: usize) {
+        let sk = self.writer(w).sk;
+        if !self.socks[sk].error.is_empty() {
+            return;
+        }
+        let now = self.sched.now;
+        let wr = self.writer(w);
+        let due = (now - wr.origin).div_euclid(wr.period) + 1 - wr.ticks;
+        wr.ticks += due;
+        for _ in 0..due {
+            let wr = self.writer(w);
+            if wr.pending == 0 {
+                wr.pending = wr.n;
+            }
+            let pending = wr.pending;
+            let got = self.sk_write(sk, now, pending);
+            let wr = self.writer(w);
+            wr.pending -= got;
+            wr.written += got;
+            if wr.pending != 0 {
+                break;
+            }
+        }
+        self.after(sk);
+        let wr = self.writer(w);
+        let next = wr.origin + wr.ticks * wr.period;
+        let late = wr.timing.as_mut().map_or(0, Timing::late);
+        self.sched.at(next + late, WRITER, Ev::WriterTimedTick(w));
+    }
+
     /// BulkWriter.fill: write `n`-byte pieces while the send buffer takes them whole.
     pub fn writer_fill(&mut self, w: usize) {
         let sk = self.writer(w).sk;
@@ -326,7 +469,7 @@ impl Simulation {
         let wr = self.writer(w);
         match wr.kind {
             WriterKind::Periodic => {
-                if !wr.blocked {
+                if !wr.blocked || wr.timing.is_some() {
                     return;
                 }
                 wr.blocked = false;
@@ -436,14 +579,16 @@ impl Simulation {
 
     /// Reader.replan(): something changed the socket; recompute the next read that matters.
     pub fn reader_replan(&mut self, r: usize) {
-        if self.reader(r).phase.kind == PhaseKind::Periodic && self.skip {
+        let skip = self.skip;
+        let rd = self.reader(r);
+        if rd.phase.kind == PhaseKind::Periodic && skip && rd.timing.is_none() {
             let now = self.sched.now;
             self.reader_plan(r, now);
         }
     }
 
     /// Reader._plan(now).
-    fn reader_plan(&mut self, r: usize, _now: i64) {
+    fn reader_plan(&mut self, r: usize, now: i64) {
         let rd = self.reader(r);
         let (sk, p) = (rd.sk, rd.phase);
         if rd.next_read >= p.end || !self.socks[sk].error.is_empty() {
@@ -453,6 +598,11 @@ impl Simulation {
         rd.gen += 1;
         let gen = rd.gen;
         let mut t = rd.next_read;
+        if let Some(tm) = rd.timing.as_mut() {
+            let t = now.max(t + tm.late());
+            self.sched.at(t, READER, Ev::ReaderTimedWake(r, gen));
+            return;
+        }
         if self.skip {
             let horizon = self.sched.peek().map_or(p.end, |h| h.min(p.end));
             let mut limit = (ceil_div(horizon - t, p.period) + 1).max(1);
@@ -465,10 +615,73 @@ impl Simulation {
         self.sched.at(t, READER, Ev::ReaderWake(r, gen));
     }
 
+    /// Reader._timed_wake(gen): a late periodic wakeup reads once per tick that fell due,
+    /// each recv() keeping the reader busy for its cost; then it sleeps until the next due
+    /// tick plus a draw.
+    pub fn reader_timed_wake(&mut self, r: usize, gen: u64) {
+        let now = self.sched.now;
+        let rd = self.reader(r);
+        if gen != rd.gen || rd.phase.kind != PhaseKind::Periodic || rd.timing.is_none() {
+            return;
+        }
+        let p = rd.phase;
+        while self.reader(r).next_read <= now {
+            let got = self.reader_read(r, now, p.n);
+            let rd = self.reader(r);
+            let busy = rd.timing.as_ref().map_or(0, |tm| tm.busy(got));
+            rd.next_read += p.period;
+            if busy != 0 {
+                if rd.next_read <= now + busy {
+                    rd.gen += 1;
+                    let gen = rd.gen;
+                    self.sched
+                        .at(now + busy, READER, Ev::ReaderTimedWake(r, gen));
+                    return;
+                }
+                break;
+            }
+        }
+        self.reader_plan(r, now);
+    }
+
+    /// Reader._timed_read(): a timed fast/blocking reader's recv() returns with up to its
+    /// buffer; while data stays queued it calls again once the call's cost has passed (no
+    /// wakeup), and sleeps when a call finds nothing.
+    pub fn reader_timed_read(&mut self, r: usize) {
+        let now = self.sched.now;
+        let rd = self.reader(r);
+        if rd.phase.kind != PhaseKind::Fast || rd.timing.is_none() {
+            return;
+        }
+        let cap = if rd.phase.n != 0 { rd.phase.n } else { 1 << 20 };
+        rd.state = BUSY;
+        loop {
+            let got = self.reader_read(r, now, cap);
+            let rd = self.reader(r);
+            if got == 0 {
+                rd.state = ASLEEP;
+                return;
+            }
+            let busy = rd.timing.as_ref().map_or(0, |tm| tm.busy(got));
+            if busy != 0 {
+                self.sched.at(now + busy, READER, Ev::ReaderTimedRead(r));
+                return;
+            }
+        }
+    }
+
     /// Reader.on_readable(now): a fast reader drains what is queued.
     pub fn reader_on_readable(&mut self, r: usize, now: i64) {
         let rd = self.reader(r);
         if rd.phase.kind != PhaseKind::Fast || rd.busy {
+            return;
+        }
+        if let Some(tm) = rd.timing.as_mut() {
+            if rd.state == ASLEEP {
+                rd.state = WAKING;
+                let late = tm.late();
+                self.sched.at(now + late, READER, Ev::ReaderTimedRead(r));
+            }
             return;
         }
         rd.busy = true;
