@@ -53,6 +53,9 @@ _FIXED = ('[link]\nrtt = "10ms"\n[writer]\nkind = "periodic"\nbytes = 3000\never
           'latency = "1500us"\n[reader]\nkind = "fast"\nlatency = "300us"\n')
 _TWO_WAY_TIMED = _TWO_WAY.replace('every = "2ms"\n', 'every = "2ms"\nlatency = "periodic_writer"\n'
                                   ).replace('bytes = 300\n', 'bytes = 300\nlatency = "3ms"\n')
+_TBF = ('[link]\nrtt = "4ms"\nkind = "tbf"\nrate = "200mbit"\nburst = "32kb"\n'
+        'limit = "{limit}"\njitter = "{jitter}"\nloss = {loss}\n'
+        '[writer]\nkind = "bulk"\n[reader]\n{reader}\n')
 
 # name -> (scenario body, extra CLI-style arguments)
 EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -68,6 +71,9 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
     "p-timed-blocking": (_BLOCKING, ("--seed", "5")),
     "p-timed-fixed": (_FIXED, ()),
     "p-timed-two-way": (_TWO_WAY_TIMED, ()),
+    "p-tbf-drops": (_TBF.format(limit="100kb", jitter="0us", loss=0, reader='kind = "fast"'), ()),
+    "p-tbf-loss-jitter": (_TBF.format(limit="3mb", jitter="200us", loss=0.01,
+                                      reader='kind = "blocking"\nlatency = "blocking_reader"'), ()),
 }
 DEVICES = ("veth", "veth-direct", "loopback", "tun", "nic-2k", "nic-4k")
 PATCHES = ("collapse-max-bytes", "initrwnd", "rfc7323-retraction", "shrink-window")

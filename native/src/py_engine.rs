@@ -108,6 +108,8 @@ impl PySimulation {
                 queue_limit: int(&l, "queue_limit")?,
                 loss: item(&l, "loss")?.extract()?,
                 jitter: int(&l, "jitter")?,
+                burst: int(&l, "burst")?,
+                limit: int(&l, "limit")?,
             },
             seed: item(cfg, "seed")?.extract()?,
             duration: int(cfg, "duration")?,

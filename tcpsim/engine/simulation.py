@@ -57,10 +57,10 @@ class Simulation:
         link = scenario.link
         self.ab = LinkDirection(self.sched, self._to_rcv, link.delay_ab, link.rate_bps,
                                 link.queue_limit, link.loss, rng, link.jitter,
-                                random.Random(scenario.seed * 2 + 1))
+                                random.Random(scenario.seed * 2 + 1), link.burst, link.limit)
         self.ba = LinkDirection(self.sched, self._to_snd, link.delay_ba, link.rate_bps,
                                 link.queue_limit, 0.0, rng, link.jitter,
-                                random.Random(scenario.seed * 2 + 2))
+                                random.Random(scenario.seed * 2 + 2), link.burst, link.limit)
         self._timer_at = {self.rcv: 0, self.snd: 0}     # earliest timer event pending (ns)
         self.shared_skbs = getattr(dev, "shared", False)     # veth/loopback: see LocalSender
         if self.shared_skbs:

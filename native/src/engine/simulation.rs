@@ -50,6 +50,9 @@ pub struct LinkSpec {
     pub queue_limit: i64,
     pub loss: f64,
     pub jitter: i64,
+    /// Token bucket (`kind = "tbf"`): burst and limit in bytes (0: the FIFO link).
+    pub burst: i64,
+    pub limit: i64,
 }
 
 /// What a run needs besides its two sockets: the scenario's other fields.
@@ -145,8 +148,10 @@ impl Simulation {
             sched: Scheduler::new(),
             socks: [rcv, snd],
             links: [
-                LinkDirection::new(l.delay_ab, l.rate_bps, l.queue_limit, l.loss, l.jitter),
-                LinkDirection::new(l.delay_ba, l.rate_bps, l.queue_limit, 0.0, l.jitter),
+                LinkDirection::new(l.delay_ab, l.rate_bps, l.queue_limit, l.loss, l.jitter)
+                    .with_tbf(l.burst, l.limit),
+                LinkDirection::new(l.delay_ba, l.rate_bps, l.queue_limit, 0.0, l.jitter)
+                    .with_tbf(l.burst, l.limit),
             ],
             rng: Random::new(spec.seed),
             jitter_rng: [
