@@ -703,3 +703,34 @@ impl Simulation {
         got
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The draws of apps.py: `table_lookup([0, 1000, 5000, 1000000], u)` for five
+    /// `random.Random(8 * 7 + 3).random()`, as CPython gives them.
+    #[test]
+    fn latency_draws_match_python() {
+        let app = App {
+            latency_table: vec![0, 1000, 5000, 1_000_000],
+            ..App::default()
+        };
+        let mut tm = Timing::make(&app, 7, STREAM_WRITER).expect("timed");
+        let got: Vec<i64> = (0..5).map(|_| tm.late()).collect();
+        assert_eq!(got, vec![672, 798_931, 838_044, 68, 543_047]);
+    }
+
+    #[test]
+    fn exact_timing_makes_no_generator_and_a_cost_adds_the_copy() {
+        assert!(Timing::make(&App::default(), 1, STREAM_READER).is_none());
+        let app = App {
+            call_cost: 5_000,
+            copy_rate: 8_000_000_000,
+            ..App::default()
+        };
+        let mut tm = Timing::make(&app, 1, STREAM_READER).expect("timed");
+        assert_eq!(tm.busy(1_000), 5_000 + 1_000);
+        assert_eq!(tm.late(), 0);
+    }
+}
