@@ -43,8 +43,24 @@ _TWO_WAY = ('[link]\nrtt = "10ms"\n[receiver]\ndevice = "loopback"\n'
 _RELAY = ('[link]\nrtt = "1ms"\n[writer]\nkind = "bulk"\n[reader]\nkind = "periodic"\n'
           'bytes = "4M"\nevery = "1ms"\nstart = "150ms"\n[receiver.writer]\nkind = "periodic"\n'
           'bytes = 48\nevery = "10ms"\n[sender.reader]\nkind = "relay"\n')
-_BLOCKING = ('[link]\nrtt = "2ms"\nrate = "100mbit"\nqueue_limit = 100\n[writer]\n'
-             'kind = "bulk"\n[reader]\nkind = "blocking"\n')
+_BLOCKING_EXACT = ('[link]\nrtt = "2ms"\nrate = "100mbit"\nqueue_limit = 100\n[writer]\n'
+                   'kind = "bulk"\n[reader]\nkind = "blocking"\n')
+
+_TIMED = ('[sysctl]\n"net.ipv4.tcp_rmem" = [4096, 131072, 268435456]\n'
+          '"net.ipv4.tcp_adv_win_scale" = -2\n[link]\nrtt = "20ms"\n[receiver]\nrole = "client"\n'
+          '[writer]\nkind = "periodic"\nbytes = 1448\nevery = "1ms"\nlatency = "periodic_writer"\n'
+          '[reader]\nkind = "periodic"\nbytes = 1\nevery = "1ms"\nlatency = "periodic_reader"\n'
+          'call_cost = "30us"\n')
+_BLOCKING = ('[link]\nrtt = "2ms"\nrate = "100mbit"\nqueue_limit = 100\n'
+             '[writer]\nkind = "bulk"\n[reader]\nkind = "blocking"\nbytes = "64KiB"\n'
+             'latency = "blocking_reader"\ncall_cost = "5us"\ncopy_rate = "4gbit"\n')
+_FIXED = ('[link]\nrtt = "10ms"\n[writer]\nkind = "periodic"\nbytes = 3000\nevery = "1ms"\n'
+          'latency = "1500us"\n[reader]\nkind = "fast"\nlatency = "300us"\n')
+_TWO_WAY_TIMED = _TWO_WAY.replace('every = "2ms"\n', 'every = "2ms"\nlatency = "periodic_writer"\n'
+                                  ).replace('bytes = 300\n', 'bytes = 300\nlatency = "3ms"\n')
+_TBF = ('[link]\nrtt = "4ms"\nkind = "tbf"\nrate = "200mbit"\nburst = "32kb"\n'
+        'limit = "{limit}"\njitter = "{jitter}"\nloss = {loss}\n'
+        '[writer]\nkind = "bulk"\n[reader]\n{reader}\n')
 
 # name -> (scenario body, extra CLI-style arguments)
 EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -57,9 +73,19 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
     "p-tap": (_LOSSY, ("--pcap",)),
     "p-relay": (_RELAY, ()),
     "p-relay-noskip": (_RELAY, ("--no-skip",)),
-    "p-blocking": (_BLOCKING, ()),
+    "p-relay-timed-writer": (_RELAY.replace('every = "10ms"\n',
+                                            'every = "10ms"\nlatency = "periodic_writer"\n'), ()),
+    "p-blocking": (_BLOCKING_EXACT, ()),
     "p-reno": (_LOSSY, ("-S", "net.ipv4.tcp_congestion_control=reno")),
     "p-no-ssai": (_LOSSY, ("-S", "net.ipv4.tcp_slow_start_after_idle=0")),
+    "p-timed-periodic": (_TIMED, ()),
+    "p-timed-periodic-noskip": (_TIMED, ("--no-skip", "--seed", "11")),
+    "p-timed-blocking": (_BLOCKING, ("--seed", "5")),
+    "p-timed-fixed": (_FIXED, ()),
+    "p-timed-two-way": (_TWO_WAY_TIMED, ()),
+    "p-tbf-drops": (_TBF.format(limit="100kb", jitter="0us", loss=0, reader='kind = "fast"'), ()),
+    "p-tbf-loss-jitter": (_TBF.format(limit="3mb", jitter="200us", loss=0.01,
+                                      reader='kind = "blocking"\nlatency = "blocking_reader"'), ()),
 }
 DEVICES = ("veth", "veth-direct", "loopback", "tun", "nic-2k", "nic-4k")
 PATCHES = ("collapse-max-bytes", "initrwnd", "rfc7323-retraction", "shrink-window")

@@ -143,6 +143,8 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON on stdout"),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="progress bar on stderr"),
     engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
+    runs: int = typer.Option(1, "--runs", help="run N seeds (seed, seed+1, ...) and report how "
+                             "often each outcome happened and the spread (tcpsim/runs.py)"),
 ) -> None:
     """Run one scenario and print its summary, counters and ss-style snapshot."""
     from tcpsim.api import run_with
@@ -160,6 +162,9 @@ def run(
                           engine=engine)
         _check_pcap_out(pcap)
         _check_out(trace, "--trace", "run.parquet")
+        if runs != 1:
+            _run_seeds(sc, opts, runs, trace, pcap, as_json)
+            return
         result = run_with(sc, opts)
     except USER_ERRORS as exc:
         _fail(str(exc))
@@ -174,6 +179,24 @@ def run(
     _print_result(result, trace)
     if pcap:
         typer.echo(f"pcap: {pcap}")
+
+
+def _run_seeds(sc, opts, runs: int, trace: Optional[Path], pcap: Optional[Path],
+               as_json: bool) -> None:
+    """`run --runs N`: N seeds, the outcome counts and the spread of the figures."""
+    from tcpsim.runs import format_spread, run_seeds, spread
+    if runs < 1:
+        raise ScenarioError(f"--runs {runs}: give a number of runs of at least 1")
+    if trace is not None or pcap is not None:
+        raise ScenarioError("--runs: --trace and --pcap write one run's files; leave them out "
+                            "with --runs (or run one seed with --seed)")
+    s = spread(run_seeds(sc, opts, runs))
+    if as_json:
+        typer.echo(json.dumps({"scenario": sc.name, "profile": opts.profile or sc.profile,
+                               "spread": s}, indent=2, sort_keys=True))
+        return
+    for line in format_spread(f"{sc.name} under {opts.profile or sc.profile}", s):
+        typer.echo(line)
 
 
 def _check_pcap_out(pcap: Optional[Path]) -> None:
@@ -545,6 +568,8 @@ def compare(
     _sysctl: List[str] = typer.Option([], "--sysctl", "-s", help="NAME=VALUE receiver sysctl on "
                                       "the --profile or --vs before it (repeatable)"),
     engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
+    n_runs: int = typer.Option(1, "--runs", help="also run each side over N seeds and show how "
+                               "often each outcome happened and the spread (tcpsim/runs.py)"),
 ) -> None:
     """Run one workload under several profiles/patches; write a side-by-side HTML report.
 
@@ -579,6 +604,7 @@ def compare(
                               sysctl=parse_sysctl_options(v.sysctl), duration=dur, hz=hz,
                               pcap=out_pcap, memory_trace=True, engine=engine)
             runs[v.label()] = api.run_with(with_settings(scenario, v.sets) if v.sets else sc, opts)
+        spreads = _variant_spreads(scenario, sc, variants, n_runs, dur, hz, engine)
     except USER_ERRORS as exc:
         _fail(str(exc))
         return
@@ -586,11 +612,38 @@ def compare(
     target = out or Path(f"compare-{sc.name}.html")
     comparison.report(target)
     rows = comparison.rows
+    if as_json and spreads:
+        typer.echo(json.dumps({"table": json.loads(table_json(rows)), "spread": spreads},
+                              indent=2, sort_keys=True))
+        return
     typer.echo(table_json(rows) if as_json else format_table(rows))
     if not as_json:
+        from tcpsim.runs import format_spread
+        for label, s in spreads.items():
+            for line in format_spread(label, s):
+                typer.echo(line)
         typer.echo(f"report: {target}")
         for p in pcaps:
             typer.echo(f"pcap: {p}")
+
+
+def _variant_spreads(scenario: str, sc: Scenario, variants: list, n_runs: int,
+                     dur: Optional[int], hz: Optional[int], engine: Optional[str]) -> dict:
+    """compare --runs N: {side label: spread over N seeds} ({} for one run)."""
+    from tcpsim.runner import RunOptions
+    from tcpsim.runs import run_seeds, spread
+    if n_runs < 1:
+        raise ScenarioError(f"--runs {n_runs}: give a number of runs of at least 1")
+    if n_runs == 1:
+        return {}
+    out = {}
+    for v in variants:
+        opts = RunOptions(profile=v.profile, policies=tuple(v.policies),
+                          sysctl=parse_sysctl_options(v.sysctl), duration=dur, hz=hz,
+                          engine=engine)
+        out[v.label()] = spread(run_seeds(with_settings(scenario, v.sets) if v.sets else sc,
+                                          opts, n_runs))
+    return out
 
 
 def with_settings(scenario: str, sets: list[str]) -> Scenario:

@@ -20,7 +20,7 @@ from tcpsim.core.sysctl import SysctlError
 from tcpsim.errors import ScenarioError
 from tcpsim.sysctl_parse import parse_table as parse_sysctl_table
 from tcpsim.units import parse_duration, parse_rate, parse_size
-from tcpsim.workload import DEFAULT_READER, DEFAULT_WRITER, App, parse_app
+from tcpsim.workload import DEFAULT_READER, DEFAULT_WRITER, App, parse_app, timing_fields
 
 __all__ = ["ScenarioError", "Scenario", "Link", "App", "load_scenario", "scenario_from_dict",
            "read_scenario_file", "builtin_experiments", "builtin_experiment", "check_hz"]
@@ -43,6 +43,9 @@ class Link:
     loss: float = 0.0                 # data direction
     jitter: int = 0                   # mean extra delay per packet, ns (order-preserving)
     mtu: int = 1500
+    kind: str = "fifo"                # "fifo" (rate + queue_limit packets) or "tbf"
+    burst: int = 0                    # tbf: bucket size, bytes
+    limit: int = 0                    # tbf: queue limit, bytes
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,12 @@ class Scenario:
                            ("sender_sysctl", {})):
             if d[key] == unset:
                 del d[key]             # one-way scenarios read as before these fields
+        if d["link"]["kind"] == "fifo":
+            for key in ("kind", "burst", "limit"):
+                del d["link"][key]      # FIFO links read as before the token bucket
+        for key in ("writer", "reader", "rev_writer", "rev_reader"):
+            if d.get(key) is not None:
+                d[key] = timing_fields(d[key])   # exact timing reads as before the fields
         return d
 
     @property
@@ -155,8 +164,8 @@ def _parse_device(value: Any, link_mtu: int, where: str) -> str:
 
 def _parse_link(t: dict) -> Link:
     _check_keys(t, {"rtt", "delay", "delay_ab", "delay_ba", "rate", "queue_limit", "loss", "mtu",
-                    "jitter"}, "link.")
-    link = Link()
+                    "jitter", "kind", "burst", "limit"}, "link.")
+    link = _parse_bucket(t)
     if "rtt" in t:
         rtt = parse_duration(t["rtt"], "link.rtt")
         link = replace(link, delay_ab=rtt // 2, delay_ba=rtt - rtt // 2)
@@ -186,6 +195,46 @@ def _parse_link(t: dict) -> Link:
             raise ScenarioError(f"link.mtu: expected an integer from 576 to 65536, got {mtu!r}")
         link = replace(link, mtu=mtu)
     return link
+
+
+_TC_SIZES = {"b": 1, "kb": 1024, "k": 1024, "mb": 1024**2, "m": 1024**2, "gb": 1024**3}
+
+
+def _tc_size(value: Any, where: str) -> int:
+    """A size as `tc` writes it (get_size() in iproute2's tc_util.c: b, kb/k, mb/m, gb are
+    powers of 1024), else as tcpsim.units.parse_size reads it."""
+    import re
+    m = re.match(r"^\s*([0-9]+)\s*(b|kb|k|mb|m|gb)\s*$", value) if isinstance(value, str) else None
+    if m:
+        return int(m.group(1)) * _TC_SIZES[m.group(2)]
+    return parse_size(value, where)
+
+
+def _parse_bucket(t: dict) -> Link:
+    """[link] kind = "tbf" with rate, burst and limit as `tc qdisc add ... tbf rate R burst B
+    limit L` takes them: sizes as tc writes them ("1500b", "32kb", "3mb": tc's kb is 1024
+    bytes) or as elsewhere in a scenario ("32KiB", 12500); kind = "fifo" (the default) keeps
+    the packet-count queue."""
+    kind = t.get("kind", "fifo")
+    if kind not in ("fifo", "tbf"):
+        raise ScenarioError(f'link.kind: expected "fifo" or "tbf", got {kind!r}')
+    if kind == "fifo":
+        for k in ("burst", "limit"):
+            if k in t:
+                raise ScenarioError(f'link.{k}: a token-bucket field; add kind = "tbf" or '
+                                    f"remove it")
+        return Link()
+    for k in ("rate", "burst", "limit"):
+        if k not in t:
+            raise ScenarioError(f'link.{k}: required for kind = "tbf" (as tc tbf requires it)')
+    if "queue_limit" in t:
+        raise ScenarioError('link.queue_limit: a FIFO field (packets); kind = "tbf" takes '
+                            "limit in bytes")
+    burst = _tc_size(t["burst"], "link.burst")
+    limit = _tc_size(t["limit"], "link.limit")
+    if burst < 1 or limit < 1:
+        raise ScenarioError(f"link.{'burst' if burst < 1 else 'limit'}: must be at least 1 byte")
+    return Link(kind="tbf", burst=burst, limit=limit)
 
 
 def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:

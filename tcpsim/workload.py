@@ -19,8 +19,8 @@ Reader kinds:
     fast          reads everything as soon as the socket wakes it, up to `bytes` per read
                   (default 1 MiB)
     blocking      sleeps in a blocking recv() until data is queued and returns with up to
-                  `bytes` (default 1 MiB), as a server's read loop does; with no application
-                  latency modelled it reads when a fast reader would (issue 14 adds one)
+                  `bytes` (default 1 MiB), as a server's read loop does; with exact timing it
+                  reads when a fast reader would, with a `latency` it wakes that late
     relay         one thread relaying both ways (ssh's forwarding loop): reads as `fast`
                   does, but not while its own end's writer is in a send() the send buffer
                   has not taken; when that send() returns it first reads what queued
@@ -32,6 +32,23 @@ Reader kinds:
                   one-second amount seen so far; repeated
 
 Every kind takes `start` (when the application begins, default at once).
+
+Application timing (issue 14; docs/app-latency.md). The periodic writer, and the periodic,
+fast and blocking readers also take:
+
+    latency       how late each wakeup is: "none" or 0 (exact, the default), the name of a
+                  measured table of tcpsim/data/app_latency.json ("periodic_writer",
+                  "periodic_reader", "blocking_reader": a fresh draw per wakeup), or a fixed
+                  duration ("2ms")
+    call_cost     (readers) time one recv() call takes beyond its copy (default 0)
+    copy_rate     (readers) how fast recv() copies, as a rate ("2gbit"; default unlimited)
+
+A periodic application's timer due at t fires at t + a draw; the ticks that fell due while it
+was late run back to back at once (no draw of their own), then it sleeps until the next due
+tick. A fast or blocking reader woken by data reads at arrival + a draw; after each recv() it
+is busy for call_cost + bytes / copy_rate and then reads again at once if data is queued,
+else sleeps. Draws come from the application's own stream (tcpsim.engine.apps.latency_rng),
+so link loss and jitter draws do not move when timing is added.
 """
 
 from __future__ import annotations
@@ -41,7 +58,7 @@ from typing import Any
 
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.errors import ScenarioError
-from tcpsim.units import parse_duration, parse_size
+from tcpsim.units import parse_duration, parse_rate, parse_size
 
 
 @dataclass(frozen=True)
@@ -70,9 +87,16 @@ READER_KINDS: dict[str, Kind] = {k.name: k for k in (
 KINDS = {"writer": WRITER_KINDS, "reader": READER_KINDS}
 
 SIZE_FIELDS = ("bytes", "bytes2")
-DURATION_FIELDS = ("every", "every2", "period", "fast_for", "slow_for", "start")
+DURATION_FIELDS = ("every", "every2", "period", "fast_for", "slow_for", "start", "call_cost")
 POSITIVE_FIELDS = ("every", "every2", "period")
-FIELDS = ("kind", *SIZE_FIELDS, *DURATION_FIELDS, "fraction")
+TIMING_FIELDS = ("latency", "call_cost", "copy_rate")
+FIELDS = ("kind", *SIZE_FIELDS, *DURATION_FIELDS, "fraction", "latency", "copy_rate")
+# The kinds application timing applies to (others are exact; a timing field is an error).
+TIMED_KINDS = {"writer": ("periodic",), "reader": ("periodic", "fast", "blocking")}
+LATENCY_TABLES = ("periodic_writer", "periodic_reader", "blocking_reader")
+# App fields that trace metadata leaves out at their defaults (scenarios without timing
+# read as before the fields existed).
+TIMING_DEFAULTS = {"latency_table": "", "latency_ns": 0, "call_cost": 0, "copy_rate": 0}
 
 
 @dataclass(frozen=True)
@@ -89,6 +113,15 @@ class App:
     slow_for: int = 15 * NS_PER_S
     fraction: float = 0.05
     start: int = 0
+    latency_table: str = ""          # a measured table's name: a fresh draw per wakeup
+    latency_ns: int = 0              # else a fixed lateness (0: exact timing)
+    call_cost: int = 0               # ns per recv() call (readers)
+    copy_rate: int = 0               # bits/s recv() copies at (0: instant)
+
+    @property
+    def timed(self) -> bool:
+        """Any application timing at all (else the exact, pre-issue-14 behaviour)."""
+        return bool(self.latency_table or self.latency_ns or self.call_cost or self.copy_rate)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-friendly record (`App(**d)` reads it back)."""
@@ -135,6 +168,7 @@ def parse_app(table: dict[str, Any], side: str, default: App, where: str = "") -
         if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1:
             raise ScenarioError(f"{role}.fraction: expected a number in (0, 1], got {f!r}")
         values["fraction"] = float(f)
+    values.update(_parse_timing(table, side, kind, role))
     app = App(kind, **values)
     spec = kinds[kind]
     for k in spec.required:
@@ -148,3 +182,37 @@ def parse_app(table: dict[str, Any], side: str, default: App, where: str = "") -
     if app.bytes < spec.min_bytes:
         raise ScenarioError(f"{role}.bytes: must be at least {spec.min_bytes}")
     return app
+
+
+def _parse_timing(table: dict[str, Any], side: str, kind: str, role: str) -> dict[str, Any]:
+    """The application-timing fields of a [writer]/[reader] table (see the module doc)."""
+    given = [k for k in TIMING_FIELDS if k in table]
+    if not given:
+        return {}
+    if kind not in TIMED_KINDS[side]:
+        raise ScenarioError(f"{role}.{given[0]}: application timing is modelled for kind = "
+                            + " or ".join(f'"{k}"' for k in TIMED_KINDS[side]) + f", not \"{kind}\"")
+    if side == "writer" and ("call_cost" in table or "copy_rate" in table):
+        k = "call_cost" if "call_cost" in table else "copy_rate"
+        raise ScenarioError(f"{role}.{k}: only a reader has a copy cost; remove it")
+    out: dict[str, Any] = {}
+    if "latency" in table:
+        v = table["latency"]
+        if isinstance(v, str) and v in LATENCY_TABLES:
+            out["latency_table"] = v
+        elif v != "none":
+            try:
+                out["latency_ns"] = parse_duration(v, f"{role}.latency")
+            except ScenarioError:
+                raise ScenarioError(
+                    f"{role}.latency: expected \"none\", 0, a duration (\"2ms\") or one of "
+                    f"{', '.join(LATENCY_TABLES)}; got {v!r}") from None
+    if "copy_rate" in table:
+        out["copy_rate"] = parse_rate(table["copy_rate"], f"{role}.copy_rate")
+    return out
+
+
+def timing_fields(app: dict[str, Any]) -> dict[str, Any]:
+    """An App record without its timing fields where they are at their defaults."""
+    return {k: v for k, v in app.items()
+            if k not in TIMING_DEFAULTS or v != TIMING_DEFAULTS[k]}

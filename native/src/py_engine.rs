@@ -38,6 +38,10 @@ fn app(d: &Bound<'_, PyDict>) -> PyResult<App> {
         slow_for: int(d, "slow_for")?,
         fraction: item(d, "fraction")?.extract()?,
         start: int(d, "start")?,
+        latency_table: item(d, "latency_quantiles")?.extract()?,
+        latency_ns: int(d, "latency_ns")?,
+        call_cost: int(d, "call_cost")?,
+        copy_rate: int(d, "copy_rate")?,
     })
 }
 
@@ -104,6 +108,8 @@ impl PySimulation {
                 queue_limit: int(&l, "queue_limit")?,
                 loss: item(&l, "loss")?.extract()?,
                 jitter: int(&l, "jitter")?,
+                burst: int(&l, "burst")?,
+                limit: int(&l, "limit")?,
             },
             seed: item(cfg, "seed")?.extract()?,
             duration: int(cfg, "duration")?,

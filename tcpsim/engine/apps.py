@@ -15,13 +15,29 @@ Both give identical results; tests/engine/test_skip.py holds them to it.
 A relay reader (tcpsim.workload) is coupled to its end's writer (`couple`): it reads as a
 fast reader does while the writer is not stalled in a send(), and drains the socket when
 that send() returns.
+
+Application timing (tcpsim/workload.py, issue 14): an application with a latency, call cost
+or copy rate (`App.timed`) is run wakeup by wakeup in both modes -- its ticks are never
+skipped or applied in bulk -- so time skipping stays exact: it only skips the untimed ones.
+Its draws come from its own generator, `latency_rng(seed, role)`:
+
+    random.Random(seed)           link loss (both directions)
+    random.Random(2*seed + 1)     link delay jitter, sender -> receiver
+    random.Random(2*seed + 2)     link delay jitter, receiver -> sender
+    random.Random(8*seed + 3..6)  wakeup latency of the writer, reader, receiver-end writer,
+                                  sender-end reader (only drawn from when timed)
+
+(8s + k never equals s, 2s + 1 or 2s + 2 for k = 3..6, so within one run the streams are
+distinct; adding timing moves no loss or jitter draw.)
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
+from tcpsim.app_latency import load_tables, table_lookup
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.engine.scheduler import READER, WRITER
 
@@ -32,6 +48,41 @@ if TYPE_CHECKING:
 
 _FAR = 1 << 62
 
+STREAMS = {"writer": 3, "reader": 4, "rev_writer": 5, "rev_reader": 6}
+
+
+def latency_rng(seed: int, role: str) -> random.Random:
+    """The generator of one application's wakeup latencies (see the module doc)."""
+    return random.Random(seed * 8 + STREAMS[role])
+
+
+class Timing:
+    """An application's timing (workload.App): how late a wakeup is, how long a recv()
+    call keeps a reader busy."""
+
+    def __init__(self, app: App, rng: random.Random) -> None:
+        self.table = load_tables()[app.latency_table] if app.latency_table else None
+        self.fixed = app.latency_ns
+        self.call_cost = app.call_cost
+        self.copy_rate = app.copy_rate
+        self.rng = rng
+
+    def late(self) -> int:
+        """The lateness of one wakeup (ns): a fresh draw from the table, or the fixed value."""
+        if self.table is not None:
+            return table_lookup(self.table, self.rng.random())
+        return self.fixed
+
+    def busy(self, got: int) -> int:
+        """How long a recv() that copied `got` bytes takes (ns)."""
+        copy = got * 8 * NS_PER_S // self.copy_rate if self.copy_rate else 0
+        return self.call_cost + copy
+
+
+def make_timing(app: App, seed: int, role: str) -> Timing | None:
+    """An application's Timing, None for exact timing (no generator is made)."""
+    return Timing(app, latency_rng(seed, role)) if app.timed else None
+
 
 # -- writers ------------------------------------------------------------------------------------
 
@@ -40,13 +91,16 @@ class PeriodicWriter:
     the following ticks before a new one starts (a blocking send() followed by a sleep)."""
 
     def __init__(self, sim: Simulation, n: int, period: int, start: int,
-                 sk: TcpSocket | None = None) -> None:
+                 sk: TcpSocket | None = None, timing: Timing | None = None) -> None:
         self.sim, self.n, self.period, self.start = sim, n, period, start
         self.sk = sk or sim.snd                 # the socket written to (the sender end's)
         self.pending = 0
         self.blocked = False
         self.written = 0
         self.relay: Reader | None = None        # this end's relay reader (see Reader)
+        self.timing = timing
+        self.origin = 0                         # timed: the grid's first tick
+        self.ticks = 0                          # timed: ticks run so far
 
     @property
     def stalled(self) -> bool:
@@ -54,7 +108,36 @@ class PeriodicWriter:
         return self.pending > 0
 
     def begin(self) -> None:
-        self.sim.sched.at(max(self.start, self.sim.sched.now), WRITER, self.tick)
+        t = max(self.start, self.sim.sched.now)
+        if self.timing is None:
+            self.sim.sched.at(t, WRITER, self.tick)
+            return
+        self.origin = t
+        self.sim.sched.at(t + self.timing.late(), WRITER, self.timed_tick)
+
+    def timed_tick(self) -> None:
+        """A late wakeup: run every tick that fell due (back to back, as a real loop on an
+        absolute grid does), then sleep until the next due tick plus a fresh draw."""
+        sim, sk = self.sim, self.sk
+        if sk.error or self.timing is None:
+            return
+        now = sim.sched.now
+        due = (now - self.origin) // self.period + 1 - self.ticks
+        self.ticks += due
+        was_stalled = self.pending > 0
+        for _ in range(due):
+            if self.pending == 0:
+                self.pending = self.n
+            w = sk.write(now, self.pending)
+            self.pending -= w
+            self.written += w
+            if self.pending:
+                break                           # blocked: the later ticks write nothing
+        sim.after(sk)
+        if was_stalled and not self.pending and self.relay is not None:
+            self.relay.after_write(now)         # the send() returned: the loop reads
+        nxt = self.origin + self.ticks * self.period
+        sim.sched.at(nxt + self.timing.late(), WRITER, self.timed_tick)
 
     def tick(self) -> None:
         sim = self.sim
@@ -78,7 +161,7 @@ class PeriodicWriter:
 
     def on_writable(self, now: int) -> None:
         """The send buffer has room again: resume at the next grid tick."""
-        if not self.blocked:
+        if not self.blocked or self.timing is not None:
             return
         self.blocked = False
         k = -(-(now - self.start) // self.period)
@@ -131,6 +214,9 @@ class BulkWriter:
 
 # -- readers ------------------------------------------------------------------------------------
 
+_ASLEEP, _WAKING, _BUSY = 0, 1, 2
+
+
 @dataclass
 class Phase:
     """One stretch of reader behaviour: 'never', 'fast', or 'periodic' (n bytes every T)."""
@@ -146,8 +232,10 @@ class Reader:
     """Reads from the receiving socket following a sequence of phases."""
 
     def __init__(self, sim: Simulation, phases: Iterator[Phase],
-                 sk: TcpSocket | None = None) -> None:
+                 sk: TcpSocket | None = None, timing: Timing | None = None) -> None:
         self.sim = sim
+        self.timing = timing
+        self.state = _ASLEEP         # timed fast/blocking reader: asleep, waking or busy
         self.sk = sk or sim.rcv                 # the socket read from (the receiver end's)
         self.phases = phases
         self.phase = Phase("never", 0, 0)
@@ -209,7 +297,7 @@ class Reader:
     def _reads_before(self, t: int) -> int:
         """Reads of the current phase scheduled strictly before t, not yet applied."""
         p = self.phase
-        if p.kind != "periodic" or self.next_read >= t:
+        if p.kind != "periodic" or self.next_read >= t or self.timing is not None:
             return 0
         last = min(t, p.end)
         return max(0, -(-(last - self.next_read) // p.period))
@@ -226,7 +314,7 @@ class Reader:
 
     def replan(self) -> None:
         """Something changed the socket: recompute the next read that matters."""
-        if self.phase.kind == "periodic" and self.sim.skip:
+        if self.phase.kind == "periodic" and self.sim.skip and self.timing is None:
             self._plan(self.sim.sched.now)
 
     def _plan(self, now: int) -> None:
@@ -235,6 +323,10 @@ class Reader:
             return
         self.gen += 1
         t = self.next_read
+        if self.timing is not None:
+            t = max(now, t + self.timing.late())
+            self.sim.sched.at(t, READER, self._timed_wake, self.gen)
+            return
         if self.sim.skip:
             # Look ahead only up to the next pending event: whatever happens there will
             # re-plan if it touches the socket, and a wake at the horizon re-plans if not.
@@ -245,6 +337,24 @@ class Reader:
             if t >= p.end:
                 return
         self.sim.sched.at(t, READER, self._wake, self.gen)
+
+    def _timed_wake(self, gen: int) -> None:
+        """A late periodic wakeup: read once per tick that fell due, each recv() keeping
+        the reader busy for its cost; then sleep until the next due tick plus a draw."""
+        if gen != self.gen or self.phase.kind != "periodic" or self.timing is None:
+            return
+        now = self.sim.sched.now
+        p = self.phase
+        while self.next_read <= now:
+            busy = self.timing.busy(self._read(now, p.n))
+            self.next_read += p.period
+            if busy:
+                if self.next_read <= now + busy:        # still behind: call again when done
+                    self.gen += 1
+                    self.sim.sched.at(now + busy, READER, self._timed_wake, self.gen)
+                    return
+                break
+        self._plan(now)
 
     # -- reading --
 
@@ -266,11 +376,35 @@ class Reader:
     def _drain(self, now: int) -> None:
         if self._busy:
             return
+        if self.timing is not None:
+            if self.state == _ASLEEP:               # blocked in recv(): woken late
+                self.state = _WAKING
+                self.sim.sched.at(now + self.timing.late(), READER, self._timed_read)
+            return
         self._busy = True
         cap = self.phase.n or (1 << 20)
         while self._read(now, cap):
             pass
         self._busy = False
+
+    def _timed_read(self) -> None:
+        """A timed fast/blocking reader's recv() returns: it takes up to its buffer; while
+        data stays queued it calls again once the call's cost has passed (no wakeup), and
+        sleeps when a call finds nothing."""
+        if self.phase.kind != "fast" or self.timing is None:
+            return
+        now = self.sim.sched.now
+        cap = self.phase.n or (1 << 20)
+        self.state = _BUSY                          # on_readable ignores what _read wakes
+        while True:
+            got = self._read(now, cap)
+            if not got:
+                self.state = _ASLEEP
+                return
+            busy = self.timing.busy(got)
+            if busy:
+                self.sim.sched.at(now + busy, READER, self._timed_read)
+                return
 
     def _read(self, now: int, n: int) -> int:
         sk = self.sk
@@ -290,16 +424,17 @@ class Reader:
         self.second_bytes += got
 
 
-def make_writer(sim: Simulation, app: App,
-                sk: TcpSocket | None = None) -> PeriodicWriter | BulkWriter:
+def make_writer(sim: Simulation, app: App, sk: TcpSocket | None = None,
+                timing: Timing | None = None) -> PeriodicWriter | BulkWriter:
     """A scenario's writer (tcpsim.workload.WRITER_KINDS) on the simulator, writing to `sk`
-    (default: the sender end's socket)."""
-    return WRITERS[app.kind](sim, app, sk)
+    (default: the sender end's socket), late by `timing` (periodic only)."""
+    return WRITERS[app.kind](sim, app, sk, timing)
 
 
 WRITERS = {
-    "periodic": lambda sim, app, sk: PeriodicWriter(sim, app.bytes, app.every, app.start, sk),
-    "bulk": lambda sim, app, sk: BulkWriter(sim, app.bytes, app.start, sk),
+    "periodic": lambda sim, app, sk, tm: PeriodicWriter(sim, app.bytes, app.every, app.start,
+                                                        sk, tm),
+    "bulk": lambda sim, app, sk, tm: BulkWriter(sim, app.bytes, app.start, sk),
 }
 
 

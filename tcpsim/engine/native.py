@@ -40,7 +40,9 @@ def native_engine_class() -> type:
 
 
 def _app(app: App) -> dict[str, Any]:
-    return app.as_dict()
+    from tcpsim.app_latency import load_tables
+    quantiles = load_tables()[app.latency_table] if app.latency_table else []
+    return {**app.as_dict(), "latency_quantiles": quantiles}
 
 
 class _SockView:
@@ -98,7 +100,8 @@ class NativeSimulation:
                     "initcwnd": sc.initcwnd, "nodelay": sc.nodelay, "init_rwnd": 0,
                     "so_rcvbuf": 0, "trace": wants("snd")},
             "link": {k: getattr(sc.link, k) for k in
-                     ("delay_ab", "delay_ba", "rate_bps", "queue_limit", "loss", "jitter")},
+                     ("delay_ab", "delay_ba", "rate_bps", "queue_limit", "loss", "jitter", "burst",
+                      "limit")},
             "writer": _app(sc.writer), "reader": _app(sc.reader),
             "rev_writer": _app(sc.rev_writer) if sc.rev_writer and sc.rev_reader else None,
             "rev_reader": _app(sc.rev_reader) if sc.rev_writer and sc.rev_reader else None,

@@ -18,7 +18,7 @@ from tcpsim.core.segment import Segment
 from tcpsim.core.socket import TcpSocket
 from tcpsim.core.state import ESTABLISHED
 from tcpsim.engine.apps import (
-    BulkWriter, PeriodicWriter, Reader, couple, make_writer, reader_phases,
+    BulkWriter, PeriodicWriter, Reader, couple, make_timing, make_writer, reader_phases,
 )
 from tcpsim.engine.link import LinkDirection
 from tcpsim.engine.result import (Peaks, RunResult, Tally, few_gc_passes, progress_bar,
@@ -60,10 +60,10 @@ class Simulation:
         link = scenario.link
         self.ab = LinkDirection(self.sched, self._to_rcv, link.delay_ab, link.rate_bps,
                                 link.queue_limit, link.loss, rng, link.jitter,
-                                random.Random(scenario.seed * 2 + 1))
+                                random.Random(scenario.seed * 2 + 1), link.burst, link.limit)
         self.ba = LinkDirection(self.sched, self._to_snd, link.delay_ba, link.rate_bps,
                                 link.queue_limit, 0.0, rng, link.jitter,
-                                random.Random(scenario.seed * 2 + 2))
+                                random.Random(scenario.seed * 2 + 2), link.burst, link.limit)
         self._timer_at = {self.rcv: 0, self.snd: 0}     # earliest timer event pending (ns)
         self.shared_skbs = getattr(dev, "shared", False)     # veth/loopback: see LocalSender
         if self.shared_skbs:
@@ -71,15 +71,19 @@ class Simulation:
         self.rev_shared_skbs = scenario.two_way and sdev.shared
         if self.rev_shared_skbs:
             self.snd.on_peer_release(0)
-        self.writer: PeriodicWriter | BulkWriter = make_writer(self, scenario.writer)
-        self.reader = Reader(self, iter(()))
+        seed = scenario.seed
+        self.writer: PeriodicWriter | BulkWriter = make_writer(
+            self, scenario.writer, timing=make_timing(scenario.writer, seed, "writer"))
+        self.reader = Reader(self, iter(()), timing=make_timing(scenario.reader, seed, "reader"))
         self.reader.phases = reader_phases(scenario.reader, self.reader, scenario.duration)
         # two-way: the receiver end writes, the sender end reads (None: one-way data)
         self.rev_writer: PeriodicWriter | BulkWriter | None = None
         self.rev_reader: Reader | None = None
         if scenario.rev_writer is not None and scenario.rev_reader is not None:
-            self.rev_writer = make_writer(self, scenario.rev_writer, self.rcv)
-            self.rev_reader = Reader(self, iter(()), self.snd)
+            self.rev_writer = make_writer(self, scenario.rev_writer, self.rcv,
+                                          make_timing(scenario.rev_writer, seed, "rev_writer"))
+            self.rev_reader = Reader(self, iter(()), self.snd,
+                                     make_timing(scenario.rev_reader, seed, "rev_reader"))
             self.rev_reader.phases = reader_phases(scenario.rev_reader, self.rev_reader,
                                                    scenario.duration)
             couple(self.rev_writer, self.reader, scenario.reader)       # the receiver end

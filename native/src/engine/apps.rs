@@ -14,6 +14,7 @@
 //! The writers and readers are plain records; what they do is `impl Simulation` below, with
 //! the Python methods' names, because every action goes through the simulation's sockets.
 
+use super::random::Random;
 use super::scheduler::{READER, WRITER};
 use super::simulation::{Ev, Simulation};
 use crate::constants::NS_PER_S;
@@ -34,6 +35,75 @@ pub struct App {
     pub slow_for: i64,
     pub fraction: f64,
     pub start: i64,
+    /// The measured latency table's quantiles (ns; empty: none), app_latency.json.
+    pub latency_table: Vec<i64>,
+    pub latency_ns: i64,
+    pub call_cost: i64,
+    pub copy_rate: i64,
+}
+
+/// apps.py `STREAMS`: the generator of each application's wakeup latencies is
+/// `random.Random(8 * seed + k)` (writer 3, reader 4, receiver-end writer 5, sender-end
+/// reader 6); never equal, within a run, to the link's `seed`, `2 seed + 1`, `2 seed + 2`.
+pub const STREAM_WRITER: i128 = 3;
+pub const STREAM_READER: i128 = 4;
+pub const STREAM_REV_WRITER: i128 = 5;
+pub const STREAM_REV_READER: i128 = 6;
+
+/// apps.py `Timing`: how late a wakeup is, how long a recv() keeps a reader busy.
+pub struct Timing {
+    table: Vec<i64>,
+    fixed: i64,
+    call_cost: i64,
+    copy_rate: i64,
+    rng: Random,
+}
+
+/// app_latency.py `table_lookup` on a draw k / 2**53: integer interpolation of the quantiles.
+pub fn table_lookup(table: &[i64], k: u64) -> i64 {
+    let n = (table.len() - 1) as u128;
+    let p = u128::from(k) * n;
+    let i = (p >> 53) as usize;
+    let f = p & ((1u128 << 53) - 1);
+    let d = (table[i + 1] - table[i]) as i128;
+    table[i] + ((d * f as i128) >> 53) as i64
+}
+
+impl Timing {
+    /// apps.py `make_timing`: None for exact timing (no generator is made).
+    pub fn make(app: &App, seed: i128, stream: i128) -> Option<Timing> {
+        let timed = !app.latency_table.is_empty()
+            || app.latency_ns != 0
+            || app.call_cost != 0
+            || app.copy_rate != 0;
+        timed.then(|| Timing {
+            table: app.latency_table.clone(),
+            fixed: app.latency_ns,
+            call_cost: app.call_cost,
+            copy_rate: app.copy_rate,
+            rng: Random::new(seed * 8 + stream),
+        })
+    }
+
+    /// Timing.late(): a fresh draw from the table, or the fixed lateness.
+    pub fn late(&mut self) -> i64 {
+        if self.table.is_empty() {
+            self.fixed
+        } else {
+            let k = self.rng.random_k53();
+            table_lookup(&self.table, k)
+        }
+    }
+
+    /// Timing.busy(got): the cost of a recv() that copied `got` bytes.
+    pub fn busy(&self, got: i64) -> i64 {
+        let copy = if self.copy_rate != 0 {
+            (i128::from(got) * 8 * i128::from(NS_PER_S) / i128::from(self.copy_rate)) as i64
+        } else {
+            0
+        };
+        self.call_cost + copy
+    }
 }
 
 impl App {
@@ -73,6 +143,10 @@ pub struct Writer {
     pub blocked: bool,
     pub written: i64,
     busy: bool,
+    pub timing: Option<Timing>,
+    /// Timed: the grid's first tick, and the ticks run so far.
+    origin: i64,
+    ticks: i64,
 }
 
 impl Writer {
@@ -84,8 +158,9 @@ impl Writer {
         }
     }
 
-    /// A scenario's writer (apps.py `make_writer`), writing to socket `sk`.
-    pub fn new(app: &App, sk: usize) -> Result<Self, String> {
+    /// A scenario's writer (apps.py `make_writer`), writing to socket `sk`, late by
+    /// `timing` (periodic only).
+    pub fn new(app: &App, sk: usize, timing: Option<Timing>) -> Result<Self, String> {
         let kind = match app.kind.as_str() {
             "periodic" => WriterKind::Periodic,
             "bulk" => WriterKind::Bulk,
@@ -101,6 +176,13 @@ impl Writer {
             blocked: false,
             written: 0,
             busy: false,
+            timing: if kind == WriterKind::Periodic {
+                timing
+            } else {
+                None
+            },
+            origin: 0,
+            ticks: 0,
         })
     }
 }
@@ -227,11 +309,25 @@ pub struct Reader {
     pub second_bytes: i64,
     pub best_second: i64,
     busy: bool,
+    pub timing: Option<Timing>,
+    /// Timed fast/blocking reader: asleep in recv(), waking (late), or busy in a call.
+    state: u8,
 }
 
+const ASLEEP: u8 = 0;
+const WAKING: u8 = 1;
+const BUSY: u8 = 2;
+
 impl Reader {
-    pub fn new(app: &App, sk: usize, duration: i64) -> Result<Self, String> {
+    pub fn new(
+        app: &App,
+        sk: usize,
+        duration: i64,
+        timing: Option<Timing>,
+    ) -> Result<Self, String> {
         Ok(Reader {
+            timing,
+            state: ASLEEP,
             sk,
             phases: PhaseGen::new(app, duration)?,
             phase: Phase {
@@ -256,7 +352,7 @@ impl Reader {
     /// Reads of the current phase scheduled strictly before t, not yet applied.
     fn reads_before(&self, t: i64) -> i64 {
         let p = &self.phase;
-        if p.kind != PhaseKind::Periodic || self.next_read >= t {
+        if p.kind != PhaseKind::Periodic || self.next_read >= t || self.timing.is_some() {
             return 0;
         }
         let last = t.min(p.end);
@@ -287,9 +383,16 @@ impl Simulation {
 
     /// `begin()` of writer `w`: its first tick (periodic) or fill (bulk).
     pub fn writer_begin(&mut self, w: usize) {
+        let now = self.sched.now;
         let wr = self.writer(w);
         let (kind, start) = (wr.kind, wr.start);
-        let t = start.max(self.sched.now);
+        let t = start.max(now);
+        if let Some(tm) = wr.timing.as_mut() {
+            let late = tm.late();
+            wr.origin = t;
+            self.sched.at(t + late, WRITER, Ev::WriterTimedTick(w));
+            return;
+        }
         let ev = match kind {
             WriterKind::Periodic => Ev::WriterTick(w),
             WriterKind::Bulk => Ev::WriterFill(w),
@@ -326,6 +429,42 @@ impl Simulation {
         self.sched.at(now + period, WRITER, Ev::WriterTick(w));
     }
 
+    /// PeriodicWriter.timed_tick: a late wakeup runs every tick that fell due, back to
+    /// back, then sleeps until the next due tick plus a fresh draw.
+    pub fn writer_timed_tick(&mut self, w: usize) {
+        let sk = self.writer(w).sk;
+        if !self.socks[sk].error.is_empty() {
+            return;
+        }
+        let now = self.sched.now;
+        let wr = self.writer(w);
+        let due = (now - wr.origin).div_euclid(wr.period) + 1 - wr.ticks;
+        wr.ticks += due;
+        let was_stalled = wr.pending > 0;
+        for _ in 0..due {
+            let wr = self.writer(w);
+            if wr.pending == 0 {
+                wr.pending = wr.n;
+            }
+            let pending = wr.pending;
+            let got = self.sk_write(sk, now, pending);
+            let wr = self.writer(w);
+            wr.pending -= got;
+            wr.written += got;
+            if wr.pending != 0 {
+                break;
+            }
+        }
+        self.after(sk);
+        if was_stalled && self.writer(w).pending == 0 {
+            self.reader_after_write(1 - w, now); // the send() returned: a relay reads
+        }
+        let wr = self.writer(w);
+        let next = wr.origin + wr.ticks * wr.period;
+        let late = wr.timing.as_mut().map_or(0, Timing::late);
+        self.sched.at(next + late, WRITER, Ev::WriterTimedTick(w));
+    }
+
     /// BulkWriter.fill: write `n`-byte pieces while the send buffer takes them whole.
     pub fn writer_fill(&mut self, w: usize) {
         let sk = self.writer(w).sk;
@@ -353,7 +492,7 @@ impl Simulation {
         let wr = self.writer(w);
         match wr.kind {
             WriterKind::Periodic => {
-                if !wr.blocked {
+                if !wr.blocked || wr.timing.is_some() {
                     return;
                 }
                 wr.blocked = false;
@@ -464,14 +603,16 @@ impl Simulation {
 
     /// Reader.replan(): something changed the socket; recompute the next read that matters.
     pub fn reader_replan(&mut self, r: usize) {
-        if self.reader(r).phase.kind == PhaseKind::Periodic && self.skip {
+        let skip = self.skip;
+        let rd = self.reader(r);
+        if rd.phase.kind == PhaseKind::Periodic && skip && rd.timing.is_none() {
             let now = self.sched.now;
             self.reader_plan(r, now);
         }
     }
 
     /// Reader._plan(now).
-    fn reader_plan(&mut self, r: usize, _now: i64) {
+    fn reader_plan(&mut self, r: usize, now: i64) {
         let rd = self.reader(r);
         let (sk, p) = (rd.sk, rd.phase);
         if rd.next_read >= p.end || !self.socks[sk].error.is_empty() {
@@ -481,6 +622,11 @@ impl Simulation {
         rd.gen += 1;
         let gen = rd.gen;
         let mut t = rd.next_read;
+        if let Some(tm) = rd.timing.as_mut() {
+            let t = now.max(t + tm.late());
+            self.sched.at(t, READER, Ev::ReaderTimedWake(r, gen));
+            return;
+        }
         if self.skip {
             let horizon = self.sched.peek().map_or(p.end, |h| h.min(p.end));
             let mut limit = (ceil_div(horizon - t, p.period) + 1).max(1);
@@ -491,6 +637,61 @@ impl Simulation {
             }
         }
         self.sched.at(t, READER, Ev::ReaderWake(r, gen));
+    }
+
+    /// Reader._timed_wake(gen): a late periodic wakeup reads once per tick that fell due,
+    /// each recv() keeping the reader busy for its cost; then it sleeps until the next due
+    /// tick plus a draw.
+    pub fn reader_timed_wake(&mut self, r: usize, gen: u64) {
+        let now = self.sched.now;
+        let rd = self.reader(r);
+        if gen != rd.gen || rd.phase.kind != PhaseKind::Periodic || rd.timing.is_none() {
+            return;
+        }
+        let p = rd.phase;
+        while self.reader(r).next_read <= now {
+            let got = self.reader_read(r, now, p.n);
+            let rd = self.reader(r);
+            let busy = rd.timing.as_ref().map_or(0, |tm| tm.busy(got));
+            rd.next_read += p.period;
+            if busy != 0 {
+                if rd.next_read <= now + busy {
+                    rd.gen += 1;
+                    let gen = rd.gen;
+                    self.sched
+                        .at(now + busy, READER, Ev::ReaderTimedWake(r, gen));
+                    return;
+                }
+                break;
+            }
+        }
+        self.reader_plan(r, now);
+    }
+
+    /// Reader._timed_read(): a timed fast/blocking reader's recv() returns with up to its
+    /// buffer; while data stays queued it calls again once the call's cost has passed (no
+    /// wakeup), and sleeps when a call finds nothing.
+    pub fn reader_timed_read(&mut self, r: usize) {
+        let now = self.sched.now;
+        let rd = self.reader(r);
+        if rd.phase.kind != PhaseKind::Fast || rd.timing.is_none() {
+            return;
+        }
+        let cap = if rd.phase.n != 0 { rd.phase.n } else { 1 << 20 };
+        rd.state = BUSY;
+        loop {
+            let got = self.reader_read(r, now, cap);
+            let rd = self.reader(r);
+            if got == 0 {
+                rd.state = ASLEEP;
+                return;
+            }
+            let busy = rd.timing.as_ref().map_or(0, |tm| tm.busy(got));
+            if busy != 0 {
+                self.sched.at(now + busy, READER, Ev::ReaderTimedRead(r));
+                return;
+            }
+        }
     }
 
     /// Reader.on_readable(now): a fast reader drains what is queued; a relay reader too,
@@ -519,6 +720,14 @@ impl Simulation {
         if rd.busy {
             return;
         }
+        if let Some(tm) = rd.timing.as_mut() {
+            if rd.state == ASLEEP {
+                rd.state = WAKING;
+                let late = tm.late();
+                self.sched.at(now + late, READER, Ev::ReaderTimedRead(r));
+            }
+            return;
+        }
         rd.busy = true;
         let cap = if rd.phase.n != 0 { rd.phase.n } else { 1 << 20 };
         while self.reader_read(r, now, cap) != 0 {}
@@ -536,5 +745,36 @@ impl Simulation {
             self.after(sk);
         }
         got
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The draws of apps.py: `table_lookup([0, 1000, 5000, 1000000], u)` for five
+    /// `random.Random(8 * 7 + 3).random()`, as CPython gives them.
+    #[test]
+    fn latency_draws_match_python() {
+        let app = App {
+            latency_table: vec![0, 1000, 5000, 1_000_000],
+            ..App::default()
+        };
+        let mut tm = Timing::make(&app, 7, STREAM_WRITER).expect("timed");
+        let got: Vec<i64> = (0..5).map(|_| tm.late()).collect();
+        assert_eq!(got, vec![672, 798_931, 838_044, 68, 543_047]);
+    }
+
+    #[test]
+    fn exact_timing_makes_no_generator_and_a_cost_adds_the_copy() {
+        assert!(Timing::make(&App::default(), 1, STREAM_READER).is_none());
+        let app = App {
+            call_cost: 5_000,
+            copy_rate: 8_000_000_000,
+            ..App::default()
+        };
+        let mut tm = Timing::make(&app, 1, STREAM_READER).expect("timed");
+        assert_eq!(tm.busy(1_000), 5_000 + 1_000);
+        assert_eq!(tm.late(), 0);
     }
 }

@@ -1,5 +1,5 @@
 //! One direction of a link (tcpsim/engine/link.py): propagation delay, optional rate with a
-//! FIFO queue, random loss, optional jitter.
+//! FIFO queue or a token bucket (`tc tbf`), random loss, optional jitter.
 //!
 //! Jitter is an extra delay per packet, exponentially distributed with the given mean, that
 //! never reorders packets: a packet is not delivered before the one sent ahead of it.
@@ -12,6 +12,10 @@ use crate::segment::Segment;
 
 /// Ethernet + IP + TCP + FCS + preamble + gap.
 pub const WIRE_OVERHEAD: i64 = 14 + 20 + 20 + 4 + 8 + 12;
+/// What tbf counts of a packet: Ethernet + IP + TCP headers.
+pub const TBF_OVERHEAD: i64 = 14 + 20 + 20;
+/// Token units per byte: bit-nanoseconds (bytes * 8 * 1e9), exact in integers.
+const TOKEN_BYTE: i128 = 8 * 1_000_000_000;
 
 /// Carries segments from one endpoint to the other, in order (link.py `LinkDirection`).
 pub struct LinkDirection {
@@ -30,6 +34,14 @@ pub struct LinkDirection {
     pub sent: i64,
     pub dropped: i64,
     pub lost: i64,
+    /// Token bucket (`tbf_burst` > 0): bucket size and queue limit (bytes), tokens (bit-ns)
+    /// as of `tokens_at`, the bytes queued and each queued packet's (departure, bytes).
+    pub tbf_burst: i64,
+    pub tbf_limit: i64,
+    tokens: i128,
+    tokens_at: i64,
+    backlog: i64,
+    tbf_queue: VecDeque<(i64, i64)>,
 }
 
 impl LinkDirection {
@@ -49,7 +61,50 @@ impl LinkDirection {
             sent: 0,
             dropped: 0,
             lost: 0,
+            tbf_burst: 0,
+            tbf_limit: 0,
+            tokens: 0,
+            tokens_at: 0,
+            backlog: 0,
+            tbf_queue: VecDeque::new(),
         }
+    }
+
+    /// The direction shaped by a token bucket of `burst` and `limit` bytes at its rate.
+    pub fn with_tbf(mut self, burst: i64, limit: i64) -> Self {
+        self.tbf_burst = burst;
+        self.tbf_limit = limit;
+        self.tokens = i128::from(burst) * TOKEN_BYTE;
+        self
+    }
+
+    /// link.py `_tbf`: models `tbf_enqueue()`/`tbf_dequeue()` [net/sched/sch_tbf.c]: the
+    /// departure time of a packet queued at `t`, None when the bucket's queue drops it.
+    fn tbf(&mut self, t: i64, seg: &Segment) -> Option<i64> {
+        while self.tbf_queue.front().is_some_and(|&(d, _)| d <= t) {
+            let (_, size) = self.tbf_queue.pop_front().expect("a queued packet");
+            self.backlog -= size;
+        }
+        let size = seg.len + if seg.tsval >= 0 { 12 } else { 0 } + TBF_OVERHEAD;
+        if size > self.tbf_burst || self.backlog + size > self.tbf_limit {
+            return None;
+        }
+        let mut d = t.max(self.busy_until);
+        let rate = i128::from(self.rate);
+        let full = i128::from(self.tbf_burst) * TOKEN_BYTE;
+        self.tokens = full.min(self.tokens + i128::from(d - self.tokens_at) * rate);
+        let need = i128::from(size) * TOKEN_BYTE;
+        if self.tokens < need {
+            let wait = (need - self.tokens + rate - 1) / rate;
+            d += wait as i64;
+            self.tokens += wait * rate;
+        }
+        self.tokens -= need;
+        self.tokens_at = d;
+        self.busy_until = d;
+        self.tbf_queue.push_back((d, size));
+        self.backlog += size;
+        Some(d)
     }
 
     /// Put a segment on the link at the scheduler's current time; `rng` draws the loss,
@@ -68,7 +123,15 @@ impl LinkDirection {
             self.lost += 1;
             return;
         }
-        if self.rate != 0 {
+        if self.tbf_burst != 0 {
+            match self.tbf(t, &seg) {
+                Some(d) => t = d,
+                None => {
+                    self.dropped += 1;
+                    return;
+                }
+            }
+        } else if self.rate != 0 {
             while self.in_queue.front().is_some_and(|&d| d <= t) {
                 self.in_queue.pop_front();
             }

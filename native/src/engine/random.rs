@@ -115,6 +115,13 @@ impl Random {
         (a * 67_108_864.0 + b) * (1.0 / 9_007_199_254_740_992.0)
     }
 
+    /// `random()` as the integer k of k / 2**53 (the same draw, no float).
+    pub fn random_k53(&mut self) -> u64 {
+        let a = u64::from(self.genrand_u32() >> 5);
+        let b = u64::from(self.genrand_u32() >> 6);
+        (a << 26) | b
+    }
+
     /// `expovariate(lambd)` (Lib/random.py 3.11): `-log(1 - random()) / lambd`.
     pub fn expovariate(&mut self, lambd: f64) -> f64 {
         -(1.0 - self.random()).ln() / lambd

@@ -7,7 +7,9 @@
 //! happens inside the socket. The run's summary is built in Python from `Stats`-like numbers
 //! (tcpsim/engine/native.py), by the same code as the Python engine's.
 
-use super::apps::{App, Reader, Writer};
+use super::apps::{
+    App, Reader, Timing, Writer, STREAM_READER, STREAM_REV_READER, STREAM_REV_WRITER, STREAM_WRITER,
+};
 use super::link::LinkDirection;
 use super::random::Random;
 use super::scheduler::{Scheduler, TIMER};
@@ -33,6 +35,10 @@ pub enum Ev {
     ReaderEnter(usize, u64),
     ReaderLeave(usize, u64),
     ReaderWake(usize, u64),
+    /// A timed application's late wakeup (apps.py `timed_tick`, `_timed_wake`, `_timed_read`).
+    WriterTimedTick(usize),
+    ReaderTimedWake(usize, u64),
+    ReaderTimedRead(usize),
 }
 
 /// The link of a scenario (scenario.py `Link`).
@@ -44,6 +50,9 @@ pub struct LinkSpec {
     pub queue_limit: i64,
     pub loss: f64,
     pub jitter: i64,
+    /// Token bucket (`kind = "tbf"`): burst and limit in bytes (0: the FIFO link).
+    pub burst: i64,
+    pub limit: i64,
 }
 
 /// What a run needs besides its two sockets: the scenario's other fields.
@@ -107,12 +116,31 @@ impl Simulation {
         let l = &spec.link;
         let shared_skbs = rcv.dev.shared;
         let rev_shared_skbs = spec.rev.is_some() && snd.dev.shared;
-        let writer = Writer::new(&spec.writer, SND)?;
-        let reader = Reader::new(&spec.reader, RCV, spec.duration)?;
+        let seed = spec.seed;
+        let writer = Writer::new(
+            &spec.writer,
+            SND,
+            Timing::make(&spec.writer, seed, STREAM_WRITER),
+        )?;
+        let reader = Reader::new(
+            &spec.reader,
+            RCV,
+            spec.duration,
+            Timing::make(&spec.reader, seed, STREAM_READER),
+        )?;
         let (rev_writer, rev_reader) = match &spec.rev {
             Some((w, r)) => (
-                Some(Writer::new(w, RCV)?),
-                Some(Reader::new(r, SND, spec.duration)?),
+                Some(Writer::new(
+                    w,
+                    RCV,
+                    Timing::make(w, seed, STREAM_REV_WRITER),
+                )?),
+                Some(Reader::new(
+                    r,
+                    SND,
+                    spec.duration,
+                    Timing::make(r, seed, STREAM_REV_READER),
+                )?),
             ),
             None => (None, None),
         };
@@ -120,8 +148,10 @@ impl Simulation {
             sched: Scheduler::new(),
             socks: [rcv, snd],
             links: [
-                LinkDirection::new(l.delay_ab, l.rate_bps, l.queue_limit, l.loss, l.jitter),
-                LinkDirection::new(l.delay_ba, l.rate_bps, l.queue_limit, 0.0, l.jitter),
+                LinkDirection::new(l.delay_ab, l.rate_bps, l.queue_limit, l.loss, l.jitter)
+                    .with_tbf(l.burst, l.limit),
+                LinkDirection::new(l.delay_ba, l.rate_bps, l.queue_limit, 0.0, l.jitter)
+                    .with_tbf(l.burst, l.limit),
             ],
             rng: Random::new(spec.seed),
             jitter_rng: [
@@ -447,6 +477,9 @@ impl Simulation {
             Ev::ReaderEnter(r, id) => self.reader_enter(r, id),
             Ev::ReaderLeave(r, id) => self.reader_leave(r, id),
             Ev::ReaderWake(r, g) => self.reader_wake(r, g),
+            Ev::WriterTimedTick(w) => self.writer_timed_tick(w),
+            Ev::ReaderTimedWake(r, g) => self.reader_timed_wake(r, g),
+            Ev::ReaderTimedRead(r) => self.reader_timed_read(r),
         }
     }
 }
