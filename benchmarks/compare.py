@@ -57,12 +57,23 @@ def load(name: str):
     return importlib.import_module(f"{name}.bench"), importlib.import_module(f"{name}.runner")
 
 
-def once(bench, runner, case, duration: str, trace: str | None) -> tuple[float, int]:
-    """CPU seconds and packets of one run of a bench case (as `tcpsim bench` runs it)."""
+# What the working tree's side runs with, so that both sides do the same work: the Python
+# engine (the native one is the default now; the base has only the Python engine), and the
+# base's sender -- Reno, no cwnd restart after idle -- unless --model new (CUBIC, the
+# default since the sender's congestion control was modelled).
+SAME_MODEL = {"net.ipv4.tcp_congestion_control": "reno",
+              "net.ipv4.tcp_slow_start_after_idle": 0}
+
+
+def once(bench, runner, case, duration: str, trace: str | None,
+         new: dict | None = None) -> tuple[float, int]:
+    """CPU seconds and packets of one run of a bench case (as `tcpsim bench` runs it);
+    `new`: further RunOptions for the working tree's side."""
     from tcpsim.units import parse_duration
     sc, sysctl = bench._scenario(case)
     opts = runner.RunOptions(profile=case.profile, sysctl=sysctl,
-                             duration=parse_duration(duration, "duration"), trace=trace)
+                             duration=parse_duration(duration, "duration"), trace=trace,
+                             **(new or {}))
     t = time.process_time()
     result, _ = runner.run(sc, opts)
     return time.process_time() - t, result.summary["packets"]
@@ -76,7 +87,12 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="the bench's short durations")
     ap.add_argument("--duration", help="override every case's duration, e.g. 2s")
     ap.add_argument("--no-trace", action="store_true")
+    ap.add_argument("--model", choices=("base", "new"), default="base",
+                    help="the working tree's sender: the base's (Reno, the default: the same "
+                         "work on both sides) or today's default (CUBIC)")
     a = ap.parse_args()
+    new_opts = {"engine": "python",
+                "sender_sysctl": dict(SAME_MODEL) if a.model == "base" else None}
     sys.path.insert(0, str(build_base(a.base)))
     sides = {"base": load("tcpsim_base"), "new": load("tcpsim")}
     import tcpsim.bench as new_bench
@@ -95,7 +111,8 @@ def main() -> int:
                     bench, runner = sides[side]
                     c = next(x for x in bench.CASES if x.name.split(":")[0] == letter)
                     trace = None if a.no_trace else f"{tmp}/{side}.parquet"
-                    cpu, packets[side] = once(bench, runner, c, duration, trace)
+                    cpu, packets[side] = once(bench, runner, c, duration, trace,
+                                              new_opts if side == "new" else None)
                     times[side].append(cpu)
             b, n = statistics.median(times["base"]), statistics.median(times["new"])
             print(f"{case.name:<44} {duration:>6}  base {b:7.2f} s  new {n:7.2f} s  "
