@@ -126,16 +126,9 @@ class PeriodicWriter:
         self.ticks += due
         was_stalled = self.pending > 0
         for _ in range(due):
-            if self.pending == 0:
-                self.pending = self.n
-            w = sk.write(now, self.pending)
-            self.pending -= w
-            self.written += w
-            if self.pending:
+            if self._send(now):
                 break                           # blocked: the later ticks write nothing
-        sim.after(sk)
-        if was_stalled and not self.pending and self.relay is not None:
-            self.relay.after_write(now)         # the send() returned: the loop reads
+        self._sent(now, was_stalled)
         nxt = self.origin + self.ticks * self.period
         sim.sched.at(nxt + self.timing.late(), WRITER, self.timed_tick)
 
@@ -146,18 +139,29 @@ class PeriodicWriter:
             return
         now = sim.sched.now
         was_stalled = self.pending > 0
-        if self.pending == 0:
-            self.pending = self.n
-        w = sk.write(now, self.pending)
-        self.pending -= w
-        self.written += w
-        sim.after(sk)
-        if was_stalled and not self.pending and self.relay is not None:
-            self.relay.after_write(now)         # the send() returned: the loop reads
+        self._send(now)
+        self._sent(now, was_stalled)
         if self.pending and sim.skip and not sk.can_queue():
             self.blocked = True                 # sleep until writable
             return
         sim.sched.at(now + self.period, WRITER, self.tick)
+
+    def _send(self, now: int) -> int:
+        """One send() of the rest of the pending write, or of a fresh `n` bytes; the bytes
+        still pending."""
+        if self.pending == 0:
+            self.pending = self.n
+        w = self.sk.write(now, self.pending)
+        self.pending -= w
+        self.written += w
+        return self.pending
+
+    def _sent(self, now: int, was_stalled: bool) -> None:
+        """After the send()s of a wakeup: the socket's actions; a send() that had stalled and
+        is now done returns, and the end's relay reader reads."""
+        self.sim.after(self.sk)
+        if was_stalled and not self.pending and self.relay is not None:
+            self.relay.after_write(now)
 
     def on_writable(self, now: int) -> None:
         """The send buffer has room again: resume at the next grid tick."""

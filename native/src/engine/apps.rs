@@ -407,25 +407,14 @@ impl Simulation {
             return;
         }
         let now = self.sched.now;
-        let wr = self.writer(w);
-        let was_stalled = wr.pending > 0;
-        if wr.pending == 0 {
-            wr.pending = wr.n;
-        }
-        let pending = wr.pending;
-        let got = self.sk_write(sk, now, pending);
-        let wr = self.writer(w);
-        wr.pending -= got;
-        wr.written += got;
-        let (pending, period) = (wr.pending, wr.period);
-        self.after(sk);
-        if was_stalled && pending == 0 {
-            self.reader_after_write(1 - w, now); // the send() returned: a relay reads
-        }
+        let was_stalled = self.writer(w).pending > 0;
+        let pending = self.writer_send(w, sk, now);
+        self.writer_sent(w, sk, now, was_stalled);
         if pending != 0 && self.skip && !self.socks[sk].can_queue() {
             self.writer(w).blocked = true;
             return;
         }
+        let period = self.writer(w).period;
         self.sched.at(now + period, WRITER, Ev::WriterTick(w));
     }
 
@@ -442,27 +431,39 @@ impl Simulation {
         wr.ticks += due;
         let was_stalled = wr.pending > 0;
         for _ in 0..due {
-            let wr = self.writer(w);
-            if wr.pending == 0 {
-                wr.pending = wr.n;
-            }
-            let pending = wr.pending;
-            let got = self.sk_write(sk, now, pending);
-            let wr = self.writer(w);
-            wr.pending -= got;
-            wr.written += got;
-            if wr.pending != 0 {
-                break;
+            if self.writer_send(w, sk, now) != 0 {
+                break; // blocked: the later ticks write nothing
             }
         }
-        self.after(sk);
-        if was_stalled && self.writer(w).pending == 0 {
-            self.reader_after_write(1 - w, now); // the send() returned: a relay reads
-        }
+        self.writer_sent(w, sk, now, was_stalled);
         let wr = self.writer(w);
         let next = wr.origin + wr.ticks * wr.period;
         let late = wr.timing.as_mut().map_or(0, Timing::late);
         self.sched.at(next + late, WRITER, Ev::WriterTimedTick(w));
+    }
+
+    /// PeriodicWriter._send: one send() of the rest of the pending write, or of a fresh
+    /// `n` bytes; the bytes still pending.
+    fn writer_send(&mut self, w: usize, sk: usize, now: i64) -> i64 {
+        let wr = self.writer(w);
+        if wr.pending == 0 {
+            wr.pending = wr.n;
+        }
+        let pending = wr.pending;
+        let got = self.sk_write(sk, now, pending);
+        let wr = self.writer(w);
+        wr.pending -= got;
+        wr.written += got;
+        wr.pending
+    }
+
+    /// PeriodicWriter._sent: after the send()s of a wakeup, the socket's actions; a send()
+    /// that had stalled and is now done returns, and the end's relay reader reads.
+    fn writer_sent(&mut self, w: usize, sk: usize, now: i64, was_stalled: bool) {
+        self.after(sk);
+        if was_stalled && self.writer(w).pending == 0 {
+            self.reader_after_write(1 - w, now);
+        }
     }
 
     /// BulkWriter.fill: write `n`-byte pieces while the send buffer takes them whole.
