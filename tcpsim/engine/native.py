@@ -28,6 +28,32 @@ GROUP_ROWS = 65536          # trace rows per Parquet row group (ParquetRecorder'
 _STEPS = 1 << 18            # events per slice at most: progress, and Ctrl-C between slices
 
 
+# The largest integer a native run takes: times, sizes and rates are i64 there, and a time
+# plus a delay plus a jitter must not wrap (3 * 2**61 < 2**63).
+NATIVE_MAX = 2**61
+# cfg's keys as the scenario names them
+_CFG_NAMES = {"rcv": "receiver", "snd": "sender", "rev_writer": "receiver.writer",
+              "rev_reader": "sender.reader"}
+
+
+def _beyond_int64(cfg: Any, path: str = "") -> tuple[str, int] | None:
+    """(scenario field, value) of the first integer in a native run's config beyond
+    +-NATIVE_MAX (the seed is checked apart), else None."""
+    if isinstance(cfg, dict):
+        items: Any = ((_CFG_NAMES.get(k, k), v) for k, v in cfg.items() if k != "seed")
+    elif isinstance(cfg, (list, tuple)):
+        items = ((str(i), v) for i, v in enumerate(cfg))
+    elif isinstance(cfg, int) and not isinstance(cfg, bool) and abs(cfg) > NATIVE_MAX:
+        return path, cfg
+    else:
+        return None
+    for key, value in items:
+        found = _beyond_int64(value, f"{path}.{key}" if path else key)
+        if found:
+            return found
+    return None
+
+
 def native_engine_class() -> type:
     """tcpsim._native.Simulation, or EngineError naming the fix."""
     native_socket_class()                     # the extension is built (else: how to build it)
@@ -109,6 +135,13 @@ class NativeSimulation:
         if not -(2**125) <= sc.seed < 2**125:
             raise EngineError(f"seed {sc.seed}: the native engine takes seeds within +-2**125; "
                               "use a smaller seed or --engine python")
+        too_large = _beyond_int64(cfg)
+        if too_large:
+            field, value = too_large
+            where = f"{sc.source}: " if sc.source else ""
+            raise EngineError(f"{where}{field} = {value}: too large for the native engine's 64-bit "
+                              f"integers (at most {NATIVE_MAX:_} ns or bytes, about 73 years); "
+                              "use a smaller value or --engine python")
         try:
             self.sim = cls(cfg)
         except ValueError as exc:
