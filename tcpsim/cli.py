@@ -11,7 +11,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -45,9 +45,17 @@ class _TcpsimGroup(TyperGroup):
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def _command_of(self, args) -> list[str]:  # type: ignore[no-untyped-def]
-        """The subcommand `args` name (for a refusal click raised without its context)."""
-        args = list(sys.argv[1:] if args is None else args)
-        return args[:1] if args and args[0] in self.commands else []
+        """The (sub)command `args` name, `sweep report` included (for a refusal click raised
+        without its context)."""
+        names: list[str] = []
+        group: Any = self
+        for arg in list(sys.argv[1:] if args is None else args):
+            commands = getattr(group, "commands", None)
+            if not commands or arg not in commands:
+                break
+            names.append(arg)
+            group = commands[arg]
+        return names
 
 
 # click's base exception, whether typer vendors click (0.29: typer._click) or uses it

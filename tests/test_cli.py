@@ -206,6 +206,8 @@ def test_reno_is_selectable_from_the_command_line():
     (["run", "-d"], "run: option '-d' requires an argument; see tcpsim run --help"),
     (["sweep", "report", "--frob"],
      "sweep report: no such option: --frob; see tcpsim sweep report --help"),
+    (["sweep", "report", "x.parquet", "--html"],
+     "sweep report: option '--html' requires an argument; see tcpsim sweep report --help"),
     (["--frob"], "no such option: --frob; see tcpsim --help"),
 ])
 def test_usage_errors_are_the_common_one_line(capsys, args, line):
