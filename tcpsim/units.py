@@ -60,6 +60,11 @@ def _show(value: Any) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
+# The longest duration anywhere in a scenario: times are 64-bit nanoseconds in the native
+# engine, and a time plus a delay plus a jitter must not wrap (3 * 2**61 < 2**63): 73 years.
+MAX_DURATION_NS = 2**61
+
+
 def parse_duration(value: Any, where: str, positive: bool = False) -> int:
     """A duration -> integer nanoseconds. `positive`: zero is refused too (a run length,
     a period)."""
@@ -77,6 +82,9 @@ def parse_duration(value: Any, where: str, positive: bool = False) -> int:
         ns = int(round(num * DURATION_UNITS[unit or "s"]))
     if positive and ns <= 0:
         raise UnitError(f"{where}: must be longer than zero, got {_show(value)}")
+    if ns > MAX_DURATION_NS:
+        raise UnitError(f"{where}: {_show(value)} is longer than tcpsim simulates; write at "
+                        f"most {MAX_DURATION_NS // NS_PER_S // (365 * 86400)} years")
     return ns
 
 

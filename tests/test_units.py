@@ -31,6 +31,8 @@ def test_duration_spellings(value, ns):
     ([1], "is not a duration"), ("-5ms", "x: duration must not be negative, got '-5ms'"),
     (-1, "must not be negative"), (math.nan, "is not a duration"), (math.inf, "is not a duration"),
     ("inf", "is not a duration"), ("nan", "is not a duration"), ("1.5S", "is not a duration"),
+    (2305843010, "x: 2305843010 is longer than tcpsim simulates; write at most 73 years"),
+    ("9223372037s", "longer than tcpsim simulates"), (9223372037.0, "longer than tcpsim"),
 ])
 def test_duration_refused(value, needle):
     with pytest.raises(UnitError) as e:
