@@ -64,9 +64,14 @@ def test_a_worker_killed_mid_sweep_loses_nothing(tmp_path, local_rows):
             def kill_a_busy_worker(point, done):
                 if killed or done < 20:
                     return
-                busy = [w for w, tasks in client.processing().items() if tasks]
+                # one snapshot: native points are quick, and a second look may find the
+                # worker already done; none busy now -> try again at the next finished point
+                processing = client.processing()
+                busy = [w for w, tasks in processing.items() if tasks]
+                if not busy:
+                    return
                 pid = client.run(os.getpid, workers=busy[:1])[busy[0]]
-                killed.append((busy[0], client.processing()[busy[0]]))
+                killed.append((busy[0], processing[busy[0]]))
                 os.kill(pid, signal.SIGKILL)
 
             points = sweep_into(tmp_path, 200, scheduler=cluster.scheduler_address,
