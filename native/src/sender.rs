@@ -250,7 +250,8 @@ impl TcpSocket {
     }
 
     /// tcp_slow_start_after_idle_check() [include/net/tcp.h, 5.15] and tcp_cwnd_restart()
-    /// [tcp_output.c]: see sender.py `_slow_start_after_idle_check`.
+    /// [tcp_output.c], from tcp_skb_entail() and tcp_ack_update_window() [tcp_input.c]:
+    /// see sender.py `_slow_start_after_idle_check`.
     fn slow_start_after_idle_check(&mut self) {
         if self.sysctl.tcp_slow_start_after_idle == 0 || !self.snd.rtx_queue.is_empty() {
             return;
@@ -608,14 +609,21 @@ impl TcpSocket {
         let nwin = seg.win << self.conn.snd_wscale;
         let prior_una = self.snd.snd_una;
         let win_update = k.may_update_window(self, seg, ack, nwin); // FLAG_WIN_UPDATE
-        let snd = &mut self.snd;
         if win_update {
-            snd.snd_wnd = nwin;
-            snd.snd_wl1 = seg.seq;
-            if nwin > snd.max_window {
-                snd.max_window = nwin;
+            // tcp_ack_update_window()
+            let changed = nwin != self.snd.snd_wnd;
+            self.snd.snd_wnd = nwin;
+            self.snd.snd_wl1 = seg.seq;
+            if changed && !self.snd.write_queue.is_empty() {
+                // a window that opens on queued data after an idle spell restarts cwnd,
+                // as a new skb would (a reopened zero window gets initcwnd, not the old cwnd)
+                self.slow_start_after_idle_check();
+            }
+            if nwin > self.snd.max_window {
+                self.snd.max_window = nwin;
             }
         }
+        let snd = &mut self.snd;
         snd.rcv_tstamp = self.now;
         snd.probes_out = 0;
         let prior_packets = !snd.rtx_queue.is_empty();

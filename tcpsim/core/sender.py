@@ -196,8 +196,10 @@ class SendMixin:
 
     def _slow_start_after_idle_check(self: TcpSocket) -> None:
         """tcp_slow_start_after_idle_check() [include/net/tcp.h, 5.15], as tcp_skb_entail()
-        queues a new skb: with tcp_slow_start_after_idle, nothing in flight and the last
-        data sent more than an RTO ago (in jiffies), tcp_cwnd_restart() [tcp_output.c]:
+        queues a new skb, and as tcp_ack_update_window() [tcp_input.c, 5.15 and 6.18] takes
+        a changed window while unsent data is queued: with tcp_slow_start_after_idle,
+        nothing in flight and the last data sent more than an RTO ago (in jiffies; zero-
+        window probes carry no data and do not count), tcp_cwnd_restart() [tcp_output.c]:
         CA_EVENT_CWND_RESTART; ssthresh = tcp_current_ssthresh() (at least 3/4 of cwnd);
         cwnd halves once per RTO of idle time beyond the first, down to
         min(initcwnd, cwnd)."""
@@ -456,9 +458,14 @@ class SendMixin:
         nwin = seg.win << self.conn.snd_wscale
         prior_una = snd.snd_una
         win_update = self.k.may_update_window(self, seg, ack, nwin)   # FLAG_WIN_UPDATE
-        if win_update:
+        if win_update:                                      # tcp_ack_update_window()
+            changed = nwin != snd.snd_wnd
             snd.snd_wnd = nwin
             snd.snd_wl1 = seg.seq
+            if changed and snd.write_queue:
+                # a window that opens on queued data after an idle spell restarts cwnd,
+                # as a new skb would (a reopened zero window gets initcwnd, not the old cwnd)
+                self._slow_start_after_idle_check()
             if nwin > snd.max_window:
                 snd.max_window = nwin
         snd.rcv_tstamp = self.now

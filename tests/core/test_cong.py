@@ -214,3 +214,21 @@ def test_sender_sysctl_table_and_sweep_key():
         scenario_from_dict({"sender": {"sysctl": {"net.ipv4.tcp_wmem": "a b"}}})
     with pytest.raises(ScenarioError, match="sender.sysctl: expected a table"):
         scenario_from_dict({"sender": {"sysctl": 3}})
+
+
+def test_a_window_that_reopens_on_queued_data_after_idle_restarts_cwnd():
+    """tcp_ack_update_window() runs tcp_slow_start_after_idle_check() when the window
+    changes while unsent data is queued: the kernel's reproducer sender (cwnd 60) sent 10
+    segments into a window reopened after a 69 s zero-window stall, not the whole window
+    (issue 14, seed-unbounded-growth-shrink0-120s at 70.96 s)."""
+    for on in (1, 0):
+        sk = sender(tcp_slow_start_after_idle=on)
+        sk.snd.snd_cwnd, sk.snd.snd_ssthresh = 60, 1 << 30
+        sk.snd.snd_wnd = 0                                     # the peer's zero window
+        sk.ack.lsndtime = 2 * NS_PER_MS
+        sk.write(3 * NS_PER_MS, 200 * 1448)                    # queued, nothing sent
+        assert not sk.take_outbox() and sk.snd.snd_cwnd == 60
+        sk.on_segment(70 * NS_PER_S, Segment(1, 0, ACK, 1, 49152 >> 7, tsval=2, tsecr=1))
+        sent = [s for s in sk.take_outbox() if s.len]
+        assert sk.snd.snd_cwnd == (10 if on else 60)
+        assert sum(s.len for s in sent) == (10 * 1448 if on else 49152)   # all of it

@@ -108,6 +108,29 @@ def test_sender_paths_agree(native, profile, cc, hz):
     run_rounds(p, t, t + 500 * NS_PER_MS, lambda sk: 20 * NS_PER_MS)
 
 
+@pytest.mark.parametrize(("profile", "cc", "hz"), CASES)
+def test_a_window_reopened_after_a_stall_restarts_cwnd_in_both(native, profile, cc, hz):
+    """tcp_ack_update_window() -> tcp_slow_start_after_idle_check(): the peer's zero
+    window holds queued data for 5 s, then a window update lets the sender go on with
+    initcwnd, not the cwnd it had (issue 14)."""
+    p = Pair(profile, sysctl={"net.ipv4.tcp_congestion_control": cc}, hz=hz)
+    handshake(p, "client")
+    t = 2 * NS_PER_MS
+    p.do("write", t, 1 << 20)
+    t = run_rounds(p, t, 100 * NS_PER_MS, lambda sk: 20 * NS_PER_MS)
+    snd = p.py.snd
+    t += 20 * NS_PER_MS
+    ack_at(p, t, snd.snd_nxt, win=0)                       # all acked, the window closes
+    p.do("write", t, 1 << 20)                              # queued behind the zero window
+    cwnd = snd.snd_cwnd
+    assert cwnd > snd.initcwnd and snd.write_queue and not snd.rtx_queue
+    while (d := p.nat.next_deadline()) and d < t + 5000 * NS_PER_MS:   # zero-window probes
+        p.do("on_timer", d)
+    t += 5000 * NS_PER_MS
+    ack_at(p, t, snd.snd_una, win=65535)
+    assert snd.snd_cwnd == snd.initcwnd and len(snd.rtx_queue) == snd.initcwnd
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_random_sender_programs_agree(native, seed):
     """Seeded random writes, ACKs (new data, duplicates, window changes), idle gaps and
