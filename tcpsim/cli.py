@@ -16,6 +16,7 @@ from typing import Any, List, Optional
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from tcpsim.cli_params import plain_params
 from tcpsim.core.sysctl import SysctlError
 from tcpsim.catalog import ProfileError, get_profile
 from tcpsim.engines import EngineError
@@ -30,6 +31,7 @@ class _TcpsimGroup(TyperGroup):
 
     def main(self, args=None, prog_name=None, complete_var=None,  # type: ignore[no-untyped-def]
              standalone_mode=True, **extra):
+        plain_params(self)                     # no pydantic for plain values (cli_params.py)
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
         try:
