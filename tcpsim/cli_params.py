@@ -21,7 +21,7 @@ from typing import Any, Callable, List, Optional
 try:  # typer >= 0.29: coercion through pydantic TypeAdapters, built lazily per parameter
     from typer._coercion import RuntimeParam, build_runtime_param
     from typer._param_types import coerce_cli_path
-except ImportError:  # pragma: no cover - another typer: its own conversion stays
+except (ImportError, AttributeError):  # pragma: no cover - another typer: its own stays
     RuntimeParam = None  # type: ignore[assignment,misc]
 
 _DECLINE = object()          # "not a plain value": typer's own adapter converts it
@@ -107,8 +107,8 @@ def plain_params(command: Any) -> None:
         return
     for param in command.params:
         _plain(param)
-    if "get_help_option" not in vars(command):     # made on first use (click caches it)
-        made = command.get_help_option
+    made = getattr(command, "get_help_option", None)
+    if made is not None and "get_help_option" not in vars(command):  # made on first use
 
         def get_help_option(ctx: Any) -> Any:
             option = made(ctx)
@@ -122,13 +122,19 @@ def plain_params(command: Any) -> None:
 
 def _plain(param: Any) -> None:
     """`param`'s conversion: the plain converter, if its type has one and typer has not
-    built its own yet."""
+    built its own yet. Whatever this typer does not have as expected stays typer's."""
     desc = getattr(param, "type_descriptor", None)
-    if desc is None or getattr(param, "_runtime_param", 0) is not None \
-            or desc.file_annotation is not None or desc.parameter_info.parser is not None:
+    info = getattr(desc, "parameter_info", None)
+    if info is None or getattr(param, "_runtime_param", 0) is not None \
+            or getattr(desc, "file_annotation", 0) is not None \
+            or getattr(info, "parser", 0) is not None:
         return
-    convert = _converter(desc.annotation, desc.parameter_info)
-    if convert is not None:
-        param._runtime_param = PlainParam(parameter_info=desc.parameter_info,
-                                          annotation=desc.annotation, convert=convert,
-                                          descriptor=desc)
+    convert = _converter(desc.annotation, info)
+    if convert is None:
+        return
+    try:
+        plain = PlainParam(parameter_info=info, annotation=desc.annotation, convert=convert,
+                           descriptor=desc)
+    except TypeError:  # pragma: no cover - another typer's RuntimeParam
+        return
+    param._runtime_param = plain
