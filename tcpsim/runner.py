@@ -5,14 +5,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.engine.result import RunResult, progress_bar
 from tcpsim.catalog import ProfileError, get_profile
 from tcpsim.scenario import Scenario, check_hz
 from tcpsim.sysctl_parse import check as check_sysctls
-from tcpsim.trace.recorder import MemoryRecorder, ParquetRecorder
+
+if TYPE_CHECKING:  # pyarrow is imported only by a run that records a trace
+    from tcpsim.trace.recorder import MemoryRecorder
 
 
 @dataclass
@@ -79,8 +81,10 @@ def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, 
     sc, profile = prepare(scenario, opts)
     sink: MemoryRecorder | None = None
     if opts.trace:
+        from tcpsim.trace.recorder import ParquetRecorder
         sink = ParquetRecorder(opts.trace)
     elif opts.memory_trace:
+        from tcpsim.trace.recorder import MemoryRecorder
         sink = MemoryRecorder()
     tap = None
     if opts.pcap:
