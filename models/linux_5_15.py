@@ -168,10 +168,11 @@ class Linux515(KernelPolicy):
     def rcv_rtt_measure_ts(self, sk: TcpSocket, seg: Segment) -> None:
         """Models tcp_rcv_rtt_measure_ts() [5.15]: sample = now - echoed timestamp, once
         per new echo, from full-sized segments; 0 ms counts as 1 ms."""
-        tsecr = sk.conn.rcv_tsecr
-        if not sk.conn.ts_ok or tsecr <= 0 or tsecr == sk.rcv.rcv_rtt_last_tsecr:
+        conn, rcv = sk.conn, sk.rcv
+        tsecr = conn.rcv_tsecr
+        if not conn.ts_ok or tsecr <= 0 or tsecr == rcv.rcv_rtt_last_tsecr:
             return
-        sk.rcv.rcv_rtt_last_tsecr = tsecr
+        rcv.rcv_rtt_last_tsecr = tsecr
         if seg.len >= sk.ack.ack_rcv_mss:
             sample = self.ts_rtt_sample_us(sk._tsval() - tsecr)
             if sample >= 0:
@@ -186,13 +187,14 @@ class Linux515(KernelPolicy):
     def measure_rcv_mss(self, sk: TcpSocket, seg: Segment, skb: Skb) -> None:
         """Models tcp_measure_rcv_mss() [5.15]: learn the peer's segment size; mark small
         pushed segments (ICSK_ACK_PUSHED/PUSHED2) for the read-side ACK rule."""
-        lss = sk.rcv.last_seg_size
-        sk.rcv.last_seg_size = 0
+        rcv, ack = sk.rcv, sk.ack
+        lss = rcv.last_seg_size
+        rcv.last_seg_size = 0
         length = seg.gso_size or seg.len
-        if length >= sk.ack.ack_rcv_mss:
-            if length != sk.ack.ack_rcv_mss:
+        if length >= ack.ack_rcv_mss:
+            if length != ack.ack_rcv_mss:
                 self.on_rcv_mss_change(sk, seg, skb)
-            sk.ack.ack_rcv_mss = min(length, sk.conn.advmss)
+            ack.ack_rcv_mss = min(length, sk.conn.advmss)
             return
         length += sk.conn.tcp_header_len
         if length >= TCP_MSS_DEFAULT + 20 or (
@@ -220,7 +222,8 @@ class Linux515(KernelPolicy):
     def grow_window(self, sk: TcpSocket, skb: Skb, adjust: bool, seg: Segment) -> None:
         """Models tcp_grow_window(): raise rcv_ssthresh by two MSS (or 2*len) per segment
         whose payload is worth its memory; bloated skbs only while rcv_ssthresh is small."""
-        room = min(sk.rcv.window_clamp, sk.tcp_space()) - sk.rcv.rcv_ssthresh
+        rcv = sk.rcv
+        room = min(rcv.window_clamp, sk.tcp_space()) - rcv.rcv_ssthresh
         if room <= 0:
             return
         if sk.mem.memory_pressure:
@@ -237,7 +240,7 @@ class Linux515(KernelPolicy):
             incr = self._grow_window_bloated(sk, truesize, skb.len)
         if incr:
             incr = max(incr, 2 * skb.len)
-            sk.rcv.rcv_ssthresh += min(room, incr)
+            rcv.rcv_ssthresh += min(room, incr)
             sk.ack.ack_quick |= 1
 
     def _grow_window_bloated(self, sk: TcpSocket, truesize: int, length: int) -> int:
@@ -273,15 +276,17 @@ class Linux515(KernelPolicy):
         never-shrink rule. Zero when free space is below max(rcv_mss, full/16) and below
         half of the full window; otherwise bounded by rcv_ssthresh and rounded up to the
         window-scale unit so scaling cannot hide it."""
+        rcv = sk.rcv
         mss = sk.ack.ack_rcv_mss
         free = sk.tcp_space()
         allowed = sk.full_space()
-        full = min(sk.rcv.window_clamp, allowed)
+        full = min(rcv.window_clamp, allowed)
         if mss > full:
             mss = full
             if mss <= 0:
                 return 0
-        unit = 1 << sk.conn.rcv_wscale
+        wscale = sk.conn.rcv_wscale
+        unit = 1 << wscale
         if self.shrink_allowed(sk):
             return self._select_window_shrink(sk, free, allowed, full, mss, unit)
         if free < full >> 1:
@@ -291,11 +296,11 @@ class Linux515(KernelPolicy):
             free = round_down(free, unit)
             if free < allowed >> 4 or free < mss:
                 return 0
-        if free > sk.rcv.rcv_ssthresh:
-            free = sk.rcv.rcv_ssthresh
-        if sk.conn.rcv_wscale:
+        if free > rcv.rcv_ssthresh:
+            free = rcv.rcv_ssthresh
+        if wscale:
             return align_up(free, unit)
-        window = sk.rcv.rcv_wnd
+        window = rcv.rcv_wnd
         if window <= free - mss or window > free:
             window = free // mss * mss
         elif mss == full and free > window + (full >> 1):
@@ -334,15 +339,17 @@ class Linux515(KernelPolicy):
 
     def _store_window(self, sk: TcpSocket, old: int, new: int) -> int:
         """The common tail of tcp_select_window(): store, cap, scale, count."""
-        sk.rcv.rcv_wnd = new
-        sk.rcv.rcv_wup = sk.rcv.rcv_nxt
-        if not sk.conn.rcv_wscale and sk.sysctl.tcp_workaround_signed_windows:
+        rcv = sk.rcv
+        wscale = sk.conn.rcv_wscale
+        rcv.rcv_wnd = new
+        rcv.rcv_wup = rcv.rcv_nxt
+        if not wscale and sk.sysctl.tcp_workaround_signed_windows:
             new = min(new, MAX_TCP_WINDOW)
         else:
-            new = min(new, 65535 << sk.conn.rcv_wscale)
-        new >>= sk.conn.rcv_wscale
+            new = min(new, 65535 << wscale)
+        new >>= wscale
         if new == 0:
-            sk.rcv.pred_ok = False
+            rcv.pred_ok = False
             if old:
                 sk.mib.TCPToZeroWindowAdv += 1
         elif old == 0:

@@ -99,13 +99,14 @@ class Linux66(ShrinkWindowSysctl, Linux61):
 
     def dec_quickack_mode(self, sk: TcpSocket) -> None:
         """tcp_dec_quickack_mode() [6.6]: count only ACKs of new data actually owed."""
-        if sk.ack.ack_quick:
-            pkts = 1 if sk.ack.ack_pending & ICSK_ACK_SCHED else 0
-            if pkts >= sk.ack.ack_quick:
-                sk.ack.ack_quick = 0
-                sk.ack.ack_ato = TCP_ATO_MIN_NS
+        ack = sk.ack
+        if ack.ack_quick:
+            pkts = 1 if ack.ack_pending & ICSK_ACK_SCHED else 0
+            if pkts >= ack.ack_quick:
+                ack.ack_quick = 0
+                ack.ack_ato = TCP_ATO_MIN_NS
             else:
-                sk.ack.ack_quick -= pkts
+                ack.ack_quick -= pkts
 
     def prune_ofo_queue(self, sk: TcpSocket, skb: Skb) -> bool:
         """tcp_prune_ofo_queue() [6.2+]: never drop OFO data below the incoming segment;

@@ -31,10 +31,11 @@ class Linux68(Linux66):
         """tcp_schedule_loss_probe() [tcp_output.c, 6.7+]: 2 * srtt plus tcp_rto_min (one
         segment out) or TCP_TIMEOUT_MIN_US (2 ms), summed in microseconds, then rounded up
         to whole jiffies; TCP_TIMEOUT_INIT before any RTT sample."""
-        if not sk.snd.srtt_us8:
+        snd = sk.snd
+        if not snd.srtt_us8:
             return TCP_TIMEOUT_INIT_NS
-        floor = TCP_RTO_MIN_NS if len(sk.snd.rtx_queue) == 1 else 2000 * NS_PER_US
-        return sk.clock.jiffies_up((sk.snd.srtt_us8 >> 2) * NS_PER_US + floor)
+        floor = TCP_RTO_MIN_NS if len(snd.rtx_queue) == 1 else 2000 * NS_PER_US
+        return sk.clock.jiffies_up((snd.srtt_us8 >> 2) * NS_PER_US + floor)
 
 
 PROFILE = Profile("linux-6.8", Linux68, "6.8: scaling_ratio default raised to 50 %")

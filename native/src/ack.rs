@@ -73,16 +73,16 @@ impl TcpSocket {
     /// The ato update of tcp_event_data_recv() [tcp_input.c], in the clock's ticks (ack.py
     /// `_ato_update`): ato, the inter-arrival time m and icsk_rto are whole jiffies.
     fn ato_update(&mut self) {
-        let nj = self.clock.ticks(self.now);
+        let (lrcvtime, ato, m) =
+            self.clock
+                .ato_sample(self.now, self.ack.ack_ato, self.ack.ack_lrcvtime);
         if self.ack.ack_ato == 0 {
             self.incr_quickack(TCP_MAX_QUICKACKS);
             self.ack.ack_ato = TCP_ATO_MIN_NS;
         } else {
             let clock = &self.clock;
             let ato_min = clock.to_ticks(TCP_ATO_MIN_NS);
-            let ato = clock.to_ticks(self.ack.ack_ato);
             let rto = clock.to_ticks(self.snd.rto);
-            let m = nj - clock.stamp_ticks(self.ack.ack_lrcvtime);
             if m <= ato_min.div_euclid(2) {
                 self.ack.ack_ato = clock.ticks_ns((ato >> 1) + ato_min.div_euclid(2));
             } else if m < ato {
@@ -91,7 +91,7 @@ impl TcpSocket {
                 self.incr_quickack(TCP_MAX_QUICKACKS);
             }
         }
-        self.ack.ack_lrcvtime = self.clock.ticks_ns(nj);
+        self.ack.ack_lrcvtime = lrcvtime;
     }
 
     // -- immediate or delayed -------------------------------------------------------------
@@ -174,21 +174,21 @@ impl TcpSocket {
         let pingpong = self.in_pingpong();
         let clock = &self.clock;
         let ack = &self.ack;
-        let mut ato = clock.to_ticks(ack.ack_ato);
+        let srtt_us8 = self.snd.srtt_us8;
+        let (nj, mut ato, rtt, delack_max) =
+            clock.delack_ticks(self.now, ack.ack_ato, srtt_us8 >> 3, delack_max);
         let delack_min = clock.to_ticks(TCP_DELACK_MIN_NS);
         if ato > delack_min {
             let mut max_ato = clock.to_ticks(HZ_HALF_NS); // HZ / 2
             if pingpong || ack.ack_pending & ICSK_ACK_PUSHED != 0 {
                 max_ato = clock.to_ticks(TCP_DELACK_MAX_NS);
             }
-            if self.snd.srtt_us8 != 0 {
-                let rtt = clock.usecs_to_ticks(self.snd.srtt_us8 >> 3).max(delack_min);
-                max_ato = max_ato.min(rtt);
+            if srtt_us8 != 0 {
+                max_ato = max_ato.min(rtt.max(delack_min));
             }
             ato = ato.min(max_ato);
         }
-        ato = ato.min(clock.to_ticks(delack_max));
-        let nj = clock.ticks(self.now);
+        ato = ato.min(delack_max);
         let mut timeout = nj + ato;
         if ack.ack_pending & ICSK_ACK_TIMER != 0 && ack.delack_deadline != 0 {
             if ack.delack_expires <= nj + (ato >> 2) {

@@ -85,6 +85,35 @@ pub trait Clock {
     fn reset_timer(&self, now_ns: i64, when_ns: i64) -> i64 {
         self.reset_xmit_timer(now_ns, when_ns)
     }
+
+    /// What the ato update of tcp_event_data_recv() reads and writes, in one call:
+    /// (tcp_jiffies32 now as the new lrcvtime stores it, in ns; ato in ticks; the ticks
+    /// elapsed since the old lrcvtime). clock.py `Clock.ato_sample`.
+    fn ato_sample(&self, now_ns: i64, ato_ns: i64, lrcvtime_ns: i64) -> (i64, i64, i64) {
+        let nj = self.ticks(now_ns);
+        (
+            self.ticks_ns(nj),
+            self.to_ticks(ato_ns),
+            nj - self.stamp_ticks(lrcvtime_ns),
+        )
+    }
+
+    /// What tcp_send_delayed_ack() reads, in ticks, in one call: (jiffies now, ato,
+    /// usecs_to_jiffies(srtt), the profile's delack_max). clock.py `Clock.delack_ticks`.
+    fn delack_ticks(
+        &self,
+        now_ns: i64,
+        ato_ns: i64,
+        srtt_us: i64,
+        delack_max_ns: i64,
+    ) -> (i64, i64, i64, i64) {
+        (
+            self.ticks(now_ns),
+            self.to_ticks(ato_ns),
+            self.usecs_to_ticks(srtt_us),
+            self.to_ticks(delack_max_ns),
+        )
+    }
 }
 
 /// The model's historic clock (Python `hz = 0`): 1 ms jiffies for the ACK timing, and timers

@@ -73,14 +73,12 @@ class AckMixin:
         ack_lrcvtime stay in ns (lrcvtime on the tick that started its jiffy). With the
         default clock the ticks are ns and the jiffy a millisecond."""
         ack, clock = self.ack, self.clock
-        nj = clock.ticks(self.now)
+        lrcvtime, ato, m = clock.ato_sample(self.now, ack.ack_ato, ack.ack_lrcvtime)
         if not ack.ack_ato:
             self.incr_quickack(TCP_MAX_QUICKACKS)
             ack.ack_ato = TCP_ATO_MIN_NS
         else:
             half_ato_min = clock.ato_min_ticks // 2
-            ato = clock.to_ticks(ack.ack_ato)
-            m = nj - clock.stamp_ticks(ack.ack_lrcvtime)
             if m <= half_ato_min:                   # the common case: no RTO conversion
                 ack.ack_ato = clock.ticks_ns((ato >> 1) + half_ato_min)
             else:
@@ -89,7 +87,7 @@ class AckMixin:
                     ack.ack_ato = clock.ticks_ns(min((ato >> 1) + m, rto))
                 elif m > rto:
                     self.incr_quickack(TCP_MAX_QUICKACKS)
-        ack.ack_lrcvtime = clock.ticks_ns(nj)
+        ack.ack_lrcvtime = lrcvtime
 
     # -- immediate or delayed ----------------------------------------------------------------
 
@@ -149,19 +147,18 @@ class AckMixin:
         HZ = 1000 gives 40 >> 2 = 10 jiffies, 30 ms. With a kernel tick the timer runs on
         the wheel's bucket, one jiffy after its expiry (level 0); with the default clock at
         the expiry itself."""
-        ack, clock = self.ack, self.clock
-        ato = clock.to_ticks(ack.ack_ato)
+        ack, clock, srtt_us8 = self.ack, self.clock, self.snd.srtt_us8
+        nj, ato, rtt, delack_max = clock.delack_ticks(self.now, ack.ack_ato, srtt_us8 >> 3,
+                                                      self.k.delack_max(self))
         delack_min = clock.delack_min_ticks
         if ato > delack_min:
             max_ato = clock.hz_half_ticks                        # HZ / 2
             if self.in_pingpong() or ack.ack_pending & ICSK_ACK_PUSHED:
                 max_ato = clock.delack_max_ticks
-            if self.snd.srtt_us8:
-                rtt = max(clock.usecs_to_ticks(self.snd.srtt_us8 >> 3), delack_min)
-                max_ato = min(max_ato, rtt)
+            if srtt_us8:
+                max_ato = min(max_ato, max(rtt, delack_min))
             ato = min(ato, max_ato)
-        ato = min(ato, clock.to_ticks(self.k.delack_max(self)))
-        nj = clock.ticks(self.now)
+        ato = min(ato, delack_max)
         timeout = nj + ato
         if ack.ack_pending & ICSK_ACK_TIMER and ack.delack_deadline:
             if ack.delack_expires <= nj + (ato >> 2):

@@ -116,6 +116,22 @@ class Clock(ABC):
     def jiffies_up(self, d_ns: int) -> int:
         """A duration rounded up to whole jiffies, in ns (usecs_to_jiffies() and back)."""
 
+    # -- the delayed-ACK code's reads, one call each (it runs for every data segment) ------------
+
+    def ato_sample(self, now_ns: int, ato_ns: int, lrcvtime_ns: int) -> tuple[int, int, int]:
+        """What the ato update of tcp_event_data_recv() reads and writes, in one call:
+        (tcp_jiffies32 now as the new lrcvtime stores it, in ns; ato in ticks; the ticks
+        elapsed since the old lrcvtime)."""
+        nj = self.ticks(now_ns)
+        return self.ticks_ns(nj), self.to_ticks(ato_ns), nj - self.stamp_ticks(lrcvtime_ns)
+
+    def delack_ticks(self, now_ns: int, ato_ns: int, srtt_us: int,
+                     delack_max_ns: int) -> tuple[int, int, int, int]:
+        """What tcp_send_delayed_ack() reads, in ticks, in one call: (jiffies now, ato,
+        usecs_to_jiffies(srtt), the profile's delack_max)."""
+        return (self.ticks(now_ns), self.to_ticks(ato_ns), self.usecs_to_ticks(srtt_us),
+                self.to_ticks(delack_max_ns))
+
 
 class ExactClock(Clock):
     """tcpsim's default clock: 1 ms jiffies for the ACK timing, timers at their exact
@@ -157,6 +173,16 @@ class ExactClock(Clock):
 
     def jiffies_up(self, d_ns: int) -> int:
         return -(-d_ns // NS_PER_MS) * NS_PER_MS
+
+    # the generic forms above with the conversions written out (ticks are ns here)
+
+    def ato_sample(self, now_ns: int, ato_ns: int, lrcvtime_ns: int) -> tuple[int, int, int]:
+        nj = now_ns - now_ns % NS_PER_MS
+        return nj, ato_ns, nj - lrcvtime_ns
+
+    def delack_ticks(self, now_ns: int, ato_ns: int, srtt_us: int,
+                     delack_max_ns: int) -> tuple[int, int, int, int]:
+        return now_ns - now_ns % NS_PER_MS, ato_ns, srtt_us * NS_PER_US, delack_max_ns
 
 
 class JiffyClock(Clock):

@@ -35,7 +35,8 @@ class ReceiveMixin:
 
     def tcp_space(self: TcpSocket) -> int:
         """Models tcp_space(): window worth of the unused receive budget (may be negative)."""
-        return self.k.win_from_space(self, self.mem.sk_rcvbuf - self.mem.sk_rmem_alloc)
+        mem = self.mem
+        return self.k.win_from_space(self, mem.sk_rcvbuf - mem.sk_rmem_alloc)
 
     def full_space(self: TcpSocket) -> int:
         """Models tcp_full_space(): window worth of the whole receive budget."""
@@ -117,8 +118,9 @@ class ReceiveMixin:
 
     def _ts_update(self: TcpSocket, seg: Segment) -> None:
         """tcp_store_ts_recent(): remember the peer's timestamp for our echo."""
-        if self.conn.ts_ok and seg.tsval >= 0 and seg.seq <= self.rcv.rcv_wup:
-            self.conn.ts_recent = seg.tsval
+        conn = self.conn
+        if conn.ts_ok and seg.tsval >= 0 and seg.seq <= self.rcv.rcv_wup:
+            conn.ts_recent = seg.tsval
 
     def _drop_unacceptable(self: TcpSocket, seg: Segment, reason: str) -> None:
         """tcp_validate_incoming() failure: drop; answer with a dupACK unless RST, rate

@@ -173,7 +173,8 @@ class SendMixin:
         (sk_stream_memory_free: sk_wmem_queued < sk_sndbuf); filling the tail skb takes no
         room check, so a write that meets a full buffer stops at an skb boundary (the
         kernel's partial writes complete the tail skb, then EAGAIN)."""
-        q = self.snd.write_queue
+        snd = self.snd
+        q = snd.write_queue
         goal = self.size_goal()
         done = 0
         if q and q[-1] < goal:
@@ -181,8 +182,8 @@ class SendMixin:
             q[-1] += done
         if done < n:
             queued = self.wmem_queued() + done
-            sndbuf = self.snd.sk_sndbuf
-            notsent = self.snd.write_seq + done - self.snd.snd_nxt
+            sndbuf = snd.sk_sndbuf
+            notsent = snd.write_seq + done - snd.snd_nxt
             lowat = self.sysctl.tcp_notsent_lowat
             if queued < sndbuf and notsent < lowat:
                 self._slow_start_after_idle_check()       # tcp_skb_entail()
@@ -246,7 +247,8 @@ class SendMixin:
     def packets_in_flight(self: TcpSocket) -> int:
         """tcp_packets_in_flight(): sent and not acked, less those marked lost and not yet
         retransmitted (packets_out - lost_out + retrans_out)."""
-        return len(self.snd.rtx_queue) - self.snd.lost_out
+        snd = self.snd
+        return len(snd.rtx_queue) - snd.lost_out
 
     def _mark_lost(self: TcpSocket, e: list[int]) -> None:
         """Mark a segment lost: it leaves the flight until it is retransmitted."""
@@ -617,9 +619,9 @@ class SendMixin:
         full RTO when the caller is about to rearm it (`advancing_rto`, on an ACK), else
         what is left of it from the head segment's send time (tcp_rto_delta_us).
         tcp_early_retrans is taken at its default (3: TLP on); Fast Open is not modelled."""
-        snd = self.snd
-        if (not snd.rtx_queue or not self.conn.sack_ok or snd.in_recovery or snd.dupacks
-                or self.conn.state not in XMIT_STATES):
+        snd, conn = self.snd, self.conn
+        if (not snd.rtx_queue or not conn.sack_ok or snd.in_recovery or snd.dupacks
+                or conn.state not in XMIT_STATES):
             return False
         timeout = self.k.loss_probe_timeout(self)
         rto_delta = snd.rto if advancing_rto else snd.rtx_queue[0][TX_NS] + snd.rto - self.now

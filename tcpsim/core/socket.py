@@ -410,9 +410,9 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
 
     def next_deadline(self) -> int:
         """Earliest armed timer, or 0 when none is armed (a deadline of 0 is unarmed)."""
-        snd = self.snd
+        ack, snd = self.ack, self.snd
         d = 0
-        for t in (self.ack.delack_deadline, self.ack.comp_sack_deadline, snd.tlp_deadline,
+        for t in (ack.delack_deadline, ack.comp_sack_deadline, snd.tlp_deadline,
                   snd.rto_deadline, snd.probe_deadline):
             if t and (not d or t < d):
                 d = t
@@ -500,7 +500,8 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
 
     def recv_q(self) -> int:
         """Bytes queued and not read (Recv-Q in ss)."""
-        return self.rcv.rcv_nxt - self.rcv.copied_seq
+        rcv = self.rcv
+        return rcv.rcv_nxt - rcv.copied_seq
 
     def ato_min(self) -> int:
         return TCP_ATO_MIN_NS
