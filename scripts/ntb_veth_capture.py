@@ -177,7 +177,7 @@ class Net:
         return out
 
     def ss(self, name: str) -> str:
-        return self.ns(name, "ss", "-tmiHn", "state", "established",
+        return self.ns(name, "ss", "-tmoiHn", "state", "established",
                        f"( sport = :{PORT} or dport = :{PORT} )").strip()
 
 
