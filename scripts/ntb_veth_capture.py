@@ -267,8 +267,20 @@ def run(net: Net, dur: float, a_args: dict[str, object], b_args: dict[str, objec
             "stalled": bool(tail) and sum(tail) < 1 << 20}
 
 
+# Both ends' tcp_rmem / tcp_wmem, unless a variant says otherwise (this kernel's defaults).
+SYSCTLS = {"net.ipv4.tcp_rmem": "4096 131072 33554432", "net.ipv4.tcp_wmem": "4096 16384 4194304"}
+# name -> sysctls of both ends that differ from SYSCTLS
+VARIANT_SYSCTLS: dict[str, dict[str, str]] = {
+    "tcp_rmem max 128K": {"net.ipv4.tcp_rmem": "4096 131072 131072"},
+    "tcp_rmem max 128K, copybreak 256": {"net.ipv4.tcp_rmem": "4096 131072 131072"},
+    "tcp_rmem max 256K": {"net.ipv4.tcp_rmem": "4096 131072 262144"},
+    "tcp_wmem max 128K": {"net.ipv4.tcp_wmem": "4096 16384 131072"},
+}
+
 # name -> (charging: None | copybreak, A's args, B's args); A: scp source, B: scp sink
 VARIANTS: dict[str, tuple[int | None, dict[str, object], dict[str, object]]] = {
+    **{name: (256 if "copybreak" in name else 0, {"bulk": 1}, {"small_ms": 10})
+       for name in VARIANT_SYSCTLS},
     "ssh, plain veth": (None, {"bulk": 1}, {"small_ms": 10}),
     "ssh": (0, {"bulk": 1}, {"small_ms": 10}),
     "ssh, copybreak 256": (256, {"bulk": 1}, {"small_ms": 10}),
@@ -314,6 +326,9 @@ def matrix(runs: int, dur: float, names: list[str], out: Path | None) -> None:
             if cb is not None and cb not in objs:
                 objs[cb] = build_program(cb, Path(tmp))
             net.charge(None if cb is None else objs[cb])
+            for name_ in (net.a, net.b):
+                for key, val in {**SYSCTLS, **VARIANT_SYSCTLS.get(name, {})}.items():
+                    net.ns(name_, "sysctl", "-qw", f"{key}={val}")
             results = [run(net, dur, a_args, b_args) for _ in range(runs)]
             everything[name] = results
             print(_row(name, results), flush=True)

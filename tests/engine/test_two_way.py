@@ -206,14 +206,21 @@ def test_ntb_with_relaying_ends_does_not_deadlock_in_the_model():
     assert bulk == {(32768, 131328)}
 
 
-def test_ntb_with_a_locked_receive_buffer_stalls_with_or_without_copybreak():
-    # SO_RCVBUF (64 KiB -> a locked 128 KiB rcvbuf) is the condition under which the kernel
-    # on veth stalls the copy (1-8 MiB in 4 s instead of 1.2 GiB), with and without the
-    # copybreak (docs/ntb-jumbo-rx.md). In the model the bulk stops after the first window:
-    # window_clamp = 131072 x 63/256 = 32256 (32768 bytes in 131328) is under the 32748-byte
-    # MSS, and each ACK of the small messages re-arms the persist timer before it fires.
+RMEM_128K = {"net.ipv4.tcp_rmem": (4096, 131072, 131072)}
+
+
+@pytest.mark.parametrize("changes", [{"so_rcvbuf": 65536},
+                                     {"sysctl": RMEM_128K, "sender_sysctl": RMEM_128K}],
+                         ids=["so_rcvbuf", "tcp_rmem"])
+def test_ntb_with_a_receive_buffer_that_cannot_grow_stalls_with_or_without_copybreak(changes):
+    # A locked SO_RCVBUF (64 KiB -> 128 KiB) or a tcp_rmem[2] of 128 KiB is the condition
+    # under which the kernel on veth stalls the copy (0-9 MiB in 4 s instead of 1.2 GiB),
+    # with and without the copybreak (docs/ntb-jumbo-rx.md). In the model the bulk stops after
+    # the first window: window_clamp = 131072 x 63/256 = 32256 (32768 bytes in 131328) is
+    # under the 32748-byte MSS, and each ACK of the small messages re-arms the persist timer
+    # before it fires -- as the kernel's stalled sender showed (ss -o: persist, lastack 4 ms).
     for copybreak in (0, 256):
-        s, cols = ntb(copybreak, so_rcvbuf=65536)
+        s, cols = ntb(copybreak, **changes)
         assert s["bytes_read"] == 65496 < s["bytes_written"], copybreak
         assert s["window_probes"] == s["zero_windows_sent"] == 0
         last = max(i for i, sock in enumerate(cols["sock"]) if sock == "rcv"
