@@ -52,7 +52,7 @@ from typing import Iterator
 HERE = Path(__file__).resolve().parent
 ENDPOINT = HERE / "ntb_sshlike.py"
 PORT = 5022
-TOOLS = ("ip", "tc", "llc", "ss")
+TOOLS = ("ip", "tc", "llc", "ss", "ethtool")
 
 # bpf_skb_change_tail = 38, bpf_skb_pull_data = 39, bpf_skb_change_head = 43 (uapi bpf.h);
 # __sk_buff: len at 0, gso_segs at 164.
@@ -107,7 +107,8 @@ GSO_HEAD = 196000
 
 NSTAT_KEYS = ("TCPToZeroWindowAdv", "TCPWantZeroWindowAdv", "TCPFromZeroWindowAdv",
               "TCPWinProbe", "PruneCalled", "RcvPruned", "TCPRcvQDrop", "TCPRcvCollapsed",
-              "TCPZeroWindowDrop", "TCPRcvCoalesce", "RetransSegs")
+              "TCPZeroWindowDrop", "TCPRcvCoalesce", "RetransSegs", "TCPBacklogDrop",
+              "TCPOFOQueue", "TCPOFODrop", "TCPRcvQDrop")
 
 
 def sh(*cmd: str, check: bool = True) -> str:
@@ -154,14 +155,22 @@ class Net:
             sh("ip", "-n", end, "route", "add", "default", "via", f"10.77.{net}.254")
         self.ns(self.r, "sysctl", "-qw", "net.ipv4.ip_forward=1")
 
-    def charge(self, obj: Path | None) -> None:
-        """Put ``obj`` on the ingress of both ends' devices (None: take it off)."""
-        for n, d in ((self.a, "vA"), (self.b, "vB")):
+    def charge(self, obj: Path | None, ends: str = "AB") -> None:
+        """Put ``obj`` on the ingress of the devices of ``ends`` (None: take it off)."""
+        for end, n, d in (("A", self.a, "vA"), ("B", self.b, "vB")):
             self.ns(n, "tc", "qdisc", "del", "dev", d, "clsact", check=False)
-            if obj is not None:
+            if obj is not None and end in ends:
                 self.ns(n, "tc", "qdisc", "add", "dev", d, "clsact")
                 self.ns(n, "tc", "filter", "add", "dev", d, "ingress", "bpf", "da", "obj",
                         str(obj), "sec", "classifier")
+
+    def link(self, mtu: int) -> None:
+        """All four devices at ``mtu``; below 65535 also without TSO/GSO, so that every skb
+        is one frame of at most an MSS (then charged exactly what ntb charged)."""
+        off = "off" if mtu < 65535 else "on"
+        for n, d in ((self.a, "vA"), (self.r, "rA"), (self.r, "rB"), (self.b, "vB")):
+            sh("ip", "-n", n, "link", "set", d, "mtu", str(mtu))
+            self.ns(n, "ethtool", "-K", d, "tso", off, "gso", off)
 
     def teardown(self) -> None:
         for n in (self.a, self.r, self.b):
@@ -277,10 +286,27 @@ VARIANT_SYSCTLS: dict[str, dict[str, str]] = {
     "tcp_wmem max 128K": {"net.ipv4.tcp_wmem": "4096 16384 131072"},
 }
 
+# name -> MTU of every device, when not 65535 (and then no TSO/GSO: one frame per skb)
+VARIANT_MTU: dict[str, int] = {
+    "MTU 11500": 11500,
+    "MTU 11500, copybreak 256": 11500,
+    "MTU 11500, plain veth": 11500,
+    "MTU 11500, B only": 11500,
+    "MTU 11500, B only, copybreak 256": 11500,
+    "MTU 11500, A only": 11500,
+    "MTU 11500, SO_RCVBUF 64K": 11500,
+    "MTU 11500, SO_RCVBUF 64K, copybreak 256": 11500,
+    "MTU 11500, SO_RCVBUF 64K, plain veth": 11500,
+}
+
 # name -> (charging: None | copybreak, A's args, B's args); A: scp source, B: scp sink
 VARIANTS: dict[str, tuple[int | None, dict[str, object], dict[str, object]]] = {
     **{name: (256 if "copybreak" in name else 0, {"bulk": 1}, {"small_ms": 10})
        for name in VARIANT_SYSCTLS},
+    **{name: (None if "plain" in name else 256 if "copybreak" in name else 0,
+              {"bulk": 1, **({"rcvbuf": 65536} if "SO_RCVBUF" in name else {})},
+              {"small_ms": 10, **({"rcvbuf": 65536} if "SO_RCVBUF" in name else {})})
+       for name in VARIANT_MTU},
     "ssh, plain veth": (None, {"bulk": 1}, {"small_ms": 10}),
     "ssh": (0, {"bulk": 1}, {"small_ms": 10}),
     "ssh, copybreak 256": (256, {"bulk": 1}, {"small_ms": 10}),
@@ -325,7 +351,9 @@ def matrix(runs: int, dur: float, names: list[str], out: Path | None) -> None:
             cb, a_args, b_args = VARIANTS[name]
             if cb is not None and cb not in objs:
                 objs[cb] = build_program(cb, Path(tmp))
-            net.charge(None if cb is None else objs[cb])
+            net.charge(None if cb is None else objs[cb],
+                       "B" if "B only" in name else "A" if "A only" in name else "AB")
+            net.link(VARIANT_MTU.get(name, 65535))
             for name_ in (net.a, net.b):
                 for key, val in {**SYSCTLS, **VARIANT_SYSCTLS.get(name, {})}.items():
                     net.ns(name_, "sysctl", "-qw", f"{key}={val}")
