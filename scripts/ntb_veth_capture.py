@@ -294,6 +294,7 @@ VARIANT_MTU: dict[str, int] = {
     "MTU 11500, B only": 11500,
     "MTU 11500, B only, copybreak 256": 11500,
     "MTU 11500, A only": 11500,
+    "MTU 11500, no messages back": 11500,
     "MTU 11500, SO_RCVBUF 64K": 11500,
     "MTU 11500, SO_RCVBUF 64K, copybreak 256": 11500,
     "MTU 11500, SO_RCVBUF 64K, plain veth": 11500,
@@ -305,7 +306,8 @@ VARIANTS: dict[str, tuple[int | None, dict[str, object], dict[str, object]]] = {
        for name in VARIANT_SYSCTLS},
     **{name: (None if "plain" in name else 256 if "copybreak" in name else 0,
               {"bulk": 1, **({"rcvbuf": 65536} if "SO_RCVBUF" in name else {})},
-              {"small_ms": 10, **({"rcvbuf": 65536} if "SO_RCVBUF" in name else {})})
+              {"small_ms": 0 if "no messages" in name else 10,
+               **({"rcvbuf": 65536} if "SO_RCVBUF" in name else {})})
        for name in VARIANT_MTU},
     "ssh, plain veth": (None, {"bulk": 1}, {"small_ms": 10}),
     "ssh": (0, {"bulk": 1}, {"small_ms": 10}),
