@@ -127,9 +127,29 @@ def _nearest(name: str) -> str:
     return f" (did you mean {close[0]}?)" if close else " (tcpsim profiles show linux-6.18 lists them)"
 
 
+class PatchAnswerError(TypeError):
+    """A patch's decision point returned what the native kernel cannot take (None where a
+    window is due): the message is the whole line, naming the patch, point and method."""
+
+
+def wrong_answer(method: object, point: str, value: object, expected: str) -> PatchAnswerError:
+    """The error for a patch method `method` (bound) whose answer `value` at `point` is not
+    `expected` (native/src/py_patch.rs calls this: the native engine's counterpart of the
+    Python kernel failing on the answer, which patch_failure() reports below)."""
+    fn = getattr(method, "__func__", method)
+    code = getattr(fn, "__code__", None)
+    patch, _ = _PATCH_CODE.get(code, (getattr(fn, "__qualname__", point), point))  # type: ignore[arg-type]
+    at = f" at {code.co_filename}:{code.co_firstlineno}" if isinstance(code, CodeType) else ""
+    return PatchAnswerError(
+        f"patch {patch} failed in decision point {point}{at}: it returned {value!r} "
+        f"({type(value).__name__}) where the kernel takes {expected}")
+
+
 def patch_failure(exc: BaseException) -> str:
     """One line for an exception raised inside a patch's method while a simulation ran
     ("" when no patch method is on the traceback: not the patch's fault)."""
+    if isinstance(exc, PatchAnswerError):
+        return str(exc)
     frames = traceback.extract_tb(exc.__traceback__)
     codes = _tb_codes(exc)
     for frame, code in zip(reversed(frames), reversed(codes)):

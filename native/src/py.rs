@@ -653,7 +653,8 @@ impl PyTcpSocket {
             let names: Vec<&str> = patches.iter().map(String::as_str).collect();
             let inner =
                 crate::models::compose_boxed(profile, &names).map_err(PyValueError::new_err)?;
-            let (pk, slot) = crate::py_patch::python_patch(py, inner, cls)?;
+            let slot = crate::py_patch::PatchFailure::new(Default::default());
+            let pk = crate::py_patch::python_patch(py, inner, cls, slot.clone())?;
             k = std::sync::Arc::from(pk);
             patch_error = Some(slot);
         }

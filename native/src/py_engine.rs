@@ -14,7 +14,13 @@ use crate::engine::apps::App;
 use crate::engine::random::Random;
 use crate::engine::simulation::{LinkSpec, RunSpec, Simulation, RCV, SND};
 use crate::engine::trace::INT_COLUMNS;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use crate::kernel::KernelRef;
+use crate::models::compose_boxed;
 use crate::py::{compose_kernel, fields_dict, segment_to_py, sysctls_from_py};
+use crate::py_patch::{python_patch, take_error, PatchError, PatchFailure};
 use crate::socket::{SocketParams, TcpSocket};
 
 fn item<'py>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Bound<'py, PyAny>> {
@@ -45,11 +51,27 @@ fn app(d: &Bound<'_, PyDict>) -> PyResult<App> {
     })
 }
 
-/// One of the run's sockets, as simulation.py builds it.
-fn socket(cfg: &Bound<'_, PyDict>, side: &Bound<'_, PyDict>, name: &str) -> PyResult<TcpSocket> {
+/// One of the run's sockets, as simulation.py builds it: the profile's built-in patches
+/// composed natively and, when the run has a user's Python patch (`py_policy`, the class
+/// tcpsim/native_patch.py composed), that class on top with one instance of its own
+/// (py_patch.rs), its exceptions kept in `error`.
+fn socket(
+    cfg: &Bound<'_, PyDict>,
+    side: &Bound<'_, PyDict>,
+    name: &str,
+    error: &PatchError,
+) -> PyResult<TcpSocket> {
     let profile: String = item(cfg, "profile")?.extract()?;
     let patches: Vec<String> = item(cfg, "patches")?.extract()?;
-    let k = compose_kernel(&profile, &patches)?;
+    let py_policy = cfg.get_item("py_policy")?.filter(|c| !c.is_none());
+    let k: KernelRef = match py_policy {
+        None => compose_kernel(&profile, &patches)?,
+        Some(cls) => {
+            let names: Vec<&str> = patches.iter().map(String::as_str).collect();
+            let inner = compose_boxed(&profile, &names).map_err(PyValueError::new_err)?;
+            Arc::from(python_patch(cfg.py(), inner, &cls, error.clone())?)
+        }
+    };
     let sysctl = sysctls_from_py(&item(side, "sysctl")?.cast_into()?, &k.new_sysctls())?;
     let dev_name: String = item(side, "device")?.extract()?;
     let dev = devices::device(&dev_name).map_err(PyValueError::new_err)?;
@@ -78,6 +100,8 @@ fn le_bytes<T: Copy>(v: &[T]) -> &[u8] {
 struct PySimulation {
     sim: Simulation,
     segment_cls: Py<PyAny>,
+    /// Where a user's Python patch leaves what it raised (None: no Python patch).
+    patch_error: Option<PatchError>,
 }
 
 #[pymethods]
@@ -86,8 +110,11 @@ impl PySimulation {
     fn new(py: Python<'_>, cfg: &Bound<'_, PyDict>) -> PyResult<Self> {
         let rcv_side: Bound<'_, PyDict> = item(cfg, "rcv")?.cast_into()?;
         let snd_side: Bound<'_, PyDict> = item(cfg, "snd")?.cast_into()?;
-        let mut rcv = socket(cfg, &rcv_side, "rcv")?;
-        let snd = socket(cfg, &snd_side, "snd")?;
+        let halt = Arc::new(AtomicBool::new(false));
+        let error = PatchFailure::new(halt.clone());
+        let mut rcv = socket(cfg, &rcv_side, "rcv", &error)?;
+        let snd = socket(cfg, &snd_side, "snd", &error)?;
+        take_error(&error)?; // a patch that raised while the sockets were made
         let so_rcvbuf = int(&rcv_side, "so_rcvbuf")?;
         if so_rcvbuf != 0 {
             rcv.set_rcvbuf(so_rcvbuf);
@@ -120,18 +147,36 @@ impl PySimulation {
             rev,
             tap: item(cfg, "tap")?.extract()?,
         };
-        let sim = Simulation::new(rcv, snd, spec).map_err(PyValueError::new_err)?;
+        let mut sim = Simulation::new(rcv, snd, spec).map_err(PyValueError::new_err)?;
+        sim.halt = halt;
         let segment_cls = py
             .import("tcpsim.core.segment")?
             .getattr("Segment")?
             .unbind();
-        Ok(PySimulation { sim, segment_cls })
+        let py_patch = cfg.get_item("py_policy")?.is_some_and(|c| !c.is_none());
+        Ok(PySimulation {
+            sim,
+            segment_cls,
+            patch_error: py_patch.then_some(error),
+        })
     }
 
-    /// Run until the trace holds `max_rows` rows, `max_steps` events ran, or the run ended.
-    fn run_some(&mut self, py: Python<'_>, max_rows: usize, max_steps: u64) {
+    /// Run until the trace holds `max_rows` rows, `max_steps` events ran, or the run ended;
+    /// raises what a user's Python patch raised (the run stops at the event it raised in).
+    /// Without a Python patch the GIL is released meanwhile; with one it is kept, since the
+    /// patch's points take it anyway (re-taking it at each call would cost more).
+    fn run_some(&mut self, py: Python<'_>, max_rows: usize, max_steps: u64) -> PyResult<()> {
         let sim = &mut self.sim;
-        py.detach(|| sim.run_some(max_rows, max_steps));
+        match &self.patch_error {
+            None => {
+                py.detach(|| sim.run_some(max_rows, max_steps));
+                Ok(())
+            }
+            Some(slot) => {
+                sim.run_some(max_rows, max_steps);
+                take_error(slot)
+            }
+        }
     }
 
     #[getter]

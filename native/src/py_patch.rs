@@ -23,6 +23,7 @@
 
 use std::collections::HashSet;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -38,8 +39,38 @@ use crate::skb::Skb;
 use crate::socket::{TcpSocket, TraceArgs};
 use crate::sysctl::SysctlSpec;
 
-/// The first exception a Python patch raised, until the socket's caller takes it.
-pub type PatchError = Arc<Mutex<Option<PyErr>>>;
+/// The first exception a Python patch raised, until the socket's caller takes it, and the
+/// flag saying one is there (shared with the run, which stops at the next event:
+/// engine/simulation.rs `halt`).
+pub struct PatchFailure {
+    err: Mutex<Option<PyErr>>,
+    raised: Arc<AtomicBool>,
+}
+
+/// Where a Python patch's kernel leaves its exception (one per socket, or per run).
+pub type PatchError = Arc<PatchFailure>;
+
+impl PatchFailure {
+    /// An empty slot raising `raised` when an exception lands in it.
+    pub fn new(raised: Arc<AtomicBool>) -> PatchError {
+        Arc::new(PatchFailure {
+            err: Mutex::new(None),
+            raised,
+        })
+    }
+
+    fn keep(&self, e: PyErr) {
+        let mut slot = self.err.lock().expect("patch error lock");
+        if slot.is_none() {
+            *slot = Some(e);
+        }
+        self.raised.store(true, Ordering::Relaxed);
+    }
+
+    fn failed(&self) -> bool {
+        self.raised.load(Ordering::Relaxed)
+    }
+}
 
 /// A name from Python made `'static` (counter and sysctl names, `tcp_sequence` answers):
 /// each distinct name is stored once for the life of the process.
@@ -163,11 +194,14 @@ impl<'a> Arg<'a> for &'a Skb {
 
 /// A decision point's answer, from Python and back (for `super()`).
 trait Answer: Sized {
+    /// What the kernel takes, for the message when a patch answers something else.
+    const WHAT: &'static str;
     fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self>;
     fn to_py(self, py: Python<'_>) -> PyResult<Py<PyAny>>;
 }
 
 impl Answer for () {
+    const WHAT: &'static str = "anything (the answer is ignored)";
     fn from_py(_: &Bound<'_, PyAny>) -> PyResult<Self> {
         Ok(()) // a procedure's return value is ignored, as the Python core ignores it
     }
@@ -177,6 +211,7 @@ impl Answer for () {
 }
 
 impl Answer for i64 {
+    const WHAT: &'static str = "an int";
     fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self> {
         v.extract()
     }
@@ -186,6 +221,7 @@ impl Answer for i64 {
 }
 
 impl Answer for bool {
+    const WHAT: &'static str = "a bool";
     fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self> {
         v.is_truthy()
     }
@@ -198,6 +234,7 @@ impl Answer for bool {
 }
 
 impl Answer for &'static str {
+    const WHAT: &'static str = "a str (a drop reason, or \"\")";
     fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self> {
         Ok(intern(&v.extract::<String>()?))
     }
@@ -207,6 +244,7 @@ impl Answer for &'static str {
 }
 
 impl Answer for (i64, i64) {
+    const WHAT: &'static str = "a tuple (start, end)";
     fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self> {
         v.extract()
     }
@@ -311,7 +349,7 @@ macro_rules! py_points {
                 fn $name(&self, sk: sk_ty!($mode), $($a: $t),*) -> $r {
                     if let Some(m) = &self.over.$name {
                         let (p, writable) = raw_sk!($mode, sk);
-                        if let Some(v) = self.call::<$r>(m, p, writable, |py| {
+                        if let Some(v) = self.call::<$r>(m, stringify!($name), p, writable, |py| {
                             Ok(vec![$(Arg::to_py(&$a, py)?),*])
                         }) {
                             return v;
@@ -348,6 +386,21 @@ macro_rules! py_points {
     };
 }
 
+/// The error for a patch answer the kernel cannot take (tcpsim/catalog.py `wrong_answer`:
+/// one line naming the patch, the point and the value); `e` if that cannot be made.
+fn wrong_answer(
+    py: Python<'_>,
+    m: &Py<PyAny>,
+    point: &str,
+    value: &Bound<'_, PyAny>,
+    what: &str,
+    e: PyErr,
+) -> PyErr {
+    py.import("tcpsim.catalog")
+        .and_then(|c| c.call_method1("wrong_answer", (m, point, value, what)))
+        .map_or(e, PyErr::from_value)
+}
+
 /// A composed native kernel with a user's Python patch on top (see the module docs).
 pub struct PyPatch {
     inner: Arc<dyn Kernel>,
@@ -366,11 +419,12 @@ impl PyPatch {
     fn call<R: Answer>(
         &self,
         m: &Py<PyAny>,
+        point: &str,
         p: *mut TcpSocket,
         writable: bool,
         args: impl FnOnce(Python<'_>) -> PyResult<Vec<Bound<'_, PyAny>>>,
     ) -> Option<R> {
-        if self.error.lock().expect("patch error lock").is_some() {
+        if self.error.failed() {
             return None;
         }
         Python::attach(|py| {
@@ -381,12 +435,12 @@ impl PyPatch {
                 let mut all = vec![view.clone().into_any()];
                 all.extend(args(py)?);
                 let out = m.bind(py).call1(PyTuple::new(py, all)?)?;
-                R::from_py(&out)
+                R::from_py(&out).map_err(|e| wrong_answer(py, m, point, &out, R::WHAT, e))
             };
             match run() {
                 Ok(v) => Some(v),
                 Err(e) => {
-                    *self.error.lock().expect("patch error lock") = Some(e);
+                    self.error.keep(e);
                     None
                 }
             }
@@ -597,7 +651,8 @@ pub fn python_patch(
     py: Python<'_>,
     inner: Box<dyn Kernel>,
     cls: &Bound<'_, PyAny>,
-) -> PyResult<(Box<dyn Kernel>, PatchError)> {
+    error: PatchError,
+) -> PyResult<Box<dyn Kernel>> {
     let inner: Arc<dyn Kernel> = Arc::from(inner);
     let obj = cls.call0()?;
     obj.setattr(
@@ -636,7 +691,6 @@ pub fn python_patch(
             doc: "",
         });
     }
-    let error: PatchError = Arc::new(Mutex::new(None));
     let k = PyPatch {
         inner,
         view: Py::new(py, SocketView::new(py)?)?,
@@ -644,15 +698,18 @@ pub fn python_patch(
         class_name: intern(&cls.getattr("__name__")?.extract::<String>()?),
         counters,
         new_sysctls,
-        error: error.clone(),
+        error,
     };
-    Ok((Box::new(k), error))
+    Ok(Box::new(k))
 }
 
 /// Raise the exception a Python patch raised during the last call, if any.
 pub fn take_error(slot: &PatchError) -> PyResult<()> {
-    match slot.lock().expect("patch error lock").take() {
-        Some(e) => Err(e),
+    match slot.err.lock().expect("patch error lock").take() {
+        Some(e) => {
+            slot.raised.store(false, Ordering::Relaxed);
+            Err(e)
+        }
         None => Ok(()),
     }
 }

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from tcpsim.core.mib import COUNTERS, Mib
 from tcpsim.engine.result import Peaks, RunResult, Tally, few_gc_passes, summarize
-from tcpsim.engines import EngineError, base_profile_name, native_socket_class, patch_names
+from tcpsim.engines import EngineError, base_profile_name, native_policy, native_socket_class
 from tcpsim.policy import Profile
 from tcpsim.scenario import Scenario
 from tcpsim.workload import App
@@ -104,18 +104,12 @@ class NativeSimulation:
         self.sysctls = sysctls
         sender_sysctls = profile.default_sysctls().with_overrides(
             scenario.sender_sysctl, known=profile.known_sysctls(), profile=profile.name)
-        from tcpsim.runner import python_patches
-        user = python_patches(scenario)
-        if user:
-            raise EngineError(f"--policy {user[0]}: a Python patch runs on the Python engine "
-                              "only (the native engine runs the built-in patches); add "
-                              "--engine python")
-        patches = patch_names(profile)
+        patches, py_policy = native_policy(profile)
         cls = native_engine_class()
         sc = scenario
         wants = sink.wants if sink is not None else (lambda name: False)
         cfg = {
-            "profile": base_profile_name(profile), "patches": patches,
+            "profile": base_profile_name(profile), "patches": patches, "py_policy": py_policy,
             "mtu": sc.link.mtu, "hz": sc.hz, "seed": sc.seed, "duration": sc.duration,
             "receiver_client": sc.receiver_role == "client", "skip": skip,
             "tap": tap is not None,

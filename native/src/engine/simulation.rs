@@ -14,6 +14,9 @@ use super::link::LinkDirection;
 use super::random::Random;
 use super::scheduler::{Scheduler, TIMER};
 use super::trace::TraceColumns;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use crate::segment::Segment;
 use crate::socket::TcpSocket;
 use crate::state::TcpState;
@@ -107,6 +110,9 @@ pub struct Simulation {
     pub tap: Option<Vec<(i64, bool, Segment)>>,
     started: bool,
     pub finished: bool,
+    /// Set when a user's Python patch raised (py_patch.rs): the run stops at the next event
+    /// and its caller raises the exception.
+    pub halt: Arc<AtomicBool>,
 }
 
 impl Simulation {
@@ -174,6 +180,7 @@ impl Simulation {
             tap: if spec.tap { Some(Vec::new()) } else { None },
             started: false,
             finished: false,
+            halt: Arc::default(),
         };
         sim.drain(RCV);
         sim.drain(SND);
@@ -440,6 +447,9 @@ impl Simulation {
         let until = self.duration;
         let mut n = 0u64;
         while self.trace.rows() < max_rows && n < max_steps {
+            if self.halt.load(Ordering::Relaxed) {
+                return;
+            }
             let Some(ev) = self.sched.pop_until(until) else {
                 self.finish();
                 return;
