@@ -18,9 +18,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use crate::kernel::KernelRef;
-use crate::models::compose_boxed;
 use crate::py::{compose_kernel, fields_dict, segment_to_py, sysctls_from_py};
-use crate::py_patch::{python_patch, take_error, PatchError, PatchFailure};
+use crate::py_patch::{compose_python, take_error, PatchError, PatchFailure};
 use crate::socket::{SocketParams, TcpSocket};
 
 fn item<'py>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Bound<'py, PyAny>> {
@@ -63,14 +62,10 @@ fn socket(
 ) -> PyResult<TcpSocket> {
     let profile: String = item(cfg, "profile")?.extract()?;
     let patches: Vec<String> = item(cfg, "patches")?.extract()?;
-    let py_policy = cfg.get_item("py_policy")?.filter(|c| !c.is_none());
-    let k: KernelRef = match py_policy {
+    let layers: Option<Vec<(usize, Bound<'_, PyAny>)>> = item(cfg, "py_policy")?.extract()?;
+    let k: KernelRef = match layers {
         None => compose_kernel(&profile, &patches)?,
-        Some(cls) => {
-            let names: Vec<&str> = patches.iter().map(String::as_str).collect();
-            let inner = compose_boxed(&profile, &names).map_err(PyValueError::new_err)?;
-            Arc::from(python_patch(cfg.py(), inner, &cls, error.clone())?)
-        }
+        Some(l) => compose_python(cfg.py(), &profile, &patches, &l, error)?,
     };
     let sysctl = sysctls_from_py(&item(side, "sysctl")?.cast_into()?, &k.new_sysctls())?;
     let dev_name: String = item(side, "device")?.extract()?;

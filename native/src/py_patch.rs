@@ -32,7 +32,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyString, PyTuple};
 
 use crate::fields::Record;
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, KernelRef};
+use crate::models::compose_boxed;
 use crate::py_view::{Lent, MibView, RecordView, SkRef, SysctlView};
 use crate::segment::Segment;
 use crate::skb::Skb;
@@ -302,7 +303,7 @@ macro_rules! with_lent {
 /// Declares, from one list of the points a Python patch may override: the override flags,
 /// the `Kernel` methods of [`PyPatch`] and the `super()` dispatcher of [`NativeBase`].
 macro_rules! py_points {
-    ($($mode:ident $name:ident($($a:ident: $t:ty),*) -> $r:ty;)*) => {
+    (extra { $($extra:tt)* } $($mode:ident $name:ident($($a:ident: $t:ty),*) -> $r:ty;)*) => {
         /// The bound methods of the points the Python class overrides (found once, at
         /// load time); None: the native kernel underneath answers.
         #[derive(Default)]
@@ -310,8 +311,9 @@ macro_rules! py_points {
             $($name: Option<Py<PyAny>>,)*
         }
 
-        /// Every point a Python patch may override on the native engine.
-        pub const PY_POINTS: &[&str] = &[$(stringify!($name),)*];
+        /// Every point a Python patch may override on the native engine (besides the
+        /// constants of the era, native_patch.py `CONSTANTS`).
+        pub const PY_POINTS: &[&str] = &[$(stringify!($name),)* "ts_rtt_sample_us"];
 
         impl Overrides {
             fn set(&mut self, name: &str, method: Py<PyAny>) -> bool {
@@ -343,6 +345,8 @@ macro_rules! py_points {
                 s.extend(self.new_sysctls.iter().copied());
                 s
             }
+
+            $($extra)*
 
             $(
                 #[allow(unused_parens, unused_variables)]
@@ -401,12 +405,46 @@ fn wrong_answer(
         .map_or(e, PyErr::from_value)
 }
 
+/// The constants of the era as the Python engine's composition of the profile gives them
+/// (native_patch.py `profile_class`), for a patch that defines one (`PINGPONG_THRESH = 1`).
+struct Consts {
+    release: &'static str,
+    sysctls: Vec<&'static str>,
+    rmem2_default: i64,
+    pingpong_thresh: i64,
+    default_scaling_ratio: i64,
+    collapse_ns_per_byte: f64,
+    collapse_ns_fixed: i64,
+    initial_scaling_ratio: i64,
+}
+
+impl Consts {
+    fn from_py(d: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let int = |k: &str| -> PyResult<i64> { d.get_item(k)?.extract() };
+        let names: Vec<String> = d.get_item("sysctls")?.extract()?;
+        Ok(Consts {
+            release: intern(&d.get_item("release")?.extract::<String>()?),
+            sysctls: names.iter().map(|n| intern(n)).collect(),
+            rmem2_default: int("rmem2_default")?,
+            pingpong_thresh: int("pingpong_thresh")?,
+            default_scaling_ratio: int("default_scaling_ratio")?,
+            collapse_ns_per_byte: d.get_item("collapse_ns_per_byte")?.extract()?,
+            collapse_ns_fixed: int("collapse_ns_fixed")?,
+            initial_scaling_ratio: int("initial_scaling_ratio")?,
+        })
+    }
+}
+
 /// A composed native kernel with a user's Python patch on top (see the module docs).
 pub struct PyPatch {
     inner: Arc<dyn Kernel>,
     /// The `sk` its methods get: one view per socket, lent the socket for each call.
     view: Py<SocketView>,
     over: Overrides,
+    /// `ts_rtt_sample_us` (no socket argument: called without a view).
+    ts_rtt: Option<Py<PyAny>>,
+    /// The constants of the era when the patch defines any (native_patch.py `CONSTANTS`).
+    consts: Option<Consts>,
     class_name: &'static str,
     counters: Vec<(&'static str, &'static str)>,
     new_sysctls: Vec<SysctlSpec>,
@@ -448,7 +486,50 @@ impl PyPatch {
     }
 }
 
+/// A constant of the era from the patch's values (the Python composition's), else the
+/// native kernel's underneath.
+macro_rules! constant {
+    ($($name:ident -> $t:ty;)*) => {
+        $(fn $name(&self) -> $t {
+            match &self.consts {
+                Some(c) => c.$name.clone(),
+                None => self.inner.$name(),
+            }
+        })*
+    };
+}
+
 py_points! {
+    extra {
+        constant! {
+            release -> &'static str;
+            sysctls -> Vec<&'static str>;
+            rmem2_default -> i64;
+            pingpong_thresh -> i64;
+            default_scaling_ratio -> i64;
+            collapse_ns_per_byte -> f64;
+            collapse_ns_fixed -> i64;
+            initial_scaling_ratio -> i64;
+        }
+
+        fn ts_rtt_sample_us(&self, delta_ms: i64) -> i64 {
+            if let Some(m) = &self.ts_rtt {
+                if !self.error.failed() {
+                    let r = Python::attach(|py| -> PyResult<i64> {
+                        let out = m.bind(py).call1((delta_ms,))?;
+                        <i64 as Answer>::from_py(&out).map_err(|e| {
+                            wrong_answer(py, m, "ts_rtt_sample_us", &out, <i64 as Answer>::WHAT, e)
+                        })
+                    });
+                    match r {
+                        Ok(v) => return v,
+                        Err(e) => self.error.keep(e),
+                    }
+                }
+            }
+            self.inner.ts_rtt_sample_us(delta_ms)
+        }
+    }
     ro win_from_space(space: i64) -> i64;
     ro space_from_win(win: i64) -> i64;
     ro initial_rcv_wnd(space: i64) -> i64;
@@ -622,6 +703,10 @@ struct NativeSuper {
 #[pymethods]
 impl NativeSuper {
     fn call(&self, py: Python<'_>, name: &str, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        if name == "ts_rtt_sample_us" {
+            let (delta_ms,): (i64,) = args.extract()?;
+            return Answer::to_py(self.inner.ts_rtt_sample_us(delta_ms), py);
+        }
         let items: Vec<Bound<'_, PyAny>> = args.iter().collect();
         let (first, rest) = items
             .split_first()
@@ -665,10 +750,14 @@ pub fn python_patch(
         )?,
     )?;
     let mut over = Overrides::default();
+    let mut ts_rtt = None;
     for name in cls.getattr("__native_overrides__")?.try_iter()? {
         let name: String = name?.extract()?;
         // bound to this socket's instance, which they keep alive
-        if !over.set(&name, obj.getattr(name.as_str())?.unbind()) {
+        let method = obj.getattr(name.as_str())?.unbind();
+        if name == "ts_rtt_sample_us" {
+            ts_rtt = Some(method);
+        } else if !over.set(&name, method) {
             return Err(PyValueError::new_err(format!(
                 "decision point {name} cannot be overridden by a Python patch on the native \
                  engine yet; use --engine python"
@@ -695,12 +784,46 @@ pub fn python_patch(
         inner,
         view: Py::new(py, SocketView::new(py)?)?,
         over,
+        ts_rtt,
+        consts: match cls.getattr("__native_constants__") {
+            Ok(d) if !d.is_none() => Some(Consts::from_py(&d)?),
+            _ => None,
+        },
         class_name: intern(&cls.getattr("__name__")?.extract::<String>()?),
         counters,
         new_sysctls,
         error,
     };
     Ok(Box::new(k))
+}
+
+/// The kernel of `profile` with the built-in `patches` and the user's Python layers
+/// (`layers`: (how many of `patches` lie below, composed class), native_patch.py
+/// `native_layers`), each layer's exceptions kept in `error`.
+pub fn compose_python(
+    py: Python<'_>,
+    profile: &str,
+    patches: &[String],
+    layers: &[(usize, Bound<'_, PyAny>)],
+    error: &PatchError,
+) -> PyResult<KernelRef> {
+    let at = |n: usize| -> Vec<&str> { patches[..n].iter().map(String::as_str).collect() };
+    let mut k = compose_boxed(profile, &at(0)).map_err(PyValueError::new_err)?;
+    let mut applied = 0;
+    for (below, cls) in layers {
+        let below = (*below).min(patches.len());
+        for name in &patches[applied..below] {
+            k = (crate::patches::patch(name).map_err(PyValueError::new_err)?.apply)(k);
+        }
+        applied = below;
+        k = python_patch(py, k, cls, error.clone())?;
+    }
+    for name in &patches[applied..] {
+        k = (crate::patches::patch(name).map_err(PyValueError::new_err)?.apply)(k);
+    }
+    // the registry's checks (a patch given twice, an unknown name) on the whole list
+    compose_boxed(profile, &at(patches.len())).map_err(PyValueError::new_err)?;
+    Ok(Arc::from(k))
 }
 
 /// Raise the exception a Python patch raised during the last call, if any.

@@ -179,16 +179,68 @@ def test_packetdrill_refuses_such_a_patch_in_one_line(native, tmp_path):
     assert run_paths([tmp_path / "a.pkt"], "linux-6.18", [f"{patch}:Coal"], False, out.append,
                      engine="native", error=errors.append) == 2
     assert errors == ["tcpsim: error: --policy coal: decision point try_coalesce cannot be "
-                      "overridden by a Python patch on the native engine yet; use --engine "
-                      "python"]
+                      "overridden by a Python patch on the native engine yet (its arguments are "
+                      "native objects the patch would change in place); --engine python runs it"]
     assert out == []
 
 
-def test_builtin_patches_go_first(native):
-    prof = get_profile("linux-6.6").with_patches(HalfOpenWindow)
-    prof = prof.with_patches(*get_profile("linux-6.6", ["shrink-window"]).patches)
-    with pytest.raises(EngineError, match="built-in patches go before Python patches"):
-        make_socket("native", prof, prof.default_sysctls(), "veth")
+class SlowTsRtt(Patch):
+    """A point without a socket argument (ts_rtt_sample_us), with super()."""
+
+    name = "slow-ts-rtt"
+
+    def ts_rtt_sample_us(self, delta_ms):
+        us = super().ts_rtt_sample_us(delta_ms)
+        return us * 3 if us > 0 else us
+
+
+class Interactive(Patch):
+    """A constant of the era: one quick exchange makes the connection interactive, and a
+    method reading another constant through self."""
+
+    name = "interactive"
+    PINGPONG_THRESH = 1
+
+    def delack_max(self, sk):
+        return super().delack_max(sk) + self.RMEM2_DEFAULT % 7
+
+
+def _shrink_window() -> type:
+    from tcpsim.catalog import builtin_patches
+    return builtin_patches()["shrink-window"]
+
+
+LAYERED = [(SlowTsRtt, "linux-6.6"), (Interactive, "linux-6.1"), (Interactive, "linux-6.18")]
+
+
+@pytest.mark.parametrize(("patch", "profile"), LAYERED, ids=lambda x: getattr(x, "name", x))
+def test_constants_and_socketless_points_in_lockstep(native, patch, profile):
+    cls = machine_for(profile, 0, "veth", "native", patches=(patch,))
+    run_state_machine_as_test(cls, settings=LOCKSTEP)
+
+
+def test_a_builtin_patch_after_a_python_one_in_lockstep(native):
+    """--policy ./half.py:HalfOpenWindow --policy shrink-window: the built-in patch goes on
+    top of the Python layer, as in the Python engine's MRO."""
+    cls = machine_for("linux-6.1", 0, "veth", "native",
+                      patches=(HalfOpenWindow, _shrink_window(), SlowSsthresh))
+    run_state_machine_as_test(cls, settings=LOCKSTEP)
+
+
+def test_the_constant_is_taken_and_builtin_patches_may_follow(native):
+    """Not vacuous: PINGPONG_THRESH = 1 changes what the native socket reports, and a
+    built-in patch after a Python one is applied (not refused, not dropped)."""
+    prof = get_profile("linux-6.1").with_patches(Interactive)
+    sk = make_socket("native", prof, prof.default_sysctls(), "veth")
+    assert sk.snapshot() is not None
+    from tcpsim import _native
+    from tcpsim.engines import native_policy
+    names, layers = native_policy(prof.with_patches(_shrink_window()))
+    assert names == ["shrink-window"] and [below for below, _ in layers] == [0]
+    assert layers[0][1].__native_constants__["pingpong_thresh"] == 1
+    plain = get_profile("linux-6.1")
+    assert native_policy(plain.with_patches(SlowTsRtt))[1][0][1].__native_constants__ is None
+    assert "ts_rtt_sample_us" in _native.PY_PATCH_POINTS
 
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "peer-tests" / "packetdrill"
