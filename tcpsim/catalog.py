@@ -127,6 +127,13 @@ def _nearest(name: str) -> str:
     return f" (did you mean {close[0]}?)" if close else " (tcpsim profiles show linux-6.18 lists them)"
 
 
+def patch_spec(klass: type, method: str) -> str:
+    """How the user named the patch defining `method` (`./my.py:Class` as given to
+    --policy; the patch's label when it was not loaded from a file)."""
+    code = getattr(vars(klass).get(method), "__code__", None)
+    return _PATCH_CODE.get(code, (patch_label(klass), ""))[0]  # type: ignore[arg-type]
+
+
 class PatchAnswerError(TypeError):
     """A patch's decision point returned what the native kernel cannot take (None where a
     window is due): the message is the whole line, naming the patch, point and method."""

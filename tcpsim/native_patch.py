@@ -113,8 +113,9 @@ def composed_class(user: tuple[type, ...]) -> type:
                 constants = True
             elif name in DECISION_POINTS and name not in overrides:
                 if name not in allowed:
+                    from tcpsim.catalog import patch_spec
                     raise NativePatchError(
-                        f"--policy {patch_label(klass)}: decision point {name} cannot be "
+                        f"--policy {patch_spec(klass, name)}: decision point {name} cannot be "
                         "overridden by a Python patch on the native engine yet (its arguments "
                         "are native objects the patch would change in place); --engine python "
                         "runs it")

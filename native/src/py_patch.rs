@@ -813,13 +813,17 @@ pub fn compose_python(
     for (below, cls) in layers {
         let below = (*below).min(patches.len());
         for name in &patches[applied..below] {
-            k = (crate::patches::patch(name).map_err(PyValueError::new_err)?.apply)(k);
+            k = (crate::patches::patch(name)
+                .map_err(PyValueError::new_err)?
+                .apply)(k);
         }
         applied = below;
         k = python_patch(py, k, cls, error.clone())?;
     }
     for name in &patches[applied..] {
-        k = (crate::patches::patch(name).map_err(PyValueError::new_err)?.apply)(k);
+        k = (crate::patches::patch(name)
+            .map_err(PyValueError::new_err)?
+            .apply)(k);
     }
     // the registry's checks (a patch given twice, an unknown name) on the whole list
     compose_boxed(profile, &at(patches.len())).map_err(PyValueError::new_err)?;

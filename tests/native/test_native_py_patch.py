@@ -178,7 +178,7 @@ def test_packetdrill_refuses_such_a_patch_in_one_line(native, tmp_path):
     errors: list[str] = []
     assert run_paths([tmp_path / "a.pkt"], "linux-6.18", [f"{patch}:Coal"], False, out.append,
                      engine="native", error=errors.append) == 2
-    assert errors == ["tcpsim: error: --policy coal: decision point try_coalesce cannot be "
+    assert errors == [f"tcpsim: error: --policy {patch}:Coal: decision point try_coalesce cannot be "
                       "overridden by a Python patch on the native engine yet (its arguments are "
                       "native objects the patch would change in place); --engine python runs it"]
     assert out == []
