@@ -92,7 +92,37 @@ def split_patches(profile: Profile) -> tuple[list[str], list[tuple[int, tuple[ty
             run.append(p)
     if run:
         layers.append((len(names), tuple(run)))
+    _check_order(profile, layers)
     return names, layers
+
+
+def _check_order(profile: Profile, layers: list[tuple[int, tuple[type, ...]]]) -> None:
+    """NativePatchError when a built-in patch after a Python one would not win where the
+    Python engine's MRO makes it lose: the native kernel stacks each built-in patch on top
+    of the layers before it, but a built-in patch whose mixin the era also has (shrink-window
+    on linux-6.6, whose era has ShrinkWindowSysctl) sits below them in the MRO."""
+    from tcpsim.catalog import builtin_patches
+    if not layers or all(below == len(profile.patches) for below, _ in layers):
+        return
+    builtin = {p: patch_label(p) for p in builtin_patches().values()}
+    mro = profile.policy_class().__mro__
+    user_below: set[type] = set()
+    for p in profile.patches:
+        if p not in builtin:
+            user_below.update(own_classes(p))
+            continue
+        mine = set(own_classes(p))
+        for klass in own_classes(p):
+            for name in vars(klass):
+                if name not in DECISION_POINTS:
+                    continue
+                first = next(c for c in mro if name in vars(c))
+                if first not in mine and first in user_below:
+                    raise NativePatchError(
+                        f"--policy {builtin[p]}: on {profile.name.split('+')[0]} this built-in "
+                        f"patch's {name} sits below the Python patch "
+                        f"{patch_label(first)} given before it; on the native engine give "
+                        "built-in patches first, or use --engine python")
 
 
 @lru_cache(maxsize=None)

@@ -227,6 +227,20 @@ def test_a_builtin_patch_after_a_python_one_in_lockstep(native):
     run_state_machine_as_test(cls, settings=LOCKSTEP)
 
 
+def test_a_builtin_patch_the_mro_puts_below_a_python_one_is_refused(native):
+    """On linux-6.6 the era has shrink-window's mixin, so the Python engine's MRO puts the
+    patch's shrink_allowed below a Python patch given before it; the native kernel would
+    stack it on top: one line naming both and the fix."""
+    prof = get_profile("linux-6.6").with_patches(Boom, _shrink_window())
+    with pytest.raises(EngineError, match="^--policy shrink-window: on linux-6.6 this built-in "
+                       "patch's shrink_allowed sits below the Python patch boom given before "
+                       "it; on the native engine give built-in patches first, or use --engine "
+                       "python$"):
+        make_socket("native", prof, prof.default_sysctls(), "veth")
+    prof = get_profile("linux-6.1").with_patches(Boom, _shrink_window())
+    make_socket("native", prof, prof.default_sysctls(), "veth")     # 6.1: on top in both
+
+
 def test_the_constant_is_taken_and_builtin_patches_may_follow(native):
     """Not vacuous: PINGPONG_THRESH = 1 changes what the native socket reports, and a
     built-in patch after a Python one is applied (not refused, not dropped)."""
