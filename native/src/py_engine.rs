@@ -12,6 +12,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use crate::devices;
 use crate::engine::apps::App;
 use crate::engine::random::Random;
+use crate::engine::replay::{ReplayReader, ReplayWriter};
 use crate::engine::simulation::{LinkSpec, RunSpec, Simulation, RCV, SND};
 use crate::engine::trace::INT_COLUMNS;
 use std::sync::atomic::AtomicBool;
@@ -144,6 +145,18 @@ impl PySimulation {
         };
         let mut sim = Simulation::new(rcv, snd, spec).map_err(PyValueError::new_err)?;
         sim.halt = halt;
+        if let Some(w) = cfg.get_item("replay_writer")?.filter(|w| !w.is_none()) {
+            let w: Bound<'_, PyDict> = w.cast_into()?;
+            sim.replay_writer = Some(ReplayWriter::new(
+                item(&w, "ticks")?.extract()?,
+                int(&w, "n")?,
+                item(&w, "bulk")?.extract()?,
+            ));
+        }
+        if let Some(r) = cfg.get_item("replay_reader")?.filter(|r| !r.is_none()) {
+            let r: Bound<'_, PyDict> = r.cast_into()?;
+            sim.replay_reader = Some(ReplayReader::new(item(&r, "ticks")?.extract()?));
+        }
         let segment_cls = py
             .import("tcpsim.core.segment")?
             .getattr("Segment")?
@@ -261,8 +274,18 @@ impl PySimulation {
         out.set_item("established_at", s.established_at)?;
         out.set_item("rcv_established_at", s.rcv_established_at)?;
         out.set_item("died_at", s.died_at)?;
-        let written = |i: usize| s.writers[i].as_ref().map(|w| w.written);
-        let read = |i: usize| s.readers[i].as_ref().map(|r| r.read_bytes);
+        let written = |i: usize| match (&s.replay_writer, i) {
+            (Some(w), 0) => Some(w.written),
+            _ => s.writers[i].as_ref().map(|w| w.written),
+        };
+        let read = |i: usize| match (&s.replay_reader, i) {
+            (Some(r), 0) => Some(r.read_bytes),
+            _ => s.readers[i].as_ref().map(|r| r.read_bytes),
+        };
+        // `tcpsim validate`: the replay's ticks where the model differed from the kernel
+        let w = s.replay_writer.as_ref().map_or(0, |w| w.size_mismatch);
+        let r = s.replay_reader.as_ref().map_or(0, |r| r.size_mismatch);
+        out.set_item("replay_size_mismatch", (w, r))?;
         out.set_item("written", written(0))?;
         out.set_item("rev_written", written(1))?;
         out.set_item("read_bytes", read(0))?;

@@ -94,7 +94,10 @@ class NativeSimulation:
     """A scenario run by the native engine (simulation.py `Simulation`'s interface)."""
 
     def __init__(self, scenario: Scenario, profile: Profile, sink: Any = None,
-                 skip: bool = True, tap: Any = None) -> None:
+                 skip: bool = True, tap: Any = None, replay: dict[str, Any] | None = None) -> None:
+        """`replay`: `tcpsim validate`'s applications in place of the scenario's writer and
+        reader ({"writer": {"ticks", "n", "bulk"} or None, "reader": {"ticks"} or None};
+        tcpsim/validate/replay.py, native/src/engine/replay.rs)."""
         self.scenario = scenario
         self.profile = profile
         self.sink = sink
@@ -125,6 +128,8 @@ class NativeSimulation:
             "writer": _app(sc.writer), "reader": _app(sc.reader),
             "rev_writer": _app(sc.rev_writer) if sc.rev_writer and sc.rev_reader else None,
             "rev_reader": _app(sc.rev_reader) if sc.rev_writer and sc.rev_reader else None,
+            "replay_writer": (replay or {}).get("writer"),
+            "replay_reader": (replay or {}).get("reader"),
         }
         if not -(2**125) <= sc.seed < 2**125:
             raise EngineError(f"seed {sc.seed}: the native engine takes seeds within +-2**125; "
@@ -175,6 +180,7 @@ class NativeSimulation:
     def result(self, wall: float) -> RunResult:
         """The RunResult, built by simulation.py's `summarize`."""
         st = self.sim.stats()
+        self.replay_size_mismatch: tuple[int, int] = st["replay_size_mismatch"]
         rcv, snd = _SockView(st["rcv"]), _SockView(st["snd"])
         rev = st["rev_written"] is not None
         tally = Tally(events=st["events"], packets=st["packets"],
