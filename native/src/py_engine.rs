@@ -172,7 +172,8 @@ impl PySimulation {
     /// Run until the trace holds `max_rows` rows, `max_steps` events ran, or the run ended;
     /// raises what a user's Python patch raised (the run stops at the event it raised in).
     /// Without a Python patch the GIL is released meanwhile; with one it is kept, since the
-    /// patch's points take it anyway (re-taking it at each call would cost more).
+    /// patch's points need it (re-taken at each call it cost a little more, within noise:
+    /// docs/performance.md).
     fn run_some(&mut self, py: Python<'_>, max_rows: usize, max_steps: u64) -> PyResult<()> {
         let sim = &mut self.sim;
         match &self.patch_error {
