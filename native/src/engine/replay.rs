@@ -113,7 +113,10 @@ impl Simulation {
             }
         }
         if got != kernel_got.max(0) {
-            self.replay_reader.as_mut().expect("replaying").size_mismatch += 1;
+            self.replay_reader
+                .as_mut()
+                .expect("replaying")
+                .size_mismatch += 1;
         }
         self.replay_read_next();
     }
