@@ -110,7 +110,8 @@ impl PySimulation {
         let error = PatchFailure::new(halt.clone());
         let mut rcv = socket(cfg, &rcv_side, "rcv", &error)?;
         let snd = socket(cfg, &snd_side, "snd", &error)?;
-        take_error(&error)?; // a patch that raised while the sockets were made
+        // a patch that raised while the sockets were made: halted, raised by the first
+        // run_some (not here, where the caller takes a ValueError for a bad configuration)
         let so_rcvbuf = int(&rcv_side, "so_rcvbuf")?;
         if so_rcvbuf != 0 {
             rcv.set_rcvbuf(so_rcvbuf);
