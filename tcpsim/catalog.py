@@ -139,17 +139,33 @@ class PatchAnswerError(TypeError):
     window is due): the message is the whole line, naming the patch, point and method."""
 
 
-def wrong_answer(method: object, point: str, value: object, expected: str) -> PatchAnswerError:
-    """The error for a patch method `method` (bound) whose answer `value` at `point` is not
-    `expected` (native/src/py_patch.rs calls this: the native engine's counterpart of the
-    Python kernel failing on the answer, which patch_failure() reports below)."""
+def _method_at(method: object, point: str) -> tuple[str, str]:
+    """(patch as given, " at FILE:LINE") of a patch's bound method."""
     fn = getattr(method, "__func__", method)
     code = getattr(fn, "__code__", None)
     patch, _ = _PATCH_CODE.get(code, (getattr(fn, "__qualname__", point), point))  # type: ignore[arg-type]
     at = f" at {code.co_filename}:{code.co_firstlineno}" if isinstance(code, CodeType) else ""
+    return patch, at
+
+
+def wrong_answer(method: object, point: str, value: object, expected: str) -> PatchAnswerError:
+    """The error for a patch method `method` (bound) whose answer `value` at `point` is not
+    `expected` (native/src/py_patch.rs calls this: the native engine's counterpart of the
+    Python kernel failing on the answer, which patch_failure() reports below)."""
+    patch, at = _method_at(method, point)
     return PatchAnswerError(
         f"patch {patch} failed in decision point {point}{at}: it returned {value!r} "
         f"({type(value).__name__}) where the kernel takes {expected}")
+
+
+def changed_argument(method: object, point: str, arg: str) -> PatchAnswerError:
+    """The error for a patch method that changed its `seg`/`skb` argument on the native
+    engine, where it is a copy (the change would be lost; native/src/py_patch.rs)."""
+    patch, at = _method_at(method, point)
+    return PatchAnswerError(
+        f"patch {patch} failed in decision point {point}{at}: it changed its {arg} argument, "
+        "a copy on the native engine (the kernel would not see the change); --engine python "
+        "runs it")
 
 
 def patch_failure(exc: BaseException) -> str:

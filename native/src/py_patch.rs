@@ -12,14 +12,17 @@
 //! At an overridden point the patch method gets a `SocketView` whose records read and write
 //! the native fields (py_view.rs) through a pointer lent for the duration of the call; `seg`
 //! arrives as a `tcpsim.core.segment.Segment` and `skb` as a `tcpsim.core.skb.Skb` (copies:
-//! the points hand them read-only). An exception raised in the patch is kept in the
+//! a patch that changes one is stopped with an error naming it, since the native kernel
+//! would never see the change). An exception raised in the patch is kept in the
 //! [`PatchError`] slot (the kernel's methods cannot fail) and the native answer is used until
 //! the socket's Python method returns, which then raises it with its traceback, so that
 //! `catalog.patch_failure()` names the patch, the point and the line as on the Python engine.
 //!
-//! Points a Python patch cannot override on the native engine yet (the constants of the era,
-//! `ts_rtt_sample_us`, `try_coalesce`, `grow_skb`: their arguments have no view) are refused
-//! when the patch is loaded.
+//! The constants of the era a patch defines are taken as the Python composition of the
+//! profile gives them (tcpsim/native_patch.py `profile_class`); `ts_rtt_sample_us` is
+//! called without a view (it takes no socket). Points a Python patch cannot override on the
+//! native engine (`try_coalesce`, `grow_skb`: they change native objects in place) are
+//! refused when the patch is loaded.
 
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -112,6 +115,11 @@ trait Arg<'a>: Sized {
     fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>>;
     fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self::Owned>;
     fn pass(o: &'a Self::Owned) -> Self;
+    /// Whether the patch changed `v`, the Python copy of this argument it was handed (a
+    /// change the native kernel would never see).
+    fn changed(&self, _v: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(false)
+    }
 }
 
 impl<'a> Arg<'a> for i64 {
@@ -152,6 +160,9 @@ impl<'a> Arg<'a> for &'a Segment {
     fn pass(o: &'a Segment) -> Self {
         o
     }
+    fn changed(&self, v: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(crate::py::segment_from_py(v)? != **self)
+    }
 }
 
 impl<'a> Arg<'a> for &'a Skb {
@@ -190,6 +201,9 @@ impl<'a> Arg<'a> for &'a Skb {
     }
     fn pass(o: &'a Skb) -> Self {
         o
+    }
+    fn changed(&self, v: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(<Self as Arg>::from_py(v)? != **self)
     }
 }
 
@@ -349,12 +363,20 @@ macro_rules! py_points {
             $($extra)*
 
             $(
-                #[allow(unused_parens, unused_variables)]
+                #[allow(unused_parens, unused_variables, unused_mut)]
                 fn $name(&self, sk: sk_ty!($mode), $($a: $t),*) -> $r {
                     if let Some(m) = &self.over.$name {
                         let (p, writable) = raw_sk!($mode, sk);
                         if let Some(v) = self.call::<$r>(m, stringify!($name), p, writable, |py| {
                             Ok(vec![$(Arg::to_py(&$a, py)?),*])
+                        }, |objs| {
+                            let mut it = objs.iter();
+                            $(if let Some(o) = it.next() {
+                                if Arg::changed(&$a, o)? {
+                                    return Ok(Some(stringify!($a)));
+                                }
+                            })*
+                            Ok(None)
                         }) {
                             return v;
                         }
@@ -435,6 +457,18 @@ impl Consts {
     }
 }
 
+/// The error for a patch that changed its `seg` or `skb` argument, a copy here
+/// (tcpsim/catalog.py `changed_argument`).
+fn changed_argument(py: Python<'_>, m: &Py<PyAny>, point: &str, arg: &str) -> PyErr {
+    match py
+        .import("tcpsim.catalog")
+        .and_then(|c| c.call_method1("changed_argument", (m, point, arg)))
+    {
+        Ok(e) => PyErr::from_value(e),
+        Err(e) => e,
+    }
+}
+
 /// A composed native kernel with a user's Python patch on top (see the module docs).
 pub struct PyPatch {
     inner: Arc<dyn Kernel>,
@@ -461,6 +495,7 @@ impl PyPatch {
         p: *mut TcpSocket,
         writable: bool,
         args: impl FnOnce(Python<'_>) -> PyResult<Vec<Bound<'_, PyAny>>>,
+        changed: impl FnOnce(&[Bound<'_, PyAny>]) -> PyResult<Option<&'static str>>,
     ) -> Option<R> {
         if self.error.failed() {
             return None;
@@ -472,7 +507,10 @@ impl PyPatch {
                 let _lend = lent.set(p, writable);
                 let mut all = vec![view.clone().into_any()];
                 all.extend(args(py)?);
-                let out = m.bind(py).call1(PyTuple::new(py, all)?)?;
+                let out = m.bind(py).call1(PyTuple::new(py, &all)?)?;
+                if let Some(arg) = changed(&all[1..])? {
+                    return Err(changed_argument(py, m, point, arg));
+                }
                 R::from_py(&out).map_err(|e| wrong_answer(py, m, point, &out, R::WHAT, e))
             };
             match run() {

@@ -155,6 +155,28 @@ def test_a_read_only_point_cannot_write(native):
             peer.send(1448)
 
 
+class ChangesItsSkb(Patch):
+    name = "changes-its-skb"
+
+    def grow_window(self, sk, skb, adjust, seg):
+        skb.truesize += 1
+        super().grow_window(sk, skb, adjust, seg)
+
+
+def test_a_changed_skb_argument_is_refused_not_lost(native):
+    """seg and skb are copies on the native engine: a patch changing one is one line naming
+    it (the change would silently be lost otherwise)."""
+    check_patch(ChangesItsSkb)
+    with pytest.raises(TypeError) as info:
+        peer = established("linux-6.6", engine="native", patches=(ChangesItsSkb,))
+        for _ in range(5):
+            peer.send(1448)
+    line = patch_failure(info.value)
+    assert line.startswith("patch changes-its-skb failed in decision point grow_window at ")
+    assert line.endswith("it changed its skb argument, a copy on the native engine (the kernel "
+                         "would not see the change); --engine python runs it")
+
+
 class Coalescer(Patch):
     name = "coalescer"
 
