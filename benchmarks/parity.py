@@ -88,6 +88,8 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
                                       reader='kind = "blocking"\nlatency = "blocking_reader"'), ()),
 }
 DEVICES = ("veth", "veth-direct", "loopback", "tun", "nic-2k", "nic-4k")
+ROOT = Path(__file__).resolve().parents[1]
+PY_PATCHES = Path(__file__).resolve().parent / "patches" / "py_patches.py"
 PATCHES = ("collapse-max-bytes", "initrwnd", "rfc7323-retraction", "shrink-window")
 
 
@@ -121,7 +123,32 @@ def cases(root: Path, full: bool = False) -> list[Case]:
         path = sdir / f"{name}.toml"
         path.write_text(f'name = "{name}"\nprofile = "linux-6.18"\n{body}')
         out.append(Case(name, str(path), None, "2s" if full else SHORT, args))
-    return out
+    return out + python_patch_cases(root, sdir, full)
+
+
+def python_patch_cases(root: Path, sdir: Path, full: bool) -> list[Case]:
+    """A user's Python patch (`--policy FILE.py:Class`) on both engines: the README's
+    example as written, the docs' example file, a patch using every kind of point (before
+    and after a built-in patch)."""
+    import re
+    block = re.search(r"```python\n(# my_patch.py.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert block, "README: the patch example moved"
+    readme = root / "my_patch.py"
+    readme.write_text(block[1])
+    unbounded = str(sdir / "seed-unbounded-growth.toml")
+    periodic = sdir / "p-device-veth.toml"
+    every = f"{PY_PATCHES}:Everything"
+    dur = "10s" if full else "1s"
+    return [
+        Case("p-pypatch-readme", unbounded, "linux-6.1", dur,
+             ("--policy", f"{readme}:AlwaysShrink")),
+        Case("p-pypatch-docs-example", str(periodic), "linux-6.6", "2s" if full else SHORT,
+             ("--policy", str(ROOT / "docs" / "examples" / "always_shrink.py") + ":AlwaysShrink")),
+        Case("p-pypatch-everything", unbounded, "linux-6.1", dur,
+             ("--policy", "initrwnd", "--policy", every, "-s", "net.ipv4.tcp_everything_half_grow=1")),
+        Case("p-pypatch-everything-then-builtin", str(periodic), "linux-6.1",
+             "2s" if full else SHORT, ("--policy", every, "--policy", "shrink-window")),
+    ]
 
 
 def _options(case: Case, engine: str, trace: Path, pcap: Path | None) -> Any:

@@ -127,9 +127,52 @@ def _nearest(name: str) -> str:
     return f" (did you mean {close[0]}?)" if close else " (tcpsim profiles show linux-6.18 lists them)"
 
 
+def patch_spec(klass: type, method: str) -> str:
+    """How the user named the patch defining `method` (`./my.py:Class` as given to
+    --policy; the patch's label when it was not loaded from a file)."""
+    code = getattr(vars(klass).get(method), "__code__", None)
+    return _PATCH_CODE.get(code, (patch_label(klass), ""))[0]  # type: ignore[arg-type]
+
+
+class PatchAnswerError(TypeError):
+    """A patch's decision point returned what the native kernel cannot take (None where a
+    window is due): the message is the whole line, naming the patch, point and method."""
+
+
+def _method_at(method: object, point: str) -> tuple[str, str]:
+    """(patch as given, " at FILE:LINE") of a patch's bound method."""
+    fn = getattr(method, "__func__", method)
+    code = getattr(fn, "__code__", None)
+    patch, _ = _PATCH_CODE.get(code, (getattr(fn, "__qualname__", point), point))  # type: ignore[arg-type]
+    at = f" at {code.co_filename}:{code.co_firstlineno}" if isinstance(code, CodeType) else ""
+    return patch, at
+
+
+def wrong_answer(method: object, point: str, value: object, expected: str) -> PatchAnswerError:
+    """The error for a patch method `method` (bound) whose answer `value` at `point` is not
+    `expected` (native/src/py_patch.rs calls this: the native engine's counterpart of the
+    Python kernel failing on the answer, which patch_failure() reports below)."""
+    patch, at = _method_at(method, point)
+    return PatchAnswerError(
+        f"patch {patch} failed in decision point {point}{at}: it returned {value!r} "
+        f"({type(value).__name__}) where the kernel takes {expected}")
+
+
+def changed_argument(method: object, point: str, arg: str) -> PatchAnswerError:
+    """The error for a patch method that changed its `seg`/`skb` argument on the native
+    engine, where it is a copy (the change would be lost; native/src/py_patch.rs)."""
+    patch, at = _method_at(method, point)
+    return PatchAnswerError(
+        f"patch {patch} failed in decision point {point}{at}: it changed its {arg} argument, "
+        "a copy on the native engine (the kernel would not see the change); --engine python "
+        "runs it")
+
+
 def patch_failure(exc: BaseException) -> str:
     """One line for an exception raised inside a patch's method while a simulation ran
     ("" when no patch method is on the traceback: not the patch's fault)."""
+    if isinstance(exc, PatchAnswerError):
+        return str(exc)
     frames = traceback.extract_tb(exc.__traceback__)
     codes = _tb_codes(exc)
     for frame, code in zip(reversed(frames), reversed(codes)):

@@ -792,17 +792,16 @@ def validate(
             th = dc_replace(th, **{name: value})
     try:
         until_s = parse_duration(until, "--until", positive=True) / 1e9 if until else None
-        if engine is not None and check_engine_name(engine) == "native":
-            raise EngineError("--engine native: validate's replays (the capture's own write and "
-                              "read ticks) run on the Python engine only so far; use "
-                              "--engine python or leave --engine out")
+        if engine is not None:
+            from tcpsim.engines import check_engine
+            check_engine(check_engine_name(engine))
     except (ScenarioError, EngineError) as exc:
         _fail(str(exc))
         return
     code = run_validate([str(t) for t in traces], profile=profile, thresholds=th,
                         html_out=str(html) if html else None, as_json=as_json, echo=typer.echo,
                         error=lambda msg: typer.echo(f"tcpsim: error: {msg}", err=True),
-                        until_s=until_s, policies=tuple(policy), hz=hz)
+                        until_s=until_s, policies=tuple(policy), hz=hz, engine=engine)
     raise typer.Exit(code)
 
 

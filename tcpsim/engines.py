@@ -96,14 +96,15 @@ def make_socket(engine: str, profile: Profile, sysctl: Sysctls, device: str | De
     return native_socket_class()(base_profile_name(profile), builtin, short, name, **kw)
 
 
-def native_policy(profile: Profile) -> tuple[list[str], type | None]:
+def native_policy(profile: Profile) -> tuple[list[str], list[tuple[int, type]] | None]:
     """How the native engine runs `profile`'s patches: the built-in ones by name, and the
-    class composed of the user's Python patches (None without any; tcpsim/native_patch.py).
-    EngineError (one line naming the patch and the fix) when the native engine cannot run
-    them -- callers check once, before a run."""
-    from tcpsim.native_patch import NativePatchError, composed_class, split_patches
+    layers of the user's Python patches, each a class with the number of built-in patches
+    below it (None without any; tcpsim/native_patch.py). EngineError (one line naming the
+    patch and the fix) when the native engine cannot run them -- callers check once,
+    before a run."""
+    from tcpsim.native_patch import NativePatchError, native_layers
     try:
-        builtin, user = split_patches(profile)
-        return builtin, composed_class(user) if user else None
+        builtin, layers = native_layers(profile)
+        return builtin, layers or None
     except NativePatchError as exc:
         raise EngineError(str(exc)) from None

@@ -136,23 +136,14 @@ def default_engine() -> str:
 
 def choose_engine(option: str | None, sc: Scenario) -> str:
     """The engine a run uses: the option (--engine), else the scenario's `engine` field,
-    else the default. An engine chosen that cannot run here is an EngineError naming the
-    fix; the default is the native engine unless the run needs what only the Python
-    engine has (a Python patch: `--policy FILE.py:Class`)."""
+    else the default (the native engine where built; a Python patch, `--policy
+    FILE.py:Class`, runs on it too: tcpsim/native_patch.py). An engine chosen that cannot
+    run here is an EngineError naming the fix."""
     from tcpsim.engines import check_engine
     engine = option or sc.engine
     if engine:
         return check_engine(engine)
-    engine = default_engine()
-    if engine == "native" and python_patches(sc):
-        return "python"
-    return engine
-
-
-def python_patches(sc: Scenario) -> list[str]:
-    """The scenario's patches given as Python files (FILE.py:Class), which only the
-    Python engine runs."""
-    return [p for p in sc.policies if ".py:" in p or p.endswith(".py")]
+    return default_engine()
 
 
 def make_simulation(engine: str, sc: Scenario, profile: Any, **kw: Any) -> Any:

@@ -208,18 +208,24 @@ def test_the_same_patch_file_twice_is_one_error_line(tmp_path, capsys):
     assert "is given twice" in line
 
 
-def test_a_patch_that_raises_is_one_line_and_debug_shows_the_traceback(tmp_path, capsys):
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_a_patch_that_raises_is_one_line_and_debug_shows_the_traceback(tmp_path, capsys, engine):
+    from tcpsim.engines import native_available
+    if engine == "native" and not native_available():
+        pytest.skip("tcpsim._native is not built")
     f = _patch_file(tmp_path, """
         class Broken:
             name = "broken"
             def shrink_allowed(self, sk):
                 return 1 // 0
     """)
-    line = one_error_line(*cli(capsys, *RUN, "--policy", f"{f}:Broken")[::2])
-    assert f"{f}:Broken" in line and "decision point shrink_allowed" in line
-    assert f"{f}:5" in line and "ZeroDivisionError" in line
+    run = (*RUN, "--engine", engine)
+    line = one_error_line(*cli(capsys, *run, "--policy", f"{f}:Broken")[::2])
+    assert line == (f"tcpsim: error: patch {f}:Broken failed in decision point shrink_allowed "
+                    f"at {f}:5: ZeroDivisionError: integer division or modulo by zero "
+                    "(--debug shows the traceback)")
     with pytest.raises(ZeroDivisionError):
-        main([*RUN, "--policy", f"{f}:Broken", "--debug"])
+        main([*run, "--policy", f"{f}:Broken", "--debug"])
 
 
 def test_an_error_of_the_kernel_below_a_patch_names_both_places(tmp_path, capsys):
@@ -228,8 +234,29 @@ def test_an_error_of_the_kernel_below_a_patch_names_both_places(tmp_path, capsys
             def select_window(self, sk):
                 return super().select_window(None)
     """)
-    line = one_error_line(*cli(capsys, *RUN, "--policy", f"{f}:Confused")[::2])
+    line = one_error_line(*cli(capsys, *RUN, "--engine", "python",
+                               "--policy", f"{f}:Confused")[::2])
     assert f"{f}:4" in line and "raised at" in line and "linux_5_15.py" in line
+
+
+def test_a_wrong_answer_names_the_patch_point_and_value_on_either_engine(tmp_path, capsys):
+    """The native kernel cannot take None for a window: one line naming the method; the
+    Python kernel fails using it: one line naming the kernel's line and the point."""
+    from tcpsim.engines import native_available
+    f = _patch_file(tmp_path, """
+        class Wrong:
+            def select_window(self, sk):
+                return None
+    """)
+    line = one_error_line(*cli(capsys, *RUN, "--engine", "python",
+                               "--policy", f"{f}:Wrong")[::2])
+    assert "check what its decision points select_window return" in line
+    if native_available():
+        line = one_error_line(*cli(capsys, *RUN, "--engine", "native",
+                                   "--policy", f"{f}:Wrong")[::2])
+        assert line == (f"tcpsim: error: patch {f}:Wrong failed in decision point select_window "
+                        f"at {f}:3: it returned None (NoneType) where the kernel takes an int "
+                        "(--debug shows the traceback)")
 
 
 def test_a_kernel_class_is_not_a_patch(tmp_path, capsys):

@@ -4,6 +4,8 @@
 //! as `TcpExt<Name>` the way `nstat -az` prints them, so simulated and real counters compare
 //! by name. Field names are the kernel's counter names (hence not snake case).
 
+use std::sync::atomic::{AtomicI64, Ordering};
+
 macro_rules! counters {
     ($($name:ident: $doc:literal,)*) => {
         /// Per-socket counters, one field per counter, all starting at zero.
@@ -13,7 +15,7 @@ macro_rules! counters {
             $(#[doc = $doc] pub $name: i64,)*
             /// Counters the applied patches declare (Python's `Patch.counters`), in order:
             /// (name, value). Declared at zero with `declare`, bumped with `bump`.
-            pub patch: Vec<(&'static str, i64)>,
+            pub patch: Vec<(&'static str, PatchCounter)>,
         }
 
         /// Counter name -> one-line meaning, in the order of Python's `COUNTERS`.
@@ -25,7 +27,7 @@ macro_rules! counters {
             /// patches'.
             pub fn values(&self) -> Vec<(&'static str, i64)> {
                 let mut v = vec![$((stringify!($name), self.$name),)*];
-                v.extend(self.patch.iter().copied());
+                v.extend(self.patch.iter().map(|(n, c)| (*n, c.get())));
                 v
             }
 
@@ -33,12 +35,43 @@ macro_rules! counters {
             pub fn counter_mut(&mut self, name: &str) -> Option<&mut i64> {
                 match name {
                     $(stringify!($name) => Some(&mut self.$name),)*
-                    _ => self.patch.iter_mut().find(|(n, _)| *n == name).map(|(_, v)| v),
+                    _ => self.patch.iter_mut().find(|(n, _)| *n == name).map(|(_, v)| v.0.get_mut()),
                 }
             }
         }
     };
 }
+
+/// A patch's own counter. A patch counts its decisions where it makes them, in decision
+/// points that only read the socket too (`sk.mib.TCPMyCount += 1` in `shrink_allowed`, as
+/// on the Python engine), so its value may change behind a shared reference: an atomic
+/// (relaxed: plain loads and stores here), which no kernel code reads in between.
+#[derive(Debug, Default)]
+pub struct PatchCounter(AtomicI64);
+
+impl PatchCounter {
+    pub fn get(&self) -> i64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    pub fn set(&self, v: i64) {
+        self.0.store(v, Ordering::Relaxed)
+    }
+}
+
+impl Clone for PatchCounter {
+    fn clone(&self) -> Self {
+        PatchCounter(AtomicI64::new(self.get()))
+    }
+}
+
+impl PartialEq for PatchCounter {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Eq for PatchCounter {}
 
 counters! {
     TCPRcvCoalesce: "segments coalesced into a queued skb (tcp_try_coalesce)",
@@ -87,7 +120,7 @@ impl Mib {
     /// Make a patch counter known, at zero (no-op when it is already).
     pub fn declare(&mut self, name: &'static str) {
         if self.counter_mut(name).is_none() {
-            self.patch.push((name, 0));
+            self.patch.push((name, PatchCounter::default()));
         }
     }
 
@@ -95,6 +128,18 @@ impl Mib {
     pub fn bump(&mut self, name: &'static str) {
         self.declare(name);
         *self.counter_mut(name).expect("declared above") += 1;
+    }
+
+    /// Set a patch's own counter through a shared reference (see `PatchCounter`); false
+    /// when `name` is not one.
+    pub fn set_patch_counter(&self, name: &str, v: i64) -> bool {
+        match self.patch.iter().find(|(n, _)| *n == name) {
+            Some((_, c)) => {
+                c.set(v);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Counters keyed as nstat prints them (TcpExtX; TcpRetransSegs), including zeros.
@@ -136,7 +181,9 @@ mod tests {
         assert_eq!(m.values().last(), Some(&("TCPX", 0)));
         m.bump("TCPX");
         m.bump("TCPY");
-        assert_eq!(m.patch, vec![("TCPX", 1), ("TCPY", 1)]);
+        assert_eq!(m.values()[COUNTERS.len()..], [("TCPX", 1), ("TCPY", 1)]);
+        assert!(m.set_patch_counter("TCPY", 5) && !m.set_patch_counter("TCPRcvQDrop", 1));
+        assert_eq!(m.values().last(), Some(&("TCPY", 5)));
         assert!(m.as_nstat().contains(&("TcpExtTCPX".to_string(), 1)));
         assert!(Mib::default().counter_mut("TCPX").is_none());
     }

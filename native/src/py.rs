@@ -645,16 +645,13 @@ impl PyTcpSocket {
         init_rwnd: i64,
         hz: i64,
         trace: bool,
-        py_policy: Option<&Bound<'_, PyAny>>,
+        py_policy: Option<Vec<(usize, Bound<'_, PyAny>)>>,
     ) -> PyResult<Self> {
         let mut k = compose_kernel(profile, &patches)?;
         let mut patch_error = None;
-        if let Some(cls) = py_policy {
-            let names: Vec<&str> = patches.iter().map(String::as_str).collect();
-            let inner =
-                crate::models::compose_boxed(profile, &names).map_err(PyValueError::new_err)?;
-            let (pk, slot) = crate::py_patch::python_patch(py, inner, cls)?;
-            k = std::sync::Arc::from(pk);
+        if let Some(layers) = py_policy {
+            let slot = crate::py_patch::PatchFailure::new(Default::default());
+            k = crate::py_patch::compose_python(py, profile, &patches, &layers, &slot)?;
             patch_error = Some(slot);
         }
         let sysctl = sysctls_from_py(sysctl, &k.new_sysctls())?;

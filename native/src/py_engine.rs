@@ -12,9 +12,15 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use crate::devices;
 use crate::engine::apps::App;
 use crate::engine::random::Random;
+use crate::engine::replay::{ReplayReader, ReplayWriter};
 use crate::engine::simulation::{LinkSpec, RunSpec, Simulation, RCV, SND};
 use crate::engine::trace::INT_COLUMNS;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use crate::kernel::KernelRef;
 use crate::py::{compose_kernel, fields_dict, segment_to_py, sysctls_from_py};
+use crate::py_patch::{compose_python, take_error, PatchError, PatchFailure};
 use crate::socket::{SocketParams, TcpSocket};
 
 fn item<'py>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Bound<'py, PyAny>> {
@@ -45,11 +51,23 @@ fn app(d: &Bound<'_, PyDict>) -> PyResult<App> {
     })
 }
 
-/// One of the run's sockets, as simulation.py builds it.
-fn socket(cfg: &Bound<'_, PyDict>, side: &Bound<'_, PyDict>, name: &str) -> PyResult<TcpSocket> {
+/// One of the run's sockets, as simulation.py builds it: the profile's built-in patches
+/// composed natively and, when the run has a user's Python patch (`py_policy`, the class
+/// tcpsim/native_patch.py composed), that class on top with one instance of its own
+/// (py_patch.rs), its exceptions kept in `error`.
+fn socket(
+    cfg: &Bound<'_, PyDict>,
+    side: &Bound<'_, PyDict>,
+    name: &str,
+    error: &PatchError,
+) -> PyResult<TcpSocket> {
     let profile: String = item(cfg, "profile")?.extract()?;
     let patches: Vec<String> = item(cfg, "patches")?.extract()?;
-    let k = compose_kernel(&profile, &patches)?;
+    let layers: Option<Vec<(usize, Bound<'_, PyAny>)>> = item(cfg, "py_policy")?.extract()?;
+    let k: KernelRef = match layers {
+        None => compose_kernel(&profile, &patches)?,
+        Some(l) => compose_python(cfg.py(), &profile, &patches, &l, error)?,
+    };
     let sysctl = sysctls_from_py(&item(side, "sysctl")?.cast_into()?, &k.new_sysctls())?;
     let dev_name: String = item(side, "device")?.extract()?;
     let dev = devices::device(&dev_name).map_err(PyValueError::new_err)?;
@@ -78,6 +96,8 @@ fn le_bytes<T: Copy>(v: &[T]) -> &[u8] {
 struct PySimulation {
     sim: Simulation,
     segment_cls: Py<PyAny>,
+    /// Where a user's Python patch leaves what it raised (None: no Python patch).
+    patch_error: Option<PatchError>,
 }
 
 #[pymethods]
@@ -86,8 +106,12 @@ impl PySimulation {
     fn new(py: Python<'_>, cfg: &Bound<'_, PyDict>) -> PyResult<Self> {
         let rcv_side: Bound<'_, PyDict> = item(cfg, "rcv")?.cast_into()?;
         let snd_side: Bound<'_, PyDict> = item(cfg, "snd")?.cast_into()?;
-        let mut rcv = socket(cfg, &rcv_side, "rcv")?;
-        let snd = socket(cfg, &snd_side, "snd")?;
+        let halt = Arc::new(AtomicBool::new(false));
+        let error = PatchFailure::new(halt.clone());
+        let mut rcv = socket(cfg, &rcv_side, "rcv", &error)?;
+        let snd = socket(cfg, &snd_side, "snd", &error)?;
+        // a patch that raised while the sockets were made: halted, raised by the first
+        // run_some (not here, where the caller takes a ValueError for a bad configuration)
         let so_rcvbuf = int(&rcv_side, "so_rcvbuf")?;
         if so_rcvbuf != 0 {
             rcv.set_rcvbuf(so_rcvbuf);
@@ -120,18 +144,49 @@ impl PySimulation {
             rev,
             tap: item(cfg, "tap")?.extract()?,
         };
-        let sim = Simulation::new(rcv, snd, spec).map_err(PyValueError::new_err)?;
+        let mut sim = Simulation::new(rcv, snd, spec).map_err(PyValueError::new_err)?;
+        sim.halt = halt;
+        if let Some(w) = cfg.get_item("replay_writer")?.filter(|w| !w.is_none()) {
+            let w: Bound<'_, PyDict> = w.cast_into()?;
+            sim.replay_writer = Some(ReplayWriter::new(
+                item(&w, "ticks")?.extract()?,
+                int(&w, "n")?,
+                item(&w, "bulk")?.extract()?,
+            ));
+        }
+        if let Some(r) = cfg.get_item("replay_reader")?.filter(|r| !r.is_none()) {
+            let r: Bound<'_, PyDict> = r.cast_into()?;
+            sim.replay_reader = Some(ReplayReader::new(item(&r, "ticks")?.extract()?));
+        }
         let segment_cls = py
             .import("tcpsim.core.segment")?
             .getattr("Segment")?
             .unbind();
-        Ok(PySimulation { sim, segment_cls })
+        let py_patch = cfg.get_item("py_policy")?.is_some_and(|c| !c.is_none());
+        Ok(PySimulation {
+            sim,
+            segment_cls,
+            patch_error: py_patch.then_some(error),
+        })
     }
 
-    /// Run until the trace holds `max_rows` rows, `max_steps` events ran, or the run ended.
-    fn run_some(&mut self, py: Python<'_>, max_rows: usize, max_steps: u64) {
+    /// Run until the trace holds `max_rows` rows, `max_steps` events ran, or the run ended;
+    /// raises what a user's Python patch raised (the run stops at the event it raised in).
+    /// Without a Python patch the GIL is released meanwhile; with one it is kept, since the
+    /// patch's points need it (re-taken at each call it cost a little more, within noise:
+    /// docs/performance.md).
+    fn run_some(&mut self, py: Python<'_>, max_rows: usize, max_steps: u64) -> PyResult<()> {
         let sim = &mut self.sim;
-        py.detach(|| sim.run_some(max_rows, max_steps));
+        match &self.patch_error {
+            None => {
+                py.detach(|| sim.run_some(max_rows, max_steps));
+                Ok(())
+            }
+            Some(slot) => {
+                sim.run_some(max_rows, max_steps);
+                take_error(slot)
+            }
+        }
     }
 
     #[getter]
@@ -221,8 +276,18 @@ impl PySimulation {
         out.set_item("established_at", s.established_at)?;
         out.set_item("rcv_established_at", s.rcv_established_at)?;
         out.set_item("died_at", s.died_at)?;
-        let written = |i: usize| s.writers[i].as_ref().map(|w| w.written);
-        let read = |i: usize| s.readers[i].as_ref().map(|r| r.read_bytes);
+        let written = |i: usize| match (&s.replay_writer, i) {
+            (Some(w), 0) => Some(w.written),
+            _ => s.writers[i].as_ref().map(|w| w.written),
+        };
+        let read = |i: usize| match (&s.replay_reader, i) {
+            (Some(r), 0) => Some(r.read_bytes),
+            _ => s.readers[i].as_ref().map(|r| r.read_bytes),
+        };
+        // `tcpsim validate`: the replay's ticks where the model differed from the kernel
+        let w = s.replay_writer.as_ref().map_or(0, |w| w.size_mismatch);
+        let r = s.replay_reader.as_ref().map_or(0, |r| r.size_mismatch);
+        out.set_item("replay_size_mismatch", (w, r))?;
         out.set_item("written", written(0))?;
         out.set_item("rev_written", written(1))?;
         out.set_item("read_bytes", read(0))?;

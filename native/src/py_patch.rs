@@ -12,17 +12,21 @@
 //! At an overridden point the patch method gets a `SocketView` whose records read and write
 //! the native fields (py_view.rs) through a pointer lent for the duration of the call; `seg`
 //! arrives as a `tcpsim.core.segment.Segment` and `skb` as a `tcpsim.core.skb.Skb` (copies:
-//! the points hand them read-only). An exception raised in the patch is kept in the
+//! a patch that changes one is stopped with an error naming it, since the native kernel
+//! would never see the change). An exception raised in the patch is kept in the
 //! [`PatchError`] slot (the kernel's methods cannot fail) and the native answer is used until
 //! the socket's Python method returns, which then raises it with its traceback, so that
 //! `catalog.patch_failure()` names the patch, the point and the line as on the Python engine.
 //!
-//! Points a Python patch cannot override on the native engine yet (the constants of the era,
-//! `ts_rtt_sample_us`, `try_coalesce`, `grow_skb`: their arguments have no view) are refused
-//! when the patch is loaded.
+//! The constants of the era a patch defines are taken as the Python composition of the
+//! profile gives them (tcpsim/native_patch.py `profile_class`); `ts_rtt_sample_us` is
+//! called without a view (it takes no socket). Points a Python patch cannot override on the
+//! native engine (`try_coalesce`, `grow_skb`: they change native objects in place) are
+//! refused when the patch is loaded.
 
 use std::collections::HashSet;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -31,15 +35,46 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyString, PyTuple};
 
 use crate::fields::Record;
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, KernelRef};
+use crate::models::compose_boxed;
 use crate::py_view::{Lent, MibView, RecordView, SkRef, SysctlView};
 use crate::segment::Segment;
 use crate::skb::Skb;
 use crate::socket::{TcpSocket, TraceArgs};
 use crate::sysctl::SysctlSpec;
 
-/// The first exception a Python patch raised, until the socket's caller takes it.
-pub type PatchError = Arc<Mutex<Option<PyErr>>>;
+/// The first exception a Python patch raised, until the socket's caller takes it, and the
+/// flag saying one is there (shared with the run, which stops at the next event:
+/// engine/simulation.rs `halt`).
+pub struct PatchFailure {
+    err: Mutex<Option<PyErr>>,
+    raised: Arc<AtomicBool>,
+}
+
+/// Where a Python patch's kernel leaves its exception (one per socket, or per run).
+pub type PatchError = Arc<PatchFailure>;
+
+impl PatchFailure {
+    /// An empty slot raising `raised` when an exception lands in it.
+    pub fn new(raised: Arc<AtomicBool>) -> PatchError {
+        Arc::new(PatchFailure {
+            err: Mutex::new(None),
+            raised,
+        })
+    }
+
+    fn keep(&self, e: PyErr) {
+        let mut slot = self.err.lock().expect("patch error lock");
+        if slot.is_none() {
+            *slot = Some(e);
+        }
+        self.raised.store(true, Ordering::Relaxed);
+    }
+
+    fn failed(&self) -> bool {
+        self.raised.load(Ordering::Relaxed)
+    }
+}
 
 /// A name from Python made `'static` (counter and sysctl names, `tcp_sequence` answers):
 /// each distinct name is stored once for the life of the process.
@@ -80,6 +115,11 @@ trait Arg<'a>: Sized {
     fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>>;
     fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self::Owned>;
     fn pass(o: &'a Self::Owned) -> Self;
+    /// Whether the patch changed `v`, the Python copy of this argument it was handed (a
+    /// change the native kernel would never see).
+    fn changed(&self, _v: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(false)
+    }
 }
 
 impl<'a> Arg<'a> for i64 {
@@ -120,6 +160,9 @@ impl<'a> Arg<'a> for &'a Segment {
     fn pass(o: &'a Segment) -> Self {
         o
     }
+    fn changed(&self, v: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(crate::py::segment_from_py(v)? != **self)
+    }
 }
 
 impl<'a> Arg<'a> for &'a Skb {
@@ -159,15 +202,21 @@ impl<'a> Arg<'a> for &'a Skb {
     fn pass(o: &'a Skb) -> Self {
         o
     }
+    fn changed(&self, v: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(<Self as Arg>::from_py(v)? != **self)
+    }
 }
 
 /// A decision point's answer, from Python and back (for `super()`).
 trait Answer: Sized {
+    /// What the kernel takes, for the message when a patch answers something else.
+    const WHAT: &'static str;
     fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self>;
     fn to_py(self, py: Python<'_>) -> PyResult<Py<PyAny>>;
 }
 
 impl Answer for () {
+    const WHAT: &'static str = "anything (the answer is ignored)";
     fn from_py(_: &Bound<'_, PyAny>) -> PyResult<Self> {
         Ok(()) // a procedure's return value is ignored, as the Python core ignores it
     }
@@ -177,6 +226,7 @@ impl Answer for () {
 }
 
 impl Answer for i64 {
+    const WHAT: &'static str = "an int";
     fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self> {
         v.extract()
     }
@@ -186,6 +236,7 @@ impl Answer for i64 {
 }
 
 impl Answer for bool {
+    const WHAT: &'static str = "a bool";
     fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self> {
         v.is_truthy()
     }
@@ -198,6 +249,7 @@ impl Answer for bool {
 }
 
 impl Answer for &'static str {
+    const WHAT: &'static str = "a str (a drop reason, or \"\")";
     fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self> {
         Ok(intern(&v.extract::<String>()?))
     }
@@ -207,6 +259,7 @@ impl Answer for &'static str {
 }
 
 impl Answer for (i64, i64) {
+    const WHAT: &'static str = "a tuple (start, end)";
     fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self> {
         v.extract()
     }
@@ -264,7 +317,7 @@ macro_rules! with_lent {
 /// Declares, from one list of the points a Python patch may override: the override flags,
 /// the `Kernel` methods of [`PyPatch`] and the `super()` dispatcher of [`NativeBase`].
 macro_rules! py_points {
-    ($($mode:ident $name:ident($($a:ident: $t:ty),*) -> $r:ty;)*) => {
+    (extra { $($extra:tt)* } $($mode:ident $name:ident($($a:ident: $t:ty),*) -> $r:ty;)*) => {
         /// The bound methods of the points the Python class overrides (found once, at
         /// load time); None: the native kernel underneath answers.
         #[derive(Default)]
@@ -272,8 +325,9 @@ macro_rules! py_points {
             $($name: Option<Py<PyAny>>,)*
         }
 
-        /// Every point a Python patch may override on the native engine.
-        pub const PY_POINTS: &[&str] = &[$(stringify!($name),)*];
+        /// Every point a Python patch may override on the native engine (besides the
+        /// constants of the era, native_patch.py `CONSTANTS`).
+        pub const PY_POINTS: &[&str] = &[$(stringify!($name),)* "ts_rtt_sample_us"];
 
         impl Overrides {
             fn set(&mut self, name: &str, method: Py<PyAny>) -> bool {
@@ -306,13 +360,23 @@ macro_rules! py_points {
                 s
             }
 
+            $($extra)*
+
             $(
-                #[allow(unused_parens, unused_variables)]
+                #[allow(unused_parens, unused_variables, unused_mut)]
                 fn $name(&self, sk: sk_ty!($mode), $($a: $t),*) -> $r {
                     if let Some(m) = &self.over.$name {
                         let (p, writable) = raw_sk!($mode, sk);
-                        if let Some(v) = self.call::<$r>(m, p, writable, |py| {
+                        if let Some(v) = self.call::<$r>(m, stringify!($name), p, writable, |py| {
                             Ok(vec![$(Arg::to_py(&$a, py)?),*])
+                        }, |objs| {
+                            let mut it = objs.iter();
+                            $(if let Some(o) = it.next() {
+                                if Arg::changed(&$a, o)? {
+                                    return Ok(Some(stringify!($a)));
+                                }
+                            })*
+                            Ok(None)
                         }) {
                             return v;
                         }
@@ -348,12 +412,73 @@ macro_rules! py_points {
     };
 }
 
+/// The error for a patch answer the kernel cannot take (tcpsim/catalog.py `wrong_answer`:
+/// one line naming the patch, the point and the value); `e` if that cannot be made.
+fn wrong_answer(
+    py: Python<'_>,
+    m: &Py<PyAny>,
+    point: &str,
+    value: &Bound<'_, PyAny>,
+    what: &str,
+    e: PyErr,
+) -> PyErr {
+    py.import("tcpsim.catalog")
+        .and_then(|c| c.call_method1("wrong_answer", (m, point, value, what)))
+        .map_or(e, PyErr::from_value)
+}
+
+/// The constants of the era as the Python engine's composition of the profile gives them
+/// (native_patch.py `profile_class`), for a patch that defines one (`PINGPONG_THRESH = 1`).
+struct Consts {
+    release: &'static str,
+    sysctls: Vec<&'static str>,
+    rmem2_default: i64,
+    pingpong_thresh: i64,
+    default_scaling_ratio: i64,
+    collapse_ns_per_byte: f64,
+    collapse_ns_fixed: i64,
+    initial_scaling_ratio: i64,
+}
+
+impl Consts {
+    fn from_py(d: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let int = |k: &str| -> PyResult<i64> { d.get_item(k)?.extract() };
+        let names: Vec<String> = d.get_item("sysctls")?.extract()?;
+        Ok(Consts {
+            release: intern(&d.get_item("release")?.extract::<String>()?),
+            sysctls: names.iter().map(|n| intern(n)).collect(),
+            rmem2_default: int("rmem2_default")?,
+            pingpong_thresh: int("pingpong_thresh")?,
+            default_scaling_ratio: int("default_scaling_ratio")?,
+            collapse_ns_per_byte: d.get_item("collapse_ns_per_byte")?.extract()?,
+            collapse_ns_fixed: int("collapse_ns_fixed")?,
+            initial_scaling_ratio: int("initial_scaling_ratio")?,
+        })
+    }
+}
+
+/// The error for a patch that changed its `seg` or `skb` argument, a copy here
+/// (tcpsim/catalog.py `changed_argument`).
+fn changed_argument(py: Python<'_>, m: &Py<PyAny>, point: &str, arg: &str) -> PyErr {
+    match py
+        .import("tcpsim.catalog")
+        .and_then(|c| c.call_method1("changed_argument", (m, point, arg)))
+    {
+        Ok(e) => PyErr::from_value(e),
+        Err(e) => e,
+    }
+}
+
 /// A composed native kernel with a user's Python patch on top (see the module docs).
 pub struct PyPatch {
     inner: Arc<dyn Kernel>,
     /// The `sk` its methods get: one view per socket, lent the socket for each call.
     view: Py<SocketView>,
     over: Overrides,
+    /// `ts_rtt_sample_us` (no socket argument: called without a view).
+    ts_rtt: Option<Py<PyAny>>,
+    /// The constants of the era when the patch defines any (native_patch.py `CONSTANTS`).
+    consts: Option<Consts>,
     class_name: &'static str,
     counters: Vec<(&'static str, &'static str)>,
     new_sysctls: Vec<SysctlSpec>,
@@ -366,11 +491,13 @@ impl PyPatch {
     fn call<R: Answer>(
         &self,
         m: &Py<PyAny>,
+        point: &str,
         p: *mut TcpSocket,
         writable: bool,
         args: impl FnOnce(Python<'_>) -> PyResult<Vec<Bound<'_, PyAny>>>,
+        changed: impl FnOnce(&[Bound<'_, PyAny>]) -> PyResult<Option<&'static str>>,
     ) -> Option<R> {
-        if self.error.lock().expect("patch error lock").is_some() {
+        if self.error.failed() {
             return None;
         }
         Python::attach(|py| {
@@ -380,13 +507,16 @@ impl PyPatch {
                 let _lend = lent.set(p, writable);
                 let mut all = vec![view.clone().into_any()];
                 all.extend(args(py)?);
-                let out = m.bind(py).call1(PyTuple::new(py, all)?)?;
-                R::from_py(&out)
+                let out = m.bind(py).call1(PyTuple::new(py, &all)?)?;
+                if let Some(arg) = changed(&all[1..])? {
+                    return Err(changed_argument(py, m, point, arg));
+                }
+                R::from_py(&out).map_err(|e| wrong_answer(py, m, point, &out, R::WHAT, e))
             };
             match run() {
                 Ok(v) => Some(v),
                 Err(e) => {
-                    *self.error.lock().expect("patch error lock") = Some(e);
+                    self.error.keep(e);
                     None
                 }
             }
@@ -394,7 +524,50 @@ impl PyPatch {
     }
 }
 
+/// A constant of the era from the patch's values (the Python composition's), else the
+/// native kernel's underneath.
+macro_rules! constant {
+    ($($name:ident -> $t:ty;)*) => {
+        $(fn $name(&self) -> $t {
+            match &self.consts {
+                Some(c) => c.$name.clone(),
+                None => self.inner.$name(),
+            }
+        })*
+    };
+}
+
 py_points! {
+    extra {
+        constant! {
+            release -> &'static str;
+            sysctls -> Vec<&'static str>;
+            rmem2_default -> i64;
+            pingpong_thresh -> i64;
+            default_scaling_ratio -> i64;
+            collapse_ns_per_byte -> f64;
+            collapse_ns_fixed -> i64;
+            initial_scaling_ratio -> i64;
+        }
+
+        fn ts_rtt_sample_us(&self, delta_ms: i64) -> i64 {
+            if let Some(m) = &self.ts_rtt {
+                if !self.error.failed() {
+                    let r = Python::attach(|py| -> PyResult<i64> {
+                        let out = m.bind(py).call1((delta_ms,))?;
+                        <i64 as Answer>::from_py(&out).map_err(|e| {
+                            wrong_answer(py, m, "ts_rtt_sample_us", &out, <i64 as Answer>::WHAT, e)
+                        })
+                    });
+                    match r {
+                        Ok(v) => return v,
+                        Err(e) => self.error.keep(e),
+                    }
+                }
+            }
+            self.inner.ts_rtt_sample_us(delta_ms)
+        }
+    }
     ro win_from_space(space: i64) -> i64;
     ro space_from_win(win: i64) -> i64;
     ro initial_rcv_wnd(space: i64) -> i64;
@@ -568,6 +741,10 @@ struct NativeSuper {
 #[pymethods]
 impl NativeSuper {
     fn call(&self, py: Python<'_>, name: &str, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        if name == "ts_rtt_sample_us" {
+            let (delta_ms,): (i64,) = args.extract()?;
+            return Answer::to_py(self.inner.ts_rtt_sample_us(delta_ms), py);
+        }
         let items: Vec<Bound<'_, PyAny>> = args.iter().collect();
         let (first, rest) = items
             .split_first()
@@ -597,7 +774,8 @@ pub fn python_patch(
     py: Python<'_>,
     inner: Box<dyn Kernel>,
     cls: &Bound<'_, PyAny>,
-) -> PyResult<(Box<dyn Kernel>, PatchError)> {
+    error: PatchError,
+) -> PyResult<Box<dyn Kernel>> {
     let inner: Arc<dyn Kernel> = Arc::from(inner);
     let obj = cls.call0()?;
     obj.setattr(
@@ -610,10 +788,14 @@ pub fn python_patch(
         )?,
     )?;
     let mut over = Overrides::default();
+    let mut ts_rtt = None;
     for name in cls.getattr("__native_overrides__")?.try_iter()? {
         let name: String = name?.extract()?;
         // bound to this socket's instance, which they keep alive
-        if !over.set(&name, obj.getattr(name.as_str())?.unbind()) {
+        let method = obj.getattr(name.as_str())?.unbind();
+        if name == "ts_rtt_sample_us" {
+            ts_rtt = Some(method);
+        } else if !over.set(&name, method) {
             return Err(PyValueError::new_err(format!(
                 "decision point {name} cannot be overridden by a Python patch on the native \
                  engine yet; use --engine python"
@@ -636,23 +818,63 @@ pub fn python_patch(
             doc: "",
         });
     }
-    let error: PatchError = Arc::new(Mutex::new(None));
     let k = PyPatch {
         inner,
         view: Py::new(py, SocketView::new(py)?)?,
         over,
+        ts_rtt,
+        consts: match cls.getattr("__native_constants__") {
+            Ok(d) if !d.is_none() => Some(Consts::from_py(&d)?),
+            _ => None,
+        },
         class_name: intern(&cls.getattr("__name__")?.extract::<String>()?),
         counters,
         new_sysctls,
-        error: error.clone(),
+        error,
     };
-    Ok((Box::new(k), error))
+    Ok(Box::new(k))
+}
+
+/// The kernel of `profile` with the built-in `patches` and the user's Python layers
+/// (`layers`: (how many of `patches` lie below, composed class), native_patch.py
+/// `native_layers`), each layer's exceptions kept in `error`.
+pub fn compose_python(
+    py: Python<'_>,
+    profile: &str,
+    patches: &[String],
+    layers: &[(usize, Bound<'_, PyAny>)],
+    error: &PatchError,
+) -> PyResult<KernelRef> {
+    let at = |n: usize| -> Vec<&str> { patches[..n].iter().map(String::as_str).collect() };
+    let mut k = compose_boxed(profile, &at(0)).map_err(PyValueError::new_err)?;
+    let mut applied = 0;
+    for (below, cls) in layers {
+        let below = (*below).min(patches.len());
+        for name in &patches[applied..below] {
+            k = (crate::patches::patch(name)
+                .map_err(PyValueError::new_err)?
+                .apply)(k);
+        }
+        applied = below;
+        k = python_patch(py, k, cls, error.clone())?;
+    }
+    for name in &patches[applied..] {
+        k = (crate::patches::patch(name)
+            .map_err(PyValueError::new_err)?
+            .apply)(k);
+    }
+    // the registry's checks (a patch given twice, an unknown name) on the whole list
+    compose_boxed(profile, &at(patches.len())).map_err(PyValueError::new_err)?;
+    Ok(Arc::from(k))
 }
 
 /// Raise the exception a Python patch raised during the last call, if any.
 pub fn take_error(slot: &PatchError) -> PyResult<()> {
-    match slot.lock().expect("patch error lock").take() {
-        Some(e) => Err(e),
+    match slot.err.lock().expect("patch error lock").take() {
+        Some(e) => {
+            slot.raised.store(false, Ordering::Relaxed);
+            Err(e)
+        }
         None => Ok(()),
     }
 }

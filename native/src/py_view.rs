@@ -313,6 +313,13 @@ impl MibView {
     }
 
     fn __setattr__(&self, py: Python<'_>, name: &str, value: i64) -> PyResult<()> {
+        // a patch's own counter may be set from any decision point (mib.rs `PatchCounter`)
+        if self
+            .sk
+            .with(py, |sk| sk.mib.set_patch_counter(name, value))?
+        {
+            return Ok(());
+        }
         self.sk
             .with_mut(py, |sk| fields::mib_set(sk, name, value))?
             .map_err(PyAttributeError::new_err)

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from tcpsim.core.mib import COUNTERS, Mib
 from tcpsim.engine.result import Peaks, RunResult, Tally, few_gc_passes, summarize
-from tcpsim.engines import EngineError, base_profile_name, native_socket_class, patch_names
+from tcpsim.engines import EngineError, base_profile_name, native_policy, native_socket_class
 from tcpsim.policy import Profile
 from tcpsim.scenario import Scenario
 from tcpsim.workload import App
@@ -94,7 +94,10 @@ class NativeSimulation:
     """A scenario run by the native engine (simulation.py `Simulation`'s interface)."""
 
     def __init__(self, scenario: Scenario, profile: Profile, sink: Any = None,
-                 skip: bool = True, tap: Any = None) -> None:
+                 skip: bool = True, tap: Any = None, replay: dict[str, Any] | None = None) -> None:
+        """`replay`: `tcpsim validate`'s applications in place of the scenario's writer and
+        reader ({"writer": {"ticks", "n", "bulk"} or None, "reader": {"ticks"} or None};
+        tcpsim/validate/replay.py, native/src/engine/replay.rs)."""
         self.scenario = scenario
         self.profile = profile
         self.sink = sink
@@ -104,18 +107,12 @@ class NativeSimulation:
         self.sysctls = sysctls
         sender_sysctls = profile.default_sysctls().with_overrides(
             scenario.sender_sysctl, known=profile.known_sysctls(), profile=profile.name)
-        from tcpsim.runner import python_patches
-        user = python_patches(scenario)
-        if user:
-            raise EngineError(f"--policy {user[0]}: a Python patch runs on the Python engine "
-                              "only (the native engine runs the built-in patches); add "
-                              "--engine python")
-        patches = patch_names(profile)
+        patches, py_policy = native_policy(profile)
         cls = native_engine_class()
         sc = scenario
         wants = sink.wants if sink is not None else (lambda name: False)
         cfg = {
-            "profile": base_profile_name(profile), "patches": patches,
+            "profile": base_profile_name(profile), "patches": patches, "py_policy": py_policy,
             "mtu": sc.link.mtu, "hz": sc.hz, "seed": sc.seed, "duration": sc.duration,
             "receiver_client": sc.receiver_role == "client", "skip": skip,
             "tap": tap is not None,
@@ -131,6 +128,8 @@ class NativeSimulation:
             "writer": _app(sc.writer), "reader": _app(sc.reader),
             "rev_writer": _app(sc.rev_writer) if sc.rev_writer and sc.rev_reader else None,
             "rev_reader": _app(sc.rev_reader) if sc.rev_writer and sc.rev_reader else None,
+            "replay_writer": (replay or {}).get("writer"),
+            "replay_reader": (replay or {}).get("reader"),
         }
         if not -(2**125) <= sc.seed < 2**125:
             raise EngineError(f"seed {sc.seed}: the native engine takes seeds within +-2**125; "
@@ -181,6 +180,7 @@ class NativeSimulation:
     def result(self, wall: float) -> RunResult:
         """The RunResult, built by simulation.py's `summarize`."""
         st = self.sim.stats()
+        self.replay_size_mismatch: tuple[int, int] = st["replay_size_mismatch"]
         rcv, snd = _SockView(st["rcv"]), _SockView(st["snd"])
         rev = st["rev_written"] is not None
         tally = Tally(events=st["events"], packets=st["packets"],

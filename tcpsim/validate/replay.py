@@ -27,7 +27,9 @@ wire (client receiver: the SYN it sent; server receiver: the SYN it got, `delay_
 left), so `model time = trace time + shift`.
 
 Uses only the public pieces of tcpsim.engine.simulation.Simulation: it builds one, replaces
-its `writer` / `reader` with the replay applications below and runs it.
+its `writer` / `reader` with the replay applications below and runs it. On the native
+engine (the default where built) the same applications are native/src/engine/replay.rs,
+given the plan's ticks; both engines give the same trace and scores.
 """
 
 from __future__ import annotations
@@ -472,12 +474,16 @@ class ReplayReader:
 
 # -- running ------------------------------------------------------------------------------------
 
-def run_plan(p: ReplayPlan, make_writer: Any = None) -> ReplayResult:
+def run_plan(p: ReplayPlan, make_writer: Any = None, engine: str | None = None) -> ReplayResult:
     """Run the model on a plan; returns its result and trace (model time axis).
     `make_writer(sim, plan)`: a writer of the caller's in place of ReplayWriter (e.g. one
-    that writes each tick's own size: tcpsim.pcap.replay)."""
+    that writes each tick's own size: tcpsim.pcap.replay; Python engine only). `engine`:
+    "python" or "native" (default: the run's default, runner.choose_engine)."""
+    from tcpsim.runner import choose_engine
     profile = get_profile(p.profile, p.policies)
     sink = MemoryRecorder(("rcv",))
+    if make_writer is None and choose_engine(engine, p.scenario) == "native":
+        return _run_native(p, profile, sink)
     sim = Simulation(p.scenario, profile, sink=sink, skip=True)
     writer = reader = None
     if make_writer is not None:
@@ -497,8 +503,26 @@ def run_plan(p: ReplayPlan, make_writer: Any = None) -> ReplayResult:
         read_ticks=len(p.read_ticks or ()), read_size_mismatch=reader.size_mismatch if reader else 0)
 
 
+def _run_native(p: ReplayPlan, profile: Any, sink: MemoryRecorder) -> ReplayResult:
+    """run_plan on the native engine: ReplayWriter and ReplayReader are its replay
+    applications (native/src/engine/replay.rs), given the plan's ticks."""
+    from tcpsim.engine.native import NativeSimulation
+    w = p.scenario.writer
+    replay = {
+        "writer": None if p.write_ticks is None else
+        {"ticks": p.write_ticks, "n": w.bytes, "bulk": w.kind == "bulk"},
+        "reader": None if p.read_ticks is None else {"ticks": p.read_ticks},
+    }
+    sim = NativeSimulation(p.scenario, profile, sink=sink, skip=True, replay=replay)
+    result = sim.run()
+    wm, rm = sim.replay_size_mismatch
+    return ReplayResult(p, result, sink.columns(),
+                        write_ticks=len(p.write_ticks or ()), write_size_mismatch=wm,
+                        read_ticks=len(p.read_ticks or ()), read_size_mismatch=rm)
+
+
 def replay(v: TraceView, profile: str | None = None, policies: tuple[str, ...] = (),
            until_ns: int | None = None, hz: int | None = None,
-           hz_source: str = "") -> ReplayResult:
-    """Plan and run the replay of a trace."""
-    return run_plan(plan(v, profile, policies, until_ns, hz, hz_source))
+           hz_source: str = "", engine: str | None = None) -> ReplayResult:
+    """Plan and run the replay of a trace (on `engine`, default: the run's default)."""
+    return run_plan(plan(v, profile, policies, until_ns, hz, hz_source), engine=engine)

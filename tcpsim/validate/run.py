@@ -98,9 +98,12 @@ def replay_hz(meta: dict[str, Any], path: Path, override: int | None = None) -> 
 def validate_trace(path: str | Path, profile: str | None = None,
                    thresholds: Thresholds | None = None, until_s: float | None = None,
                    stall_gap_ns: int = DEFAULT_STALL_GAP_NS,
-                   policies: tuple[str, ...] = (), hz: int | None = None) -> Validation:
-    """Replay one trace and score the model against it (at the capture's HZ unless `hz`)."""
+                   policies: tuple[str, ...] = (), hz: int | None = None,
+                   engine: str | None = None) -> Validation:
+    """Replay one trace and score the model against it (at the capture's HZ unless `hz`;
+    on `engine`, default: the native engine where built)."""
     from tcpsim.catalog import ProfileError
+    from tcpsim.engines import EngineError
     from tcpsim.scenario import ScenarioError
 
     p = Path(path)
@@ -110,8 +113,8 @@ def validate_trace(path: str | Path, profile: str | None = None,
         k = view(cols, meta)
         until_ns = None if until_s is None else int(until_s * 1e9)
         replay_at, hz_source = replay_hz(meta, p, hz)
-        rp = replay(k, profile, policies, until_ns, replay_at, hz_source)
-    except (TraceFileError, ReplayError, ScenarioError, ProfileError) as exc:
+        rp = replay(k, profile, policies, until_ns, replay_at, hz_source, engine)
+    except (TraceFileError, ReplayError, ScenarioError, ProfileError, EngineError) as exc:
         raise ValidateError(f"{p}: {exc}" if str(p) not in str(exc) else str(exc)) from None
     return score_replay(p, meta, k, rp, th, stall_gap_ns, timing_dependent(meta, p),
                         known_divergence(meta, p))
@@ -170,7 +173,7 @@ def run_validate(paths: Iterable[str | Path], profile: str | None = None,
                  as_json: bool = False, echo: Callable[[str], Any] = print,
                  until_s: float | None = None, write_docs: str | Path | None = None,
                  policies: tuple[str, ...] = (), hz: int | None = None,
-                 error: Callable[[str], Any] | None = None) -> int:
+                 error: Callable[[str], Any] | None = None, engine: str | None = None) -> int:
     """Validate traces (files or directories); print reports through `echo` and errors
     through `error` (default: `echo`; `tcpsim validate` prints them as ``tcpsim: error:``
     lines on stderr).
@@ -193,7 +196,8 @@ def run_validate(paths: Iterable[str | Path], profile: str | None = None,
     errors: list[str] = []
     for f in files:
         try:
-            results.append(validate_trace(f, profile, thresholds, until_s, policies=policies, hz=hz))
+            results.append(validate_trace(f, profile, thresholds, until_s, policies=policies, hz=hz,
+                                          engine=engine))
         except ValidateError as exc:
             errors.append(f"validate: {exc}")
     if as_json:
@@ -273,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
                     help='compare only the first part, e.g. "2s" or 2 (seconds)')
     ap.add_argument("--hz", default=None, help="replay at this CONFIG_HZ (default: the capture's)")
     ap.add_argument("--html", default=None, help="write the overlay page here")
+    ap.add_argument("--engine", default=None, choices=("python", "native"),
+                    help="replay on this engine (default: native where built)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of text")
     ap.add_argument("--write-docs", nargs="?", const=str(DOCS), default=None,
                     help=f"rewrite the generated table of {DOCS.name} (or the given file)")
@@ -286,7 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     paths = list(args.paths) + list(args.all)
     return run_validate(paths, args.profile, thresholds_from(args), args.html, args.json,
-                        print, args.until, args.write_docs, tuple(args.policy), args.hz)
+                        print, args.until, args.write_docs, tuple(args.policy), args.hz,
+                        engine=args.engine)
 
 
 if __name__ == "__main__":

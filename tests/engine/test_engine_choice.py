@@ -44,22 +44,30 @@ def test_the_scenario_field_is_checked_and_kept_out_of_the_metadata() -> None:
 
 
 @needs_native
-def test_the_default_is_native_but_a_python_patch_runs_on_the_python_engine() -> None:
+def test_the_default_is_native_with_or_without_a_python_patch() -> None:
     sc, _ = prepare(load_scenario("seed-wscale8"), RunOptions())
     assert choose_engine(None, sc) == "native"
     sc, _ = prepare(load_scenario("seed-wscale8"), RunOptions(policies=(PATCH,)))
-    assert choose_engine(None, sc) == "python"
+    assert choose_engine(None, sc) == "native"
 
 
 @needs_native
-def test_a_python_patch_under_engine_native_is_one_error_line(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = cli(capsys, "run", "seed-wscale8", "-d", "10ms", "--engine", "native",
-                       "--policy", PATCH)
+@pytest.mark.parametrize("engine", [(), ("--engine", "native")], ids=["default", "native"])
+def test_a_python_patch_the_native_engine_cannot_call_is_one_error_line(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, engine: tuple[str, ...]) -> None:
+    """try_coalesce changes its skbs in place: refused with the method and the fix named,
+    never silently run without it."""
+    f = tmp_path / "coal.py"
+    f.write_text("class Coal:\n    def try_coalesce(self, sk, to, frm):\n        return False\n")
+    code, _, err = cli(capsys, "run", "seed-wscale8", "-d", "10ms", *engine,
+                       "--policy", f"{f}:Coal")
     assert code == 2 and "Traceback" not in err
     (line,) = err.strip().splitlines()
-    assert line.startswith(f"tcpsim: error: --policy {PATCH}: a Python patch")
-    assert "--engine python" in line
+    assert line.startswith(f"tcpsim: error: --policy {f}:Coal: decision point try_coalesce ")
+    assert line.endswith("--engine python runs it")
+    code, _, err = cli(capsys, "run", "seed-wscale8", "-d", "10ms", "--engine", "python",
+                       "--policy", f"{f}:Coal", "--no-progress")
+    assert code == 0, err
 
 
 @needs_native

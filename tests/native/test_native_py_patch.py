@@ -155,6 +155,28 @@ def test_a_read_only_point_cannot_write(native):
             peer.send(1448)
 
 
+class ChangesItsSkb(Patch):
+    name = "changes-its-skb"
+
+    def grow_window(self, sk, skb, adjust, seg):
+        skb.truesize += 1
+        super().grow_window(sk, skb, adjust, seg)
+
+
+def test_a_changed_skb_argument_is_refused_not_lost(native):
+    """seg and skb are copies on the native engine: a patch changing one is one line naming
+    it (the change would silently be lost otherwise)."""
+    check_patch(ChangesItsSkb)
+    with pytest.raises(TypeError) as info:
+        peer = established("linux-6.6", engine="native", patches=(ChangesItsSkb,))
+        for _ in range(5):
+            peer.send(1448)
+    line = patch_failure(info.value)
+    assert line.startswith("patch changes-its-skb failed in decision point grow_window at ")
+    assert line.endswith("it changed its skb argument, a copy on the native engine (the kernel "
+                         "would not see the change); --engine python runs it")
+
+
 class Coalescer(Patch):
     name = "coalescer"
 
@@ -178,17 +200,83 @@ def test_packetdrill_refuses_such_a_patch_in_one_line(native, tmp_path):
     errors: list[str] = []
     assert run_paths([tmp_path / "a.pkt"], "linux-6.18", [f"{patch}:Coal"], False, out.append,
                      engine="native", error=errors.append) == 2
-    assert errors == ["tcpsim: error: --policy coal: decision point try_coalesce cannot be "
-                      "overridden by a Python patch on the native engine yet; use --engine "
-                      "python"]
+    assert errors == [f"tcpsim: error: --policy {patch}:Coal: decision point try_coalesce cannot be "
+                      "overridden by a Python patch on the native engine yet (its arguments are "
+                      "native objects the patch would change in place); --engine python runs it"]
     assert out == []
 
 
-def test_builtin_patches_go_first(native):
-    prof = get_profile("linux-6.6").with_patches(HalfOpenWindow)
-    prof = prof.with_patches(*get_profile("linux-6.6", ["shrink-window"]).patches)
-    with pytest.raises(EngineError, match="built-in patches go before Python patches"):
+class SlowTsRtt(Patch):
+    """A point without a socket argument (ts_rtt_sample_us), with super()."""
+
+    name = "slow-ts-rtt"
+
+    def ts_rtt_sample_us(self, delta_ms):
+        us = super().ts_rtt_sample_us(delta_ms)
+        return us * 3 if us > 0 else us
+
+
+class Interactive(Patch):
+    """A constant of the era: one quick exchange makes the connection interactive, and a
+    method reading another constant through self."""
+
+    name = "interactive"
+    PINGPONG_THRESH = 1
+
+    def delack_max(self, sk):
+        return super().delack_max(sk) + self.RMEM2_DEFAULT % 7
+
+
+def _shrink_window() -> type:
+    from tcpsim.catalog import builtin_patches
+    return builtin_patches()["shrink-window"]
+
+
+LAYERED = [(SlowTsRtt, "linux-6.6"), (Interactive, "linux-6.1"), (Interactive, "linux-6.18")]
+
+
+@pytest.mark.parametrize(("patch", "profile"), LAYERED, ids=lambda x: getattr(x, "name", x))
+def test_constants_and_socketless_points_in_lockstep(native, patch, profile):
+    cls = machine_for(profile, 0, "veth", "native", patches=(patch,))
+    run_state_machine_as_test(cls, settings=LOCKSTEP)
+
+
+def test_a_builtin_patch_after_a_python_one_in_lockstep(native):
+    """--policy ./half.py:HalfOpenWindow --policy shrink-window: the built-in patch goes on
+    top of the Python layer, as in the Python engine's MRO."""
+    cls = machine_for("linux-6.1", 0, "veth", "native",
+                      patches=(HalfOpenWindow, _shrink_window(), SlowSsthresh))
+    run_state_machine_as_test(cls, settings=LOCKSTEP)
+
+
+def test_a_builtin_patch_the_mro_puts_below_a_python_one_is_refused(native):
+    """On linux-6.6 the era has shrink-window's mixin, so the Python engine's MRO puts the
+    patch's shrink_allowed below a Python patch given before it; the native kernel would
+    stack it on top: one line naming both and the fix."""
+    prof = get_profile("linux-6.6").with_patches(Boom, _shrink_window())
+    with pytest.raises(EngineError, match="^--policy shrink-window: on linux-6.6 this built-in "
+                       "patch's shrink_allowed sits below the Python patch boom given before "
+                       "it; on the native engine give built-in patches first, or use --engine "
+                       "python$"):
         make_socket("native", prof, prof.default_sysctls(), "veth")
+    prof = get_profile("linux-6.1").with_patches(Boom, _shrink_window())
+    make_socket("native", prof, prof.default_sysctls(), "veth")     # 6.1: on top in both
+
+
+def test_the_constant_is_taken_and_builtin_patches_may_follow(native):
+    """Not vacuous: PINGPONG_THRESH = 1 changes what the native socket reports, and a
+    built-in patch after a Python one is applied (not refused, not dropped)."""
+    prof = get_profile("linux-6.1").with_patches(Interactive)
+    sk = make_socket("native", prof, prof.default_sysctls(), "veth")
+    assert sk.snapshot() is not None
+    from tcpsim import _native
+    from tcpsim.engines import native_policy
+    names, layers = native_policy(prof.with_patches(_shrink_window()))
+    assert names == ["shrink-window"] and [below for below, _ in layers] == [0]
+    assert layers[0][1].__native_constants__["pingpong_thresh"] == 1
+    plain = get_profile("linux-6.1")
+    assert native_policy(plain.with_patches(SlowTsRtt))[1][0][1].__native_constants__ is None
+    assert "ts_rtt_sample_us" in _native.PY_PATCH_POINTS
 
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "peer-tests" / "packetdrill"

@@ -12,8 +12,12 @@ use super::apps::{
 };
 use super::link::LinkDirection;
 use super::random::Random;
+use super::replay::{ReplayReader, ReplayWriter};
 use super::scheduler::{Scheduler, TIMER};
 use super::trace::TraceColumns;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use crate::segment::Segment;
 use crate::socket::TcpSocket;
 use crate::state::TcpState;
@@ -39,6 +43,9 @@ pub enum Ev {
     WriterTimedTick(usize),
     ReaderTimedWake(usize, u64),
     ReaderTimedRead(usize),
+    /// A tick of `tcpsim validate`'s replay writer / reader (replay.rs).
+    ReplayWrite,
+    ReplayRead,
 }
 
 /// The link of a scenario (scenario.py `Link`).
@@ -107,6 +114,12 @@ pub struct Simulation {
     pub tap: Option<Vec<(i64, bool, Segment)>>,
     started: bool,
     pub finished: bool,
+    /// Set when a user's Python patch raised (py_patch.rs): the run stops at the next event
+    /// and its caller raises the exception.
+    pub halt: Arc<AtomicBool>,
+    /// `tcpsim validate`'s replay applications, in place of the writer / reader (replay.rs).
+    pub replay_writer: Option<ReplayWriter>,
+    pub replay_reader: Option<ReplayReader>,
 }
 
 impl Simulation {
@@ -174,6 +187,9 @@ impl Simulation {
             tap: if spec.tap { Some(Vec::new()) } else { None },
             started: false,
             finished: false,
+            halt: Arc::default(),
+            replay_writer: None,
+            replay_reader: None,
         };
         sim.drain(RCV);
         sim.drain(SND);
@@ -396,7 +412,11 @@ impl Simulation {
     fn established_now(&mut self) {
         if self.established_at < 0 {
             self.established_at = self.sched.now;
-            self.writer_begin(0);
+            if self.replay_writer.is_some() {
+                self.replay_write_next();
+            } else {
+                self.writer_begin(0);
+            }
         }
     }
 
@@ -424,7 +444,11 @@ impl Simulation {
         self.socks[client].connect(0);
         self.drain(client);
         self.after(client);
-        self.reader_next_phase(0);
+        if self.replay_reader.is_some() {
+            self.replay_read_next();
+        } else {
+            self.reader_next_phase(0);
+        }
         if self.readers[1].is_some() {
             self.reader_next_phase(1);
         }
@@ -440,6 +464,9 @@ impl Simulation {
         let until = self.duration;
         let mut n = 0u64;
         while self.trace.rows() < max_rows && n < max_steps {
+            if self.halt.load(Ordering::Relaxed) {
+                return;
+            }
             let Some(ev) = self.sched.pop_until(until) else {
                 self.finish();
                 return;
@@ -480,6 +507,8 @@ impl Simulation {
             Ev::WriterTimedTick(w) => self.writer_timed_tick(w),
             Ev::ReaderTimedWake(r, g) => self.reader_timed_wake(r, g),
             Ev::ReaderTimedRead(r) => self.reader_timed_read(r),
+            Ev::ReplayWrite => self.replay_write(),
+            Ev::ReplayRead => self.replay_read(),
         }
     }
 }

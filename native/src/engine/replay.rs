@@ -1,0 +1,123 @@
+//! The replay applications of `tcpsim validate` (tcpsim/validate/replay.py `ReplayWriter`,
+//! `ReplayReader`): the scenario's writer and reader ticking at the times a kernel trace
+//! logged, against the model's sockets, so the model is driven by the real timing. They
+//! replace the scenario's own writer and reader (which then never start) and count the
+//! ticks where the model's socket took or gave other bytes than the kernel's did.
+
+use super::scheduler::{READER, WRITER};
+use super::simulation::{Ev, Simulation, RCV, SND};
+
+/// replay.py `ReplayWriter`: (time, bytes the kernel accepted or -1) per tick; a periodic
+/// writer's tick continues the write in progress (or starts one of `n`), a bulk writer's
+/// tick is a fresh send() of `n`.
+#[derive(Clone, Debug, Default)]
+pub struct ReplayWriter {
+    pub ticks: Vec<(i64, i64)>,
+    pub n: i64,
+    pub bulk: bool,
+    i: usize,
+    pending: i64,
+    pub written: i64,
+    pub size_mismatch: i64,
+}
+
+impl ReplayWriter {
+    pub fn new(ticks: Vec<(i64, i64)>, n: i64, bulk: bool) -> Self {
+        ReplayWriter {
+            ticks,
+            n,
+            bulk,
+            ..Default::default()
+        }
+    }
+}
+
+/// replay.py `ReplayReader`: (time, bytes asked, bytes the kernel read or -1) per tick.
+#[derive(Clone, Debug, Default)]
+pub struct ReplayReader {
+    pub ticks: Vec<(i64, i64, i64)>,
+    i: usize,
+    pub read_bytes: i64,
+    pub size_mismatch: i64,
+}
+
+impl ReplayReader {
+    pub fn new(ticks: Vec<(i64, i64, i64)>) -> Self {
+        ReplayReader {
+            ticks,
+            ..Default::default()
+        }
+    }
+}
+
+impl Simulation {
+    /// ReplayWriter._next(): the next tick, not before now.
+    pub(crate) fn replay_write_next(&mut self) {
+        let now = self.sched.now;
+        if let Some(w) = &self.replay_writer {
+            if let Some(&(t, _)) = w.ticks.get(w.i) {
+                self.sched.at(t.max(now), WRITER, Ev::ReplayWrite);
+            }
+        }
+    }
+
+    /// ReplayWriter.tick().
+    pub(crate) fn replay_write(&mut self) {
+        let now = self.sched.now;
+        let Some(w) = self.replay_writer.as_mut() else {
+            return;
+        };
+        let kernel_n = w.ticks[w.i].1;
+        w.i += 1;
+        if self.socks[SND].error.is_empty() {
+            if w.pending == 0 || w.bulk {
+                w.pending = w.n;
+            }
+            let pending = w.pending;
+            let put = self.sk_write(SND, now, pending);
+            let w = self.replay_writer.as_mut().expect("replaying");
+            w.pending -= put;
+            w.written += put;
+            if put != kernel_n.max(0) {
+                w.size_mismatch += 1;
+            }
+            self.after(SND);
+        }
+        self.replay_write_next();
+    }
+
+    /// ReplayReader._next().
+    pub(crate) fn replay_read_next(&mut self) {
+        let now = self.sched.now;
+        if let Some(r) = &self.replay_reader {
+            if let Some(&(t, _, _)) = r.ticks.get(r.i) {
+                self.sched.at(t.max(now), READER, Ev::ReplayRead);
+            }
+        }
+    }
+
+    /// ReplayReader.tick().
+    pub(crate) fn replay_read(&mut self) {
+        let now = self.sched.now;
+        let Some(r) = self.replay_reader.as_mut() else {
+            return;
+        };
+        let (_, ask, kernel_got) = r.ticks[r.i];
+        r.i += 1;
+        let mut got = 0;
+        if self.socks[RCV].error.is_empty() {
+            got = self.sk_read(RCV, now, ask);
+            if got != 0 {
+                self.replay_reader.as_mut().expect("replaying").read_bytes += got;
+                self.after(RCV);
+            }
+        }
+        if got != kernel_got.max(0) {
+            self.replay_reader
+                .as_mut()
+                .expect("replaying")
+                .size_mismatch += 1;
+        }
+        self.replay_read_next();
+    }
+}
