@@ -17,6 +17,7 @@ use crate::devices;
 use crate::engine::apps::App;
 use crate::engine::random::Random;
 use crate::engine::simulation::{LinkSpec, RunSpec, Simulation, RCV, SND};
+use crate::engine::trace::Spare;
 use crate::py::{compose_kernel, fields_dict, segment_to_py, sysctls_from_py};
 use crate::socket::{SocketParams, TcpSocket};
 
@@ -84,9 +85,17 @@ enum Values {
 
 /// One trace column of a group, handed to Python without a copy: a read-only buffer of its
 /// little-endian values (`pyarrow.py_buffer(column)`), alive as long as the Arrow arrays
-/// built on it.
+/// built on it; then its vector goes back to the trace (`Spare`) to hold a later group.
 #[pyclass(frozen)]
-struct Column(Values);
+struct Column(Values, Option<Spare>);
+
+impl Drop for Column {
+    fn drop(&mut self) {
+        if let (Values::I64(v), Some(spare)) = (&mut self.0, &self.1) {
+            spare.give(std::mem::take(v));
+        }
+    }
+}
 
 #[pymethods]
 impl Column {
@@ -227,11 +236,12 @@ impl PySimulation {
     fn take_rows<'py>(&mut self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyTuple>> {
         let tr = &mut self.sim.trace;
         let (ints, codes) = tr.take(n);
+        let spare = tr.spare();
         let ints = ints
             .into_iter()
-            .map(|v| Bound::new(py, Column(Values::I64(v))))
+            .map(|v| Bound::new(py, Column(Values::I64(v), Some(spare.clone()))))
             .collect::<PyResult<Vec<_>>>()?;
-        let codes = Bound::new(py, Column(Values::I32(codes)))?;
+        let codes = Bound::new(py, Column(Values::I32(codes), None))?;
         let distinct = tr
             .take_distinct()
             .into_iter()

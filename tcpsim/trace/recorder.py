@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import queue
 import threading
 from operator import itemgetter
 from struct import Struct
@@ -140,27 +139,47 @@ class MemoryRecorder:
 class _GroupWriter:
     """A Parquet file written one row group per table, on a thread of its own: the
     encoding and compression (pyarrow, without the GIL) run while the simulation makes the
-    next group. At most one group waits, so memory stays at a few groups."""
+    next group. One group is written at a time and handing over the next waits for it:
+    the groups in memory are the one being written and the one being made (peak RSS)."""
 
     def __init__(self, path: Path) -> None:
         self.writer = pq.ParquetWriter(path, WRITE_SCHEMA, **_parquet_options())
         self.groups = 0
-        self._queue: queue.Queue[pa.Table | None] = queue.Queue(maxsize=1)
+        self._next: pa.Table | None = None
+        self._done = False
         self._error: BaseException | None = None
+        self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._write, name="tcpsim-trace", daemon=True)
         self._thread.start()
 
     def _write(self) -> None:
-        while (table := self._queue.get()) is not None:
+        while True:
+            with self._cond:
+                while self._next is None and not self._done:
+                    self._cond.wait()
+                table, self._next = self._next, None
+            if table is None:
+                return
             if self._error is None:
                 try:
                     self.writer.write_table(table)
                 except BaseException as exc:     # handed to the run at its next group
                     self._error = exc
+            del table                            # its buffers go before the next waits
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
+
+    _busy = False
 
     def put(self, table: pa.Table) -> None:
-        self._raise()
-        self._queue.put(table)
+        """Hand a group over, once the one before it is written."""
+        with self._cond:
+            while self._busy:
+                self._cond.wait()
+            self._raise()
+            self._next, self._busy = table, True
+            self._cond.notify_all()
         self.groups += 1
 
     def _raise(self) -> None:
@@ -168,8 +187,12 @@ class _GroupWriter:
             raise self._error
 
     def finish(self) -> pq.ParquetWriter:
-        """Wait for the queued groups to be written; the writer, still open."""
-        self._queue.put(None)
+        """Wait for the groups handed over to be written; the writer, still open."""
+        with self._cond:
+            while self._busy:
+                self._cond.wait()
+            self._done = True
+            self._cond.notify_all()
         self._thread.join()
         self._raise()
         return self.writer

@@ -12,6 +12,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::{Arc, Mutex};
 
 use crate::segment::{flags_str, SYN};
 use crate::socket::{TraceEvent, TraceStr, STATE_COLUMNS};
@@ -80,6 +81,43 @@ fn key(sock: u8, flags: u8, event: u32, detail: u32, reason: u32) -> u128 {
         | u128::from(reason) << 80
 }
 
+/// A row's strings as the model passed them, all literals: the address and length of its
+/// event, detail and drop reason, its socket and flags. Equal literals mean equal strings,
+/// so a recent row's code is found by comparing six words, without hashing a text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Literals([usize; 7]);
+
+/// Recent string tuples remembered (`TraceColumns::recent`; a power of two).
+const RECENT: usize = 64;
+
+impl Literals {
+    fn of(sock: usize, flags: u8, ev: &TraceEvent) -> Option<Self> {
+        let (Cow::Borrowed(e), Cow::Borrowed(d), Cow::Borrowed(r)) =
+            (&ev.event, &ev.detail, &ev.drop_reason)
+        else {
+            return None;
+        };
+        Some(Literals([
+            e.as_ptr() as usize,
+            e.len(),
+            d.as_ptr() as usize,
+            d.len(),
+            r.as_ptr() as usize,
+            r.len(),
+            sock << 8 | usize::from(flags),
+        ]))
+    }
+
+    /// Its place in `TraceColumns::recent`.
+    fn slot(&self) -> usize {
+        let mut h = Fx::default();
+        for &w in &self.0 {
+            h.write_usize(w);
+        }
+        (h.finish() >> 58) as usize % RECENT
+    }
+}
+
 /// Rows not yet handed to Python, column by column.
 pub struct TraceColumns {
     ints: Vec<Vec<i64>>,
@@ -95,6 +133,9 @@ pub struct TraceColumns {
     by_addr: FxMap<(usize, usize), u32>,
     flags: Vec<String>,
     socks: Vec<String>,
+    /// Codes of recent all-literal rows by `Literals::slot` (code -1: empty).
+    recent: [(Literals, i32); RECENT],
+    spare: Arc<Mutex<Vec<Vec<i64>>>>,
 }
 
 impl Default for TraceColumns {
@@ -116,6 +157,8 @@ impl TraceColumns {
             by_addr: FxMap::default(),
             flags: (0..64).map(flags_str).collect(),
             socks: Vec::new(),
+            recent: [(Literals::default(), -1); RECENT],
+            spare: Arc::default(),
         }
     }
 
@@ -194,6 +237,25 @@ impl TraceColumns {
         ) {
             col.push(*v);
         }
+        let code = match Literals::of(sock, flags, ev) {
+            Some(lit) => {
+                let slot = lit.slot();
+                match self.recent[slot] {
+                    (l, c) if l == lit && c >= 0 => c,
+                    _ => {
+                        let c = self.code(sock, name, flags, ev);
+                        self.recent[slot] = (lit, c);
+                        c
+                    }
+                }
+            }
+            None => self.code(sock, name, flags, ev),
+        };
+        self.codes.push(code);
+    }
+
+    /// The code of a row's string tuple, looked up by the ids of its texts.
+    fn code(&mut self, sock: usize, name: &str, flags: u8, ev: &TraceEvent) -> i32 {
         while self.socks.len() <= sock {
             self.socks.push(String::new());
         }
@@ -207,7 +269,7 @@ impl TraceColumns {
             self.text_id(&ev.drop_reason),
         );
         let k = key(sock, flags, ids.0, ids.1, ids.2);
-        let code = match self.index.get(&k) {
+        match self.index.get(&k) {
             Some(&c) => c,
             None => {
                 let c = i32::try_from(self.distinct.len()).expect("fewer than 2**31 tuples");
@@ -215,8 +277,7 @@ impl TraceColumns {
                 self.index.insert(k, c);
                 c
             }
-        };
-        self.codes.push(code);
+        }
     }
 
     /// The distinct string tuples (sock, event, detail, flags, drop_reason) not handed over
@@ -246,17 +307,52 @@ impl TraceColumns {
     /// values; the rows after them stay, in vectors with room for a group of `n`.
     pub fn take(&mut self, n: usize) -> (Vec<Vec<i64>>, Vec<i32>) {
         let n = n.min(self.rows());
-        let ints = self.ints.iter_mut().map(|c| split_front(c, n)).collect();
-        (ints, split_front(&mut self.codes, n))
+        let mut spare = self
+            .spare
+            .lock()
+            .map(|mut p| std::mem::take(&mut *p))
+            .unwrap_or_default();
+        let ints = self
+            .ints
+            .iter_mut()
+            .map(|c| split_front(c, n, spare.pop().unwrap_or_default()))
+            .collect();
+        (ints, split_front(&mut self.codes, n, Vec::new()))
+    }
+
+    /// Where the vectors of a group handed over come back when Python is done with them
+    /// (`Spare::give`), to hold the rows of a later group: memory already faulted in, which
+    /// fresh vectors of a few hundred kB each are not (zeroing their pages cost about 40
+    /// ns a row).
+    pub fn spare(&self) -> Spare {
+        Spare(Arc::clone(&self.spare))
     }
 }
 
-/// The first `n` values of `v`, taken out; `v` keeps the rest, with room for `n` more.
-fn split_front<T: Copy>(v: &mut Vec<T>, n: usize) -> Vec<T> {
-    let mut rest = Vec::with_capacity(n + SLACK);
-    rest.extend_from_slice(&v[n..]);
+/// The way back for the column vectors of a group handed over (`TraceColumns::spare`).
+#[derive(Clone)]
+pub struct Spare(Arc<Mutex<Vec<Vec<i64>>>>);
+
+impl Spare {
+    /// Give a vector back, kept if fewer than a group's columns are spare.
+    pub fn give(&self, mut v: Vec<i64>) {
+        if let Ok(mut p) = self.0.lock() {
+            if p.len() < INT_COLUMNS {
+                v.clear();
+                p.push(v);
+            }
+        }
+    }
+}
+
+/// The first `n` values of `v`, taken out; `v` keeps the rest, in `room` (emptied) grown
+/// to hold `n` more.
+fn split_front<T: Copy>(v: &mut Vec<T>, n: usize, mut room: Vec<T>) -> Vec<T> {
+    room.clear();
+    room.reserve(v.len() + SLACK); // the rest (v.len() - n) and n more
+    room.extend_from_slice(&v[n..]);
     v.truncate(n);
-    std::mem::replace(v, rest)
+    std::mem::replace(v, room)
 }
 
 #[cfg(test)]
@@ -330,5 +426,32 @@ mod tests {
         let (ints, codes) = t.take(3);
         assert_eq!((ints[0].len(), codes.len(), t.rows()), (3, 3, 2));
         assert!(t.ints[0].capacity() >= 3 + SLACK);
+    }
+
+    #[test]
+    fn vectors_given_back_hold_the_next_group() {
+        let mut t = TraceColumns::new();
+        t.reserve(4); // as run_some does: room for a group
+        let ev = event(Cow::Borrowed("read"), Cow::Borrowed(""), None);
+        for _ in 0..4 {
+            t.push(0, "rcv", &ev);
+        }
+        let (ints, _) = t.take(2);
+        let at = ints[0].as_ptr();
+        let spare = t.spare();
+        for v in ints {
+            spare.give(v);
+        }
+        let (ints, _) = t.take(2);
+        assert_eq!(ints[0], vec![5, 5], "the rows kept after the first group");
+        assert!(
+            t.ints.iter().any(|c| c.as_ptr() == at),
+            "a spare vector holds the rows to come"
+        );
+        for _ in 0..2 {
+            t.push(0, "rcv", &ev);
+        }
+        let (ints, codes) = t.take(2);
+        assert_eq!((ints[0].clone(), codes), (vec![5, 5], vec![0, 0]));
     }
 }
