@@ -46,7 +46,7 @@ class TraceGroups:
             self._columns = self._dictionaries()
         n = len(codes)
         code = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(codes)])
-        arrays: list[pa.Array] = [None] * len(WRITE_SCHEMA)  # type: ignore[list-item]
+        arrays: list[pa.Array] = [None] * len(WRITE_SCHEMA)
         for buf, pos in zip(ints, INT_POS):
             arrays[pos] = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(buf)])
         for (words, index), pos in zip(self._columns, STR_POS):
