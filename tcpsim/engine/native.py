@@ -177,6 +177,7 @@ class NativeSimulation:
         if self._groups is None:
             from tcpsim.trace.columns import TraceGroups
             self._groups = TraceGroups()
+        self.sink.ready()         # the group before written: this one is held alone
         self.sink.record_table(self._groups.table(*self.sim.take_rows(n)))
 
     def result(self, wall: float) -> RunResult:

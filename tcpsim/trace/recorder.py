@@ -116,6 +116,9 @@ class MemoryRecorder:
     def record(self, ev: TraceEvent) -> None:
         self.rows.append(_merge(*_row_parts(ev)))
 
+    def ready(self) -> None:
+        """Nothing to wait for (ParquetRecorder.ready)."""
+
     def record_table(self, table: pa.Table) -> None:
         """Rows given as a table of SCHEMA (the native engine's groups), in order."""
         self.rows.extend(zip(*(c.to_pylist() for c in table.columns)))
@@ -170,6 +173,12 @@ class _GroupWriter:
                 self._cond.notify_all()
 
     _busy = False
+
+    def wait(self) -> None:
+        """Until the group handed over last is written."""
+        with self._cond:
+            while self._busy:
+                self._cond.wait()
 
     def put(self, table: pa.Table) -> None:
         """Hand a group over, once the one before it is written."""
@@ -288,6 +297,13 @@ class ParquetRecorder:
     def table(self) -> pa.Table:
         """The buffered rows as an Arrow table (columnar, typed)."""
         return self._group().cast(SCHEMA)
+
+    def ready(self) -> None:
+        """Wait until the file can take another group: a caller about to make one (the
+        native engine's hand-over) then holds it only while it is written, not also
+        while the group before it is -- one group less in memory (~15 MB)."""
+        if self._out is not None:
+            self._out.wait()
 
     def record_table(self, table: pa.Table) -> None:
         """Rows given as a table of SCHEMA or WRITE_SCHEMA (the native engine's groups,
