@@ -148,6 +148,7 @@ class _GroupWriter:
         self.writer = pq.ParquetWriter(path, WRITE_SCHEMA, **_parquet_options())
         self.groups = 0
         self._next: pa.Table | None = None
+        self._busy = False                       # a group handed over and not written yet
         self._done = False
         self._error: BaseException | None = None
         self._cond = threading.Condition()
@@ -157,8 +158,7 @@ class _GroupWriter:
     def _write(self) -> None:
         while True:
             with self._cond:
-                while self._next is None and not self._done:
-                    self._cond.wait()
+                self._cond.wait_for(lambda: self._next is not None or self._done)
                 table, self._next = self._next, None
             if table is None:
                 return
@@ -172,19 +172,18 @@ class _GroupWriter:
                 self._busy = False
                 self._cond.notify_all()
 
-    _busy = False
+    def _idle(self) -> bool:
+        return not self._busy
 
     def wait(self) -> None:
         """Until the group handed over last is written."""
         with self._cond:
-            while self._busy:
-                self._cond.wait()
+            self._cond.wait_for(self._idle)
 
     def put(self, table: pa.Table) -> None:
         """Hand a group over, once the one before it is written."""
         with self._cond:
-            while self._busy:
-                self._cond.wait()
+            self._cond.wait_for(self._idle)
             self._raise()
             self._next, self._busy = table, True
             self._cond.notify_all()
@@ -197,8 +196,7 @@ class _GroupWriter:
     def finish(self) -> pq.ParquetWriter:
         """Wait for the groups handed over to be written; the writer, still open."""
         with self._cond:
-            while self._busy:
-                self._cond.wait()
+            self._cond.wait_for(self._idle)
             self._done = True
             self._cond.notify_all()
         self._thread.join()
