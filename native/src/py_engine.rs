@@ -5,16 +5,20 @@
 //! write each trace group to Parquet as it fills and show progress; the trace handed over as
 //! little-endian int64 column buffers plus string codes (no Python object per value).
 
-use pyo3::exceptions::{PyKeyError, PyValueError};
+use std::ffi::{c_int, c_void};
+use std::ptr;
+
+use pyo3::exceptions::{PyBufferError, PyKeyError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::devices;
 use crate::engine::apps::App;
 use crate::engine::random::Random;
 use crate::engine::replay::{ReplayReader, ReplayWriter};
 use crate::engine::simulation::{LinkSpec, RunSpec, Simulation, RCV, SND};
-use crate::engine::trace::INT_COLUMNS;
+use crate::engine::trace::Spare;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -89,6 +93,82 @@ fn le_bytes<T: Copy>(v: &[T]) -> &[u8] {
     const { assert!(cfg!(target_endian = "little")) };
     // SAFETY: i64/i32 have no padding and any byte pattern is a valid u8.
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+/// The values of one trace column.
+enum Values {
+    I64(Vec<i64>),
+    I32(Vec<i32>),
+}
+
+/// One trace column of a group, handed to Python without a copy: a read-only buffer of its
+/// little-endian values (`pyarrow.py_buffer(column)`), alive as long as the Arrow arrays
+/// built on it; then its vector goes back to the trace (`Spare`) to hold a later group.
+#[pyclass(frozen)]
+struct Column(Values, Option<Spare>);
+
+impl Drop for Column {
+    fn drop(&mut self) {
+        if let (Values::I64(v), Some(spare)) = (&mut self.0, &self.1) {
+            spare.give(std::mem::take(v));
+        }
+    }
+}
+
+#[pymethods]
+impl Column {
+    /// The buffer protocol: the values as bytes (format "B"), read-only.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        if view.is_null() {
+            return Err(PyBufferError::new_err("no view"));
+        }
+        if flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE {
+            return Err(PyBufferError::new_err("a trace column is read-only"));
+        }
+        let data = match &slf.get().0 {
+            Values::I64(v) => le_bytes(v),
+            Values::I32(v) => le_bytes(v),
+        };
+        // SAFETY: `view` is the caller's Py_buffer; the data lives in the Column, which
+        // the view keeps alive (view.obj holds a reference) and never changes (frozen).
+        unsafe {
+            (*view).buf = data.as_ptr() as *mut c_void;
+            (*view).len = data.len() as isize;
+            (*view).readonly = 1;
+            (*view).itemsize = 1;
+            (*view).format = if flags & ffi::PyBUF_FORMAT == ffi::PyBUF_FORMAT {
+                c"B".as_ptr().cast_mut()
+            } else {
+                ptr::null_mut()
+            };
+            (*view).ndim = 1;
+            (*view).shape = if flags & ffi::PyBUF_ND == ffi::PyBUF_ND {
+                &raw mut (*view).len
+            } else {
+                ptr::null_mut()
+            };
+            (*view).strides = if flags & ffi::PyBUF_STRIDES == ffi::PyBUF_STRIDES {
+                &raw mut (*view).itemsize
+            } else {
+                ptr::null_mut()
+            };
+            (*view).suboffsets = ptr::null_mut();
+            (*view).internal = ptr::null_mut();
+            (*view).obj = slf.into_any().into_ptr();
+        }
+        Ok(())
+    }
+
+    fn __len__(&self) -> usize {
+        match &self.0 {
+            Values::I64(v) => v.len(),
+            Values::I32(v) => v.len(),
+        }
+    }
 }
 
 /// A whole run in Rust (crate::engine::simulation).
@@ -204,38 +284,30 @@ impl PySimulation {
         self.sim.trace.rows()
     }
 
-    /// The first `n` buffered rows, taken out as Arrow buffers: ([int64 column values],
-    /// [(int32 offsets, UTF-8 data) of each string column]), in schema order per kind.
+    /// The first `n` buffered rows, taken out: ([int64 column values], int32 codes,
+    /// [the string tuples (sock, event, detail, flags, drop_reason) first seen since the
+    /// last call]). The columns are `Column`s, buffers Arrow wraps without a copy; a row's
+    /// code indexes all the tuples handed over so far, in order.
     fn take_rows<'py>(&mut self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyTuple>> {
-        let tr = &self.sim.trace;
-        let n = n.min(tr.rows());
-        let ints = (0..INT_COLUMNS)
-            .map(|j| {
-                PyBytes::new_with(py, n * 8, |b| {
-                    b.copy_from_slice(le_bytes(tr.int_values(j, n)));
-                    Ok(())
-                })
-            })
+        let tr = &mut self.sim.trace;
+        let (ints, codes) = tr.take(n);
+        let spare = tr.spare();
+        let ints = ints
+            .into_iter()
+            .map(|v| Bound::new(py, Column(Values::I64(v), Some(spare.clone()))))
             .collect::<PyResult<Vec<_>>>()?;
-        let strs = (0..5)
-            .map(|j| {
-                let offsets = PyBytes::new_with(py, 4 * (n + 1), |b| {
-                    tr.fill_offsets(j, n, b);
-                    Ok(())
-                })?;
-                let data = PyBytes::new_with(py, tr.string_data_len(j, n), |b| {
-                    tr.fill_data(j, n, b);
-                    Ok(())
-                })?;
-                PyTuple::new(py, [offsets, data])
-            })
+        let codes = Bound::new(py, Column(Values::I32(codes), None))?;
+        let distinct = tr
+            .take_distinct()
+            .into_iter()
+            .map(|t| PyTuple::new(py, t))
             .collect::<PyResult<Vec<_>>>()?;
-        self.sim.trace.discard(n);
         PyTuple::new(
             py,
             [
                 PyList::new(py, ints)?.into_any(),
-                PyList::new(py, strs)?.into_any(),
+                codes.into_any(),
+                PyList::new(py, distinct)?.into_any(),
             ],
         )
     }
@@ -323,5 +395,6 @@ fn random_draws(seed: i128, n: usize, lambd: f64) -> (Vec<f64>, Vec<f64>) {
 /// Add the engine's class to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(random_draws, m)?)?;
+    m.add_class::<Column>()?;
     m.add_class::<PySimulation>()
 }

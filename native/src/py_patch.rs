@@ -723,10 +723,11 @@ impl SocketView {
         let x = TraceArgs {
             seg: None,
             truesize,
-            reason,
+            reason: reason.to_string().into(),
             length,
             cost,
         };
+        let (event, detail) = (event.to_string(), detail.to_string());
         self.skref().with_mut(py, |sk| sk.trace(event, detail, x))
     }
 }

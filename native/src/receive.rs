@@ -144,7 +144,7 @@ impl TcpSocket {
 
     /// tcp_validate_incoming() failure: drop; answer with a dupACK unless RST, rate limited
     /// for zero-length segments (tcp_oow_rate_limited).
-    fn drop_unacceptable(&mut self, seg: &Segment, reason: &str) {
+    fn drop_unacceptable(&mut self, seg: &Segment, reason: &'static str) {
         self.trace_seg("drop", "unacceptable", seg, -1, reason);
         if seg.flags & RST != 0 {
             return;
@@ -210,7 +210,7 @@ impl TcpSocket {
     }
 
     /// out_of_window: enter quick-ack mode, schedule an immediate ACK, drop.
-    fn out_of_window(&mut self, seg: &Segment, reason: &str) {
+    fn out_of_window(&mut self, seg: &Segment, reason: &'static str) {
         self.trace_seg("drop", "out of window", seg, -1, reason);
         self.enter_quickack_mode(TCP_MAX_QUICKACKS);
         self.ack.ack_pending |= ICSK_ACK_SCHED;

@@ -10,6 +10,8 @@
 //! The trace sink of the Python socket is a list of `TraceEvent`s here, recorded only when
 //! `tracing` is on (the Python socket records only with a sink).
 
+use std::borrow::Cow;
+
 use crate::arith::floor_div;
 use crate::clock::{clock_for, Clock};
 use crate::constants::{
@@ -79,13 +81,18 @@ pub struct TcpSocket {
     pub events: Vec<TraceEvent>,
 }
 
+/// A trace string (event, detail, drop reason): a literal of the model, borrowed for free,
+/// or one a Python patch passed (`sk.trace`), owned. A traced run records millions of
+/// events; copying their literals into Strings was a third of the trace's cost.
+pub type TraceStr = Cow<'static, str>;
+
 /// The optional columns of Python's `TcpSocket.trace(event, detail, seg=None, truesize=-1,
 /// reason="", length=-1, cost=-1)`, with the same defaults.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct TraceArgs<'a> {
     pub seg: Option<&'a Segment>,
     pub truesize: i64,
-    pub reason: &'a str,
+    pub reason: TraceStr,
     pub length: i64,
     pub cost: i64,
 }
@@ -95,7 +102,7 @@ impl Default for TraceArgs<'_> {
         TraceArgs {
             seg: None,
             truesize: -1,
-            reason: "",
+            reason: Cow::Borrowed(""),
             length: -1,
             cost: -1,
         }
@@ -111,11 +118,11 @@ pub const STATE_COLUMNS: usize = 19;
 #[derive(Debug, Clone, PartialEq)]
 pub struct TraceEvent {
     pub t_ns: i64,
-    pub event: String,
-    pub detail: String,
+    pub event: TraceStr,
+    pub detail: TraceStr,
     pub seg: Option<Segment>,
     pub truesize: i64,
-    pub drop_reason: String,
+    pub drop_reason: TraceStr,
     pub len: i64,
     pub collapse_ns: i64,
     pub win_scale: i64,
@@ -548,7 +555,7 @@ impl TcpSocket {
 
     /// Report an event (socket.py `trace`): what happened, the segment it concerns, and the
     /// state the trace columns show after it. Recorded only while `tracing` is on.
-    pub fn trace(&mut self, event: &str, detail: &str, x: TraceArgs) {
+    pub fn trace(&mut self, event: impl Into<TraceStr>, detail: impl Into<TraceStr>, x: TraceArgs) {
         if !self.tracing {
             return;
         }
@@ -574,20 +581,21 @@ impl TcpSocket {
             snd.snd_wnd,
             snd.snd_cwnd,
         ];
+        let event = event.into();
         self.events.push(TraceEvent {
             t_ns: self.now,
-            event: event.to_string(),
-            detail: detail.to_string(),
-            seg: x.seg.cloned(),
-            truesize: x.truesize,
-            drop_reason: x.reason.to_string(),
-            len: x.length,
-            collapse_ns: x.cost,
             win_scale: if event == "tx" {
                 conn.rcv_wscale
             } else {
                 conn.snd_wscale
             },
+            event,
+            detail: detail.into(),
+            seg: x.seg.cloned(),
+            truesize: x.truesize,
+            drop_reason: x.reason,
+            len: x.length,
+            collapse_ns: x.cost,
             state,
         });
     }
@@ -595,11 +603,11 @@ impl TcpSocket {
     /// `trace(event, detail, seg, truesize, reason=...)`, the receive path's form.
     pub fn trace_seg(
         &mut self,
-        event: &str,
-        detail: &str,
+        event: &'static str,
+        detail: &'static str,
         seg: &Segment,
         truesize: i64,
-        reason: &str,
+        reason: &'static str,
     ) {
         self.trace(
             event,
@@ -607,7 +615,7 @@ impl TcpSocket {
             TraceArgs {
                 seg: Some(seg),
                 truesize,
-                reason,
+                reason: Cow::Borrowed(reason),
                 ..TraceArgs::default()
             },
         );
@@ -627,7 +635,7 @@ impl TcpSocket {
     }
 
     /// The connection dies (tcp_write_err / tcp_reset): no more segments, timers off.
-    pub fn abort(&mut self, err: &str) {
+    pub fn abort(&mut self, err: &'static str) {
         self.error = err.to_string();
         self.closed();
         self.readable = true;

@@ -102,6 +102,7 @@ class NativeSimulation:
         self.profile = profile
         self.sink = sink
         self.tap = tap
+        self._groups: Any = None              # TraceGroups, once the first group is taken
         sysctls = profile.default_sysctls().with_overrides(
             scenario.sysctl, known=profile.known_sysctls(), profile=profile.name)
         self.sysctls = sysctls
@@ -172,10 +173,11 @@ class NativeSimulation:
             segment(t, from_rcv, seg)
 
     def _feed_sink(self, n: int) -> None:
-        from tcpsim.trace.columns import table_from_buffers
-        n = min(n, self.sim.rows())
-        ints, strs = self.sim.take_rows(n)
-        self.sink.record_table(table_from_buffers(n, ints, strs))
+        if self._groups is None:
+            from tcpsim.trace.columns import TraceGroups
+            self._groups = TraceGroups()
+        self.sink.ready()         # the group before written: this one is held alone
+        self.sink.record_table(self._groups.table(*self.sim.take_rows(n)))
 
     def result(self, wall: float) -> RunResult:
         """The RunResult, built by simulation.py's `summarize`."""

@@ -1,26 +1,54 @@
-"""A group of trace rows from Arrow buffers: the native engine's hand-over to the recorders.
+"""A group of trace rows from the native engine's columns: its hand-over to the recorders.
 
-The native engine (native/src/engine/trace.rs) hands over a group of rows as Arrow buffers:
-one of little-endian int64 values per integer column of tcpsim/trace/schema.py COLUMNS, and
-(int32 offsets, UTF-8 data) per string column. Wrapping them (`Array.from_buffers`) makes
-no Python object per value -- and, unlike `pa.array()`, does not import pandas (about half
-a second of start-up).
+The native engine (native/src/engine/trace.rs) hands over a group of rows as its column
+vectors themselves -- one of int64 values per integer column of tcpsim/trace/schema.py
+COLUMNS, and one of int32 codes -- plus the string tuples (sock, event, detail, flags,
+drop_reason) first seen since the last group, which the codes index. Wrapping the vectors
+(`pa.py_buffer`, `Array.from_buffers`) copies nothing and makes no Python object per value;
+the string columns become dictionary arrays whose indices are the codes (the recorders'
+WRITE_SCHEMA), so no string is built per row either. Unlike `pa.array()`, this does not
+import pandas (about half a second of start-up).
 """
 
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 import pyarrow as pa
 
-from tcpsim.trace.recorder import INT_POS, SCHEMA, STR_POS
+from tcpsim.trace.recorder import INT_POS, STR_POS, WRITE_SCHEMA
 
 
-def table_from_buffers(n: int, ints: list[bytes], strs: list[tuple[bytes, bytes]]) -> pa.Table:
-    """The Arrow table (the trace SCHEMA) of `n` rows: `ints` the integer columns' values,
-    `strs` the string columns' (offsets, data), each in schema order."""
-    arrays: list[pa.Array] = [None] * len(SCHEMA)
-    for buf, pos in zip(ints, INT_POS):
-        arrays[pos] = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(buf)])
-    for (offsets, data), pos in zip(strs, STR_POS):
-        arrays[pos] = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets),
-                                                              pa.py_buffer(data)])
-    return pa.Table.from_arrays(arrays, schema=SCHEMA)
+class TraceGroups:
+    """Tables of WRITE_SCHEMA from the native engine's groups (`take_rows()`), in order:
+    keeps the string tuples handed over so far, which every later group's codes index."""
+
+    def __init__(self) -> None:
+        self.distinct: list[tuple[str, ...]] = []
+        self._columns: list[tuple[pa.Array, pa.Array]] = self._dictionaries()
+
+    def _dictionaries(self) -> list[tuple[pa.Array, pa.Array]]:
+        """Per string column: (its distinct strings, a code's index into them). A column's
+        dictionary has each string once: Parquet's writer takes an Arrow dictionary as its
+        own only then (else it encodes the column string by string)."""
+        out = []
+        for j in range(len(STR_POS)):
+            words: dict[str, int] = {}
+            index = [words.setdefault(t[j], len(words)) for t in self.distinct]
+            out.append((pa.array(list(words), pa.string()), pa.array(index, pa.int32())))
+        return out
+
+    def table(self, ints: Sequence[Any], codes: Any, new: Sequence[tuple[str, ...]]) -> pa.Table:
+        """The table of one group: `ints` the integer columns' buffers (schema order),
+        `codes` the rows' int32 codes, `new` the string tuples first seen in it."""
+        if new:
+            self.distinct.extend(new)
+            self._columns = self._dictionaries()
+        n = len(codes)
+        code = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(codes)])
+        arrays: list[pa.Array] = [None] * len(WRITE_SCHEMA)
+        for buf, pos in zip(ints, INT_POS):
+            arrays[pos] = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(buf)])
+        for (words, index), pos in zip(self._columns, STR_POS):
+            arrays[pos] = pa.DictionaryArray.from_arrays(index.take(code), words, safe=False)
+        return pa.Table.from_arrays(arrays, schema=WRITE_SCHEMA)

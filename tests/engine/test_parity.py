@@ -37,11 +37,11 @@ def test_a_planted_difference_is_found(case_list: dict[str, parity.Case], tmp_pa
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """The comparison can fail: a native trace one row short is reported."""
     from tcpsim.trace import columns
-    orig = columns.table_from_buffers
+    orig = columns.TraceGroups.table
 
-    def short(n: int, ints: list, strs: list):  # type: ignore[no-untyped-def]
-        t = orig(n, ints, strs)
+    def short(self, ints: list, codes, new: list):  # type: ignore[no-untyped-def]
+        t = orig(self, ints, codes, new)
         return t.slice(0, max(0, t.num_rows - 1))
-    monkeypatch.setattr(columns, "table_from_buffers", short)
+    monkeypatch.setattr(columns.TraceGroups, "table", short)
     diffs = parity.run_both(case_list["p-device-veth"], tmp_path)
     assert diffs and diffs[0].startswith("trace:")

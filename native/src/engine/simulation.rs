@@ -26,6 +26,9 @@ use crate::state::TcpState;
 pub const RCV: usize = 0;
 /// Its peer, the sender end.
 pub const SND: usize = 1;
+/// The largest `max_rows` of `run_some` the trace columns make room for in advance (a
+/// trace group; a run without a trace passes a huge bound).
+const MAX_GROUP_ROWS: usize = 1 << 22;
 
 /// An event on the schedule (the Python engine's `_Call` targets).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -211,11 +214,13 @@ impl Simulation {
         if self.socks[i].events.is_empty() {
             return;
         }
-        let events = self.socks[i].take_events();
-        let name = &self.socks[i].name;
-        for ev in events {
-            self.trace.push(name, ev);
+        // by reference, the socket's vector kept (an event is a few hundred bytes: moving
+        // each twice was the largest cost of a traced run after the Parquet writing)
+        let sk = &mut self.socks[i];
+        for ev in &sk.events {
+            self.trace.push(i, &sk.name, ev);
         }
+        sk.events.clear();
     }
 
     pub(crate) fn sk_write(&mut self, i: usize, now: i64, n: i64) -> i64 {
@@ -463,6 +468,9 @@ impl Simulation {
         }
         let until = self.duration;
         let mut n = 0u64;
+        if max_rows <= MAX_GROUP_ROWS {
+            self.trace.reserve(max_rows);
+        }
         while self.trace.rows() < max_rows && n < max_steps {
             if self.halt.load(Ordering::Relaxed) {
                 return;

@@ -661,7 +661,7 @@ impl Kernel for Linux515 {
             let detail = format!("freed {}", rmem - sk.mem.sk_rmem_alloc);
             sk.trace(
                 "collapse",
-                &detail,
+                detail,
                 TraceArgs {
                     length: copied,
                     cost,
@@ -883,7 +883,7 @@ pub(crate) fn trace_ofo_prune(sk: &mut TcpSocket, dropped: &Skb) {
         "ofo prune",
         TraceArgs {
             truesize: dropped.truesize,
-            reason: "TCP_OFO_QUEUE_PRUNE",
+            reason: "TCP_OFO_QUEUE_PRUNE".into(),
             ..TraceArgs::default()
         },
     );
