@@ -12,6 +12,7 @@ import pandas (about half a second of start-up).
 
 from __future__ import annotations
 
+from array import array
 from typing import Any, Sequence
 
 import pyarrow as pa
@@ -35,7 +36,7 @@ class TraceGroups:
         for j in range(len(STR_POS)):
             words: dict[str, int] = {}
             index = [words.setdefault(t[j], len(words)) for t in self.distinct]
-            out.append((pa.array(list(words), pa.string()), pa.array(index, pa.int32())))
+            out.append((_strings(list(words)), _int32(index)))
         return out
 
     def table(self, ints: Sequence[Any], codes: Any, new: Sequence[tuple[str, ...]]) -> pa.Table:
@@ -52,3 +53,18 @@ class TraceGroups:
         for (words, index), pos in zip(self._columns, STR_POS):
             arrays[pos] = pa.DictionaryArray.from_arrays(index.take(code), words, safe=False)
         return pa.Table.from_arrays(arrays, schema=WRITE_SCHEMA)
+
+
+def _int32(values: list[int]) -> pa.Array:
+    """An int32 array of `values`, wrapped from a buffer (`pa.array()` would import pandas)."""
+    return pa.Array.from_buffers(pa.int32(), len(values), [None, pa.py_buffer(array("i", values))])
+
+
+def _strings(words: list[str]) -> pa.Array:
+    """A UTF-8 string array of `words`, from its offsets and data buffers."""
+    data = [w.encode() for w in words]
+    offsets = array("i", [0])
+    for d in data:
+        offsets.append(offsets[-1] + len(d))
+    return pa.Array.from_buffers(pa.string(), len(words),
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))])
