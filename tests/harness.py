@@ -106,3 +106,16 @@ def shared_dir() -> Path | None:
 
 def is_root_with_netns() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("ip") is not None
+
+
+class Keep:
+    """A sink that keeps the events as they come."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+
+    def wants(self, sock: str) -> bool:
+        return True
+
+    def record(self, ev: tuple) -> None:
+        self.events.append(ev)

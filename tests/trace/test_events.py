@@ -5,20 +5,7 @@ from tcpsim.core.segment import ACK, PSH, SYN, Segment
 from tcpsim.trace.recorder import MemoryRecorder
 from tcpsim.trace.schema import COLUMN_NAMES, EV_STATE, EVENT_FIELDS, STATE_COLUMNS
 
-from harness import established
-
-
-class Keep:
-    """A sink that keeps the events as they come."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple] = []
-
-    def wants(self, sock: str) -> bool:
-        return True
-
-    def record(self, ev: tuple) -> None:
-        self.events.append(ev)
+from harness import Keep, established
 
 
 def _state_of(sk) -> dict[str, int]:

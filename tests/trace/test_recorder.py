@@ -14,22 +14,13 @@ import pytest
 from tcpsim.trace.recorder import SCHEMA, WRITE_SCHEMA, MemoryRecorder, ParquetRecorder
 from tcpsim.trace.schema import COLUMN_NAMES
 
-from harness import established
+from harness import Keep, established
 
 META = {"source": "tcpsim", "summary": {"drops": 0}}
 
 
 def _events(n_rows: int) -> list[tuple]:
     """About n_rows real trace events of a Python socket pair."""
-    class Keep:
-        def __init__(self) -> None:
-            self.events: list[tuple] = []
-
-        def wants(self, sock: str) -> bool:
-            return True
-
-        def record(self, ev: tuple) -> None:
-            self.events.append(ev)
     keep = Keep()
     p = established("linux-6.6", sink=keep)
     t_ms = 2.0
