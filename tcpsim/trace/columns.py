@@ -15,6 +15,7 @@ from __future__ import annotations
 from array import array
 from typing import Any, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from tcpsim.trace.recorder import INT_POS, STR_POS, WRITE_SCHEMA
@@ -26,9 +27,9 @@ class TraceGroups:
 
     def __init__(self) -> None:
         self.distinct: list[tuple[str, ...]] = []
-        self._columns: list[tuple[pa.Array, pa.Array]] = self._dictionaries()
+        self._columns: list[tuple[pa.Array, np.ndarray]] = self._dictionaries()
 
-    def _dictionaries(self) -> list[tuple[pa.Array, pa.Array]]:
+    def _dictionaries(self) -> list[tuple[pa.Array, np.ndarray]]:
         """Per string column: (its distinct strings, a code's index into them). A column's
         dictionary has each string once: Parquet's writer takes an Arrow dictionary as its
         own only then (else it encodes the column string by string)."""
@@ -36,7 +37,7 @@ class TraceGroups:
         for j in range(len(STR_POS)):
             words: dict[str, int] = {}
             index = [words.setdefault(t[j], len(words)) for t in self.distinct]
-            out.append((_strings(list(words)), _int32(index)))
+            out.append((_strings(list(words)), np.array(index, dtype=np.int32)))
         return out
 
     def table(self, ints: Sequence[Any], codes: Any, new: Sequence[tuple[str, ...]]) -> pa.Table:
@@ -46,18 +47,20 @@ class TraceGroups:
             self.distinct.extend(new)
             self._columns = self._dictionaries()
         n = len(codes)
-        code = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(codes)])
+        code = np.frombuffer(codes, dtype=np.int32, count=n)
         arrays: list[pa.Array] = [None] * len(WRITE_SCHEMA)
         for buf, pos in zip(ints, INT_POS):
             arrays[pos] = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(buf)])
         for (words, index), pos in zip(self._columns, STR_POS):
-            arrays[pos] = pa.DictionaryArray.from_arrays(index.take(code), words, safe=False)
+            # numpy's take (pyarrow imports numpy itself): Array.take would import
+            # pyarrow.compute, ~40 ms of start-up
+            arrays[pos] = pa.DictionaryArray.from_arrays(_int32(index.take(code)), words, safe=False)
         return pa.Table.from_arrays(arrays, schema=WRITE_SCHEMA)
 
 
-def _int32(values: list[int]) -> pa.Array:
-    """An int32 array of `values`, wrapped from a buffer (`pa.array()` would import pandas)."""
-    return pa.Array.from_buffers(pa.int32(), len(values), [None, pa.py_buffer(array("i", values))])
+def _int32(values: np.ndarray) -> pa.Array:
+    """An int32 array of `values`, wrapped from its buffer (`pa.array()` would import pandas)."""
+    return pa.Array.from_buffers(pa.int32(), len(values), [None, pa.py_buffer(values)])
 
 
 def _strings(words: list[str]) -> pa.Array:
