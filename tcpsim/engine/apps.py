@@ -137,7 +137,7 @@ class PeriodicWriter:
         sk = self.sk
         if sk.error:
             return
-        now = sim.sched.now
+        now = sim.sched.env.clock                   # sched.now, without its property call
         was_stalled = self.pending > 0
         self._send(now)
         self._sent(now, was_stalled)
