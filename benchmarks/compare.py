@@ -41,8 +41,12 @@ def build_base(rev: str) -> Path:
     with tarfile.open(fileobj=io.BytesIO(tar)) as tf:
         tf.extractall(staging)
     (staging / "tcpsim").rename(pkg)
-    (staging / "models").rename(pkg / "models")
-    (staging / "experiments").rename(pkg / "experiments")
+    for top in ("models", "experiments"):
+        # since these moved to the top level, tcpsim/<top> is a symlink to ../<top>;
+        # the real directory replaces it (the link would dangle once staging is gone)
+        if (pkg / top).is_symlink():
+            (pkg / top).unlink()
+        (staging / top).rename(pkg / top)
     for py in pkg.rglob("*.py"):
         text = py.read_text()
         # imports and dotted module names only ("source": "tcpsim" metadata stays)

@@ -385,7 +385,7 @@ impl TcpSocket {
             let mut sent = 0;
             while sent < limit {
                 let seg_len = mss.min(limit - sent);
-                self.send_new(self.snd.snd_nxt, seg_len);
+                self.send_new(self.snd.snd_nxt, seg_len, inflight);
                 sent += seg_len;
                 inflight += 1;
             }
@@ -484,14 +484,16 @@ impl TcpSocket {
         DEFER
     }
 
-    fn send_new(&mut self, seq: i64, length: i64) {
+    /// Send new data [seq, seq + length); `inflight`: packets_in_flight() before it (the
+    /// caller's count: write_xmit keeps one for its cwnd test).
+    fn send_new(&mut self, seq: i64, length: i64, inflight: i64) {
         let psh = if seq + length == self.snd.write_seq {
             PSH
         } else {
             0
         };
         let seg = self.make_segment(seq, length, ACK | psh);
-        if self.packets_in_flight() == 0 {
+        if inflight == 0 {
             self.ca_cwnd_event(CA_EVENT_TX_START); // tcp_event_data_sent()
         }
         let snd = &mut self.snd;
@@ -1054,7 +1056,8 @@ impl TcpSocket {
             } else {
                 self.snd.write_queue.pop_front();
             }
-            self.send_new(self.snd.snd_nxt, seg_len);
+            let inflight = self.packets_in_flight();
+            self.send_new(self.snd.snd_nxt, seg_len, inflight);
         } else {
             // zero-window probe: old sequence
             self.mib.TCPWinProbe += 1;

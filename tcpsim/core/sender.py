@@ -306,7 +306,7 @@ class SendMixin:
             sent = 0
             while sent < limit:
                 seg_len = min(mss, limit - sent)
-                self._send_new(snd.snd_nxt, seg_len)
+                self._send_new(snd.snd_nxt, seg_len, inflight)
                 sent += seg_len
                 inflight += 1
             if sent < skb_len:
@@ -376,11 +376,13 @@ class SendMixin:
             return DEFER_CWND_LIMITED                # *is_cwnd_limited = true
         return DEFER
 
-    def _send_new(self: TcpSocket, seq: int, length: int) -> None:
+    def _send_new(self: TcpSocket, seq: int, length: int, inflight: int) -> None:
+        """Send new data [seq, seq + length); `inflight`: packets_in_flight() before it (the
+        caller's count: write_xmit keeps one for its cwnd test)."""
         snd = self.snd
         flags = ACK | (PSH if seq + length == snd.write_seq else 0)
         seg = self.make_segment(seq, length, flags)
-        if not self.packets_in_flight():
+        if not inflight:
             self.ca.cwnd_event(self, CA_EVENT_TX_START)    # tcp_event_data_sent()
         snd.snd_nxt = seq + length
         if length < self.conn.mss_cache:
@@ -822,7 +824,7 @@ class SendMixin:
                 q[0] -= seg_len                          # tcp_fragment(): the rest stays a skb
             else:
                 q.popleft()
-            self._send_new(snd.snd_nxt, seg_len)
+            self._send_new(snd.snd_nxt, seg_len, self.packets_in_flight())
         else:                                          # zero-window probe: old sequence
             self.mib.TCPWinProbe += 1
             seg = self.make_segment(snd.snd_una - 1, 0, ACK)

@@ -137,7 +137,7 @@ class PeriodicWriter:
         sk = self.sk
         if sk.error:
             return
-        now = sim.sched.now
+        now = sim.sched.env.clock                   # sched.now, without its property call
         was_stalled = self.pending > 0
         self._send(now)
         self._sent(now, was_stalled)
@@ -387,7 +387,10 @@ class Reader:
             return
         self._busy = True
         cap = self.phase.n or (1 << 20)
-        while self._read(now, cap):
+        # A read that takes less than asked has emptied the queue or reached the FIN; the
+        # recv() after it would find nothing (the socket's read() returns 0 straight away)
+        # and is not made.
+        while self._read(now, cap) == cap:
             pass
         self._busy = False
 

@@ -87,7 +87,7 @@ class LinkDirection:
     def send(self, seg: Segment) -> None:
         """Put a segment on the link (at the scheduler's current time)."""
         sched = self.sched
-        t = sched.now
+        t = sched.env.clock                             # sched.now, without its property call
         self.sent += 1
         if self.loss and self.rng.random() < self.loss:
             self.lost += 1

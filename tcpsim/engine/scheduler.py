@@ -111,7 +111,8 @@ class Scheduler:
 
     @property
     def now(self) -> int:
-        """Time of the event being run (ns)."""
+        """Time of the event being run (ns). The per-packet path (link, writer tick,
+        deliveries) reads `env.clock` itself: the same value without a property call."""
         return self.env.clock
 
     def at(self, t: int, prio: int, fn: Callable[..., Any], *args: Any) -> None:

@@ -112,7 +112,7 @@ class Simulation:
         if sk is self.rcv:
             self._note_peaks(sk, self.peaks)
             if sk.readable:
-                self.reader.on_readable(self.sched.now)
+                self.reader.on_readable(self.sched.env.clock)
             rw = self.rev_writer
             if rw is not None and rw.blocked and sk.can_queue():
                 rw.on_writable(self.sched.now)
@@ -148,7 +148,7 @@ class Simulation:
 
     def _to_rcv(self, seg: Segment) -> None:
         rcv = self.rcv
-        now = self.sched.now
+        now = self.sched.env.clock           # sched.now, without its property call
         if self.tap is not None:
             self.tap.segment(now, False, seg)
         self.reader.catch_up(now)
@@ -163,7 +163,7 @@ class Simulation:
 
     def _to_snd(self, seg: Segment) -> None:
         snd = self.snd
-        now = self.sched.now
+        now = self.sched.env.clock           # sched.now, without its property call
         rr = self.rev_reader
         if rr is not None:
             rr.catch_up(now)
