@@ -731,7 +731,9 @@ impl Simulation {
         }
         rd.busy = true;
         let cap = if rd.phase.n != 0 { rd.phase.n } else { 1 << 20 };
-        while self.reader_read(r, now, cap) != 0 {}
+        // A read that takes less than asked has emptied the queue or reached the FIN; the
+        // recv() after it would find nothing and is not made (as tcpsim/engine/apps.py).
+        while self.reader_read(r, now, cap) == cap {}
         self.reader(r).busy = false;
     }
 
