@@ -119,3 +119,15 @@ class Keep:
 
     def record(self, ev: tuple) -> None:
         self.events.append(ev)
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    """Run the `tcpsim` entry point in-process: (exit status, stdout, stderr)."""
+    from tcpsim.cli import main
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tcpsim.cli import main
+from harness import cli
 from tcpsim.core.mib import COUNTERS, Mib
 from tcpsim.core.sysctl import Sysctls
 from tcpsim.models.linux_5_15 import Linux515
@@ -26,17 +27,6 @@ from tcpsim.catalog import builtin_patches, builtin_profiles, get_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILES = list(builtin_profiles())
-
-
-def cli(capsys, *args: str) -> tuple[int, str, str]:
-    """Run the `tcpsim` entry point in-process: (exit status, stdout, stderr)."""
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def one_error_line(code: int, err: str) -> str:

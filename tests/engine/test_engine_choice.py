@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tcpsim.cli import main
+from harness import cli
 from tcpsim.engines import native_available
 from tcpsim.runner import RunOptions, choose_engine, prepare
 from tcpsim.scenario import ScenarioError, load_scenario, scenario_from_dict
@@ -16,16 +16,6 @@ from tcpsim.scenario import ScenarioError, load_scenario, scenario_from_dict
 ROOT = Path(__file__).resolve().parents[2]
 PATCH = str(ROOT / "docs" / "examples" / "always_shrink.py") + ":AlwaysShrink"
 needs_native = pytest.mark.skipif(not native_available(), reason="tcpsim._native is not built")
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_a_bad_engine_is_one_error_line(capsys: pytest.CaptureFixture[str]) -> None:
