@@ -4,12 +4,13 @@ native one gives the same trace table and the same `--json` summary.
     PYTHONPATH=. python3 benchmarks/parity.py [--full] [-k FILTER] [-j 2]
 
 Cases: every golden case (benchmarks/golden.py) plus loss with jitter, every ingress
-device preset, hz = 250, each built-in patch, a two-way run, negative and large seeds and
-the pcap tap. By default each runs for a short time (what tests/engine/test_parity.py
-runs in the default suite); `--full` runs the golden cases for their recorded durations.
-"Same" is Arrow `Table.equals` with the schema metadata (scenario, sysctls, counters,
-summary -- wall time is not in it), the summary without `wall_s`, counters and `ss` lines,
-and for the tap the pcap file's bytes.
+device preset, hz = 250, each built-in patch, a two-way run, negative and large seeds,
+the pcap tap and `tcpsim replay` of the tap's pcap. By default each runs for a short time
+(what tests/engine/test_parity.py runs in the default suite); `--full` runs the golden
+cases for their recorded durations. "Same" is Arrow `Table.equals` with the schema
+metadata (scenario, sysctls, counters, summary -- wall time is not in it), the summary
+without `wall_s`, counters and `ss` lines, for the tap the pcap file's bytes, and for the
+replay its report (text and JSON) and the model's trace.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
     "p-hz100-noskip": (_PERIODIC.format(device="veth"), ("--hz", "100", "--no-skip")),
     "p-two-way": (_TWO_WAY, ()),
     "p-tap": (_LOSSY, ("--pcap",)),
+    "p-tap-replay": (_PERIODIC.format(device="veth"), ("--pcap", "--replay")),
     "p-relay": (_RELAY, ()),
     "p-relay-noskip": (_RELAY, ("--no-skip",)),
     "p-relay-timed-writer": (_RELAY.replace('every = "10ms"\n',
@@ -174,8 +176,8 @@ def _options(case: Case, engine: str, trace: Path, pcap: Path | None) -> Any:
             opts.seed = int(args.pop(0))
         elif flag == "--hz":
             opts.hz = int(args.pop(0))
-        elif flag == "--pcap":
-            pass                                   # the tap: `pcap` is set by the caller
+        elif flag in ("--pcap", "--replay"):
+            pass                                   # the tap, its replay: run_both's
         else:
             raise ValueError(f"parity case {case.key}: unknown argument {flag}")
     return opts
@@ -205,6 +207,32 @@ def run_both(case: Case, work: Path) -> list[str]:
             diffs.append(f"{what}: {keys[:5] or 'key order'}")
     if pa_ is not None and pa_.read_bytes() != pb.read_bytes():
         diffs.append("pcap: the files differ")
+    if "--replay" in case.args:
+        diffs += replay_diffs(pa_)
+    return diffs
+
+
+# `tcpsim replay` options of the replay cases: as captured, and with a small SO_RCVBUF that
+# makes the model's sender refuse bytes and write them when it has room (ScheduleWriter)
+REPLAY_OPTIONS: tuple[dict[str, Any], ...] = ({}, {"rcvbuf": 8192})
+
+
+def replay_diffs(pcap: Path) -> list[str]:
+    """`tcpsim replay` of a capture on both engines, with each of REPLAY_OPTIONS: the
+    differences in its report (text, JSON) and the model's trace (empty: identical)."""
+    import json
+    from tcpsim.pcap.replay import replay_capture
+    from tcpsim.validate.report import text
+    diffs = []
+    for opts in REPLAY_OPTIONS:
+        out = {}
+        for engine in ("python", "native"):
+            v = replay_capture(pcap, engine=engine, **opts)
+            out[engine] = {"report": text(v.score),
+                           "json": json.dumps(v.score.as_dict(), indent=1, default=str),
+                           "model trace": v.replay.columns}
+        diffs += [f"replay {opts or ''} {what}: differs".replace("  ", " ")
+                  for what in out["python"] if out["python"][what] != out["native"][what]]
     return diffs
 
 

@@ -782,7 +782,6 @@ def validate(
     """Replay a kernel trace's workload in the model and score the agreement."""
     from dataclasses import replace as dc_replace
 
-    from tcpsim.runner import check_engine_name
     from tcpsim.validate import run_validate
     from tcpsim.validate.scores import Thresholds
     th = Thresholds()
@@ -792,9 +791,7 @@ def validate(
             th = dc_replace(th, **{name: value})
     try:
         until_s = parse_duration(until, "--until", positive=True) / 1e9 if until else None
-        if engine is not None:
-            from tcpsim.engines import check_engine
-            check_engine(check_engine_name(engine))
+        _check_engine(engine)
     except (ScenarioError, EngineError) as exc:
         _fail(str(exc))
         return
@@ -805,24 +802,35 @@ def validate(
     raise typer.Exit(code)
 
 
+# The options of the commands that read a capture (`import pcap`, `replay`), defined once.
+_PCAP_HELP = {
+    "--flow": "the connection, by an endpoint (PORT or ADDR:PORT; run without it to list them)",
+    "--delay": "one-way link delay (default: half the handshake's round trip)",
+    "--reader": "periodic:1B/1ms | blocking | never (default: inferred from the window)",
+    "--rcvbuf": "the receiver's SO_RCVBUF, if its application set one (the wire does not show it)",
+}
+
+
+def _pcap_option(flag: str, prefix: str = "") -> Any:
+    """The option `flag` of a command that reads a capture (default None); `prefix` heads
+    its help in a command that reads other formats too ("pcap: " in `import`)."""
+    return typer.Option(None, flag, help=prefix + _PCAP_HELP[flag])
+
+
 @app.command(name="import")
 def import_trace(
     fmt: str = typer.Argument(..., help="cloudflare-csv | ss | rcvbuf-grow | pcap"),
     src: Path = typer.Argument(..., help="the other tool's output (text), or a pcap/pcapng file"),
     out: Path = typer.Option(..., "--out", "-o", help="Parquet trace to write"),
     port: Optional[int] = typer.Option(None, "--port", help="the receiver's local port"),
-    flow: Optional[str] = typer.Option(None, "--flow", help="pcap: the connection, by an endpoint "
-                                       "(PORT or ADDR:PORT; run without it to list them)"),
+    flow: Optional[str] = _pcap_option("--flow", "pcap: "),
     wscale: Optional[str] = typer.Option(None, "--wscale", help="pcap without the handshake: the "
                                          "receiver's window scale [,the sender's]"),
-    delay: Optional[str] = typer.Option(None, "--delay", help="pcap: one-way link delay (default: "
-                                        "half the handshake's round trip)"),
-    reader: Optional[str] = typer.Option(None, "--reader", help="pcap: periodic:1B/1ms | blocking "
-                                         "| never (default: inferred from the window)"),
+    delay: Optional[str] = _pcap_option("--delay", "pcap: "),
+    reader: Optional[str] = _pcap_option("--reader", "pcap: "),
     workload: Optional[Path] = typer.Option(None, "--workload", help="pcap: the workload scenario "
                                             "to write (default: OUT with .toml)"),
-    rcvbuf: Optional[str] = typer.Option(None, "--rcvbuf", help="pcap: the receiver's SO_RCVBUF, "
-                                         "if its application set one (the wire does not show it)"),
+    rcvbuf: Optional[str] = _pcap_option("--rcvbuf", "pcap: "),
 ) -> None:
     """Convert another tool's trace (Cloudflare's bpftrace CSV, ss -tmi snapshots,
     tcp:tcp_rcvbuf_grow lines, a tcpdump/Wireshark capture) into a tcpsim trace for
@@ -902,18 +910,16 @@ def replay(
     policy: List[str] = typer.Option([], "--policy", help="patch name or FILE.py:Class (repeatable)"),
     sysctl: List[str] = typer.Option([], "--sysctl", "-s", help="NAME=VALUE receiver sysctl the "
                                      "wire does not show, e.g. net.ipv4.tcp_adv_win_scale=-2"),
-    flow: Optional[str] = typer.Option(None, "--flow", help="the connection (PORT or ADDR:PORT)"),
-    delay: Optional[str] = typer.Option(None, "--delay", help="one-way link delay (default: half "
-                                        "the handshake's round trip)"),
-    reader: Optional[str] = typer.Option(None, "--reader", help="periodic:1B/1ms | blocking | never "
-                                         "(default: inferred from the window)"),
-    rcvbuf: Optional[str] = typer.Option(None, "--rcvbuf", help="the receiver's SO_RCVBUF, if its "
-                                         "application set one (the wire does not show it)"),
+    flow: Optional[str] = _pcap_option("--flow"),
+    delay: Optional[str] = _pcap_option("--delay"),
+    reader: Optional[str] = _pcap_option("--reader"),
+    rcvbuf: Optional[str] = _pcap_option("--rcvbuf"),
     hz: Optional[int] = typer.Option(None, "--hz", help="the kernel's CONFIG_HZ (default: tcpsim's "
                                      "1 ms clock)"),
     until: Optional[float] = typer.Option(None, "--until", help="compare only the first S seconds"),
     html: Optional[Path] = typer.Option(None, "--html", help="capture-vs-model overlay page"),
     as_json: bool = typer.Option(False, "--json"),
+    engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
 ) -> None:
     """Run a capture's workload in the model and score its advertised windows against the
     capture's (the scores and report of `tcpsim validate`)."""
@@ -925,6 +931,7 @@ def replay(
     try:
         v = replay_capture(capture, profile=profile, policies=tuple(policy),
                            sysctl=parse_sysctl_options(sysctl), until_s=until, hz=hz,
+                           engine=_check_engine(engine),
                            **_pcap_opts(flow, None, delay, reader, rcvbuf))
     except TooManyFlows as exc:
         _pcap_flows_failure(capture, exc)
@@ -982,6 +989,17 @@ def claims(
         typer.echo(json.dumps(rows, indent=2))
     if any(r["result"] != "PASS" for r in rows):
         raise typer.Exit(1)
+
+
+def _check_engine(engine: Optional[str]) -> Optional[str]:
+    """--engine of a command that replays one capture (validate, replay), checked before
+    anything runs: an engine that can run here, None for the default, else EngineError
+    naming the option and the fix."""
+    if engine is not None:
+        from tcpsim.engines import check_engine
+        from tcpsim.runner import check_engine_name
+        check_engine(check_engine_name(engine))
+    return engine
 
 
 def _set_engine(engine: Optional[str]) -> None:

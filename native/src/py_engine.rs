@@ -228,11 +228,12 @@ impl PySimulation {
         sim.halt = halt;
         if let Some(w) = cfg.get_item("replay_writer")?.filter(|w| !w.is_none()) {
             let w: Bound<'_, PyDict> = w.cast_into()?;
-            sim.replay_writer = Some(ReplayWriter::new(
-                item(&w, "ticks")?.extract()?,
-                int(&w, "n")?,
-                item(&w, "bulk")?.extract()?,
-            ));
+            let ticks = item(&w, "ticks")?.extract()?;
+            sim.replay_writer = Some(if item(&w, "schedule")?.extract()? {
+                ReplayWriter::schedule(ticks)
+            } else {
+                ReplayWriter::new(ticks, int(&w, "n")?, item(&w, "bulk")?.extract()?)
+            });
         }
         if let Some(r) = cfg.get_item("replay_reader")?.filter(|r| !r.is_none()) {
             let r: Bound<'_, PyDict> = r.cast_into()?;

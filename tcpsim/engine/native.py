@@ -95,9 +95,9 @@ class NativeSimulation:
 
     def __init__(self, scenario: Scenario, profile: Profile, sink: Any = None,
                  skip: bool = True, tap: Any = None, replay: dict[str, Any] | None = None) -> None:
-        """`replay`: `tcpsim validate`'s applications in place of the scenario's writer and
-        reader ({"writer": {"ticks", "n", "bulk"} or None, "reader": {"ticks"} or None};
-        tcpsim/validate/replay.py, native/src/engine/replay.rs)."""
+        """`replay`: `tcpsim validate`'s (and `tcpsim replay`'s) applications in place of the
+        scenario's writer and reader ({"writer": {"ticks", "n", "bulk", "schedule"} or None,
+        "reader": {"ticks"} or None}; tcpsim/validate/replay.py, native/src/engine/replay.rs)."""
         self.scenario = scenario
         self.profile = profile
         self.sink = sink

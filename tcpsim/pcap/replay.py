@@ -3,9 +3,11 @@
 `tcpsim replay FILE.pcap --profile P [--policy X]` imports the connection
 (tcpsim.importers.pcap: wire trace + workload), plans the replay as `tcpsim validate` plans a
 kernel capture's (tcpsim.validate.replay.plan: same time axis, link, reader), except for
-the writer: `ScheduleWriter` writes exactly the bytes that first appeared on the wire, each
-at the time it left the sender, keeping what the model's socket does not take yet for when
-it has room. The model's advertised windows are then scored against the capture's with
+the writer: `ScheduleWriter` (tcpsim.validate.replay, native/src/engine/replay.rs) writes
+exactly the bytes that first appeared on the wire, each at the time it left the sender,
+keeping what the model's socket does not take yet for when it has room. It runs on either
+engine (`engine`, default: the run's default, the native one where built), with the same
+result. The model's advertised windows are then scored against the capture's with
 validate's scores and report (tcpsim.validate.run.score_replay).
 
 A capture says nothing about the receiver's memory (`sk_rmem_alloc`, `sk_rcvbuf`): those
@@ -18,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tcpsim.validate.replay import ReplayError, ReplayPlan, ReplayWriter, plan, run_plan
+from tcpsim.validate.replay import ReplayError, plan, run_plan
 from tcpsim.validate.run import Validation, score_replay
 from tcpsim.validate.scores import Thresholds
 from tcpsim.validate.trace import view
@@ -34,39 +36,6 @@ model's writer would run before the ACK and send what the old window allowed (a 
 segment), where the real sender sent full ones after it."""
 
 
-class ScheduleWriter(ReplayWriter):
-    """Writes given byte counts at given times (model axis) into the model's sender; what the
-    socket cannot take waits and goes in when it has room (the Simulation's on_writable).
-    ReplayWriter's clock, its own tick."""
-
-    def __init__(self, sim: Any, ticks: list[tuple[int, int]]) -> None:
-        super().__init__(sim, 0, ticks)
-        self.size_mismatch = 0          # ticks whose bytes the socket did not take at once
-
-    def tick(self) -> None:
-        self.pending += self.ticks[self.i][1]
-        self.i += 1
-        self._flush()
-        if self.pending:
-            self.size_mismatch += 1
-        self._next()
-
-    def _flush(self) -> None:
-        sim = self.sim
-        sk = sim.snd
-        if sk.error or not self.pending:
-            return
-        w = sk.write(sim.sched.now, self.pending)
-        self.pending -= w
-        self.written += w
-        self.blocked = self.pending > 0
-        if w:
-            sim.after(sk)
-
-    def on_writable(self, now: int) -> None:
-        self._flush()
-
-
 def columns(rows: list[dict[str, Any]]) -> dict[str, list]:
     """Rows (time order) as trace columns."""
     rows = sorted(rows, key=lambda r: r["t_ns"])
@@ -76,9 +45,10 @@ def columns(rows: list[dict[str, Any]]) -> dict[str, list]:
 def replay_capture(path: str | Path, profile: str = "linux-6.18", policies: tuple[str, ...] = (),
                    sysctl: dict[str, Any] | None = None, until_s: float | None = None,
                    hz: int | None = None, thresholds: Thresholds | None = None,
-                   **import_opts: Any) -> Validation:
+                   engine: str | None = None, **import_opts: Any) -> Validation:
     """Import one connection of a capture, run its workload under `profile` (+ patches,
-    + receiver sysctls) and score the model against it."""
+    + receiver sysctls) on `engine` ("python" | "native", default: the run's default) and
+    score the model against it."""
     imp = load(path, **import_opts)
     meta = dict(imp.meta)
     doc = dict(imp.scenario)
@@ -95,10 +65,7 @@ def replay_capture(path: str | Path, profile: str = "linux-6.18", policies: tupl
                         "connect, or import it (tcpsim import pcap) to look at it") from None
     p.write_ticks = [(max(0, t + p.shift_ns - WRITE_LEAD_NS), n) for t, n, _ in k.writes
                      if t <= p.end_ns]
+    p.schedule = True
     p.notes = [*imp.notes, *p.notes]
-    rp = run_plan(p, make_writer=_writer)
+    rp = run_plan(p, engine=engine)
     return score_replay(Path(path), meta, k, rp, thresholds or Thresholds())
-
-
-def _writer(sim: Any, p: ReplayPlan) -> ScheduleWriter:
-    return ScheduleWriter(sim, p.write_ticks or [])

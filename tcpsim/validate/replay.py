@@ -74,6 +74,7 @@ class ReplayPlan:
     link: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     hz: dict[str, Any] = field(default_factory=dict)   # {"hz": 250 or None, "source": "..."}
+    schedule: bool = False            # write_ticks are byte counts to write as given (ScheduleWriter)
 
 
 @dataclass
@@ -430,6 +431,40 @@ class ReplayWriter:
         return None
 
 
+class ScheduleWriter(ReplayWriter):
+    """Writes given byte counts at given times (model axis) into the model's sender; what the
+    socket cannot take waits and goes in when it has room (the Simulation's on_writable).
+    `tcpsim replay FILE.pcap` (tcpsim/pcap/replay.py): the bytes that first appeared on the
+    wire, each when it left the sender. ReplayWriter's clock, its own tick."""
+
+    def __init__(self, sim: Simulation, ticks: list[tuple[int, int]]) -> None:
+        super().__init__(sim, 0, ticks)
+        self.size_mismatch = 0          # ticks whose bytes the socket did not take at once
+
+    def tick(self) -> None:
+        self.pending += self.ticks[self.i][1]
+        self.i += 1
+        self._flush()
+        if self.pending:
+            self.size_mismatch += 1
+        self._next()
+
+    def _flush(self) -> None:
+        sim = self.sim
+        sk = sim.snd
+        if sk.error or not self.pending:
+            return
+        w = sk.write(sim.sched.now, self.pending)
+        self.pending -= w
+        self.written += w
+        self.blocked = self.pending > 0
+        if w:
+            sim.after(sk)
+
+    def on_writable(self, now: int) -> None:
+        self._flush()
+
+
 class ReplayReader:
     """The scenario's periodic (or oscillating) reader, ticking at the trace's read times."""
 
@@ -474,24 +509,18 @@ class ReplayReader:
 
 # -- running ------------------------------------------------------------------------------------
 
-def run_plan(p: ReplayPlan, make_writer: Any = None, engine: str | None = None) -> ReplayResult:
-    """Run the model on a plan; returns its result and trace (model time axis).
-    `make_writer(sim, plan)`: a writer of the caller's in place of ReplayWriter (e.g. one
-    that writes each tick's own size: tcpsim.pcap.replay; Python engine only). `engine`:
+def run_plan(p: ReplayPlan, engine: str | None = None) -> ReplayResult:
+    """Run the model on a plan; returns its result and trace (model time axis). `engine`:
     "python" or "native" (default: the run's default, runner.choose_engine)."""
     from tcpsim.runner import choose_engine
     profile = get_profile(p.profile, p.policies)
     sink = MemoryRecorder(("rcv",))
-    if make_writer is None and choose_engine(engine, p.scenario) == "native":
+    if choose_engine(engine, p.scenario) == "native":
         return _run_native(p, profile, sink)
     sim = Simulation(p.scenario, profile, sink=sink, skip=True)
     writer = reader = None
-    if make_writer is not None:
-        writer = make_writer(sim, p)
-        sim.writer = writer  # type: ignore[assignment]
-    elif p.write_ticks is not None:
-        writer = ReplayWriter(sim, p.scenario.writer.bytes, p.write_ticks,
-                              bulk=p.scenario.writer.kind == "bulk")
+    if p.write_ticks is not None:
+        writer = _writer(sim, p)
         sim.writer = writer  # type: ignore[assignment]
     if p.read_ticks is not None:
         reader = ReplayReader(sim, p.read_ticks)
@@ -503,14 +532,23 @@ def run_plan(p: ReplayPlan, make_writer: Any = None, engine: str | None = None) 
         read_ticks=len(p.read_ticks or ()), read_size_mismatch=reader.size_mismatch if reader else 0)
 
 
+def _writer(sim: Simulation, p: ReplayPlan) -> ReplayWriter:
+    """The plan's writer: its ticks' own byte counts (ScheduleWriter) or the scenario's."""
+    assert p.write_ticks is not None
+    if p.schedule:
+        return ScheduleWriter(sim, p.write_ticks)
+    return ReplayWriter(sim, p.scenario.writer.bytes, p.write_ticks,
+                        bulk=p.scenario.writer.kind == "bulk")
+
+
 def _run_native(p: ReplayPlan, profile: Any, sink: MemoryRecorder) -> ReplayResult:
-    """run_plan on the native engine: ReplayWriter and ReplayReader are its replay
-    applications (native/src/engine/replay.rs), given the plan's ticks."""
+    """run_plan on the native engine: ReplayWriter, ScheduleWriter and ReplayReader are its
+    replay applications (native/src/engine/replay.rs), given the plan's ticks."""
     from tcpsim.engine.native import NativeSimulation
     w = p.scenario.writer
     replay = {
         "writer": None if p.write_ticks is None else
-        {"ticks": p.write_ticks, "n": w.bytes, "bulk": w.kind == "bulk"},
+        {"ticks": p.write_ticks, "n": w.bytes, "bulk": w.kind == "bulk", "schedule": p.schedule},
         "reader": None if p.read_ticks is None else {"ticks": p.read_ticks},
     }
     sim = NativeSimulation(p.scenario, profile, sink=sink, skip=True, replay=replay)

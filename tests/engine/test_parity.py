@@ -1,7 +1,7 @@
 """The native engine gives the Python engine's results: the same trace table (metadata
 included) and the same summary, counters and `ss` lines, on every golden case and the
 parity extras of benchmarks/parity.py (loss with jitter, seeds, devices, hz, patches,
-two-way, the pcap tap), each run for a short time. `benchmarks/parity.py --full` runs
+two-way, the pcap tap and `tcpsim replay` of its pcap), each run for a short time. `benchmarks/parity.py --full` runs
 the golden cases for their full durations."""
 
 from __future__ import annotations
@@ -45,3 +45,13 @@ def test_a_planted_difference_is_found(case_list: dict[str, parity.Case], tmp_pa
     monkeypatch.setattr(columns.TraceGroups, "table", short)
     diffs = parity.run_both(case_list["p-device-veth"], tmp_path)
     assert diffs and diffs[0].startswith("trace:")
+
+
+def test_a_planted_replay_difference_is_found(case_list: dict[str, parity.Case], tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replay comparison can fail: a Python ScheduleWriter that never writes the bytes
+    its socket refused (no on_writable) is reported -- the small-SO_RCVBUF replay needs it."""
+    from tcpsim.validate.replay import ScheduleWriter
+    monkeypatch.setattr(ScheduleWriter, "on_writable", lambda self, now: None)
+    diffs = parity.run_both(case_list["p-tap-replay"], tmp_path)
+    assert diffs and all(d.startswith("replay {'rcvbuf': 8192}") for d in diffs)

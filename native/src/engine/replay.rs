@@ -2,21 +2,27 @@
 //! `ReplayReader`): the scenario's writer and reader ticking at the times a kernel trace
 //! logged, against the model's sockets, so the model is driven by the real timing. They
 //! replace the scenario's own writer and reader (which then never start) and count the
-//! ticks where the model's socket took or gave other bytes than the kernel's did.
+//! ticks where the model's socket took or gave other bytes than the kernel's did. And the
+//! writer of `tcpsim replay FILE.pcap` (replay.py `ScheduleWriter`): each tick writes its
+//! own byte count, what the socket does not take waits for room.
 
 use super::scheduler::{READER, WRITER};
 use super::simulation::{Ev, Simulation, RCV, SND};
 
 /// replay.py `ReplayWriter`: (time, bytes the kernel accepted or -1) per tick; a periodic
 /// writer's tick continues the write in progress (or starts one of `n`), a bulk writer's
-/// tick is a fresh send() of `n`.
+/// tick is a fresh send() of `n`. With `schedule`, replay.py `ScheduleWriter`: (time, bytes
+/// to write) per tick, the bytes the socket does not take written when it has room.
 #[derive(Clone, Debug, Default)]
 pub struct ReplayWriter {
     pub ticks: Vec<(i64, i64)>,
     pub n: i64,
     pub bulk: bool,
+    pub schedule: bool,
     i: usize,
     pending: i64,
+    /// Bytes waiting for room (only a ScheduleWriter waits: a ReplayWriter never sleeps).
+    pub blocked: bool,
     pub written: i64,
     pub size_mismatch: i64,
 }
@@ -27,6 +33,15 @@ impl ReplayWriter {
             ticks,
             n,
             bulk,
+            ..Default::default()
+        }
+    }
+
+    /// replay.py `ScheduleWriter`.
+    pub fn schedule(ticks: Vec<(i64, i64)>) -> Self {
+        ReplayWriter {
+            ticks,
+            schedule: true,
             ..Default::default()
         }
     }
@@ -61,12 +76,15 @@ impl Simulation {
         }
     }
 
-    /// ReplayWriter.tick().
+    /// ReplayWriter.tick() (ScheduleWriter.tick() with `schedule`).
     pub(crate) fn replay_write(&mut self) {
         let now = self.sched.now;
         let Some(w) = self.replay_writer.as_mut() else {
             return;
         };
+        if w.schedule {
+            return self.schedule_write();
+        }
         let kernel_n = w.ticks[w.i].1;
         w.i += 1;
         if self.socks[SND].error.is_empty() {
@@ -84,6 +102,48 @@ impl Simulation {
             self.after(SND);
         }
         self.replay_write_next();
+    }
+
+    /// ScheduleWriter.tick(): the tick's bytes join those waiting, all go in that the
+    /// socket takes; a tick that leaves some waiting counts as a size mismatch.
+    fn schedule_write(&mut self) {
+        let w = self.replay_writer.as_mut().expect("replaying");
+        w.pending += w.ticks[w.i].1;
+        w.i += 1;
+        self.schedule_flush();
+        let w = self.replay_writer.as_mut().expect("replaying");
+        if w.pending != 0 {
+            w.size_mismatch += 1;
+        }
+        self.replay_write_next();
+    }
+
+    /// ScheduleWriter._flush(): write what waits, as much as the socket takes.
+    fn schedule_flush(&mut self) {
+        let now = self.sched.now;
+        let Some(w) = self.replay_writer.as_ref() else {
+            return;
+        };
+        if !self.socks[SND].error.is_empty() || w.pending == 0 {
+            return;
+        }
+        let pending = w.pending;
+        let put = self.sk_write(SND, now, pending);
+        let w = self.replay_writer.as_mut().expect("replaying");
+        w.pending -= put;
+        w.written += put;
+        w.blocked = w.pending > 0;
+        if put != 0 {
+            self.after(SND);
+        }
+    }
+
+    /// ReplayWriter.on_writable() (nothing: it never waits) / ScheduleWriter.on_writable():
+    /// the sender has room again.
+    pub(crate) fn replay_on_writable(&mut self) {
+        if self.replay_writer.as_ref().is_some_and(|w| w.schedule) {
+            self.schedule_flush();
+        }
     }
 
     /// ReplayReader._next().

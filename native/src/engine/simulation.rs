@@ -46,7 +46,7 @@ pub enum Ev {
     WriterTimedTick(usize),
     ReaderTimedWake(usize, u64),
     ReaderTimedRead(usize),
-    /// A tick of `tcpsim validate`'s replay writer / reader (replay.rs).
+    /// A tick of `tcpsim validate`'s (or `tcpsim replay`'s) replay writer / reader (replay.rs).
     ReplayWrite,
     ReplayRead,
 }
@@ -120,7 +120,8 @@ pub struct Simulation {
     /// Set when a user's Python patch raised (py_patch.rs): the run stops at the next event
     /// and its caller raises the exception.
     pub halt: Arc<AtomicBool>,
-    /// `tcpsim validate`'s replay applications, in place of the writer / reader (replay.rs).
+    /// `tcpsim validate`'s and `tcpsim replay`'s replay applications, in place of the writer /
+    /// reader (replay.rs).
     pub replay_writer: Option<ReplayWriter>,
     pub replay_reader: Option<ReplayReader>,
 }
@@ -295,6 +296,10 @@ impl Simulation {
             }
             if self.writers[0].as_ref().is_some_and(|w| w.blocked) && self.socks[SND].can_queue() {
                 self.writer_on_writable(0, now);
+            }
+            if self.replay_writer.as_ref().is_some_and(|w| w.blocked) && self.socks[SND].can_queue()
+            {
+                self.replay_on_writable();
             }
         }
         if !self.socks[i].error.is_empty() && self.died_at < 0 {
