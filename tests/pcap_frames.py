@@ -108,3 +108,23 @@ def capture(path: Path, linktype: int = 1, v6: bool = False, vlan: bool = False,
     frames = [(t, frame(seg, mine, linktype, v6, vlan)) for t, seg, mine in connection(handshake, v6)]
     return write_pcap(path, sorted(frames + (extra or []), key=lambda f: f[0]), linktype,
                       snaplen, ng)
+
+
+# Runs (not captures) the pcap tests export and read back
+ZERO_WINDOW_RUN = "seed-rcvbuf32k-fill"      # zero windows within its first seconds
+SLOW_READER = """
+name = "slow-reader"
+description = "a writer faster than its reader: zero windows and window updates"
+profile = "linux-6.18"
+duration = "1s"
+[link]
+rtt = "2ms"
+[writer]
+kind = "periodic"
+bytes = 14480
+every = "1ms"
+[reader]
+kind = "periodic"
+bytes = 2000
+every = "1ms"
+"""

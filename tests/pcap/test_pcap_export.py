@@ -9,12 +9,11 @@ import subprocess
 
 import pytest
 
+from pcap_frames import SLOW_READER, ZERO_WINDOW_RUN
 from tcpsim.importers.pcap import load
 from tcpsim.report import simulate
 from tcpsim.runner import RunOptions
 from tcpsim.scenario import load_scenario
-
-ZERO_WINDOW_RUN = "seed-rcvbuf32k-fill"      # zero windows within its first seconds
 
 
 @pytest.fixture(scope="module")
@@ -89,24 +88,6 @@ def test_the_workload_reproduces_the_window_scale_and_options(tmp_path):
     got, want = (dict(load(p).meta["summary"]["options"]["receiver"]) for p in (again, first))
     assert got.pop("syn_window") > want.pop("syn_window")
     assert got == want
-
-
-SLOW_READER = """
-name = "slow-reader"
-description = "a writer faster than its reader: zero windows and window updates"
-profile = "linux-6.18"
-duration = "1s"
-[link]
-rtt = "2ms"
-[writer]
-kind = "periodic"
-bytes = 14480
-every = "1ms"
-[reader]
-kind = "periodic"
-bytes = 2000
-every = "1ms"
-"""
 
 
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed (apt-get install tshark)")

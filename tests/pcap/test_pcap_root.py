@@ -94,3 +94,10 @@ def test_capture_import_replay_score(tmp_path):
     assert acks.fraction is not None
     assert v.score.outcomes["zero_window"]["kernel"] == "zero window"
     assert v.replay.write_ticks == s["data_segments"]
+    # the native engine (the default where built) replays it as the Python one does
+    from tcpsim.engines import native_available
+    if native_available():
+        for engine in ("python", "native"):
+            again = replay_capture(pcap, profile="linux-6.18", reader=f"periodic:{READ}B/1ms",
+                                   engine=engine)
+            assert text(again.score) == text(v.score), engine
