@@ -120,3 +120,18 @@ def test_the_wire_trace_is_one_side_of_compare(tmp_path):
     assert zero.split()[2] == "1"                 # the capture's one zero-window ACK
     mem = next(line for line in head if line.startswith("peak memory"))
     assert mem.split()[3] == "—"                  # not on the wire: unknown, not 0 or -1
+
+
+def test_the_capture_options_are_one_definition_on_import_and_replay():
+    """--flow/--delay/--reader/--rcvbuf say the same on both commands (import's help heads
+    them "pcap: ", its other formats do not take them)."""
+    from typer.main import get_command
+
+    from tcpsim.cli import app
+    commands = get_command(app).commands      # type: ignore[attr-defined]
+    shared = ("--flow", "--delay", "--reader", "--rcvbuf")
+    helps = {name: {p.opts[0]: p.help for p in commands[name].params if p.opts[0] in shared}
+             for name in ("import", "replay")}
+    assert sorted(helps["replay"]) == sorted(shared)
+    assert helps["import"] == {k: f"pcap: {v}" for k, v in helps["replay"].items()}
+    assert "run without it to list them" in helps["replay"]["--flow"]
