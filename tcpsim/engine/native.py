@@ -66,9 +66,15 @@ def native_engine_class() -> type:
 
 
 def _app(app: App) -> dict[str, Any]:
-    from tcpsim.app_latency import load_tables
-    quantiles = load_tables()[app.latency_table] if app.latency_table else []
-    return {**app.as_dict(), "latency_quantiles": quantiles}
+    from tcpsim.app_latency import SEQUENCES, block_wakeups, load_sequences, load_tables
+    name = app.latency_table
+    if name in SEQUENCES:
+        return {**app.as_dict(), "latency_quantiles": [],
+                "latency_sequences": load_sequences(SEQUENCES[name]),
+                "latency_block": block_wakeups()}
+    quantiles = load_tables()[name] if name else []
+    return {**app.as_dict(), "latency_quantiles": quantiles, "latency_sequences": [],
+            "latency_block": 0}
 
 
 class _SockView:
