@@ -75,7 +75,8 @@ def load_tables() -> dict[str, list[int]]:
 def load_blocks() -> dict[str, Any]:
     """The captured-sequence document (sequences in SEQUENCE_UNIT_NS, provenance)."""
     data = resources.files("tcpsim").joinpath("data/app_latency_blocks.json.gz").read_bytes()
-    return json.loads(gzip.decompress(data))
+    doc: dict[str, Any] = json.loads(gzip.decompress(data))
+    return doc
 
 
 @lru_cache(maxsize=None)
