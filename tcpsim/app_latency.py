@@ -36,6 +36,7 @@ from typing import Any, Sequence
 UNIT_BITS = 53                      # random.random() = k / 2**53, k an integer
 UNIT = 1 << UNIT_BITS
 SEQUENCE_UNIT_NS = 1000             # the sequences are stored in microseconds
+MAX_LATENCY_NS = 1 << 40            # ~18 min: no wakeup is later (keeps every sum in i64)
 # latency = "<name>" replays the captured sequences of this kind (the rest are tables).
 SEQUENCES = {"periodic_writer_blocks": "periodic_writer",
              "periodic_reader_blocks": "periodic_reader"}
@@ -89,6 +90,8 @@ def load_sequences(kind: str) -> tuple[tuple[int, ...], ...]:
     if not seqs or min(len(s) for s in seqs) < block:
         raise ValueError(f"app_latency_blocks: every {kind} sequence must hold a block "
                          f"({block} wakeups)")
+    if min(min(s) for s in seqs) < 0 or max(max(s) for s in seqs) >= MAX_LATENCY_NS:
+        raise ValueError(f"app_latency_blocks: a {kind} lateness outside [0, {MAX_LATENCY_NS}) ns")
     return seqs
 
 

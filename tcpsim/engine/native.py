@@ -36,11 +36,17 @@ _CFG_NAMES = {"rcv": "receiver", "snd": "sender", "rev_writer": "receiver.writer
               "rev_reader": "sender.reader"}
 
 
+# Keys the range check skips: the seed is checked apart; the captured latency sequences are
+# shipped data, bounded once when loaded (tcpsim.app_latency.load_sequences) -- walking their
+# million integers took longer than a short run.
+_UNCHECKED = ("seed", "latency_sequences")
+
+
 def _beyond_int64(cfg: Any, path: str = "") -> tuple[str, int] | None:
     """(scenario field, value) of the first integer in a native run's config beyond
     +-NATIVE_MAX (the seed is checked apart), else None."""
     if isinstance(cfg, dict):
-        items: Any = ((_CFG_NAMES.get(k, k), v) for k, v in cfg.items() if k != "seed")
+        items: Any = ((_CFG_NAMES.get(k, k), v) for k, v in cfg.items() if k not in _UNCHECKED)
     elif isinstance(cfg, (list, tuple)):
         items = ((str(i), v) for i, v in enumerate(cfg))
     elif isinstance(cfg, int) and not isinstance(cfg, bool) and abs(cfg) > NATIVE_MAX:
