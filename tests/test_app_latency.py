@@ -104,3 +104,22 @@ def test_shipped_sequences_are_integer_captures_with_their_burstiness():
         for seq, cap in zip(seqs, doc["captures"]):
             assert len(seq) >= doc["block_wakeups"] and len(seq) == cap[kind]["n"]
             assert all(isinstance(v, int) and v >= 0 for v in seq[:1000])
+
+
+def test_sequences_out_of_bounds_or_shorter_than_a_block_are_refused(monkeypatch):
+    """The native engine skips its int64 range walk for the sequences: the load bounds them."""
+    import tcpsim.app_latency as al
+    doc = {"unit_ns": 1000, "block_wakeups": 3, "captures": [{}],
+           "sequences": {"periodic_writer": [[1, 2, 3, 4]], "periodic_reader": [[1, -2, 3]]}}
+    monkeypatch.setattr(al, "load_blocks", lambda: doc)
+    al.load_sequences.cache_clear()
+    try:
+        assert al.load_sequences("periodic_writer") == ((1000, 2000, 3000, 4000),)
+        with pytest.raises(ValueError, match="outside"):
+            al.load_sequences("periodic_reader")
+        doc["block_wakeups"] = 5
+        al.load_sequences.cache_clear()
+        with pytest.raises(ValueError, match="must hold a block"):
+            al.load_sequences("periodic_writer")
+    finally:
+        al.load_sequences.cache_clear()
