@@ -85,6 +85,10 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
     "p-timed-blocking": (_BLOCKING, ("--seed", "5")),
     "p-timed-fixed": (_FIXED, ()),
     "p-timed-two-way": (_TWO_WAY_TIMED, ()),
+    "p-timed-blocks": (_TIMED.replace('"periodic_writer"', '"periodic_writer_blocks"')
+                       .replace('"periodic_reader"', '"periodic_reader_blocks"'), ("--seed", "2")),
+    "p-timed-blocks-noskip": (_TIMED.replace('"periodic_reader"', '"periodic_reader_blocks"'),
+                              ("--no-skip", "--seed", "4")),
     "p-tbf-drops": (_TBF.format(limit="100kb", jitter="0us", loss=0, reader='kind = "fast"'), ()),
     "p-tbf-loss-jitter": (_TBF.format(limit="3mb", jitter="200us", loss=0.01,
                                       reader='kind = "blocking"\nlatency = "blocking_reader"'), ()),

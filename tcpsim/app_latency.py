@@ -13,10 +13,21 @@ first exact step.
 
     load_tables() -> {name: [ns, ...]}
     table_lookup(table, u) -> ns
+
+Captured sequences (tcpsim/data/app_latency_blocks.json.gz, scripts/app_latency_blocks.py):
+the same captures' lateness in wakeup order, one sequence per capture. A draw does not pick
+each wakeup independently: a run replays one capture, in blocks of consecutive wakeups from
+random starting points (a moving-block bootstrap), so a busy second stays busy for its ticks
+and a run keeps its capture's level, as the host's did (docs/app-latency.md).
+
+    load_sequences() -> {"periodic_writer": [[ns, ...] per capture], ...}
+    pick_capture(k, n) -> which of n captures a run replays (k: a 53-bit draw)
+    BlockSequence(seq, block).draw(k) -> ns
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 from functools import lru_cache
 from importlib import resources
@@ -24,6 +35,11 @@ from typing import Any, Sequence
 
 UNIT_BITS = 53                      # random.random() = k / 2**53, k an integer
 UNIT = 1 << UNIT_BITS
+SEQUENCE_UNIT_NS = 1000             # the sequences are stored in microseconds
+MAX_LATENCY_NS = 1 << 40            # ~18 min: no wakeup is later (keeps every sum in i64)
+# latency = "<name>" replays the captured sequences of this kind (the rest are tables).
+SEQUENCES = {"periodic_writer_blocks": "periodic_writer",
+             "periodic_reader_blocks": "periodic_reader"}
 
 
 def table_lookup(table: Sequence[int], u: float) -> int:
@@ -54,3 +70,67 @@ def load() -> dict[str, Any]:
 def load_tables() -> dict[str, list[int]]:
     """{table name: quantiles in ns} of the shipped calibration."""
     return {name: list(t["quantiles_ns"]) for name, t in load()["tables"].items()}
+
+
+@lru_cache(maxsize=1)
+def load_blocks() -> dict[str, Any]:
+    """The captured-sequence document (sequences in SEQUENCE_UNIT_NS, provenance)."""
+    data = resources.files("tcpsim").joinpath("data/app_latency_blocks.json.gz").read_bytes()
+    doc: dict[str, Any] = json.loads(gzip.decompress(data))
+    return doc
+
+
+@lru_cache(maxsize=None)
+def load_sequences(kind: str) -> tuple[tuple[int, ...], ...]:
+    """The captured lateness sequences (ns, wakeup order) of `kind` ("periodic_writer",
+    "periodic_reader"), one per capture, in the document's capture order."""
+    doc = load_blocks()
+    unit, block = doc["unit_ns"], doc["block_wakeups"]
+    seqs = tuple(tuple(x * unit for x in seq) for seq in doc["sequences"][kind])
+    if not seqs or min(len(s) for s in seqs) < block:
+        raise ValueError(f"app_latency_blocks: every {kind} sequence must hold a block "
+                         f"({block} wakeups)")
+    if min(min(s) for s in seqs) < 0 or max(max(s) for s in seqs) >= MAX_LATENCY_NS:
+        raise ValueError(f"app_latency_blocks: a {kind} lateness outside [0, {MAX_LATENCY_NS}) ns")
+    return seqs
+
+
+def block_wakeups() -> int:
+    """Wakeups per replayed block (the document's `block_wakeups`)."""
+    return int(load_blocks()["block_wakeups"])
+
+
+def pick_capture(k: int, n: int) -> int:
+    """The capture (0..n-1) a run replays, from a 53-bit draw k (random() = k / 2**53)."""
+    return (k * n) >> UNIT_BITS
+
+
+class BlockSequence:
+    """A moving-block bootstrap of one captured sequence: `block` consecutive wakeups from a
+    starting point drawn uniformly among those with a whole block after them, then a fresh
+    start. Each block start takes one 53-bit draw k; the start is (k * (len - block + 1))
+    >> 53, integer-exact, so the native engine replays the same wakeups."""
+
+    def __init__(self, seq: Sequence[int], block: int) -> None:
+        if not 0 < block <= len(seq):
+            raise ValueError(f"a block of {block} wakeups needs a sequence at least that long "
+                             f"(got {len(seq)})")
+        self.seq, self.block = seq, block
+        self.pos = 0
+        self.left = 0                   # wakeups left in the current block
+
+    def draw(self, k: int) -> int:
+        """The next wakeup's lateness (ns); `k` (a 53-bit draw) is used only when a block
+        begins."""
+        if self.left == 0:
+            self.pos = (k * (len(self.seq) - self.block + 1)) >> UNIT_BITS
+            self.left = self.block
+        self.left -= 1
+        v = self.seq[self.pos]
+        self.pos += 1
+        return v
+
+    @property
+    def needs_draw(self) -> bool:
+        """The next wakeup begins a block (and so consumes a draw)."""
+        return self.left == 0

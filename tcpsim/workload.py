@@ -38,8 +38,10 @@ fast and blocking readers also take:
 
     latency       how late each wakeup is: "none" or 0 (exact, the default), the name of a
                   measured table of tcpsim/data/app_latency.json ("periodic_writer",
-                  "periodic_reader", "blocking_reader": a fresh draw per wakeup), or a fixed
-                  duration ("2ms")
+                  "periodic_reader", "blocking_reader": a fresh draw per wakeup), the
+                  captured sequences of tcpsim/data/app_latency_blocks.json.gz
+                  ("periodic_writer_blocks", "periodic_reader_blocks": blocks of consecutive
+                  captured wakeups, bursts kept), or a fixed duration ("2ms")
     call_cost     (readers) time one recv() call takes beyond its copy (default 0)
     copy_rate     (readers) how fast recv() copies, as a rate ("2gbit"; default unlimited)
 
@@ -93,7 +95,8 @@ TIMING_FIELDS = ("latency", "call_cost", "copy_rate")
 FIELDS = ("kind", *SIZE_FIELDS, *DURATION_FIELDS, "fraction", "latency", "copy_rate")
 # The kinds application timing applies to (others are exact; a timing field is an error).
 TIMED_KINDS = {"writer": ("periodic",), "reader": ("periodic", "fast", "blocking")}
-LATENCY_TABLES = ("periodic_writer", "periodic_reader", "blocking_reader")
+LATENCY_TABLES = ("periodic_writer", "periodic_reader", "blocking_reader",
+                  "periodic_writer_blocks", "periodic_reader_blocks")
 # App fields that trace metadata leaves out at their defaults (scenarios without timing
 # read as before the fields existed).
 TIMING_DEFAULTS = {"latency_table": "", "latency_ns": 0, "call_cost": 0, "copy_rate": 0}
@@ -113,7 +116,7 @@ class App:
     slow_for: int = 15 * NS_PER_S
     fraction: float = 0.05
     start: int = 0
-    latency_table: str = ""          # a measured table's name: a fresh draw per wakeup
+    latency_table: str = ""          # a table or captured sequences by name (app_latency)
     latency_ns: int = 0              # else a fixed lateness (0: exact timing)
     call_cost: int = 0               # ns per recv() call (readers)
     copy_rate: int = 0               # bits/s recv() copies at (0: instant)

@@ -4,7 +4,8 @@ import random
 
 import pytest
 
-from tcpsim.app_latency import UNIT, load, load_tables, table_lookup
+from tcpsim.app_latency import (
+    UNIT, BlockSequence, load, load_blocks, load_sequences, load_tables, pick_capture, table_lookup)
 
 
 def test_lookup_hits_the_quantiles_and_interpolates_in_integers():
@@ -70,3 +71,55 @@ def test_shipped_tables_draw_the_measured_tail_not_a_smear_to_the_maximum():
         assert _mass_above(q, t["p999_ns"]) <= 0.0015, name
         assert 0.005 <= _mass_above(q, t["p99_ns"]) <= 0.015, name
         assert _mass_above(q, 10 * t["p999_ns"] // 2) <= 0.0003, name
+
+
+# -- captured sequences, replayed in blocks --------------------------------------------------
+
+def test_block_sequence_replays_consecutive_wakeups_from_drawn_starts():
+    seq = list(range(100))
+    b = BlockSequence(seq, 10)
+    ks = [0, UNIT - 1, UNIT // 2]
+    got = []
+    for k in ks:
+        assert b.needs_draw
+        got += [b.draw(k)] + [b.draw(123) for _ in range(9)]   # k only counts at a start
+    # starts: 0, the last whole block (90), the middle (45)
+    assert got == list(range(0, 10)) + list(range(90, 100)) + list(range(45, 55))
+    with pytest.raises(ValueError, match="block of 101"):
+        BlockSequence(seq, 101)
+
+
+def test_pick_capture_splits_the_unit_interval_evenly():
+    assert [pick_capture(k, 6) for k in (0, UNIT // 6 - 1, UNIT // 6 + 1, UNIT - 1)] == [0, 0, 1, 5]
+
+
+def test_shipped_sequences_are_integer_captures_with_their_burstiness():
+    doc = load_blocks()
+    assert doc["method"] and doc["made"] and doc["block_wakeups"] > 0
+    n = len(doc["captures"])
+    assert n >= 3
+    for kind in ("periodic_writer", "periodic_reader"):
+        seqs = load_sequences(kind)
+        assert len(seqs) == n
+        for seq, cap in zip(seqs, doc["captures"]):
+            assert len(seq) >= doc["block_wakeups"] and len(seq) == cap[kind]["n"]
+            assert all(isinstance(v, int) and v >= 0 for v in seq[:1000])
+
+
+def test_sequences_out_of_bounds_or_shorter_than_a_block_are_refused(monkeypatch):
+    """The native engine skips its int64 range walk for the sequences: the load bounds them."""
+    import tcpsim.app_latency as al
+    doc = {"unit_ns": 1000, "block_wakeups": 3, "captures": [{}],
+           "sequences": {"periodic_writer": [[1, 2, 3, 4]], "periodic_reader": [[1, -2, 3]]}}
+    monkeypatch.setattr(al, "load_blocks", lambda: doc)
+    al.load_sequences.cache_clear()
+    try:
+        assert al.load_sequences("periodic_writer") == ((1000, 2000, 3000, 4000),)
+        with pytest.raises(ValueError, match="outside"):
+            al.load_sequences("periodic_reader")
+        doc["block_wakeups"] = 5
+        al.load_sequences.cache_clear()
+        with pytest.raises(ValueError, match="must hold a block"):
+            al.load_sequences("periodic_writer")
+    finally:
+        al.load_sequences.cache_clear()

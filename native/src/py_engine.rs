@@ -49,6 +49,8 @@ fn app(d: &Bound<'_, PyDict>) -> PyResult<App> {
         fraction: item(d, "fraction")?.extract()?,
         start: int(d, "start")?,
         latency_table: item(d, "latency_quantiles")?.extract()?,
+        latency_sequences: item(d, "latency_sequences")?.extract()?,
+        latency_block: int(d, "latency_block")?,
         latency_ns: int(d, "latency_ns")?,
         call_cost: int(d, "call_cost")?,
         copy_rate: int(d, "copy_rate")?,

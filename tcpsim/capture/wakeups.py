@@ -16,6 +16,8 @@ Two measurements, both on CLOCK_MONOTONIC (the app logs and bpftrace's `nsecs` s
     timer_lateness(events) -> [ns]
     blocking_latency(events, arrivals) -> [ns]
     quantiles(values, n) -> [ns] at n+1 evenly spaced probabilities 0, 1/n, ..., 1
+    burstiness(seq) -> how late wakeups cluster in a sequence (per 1000, lag-1 correlation,
+                       dispersion of the per-window counts)
     summary(raw_dir, probe_records, probe_every, port) -> {side: {...}}
 """
 
@@ -85,6 +87,41 @@ def describe(values: list[int]) -> dict[str, Any]:
     pick = lambda q: s[min(len(s) - 1, int(q * len(s)))]  # noqa: E731
     return {"n": len(s), "min_ns": s[0], "p50_ns": pick(0.5), "p90_ns": pick(0.9),
             "p99_ns": pick(0.99), "p999_ns": pick(0.999), "max_ns": s[-1]}
+
+
+MS = 1_000_000
+
+
+def burstiness(seq: list[int], window: int = 1000) -> dict[str, float]:
+    """How a sequence of wakeup latencies (ns, in wakeup order) clusters: the share of
+    wakeups later than 2, 4, 5 and 8 ms (per 1000), the lag-1 autocorrelation of "later than
+    2 ms" (0 for independent draws), the mean length of runs of consecutive wakeups later
+    than 2 ms, and the dispersion index (variance / mean) of the count later than 4 ms in
+    consecutive windows of `window` wakeups (about a second): 1 for independent draws, more
+    when a busy second is busy for many ticks."""
+    n = len(seq)
+    if n < 2 * window:
+        raise ValueError(f"burstiness needs at least {2 * window} wakeups, got {n}")
+    late2 = [1 if x > 2 * MS else 0 for x in seq]
+    m = sum(late2) / n
+    var = sum((x - m) ** 2 for x in late2) / n
+    cov = sum((late2[i] - m) * (late2[i + 1] - m) for i in range(n - 1)) / (n - 1)
+    runs, r = [], 0
+    for x in late2:
+        if x:
+            r += 1
+        elif r:
+            runs.append(r)
+            r = 0
+    counts = [sum(1 for x in seq[i:i + window] if x > 4 * MS)
+              for i in range(0, n - window + 1, window)]
+    cm = sum(counts) / len(counts)
+    cv = sum((c - cm) ** 2 for c in counts) / len(counts)
+    per_k = {f"late_{t}ms_per_1000": 1000 * sum(1 for x in seq if x > t * MS) / n
+             for t in (2, 4, 5, 8)}
+    return {"n": n, **per_k, "acf1_late_2ms": cov / var if var else 0.0,
+            "run_late_2ms": sum(runs) / len(runs) if runs else 0.0,
+            "dispersion_late_4ms": cv / cm if cm else 0.0}
 
 
 def read_events(path: Path) -> Events:

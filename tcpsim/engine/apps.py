@@ -26,8 +26,11 @@ Its draws come from its own generator, `latency_rng(seed, role)`:
     random.Random(2*seed + 2)     link delay jitter, receiver -> sender
     random.Random(8*seed + 3..6)  wakeup latency of the writer, reader, receiver-end writer,
                                   sender-end reader (only drawn from when timed)
+    random.Random(8*seed + 7)     the host: which capture a run's captured-sequence
+                                  latencies replay (its first draw; shared by every app
+                                  of the run, as one host runs them all)
 
-(8s + k never equals s, 2s + 1 or 2s + 2 for k = 3..6, so within one run the streams are
+(8s + k never equals s, 2s + 1 or 2s + 2 for k = 3..7, so within one run the streams are
 distinct; adding timing moves no loss or jitter draw.)
 """
 
@@ -37,7 +40,9 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
-from tcpsim.app_latency import load_tables, table_lookup
+from tcpsim.app_latency import (
+    SEQUENCES, UNIT, BlockSequence, block_wakeups, load_sequences, load_tables, pick_capture,
+    table_lookup)
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.engine.scheduler import READER, WRITER
 
@@ -49,6 +54,7 @@ if TYPE_CHECKING:
 _FAR = 1 << 62
 
 STREAMS = {"writer": 3, "reader": 4, "rev_writer": 5, "rev_reader": 6}
+HOST_STREAM = 7
 
 
 def latency_rng(seed: int, role: str) -> random.Random:
@@ -60,15 +66,21 @@ class Timing:
     """An application's timing (workload.App): how late a wakeup is, how long a recv()
     call keeps a reader busy."""
 
-    def __init__(self, app: App, rng: random.Random) -> None:
-        self.table = load_tables()[app.latency_table] if app.latency_table else None
+    def __init__(self, app: App, rng: random.Random, seed: int = 0) -> None:
+        name = app.latency_table
+        self.blocks = _block_sequence(name, seed) if name in SEQUENCES else None
+        self.table = load_tables()[name] if name and self.blocks is None else None
         self.fixed = app.latency_ns
         self.call_cost = app.call_cost
         self.copy_rate = app.copy_rate
         self.rng = rng
 
     def late(self) -> int:
-        """The lateness of one wakeup (ns): a fresh draw from the table, or the fixed value."""
+        """The lateness of one wakeup (ns): the next wakeup of the replayed capture (a draw
+        starts each block), a fresh draw from the table, or the fixed value."""
+        if self.blocks is not None:
+            k = int(self.rng.random() * UNIT) if self.blocks.needs_draw else 0
+            return self.blocks.draw(k)
         if self.table is not None:
             return table_lookup(self.table, self.rng.random())
         return self.fixed
@@ -79,9 +91,17 @@ class Timing:
         return self.call_cost + copy
 
 
+def _block_sequence(name: str, seed: int) -> BlockSequence:
+    """The captured sequence a run's app replays: the run's capture (the host stream's first
+    draw, the same for every app of the run) of the app's kind."""
+    captures = load_sequences(SEQUENCES[name])
+    k = int(random.Random(seed * 8 + HOST_STREAM).random() * UNIT)
+    return BlockSequence(captures[pick_capture(k, len(captures))], block_wakeups())
+
+
 def make_timing(app: App, seed: int, role: str) -> Timing | None:
     """An application's Timing, None for exact timing (no generator is made)."""
-    return Timing(app, latency_rng(seed, role)) if app.timed else None
+    return Timing(app, latency_rng(seed, role), seed) if app.timed else None
 
 
 # -- writers ------------------------------------------------------------------------------------

@@ -36,11 +36,17 @@ _CFG_NAMES = {"rcv": "receiver", "snd": "sender", "rev_writer": "receiver.writer
               "rev_reader": "sender.reader"}
 
 
+# Keys the range check skips: the seed is checked apart; the captured latency sequences are
+# shipped data, bounded once when loaded (tcpsim.app_latency.load_sequences) -- walking their
+# million integers took longer than a short run.
+_UNCHECKED = ("seed", "latency_sequences")
+
+
 def _beyond_int64(cfg: Any, path: str = "") -> tuple[str, int] | None:
     """(scenario field, value) of the first integer in a native run's config beyond
     +-NATIVE_MAX (the seed is checked apart), else None."""
     if isinstance(cfg, dict):
-        items: Any = ((_CFG_NAMES.get(k, k), v) for k, v in cfg.items() if k != "seed")
+        items: Any = ((_CFG_NAMES.get(k, k), v) for k, v in cfg.items() if k not in _UNCHECKED)
     elif isinstance(cfg, (list, tuple)):
         items = ((str(i), v) for i, v in enumerate(cfg))
     elif isinstance(cfg, int) and not isinstance(cfg, bool) and abs(cfg) > NATIVE_MAX:
@@ -66,9 +72,15 @@ def native_engine_class() -> type:
 
 
 def _app(app: App) -> dict[str, Any]:
-    from tcpsim.app_latency import load_tables
-    quantiles = load_tables()[app.latency_table] if app.latency_table else []
-    return {**app.as_dict(), "latency_quantiles": quantiles}
+    from tcpsim.app_latency import SEQUENCES, block_wakeups, load_sequences, load_tables
+    name = app.latency_table
+    if name in SEQUENCES:
+        return {**app.as_dict(), "latency_quantiles": [],
+                "latency_sequences": load_sequences(SEQUENCES[name]),
+                "latency_block": block_wakeups()}
+    quantiles = load_tables()[name] if name else []
+    return {**app.as_dict(), "latency_quantiles": quantiles, "latency_sequences": [],
+            "latency_block": 0}
 
 
 class _SockView:

@@ -45,3 +45,17 @@ def test_describe():
     d = wakeups.describe(list(range(100)))
     assert (d["n"], d["min_ns"], d["p50_ns"], d["p99_ns"], d["max_ns"]) == (100, 0, 50, 99, 99)
     assert wakeups.describe([]) == {"n": 0}
+
+
+def test_burstiness_tells_clustered_late_wakeups_from_scattered_ones():
+    ms = 1_000_000
+    # 4000 wakeups, 40 of them 5 ms late: scattered one per 100, or all in the first 1000
+    scattered = [5 * ms if i % 100 == 0 else 0 for i in range(4000)]
+    clustered = [5 * ms if i < 80 and i % 2 == 0 else 0 for i in range(4000)]
+    clustered[1] = 3 * ms                                  # one run of two late wakeups
+    s, c = wakeups.burstiness(scattered), wakeups.burstiness(clustered)
+    assert s["late_4ms_per_1000"] == c["late_4ms_per_1000"] == 10.0
+    assert s["late_2ms_per_1000"] == 10.0 and c["late_2ms_per_1000"] == 10.25
+    assert s["dispersion_late_4ms"] == 0.0 and c["dispersion_late_4ms"] > 20
+    assert s["run_late_2ms"] == 1.0 and c["run_late_2ms"] > 1.0
+    assert s["acf1_late_2ms"] < 0 < c["acf1_late_2ms"]

@@ -83,3 +83,69 @@ def test_a_late_blocking_reader_lets_segments_coalesce() -> None:
     _, exact, _ = _summary(_BULK, "500ms")
     _, late, _ = _summary(_with(_BULK, reader={"latency": "blocking_reader"}), "500ms")
     assert late["TcpExtTCPRcvCoalesce"] > 3 * exact["TcpExtTCPRcvCoalesce"]
+
+
+# -- captured sequences replayed in blocks (latency = "periodic_*_blocks") --------------------
+
+def _draws(name: str, seed: int, n: int, role: str = "writer") -> list[int]:
+    from tcpsim.engine.apps import make_timing
+    from tcpsim.workload import App
+    t = make_timing(App("periodic", bytes=1, every=1_000_000, latency_table=name), seed, role)
+    assert t is not None
+    return [t.late() for _ in range(n)]
+
+
+def _capture_of(draws: list[int], seqs: tuple) -> int:
+    """The capture whose sequence holds the first draws as a contiguous stretch."""
+    head = draws[:50]
+    found = [i for i, s in enumerate(seqs)
+             if any(list(s[j:j + 50]) == head for j in range(len(s) - 50) if s[j] == head[0])]
+    assert len(found) == 1
+    return found[0]
+
+
+def test_blocks_keep_the_captured_bursts_and_each_run_its_host_level() -> None:
+    """Issue 14: drawn independently from pooled tables, late wakeups never cluster (lag-1
+    correlation of "later than 2 ms" 0.00) and every seed gets the same level of 5 ms late
+    wakeups. The captured writers' wakeups cluster (0.04..0.16) and their level differs
+    several-fold between captures; replayed in blocks of one capture a run keeps both."""
+    from tcpsim.capture.wakeups import burstiness
+    seeds = range(1, 7)
+    blocks = [burstiness(_draws("periodic_writer_blocks", s, 60_000)) for s in seeds]
+    tables = [burstiness(_draws("periodic_writer", s, 60_000)) for s in seeds]
+    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    assert mean([b["acf1_late_2ms"] for b in blocks]) > 0.03
+    assert abs(mean([b["acf1_late_2ms"] for b in tables])) < 0.015
+    level = [b["late_5ms_per_1000"] for b in blocks]
+    flat = [b["late_5ms_per_1000"] for b in tables]
+    assert max(level) > 3 * min(level) and max(flat) < 1.3 * min(flat)
+
+
+def test_block_draws_are_fixed_by_the_seed_and_one_capture_serves_the_run() -> None:
+    from tcpsim.app_latency import load_sequences
+    a = _draws("periodic_writer_blocks", 3, 12_000)
+    assert a == _draws("periodic_writer_blocks", 3, 12_000)
+    assert a != _draws("periodic_writer_blocks", 4, 12_000)
+    for seed in (1, 3, 4):
+        w = _capture_of(_draws("periodic_writer_blocks", seed, 50),
+                        load_sequences("periodic_writer"))
+        r = _capture_of(_draws("periodic_reader_blocks", seed, 50, role="reader"),
+                        load_sequences("periodic_reader"))
+        assert w == r                       # the host stream picks it for every app
+
+
+def test_block_draws_on_small_captures_are_the_native_engines(monkeypatch) -> None:
+    """The values native/src/engine/apps.rs `block_draws_match_python` expects."""
+    from tcpsim.engine import apps
+    seqs = (tuple(i * 10 for i in range(20)), tuple(1000 + i * 10 for i in range(20)))
+    monkeypatch.setattr(apps, "load_sequences", lambda kind: seqs)
+    monkeypatch.setattr(apps, "block_wakeups", lambda: 3)
+    assert _draws("periodic_writer_blocks", 1, 7) == [1080, 1090, 1100, 1100, 1110, 1120, 1160]
+
+
+def test_blocks_are_a_latency_name_of_the_scenario() -> None:
+    sc = scenario_from_dict(_with(_REPRO, writer={"latency": "periodic_writer_blocks"},
+                                  reader={"latency": "periodic_reader_blocks"}))
+    assert sc.as_dict()["reader"]["latency_table"] == "periodic_reader_blocks"
+    with pytest.raises(ScenarioError, match="periodic_reader_blocks"):
+        scenario_from_dict(_with(_REPRO, reader={"latency": "blocks"}))

@@ -37,6 +37,10 @@ pub struct App {
     pub start: i64,
     /// The measured latency table's quantiles (ns; empty: none), app_latency.json.
     pub latency_table: Vec<i64>,
+    /// The captured lateness sequences the app replays in blocks (ns, one per capture;
+    /// empty: none), app_latency_blocks.json.gz, and the block length in wakeups.
+    pub latency_sequences: Vec<Vec<i64>>,
+    pub latency_block: i64,
     pub latency_ns: i64,
     pub call_cost: i64,
     pub copy_rate: i64,
@@ -49,9 +53,63 @@ pub const STREAM_WRITER: i128 = 3;
 pub const STREAM_READER: i128 = 4;
 pub const STREAM_REV_WRITER: i128 = 5;
 pub const STREAM_REV_READER: i128 = 6;
+/// apps.py `HOST_STREAM`: `random.Random(8 * seed + 7)`'s first draw picks the capture every
+/// app of the run replays (captured sequences).
+pub const STREAM_HOST: i128 = 7;
+
+const UNIT_BITS: u32 = 53;
+
+/// app_latency.py `pick_capture`: the capture (0..n-1) a run replays, from a 53-bit draw.
+pub fn pick_capture(k: u64, n: usize) -> usize {
+    ((u128::from(k) * n as u128) >> UNIT_BITS) as usize
+}
+
+/// app_latency.py `BlockSequence`: a moving-block bootstrap of one captured sequence --
+/// `block` consecutive wakeups from a start drawn uniformly among those with a whole block
+/// after them, then a fresh start.
+pub struct BlockSequence {
+    seq: Vec<i64>,
+    block: usize,
+    pos: usize,
+    left: usize,
+}
+
+impl BlockSequence {
+    pub fn new(seq: Vec<i64>, block: usize) -> Self {
+        assert!(
+            block > 0 && block <= seq.len(),
+            "a block longer than its sequence"
+        );
+        BlockSequence {
+            seq,
+            block,
+            pos: 0,
+            left: 0,
+        }
+    }
+
+    /// `needs_draw`: the next wakeup begins a block (and so consumes a draw).
+    pub fn needs_draw(&self) -> bool {
+        self.left == 0
+    }
+
+    /// `draw(k)`: the next wakeup's lateness (ns); `k` is used only when a block begins.
+    pub fn draw(&mut self, k: u64) -> i64 {
+        if self.left == 0 {
+            let span = (self.seq.len() - self.block + 1) as u128;
+            self.pos = ((u128::from(k) * span) >> UNIT_BITS) as usize;
+            self.left = self.block;
+        }
+        self.left -= 1;
+        let v = self.seq[self.pos];
+        self.pos += 1;
+        v
+    }
+}
 
 /// apps.py `Timing`: how late a wakeup is, how long a recv() keeps a reader busy.
 pub struct Timing {
+    blocks: Option<BlockSequence>,
     table: Vec<i64>,
     fixed: i64,
     call_cost: i64,
@@ -73,10 +131,12 @@ impl Timing {
     /// apps.py `make_timing`: None for exact timing (no generator is made).
     pub fn make(app: &App, seed: i128, stream: i128) -> Option<Timing> {
         let timed = !app.latency_table.is_empty()
+            || !app.latency_sequences.is_empty()
             || app.latency_ns != 0
             || app.call_cost != 0
             || app.copy_rate != 0;
         timed.then(|| Timing {
+            blocks: block_sequence(app, seed),
             table: app.latency_table.clone(),
             fixed: app.latency_ns,
             call_cost: app.call_cost,
@@ -85,9 +145,17 @@ impl Timing {
         })
     }
 
-    /// Timing.late(): a fresh draw from the table, or the fixed lateness.
+    /// Timing.late(): the next wakeup of the replayed capture (a draw starts each block),
+    /// a fresh draw from the table, or the fixed lateness.
     pub fn late(&mut self) -> i64 {
-        if self.table.is_empty() {
+        if let Some(b) = self.blocks.as_mut() {
+            let k = if b.needs_draw() {
+                self.rng.random_k53()
+            } else {
+                0
+            };
+            b.draw(k)
+        } else if self.table.is_empty() {
             self.fixed
         } else {
             let k = self.rng.random_k53();
@@ -104,6 +172,20 @@ impl Timing {
         };
         self.call_cost + copy
     }
+}
+
+/// apps.py `_block_sequence`: the run's capture (the host stream's first draw, the same for
+/// every app of the run) of the app's captured sequences; None when it replays none.
+fn block_sequence(app: &App, seed: i128) -> Option<BlockSequence> {
+    if app.latency_sequences.is_empty() {
+        return None;
+    }
+    let k = Random::new(seed * 8 + STREAM_HOST).random_k53();
+    let c = pick_capture(k, app.latency_sequences.len());
+    Some(BlockSequence::new(
+        app.latency_sequences[c].clone(),
+        app.latency_block as usize,
+    ))
 }
 
 impl App {
@@ -766,6 +848,24 @@ mod tests {
         let mut tm = Timing::make(&app, 7, STREAM_WRITER).expect("timed");
         let got: Vec<i64> = (0..5).map(|_| tm.late()).collect();
         assert_eq!(got, vec![672, 798_931, 838_044, 68, 543_047]);
+    }
+
+    /// The block draws of apps.py on two small captures: seed 1 replays the second
+    /// (`random.Random(8 + 7)`), blocks of 3 from starts drawn by `random.Random(8 + 3)`,
+    /// as CPython gives them (tests/engine/test_app_timing.py holds the Python side).
+    #[test]
+    fn block_draws_match_python() {
+        let app = App {
+            latency_sequences: vec![
+                (0..20).map(|i| i * 10).collect(),
+                (0..20).map(|i| 1000 + i * 10).collect(),
+            ],
+            latency_block: 3,
+            ..App::default()
+        };
+        let mut tm = Timing::make(&app, 1, STREAM_WRITER).expect("timed");
+        let got: Vec<i64> = (0..7).map(|_| tm.late()).collect();
+        assert_eq!(got, vec![1080, 1090, 1100, 1100, 1110, 1120, 1160]);
     }
 
     #[test]
