@@ -45,6 +45,7 @@ from tcpsim.core.cong import CongestionOps, ca_ops
 from tcpsim.core.memory import MemoryMixin
 from tcpsim.core.mib import Mib
 from tcpsim.core.receiver import ReceiveMixin
+from tcpsim.core.recovery import RecoveryMixin
 from tcpsim.core.segment import ACK, RST, SYN, Segment
 from tcpsim.core.sender import SendMixin
 from tcpsim.core.state import (
@@ -91,7 +92,7 @@ class EventBuffer:
         return out
 
 
-class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
+class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
     """One TCP endpoint: receive half, ACK machinery and send half share one state record,
     as in `struct tcp_sock`."""
 

@@ -1,0 +1,319 @@
+//! The sender's SACK loss recovery: the scoreboard, RACK loss detection, fast recovery with
+//! proportional rate reduction, and what an RTO keeps. A connection that negotiated SACK
+//! takes this path; one without SACK keeps NewReno (sender.rs: `dupack`, the partial ACKs of
+//! `clean_rtx_queue`).
+//!
+//! Mirrors tcpsim/core/recovery.py (`RecoveryMixin`) as an `impl TcpSocket` block. Models,
+//! as of 6.18 with net.ipv4.tcp_recovery = 1 (RACK loss detection):
+//! tcp_sacktag_write_queue() / tcp_sacktag_one() / tcp_check_dsack() [tcp_input.c],
+//! tcp_rack_advance() / tcp_rack_detect_loss() / tcp_rack_mark_lost() / tcp_rack_reo_wnd()
+//! [tcp_recovery.c] (with its dupthresh fallback), tcp_fastretrans_alert() /
+//! tcp_enter_recovery() / tcp_init_cwnd_reduction() / tcp_cwnd_reduction() (PRR, RFC 6937) /
+//! tcp_end_cwnd_reduction() / tcp_cong_control() [tcp_input.c], and
+//! tcp_timeout_mark_lost() [tcp_input.c]. See recovery.py's module docstring for what is
+//! not modelled (the reordering timer, undo, F-RTO, ...).
+
+use crate::arith::floor_div;
+use crate::constants::NS_PER_US;
+use crate::sender::INFINITE_SSTHRESH;
+use crate::socket::TcpSocket;
+use crate::state::RtxEntry;
+
+/// tcp_skb_cb->sacked: TCPCB_SACKED_ACKED [include/net/tcp.h].
+pub const TCPCB_SACKED_ACKED: i64 = 0x01;
+/// tcp_skb_cb->sacked: TCPCB_EVER_RETRANS.
+pub const TCPCB_EVER_RETRANS: i64 = 0x80;
+/// net.ipv4.tcp_reordering: tp->reordering, the dupthresh.
+pub const TCP_REORDERING: i64 = 3;
+
+/// tcp_skb_sent_after() [include/net/tcp.h]: sent later, or at the same time with a higher
+/// end sequence.
+pub fn rack_sent_after(t1: i64, t2: i64, seq1: i64, seq2: i64) -> bool {
+    t1 > t2 || (t1 == t2 && seq1 > seq2)
+}
+
+/// tcp_check_dsack() [tcp_input.c, 6.18]: the first block reports a duplicate (D-SACK,
+/// RFC 2883) when it starts below the cumulative ACK, or lies within the second block.
+pub fn check_dsack(sacks: &[(i64, i64)], ack: i64) -> bool {
+    let Some(&(start0, end0)) = sacks.first() else {
+        return false;
+    };
+    if start0 < ack {
+        return true;
+    }
+    match sacks.get(1) {
+        Some(&(start1, end1)) => start1 <= start0 && end0 <= end1,
+        None => false,
+    }
+}
+
+impl TcpSocket {
+    // -- the scoreboard -------------------------------------------------------------------
+
+    /// Models tcp_sacktag_write_queue() [tcp_input.c, 6.18]: tag the queued segments the
+    /// valid blocks cover (see recovery.py `sacktag_write_queue`). Returns (newly SACKed,
+    /// D-SACK seen, SACK RTT in ns or -1).
+    pub fn sacktag_write_queue(&mut self, sacks: &[(i64, i64)], ack: i64) -> (i64, bool, i64) {
+        let dsack = check_dsack(sacks, ack);
+        let mut newly = 0;
+        let mut first_sackt = -1;
+        for (i, &(start, end)) in sacks.iter().enumerate() {
+            if i == 0 && dsack && end <= self.snd.snd_una {
+                continue; // an old duplicate: nothing to tag
+            }
+            if start >= end || end > self.snd.snd_nxt || end <= self.snd.snd_una {
+                continue; // tcp_is_sackblock_valid()
+            }
+            for j in 0..self.snd.rtx_queue.len() {
+                let e = self.snd.rtx_queue[j];
+                if e.seq >= end {
+                    break;
+                }
+                if e.seq < start || e.end > end || e.sacked & TCPCB_SACKED_ACKED != 0 {
+                    continue;
+                }
+                self.sacktag_one(j);
+                newly += 1;
+                if e.sacked & TCPCB_EVER_RETRANS == 0 && (first_sackt < 0 || e.tx_ns < first_sackt)
+                {
+                    first_sackt = e.tx_ns;
+                }
+            }
+        }
+        let rtt = if first_sackt < 0 {
+            -1
+        } else {
+            self.now - first_sackt
+        };
+        (newly, dsack, rtt)
+    }
+
+    /// tcp_sacktag_one() [tcp_input.c, 6.18] for retransmit-queue entry `j`, newly SACKed.
+    fn sacktag_one(&mut self, j: usize) {
+        let e = self.snd.rtx_queue[j];
+        let snd = &mut self.snd;
+        if e.sacked & TCPCB_EVER_RETRANS == 0 && e.seq < snd.highest_sack {
+            snd.reord_seen = true; // tcp_check_sack_reordering()
+        }
+        if e.lost != 0 && e.retrans == 0 {
+            snd.lost_out -= 1;
+        }
+        let entry = &mut snd.rtx_queue[j];
+        entry.lost = 0;
+        entry.sacked |= TCPCB_SACKED_ACKED;
+        let sacked = entry.sacked;
+        snd.sacked_out += 1;
+        self.rack_advance(sacked, e.end, e.tx_ns);
+        if e.end > self.snd.highest_sack {
+            self.snd.highest_sack = e.end;
+        }
+    }
+
+    /// The SACK bookkeeping of tcp_clean_rtx_queue() [tcp_input.c, 6.18] for a segment the
+    /// cumulative ACK removes (see recovery.py `sack_acked`).
+    pub fn sack_acked(&mut self, e: &RtxEntry) {
+        if e.sacked & TCPCB_SACKED_ACKED != 0 {
+            self.snd.sacked_out -= 1;
+            return;
+        }
+        if e.sacked & TCPCB_EVER_RETRANS == 0 && e.seq < self.snd.highest_sack {
+            self.snd.reord_seen = true;
+        }
+        self.rack_advance(e.sacked, e.end, e.tx_ns);
+    }
+
+    // -- RACK -----------------------------------------------------------------------------
+
+    /// Models tcp_rack_advance() [tcp_recovery.c, 6.18] (see recovery.py `rack_advance`).
+    pub fn rack_advance(&mut self, sacked: i64, end_seq: i64, xmit_ns: i64) {
+        let rtt_us = floor_div(self.now - xmit_ns, NS_PER_US);
+        let snd = &mut self.snd;
+        if sacked & TCPCB_EVER_RETRANS != 0 && (snd.min_rtt_us == 0 || rtt_us < snd.min_rtt_us) {
+            return;
+        }
+        snd.rack_advanced = true;
+        snd.rack_rtt_us = rtt_us;
+        if rack_sent_after(xmit_ns, snd.rack_mstamp, end_seq, snd.rack_end_seq) {
+            snd.rack_mstamp = xmit_ns;
+            snd.rack_end_seq = end_seq;
+        }
+    }
+
+    /// tcp_rack_reo_wnd() [tcp_recovery.c, 6.18], in us (see recovery.py `rack_reo_wnd`).
+    pub fn rack_reo_wnd(&self) -> i64 {
+        let snd = &self.snd;
+        if !snd.reord_seen && (snd.in_recovery || snd.sacked_out >= TCP_REORDERING) {
+            return 0;
+        }
+        let srtt_us = snd.srtt_us8 >> 3;
+        if snd.min_rtt_us == 0 {
+            return srtt_us; // tcp_min_rtt() is ~0U
+        }
+        (snd.min_rtt_us >> 2).min(srtt_us)
+    }
+
+    /// tcp_rack_skb_timeout() [tcp_recovery.c, 6.18]: us left before a segment sent before
+    /// RACK's reference counts as lost.
+    pub fn rack_skb_timeout(&self, e: &RtxEntry, reo_wnd: i64) -> i64 {
+        self.snd.rack_rtt_us + reo_wnd - floor_div(self.now - e.tx_ns, NS_PER_US)
+    }
+
+    /// Models tcp_rack_detect_loss() [tcp_recovery.c, 6.18] (see recovery.py
+    /// `rack_detect_loss`). Returns the longest wait left in us and whether a
+    /// retransmission in flight was lost again (FLAG_LOST_RETRANS).
+    pub fn rack_detect_loss(&mut self) -> (i64, bool) {
+        let reo_wnd = self.rack_reo_wnd();
+        let mut timeout = 0;
+        let mut relost = false;
+        let (mstamp, end_seq) = (self.snd.rack_mstamp, self.snd.rack_end_seq);
+        for j in 0..self.snd.rtx_queue.len() {
+            let e = self.snd.rtx_queue[j];
+            if e.sacked & TCPCB_SACKED_ACKED != 0 || (e.lost != 0 && e.retrans == 0) {
+                continue;
+            }
+            if !rack_sent_after(mstamp, e.tx_ns, end_seq, e.end) {
+                continue;
+            }
+            let remaining = self.rack_skb_timeout(&e, reo_wnd);
+            if remaining <= 0 {
+                relost = relost || e.retrans > 0;
+                self.mark_skb_lost(j);
+            } else if remaining > timeout {
+                timeout = remaining;
+            }
+        }
+        (timeout, relost)
+    }
+
+    /// Models tcp_rack_mark_lost() [tcp_recovery.c, 6.18] (see recovery.py
+    /// `rack_mark_lost`). Returns whether a retransmission was lost again.
+    pub fn rack_mark_lost(&mut self) -> bool {
+        if !self.snd.rack_advanced {
+            return false;
+        }
+        self.snd.rack_advanced = false;
+        self.rack_detect_loss().1
+    }
+
+    /// tcp_mark_skb_lost() [tcp_input.c, 6.18]: a SACKed segment is never lost; a
+    /// retransmitted one lost again must go out again.
+    pub fn mark_skb_lost(&mut self, j: usize) {
+        if self.snd.rtx_queue[j].sacked & TCPCB_SACKED_ACKED == 0 {
+            self.mark_lost(j);
+        }
+    }
+
+    // -- recovery -------------------------------------------------------------------------
+
+    /// Models tcp_fastretrans_alert() then tcp_cong_control() [tcp_input.c, 6.18] for a SACK
+    /// connection (see recovery.py `fastretrans_alert`). `delivered`: segments newly acked
+    /// or SACKed.
+    pub fn fastretrans_alert(&mut self, ack: i64, prior_una: i64, delivered: i64) {
+        if !self.snd.in_recovery {
+            self.snd.retrans_stamp = 0; // TCP_CA_Open
+        } else if ack >= self.snd.high_seq {
+            if !self.snd.in_loss {
+                self.end_cwnd_reduction();
+            }
+            let snd = &mut self.snd;
+            snd.in_recovery = false; // tcp_try_undo_recovery(): Open
+            snd.in_loss = false;
+            snd.retrans_stamp = 0;
+        }
+        let prior_lost = self.snd.lost_out;
+        let relost = self.snd.in_loss && self.rack_mark_lost();
+        if !self.snd.in_loss && !self.snd.in_recovery {
+            self.rack_mark_lost();
+            if self.snd.lost_out != 0 {
+                self.enter_recovery();
+            }
+        } else if relost {
+            self.enter_recovery(); // Loss -> Recovery (FLAG_LOST_RETRANS)
+        } else if !self.snd.in_loss {
+            self.rack_mark_lost();
+        }
+        let una_advanced = ack > prior_una;
+        if self.snd.in_recovery && !self.snd.in_loss {
+            let newly_lost = self.snd.lost_out > prior_lost;
+            self.cwnd_reduction(delivered, newly_lost, una_advanced);
+        } else if una_advanced {
+            self.ca_cong_avoid(delivered);
+        }
+    }
+
+    /// Models tcp_enter_recovery() + tcp_init_cwnd_reduction() [tcp_input.c, 6.18] (see
+    /// recovery.py `enter_recovery`).
+    pub fn enter_recovery(&mut self) {
+        let ssthresh = self.ca_ssthresh();
+        let snd = &mut self.snd;
+        snd.high_seq = snd.snd_nxt;
+        snd.tlp_high_seq = 0;
+        snd.tlp_deadline = 0; // the xmit timer is the RTO now
+        snd.cwnd_cnt = 0;
+        snd.prior_cwnd = snd.snd_cwnd;
+        snd.prr_delivered = 0;
+        snd.prr_out = 0;
+        snd.snd_ssthresh = ssthresh;
+        snd.in_recovery = true;
+        snd.in_loss = false;
+    }
+
+    /// Models tcp_cwnd_reduction() [tcp_input.c, 6.18], proportional rate reduction
+    /// (RFC 6937; see recovery.py `cwnd_reduction`).
+    pub fn cwnd_reduction(
+        &mut self,
+        newly_acked_sacked: i64,
+        newly_lost: bool,
+        una_advanced: bool,
+    ) {
+        if newly_acked_sacked <= 0 || self.snd.prior_cwnd == 0 {
+            return;
+        }
+        let inflight = self.packets_in_flight();
+        let snd = &mut self.snd;
+        let delta = snd.snd_ssthresh - inflight;
+        snd.prr_delivered += newly_acked_sacked;
+        let mut sndcnt;
+        if delta < 0 {
+            let dividend = snd.snd_ssthresh * snd.prr_delivered + snd.prior_cwnd - 1;
+            sndcnt = floor_div(dividend, snd.prior_cwnd) - snd.prr_out;
+        } else {
+            sndcnt = (snd.prr_delivered - snd.prr_out).max(newly_acked_sacked);
+            if una_advanced && !newly_lost {
+                sndcnt += 1;
+            }
+            sndcnt = delta.min(sndcnt);
+        }
+        sndcnt = sndcnt.max(if snd.prr_out != 0 { 0 } else { 1 });
+        snd.snd_cwnd = inflight + sndcnt;
+    }
+
+    /// tcp_end_cwnd_reduction() [tcp_input.c, 6.18]: leaving Recovery, cwnd = ssthresh.
+    pub fn end_cwnd_reduction(&mut self) {
+        let snd = &mut self.snd;
+        if snd.snd_ssthresh < INFINITE_SSTHRESH {
+            snd.snd_cwnd = snd.snd_ssthresh;
+        }
+    }
+
+    /// Models tcp_timeout_mark_lost() [tcp_input.c, 6.18], at an RTO (see recovery.py
+    /// `timeout_mark_lost`).
+    pub fn timeout_mark_lost(&mut self) {
+        let reneg = self
+            .snd
+            .rtx_queue
+            .front()
+            .is_some_and(|e| e.sacked & TCPCB_SACKED_ACKED != 0);
+        if reneg {
+            self.snd.sacked_out = 0;
+        }
+        for j in 0..self.snd.rtx_queue.len() {
+            if reneg {
+                self.snd.rtx_queue[j].sacked &= !TCPCB_SACKED_ACKED;
+            } else if j != 0 && self.rack_skb_timeout(&self.snd.rtx_queue[j], 0) > 0 {
+                continue; // sent too recently to tell
+            }
+            self.mark_skb_lost(j);
+        }
+    }
+}
