@@ -317,3 +317,160 @@ impl TcpSocket {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The same programs as tests/core/test_recovery.py, on the native socket (an active
+    //! sender here: the handshake's 1 ms RTT is the minimum RTT).
+    use super::*;
+    use crate::cong::CongestionControl;
+    use crate::models::kernel_for;
+    use crate::segment::{Segment, ACK, SYN};
+    use crate::socket::SocketParams;
+
+    const MSS: i64 = 1448;
+    const MS: i64 = 1_000_000;
+
+    fn seg_start(i: i64) -> i64 {
+        1 + i * MSS
+    }
+
+    /// A sender with n full segments in flight (cwnd n), sent at 2 ms.
+    fn flight(reno: bool, n: i64, sack: bool) -> TcpSocket {
+        let k = kernel_for("linux-6.1").unwrap();
+        let mut sysctl = k.default_sysctls();
+        if reno {
+            sysctl.tcp_congestion_control = CongestionControl::Reno;
+        }
+        let mut sk = TcpSocket::new(k, sysctl, None, &SocketParams::default()).unwrap();
+        sk.connect(0);
+        sk.take_outbox();
+        let mut synack = Segment::new(0, 0, SYN | ACK, 1, 65535);
+        synack.mss = 1460;
+        synack.wscale = 7;
+        synack.sack_ok = sack;
+        synack.tsval = 1;
+        synack.tsecr = 1;
+        sk.on_segment(MS, &synack);
+        sk.take_outbox();
+        sk.snd.snd_cwnd = n;
+        sk.write(2 * MS, n * MSS);
+        assert_eq!(sk.take_outbox().len() as i64, n);
+        sk
+    }
+
+    /// An ACK carrying SACK blocks of segment indexes [first, last + 1); returns the data
+    /// segments it let out (their sequence numbers).
+    fn sack_ack(sk: &mut TcpSocket, t_us: i64, ack: i64, blocks: &[(i64, i64)]) -> Vec<i64> {
+        let mut seg = Segment::new(1, 0, ACK, ack, 502);
+        seg.tsval = t_us / 1000 + 1;
+        seg.tsecr = 1;
+        seg.sacks = blocks
+            .iter()
+            .map(|&(a, b)| (seg_start(a), seg_start(b)))
+            .collect();
+        sk.on_segment(t_us * 1000, &seg);
+        let out = sk.take_outbox();
+        out.iter().filter(|s| s.len > 0).map(|s| s.seq).collect()
+    }
+
+    #[test]
+    fn sacktag_takes_sacked_segments_out_of_the_flight() {
+        let mut sk = flight(false, 10, true);
+        sack_ack(&mut sk, 5000, 1, &[(1, 3)]);
+        let flags: Vec<i64> = sk
+            .snd
+            .rtx_queue
+            .iter()
+            .map(|e| e.sacked & TCPCB_SACKED_ACKED)
+            .collect();
+        assert_eq!(flags, [0, 1, 1, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!((sk.snd.sacked_out, sk.packets_in_flight()), (2, 8));
+        assert_eq!(sk.snd.highest_sack, seg_start(3));
+        sack_ack(&mut sk, 6000, seg_start(2), &[(2, 3)]);
+        assert_eq!((sk.snd.sacked_out, sk.snd.rtx_queue.len()), (1, 8));
+    }
+
+    #[test]
+    fn rack_waits_out_the_reordering_window_until_three_are_sacked() {
+        let mut sk = flight(false, 10, true);
+        sack_ack(&mut sk, 5000, 1, &[(1, 2)]);
+        assert!(sk.snd.lost_out == 0 && !sk.snd.in_recovery);
+        assert!(sk.rack_reo_wnd() == sk.snd.min_rtt_us >> 2 && sk.rack_reo_wnd() > 0);
+        let out = sack_ack(&mut sk, 5100, 1, &[(1, 4)]);
+        assert!(sk.snd.in_recovery && !sk.snd.in_loss);
+        assert_eq!(out, [1]); // the fast retransmit
+        assert_eq!((sk.mib.TCPFastRetrans, sk.snd.rtx_queue[0].retrans), (1, 1));
+    }
+
+    #[test]
+    fn prr_brings_cwnd_down_in_proportion_to_what_is_delivered() {
+        let mut sk = flight(true, 20, true);
+        sk.write(3 * MS, 10 * MSS);
+        let out = sack_ack(&mut sk, 5000, 1, &[(1, 4)]);
+        let snd = &sk.snd;
+        assert_eq!(
+            (snd.snd_ssthresh, snd.prior_cwnd, snd.snd_cwnd),
+            (10, 20, 18)
+        );
+        assert_eq!(out, [1, seg_start(20)]);
+        assert_eq!((snd.prr_out, snd.prr_delivered), (2, 3));
+        assert!(sack_ack(&mut sk, 5100, 1, &[(1, 5)]).is_empty());
+        assert_eq!(sk.snd.snd_cwnd, sk.packets_in_flight());
+        assert_eq!(sack_ack(&mut sk, 5200, 1, &[(1, 7)]), [seg_start(21)]);
+        let hs = sk.snd.high_seq;
+        sack_ack(&mut sk, 30_000, hs, &[]);
+        assert!(!sk.snd.in_recovery && sk.snd.snd_cwnd >= 10 && sk.snd.snd_ssthresh == 10);
+    }
+
+    #[test]
+    fn an_rto_keeps_sacked_segments() {
+        let mut sk = flight(false, 10, true);
+        sack_ack(&mut sk, 5000, 1, &[(1, 3)]);
+        while sk.mib.TCPTimeouts == 0 {
+            let d = sk.next_deadline();
+            sk.on_timer(d);
+        }
+        assert!(sk.snd.in_loss && sk.snd.sacked_out == 2);
+        let lost: Vec<i64> = sk.snd.rtx_queue.iter().map(|e| e.lost).collect();
+        assert_eq!(lost, [1, 0, 0, 1, 1, 1, 1, 1, 1, 1]);
+        assert_eq!(sk.ack.lsndtime, sk.now); // tcp_event_data_sent() for the retransmission
+    }
+
+    #[test]
+    fn without_sack_an_rto_marks_everything_lost() {
+        let mut sk = flight(false, 10, false);
+        while sk.mib.TCPTimeouts == 0 {
+            let d = sk.next_deadline();
+            sk.on_timer(d);
+        }
+        assert_eq!((sk.snd.lost_out, sk.snd.sacked_out), (9, 0));
+    }
+
+    #[test]
+    fn dsack_is_recognised() {
+        assert!(check_dsack(&[(10, 20)], 30));
+        assert!(check_dsack(&[(40, 50), (30, 60)], 30));
+        assert!(!check_dsack(&[(40, 50), (60, 70)], 30));
+        assert!(!check_dsack(&[(40, 50)], 30));
+        assert!(!check_dsack(&[], 30));
+        let mut sk = flight(false, 10, true);
+        sack_ack(&mut sk, 5000, seg_start(2), &[]);
+        sack_ack(&mut sk, 6000, seg_start(2), &[(0, 1)]); // an old duplicate
+        assert!(sk.snd.sacked_out == 0 && !sk.snd.in_recovery && !sk.snd.rack_advanced);
+        sack_ack(&mut sk, 7000, seg_start(2), &[(4, 5), (3, 6)]);
+        assert_eq!(sk.snd.sacked_out, 3);
+    }
+
+    #[test]
+    fn without_sack_three_duplicates_are_the_fast_retransmit() {
+        for (sack, want) in [(false, 1), (true, 0)] {
+            let mut sk = flight(false, 10, sack);
+            sack_ack(&mut sk, 4000, 1, &[]); // the peer's window (a window update)
+            for i in 0..3 {
+                sack_ack(&mut sk, 5000 + i * 1000, 1, &[]);
+            }
+            assert_eq!(sk.mib.TCPFastRetrans, want);
+        }
+    }
+}

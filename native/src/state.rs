@@ -580,7 +580,7 @@ mod tests {
         assert_eq!(RcvState::FIELDS.len(), 25);
         assert_eq!(MemState::FIELDS.len(), 11);
         assert_eq!(AckState::FIELDS.len(), 13);
-        assert_eq!(SndState::FIELDS.len(), 61); // 45 + struct bictcp (16)
+        assert_eq!(SndState::FIELDS.len(), 71); // 45 + the SACK scoreboard, RACK, PRR (10) + struct bictcp (16)
         let c = ConnState::new(1500, 0);
         assert_eq!(c.fields().len(), ConnState::FIELDS.len());
         assert_eq!(c.advmss, 1460);
