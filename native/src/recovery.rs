@@ -110,7 +110,9 @@ impl TcpSocket {
     }
 
     /// The SACK bookkeeping of tcp_clean_rtx_queue() [tcp_input.c, 6.18] for a segment the
-    /// cumulative ACK removes (see recovery.py `sack_acked`).
+    /// cumulative ACK removes (see recovery.py `sack_acked`, which takes the removed run at
+    /// once and advances RACK by the last never-retransmitted segment of each stretch: the
+    /// same result as advancing by each, as here).
     pub fn sack_acked(&mut self, e: &RtxEntry) {
         if e.sacked & TCPCB_SACKED_ACKED != 0 {
             self.snd.sacked_out -= 1;

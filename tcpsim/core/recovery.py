@@ -116,18 +116,30 @@ class RecoveryMixin:
         if e[END] > snd.highest_sack:
             snd.highest_sack = e[END]
 
-    def sack_acked(self: TcpSocket, e: list[int]) -> None:
-        """The SACK bookkeeping of tcp_clean_rtx_queue() [tcp_input.c, 6.18] for a segment
-        the cumulative ACK removes: out of sacked_out if it was SACKed, else RACK advances
-        by it, and a never-retransmitted one below the highest SACKed sequence filled a
-        hole without a retransmission: reordering."""
+    def sack_acked(self: TcpSocket, acked: list[list[int]]) -> None:
+        """The SACK bookkeeping of tcp_clean_rtx_queue() [tcp_input.c, 6.18] for the
+        segments the cumulative ACK removed, in sequence order: a SACKed one leaves
+        sacked_out; any other advances RACK, and one never retransmitted below the highest
+        SACKed sequence filled a hole without a retransmission: reordering. A run of
+        never-retransmitted segments was sent in sequence order, so RACK advanced by its
+        last one ends where advancing by each would (the native twin does each)."""
         snd = self.snd
-        if e[SACKED] & TCPCB_SACKED_ACKED:
-            snd.sacked_out -= 1
-            return
-        if not e[SACKED] & TCPCB_EVER_RETRANS and e[SEQ] < snd.highest_sack:
-            snd.reord_seen = True
-        self.rack_advance(e[SACKED], e[END], e[TX_NS])
+        last: list[int] | None = None
+        for e in acked:
+            sacked = e[SACKED]
+            if sacked & TCPCB_SACKED_ACKED:
+                snd.sacked_out -= 1
+            elif sacked & TCPCB_EVER_RETRANS:
+                if last is not None:
+                    self.rack_advance(0, last[END], last[TX_NS])
+                    last = None
+                self.rack_advance(sacked, e[END], e[TX_NS])
+            else:
+                if e[SEQ] < snd.highest_sack:
+                    snd.reord_seen = True
+                last = e
+        if last is not None:
+            self.rack_advance(0, last[END], last[TX_NS])
 
     # -- RACK ----------------------------------------------------------------------------------
 

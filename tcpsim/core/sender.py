@@ -553,15 +553,18 @@ class SendMixin:
         prior_una = snd.snd_una
         sack_ok = self.conn.sack_ok
         q = snd.rtx_queue
+        acked: list[list[int]] = []
         while q and q[0][END] <= ack:
             e = q.popleft()
             acked_pkts += 1
             if e[LOST] and not e[RETRANS]:
                 snd.lost_out -= 1
             if sack_ok:
-                self.sack_acked(e)
+                acked.append(e)
             if not e[RETRANS]:
                 rtt_ns = self.now - e[TX_NS]
+        if acked:
+            self.sack_acked(acked)
         if sack is not None and rtt_ns < 0:
             rtt_ns = sack[1]
         if q and q[0][SEQ] < ack:                # partially acked segment
