@@ -10,8 +10,8 @@
 //! [tcp_recovery.c] (with its dupthresh fallback), tcp_fastretrans_alert() /
 //! tcp_enter_recovery() / tcp_init_cwnd_reduction() / tcp_cwnd_reduction() (PRR, RFC 6937) /
 //! tcp_end_cwnd_reduction() / tcp_cong_control() [tcp_input.c], and
-//! tcp_timeout_mark_lost() [tcp_input.c]. See recovery.py's module docstring for what is
-//! not modelled (the reordering timer, undo, F-RTO, ...).
+//! tcp_timeout_mark_lost() [tcp_input.c], and the reordering timer tcp_rack_reo_timeout().
+//! See recovery.py's module docstring for what is not modelled (undo, F-RTO, ...).
 
 use crate::arith::floor_div;
 use crate::constants::NS_PER_US;
@@ -25,6 +25,8 @@ pub const TCPCB_SACKED_ACKED: i64 = 0x01;
 pub const TCPCB_EVER_RETRANS: i64 = 0x80;
 /// net.ipv4.tcp_reordering: tp->reordering, the dupthresh.
 pub const TCP_REORDERING: i64 = 3;
+/// TCP_TIMEOUT_MIN [include/net/tcp.h], in jiffies.
+pub const TCP_TIMEOUT_MIN: i64 = 2;
 
 /// tcp_skb_sent_after() [include/net/tcp.h]: sent later, or at the same time with a higher
 /// end sequence.
@@ -187,14 +189,44 @@ impl TcpSocket {
         (timeout, relost)
     }
 
-    /// Models tcp_rack_mark_lost() [tcp_recovery.c, 6.18] (see recovery.py
-    /// `rack_mark_lost`). Returns whether a retransmission was lost again.
+    /// Models tcp_rack_mark_lost() [tcp_recovery.c, 6.18]: detect losses, arm the
+    /// reordering timer for what still waits (see recovery.py `rack_mark_lost`). Returns
+    /// whether a retransmission was lost again.
     pub fn rack_mark_lost(&mut self) -> bool {
         if !self.snd.rack_advanced {
             return false;
         }
         self.snd.rack_advanced = false;
-        self.rack_detect_loss().1
+        let (timeout, relost) = self.rack_detect_loss();
+        self.snd.reo_deadline = 0;
+        if timeout != 0 {
+            let when = self
+                .clock
+                .ticks_ns(self.clock.usecs_to_ticks(timeout) + TCP_TIMEOUT_MIN);
+            self.snd.reo_deadline = self.reset_xmit_timer(when);
+            self.snd.tlp_deadline = 0; // the xmit timer is taken
+        }
+        relost
+    }
+
+    /// Models tcp_rack_reo_timeout() [tcp_recovery.c, 6.18], the reordering timer (see
+    /// recovery.py `rack_reo_timeout`).
+    pub fn rack_reo_timeout(&mut self) {
+        if self.snd.rtx_queue.is_empty() {
+            return;
+        }
+        let prior_inflight = self.packets_in_flight();
+        let prior_lost = self.snd.lost_out;
+        self.rack_detect_loss();
+        if prior_inflight == self.packets_in_flight() {
+            return;
+        }
+        if !self.snd.in_recovery || self.snd.in_loss {
+            self.enter_recovery();
+            let newly_lost = self.snd.lost_out > prior_lost;
+            self.cwnd_reduction(1, newly_lost, false);
+        }
+        self.retransmit_lost();
     }
 
     /// tcp_mark_skb_lost() [tcp_input.c, 6.18]: a SACKed segment is never lost; a
@@ -403,6 +435,17 @@ mod tests {
         assert!(sk.snd.in_recovery && !sk.snd.in_loss);
         assert_eq!(out, [1]); // the fast retransmit
         assert_eq!((sk.mib.TCPFastRetrans, sk.snd.rtx_queue[0].retrans), (1, 1));
+    }
+
+    #[test]
+    fn the_reordering_timer_marks_the_hole_once_the_window_has_passed() {
+        let mut sk = flight(false, 10, true);
+        sack_ack(&mut sk, 5000, 1, &[(1, 2)]);
+        let d = sk.snd.reo_deadline;
+        assert!(d > 5 * MS && sk.snd.tlp_deadline == 0 && !sk.snd.in_recovery);
+        sk.on_timer(d);
+        assert!(sk.snd.in_recovery && sk.snd.rtx_queue[0].retrans == 1);
+        assert_eq!(sk.mib.TCPFastRetrans, 1);
     }
 
     #[test]

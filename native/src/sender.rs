@@ -554,7 +554,7 @@ impl TcpSocket {
 
     /// Models tcp_xmit_retransmit_queue() [tcp_output.c, 6.18]: retransmit segments marked
     /// lost, as cwnd allows (see sender.py `_retransmit_lost`).
-    fn retransmit_lost(&mut self) {
+    pub(crate) fn retransmit_lost(&mut self) {
         if self.snd.lost_out == 0 {
             return;
         }

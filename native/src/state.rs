@@ -442,6 +442,8 @@ record! {
         pub rack_rtt_us: i64,
         /// tp->rack.advanced.
         pub rack_advanced: bool,
+        /// ICSK_TIME_REO_TIMEOUT armed until then (ns).
+        pub reo_deadline: i64,
         /// tp->prior_cwnd: cwnd when the reduction began (PRR).
         pub prior_cwnd: i64,
         /// tp->prr_delivered.
@@ -531,6 +533,7 @@ impl SndState {
             rack_end_seq: 0,
             rack_rtt_us: 0,
             rack_advanced: false,
+            reo_deadline: 0,
             prior_cwnd: 0,
             prr_delivered: 0,
             prr_out: 0,
@@ -580,7 +583,7 @@ mod tests {
         assert_eq!(RcvState::FIELDS.len(), 25);
         assert_eq!(MemState::FIELDS.len(), 11);
         assert_eq!(AckState::FIELDS.len(), 13);
-        assert_eq!(SndState::FIELDS.len(), 71); // 45 + the SACK scoreboard, RACK, PRR (10) + struct bictcp (16)
+        assert_eq!(SndState::FIELDS.len(), 72); // 45 + the SACK scoreboard, RACK, PRR (11) + struct bictcp (16)
         let c = ConnState::new(1500, 0);
         assert_eq!(c.fields().len(), ConnState::FIELDS.len());
         assert_eq!(c.advmss, 1460);

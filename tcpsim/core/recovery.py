@@ -19,9 +19,8 @@ retransmitted (the kernel's lost_out less its retrans_out over lost segments), s
 packets_in_flight() is len(rtx_queue) - lost_out - sacked_out, as the kernel's
 packets_out - (sacked_out + lost_out) + retrans_out.
 
-Not modelled: the RACK reordering timer (ICSK_TIME_REO_TIMEOUT; a loss waiting out the
-reordering window is found by the next ACK, the loss probe or the RTO), the D-SACK-driven
-reo_wnd_steps, undo of a spurious recovery (tcp_try_undo_*), F-RTO (tcp_frto), the growth of
+The RACK reordering timer (ICSK_TIME_REO_TIMEOUT) is a deadline of its own beside the RTO.
+Not modelled: the D-SACK-driven reo_wnd_steps, undo of a spurious recovery (tcp_try_undo_*), F-RTO (tcp_frto), the growth of
 tp->reordering, SACK reneging beyond forgetting the SACKed flags at an RTO, and the
 TCPSackRecovery / TCPDSACKRecv / TCPLostRetransmit counters.
 """
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
     from tcpsim.core.socket import TcpSocket
 
 TCP_REORDERING = 3             # net.ipv4.tcp_reordering: tp->reordering, the dupthresh
+TCP_TIMEOUT_MIN = 2            # jiffies [include/net/tcp.h]
 
 
 def rack_sent_after(t1: int, t2: int, seq1: int, seq2: int) -> bool:
@@ -203,14 +203,43 @@ class RecoveryMixin:
 
     def rack_mark_lost(self: TcpSocket) -> bool:
         """Models tcp_rack_mark_lost() [tcp_recovery.c, 6.18]: detect losses once per
-        advance of RACK, as tcp_identify_packet_loss() calls it. A segment still waiting
-        out the reordering window would arm the kernel's reordering timer; the model has
-        none. Returns whether a retransmission was lost again (FLAG_LOST_RETRANS)."""
+        advance of RACK, as tcp_identify_packet_loss() calls it; a segment still waiting out
+        the reordering window arms the reordering timer for that wait (in jiffies, plus
+        TCP_TIMEOUT_MIN). The kernel's timer takes the xmit timer from the loss probe and the
+        RTO; the model's disarms the probe and keeps the RTO beside it (the kernel rearms the
+        RTO from the head's send time when it fires), and a detection that leaves nothing
+        waiting disarms it (as the ACK's tcp_set_xmit_timer() would). Returns
+        whether a retransmission was lost again (FLAG_LOST_RETRANS)."""
         snd = self.snd
         if not snd.rack_advanced:
             return False
         snd.rack_advanced = False
-        return self.rack_detect_loss()[1]
+        timeout, relost = self.rack_detect_loss()
+        snd.reo_deadline = 0
+        if timeout:
+            clock = self.clock
+            when = clock.ticks_ns(clock.usecs_to_ticks(timeout) + TCP_TIMEOUT_MIN)
+            snd.reo_deadline = self.reset_xmit_timer(when)
+            snd.tlp_deadline = 0                          # the xmit timer is taken
+        return relost
+
+    def rack_reo_timeout(self: TcpSocket) -> None:
+        """Models tcp_rack_reo_timeout() [tcp_recovery.c, 6.18], the reordering timer:
+        detect losses again; if that marked any, enter Recovery unless in it (from Open,
+        Disorder or Loss), with PRR's first step for one delivered segment, and retransmit
+        what is lost."""
+        snd = self.snd
+        if not snd.rtx_queue:
+            return
+        prior_inflight = self.packets_in_flight()
+        prior_lost = snd.lost_out
+        self.rack_detect_loss()
+        if prior_inflight == self.packets_in_flight():
+            return
+        if not snd.in_recovery or snd.in_loss:
+            self.enter_recovery()
+            self.cwnd_reduction(1, snd.lost_out > prior_lost, False)
+        self._retransmit_lost()
 
     def mark_skb_lost(self: TcpSocket, e: list[int]) -> None:
         """tcp_mark_skb_lost() [tcp_input.c, 6.18]: a SACKed segment is never lost; a

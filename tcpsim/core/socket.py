@@ -388,8 +388,8 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
         self.rcv.peer_released = seq
 
     def on_timer(self, now: int) -> None:
-        """Run every timer whose deadline has passed (delayed ACK, loss probe, RTO,
-        persist)."""
+        """Run every timer whose deadline has passed (delayed ACK, RACK reordering, loss
+        probe, RTO, persist)."""
         ack, snd = self.ack, self.snd
         self._clock(now)
         if ack.delack_deadline and ack.delack_deadline <= now:
@@ -398,6 +398,9 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
         if ack.comp_sack_deadline and ack.comp_sack_deadline <= now:
             ack.comp_sack_deadline = 0
             self.compressed_ack_timer()
+        if snd.reo_deadline and snd.reo_deadline <= now:
+            snd.reo_deadline = 0
+            self.rack_reo_timeout()
         if snd.tlp_deadline and snd.tlp_deadline <= now:
             snd.tlp_deadline = 0
             self.send_loss_probe()
@@ -413,8 +416,8 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
         """Earliest armed timer, or 0 when none is armed (a deadline of 0 is unarmed)."""
         ack, snd = self.ack, self.snd
         d = 0
-        for t in (ack.delack_deadline, ack.comp_sack_deadline, snd.tlp_deadline,
-                  snd.rto_deadline, snd.probe_deadline):
+        for t in (ack.delack_deadline, ack.comp_sack_deadline, snd.reo_deadline,
+                  snd.tlp_deadline, snd.rto_deadline, snd.probe_deadline):
             if t and (not d or t < d):
                 d = t
         return d

@@ -210,6 +210,7 @@ class SndState:
     rack_end_seq: int = 0           # tp->rack.end_seq
     rack_rtt_us: int = 0            # tp->rack.rtt_us
     rack_advanced: bool = False     # tp->rack.advanced
+    reo_deadline: int = 0           # ICSK_TIME_REO_TIMEOUT armed until then (ns)
     prior_cwnd: int = 0             # tp->prior_cwnd: cwnd when the reduction began (PRR)
     prr_delivered: int = 0          # tp->prr_delivered
     prr_out: int = 0                # tp->prr_out

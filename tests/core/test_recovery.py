@@ -62,6 +62,20 @@ def test_rack_waits_out_the_reordering_window_until_three_are_sacked():
     assert sk.mib.TCPFastRetrans == 1 and sk.snd.rtx_queue[0][3] == 1
 
 
+def test_the_reordering_timer_marks_the_hole_once_the_window_has_passed():
+    # tcp_rack_mark_lost() arms ICSK_TIME_REO_TIMEOUT for the wait left (taking the xmit
+    # timer from the loss probe); tcp_rack_reo_timeout() then marks the hole lost and
+    # enters Recovery with its fast retransmit, with no further ACK
+    sk = flight(n=10)
+    sack_ack(sk, 5, 1, (1, 2))
+    d = sk.snd.reo_deadline
+    assert d > 5 * NS_PER_MS and not sk.snd.tlp_deadline and not sk.snd.in_recovery
+    sk.on_timer(d)
+    assert sk.snd.in_recovery and sk.snd.rtx_queue[0][3] == 1
+    assert [s.seq for s in sk.take_outbox() if s.len] == [1]
+    assert sk.mib.TCPFastRetrans == 1
+
+
 def test_rack_marks_a_lost_retransmission_lost_again():
     # RACK works on send times, so a retransmission delivered behind later data is found
     # lost by a SACK of a segment sent after it, once its RACK RTT has passed
