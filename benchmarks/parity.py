@@ -79,6 +79,10 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
                                             'every = "10ms"\nlatency = "periodic_writer"\n'), ()),
     "p-blocking": (_BLOCKING_EXACT, ()),
     "p-reno": (_LOSSY, ("-S", "net.ipv4.tcp_congestion_control=reno")),
+    # without SACK the sender recovers as NewReno (the lossy cases above recover with SACK)
+    "p-loss-jitter-nosack": (_LOSSY, ("-s", "net.ipv4.tcp_sack=0")),
+    "p-reno-nosack": (_LOSSY, ("-s", "net.ipv4.tcp_sack=0",
+                               "-S", "net.ipv4.tcp_congestion_control=reno")),
     "p-no-ssai": (_LOSSY, ("-S", "net.ipv4.tcp_slow_start_after_idle=0")),
     "p-timed-periodic": (_TIMED, ()),
     "p-timed-periodic-noskip": (_TIMED, ("--no-skip", "--seed", "11")),
@@ -90,6 +94,8 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
     "p-timed-blocks-noskip": (_TIMED.replace('"periodic_reader"', '"periodic_reader_blocks"'),
                               ("--no-skip", "--seed", "4")),
     "p-tbf-drops": (_TBF.format(limit="100kb", jitter="0us", loss=0, reader='kind = "fast"'), ()),
+    "p-tbf-drops-nosack": (_TBF.format(limit="100kb", jitter="0us", loss=0, reader='kind = "fast"'),
+                           ("-s", "net.ipv4.tcp_sack=0")),
     "p-tbf-loss-jitter": (_TBF.format(limit="3mb", jitter="200us", loss=0.01,
                                       reader='kind = "blocking"\nlatency = "blocking_reader"'), ()),
 }

@@ -45,6 +45,7 @@ pub mod mib;
 pub mod models;
 pub mod patches;
 pub mod receive;
+pub mod recovery;
 pub mod segment;
 pub mod sender;
 pub mod seq;

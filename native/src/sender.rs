@@ -57,6 +57,7 @@ use crate::constants::{
     NS_PER_MS, NS_PER_US, TCP_MSS_DEFAULT, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS, TCP_SYNACK_RETRIES,
     TCP_SYN_RETRIES,
 };
+use crate::recovery::TCPCB_EVER_RETRANS;
 use crate::segment::{Segment, ACK, FIN, PSH};
 use crate::socket::{TcpSocket, TraceArgs};
 use crate::state::{RtxEntry, TcpState};
@@ -304,14 +305,14 @@ impl TcpSocket {
         self.write_xmit(false);
     }
 
-    /// tcp_packets_in_flight(): sent and not acked, less those marked lost and not yet
-    /// retransmitted.
+    /// tcp_packets_in_flight(): sent and not acked, less those SACKed and those marked lost
+    /// and not yet retransmitted (packets_out - sacked_out - lost_out + retrans_out).
     pub fn packets_in_flight(&self) -> i64 {
-        self.snd.rtx_queue.len() as i64 - self.snd.lost_out
+        self.snd.rtx_queue.len() as i64 - self.snd.lost_out - self.snd.sacked_out
     }
 
     /// Mark retransmit-queue entry `i` lost: it leaves the flight until retransmitted.
-    fn mark_lost(&mut self, i: usize) {
+    pub(crate) fn mark_lost(&mut self, i: usize) {
         let e = &mut self.snd.rtx_queue[i];
         if !(e.lost != 0 && e.retrans == 0) {
             e.lost = 1;
@@ -399,6 +400,9 @@ impl TcpSocket {
             }
         }
         let limited = deferred_limited || inflight >= self.snd.snd_cwnd;
+        if self.snd.in_recovery && !self.snd.in_loss && self.conn.sack_ok {
+            self.snd.prr_out += inflight - start; // tcp_in_cwnd_reduction()
+        }
         if inflight > start || limited {
             self.cwnd_validate(limited);
             if inflight > start && !probe {
@@ -508,6 +512,7 @@ impl TcpSocket {
             retrans: 0,
             lost: 0,
             is_fin: 0,
+            sacked: 0,
         });
         self.data_sent();
         self.emit(seg);
@@ -523,6 +528,7 @@ impl TcpSocket {
             retrans: 0,
             lost: 0,
             is_fin: 1,
+            sacked: 0,
         });
         snd.snd_nxt += 1;
         snd.write_seq += 1;
@@ -546,11 +552,13 @@ impl TcpSocket {
         self.snd.probe_deadline = 0;
     }
 
-    /// Retransmit segments marked lost, as cwnd allows (tcp_xmit_retransmit_queue).
-    fn retransmit_lost(&mut self) {
+    /// Models tcp_xmit_retransmit_queue() [tcp_output.c, 6.18]: retransmit segments marked
+    /// lost, as cwnd allows (see sender.py `_retransmit_lost`).
+    pub(crate) fn retransmit_lost(&mut self) {
         if self.snd.lost_out == 0 {
             return;
         }
+        let sack = self.conn.sack_ok;
         let mut inflight = self.packets_in_flight();
         let mut i = 0;
         while i < self.snd.rtx_queue.len() {
@@ -561,6 +569,15 @@ impl TcpSocket {
             if e.lost != 0 && e.retrans == 0 {
                 self.retransmit(i, false);
                 inflight += 1;
+                if sack && !self.snd.in_loss {
+                    self.mib.TCPFastRetrans += 1;
+                    if self.snd.in_recovery {
+                        self.snd.prr_out += 1;
+                    }
+                }
+                if sack && i == 0 {
+                    self.snd.rto_deadline = self.reset_xmit_timer(self.snd.rto);
+                }
             }
             i += 1;
         }
@@ -584,8 +601,10 @@ impl TcpSocket {
         let now = self.now;
         let e = &mut self.snd.rtx_queue[i];
         e.retrans += 1;
+        e.sacked |= TCPCB_EVER_RETRANS;
         e.tx_ns = now;
         self.snd.wstamp_ns = now;
+        self.ack.lsndtime = now; // tcp_event_data_sent(), as for new data
         self.mib.TCPRetransSegs += 1;
         self.emit(seg);
     }
@@ -629,9 +648,17 @@ impl TcpSocket {
         snd.rcv_tstamp = self.now;
         snd.probes_out = 0;
         let prior_packets = !snd.rtx_queue.is_empty();
+        let sack = if self.conn.sack_ok {
+            self.sack_scoreboard(seg, ack)
+        } else {
+            None
+        };
         if ack > prior_una {
-            self.clean_rtx_queue(ack);
-        } else if seg.len == 0
+            self.clean_rtx_queue(ack, sack);
+        } else if let Some(sack) = sack {
+            self.sack_dupack(ack, sack);
+        } else if !self.conn.sack_ok
+            && seg.len == 0
             && !win_update
             && !self.snd.rtx_queue.is_empty()
             && seg.flags & FIN == 0
@@ -657,17 +684,62 @@ impl TcpSocket {
         0
     }
 
-    fn clean_rtx_queue(&mut self, ack: i64) {
+    /// A SACK connection's ACK: tag the scoreboard (see sender.py `_sack_scoreboard`).
+    /// Returns (newly SACKed, SACK RTT in ns or -1) when tcp_fastretrans_alert() has work.
+    fn sack_scoreboard(&mut self, seg: &Segment, ack: i64) -> Option<(i64, i64)> {
+        let (mut newly, mut rtt_ns) = (0, -1);
+        if !seg.sacks.is_empty() && !self.snd.rtx_queue.is_empty() {
+            let (n, _dsack, rtt) = self.sacktag_write_queue(&seg.sacks, ack);
+            newly = n;
+            rtt_ns = rtt;
+        }
+        let snd = &self.snd;
+        if seg.sacks.is_empty() && !snd.in_recovery && snd.sacked_out == 0 && snd.lost_out == 0 {
+            return None;
+        }
+        Some((newly, rtt_ns))
+    }
+
+    /// A SACK connection's ACK that does not advance snd_una: the SACK RTT sample, then
+    /// tcp_fastretrans_alert().
+    fn sack_dupack(&mut self, ack: i64, sack: (i64, i64)) {
+        let (newly, rtt_ns) = sack;
+        if rtt_ns >= 0 {
+            self.rtt_sample(rtt_ns);
+        }
+        self.fastretrans_alert(ack, ack, newly);
+    }
+
+    /// tcp_ack_update_rtt() and the congestion control's pkts_acked() with one RTT sample
+    /// (at least 1 us).
+    fn rtt_sample(&mut self, rtt_ns: i64) {
+        let rtt_us = floor_div(rtt_ns, NS_PER_US).max(1);
+        self.rtt_estimator(rtt_us);
+        self.ca_pkts_acked(rtt_us); // the ack_sample's rtt_us
+    }
+
+    /// Models tcp_clean_rtx_queue() [tcp_input.c] (see sender.py `_clean_rtx_queue`).
+    fn clean_rtx_queue(&mut self, ack: i64, sack: Option<(i64, i64)>) {
         let mut acked_pkts = 0;
         let mut rtt_ns = -1;
+        let prior_una = self.snd.snd_una;
+        let sack_ok = self.conn.sack_ok;
         while self.snd.rtx_queue.front().is_some_and(|e| e.end <= ack) {
             let e = self.snd.rtx_queue.pop_front().expect("checked");
             acked_pkts += 1;
             if e.lost != 0 && e.retrans == 0 {
                 self.snd.lost_out -= 1;
             }
+            if sack_ok {
+                self.sack_acked(&e);
+            }
             if e.retrans == 0 {
                 rtt_ns = self.now - e.tx_ns;
+            }
+        }
+        if let Some((_, sack_rtt)) = sack {
+            if rtt_ns < 0 {
+                rtt_ns = sack_rtt;
             }
         }
         let snd = &mut self.snd;
@@ -681,12 +753,12 @@ impl TcpSocket {
         snd.retransmits = 0;
         snd.dupacks = 0;
         if rtt_ns >= 0 {
-            let rtt_us = floor_div(rtt_ns, NS_PER_US).max(1);
-            self.rtt_estimator(rtt_us);
-            self.ca_pkts_acked(rtt_us); // the ack_sample's rtt_us
+            self.rtt_sample(rtt_ns);
         }
         let snd = &mut self.snd;
-        if snd.in_recovery && ack >= snd.high_seq {
+        if let Some((newly, _)) = sack {
+            self.fastretrans_alert(ack, prior_una, acked_pkts + newly);
+        } else if snd.in_recovery && ack >= snd.high_seq {
             snd.in_recovery = false;
             snd.in_loss = false;
             if snd.snd_ssthresh < INFINITE_SSTHRESH {
@@ -813,6 +885,7 @@ impl TcpSocket {
             || !self.conn.sack_ok
             || snd.in_recovery
             || snd.dupacks != 0
+            || snd.sacked_out != 0
             || !xmit_state(self.conn.state)
         {
             return false;
@@ -954,7 +1027,9 @@ impl TcpSocket {
     }
 
     /// tcp_enter_loss(): everything in flight is lost, cwnd = 1, ssthresh by the congestion
-    /// control, then TCP_CA_Loss (CUBIC forgets its curve).
+    /// control, then TCP_CA_Loss (CUBIC forgets its curve). With SACK,
+    /// tcp_timeout_mark_lost() keeps SACKed segments (and those sent too recently for RACK
+    /// to tell) out of the lost ones, and cwnd = packets in flight + 1.
     fn enter_loss(&mut self) {
         if !self.snd.in_recovery || self.snd.retransmits == 0 {
             self.snd.snd_ssthresh = self.ca_loss_ssthresh();
@@ -967,11 +1042,16 @@ impl TcpSocket {
         snd.in_recovery = true;
         snd.in_loss = true;
         snd.high_seq = snd.snd_nxt;
-        for e in snd.rtx_queue.iter_mut() {
-            e.lost = 1;
-            e.retrans = 0;
+        if self.conn.sack_ok {
+            self.timeout_mark_lost();
+            self.snd.snd_cwnd = self.packets_in_flight() + 1;
+        } else {
+            for e in snd.rtx_queue.iter_mut() {
+                e.lost = 1;
+                e.retrans = 0;
+            }
+            snd.lost_out = snd.rtx_queue.len() as i64;
         }
-        snd.lost_out = snd.rtx_queue.len() as i64;
         self.ca_set_state(TCP_CA_LOSS); // tcp_set_ca_state()
     }
 

@@ -484,7 +484,8 @@ impl TcpSocket {
         self.rcv.peer_released = seq;
     }
 
-    /// Run every timer whose deadline has passed (delayed ACK, loss probe, RTO, persist).
+    /// Run every timer whose deadline has passed (delayed ACK, RACK reordering, loss probe,
+    /// RTO, persist).
     pub fn on_timer(&mut self, now: i64) {
         self.set_clock(now);
         if self.ack.delack_deadline != 0 && self.ack.delack_deadline <= now {
@@ -494,6 +495,10 @@ impl TcpSocket {
         if self.ack.comp_sack_deadline != 0 && self.ack.comp_sack_deadline <= now {
             self.ack.comp_sack_deadline = 0;
             self.compressed_ack_timer();
+        }
+        if self.snd.reo_deadline != 0 && self.snd.reo_deadline <= now {
+            self.snd.reo_deadline = 0;
+            self.rack_reo_timeout();
         }
         if self.snd.tlp_deadline != 0 && self.snd.tlp_deadline <= now {
             self.snd.tlp_deadline = 0;
@@ -516,6 +521,7 @@ impl TcpSocket {
         for t in [
             self.ack.delack_deadline,
             self.ack.comp_sack_deadline,
+            self.snd.reo_deadline,
             self.snd.tlp_deadline,
             self.snd.rto_deadline,
             self.snd.probe_deadline,

@@ -110,6 +110,8 @@ pub struct RtxEntry {
     pub retrans: i64,
     pub lost: i64,
     pub is_fin: i64,
+    /// tcp_skb_cb->sacked bits: TCPCB_SACKED_ACKED, TCPCB_EVER_RETRANS (recovery.rs).
+    pub sacked: i64,
 }
 
 impl ToValue for RtxEntry {
@@ -121,6 +123,7 @@ impl ToValue for RtxEntry {
             self.retrans,
             self.lost,
             self.is_fin,
+            self.sacked,
         ]
         .to_vec()
         .to_value()
@@ -425,6 +428,28 @@ record! {
         pub in_recovery: bool,
         /// TCP_CA_Loss (after an RTO), not Recovery.
         pub in_loss: bool,
+        /// tp->sacked_out: segments SACKed, not yet cumulatively acked (recovery.rs).
+        pub sacked_out: i64,
+        /// tcp_highest_sack_seq(): end of the highest SACKed segment; 0: none.
+        pub highest_sack: i64,
+        /// tp->reord_seen: a SACK or ACK showed reordering.
+        pub reord_seen: bool,
+        /// tp->rack.mstamp: send time of the latest delivered segment (ns).
+        pub rack_mstamp: i64,
+        /// tp->rack.end_seq.
+        pub rack_end_seq: i64,
+        /// tp->rack.rtt_us.
+        pub rack_rtt_us: i64,
+        /// tp->rack.advanced.
+        pub rack_advanced: bool,
+        /// ICSK_TIME_REO_TIMEOUT armed until then (ns).
+        pub reo_deadline: i64,
+        /// tp->prior_cwnd: cwnd when the reduction began (PRR).
+        pub prior_cwnd: i64,
+        /// tp->prr_delivered.
+        pub prr_delivered: i64,
+        /// tp->prr_out.
+        pub prr_out: i64,
         pub rtx_next: i64,
         pub sk_sndbuf: i64,
         pub nodelay: bool,
@@ -501,6 +526,17 @@ impl SndState {
             high_seq: 0,
             in_recovery: false,
             in_loss: false,
+            sacked_out: 0,
+            highest_sack: 0,
+            reord_seen: false,
+            rack_mstamp: 0,
+            rack_end_seq: 0,
+            rack_rtt_us: 0,
+            rack_advanced: false,
+            reo_deadline: 0,
+            prior_cwnd: 0,
+            prr_delivered: 0,
+            prr_out: 0,
             rtx_next: 0,
             sk_sndbuf: sysctl.tcp_wmem.1,
             nodelay,
@@ -547,7 +583,7 @@ mod tests {
         assert_eq!(RcvState::FIELDS.len(), 25);
         assert_eq!(MemState::FIELDS.len(), 11);
         assert_eq!(AckState::FIELDS.len(), 13);
-        assert_eq!(SndState::FIELDS.len(), 61); // 45 + struct bictcp (16)
+        assert_eq!(SndState::FIELDS.len(), 72); // 45 + the SACK scoreboard, RACK, PRR (11) + struct bictcp (16)
         let c = ConnState::new(1500, 0);
         assert_eq!(c.fields().len(), ConnState::FIELDS.len());
         assert_eq!(c.advmss, 1460);

@@ -53,8 +53,11 @@ SK_PACING_SHIFT = 10                     # sk_pacing_shift: about 1 ms of data p
 # _tso_should_defer() results: send now, defer, defer and count as cwnd-limited
 DEFER, DEFER_CWND_LIMITED = 1, 2
 
-# rtx_queue entry fields: [seq, end, last tx time, times retransmitted, lost, is FIN]
-SEQ, END, TX_NS, RETRANS, LOST, IS_FIN = 0, 1, 2, 3, 4, 5
+# rtx_queue entry fields: [seq, end, last tx time, times retransmitted, lost, is FIN,
+# sacked (the tcp_skb_cb->sacked bits of recovery.py)]
+SEQ, END, TX_NS, RETRANS, LOST, IS_FIN, SACKED = 0, 1, 2, 3, 4, 5, 6
+TCPCB_SACKED_ACKED = 0x01      # tcp_skb_cb->sacked bits [include/net/tcp.h]
+TCPCB_EVER_RETRANS = 0x80
 
 
 class SendMixin:
@@ -245,10 +248,10 @@ class SendMixin:
         self.write_xmit()
 
     def packets_in_flight(self: TcpSocket) -> int:
-        """tcp_packets_in_flight(): sent and not acked, less those marked lost and not yet
-        retransmitted (packets_out - lost_out + retrans_out)."""
+        """tcp_packets_in_flight(): sent and not acked, less those SACKed and those marked
+        lost and not yet retransmitted (packets_out - sacked_out - lost_out + retrans_out)."""
         snd = self.snd
-        return len(snd.rtx_queue) - snd.lost_out
+        return len(snd.rtx_queue) - snd.lost_out - snd.sacked_out
 
     def _mark_lost(self: TcpSocket, e: list[int]) -> None:
         """Mark a segment lost: it leaves the flight until it is retransmitted."""
@@ -316,6 +319,8 @@ class SendMixin:
             if probe:
                 break                                              # push_one
         limited = deferred_limited or inflight >= snd.snd_cwnd
+        if snd.in_recovery and not snd.in_loss and self.conn.sack_ok:
+            snd.prr_out += inflight - start                 # tcp_in_cwnd_reduction()
         if inflight > start or limited:
             self._cwnd_validate(limited)
             if inflight > start and not probe:
@@ -387,14 +392,14 @@ class SendMixin:
         snd.snd_nxt = seq + length
         if length < self.conn.mss_cache:
             snd.snd_sml = snd.snd_nxt                 # tcp_minshall_update()
-        snd.rtx_queue.append([seq, seq + length, self.now, 0, 0, 0])
+        snd.rtx_queue.append([seq, seq + length, self.now, 0, 0, 0, 0])
         self._data_sent()
         self._emit(seg)
 
     def _send_fin(self: TcpSocket) -> None:
         snd = self.snd
         seg = self.make_segment(snd.snd_nxt, 0, ACK | FIN)
-        snd.rtx_queue.append([snd.snd_nxt, snd.snd_nxt + 1, self.now, 0, 0, 1])
+        snd.rtx_queue.append([snd.snd_nxt, snd.snd_nxt + 1, self.now, 0, 0, 1, 0])
         snd.snd_nxt += 1
         snd.write_seq += 1
         snd.fin_sent = True
@@ -414,17 +419,27 @@ class SendMixin:
         snd.probe_deadline = 0
 
     def _retransmit_lost(self: TcpSocket) -> None:
-        """Retransmit segments marked lost, as cwnd allows (tcp_xmit_retransmit_queue)."""
+        """Models tcp_xmit_retransmit_queue() [tcp_output.c, 6.18]: retransmit segments
+        marked lost (never SACKed ones), in sequence order, as cwnd allows. With SACK each
+        counts TCPFastRetrans outside Loss and, in Recovery, toward PRR's prr_out, and
+        resending the head restarts the RTO."""
         snd = self.snd
         if not snd.lost_out:
             return
+        sack = self.conn.sack_ok
         inflight = self.packets_in_flight()
-        for e in snd.rtx_queue:
+        for i, e in enumerate(snd.rtx_queue):
             if inflight >= snd.snd_cwnd or not snd.lost_out:
                 break
             if e[LOST] and not e[RETRANS]:
                 self._retransmit(e)
                 inflight += 1
+                if sack and not snd.in_loss:
+                    self.mib.TCPFastRetrans += 1
+                    if snd.in_recovery:
+                        snd.prr_out += 1
+                if sack and not i:
+                    snd.rto_deadline = self.reset_xmit_timer(snd.rto)
 
     def _retransmit(self: TcpSocket, e: list[int], tlp: bool = False) -> None:
         """Models tcp_retransmit_skb(): resend one queued segment. A loss probe calls the
@@ -439,8 +454,10 @@ class SendMixin:
         else:
             seg = self.make_segment(e[SEQ], e[END] - e[SEQ], ACK | PSH)
         e[RETRANS] += 1
+        e[SACKED] |= TCPCB_EVER_RETRANS
         e[TX_NS] = self.now
         snd.wstamp_ns = self.now
+        self.ack.lsndtime = self.now                # tcp_event_data_sent(), as for new data
         self.mib.TCPRetransSegs += 1
         self._emit(seg)
 
@@ -475,9 +492,13 @@ class SendMixin:
         snd.rcv_tstamp = self.now
         snd.probes_out = 0
         prior_packets = bool(snd.rtx_queue)
+        sack = self._sack_scoreboard(seg, ack) if self.conn.sack_ok else None
         if ack > prior_una:
-            self._clean_rtx_queue(ack)
-        elif not seg.len and not win_update and snd.rtx_queue and not seg.flags & FIN:
+            self._clean_rtx_queue(ack, sack)
+        elif sack is not None:
+            self._sack_dupack(ack, sack)
+        elif (not self.conn.sack_ok and not seg.len and not win_update and snd.rtx_queue
+              and not seg.flags & FIN):
             self._dupack()                                  # FLAG_NOT_DUP is clear
         if snd.tlp_high_seq:
             self._process_tlp_ack(seg, ack, prior_una, win_update)
@@ -492,18 +513,60 @@ class SendMixin:
         self.write_xmit()
         return 0
 
-    def _clean_rtx_queue(self: TcpSocket, ack: int) -> None:
+    def _sack_scoreboard(self: TcpSocket, seg: Segment, ack: int) -> tuple[int, int] | None:
+        """A SACK connection's ACK: tag the scoreboard (tcp_sacktag_write_queue(), when the
+        ACK carries blocks). Returns (segments newly SACKed, SACK RTT sample in ns or -1)
+        when tcp_fastretrans_alert() has work (the ACK carries SACK information, or a
+        recovery, SACKed or lost segments are under way), None for a clean ACK."""
+        snd = self.snd
+        newly, rtt_ns = 0, -1
+        if seg.sacks and snd.rtx_queue:
+            newly, _dsack, rtt_ns = self.sacktag_write_queue(seg.sacks, ack)
+        if not (seg.sacks or snd.in_recovery or snd.sacked_out or snd.lost_out):
+            return None
+        return newly, rtt_ns
+
+    def _sack_dupack(self: TcpSocket, ack: int, sack: tuple[int, int]) -> None:
+        """A SACK connection's ACK that does not advance snd_una: the SACK RTT sample
+        (tcp_ack_update_rtt()), then tcp_fastretrans_alert()."""
+        newly, rtt_ns = sack
+        if rtt_ns >= 0:
+            self._rtt_sample(rtt_ns)
+        self.fastretrans_alert(ack, ack, newly)
+
+    def _rtt_sample(self: TcpSocket, rtt_ns: int) -> None:
+        """tcp_ack_update_rtt() and the congestion control's pkts_acked() with one RTT
+        sample (at least 1 us)."""
+        rtt_us = max(1, rtt_ns // NS_PER_US)
+        self._rtt_estimator(rtt_us)
+        self.ca.pkts_acked(self, rtt_us)             # the ack_sample's rtt_us
+
+    def _clean_rtx_queue(self: TcpSocket, ack: int,
+                         sack: tuple[int, int] | None = None) -> None:
+        """Models tcp_clean_rtx_queue() [tcp_input.c]: drop what the ACK covers, sample the
+        RTT from a never-retransmitted segment (Karn), then the loss state: NewReno's
+        partial ACKs without SACK; with SACK information (`sack`: newly SACKed, SACK RTT)
+        tcp_fastretrans_alert() and tcp_cong_control() (recovery.py)."""
         snd = self.snd
         acked_pkts = 0
         rtt_ns = -1
+        prior_una = snd.snd_una
+        sack_ok = self.conn.sack_ok
         q = snd.rtx_queue
+        acked: list[list[int]] = []
         while q and q[0][END] <= ack:
             e = q.popleft()
             acked_pkts += 1
             if e[LOST] and not e[RETRANS]:
                 snd.lost_out -= 1
+            if sack_ok:
+                acked.append(e)
             if not e[RETRANS]:
                 rtt_ns = self.now - e[TX_NS]
+        if acked:
+            self.sack_acked(acked)
+        if sack is not None and rtt_ns < 0:
+            rtt_ns = sack[1]
         if q and q[0][SEQ] < ack:                # partially acked segment
             q[0][SEQ] = ack
         snd.bytes_acked += ack - snd.snd_una
@@ -511,10 +574,10 @@ class SendMixin:
         snd.retransmits = 0
         snd.dupacks = 0
         if rtt_ns >= 0:
-            rtt_us = max(1, rtt_ns // NS_PER_US)
-            self._rtt_estimator(rtt_us)
-            self.ca.pkts_acked(self, rtt_us)             # the ack_sample's rtt_us
-        if snd.in_recovery and ack >= snd.high_seq:
+            self._rtt_sample(rtt_ns)
+        if sack is not None:
+            self.fastretrans_alert(ack, prior_una, acked_pkts + sack[0])
+        elif snd.in_recovery and ack >= snd.high_seq:
             snd.in_recovery = snd.in_loss = False
             if snd.snd_ssthresh < INFINITE_SSTHRESH:
                 snd.snd_cwnd = max(min(snd.snd_cwnd, snd.snd_ssthresh), 1)
@@ -623,7 +686,7 @@ class SendMixin:
         tcp_early_retrans is taken at its default (3: TLP on); Fast Open is not modelled."""
         snd, conn = self.snd, self.conn
         if (not snd.rtx_queue or not conn.sack_ok or snd.in_recovery or snd.dupacks
-                or conn.state not in XMIT_STATES):
+                or snd.sacked_out or conn.state not in XMIT_STATES):
             return False
         timeout = self.k.loss_probe_timeout(self)
         rto_delta = snd.rto if advancing_rto else snd.rtx_queue[0][TX_NS] + snd.rto - self.now
@@ -748,7 +811,9 @@ class SendMixin:
 
     def _enter_loss(self: TcpSocket) -> None:
         """tcp_enter_loss(): everything in flight is lost, cwnd = 1, ssthresh by the
-        congestion control, then TCP_CA_Loss (CUBIC forgets its curve)."""
+        congestion control, then TCP_CA_Loss (CUBIC forgets its curve). With SACK,
+        tcp_timeout_mark_lost() keeps SACKed segments (and those sent too recently for
+        RACK to tell) out of the lost ones, and cwnd = packets in flight + 1."""
         snd = self.snd
         if not snd.in_recovery or snd.retransmits == 0:
             snd.snd_ssthresh = self.ca.loss_ssthresh(self)
@@ -758,10 +823,14 @@ class SendMixin:
         snd.tlp_high_seq = 0                          # tcp_enter_loss() forgets the probe
         snd.in_recovery = snd.in_loss = True
         snd.high_seq = snd.snd_nxt
-        for e in snd.rtx_queue:
-            e[LOST] = 1
-            e[RETRANS] = 0
-        snd.lost_out = len(snd.rtx_queue)
+        if self.conn.sack_ok:
+            self.timeout_mark_lost()
+            snd.snd_cwnd = self.packets_in_flight() + 1
+        else:
+            for e in snd.rtx_queue:
+                e[LOST] = 1
+                e[RETRANS] = 0
+            snd.lost_out = len(snd.rtx_queue)
         self.ca.set_state(self, TCP_CA_LOSS)            # tcp_set_ca_state()
 
     def _write_timeout(self: TcpSocket) -> bool:

@@ -45,6 +45,7 @@ from tcpsim.core.cong import CongestionOps, ca_ops
 from tcpsim.core.memory import MemoryMixin
 from tcpsim.core.mib import Mib
 from tcpsim.core.receiver import ReceiveMixin
+from tcpsim.core.recovery import RecoveryMixin
 from tcpsim.core.segment import ACK, RST, SYN, Segment
 from tcpsim.core.sender import SendMixin
 from tcpsim.core.state import (
@@ -91,7 +92,7 @@ class EventBuffer:
         return out
 
 
-class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
+class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
     """One TCP endpoint: receive half, ACK machinery and send half share one state record,
     as in `struct tcp_sock`."""
 
@@ -387,8 +388,8 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         self.rcv.peer_released = seq
 
     def on_timer(self, now: int) -> None:
-        """Run every timer whose deadline has passed (delayed ACK, loss probe, RTO,
-        persist)."""
+        """Run every timer whose deadline has passed (delayed ACK, RACK reordering, loss
+        probe, RTO, persist)."""
         ack, snd = self.ack, self.snd
         self._clock(now)
         if ack.delack_deadline and ack.delack_deadline <= now:
@@ -397,6 +398,9 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         if ack.comp_sack_deadline and ack.comp_sack_deadline <= now:
             ack.comp_sack_deadline = 0
             self.compressed_ack_timer()
+        if snd.reo_deadline and snd.reo_deadline <= now:
+            snd.reo_deadline = 0
+            self.rack_reo_timeout()
         if snd.tlp_deadline and snd.tlp_deadline <= now:
             snd.tlp_deadline = 0
             self.send_loss_probe()
@@ -412,8 +416,8 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin):
         """Earliest armed timer, or 0 when none is armed (a deadline of 0 is unarmed)."""
         ack, snd = self.ack, self.snd
         d = 0
-        for t in (ack.delack_deadline, ack.comp_sack_deadline, snd.tlp_deadline,
-                  snd.rto_deadline, snd.probe_deadline):
+        for t in (ack.delack_deadline, ack.comp_sack_deadline, snd.reo_deadline,
+                  snd.tlp_deadline, snd.rto_deadline, snd.probe_deadline):
             if t and (not d or t < d):
                 d = t
         return d

@@ -179,7 +179,8 @@ class SndState:
     srtt_us8: int = 0
     mdev_us: int = 0
     rto: int = TCP_TIMEOUT_INIT_NS
-    # rtx_queue entries: [seq, end, last tx time, times retransmitted, lost, is FIN]
+    # rtx_queue entries: [seq, end, last tx time, times retransmitted, lost, is FIN, sacked]
+    # (sacked: the tcp_skb_cb->sacked bits SACKED_ACKED and EVER_RETRANS, recovery.py)
     rtx_queue: deque[list[int]] = field(default_factory=deque)
     write_queue: deque[int] = field(default_factory=deque)   # lengths of the unsent skbs
     snd_sml: int = 0                # end of the last small segment sent
@@ -201,6 +202,18 @@ class SndState:
     high_seq: int = 0
     in_recovery: bool = False
     in_loss: bool = False           # TCP_CA_Loss (after an RTO), not Recovery
+    # the SACK scoreboard and RACK (tcpsim/core/recovery.py); NewReno leaves them at zero
+    sacked_out: int = 0             # tp->sacked_out: segments SACKed, not yet cumulatively acked
+    highest_sack: int = 0           # tcp_highest_sack_seq(): end of the highest SACKed; 0: none
+    reord_seen: bool = False        # tp->reord_seen: a SACK or ACK showed reordering
+    rack_mstamp: int = 0            # tp->rack.mstamp: send time of the latest delivered (ns)
+    rack_end_seq: int = 0           # tp->rack.end_seq
+    rack_rtt_us: int = 0            # tp->rack.rtt_us
+    rack_advanced: bool = False     # tp->rack.advanced
+    reo_deadline: int = 0           # ICSK_TIME_REO_TIMEOUT armed until then (ns)
+    prior_cwnd: int = 0             # tp->prior_cwnd: cwnd when the reduction began (PRR)
+    prr_delivered: int = 0          # tp->prr_delivered
+    prr_out: int = 0                # tp->prr_out
     rtx_next: int = 0
     sk_sndbuf: int                  # tcp_init_sock(): tcp_wmem[1]
     nodelay: bool = True

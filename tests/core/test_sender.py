@@ -8,15 +8,16 @@ from tcpsim.core.socket import TcpSocket
 from tcpsim.catalog import get_profile
 
 
-def sender(profile="linux-6.1", peer_win=65535, peer_ws=7, nodelay=True, cc=None):
-    """An established sender; `cc` the tcp_congestion_control (None: the default, cubic)."""
+def sender(profile="linux-6.1", peer_win=65535, peer_ws=7, nodelay=True, cc=None, sack=True):
+    """An established sender; `cc` the tcp_congestion_control (None: the default, cubic);
+    `sack`: the peer offers SACK (without it the sender recovers as NewReno)."""
     prof = get_profile(profile)
     sysctls = prof.default_sysctls()
     if cc:
         sysctls = sysctls.with_overrides({"net.ipv4.tcp_congestion_control": cc})
     sk = TcpSocket(prof.policy(), sysctls, name="snd", nodelay=nodelay)
     sk.listen()
-    sk.on_segment(0, Segment(0, 0, SYN, 0, 65535, mss=1460, wscale=peer_ws, sack_ok=True, tsval=1, tsecr=0))
+    sk.on_segment(0, Segment(0, 0, SYN, 0, 65535, mss=1460, wscale=peer_ws, sack_ok=sack, tsval=1, tsecr=0))
     sk.take_outbox()
     sk.on_segment(NS_PER_MS, Segment(1, 0, ACK, 1, peer_win, tsval=2, tsecr=sk.conn.ts_recent))
     return sk
@@ -107,8 +108,9 @@ def test_zero_window_with_data_in_flight_times_out_by_profile_rule():
 
 @pytest.mark.parametrize("cc,cwnd", [("reno", 10), ("cubic", 14)])
 def test_three_dupacks_fast_retransmit_and_reduce_cwnd(cc, cwnd):
-    # Reno halves (tcp_reno_ssthresh); CUBIC keeps beta = 717/1024 (cubictcp_recalc_ssthresh)
-    sk = sender(cc=cc)
+    # Reno halves (tcp_reno_ssthresh); CUBIC keeps beta = 717/1024 (cubictcp_recalc_ssthresh).
+    # NewReno: a connection without SACK counts duplicate ACKs (with SACK, recovery.py)
+    sk = sender(cc=cc, sack=False)
     sk.snd.snd_cwnd = 20
     sk.write(2 * NS_PER_MS, 20 * 1448)
     sk.take_outbox()

@@ -1,6 +1,8 @@
 """The congestion control (tcpsim/core/cong, native/src/cong) in both engines, in lockstep:
 a sender driven through slow start with HyStart, a fast retransmit (ssthresh from the
-algorithm: CUBIC's recalc_ssthresh), congestion avoidance on the cubic curve, an idle
+algorithm: CUBIC's recalc_ssthresh; with SACK found by RACK and paced by PRR,
+tcpsim/core/recovery.py, without SACK NewReno's three duplicate ACKs), congestion
+avoidance on the cubic curve, an idle
 period (slow start after idle, CUBIC's CA_EVENT_TX_START), and an RTO (TCP_CA_Loss). Both
 sockets are compared field by field after every step (tests/native/test_native_socket.py's
 Pair); each test also checks that the program reached the path it is about, so it cannot
@@ -18,14 +20,19 @@ from tcpsim.core.segment import ACK, Segment
 
 from tests.native.test_native_socket import Pair, handshake
 
-CASES = [pytest.param(p, cc, hz, id=f"{p}-{cc}-hz{hz}")
-         for p, cc, hz in [("linux-5.15", "cubic", 0), ("linux-6.6", "cubic", 250),
-                           ("linux-6.14", "cubic", 0), ("linux-6.18", "cubic", 1000),
-                           ("linux-6.18", "reno", 0)]]
+CASES = [pytest.param(p, cc, hz, sack, id=f"{p}-{cc}-hz{hz}" + ("" if sack else "-nosack"))
+         for p, cc, hz, sack in [("linux-5.15", "cubic", 0, True),
+                                 ("linux-6.6", "cubic", 250, True),
+                                 ("linux-6.14", "cubic", 0, True),
+                                 ("linux-6.18", "cubic", 1000, True),
+                                 ("linux-6.18", "cubic", 0, False),
+                                 ("linux-6.18", "reno", 0, False)]]
 
 
-def ack_at(p: Pair, t_ns: int, ackno: int, win: int = 65535) -> None:
-    p.segment(t_ns, Segment(1, 0, ACK, ackno, win, tsval=t_ns // NS_PER_MS + 1, tsecr=1))
+def ack_at(p: Pair, t_ns: int, ackno: int, win: int = 65535,
+           sacks: tuple[tuple[int, int], ...] = ()) -> None:
+    p.segment(t_ns, Segment(1, 0, ACK, ackno, win, tsval=t_ns // NS_PER_MS + 1, tsecr=1,
+                            sacks=sacks))
 
 
 def acked_by(p: Pair, t_ns: int, rtt_ns: int, most: int = 4) -> int:
@@ -37,6 +44,21 @@ def acked_by(p: Pair, t_ns: int, rtt_ns: int, most: int = 4) -> int:
             break
         ack = e[1]
     return ack
+
+
+def random_sacks(rng: random.Random, snd) -> tuple[tuple[int, int], ...]:
+    """SACK blocks a receiver missing some of the queue might send: a run of queued
+    segments past the head, sometimes behind a D-SACK below the ACK, sometimes none."""
+    q = snd.rtx_queue
+    r = rng.random()
+    if r < 0.15 or len(q) < 2:
+        return ()
+    i = rng.randrange(1, len(q))
+    j = rng.randrange(i, min(len(q), i + 8))
+    block = (q[i][0], q[j][1])
+    if r < 0.3 and snd.snd_una > 1449:
+        return ((snd.snd_una - 1448, snd.snd_una), block)             # D-SACK, then SACK
+    return (block,)
 
 
 def run_rounds(p: Pair, t: int, until: int, rtt_of, step: int = NS_PER_MS // 2,
@@ -57,11 +79,11 @@ def run_rounds(p: Pair, t: int, until: int, rtt_of, step: int = NS_PER_MS // 2,
     return t
 
 
-@pytest.mark.parametrize(("profile", "cc", "hz"), CASES)
-def test_sender_paths_agree(native, profile, cc, hz):
+@pytest.mark.parametrize(("profile", "cc", "hz", "sack"), CASES)
+def test_sender_paths_agree(native, profile, cc, hz, sack):
     p = Pair(profile, sysctl={"net.ipv4.tcp_congestion_control": cc,
                               "net.ipv4.tcp_wmem": [4096, 16384, 16 << 20]}, hz=hz)
-    handshake(p, "client")
+    handshake(p, "client", sack=sack)
     t = 2 * NS_PER_MS
     p.do("write", t, 6 << 20)
     # slow start; the queue builds with the flight (1 us of RTT per segment in flight)
@@ -70,11 +92,18 @@ def test_sender_paths_agree(native, profile, cc, hz):
     snd = p.py.snd
     if cc == "cubic":
         assert snd.ca_found                                          # HyStart left slow start
-    # a loss: three duplicate ACKs
+    # a loss: three duplicate ACKs, or with SACK one ACK SACKing three segments past the
+    # head (RACK's dupthresh fallback marks the head lost, PRR lets it out at once)
     cwnd = snd.snd_cwnd
-    for _ in range(3):
+    if sack:
+        q = snd.rtx_queue
         t += 100_000
-        ack_at(p, t, snd.snd_una)
+        ack_at(p, t, snd.snd_una, sacks=((q[1][0], q[3][1]),))
+        assert snd.sacked_out == 3 and snd.prior_cwnd == cwnd and q[0][3] == 1
+    else:
+        for _ in range(3):
+            t += 100_000
+            ack_at(p, t, snd.snd_una)
     assert p.py.mib.TCPFastRetrans == 1
     want = max(cwnd * 717 // 1024, 2) if cc == "cubic" else max(cwnd >> 1, 2)
     assert snd.snd_ssthresh == want
@@ -108,13 +137,13 @@ def test_sender_paths_agree(native, profile, cc, hz):
     run_rounds(p, t, t + 500 * NS_PER_MS, lambda sk: 20 * NS_PER_MS)
 
 
-@pytest.mark.parametrize(("profile", "cc", "hz"), CASES)
-def test_a_window_reopened_after_a_stall_restarts_cwnd_in_both(native, profile, cc, hz):
+@pytest.mark.parametrize(("profile", "cc", "hz", "sack"), CASES)
+def test_a_window_reopened_after_a_stall_restarts_cwnd_in_both(native, profile, cc, hz, sack):
     """tcp_ack_update_window() -> tcp_slow_start_after_idle_check(): the peer's zero
     window holds queued data for 5 s, then a window update lets the sender go on with
     initcwnd, not the cwnd it had (issue 14)."""
     p = Pair(profile, sysctl={"net.ipv4.tcp_congestion_control": cc}, hz=hz)
-    handshake(p, "client")
+    handshake(p, "client", sack=sack)
     t = 2 * NS_PER_MS
     p.do("write", t, 1 << 20)
     t = run_rounds(p, t, 100 * NS_PER_MS, lambda sk: 20 * NS_PER_MS)
@@ -134,12 +163,15 @@ def test_a_window_reopened_after_a_stall_restarts_cwnd_in_both(native, profile, 
 @pytest.mark.parametrize("seed", range(6))
 def test_random_sender_programs_agree(native, seed):
     """Seeded random writes, ACKs (new data, duplicates, window changes), idle gaps and
-    timers, CUBIC and Reno alternating, on several profiles and clocks."""
+    timers, CUBIC and Reno alternating, on several profiles and clocks; even seeds with SACK
+    (duplicates carrying SACK blocks of random runs of the queue, D-SACKs below the ACK),
+    odd seeds without (NewReno)."""
     rng = random.Random(seed)
     profile = rng.choice(["linux-5.15", "linux-6.1", "linux-6.14", "linux-6.18"])
     cc = "cubic" if seed % 3 else "reno"
+    sack = seed % 2 == 0
     p = Pair(profile, sysctl={"net.ipv4.tcp_congestion_control": cc}, hz=rng.choice([0, 250]))
-    handshake(p, "client")
+    handshake(p, "client", sack=sack)
     t = 2 * NS_PER_MS
     for _ in range(400):
         t += rng.choice((100_000, NS_PER_MS, 5 * NS_PER_MS, 20 * NS_PER_MS, 700 * NS_PER_MS))
@@ -150,7 +182,7 @@ def test_random_sender_programs_agree(native, seed):
         elif r < 0.75:
             ack_at(p, t, acked_by(p, t, 20 * NS_PER_MS), rng.choice((65535, 65535, 200)))
         elif r < 0.9 and snd.rtx_queue:
-            ack_at(p, t, snd.snd_una)                                # duplicate
+            ack_at(p, t, snd.snd_una, sacks=random_sacks(rng, snd) if sack else ())
         else:
             d = p.nat.next_deadline()
             if d:

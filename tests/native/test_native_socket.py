@@ -121,15 +121,16 @@ class Pair:
         return out_py
 
 
-def handshake(p: Pair, role: str) -> None:
+def handshake(p: Pair, role: str, sack: bool = True) -> None:
+    """Open the pair as `role`; `sack`: the peer offers SACK."""
     if role == "client":
         p.do("connect", 0)
-        synack = Segment(0, 0, SYN | ACK, 1, 65535, mss=1460, wscale=7, sack_ok=True, tsval=1,
+        synack = Segment(0, 0, SYN | ACK, 1, 65535, mss=1460, wscale=7, sack_ok=sack, tsval=1,
                          tsecr=p.py.conn.ts_recent or 1)
         p.segment(NS_PER_MS, synack)
     else:
         p.do("listen")
-        p.segment(0, Segment(0, 0, SYN, 0, 65535, mss=1460, wscale=7, sack_ok=True, tsval=1,
+        p.segment(0, Segment(0, 0, SYN, 0, 65535, mss=1460, wscale=7, sack_ok=sack, tsval=1,
                              tsecr=0))
         p.segment(NS_PER_MS, Segment(1, 0, ACK, 1, 502, tsval=2, tsecr=p.py.conn.ts_recent))
 
