@@ -85,6 +85,36 @@ impl TcpSocket {
         true
     }
 
+    /// Models the send queue's share of the socket's one memory quota (memory.py
+    /// `wmem_settle`): every skb tcp_sendmsg_locked() queues is charged to `sk_forward_alloc`
+    /// with its truesize (sk_wmem_schedule() + sk_mem_charge(), whole pages from the pool when
+    /// short), and tcp_wmem_free_skb() gives it back when the ACK frees the skb
+    /// (sk_mem_uncharge(), which reclaims whole pages) [net/ipv4/tcp.c, include/net/sock.h,
+    /// 6.18]. Run when an event has changed `sk_wmem_queued`: `sk_forward_alloc` ends as the
+    /// kernel's, the part of a page the send and receive queues leave over -- what
+    /// tcp_rcv_established()'s fast path compares an arriving skb's truesize with.
+    pub fn wmem_settle(&mut self) {
+        let queued = self.wmem_queued();
+        let delta = queued - self.mem.wmem_charged;
+        if delta > 0 {
+            self.rmem_schedule(delta); // __sk_mem_schedule(), as for receive
+            self.mem.sk_forward_alloc -= delta;
+        } else if delta < 0 {
+            self.mem_reclaim(-delta);
+        }
+        self.mem.wmem_charged = queued;
+    }
+
+    /// Models `sk_mem_uncharge()` [include/net/sock.h, 6.x]: give `size` back to the quota
+    /// and reclaim whole pages of it (sk_mem_reclaim), keeping less than one page.
+    pub fn mem_reclaim(&mut self, size: i64) {
+        let mut fwd = self.mem.sk_forward_alloc + size;
+        if fwd >= PAGE_SIZE {
+            fwd &= PAGE_SIZE - 1;
+        }
+        self.mem.sk_forward_alloc = fwd;
+    }
+
     /// skb_set_owner_r() / the coalesce delta: rmem += size, quota -= size.
     pub fn charge(&mut self, size: i64) {
         self.mem.sk_rmem_alloc += size;
@@ -95,11 +125,7 @@ impl TcpSocket {
     /// whole pages of quota, keeping less than one page (sk_mem_reclaim).
     pub fn uncharge(&mut self, size: i64) {
         self.mem.sk_rmem_alloc -= size;
-        let mut fwd = self.mem.sk_forward_alloc + size;
-        if fwd >= PAGE_SIZE {
-            fwd &= PAGE_SIZE - 1;
-        }
-        self.mem.sk_forward_alloc = fwd;
+        self.mem_reclaim(size);
     }
 
     /// Models `tcp_try_coalesce()` + `skb_try_coalesce()`: merge `frm` into the tail skb of

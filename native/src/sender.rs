@@ -157,6 +157,7 @@ impl TcpSocket {
         };
         self.trace("write", "", x);
         self.write_xmit(false);
+        self.wmem_settle();
         take
     }
 
@@ -302,6 +303,7 @@ impl TcpSocket {
             _ => {}
         }
         self.write_xmit(false);
+        self.wmem_settle();
     }
 
     /// tcp_packets_in_flight(): sent and not acked, less those marked lost and not yet

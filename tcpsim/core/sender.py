@@ -119,6 +119,7 @@ class SendMixin:
         self.snd.write_seq += take
         self.trace("write", "", length=take)
         self.write_xmit()
+        self.wmem_settle()
         return take
 
     def size_goal(self: TcpSocket) -> int:
@@ -243,6 +244,7 @@ class SendMixin:
         elif conn.state == CLOSE_WAIT:
             conn.state = LAST_ACK
         self.write_xmit()
+        self.wmem_settle()
 
     def packets_in_flight(self: TcpSocket) -> int:
         """tcp_packets_in_flight(): sent and not acked, less those marked lost and not yet
