@@ -293,6 +293,7 @@ mod tests {
     use super::*;
     use crate::devices::device;
     use crate::models::kernel_for;
+    use crate::sender::SND_SKB_OVERHEAD;
     use crate::socket::SocketParams;
     use crate::sysctl::Sysctls;
 
@@ -327,6 +328,24 @@ mod tests {
         );
         sk.uncharge(3000);
         assert_eq!((sk.mem.sk_rmem_alloc, sk.mem.sk_forward_alloc), (0, 0));
+    }
+
+    #[test]
+    fn the_send_queue_shares_the_quota_and_leaves_the_rest_of_a_page() {
+        // memory.py `wmem_settle`: charged with whole pages, given back on the ACK
+        let mut sk = socket("linux-6.18");
+        sk.snd.write_queue.push_back(4000);
+        sk.snd.write_seq = sk.snd.snd_una + 4000;
+        sk.wmem_settle();
+        let queued = 4000 + SND_SKB_OVERHEAD;
+        assert_eq!(sk.mem.wmem_charged, queued);
+        assert_eq!(sk.mem.sk_forward_alloc, (-queued).rem_euclid(PAGE_SIZE));
+        sk.rmem_schedule(832); // a small skb fits the rest: no page taken
+        assert_eq!(sk.mem.sk_forward_alloc, (-queued).rem_euclid(PAGE_SIZE));
+        sk.snd.write_queue.clear();
+        sk.snd.write_seq = sk.snd.snd_una;
+        sk.wmem_settle();
+        assert_eq!((sk.mem.wmem_charged, sk.mem.sk_forward_alloc), (0, 0));
     }
 
     #[test]
