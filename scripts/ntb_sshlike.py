@@ -16,9 +16,12 @@ What it keeps of OpenSSH (SSH-2):
 * ``hello=N``: both ends first exchange one N-byte message and wait for the peer's, like
   the key exchange that starts every ssh connection (KEXINIT and the DH messages are
   several hundred bytes to a few KiB).
+* ``delay=MS``: the end starts its loop MS milliseconds after the connection is set up
+  (scp's copy begins after ssh's own set-up; at least one millisecond lets the peer take a
+  receiver-RTT sample from the first data's echoed timestamp, tcp_rcv_rtt_measure_ts()).
 
 Arguments are key=value: role=srv|cli host port dur bulk=0|1 small_ms small_len chanwin pkt
-read=always|relay hello rcvbuf sndbuf (rcvbuf/sndbuf: setsockopt before connect/listen, which
+read=always|relay hello delay rcvbuf sndbuf (rcvbuf/sndbuf: setsockopt before connect/listen, which
 locks the buffer and shrinks the window scale). Prints one JSON line of counters at the end.
 """
 
@@ -158,6 +161,8 @@ def main() -> None:
     s = _connect(a)
     if int(a.get("hello", 0)):
         _hello(s, int(a["hello"]))
+    if float(a.get("delay", 0)):
+        time.sleep(float(a["delay"]) / 1000.0)
     end = End(a)
     t0 = time.monotonic()
     next_small = t0 + small_iv if small_iv else None

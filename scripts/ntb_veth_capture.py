@@ -108,7 +108,7 @@ GSO_HEAD = 196000
 NSTAT_KEYS = ("TCPToZeroWindowAdv", "TCPWantZeroWindowAdv", "TCPFromZeroWindowAdv",
               "TCPWinProbe", "PruneCalled", "RcvPruned", "TCPRcvQDrop", "TCPRcvCollapsed",
               "TCPZeroWindowDrop", "TCPRcvCoalesce", "RetransSegs", "TCPBacklogDrop",
-              "TCPOFOQueue", "TCPOFODrop", "TCPRcvQDrop")
+              "TCPOFOQueue", "TCPOFODrop", "TCPRcvQDrop", "TCPHPHits")
 
 
 def sh(*cmd: str, check: bool = True) -> str:
@@ -298,6 +298,9 @@ VARIANT_MTU: dict[str, int] = {
     "MTU 11500, SO_RCVBUF 64K": 11500,
     "MTU 11500, SO_RCVBUF 64K, copybreak 256": 11500,
     "MTU 11500, SO_RCVBUF 64K, plain veth": 11500,
+    "MTU 11500, bulk after 1.5 ms": 11500,
+    "MTU 11500, bulk after 1.5 ms, copybreak 256": 11500,
+    "MTU 11500, bulk after 1.5 ms, plain veth": 11500,
 }
 
 # name -> (charging: None | copybreak, A's args, B's args); A: scp source, B: scp sink
@@ -305,7 +308,8 @@ VARIANTS: dict[str, tuple[int | None, dict[str, object], dict[str, object]]] = {
     **{name: (256 if "copybreak" in name else 0, {"bulk": 1}, {"small_ms": 10})
        for name in VARIANT_SYSCTLS},
     **{name: (None if "plain" in name else 256 if "copybreak" in name else 0,
-              {"bulk": 1, **({"rcvbuf": 65536} if "SO_RCVBUF" in name else {})},
+              {"bulk": 1, **({"rcvbuf": 65536} if "SO_RCVBUF" in name else {}),
+               **({"delay": 1.5} if "after 1.5 ms" in name else {})},
               {"small_ms": 0 if "no messages" in name else 10,
                **({"rcvbuf": 65536} if "SO_RCVBUF" in name else {})})
        for name in VARIANT_MTU},

@@ -85,6 +85,36 @@ impl TcpSocket {
         true
     }
 
+    /// Models the send queue's share of the socket's one memory quota (memory.py
+    /// `wmem_settle`): every skb tcp_sendmsg_locked() queues is charged to `sk_forward_alloc`
+    /// with its truesize (sk_wmem_schedule() + sk_mem_charge(), whole pages from the pool when
+    /// short), and tcp_wmem_free_skb() gives it back when the ACK frees the skb
+    /// (sk_mem_uncharge(), which reclaims whole pages) [net/ipv4/tcp.c, include/net/sock.h,
+    /// 6.18]. Run when an event has changed `sk_wmem_queued`: `sk_forward_alloc` ends as the
+    /// kernel's, the part of a page the send and receive queues leave over -- what
+    /// tcp_rcv_established()'s fast path compares an arriving skb's truesize with.
+    pub fn wmem_settle(&mut self) {
+        let queued = self.wmem_queued();
+        let delta = queued - self.mem.wmem_charged;
+        if delta > 0 {
+            self.rmem_schedule(delta); // __sk_mem_schedule(), as for receive
+            self.mem.sk_forward_alloc -= delta;
+        } else if delta < 0 {
+            self.mem_reclaim(-delta);
+        }
+        self.mem.wmem_charged = queued;
+    }
+
+    /// Models `sk_mem_uncharge()` [include/net/sock.h, 6.x]: give `size` back to the quota
+    /// and reclaim whole pages of it (sk_mem_reclaim), keeping less than one page.
+    pub fn mem_reclaim(&mut self, size: i64) {
+        let mut fwd = self.mem.sk_forward_alloc + size;
+        if fwd >= PAGE_SIZE {
+            fwd &= PAGE_SIZE - 1;
+        }
+        self.mem.sk_forward_alloc = fwd;
+    }
+
     /// skb_set_owner_r() / the coalesce delta: rmem += size, quota -= size.
     pub fn charge(&mut self, size: i64) {
         self.mem.sk_rmem_alloc += size;
@@ -95,11 +125,7 @@ impl TcpSocket {
     /// whole pages of quota, keeping less than one page (sk_mem_reclaim).
     pub fn uncharge(&mut self, size: i64) {
         self.mem.sk_rmem_alloc -= size;
-        let mut fwd = self.mem.sk_forward_alloc + size;
-        if fwd >= PAGE_SIZE {
-            fwd &= PAGE_SIZE - 1;
-        }
-        self.mem.sk_forward_alloc = fwd;
+        self.mem_reclaim(size);
     }
 
     /// Models `tcp_try_coalesce()` + `skb_try_coalesce()`: merge `frm` into the tail skb of
@@ -267,6 +293,7 @@ mod tests {
     use super::*;
     use crate::devices::device;
     use crate::models::kernel_for;
+    use crate::sender::SND_SKB_OVERHEAD;
     use crate::socket::SocketParams;
     use crate::sysctl::Sysctls;
 
@@ -301,6 +328,24 @@ mod tests {
         );
         sk.uncharge(3000);
         assert_eq!((sk.mem.sk_rmem_alloc, sk.mem.sk_forward_alloc), (0, 0));
+    }
+
+    #[test]
+    fn the_send_queue_shares_the_quota_and_leaves_the_rest_of_a_page() {
+        // memory.py `wmem_settle`: charged with whole pages, given back on the ACK
+        let mut sk = socket("linux-6.18");
+        sk.snd.write_queue.push_back(4000);
+        sk.snd.write_seq = sk.snd.snd_una + 4000;
+        sk.wmem_settle();
+        let queued = 4000 + SND_SKB_OVERHEAD;
+        assert_eq!(sk.mem.wmem_charged, queued);
+        assert_eq!(sk.mem.sk_forward_alloc, (-queued).rem_euclid(PAGE_SIZE));
+        sk.rmem_schedule(832); // a small skb fits the rest: no page taken
+        assert_eq!(sk.mem.sk_forward_alloc, (-queued).rem_euclid(PAGE_SIZE));
+        sk.snd.write_queue.clear();
+        sk.snd.write_seq = sk.snd.snd_una;
+        sk.wmem_settle();
+        assert_eq!((sk.mem.wmem_charged, sk.mem.sk_forward_alloc), (0, 0));
     }
 
     #[test]

@@ -158,6 +158,7 @@ impl TcpSocket {
         };
         self.trace("write", "", x);
         self.write_xmit(false);
+        self.wmem_settle();
         take
     }
 
@@ -303,6 +304,7 @@ impl TcpSocket {
             _ => {}
         }
         self.write_xmit(false);
+        self.wmem_settle();
     }
 
     /// tcp_packets_in_flight(): sent and not acked, less those SACKed and those marked lost

@@ -458,6 +458,7 @@ impl TcpSocket {
         let state = self.conn.state;
         if state.synchronized() {
             self.rcv_established(seg);
+            self.wmem_settle(); // the ACK freed sent skbs, or more were split
             return;
         }
         match state {
@@ -476,6 +477,7 @@ impl TcpSocket {
             }
             _ => {}
         }
+        self.wmem_settle();
     }
 
     /// The peer freed its copies of our received data below `seq` (socket.py
@@ -513,6 +515,7 @@ impl TcpSocket {
             self.snd.probe_deadline = 0;
             self.probe_timer();
         }
+        self.wmem_settle();
     }
 
     /// Earliest armed timer, or 0 when none is armed (a deadline of 0 is unarmed).

@@ -293,6 +293,8 @@ record! {
         pub sk_rcvbuf: i64,
         pub sk_rmem_alloc: i64,
         pub sk_forward_alloc: i64,
+        /// sk_wmem_queued as last charged to sk_forward_alloc.
+        pub wmem_charged: i64,
         pub rcvbuf_locked: bool,
         pub memory_pressure: bool,
         pub receive_queue: VecDeque<Skb>,
@@ -314,6 +316,7 @@ impl MemState {
             sk_rcvbuf: sysctl.tcp_rmem.1,
             sk_rmem_alloc: 0,
             sk_forward_alloc: 0,
+            wmem_charged: 0,
             rcvbuf_locked: false,
             memory_pressure: false,
             receive_queue: VecDeque::new(),
@@ -581,7 +584,7 @@ mod tests {
     fn field_lists_match_the_spec() {
         assert_eq!(ConnState::FIELDS.len(), 15);
         assert_eq!(RcvState::FIELDS.len(), 25);
-        assert_eq!(MemState::FIELDS.len(), 11);
+        assert_eq!(MemState::FIELDS.len(), 12);
         assert_eq!(AckState::FIELDS.len(), 13);
         assert_eq!(SndState::FIELDS.len(), 72); // 45 + the SACK scoreboard, RACK, PRR (11) + struct bictcp (16)
         let c = ConnState::new(1500, 0);

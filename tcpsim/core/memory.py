@@ -37,6 +37,35 @@ class MemoryMixin:
             self.mem.sk_forward_alloc += -(-need // PAGE_SIZE) * PAGE_SIZE
         return True
 
+    def wmem_settle(self: TcpSocket) -> None:
+        """Models the send queue's share of the socket's one memory quota: every skb
+        tcp_sendmsg_locked() queues is charged to `sk_forward_alloc` with its truesize
+        (sk_wmem_schedule() + sk_mem_charge(), whole pages from the pool when short), and
+        tcp_wmem_free_skb() gives it back when the ACK frees the skb (sk_mem_uncharge(),
+        which reclaims whole pages) [net/ipv4/tcp.c, include/net/sock.h, 6.18]. Run when an
+        event has changed `sk_wmem_queued`: the charges in between sum to the same, and
+        `sk_forward_alloc` ends as the kernel's, the part of a page the send and receive
+        queues leave over. That part is what tcp_rcv_established()'s fast path compares an
+        arriving skb's truesize with -- at a bulk sender, the send queue decides it."""
+        mem = self.mem
+        queued = self.wmem_queued()
+        delta = queued - mem.wmem_charged
+        if delta > 0:
+            self.rmem_schedule(delta)          # __sk_mem_schedule(), as for receive
+            mem.sk_forward_alloc -= delta
+        elif delta < 0:
+            self.mem_reclaim(-delta)
+        mem.wmem_charged = queued
+
+    def mem_reclaim(self: TcpSocket, size: int) -> None:
+        """Models `sk_mem_uncharge()` [include/net/sock.h, 6.x]: give `size` back to the
+        quota and reclaim whole pages of it (sk_mem_reclaim), keeping less than one page."""
+        mem = self.mem
+        fwd = mem.sk_forward_alloc + size
+        if fwd >= PAGE_SIZE:
+            fwd &= PAGE_SIZE - 1
+        mem.sk_forward_alloc = fwd
+
     def charge(self: TcpSocket, size: int) -> None:
         """skb_set_owner_r() / the coalesce delta: rmem += size, quota -= size."""
         self.mem.sk_rmem_alloc += size
@@ -45,12 +74,8 @@ class MemoryMixin:
     def uncharge(self: TcpSocket, size: int) -> None:
         """Models `sock_rfree()` + `sk_mem_uncharge()` [6.x]: give back `size` and reclaim
         whole pages of quota, keeping less than one page (sk_mem_reclaim)."""
-        mem = self.mem
-        mem.sk_rmem_alloc -= size
-        fwd = mem.sk_forward_alloc + size
-        if fwd >= PAGE_SIZE:
-            fwd &= PAGE_SIZE - 1
-        mem.sk_forward_alloc = fwd
+        self.mem.sk_rmem_alloc -= size
+        self.mem_reclaim(size)
 
     # -- tcp_try_coalesce / skb_try_coalesce --------------------------------------------
 

@@ -122,6 +122,7 @@ class SendMixin:
         self.snd.write_seq += take
         self.trace("write", "", length=take)
         self.write_xmit()
+        self.wmem_settle()
         return take
 
     def size_goal(self: TcpSocket) -> int:
@@ -246,6 +247,7 @@ class SendMixin:
         elif conn.state == CLOSE_WAIT:
             conn.state = LAST_ACK
         self.write_xmit()
+        self.wmem_settle()
 
     def packets_in_flight(self: TcpSocket) -> int:
         """tcp_packets_in_flight(): sent and not acked, less those SACKed and those marked

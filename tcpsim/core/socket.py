@@ -378,6 +378,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
                 self.resend_synack()                # the peer's SYN again: our SYN-ACK was lost
             elif self._on_handshake_ack(seg) and (seg.len or seg.flags & 1):
                 self.rcv_established(seg)
+        self.wmem_settle()                  # the ACK freed sent skbs, or more were split
 
     def on_peer_release(self, seq: int) -> None:
         """The peer freed its copies of our received data below `seq` (it processed an
@@ -411,6 +412,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
         if snd.probe_deadline and snd.probe_deadline <= now:
             snd.probe_deadline = 0
             self.probe_timer()
+        self.wmem_settle()
 
     def next_deadline(self) -> int:
         """Earliest armed timer, or 0 when none is armed (a deadline of 0 is unarmed)."""

@@ -126,6 +126,7 @@ class MemState:
     sk_rcvbuf: int                  # tcp_init_sock(): tcp_rmem[1]
     sk_rmem_alloc: int = 0
     sk_forward_alloc: int = 0
+    wmem_charged: int = 0           # sk_wmem_queued as last charged to sk_forward_alloc
     rcvbuf_locked: bool = False     # SOCK_RCVBUF_LOCK
     memory_pressure: bool = False
     receive_queue: deque[Skb] = field(default_factory=deque)

@@ -396,3 +396,31 @@ def test_a_window_below_the_mss_arms_the_persist_timer_and_each_ack_rearms_it():
     sk.on_timer(quiet)
     (slice_,) = [s for s in sk.take_outbox() if s.len]
     assert slice_.len == 1024 and sk.mib.TCPWinProbe == 0 and quiet > 300 * NS_PER_MS
+
+
+@pytest.mark.parametrize("unsent,fast", [(4000, True), (7256, False)])
+def test_the_send_queue_shares_the_quota_that_decides_the_receive_fast_path(unsent, fast):
+    # One sk_forward_alloc per socket: tcp_sendmsg_locked() charges every queued skb's
+    # truesize to it and the ACK that frees the skb gives it back, reclaiming whole pages
+    # [tcp.c, sock.h, 6.18]. So at a stalled bulk sender it is the part of a page its send
+    # queue leaves over: (-sk_wmem_queued) mod 4096 (the kernel measured: w758464 f3392). An
+    # in-order 48-byte message whose skb fits that rest takes tcp_rcv_established()'s fast
+    # path, which does not call tcp_ack() (the ack_seq is unchanged) and so does not re-arm
+    # the persist timer; one that does not fit goes to the slow path, whose tcp_ack() does.
+    sk = sender(profile="linux-6.18", peer_win=502)
+    sk.write(2 * NS_PER_MS, 4000)
+    sent = sum(s.len for s in sk.take_outbox())
+    ack(sk, 5, 1 + sent, 8)                               # all acked, window 1024 < MSS
+    sk.write(6 * NS_PER_MS, unsent)
+    assert sk.wmem_queued() == unsent + 832
+    # the first message turns header prediction on (tcp_fast_path_check); read at once
+    sk.on_segment(8 * NS_PER_MS, Segment(1, 48, ACK, 1 + sent, 8, tsval=9, tsecr=1))
+    assert sk.read(8 * NS_PER_MS, 4096) == 48 and sk.rcv.pred_ok
+    assert sk.mem.sk_forward_alloc == -(unsent + 832) % 4096 == (3360 if fast else 104)
+    armed = sk.snd.probe_deadline
+    assert 104 < sk.dev.make_skb(49, 48, False, 0).truesize <= 3360
+    sk.on_segment(10 * NS_PER_MS, Segment(49, 48, ACK, 1 + sent, 8, tsval=11, tsecr=1))
+    assert sk.rcv.rcv_nxt == 97 and sk.mib.TCPHPHits == (1 if fast else 0)
+    assert (sk.snd.probe_deadline == armed) == fast
+    if not fast:
+        assert sk.snd.probe_deadline == 10 * NS_PER_MS + sk.probe0_when()
