@@ -87,6 +87,9 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
                        .replace('"periodic_reader"', '"periodic_reader_blocks"'), ("--seed", "2")),
     "p-timed-blocks-noskip": (_TIMED.replace('"periodic_reader"', '"periodic_reader_blocks"'),
                               ("--no-skip", "--seed", "4")),
+    "p-timed-blocks-host": (_TIMED.replace('"periodic_writer"', '"periodic_writer_blocks"')
+                            .replace('"periodic_reader"', '"periodic_reader_blocks"')
+                            + '[timing]\nhost = "dev-vm-quiet"\n', ("--seed", "3")),
     "p-tbf-drops": (_TBF.format(limit="100kb", jitter="0us", loss=0, reader='kind = "fast"'), ()),
     "p-tbf-loss-jitter": (_TBF.format(limit="3mb", jitter="200us", loss=0.01,
                                       reader='kind = "blocking"\nlatency = "blocking_reader"'), ()),

@@ -111,7 +111,7 @@ def test_sequences_out_of_bounds_or_shorter_than_a_block_are_refused(monkeypatch
     import tcpsim.app_latency as al
     doc = {"unit_ns": 1000, "block_wakeups": 3, "captures": [{}],
            "sequences": {"periodic_writer": [[1, 2, 3, 4]], "periodic_reader": [[1, -2, 3]]}}
-    monkeypatch.setattr(al, "load_blocks", lambda: doc)
+    monkeypatch.setattr(al, "load_blocks", lambda host=al.DEFAULT_HOST: doc)
     al.load_sequences.cache_clear()
     try:
         assert al.load_sequences("periodic_writer") == ((1000, 2000, 3000, 4000),)
