@@ -67,7 +67,7 @@ def build(folders: list[Path], block: int, unit_ns: int = SEQUENCE_UNIT_NS,
             meta = json.loads((raw / "meta.json").read_text())
             summary = meta.get("summary") or {}
             captures.append({
-                "run": raw.parent.name, "profile": meta.get("profile", ""),
+                "run": f"{folder.name}/{raw.parent.name}", "profile": meta.get("profile", ""),
                 "sysctl": (meta.get("scenario") or {}).get("sysctl", {}),
                 "cpu": summary.get("cpu"), "loadavg": summary.get("loadavg"),
                 **({"host_load": summary["host_load"]} if "host_load" in summary else {}),
