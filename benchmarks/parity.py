@@ -93,6 +93,9 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
                        .replace('"periodic_reader"', '"periodic_reader_blocks"'), ("--seed", "2")),
     "p-timed-blocks-noskip": (_TIMED.replace('"periodic_reader"', '"periodic_reader_blocks"'),
                               ("--no-skip", "--seed", "4")),
+    "p-timed-blocks-host": (_TIMED.replace('"periodic_writer"', '"periodic_writer_blocks"')
+                            .replace('"periodic_reader"', '"periodic_reader_blocks"')
+                            + '[timing]\nhost = "dev-vm-quiet"\n', ("--seed", "3")),
     "p-tbf-drops": (_TBF.format(limit="100kb", jitter="0us", loss=0, reader='kind = "fast"'), ()),
     "p-tbf-drops-nosack": (_TBF.format(limit="100kb", jitter="0us", loss=0, reader='kind = "fast"'),
                            ("-s", "net.ipv4.tcp_sack=0")),

@@ -1,6 +1,12 @@
 """Build tcpsim/data/app_latency_blocks.json.gz from kept captures (docs/app-latency.md).
 
     python scripts/app_latency_blocks.py /tmp/raw-runs [more folders] [-o FILE] [--block N]
+        [--unit-us U] [--about TEXT]
+
+The default output is the default host preset's file (dev-vm-loaded); a host preset of
+tcpsim.app_latency.HOSTS is written with `-o tcpsim/data/<its file>`. `--unit-us 10` stores
+the lateness in 10 us steps (about half the size; the outcome depends on ms-scale lateness:
+the ticks are 1 ms apart and the median lateness ~70 us).
 
 Each folder holds runs kept by `scripts/capture_fixtures.py --keep-raw` (one sub-folder per
 run with `<name>.raw/`). For every run whose writer or reader is periodic, the file keeps
@@ -49,7 +55,8 @@ def run_sequences(raw: Path) -> dict[str, list[int]]:
     return out
 
 
-def build(folders: list[Path], block: int) -> dict[str, Any]:
+def build(folders: list[Path], block: int, unit_ns: int = SEQUENCE_UNIT_NS,
+          about: str = "") -> dict[str, Any]:
     captures: list[dict[str, Any]] = []
     sequences: dict[str, list[list[int]]] = {}
     for folder in folders:
@@ -60,23 +67,25 @@ def build(folders: list[Path], block: int) -> dict[str, Any]:
             meta = json.loads((raw / "meta.json").read_text())
             summary = meta.get("summary") or {}
             captures.append({
-                "run": raw.parent.name, "profile": meta.get("profile", ""),
+                "run": f"{folder.name}/{raw.parent.name}", "profile": meta.get("profile", ""),
                 "sysctl": (meta.get("scenario") or {}).get("sysctl", {}),
                 "cpu": summary.get("cpu"), "loadavg": summary.get("loadavg"),
+                **({"host_load": summary["host_load"]} if "host_load" in summary else {}),
                 **{name: wakeups.burstiness(v) for name, v in sorted(seqs.items())}})
             for name, v in seqs.items():
                 sequences.setdefault(name, []).append(
-                    [(x + SEQUENCE_UNIT_NS // 2) // SEQUENCE_UNIT_NS for x in v])
+                    [(x + unit_ns // 2) // unit_ns for x in v])
     return {
         "about": "Captured application wakeup lateness in wakeup order (issue 14), one "
-                 "sequence per capture; drawn by tcpsim.app_latency.BlockSequence",
+                 "sequence per capture; drawn by tcpsim.app_latency.BlockSequence"
+                 + (f". Host condition: {about}" if about else ""),
         "machine": {"release": platform.release(), "cpus": os.cpu_count()},
         "made": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "method": "tcpsim capture (scripts/capture_fixtures.py --keep-raw) of the reproducer "
                   "seed-unbounded-growth, 120 s; endpoints are Python processes pinned to one "
                   "CPU; lateness = CLOCK_MONOTONIC before send()/recv() minus the tick's due "
                   "time on an absolute 1 ms grid, ticks the process slept into only",
-        "unit_ns": SEQUENCE_UNIT_NS,
+        "unit_ns": unit_ns,
         "block_wakeups": block,
         "captures": captures,
         "sequences": sequences,
@@ -89,12 +98,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--block", type=int, default=DEFAULT_BLOCK,
                     help=f"wakeups per replayed block (default {DEFAULT_BLOCK})")
+    ap.add_argument("--unit-us", type=int, default=SEQUENCE_UNIT_NS // 1000,
+                    help="stored resolution in microseconds (default 1)")
+    ap.add_argument("--about", default="", help="the host condition, for the provenance")
     args = ap.parse_args(argv)
+    if args.unit_us < 1:
+        print("app_latency_blocks: --unit-us must be at least 1", file=sys.stderr)
+        return 2
     missing = [str(f) for f in args.folders if not f.is_dir()]
     if missing:
         print(f"app_latency_blocks: no such folder: {', '.join(missing)}", file=sys.stderr)
         return 2
-    doc = build(args.folders, args.block)
+    doc = build(args.folders, args.block, args.unit_us * 1000, args.about)
     if not doc["captures"]:
         print("app_latency_blocks: no runs with a periodic writer and reader in those folders",
               file=sys.stderr)

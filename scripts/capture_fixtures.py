@@ -56,7 +56,7 @@ class Fixture:
                                          # does not read rcv_space_adjust: one per recv())
     timing_dependent: tuple[str, ...] = ()   # outcome classes / metrics that jitter decides
     note: str = ""
-    repeat: int = 0                      # captures made (0 = the --repeat option's)
+    repeat: int = 0                      # captures made unless --repeat is given (0 = 2)
     tbf_burst: int = 0                   # tc tbf burst / limit in bytes (0 = netns defaults)
     tbf_limit: int = 0
     # where today's model is known to differ from this capture when replaying it: {outcome
@@ -262,8 +262,9 @@ def run_summary(path: Path, duration_s: float) -> dict[str, Any]:
         "wakeups": {side: {k: w[k] for k in ("n", "p50_ns", "p90_ns", "p99_ns", "max_ns")
                            if k in w} for side, w in (summary.get("wakeups") or {}).items()},
     }
-    if "link_qdisc" in summary:
-        out["link_qdisc"] = summary["link_qdisc"]
+    for key in ("link_qdisc", "host_load", "loadavg"):
+        if key in summary:
+            out[key] = summary[key]
     return out
 
 
@@ -273,21 +274,25 @@ KEY_COUNTERS = ("TcpExtTCPRcvCoalesce", "TcpExtPruneCalled", "TcpExtTCPRcvCollap
                 "TcpExtTCPToZeroWindowAdv", "TcpExtTCPOFOQueue", "TcpExtTCPBacklogCoalesce")
 
 
-def capture_one(fx: Fixture, run: int, cpu: int, work: Path, use_bpftrace: bool = True) -> Path:
-    """One capture of a fixture (run number ``run``) with its endpoints on ``cpu``; its run
-    summary is written beside the trace as summary.json."""
+def capture_one(fx: Fixture, run: int, cpu: int, work: Path, use_bpftrace: bool = True,
+                host_load: str = "") -> Path:
+    """One capture of a fixture (run number ``run``) with its endpoints on ``cpu`` (and the
+    competing ``host_load``, tcpsim.capture.hostload, if given); its run summary is written
+    beside the trace as summary.json."""
+    from tcpsim.capture.hostload import parse_host_load
     from tcpsim.capture.capture import capture
 
     d = work / f"{fx.name}.{run}"
     path = capture(scenario_for(fx), d, duration_s=fx.duration_s, use_bpftrace=use_bpftrace,
                    probe_every=fx.probe_every, cpu=cpu, tbf_burst=fx.tbf_burst,
-                   tbf_limit=fx.tbf_limit)
+                   tbf_limit=fx.tbf_limit,
+                   host_load=parse_host_load(host_load) if host_load else None)
     (d / "summary.json").write_text(json.dumps(run_summary(path, fx.duration_s)))
     return path
 
 
 def run_jobs(jobs: list[tuple[Fixture, int]], work: Path, parallel: int,
-             use_bpftrace: bool = True) -> None:
+             use_bpftrace: bool = True, host_load: str = "") -> None:
     """Capture every (fixture, run) job, ``parallel`` at a time, each in its own process
     (its own namespaces) with its endpoints on CPU slot % ncpu."""
     import queue
@@ -310,6 +315,8 @@ def run_jobs(jobs: list[tuple[Fixture, int]], work: Path, parallel: int,
                     "--cpu", str(slot % ncpu), "--work", str(work)]
             if not use_bpftrace:
                 argv.append("--no-bpftrace")
+            if host_load:
+                argv += ["--host-load", host_load]
             print(f"  {fx.name} run {run + 1} on cpu {slot % ncpu}", flush=True)
             proc = subprocess.run(argv, capture_output=True, text=True)
             if proc.returncode != 0:
@@ -411,7 +418,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Record the real-kernel fixtures (as root).")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--only", default="", help="comma-separated fixture names")
-    ap.add_argument("--repeat", type=int, default=2, help="captures per fixture (default 2)")
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="captures per fixture (default: the fixture's own count, else 2)")
     ap.add_argument("--list", action="store_true", help="list the fixtures and exit")
     ap.add_argument("--retag", action="store_true",
                     help="rewrite notes and timing-dependence of existing fixtures (no capture, "
@@ -424,6 +432,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--from-raw", type=Path, default=None,
                     help="no capture: write the fixtures from the runs kept earlier with "
                          "--keep-raw in this folder")
+    ap.add_argument("--host-load", default="",
+                    help="competing processes on each capture's CPU for the whole capture: "
+                         "NxB/P = N processes busy B ms of every P ms, e.g. 1x5/10 "
+                         "(tcpsim.capture.hostload)")
     ap.add_argument("--no-bpftrace", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--one", default="", help=argparse.SUPPRESS)      # worker mode
     ap.add_argument("--run", type=int, default=0, help=argparse.SUPPRESS)
@@ -432,7 +444,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.one:
         fx = next(f for f in FIXTURES if f.name == args.one)
-        print(capture_one(fx, args.run, args.cpu, args.work, not args.no_bpftrace))
+        print(capture_one(fx, args.run, args.cpu, args.work, not args.no_bpftrace,
+                          args.host_load))
         return 0
     chosen = [f for f in FIXTURES if not args.only or f.name in args.only.split(",")]
     if args.list:
@@ -444,6 +457,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fixtures: unknown fixture(s) {', '.join(sorted(unknown))}; "
               f"see --list", file=sys.stderr)
         return 2
+    if args.host_load:
+        from tcpsim.capture.hostload import parse_host_load
+        try:
+            parse_host_load(args.host_load)
+        except ValueError as exc:
+            print(f"fixtures: --host-load: {exc}", file=sys.stderr)
+            return 2
     if args.retag:
         print(retag(args.out, chosen))
         return 0
@@ -456,11 +476,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="tcpsim-fixtures-") as tmp:
         work = args.from_raw or args.keep_raw or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        repeats = {fx.name: max(1, fx.repeat or args.repeat) for fx in chosen}
+        repeats = {fx.name: max(1, args.repeat or fx.repeat or 2) for fx in chosen}
         jobs = [(fx, i) for fx in chosen for i in range(repeats[fx.name])]
         if args.from_raw is None:
             print(f"{len(jobs)} captures, {args.parallel} at a time", flush=True)
-            run_jobs(jobs, work, args.parallel, not args.no_bpftrace)
+            run_jobs(jobs, work, args.parallel, not args.no_bpftrace, args.host_load)
         for fx in chosen:
             entries[fx.name] = record(fx, args.out, repeats[fx.name], work)
     order = [f.name for f in FIXTURES]

@@ -20,15 +20,19 @@ each wakeup independently: a run replays one capture, in blocks of consecutive w
 random starting points (a moving-block bootstrap), so a busy second stays busy for its ticks
 and a run keeps its capture's level, as the host's did (docs/app-latency.md).
 
-    load_sequences() -> {"periodic_writer": [[ns, ...] per capture], ...}
+    load_sequences(kind, host) -> ([ns, ...] per capture of that host)
     pick_capture(k, n) -> which of n captures a run replays (k: a 53-bit draw)
     BlockSequence(seq, block).draw(k) -> ns
+
+Host presets: the captures a run's blocks come from are one named set (HOSTS; a scenario's
+`[timing] host = "..."`, default DEFAULT_HOST), each the captures of one host condition.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Sequence
@@ -40,6 +44,41 @@ MAX_LATENCY_NS = 1 << 40            # ~18 min: no wakeup is later (keeps every s
 # latency = "<name>" replays the captured sequences of this kind (the rest are tables).
 SEQUENCES = {"periodic_writer_blocks": "periodic_writer",
              "periodic_reader_blocks": "periodic_reader"}
+
+
+@dataclass(frozen=True)
+class Host:
+    """A shipped set of captures of one host condition: its file in tcpsim/data, and what
+    the condition was (docs/app-latency.md, "Host presets")."""
+
+    file: str
+    about: str
+
+
+# The captured-sequence sets a run can replay (`[timing] host`); every set holds the seed
+# reproducer's 120 s captures on the development VM (Linux 6.18.44, 2 vCPUs, HZ 250).
+HOSTS = {
+    "dev-vm-loaded": Host("app_latency_blocks.json.gz",
+                          "six captures at load average ~15, other work uncontrolled "
+                          "(02:10-02:24 UTC; shrink 0 and 1)"),
+    "dev-vm-quiet": Host("app_latency_blocks-dev-vm-quiet.json.gz",
+                         "three captures at load average 2.9-4.4, other work uncontrolled "
+                         "(08:13-08:18 UTC; shrink 0)"),
+    "dev-vm-duty50": Host("app_latency_blocks-dev-vm-duty50.json.gz",
+                          "controlled: one process pinned to the apps' CPU, busy 5 ms of "
+                          "every 10 ms, for the whole capture (shrink 0)"),
+    "dev-vm-spin": Host("app_latency_blocks-dev-vm-spin.json.gz",
+                        "controlled: one process pinned to the apps' CPU, never sleeping, "
+                        "for the whole capture (shrink 0)"),
+}
+DEFAULT_HOST = "dev-vm-loaded"
+
+
+def check_host(name: object) -> str:
+    """A host preset's name, or ValueError listing the choices."""
+    if not isinstance(name, str) or name not in HOSTS:
+        raise ValueError(f"expected one of {', '.join(sorted(HOSTS))}; got {name!r}")
+    return name
 
 
 def table_lookup(table: Sequence[int], u: float) -> int:
@@ -72,19 +111,20 @@ def load_tables() -> dict[str, list[int]]:
     return {name: list(t["quantiles_ns"]) for name, t in load()["tables"].items()}
 
 
-@lru_cache(maxsize=1)
-def load_blocks() -> dict[str, Any]:
-    """The captured-sequence document (sequences in SEQUENCE_UNIT_NS, provenance)."""
-    data = resources.files("tcpsim").joinpath("data/app_latency_blocks.json.gz").read_bytes()
+@lru_cache(maxsize=None)
+def load_blocks(host: str = DEFAULT_HOST) -> dict[str, Any]:
+    """The captured-sequence document of a host preset (sequences in its `unit_ns`,
+    provenance)."""
+    data = resources.files("tcpsim").joinpath(f"data/{HOSTS[check_host(host)].file}").read_bytes()
     doc: dict[str, Any] = json.loads(gzip.decompress(data))
     return doc
 
 
 @lru_cache(maxsize=None)
-def load_sequences(kind: str) -> tuple[tuple[int, ...], ...]:
+def load_sequences(kind: str, host: str = DEFAULT_HOST) -> tuple[tuple[int, ...], ...]:
     """The captured lateness sequences (ns, wakeup order) of `kind` ("periodic_writer",
-    "periodic_reader"), one per capture, in the document's capture order."""
-    doc = load_blocks()
+    "periodic_reader") of a host preset, one per capture, in the document's capture order."""
+    doc = load_blocks(host)
     unit, block = doc["unit_ns"], doc["block_wakeups"]
     seqs = tuple(tuple(x * unit for x in seq) for seq in doc["sequences"][kind])
     if not seqs or min(len(s) for s in seqs) < block:
@@ -95,9 +135,9 @@ def load_sequences(kind: str) -> tuple[tuple[int, ...], ...]:
     return seqs
 
 
-def block_wakeups() -> int:
-    """Wakeups per replayed block (the document's `block_wakeups`)."""
-    return int(load_blocks()["block_wakeups"])
+def block_wakeups(host: str = DEFAULT_HOST) -> int:
+    """Wakeups per replayed block (the host preset's document's `block_wakeups`)."""
+    return int(load_blocks(host)["block_wakeups"])
 
 
 def pick_capture(k: int, n: int) -> int:

@@ -727,9 +727,18 @@ def capture(
                                             help="token bucket queue limit in bytes "
                                                  "(default: link.queue_limit full frames)"),
     cpu: int = typer.Option(0, "--cpu", help="CPU the endpoints and the delay program run on"),
+    host_load: Optional[str] = typer.Option(
+        None, "--host-load", help="competing processes on that CPU for the whole capture: NxB/P "
+                                  "= N processes busy B ms of every P ms, e.g. 1x5/10"),
 ) -> None:
     """Run the scenario over the real kernel (root; namespaces + veth) and record a trace."""
     import os
+
+    from tcpsim.capture.hostload import parse_host_load
+    try:
+        load = parse_host_load(host_load) if host_load is not None else None
+    except ValueError as exc:
+        _fail(f"--host-load: {exc}")
     if not 0 <= cpu < (os.cpu_count() or 1):
         _fail(f"--cpu: this machine has CPUs 0 to {(os.cpu_count() or 1) - 1}, got {cpu}")
     if os.geteuid() != 0:
@@ -756,7 +765,7 @@ def capture(
             _fail("--tbf-burst/--tbf-limit: the scenario has no [link] rate, so there is no "
                   "token bucket; give the link a rate")
         path = run_capture(sc.source or scenario, out, duration_s=dur, use_bpftrace=not no_bpftrace,
-                           cpu=cpu, tbf_burst=burst, tbf_limit=limit)
+                           cpu=cpu, tbf_burst=burst, tbf_limit=limit, host_load=load)
     except USER_ERRORS as exc:
         _fail(str(exc))
         return

@@ -106,7 +106,7 @@ class Scenario:
 
 
 _TOP = {"name", "description", "profile", "hz", "duration", "seed", "sysctl", "link", "receiver", "engine",
-        "sender", "writer", "reader", "policies"}
+        "sender", "writer", "reader", "policies", "timing"}
 
 
 def _check_keys(table: dict, allowed: set[str], where: str) -> None:
@@ -134,6 +134,30 @@ def _parse_reverse(sc: Scenario, writer: dict, reader: dict) -> Scenario:
         return sc
     return replace(sc, rev_writer=parse_app(writer, "writer", DEFAULT_WRITER, "receiver.writer"),
                    rev_reader=parse_app(reader, "reader", DEFAULT_READER, "sender.reader"))
+
+
+def _parse_timing_host(sc: Scenario, table: dict) -> Scenario:
+    """[timing] host = "...": the host preset (tcpsim.app_latency.HOSTS) whose captures the
+    applications replaying captured sequences (latency = "periodic_*_blocks") draw their
+    blocks from; one host runs them all. Naming a host with no such application is an
+    error, not a silent no-op."""
+    from tcpsim.app_latency import SEQUENCES, check_host
+    _check_keys(table, {"host"}, "timing.")
+    if "host" not in table:
+        return sc
+    try:
+        host = check_host(table["host"])
+    except ValueError as exc:
+        raise ScenarioError(f"timing.host: {exc}") from None
+    roles = ("writer", "reader", "rev_writer", "rev_reader")
+    apps = {r: getattr(sc, r) for r in roles}
+    replaying = {r: replace(a, latency_host=host) for r, a in apps.items()
+                 if a is not None and a.latency_table in SEQUENCES}
+    if not replaying:
+        raise ScenarioError("timing.host: no application replays captured sequences; give the "
+                            'writer or reader latency = "periodic_writer_blocks" or '
+                            '"periodic_reader_blocks", or remove [timing]')
+    return replace(sc, **replaying)
 
 
 def _parse_device(value: Any, link_mtu: int, where: str) -> str:
@@ -297,6 +321,7 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
     sc = replace(sc, writer=parse_app(_table(raw, "writer"), "writer", sc.writer),
                  reader=parse_app(_table(raw, "reader"), "reader", sc.reader))
     sc = _parse_reverse(sc, _table(rcv, "writer", "receiver."), _table(snd, "reader", "sender."))
+    sc = _parse_timing_host(sc, _table(raw, "timing"))
     if sc.reader.kind == "relay" and sc.rev_writer is None:
         raise ScenarioError('reader.kind: "relay" reads between the writes of its own end\'s '
                             "writer, and the receiver end has none; add a [receiver.writer] "

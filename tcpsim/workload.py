@@ -99,7 +99,8 @@ LATENCY_TABLES = ("periodic_writer", "periodic_reader", "blocking_reader",
                   "periodic_writer_blocks", "periodic_reader_blocks")
 # App fields that trace metadata leaves out at their defaults (scenarios without timing
 # read as before the fields existed).
-TIMING_DEFAULTS = {"latency_table": "", "latency_ns": 0, "call_cost": 0, "copy_rate": 0}
+TIMING_DEFAULTS = {"latency_table": "", "latency_ns": 0, "latency_host": "", "call_cost": 0,
+                   "copy_rate": 0}
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,7 @@ class App:
     start: int = 0
     latency_table: str = ""          # a table or captured sequences by name (app_latency)
     latency_ns: int = 0              # else a fixed lateness (0: exact timing)
+    latency_host: str = ""           # captured sequences: the host preset ("": the default)
     call_cost: int = 0               # ns per recv() call (readers)
     copy_rate: int = 0               # bits/s recv() copies at (0: instant)
 

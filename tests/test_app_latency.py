@@ -5,7 +5,8 @@ import random
 import pytest
 
 from tcpsim.app_latency import (
-    UNIT, BlockSequence, load, load_blocks, load_sequences, load_tables, pick_capture, table_lookup)
+    HOSTS, UNIT, BlockSequence, load, load_blocks, load_sequences, load_tables, pick_capture,
+    table_lookup)
 
 
 def test_lookup_hits_the_quantiles_and_interpolates_in_integers():
@@ -93,13 +94,14 @@ def test_pick_capture_splits_the_unit_interval_evenly():
     assert [pick_capture(k, 6) for k in (0, UNIT // 6 - 1, UNIT // 6 + 1, UNIT - 1)] == [0, 0, 1, 5]
 
 
-def test_shipped_sequences_are_integer_captures_with_their_burstiness():
-    doc = load_blocks()
+@pytest.mark.parametrize("host", sorted(HOSTS))
+def test_shipped_sequences_are_integer_captures_with_their_burstiness(host: str):
+    doc = load_blocks(host)
     assert doc["method"] and doc["made"] and doc["block_wakeups"] > 0
     n = len(doc["captures"])
     assert n >= 3
     for kind in ("periodic_writer", "periodic_reader"):
-        seqs = load_sequences(kind)
+        seqs = load_sequences(kind, host)
         assert len(seqs) == n
         for seq, cap in zip(seqs, doc["captures"]):
             assert len(seq) >= doc["block_wakeups"] and len(seq) == cap[kind]["n"]
@@ -111,7 +113,7 @@ def test_sequences_out_of_bounds_or_shorter_than_a_block_are_refused(monkeypatch
     import tcpsim.app_latency as al
     doc = {"unit_ns": 1000, "block_wakeups": 3, "captures": [{}],
            "sequences": {"periodic_writer": [[1, 2, 3, 4]], "periodic_reader": [[1, -2, 3]]}}
-    monkeypatch.setattr(al, "load_blocks", lambda: doc)
+    monkeypatch.setattr(al, "load_blocks", lambda host=al.DEFAULT_HOST: doc)
     al.load_sequences.cache_clear()
     try:
         assert al.load_sequences("periodic_writer") == ((1000, 2000, 3000, 4000),)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tcpsim.capture import nstat, parquet_out, trace_build as tb, wakeups, wire
+from tcpsim.capture.hostload import HostLoad, HostLoadRunner
 from tcpsim.capture.kconfig import kernel_hz
 from tcpsim.capture.netns import Topology, python_env, run, tbf_params, topology
 from tcpsim.capture.probe import BpfProbe, TRACEFS, available as bpf_available
@@ -135,7 +136,7 @@ def run_workload(spec: CaptureSpec, topo: Topology, raw: Path, duration_s: float
 def capture(scenario: dict[str, Any] | str | Path, out_dir: str | Path,
             duration_s: float | None = None, use_bpftrace: bool = True,
             probe_every: int = 1, cpu: int = SENDER_CPU, tbf_burst: int = 0,
-            tbf_limit: int = 0) -> Path:
+            tbf_limit: int = 0, host_load: HostLoad | None = None) -> Path:
     """Run the scenario over the real kernel; return the Parquet trace path.
 
     ``probe_every`` > 1 traces only every Nth segment (bulk at high rates: full tracing makes
@@ -143,6 +144,9 @@ def capture(scenario: dict[str, Any] | str | Path, out_dir: str | Path,
     endpoints and the delay program run on (parallel captures use different ones).
     ``tbf_burst`` / ``tbf_limit``: the token bucket's burst and byte limit when the scenario
     has a link rate (0 = netns.tbf_params' defaults); recorded in the summary as 'link_qdisc'.
+    ``host_load``: competing processes on ``cpu`` for the whole capture (started before the
+    namespaces are made, stopped after the workload; tcpsim.capture.hostload), recorded with
+    the CPU share they got in the summary as 'host_load'.
     The raw outputs (``<out>/<name>.raw``: pcap, probe CSV, app logs with their wakeups)
     stay beside the trace.
     """
@@ -153,6 +157,28 @@ def capture(scenario: dict[str, Any] | str | Path, out_dir: str | Path,
     duration = duration_s if duration_s is not None else spec.duration_ns / 1e9
     use_bpf = use_bpftrace and bpf_available()
     load_before = os.getloadavg()          # the machine's load shapes the apps' wakeup latency
+    loader = HostLoadRunner(host_load, cpu, raw / "host_load").start() if host_load else None
+    try:
+        rows, summary, meta_parts = _capture_run(spec, raw, duration, use_bpf, probe_every, cpu,
+                                                 tbf_burst, tbf_limit)
+    finally:
+        load_stats = loader.stop() if loader else None
+    if load_stats is not None:
+        summary["host_load"] = load_stats
+    summary["loadavg"] = {"start": [round(x, 2) for x in load_before],
+                          "end": [round(x, 2) for x in os.getloadavg()]}
+    return _write_capture(spec, out, rows, summary, *meta_parts)
+
+
+# the trace metadata's parts made inside the namespaces: (sysctls read, receiver counters)
+_MetaParts = tuple[dict[str, Any], dict[str, int]]
+
+
+def _capture_run(spec: CaptureSpec, raw: Path, duration: float, use_bpf: bool,
+                 probe_every: int, cpu: int, tbf_burst: int,
+                 tbf_limit: int) -> tuple[list[tb.Row], dict[str, Any], _MetaParts]:
+    """The capture proper: namespaces, workload, probe, counters; (rows, summary, the parts
+    of the trace's metadata)."""
     probe = None
     pcap = raw / "wire.pcap"
     with topology(delay_ns=spec.delay_ab_ns, delay_ba_ns=spec.delay_ba_ns, mtu=spec.mtu,
@@ -184,13 +210,18 @@ def capture(scenario: dict[str, Any] | str | Path, out_dir: str | Path,
                     "rx_state": "before the segment (tcp:tcp_probe)" if records else
                     "no per-segment kernel state (bpftrace not used)",
                     "delay": _delay_stats(raw), "cpu": cpu,
-                    "loadavg": {"start": [round(x, 2) for x in load_before],
-                                "end": [round(x, 2) for x in os.getloadavg()]},
                     "sender": {"congestion_control": SENDER_CC, "sysctls": sender_sysctls,
                                "counters": sender_counters},
                     "wakeups": wakeups.summary(raw, records, probe_every, RCV_PORT)})
     if qdisc is not None:
         summary["link_qdisc"] = qdisc
+    return rows, summary, (sysctls, counters)
+
+
+def _write_capture(spec: CaptureSpec, out: Path, rows: list[tb.Row], summary: dict[str, Any],
+                   sysctls: dict[str, Any], counters: dict[str, int]) -> Path:
+    """The trace's metadata (raw/meta.json too) and the Parquet trace; its path."""
+    raw = out / f"{spec.name}.raw"
     hz, hz_source = kernel_hz()
     if hz is None:
         print(f"capture: the kernel's CONFIG_HZ is {hz_source}; the trace records it as unknown "

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
 from tcpsim.app_latency import (
-    SEQUENCES, UNIT, BlockSequence, block_wakeups, load_sequences, load_tables, pick_capture,
+    DEFAULT_HOST, SEQUENCES, UNIT, BlockSequence, block_wakeups, load_sequences, load_tables, pick_capture,
     table_lookup)
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.engine.scheduler import READER, WRITER
@@ -68,7 +68,8 @@ class Timing:
 
     def __init__(self, app: App, rng: random.Random, seed: int = 0) -> None:
         name = app.latency_table
-        self.blocks = _block_sequence(name, seed) if name in SEQUENCES else None
+        self.blocks = (_block_sequence(name, seed, app.latency_host or DEFAULT_HOST)
+                       if name in SEQUENCES else None)
         self.table = load_tables()[name] if name and self.blocks is None else None
         self.fixed = app.latency_ns
         self.call_cost = app.call_cost
@@ -91,12 +92,12 @@ class Timing:
         return self.call_cost + copy
 
 
-def _block_sequence(name: str, seed: int) -> BlockSequence:
-    """The captured sequence a run's app replays: the run's capture (the host stream's first
-    draw, the same for every app of the run) of the app's kind."""
-    captures = load_sequences(SEQUENCES[name])
+def _block_sequence(name: str, seed: int, host: str) -> BlockSequence:
+    """The captured sequence a run's app replays: the run's capture of the host preset (the
+    host stream's first draw, the same for every app of the run) of the app's kind."""
+    captures = load_sequences(SEQUENCES[name], host)
     k = int(random.Random(seed * 8 + HOST_STREAM).random() * UNIT)
-    return BlockSequence(captures[pick_capture(k, len(captures))], block_wakeups())
+    return BlockSequence(captures[pick_capture(k, len(captures))], block_wakeups(host))
 
 
 def make_timing(app: App, seed: int, role: str) -> Timing | None:

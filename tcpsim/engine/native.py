@@ -72,12 +72,14 @@ def native_engine_class() -> type:
 
 
 def _app(app: App) -> dict[str, Any]:
-    from tcpsim.app_latency import SEQUENCES, block_wakeups, load_sequences, load_tables
+    from tcpsim.app_latency import (
+        DEFAULT_HOST, SEQUENCES, block_wakeups, load_sequences, load_tables)
     name = app.latency_table
     if name in SEQUENCES:
+        host = app.latency_host or DEFAULT_HOST
         return {**app.as_dict(), "latency_quantiles": [],
-                "latency_sequences": load_sequences(SEQUENCES[name]),
-                "latency_block": block_wakeups()}
+                "latency_sequences": load_sequences(SEQUENCES[name], host),
+                "latency_block": block_wakeups(host)}
     quantiles = load_tables()[name] if name else []
     return {**app.as_dict(), "latency_quantiles": quantiles, "latency_sequences": [],
             "latency_block": 0}

@@ -138,8 +138,8 @@ def test_block_draws_on_small_captures_are_the_native_engines(monkeypatch) -> No
     """The values native/src/engine/apps.rs `block_draws_match_python` expects."""
     from tcpsim.engine import apps
     seqs = (tuple(i * 10 for i in range(20)), tuple(1000 + i * 10 for i in range(20)))
-    monkeypatch.setattr(apps, "load_sequences", lambda kind: seqs)
-    monkeypatch.setattr(apps, "block_wakeups", lambda: 3)
+    monkeypatch.setattr(apps, "load_sequences", lambda kind, host: seqs)
+    monkeypatch.setattr(apps, "block_wakeups", lambda host: 3)
     assert _draws("periodic_writer_blocks", 1, 7) == [1080, 1090, 1100, 1100, 1110, 1120, 1160]
 
 
@@ -149,3 +149,70 @@ def test_blocks_are_a_latency_name_of_the_scenario() -> None:
     assert sc.as_dict()["reader"]["latency_table"] == "periodic_reader_blocks"
     with pytest.raises(ScenarioError, match="periodic_reader_blocks"):
         scenario_from_dict(_with(_REPRO, reader={"latency": "blocks"}))
+
+
+# -- host presets ([timing] host = "...": which captures the blocks come from) ---------------
+
+_BLOCKS = _with(_REPRO, writer={"latency": "periodic_writer_blocks"},
+                reader={"latency": "periodic_reader_blocks"})
+
+
+def _host_draws(host: str, seed: int, n: int, role: str) -> list[int]:
+    from tcpsim.engine.apps import make_timing
+    sc = scenario_from_dict({**_BLOCKS, "timing": {"host": host}})
+    t = make_timing(getattr(sc, role), seed, role)
+    assert t is not None
+    return [t.late() for _ in range(n)]
+
+
+def test_a_host_preset_draws_from_its_own_captures_for_every_app() -> None:
+    from tcpsim.app_latency import load_sequences
+    sc = scenario_from_dict({**_BLOCKS, "timing": {"host": "dev-vm-quiet"}})
+    assert sc.as_dict()["writer"]["latency_host"] == "dev-vm-quiet"
+    assert sc.as_dict()["reader"]["latency_host"] == "dev-vm-quiet"
+    for seed in (1, 2, 5):
+        w = _capture_of(_host_draws("dev-vm-quiet", seed, 50, "writer"),
+                        load_sequences("periodic_writer", "dev-vm-quiet"))
+        r = _capture_of(_host_draws("dev-vm-quiet", seed, 50, "reader"),
+                        load_sequences("periodic_reader", "dev-vm-quiet"))
+        assert w == r
+        assert _host_draws("dev-vm-quiet", seed, 3000, "writer") != \
+            _draws("periodic_writer_blocks", seed, 3000)
+
+
+def test_without_a_host_the_default_preset_and_the_metadata_are_as_before() -> None:
+    from tcpsim.app_latency import DEFAULT_HOST
+    sc = scenario_from_dict(_BLOCKS)
+    assert "latency_host" not in sc.as_dict()["writer"]
+    assert _host_draws(DEFAULT_HOST, 3, 6000, "writer") == _draws("periodic_writer_blocks", 3,
+                                                                  6000)
+
+
+@pytest.mark.parametrize("timing,msg", [
+    ({"host": "dev-vm-nope"}, "timing.host: expected one of dev-vm-duty50, dev-vm-loaded, "
+                              "dev-vm-quiet, dev-vm-spin; got 'dev-vm-nope'"),
+    ({"host": 3}, "timing.host: expected one of"),
+    ({"hots": "dev-vm-quiet"}, "timing.hots: unknown field"),
+])
+def test_a_bad_host_names_the_field_and_the_choices(timing: dict, msg: str) -> None:
+    with pytest.raises(ScenarioError, match=msg.replace(".", r"\.").replace("(", r"\(")):
+        scenario_from_dict({**_BLOCKS, "timing": timing})
+
+
+def test_a_host_without_an_app_replaying_captures_is_an_error_not_a_no_op() -> None:
+    with pytest.raises(ScenarioError, match="timing.host: no application replays"):
+        scenario_from_dict({**_REPRO, "timing": {"host": "dev-vm-quiet"}})
+
+
+def test_a_bad_host_on_the_command_line_is_one_error_line(tmp_path) -> None:
+    import subprocess
+    import sys
+    path = tmp_path / "s.toml"
+    path.write_text('[writer]\nkind = "periodic"\nbytes = 1448\nevery = "1ms"\n'
+                    'latency = "periodic_writer_blocks"\n[timing]\nhost = "laptop"\n')
+    proc = subprocess.run([sys.executable, "-m", "tcpsim.cli", "run", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tcpsim: error:")
+    assert "timing.host" in lines[0] and "dev-vm-spin" in lines[0]

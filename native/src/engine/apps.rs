@@ -38,7 +38,10 @@ pub struct App {
     /// The measured latency table's quantiles (ns; empty: none), app_latency.json.
     pub latency_table: Vec<i64>,
     /// The captured lateness sequences the app replays in blocks (ns, one per capture;
-    /// empty: none), app_latency_blocks.json.gz, and the block length in wakeups.
+    /// empty: none) and the block length in wakeups: the captures of the run's host preset
+    /// (`[timing] host`, app_latency.py `HOSTS`; app_latency_blocks*.json.gz), chosen by
+    /// name where the run's config is built (engine/native.py `_app`, as apps.py `Timing`
+    /// does for the Python engine), so both engines replay the same captures.
     pub latency_sequences: Vec<Vec<i64>>,
     pub latency_block: i64,
     pub latency_ns: i64,
