@@ -20,6 +20,18 @@ pub const GAP_NS: i64 = 100 * NS_PER_US;
 
 /// An established client socket of `profile` receiving through `device` (SYN sent at 0,
 /// SYN-ACK taken at 1 ms); `trace` records trace events, as the engine does for a trace.
+/// The peer's SYN-ACK every synthetic client here (and the Rust tests) is opened with:
+/// MSS 1460, window scale 7, timestamps, SACK as asked.
+pub fn peer_synack(sack_ok: bool) -> Segment {
+    let mut s = Segment::new(0, 0, SYN | ACK, 1, 65535);
+    s.mss = 1460;
+    s.wscale = 7;
+    s.sack_ok = sack_ok;
+    s.tsval = 1;
+    s.tsecr = 1;
+    s
+}
+
 pub fn open_receiver(profile: &str, device_name: &str, trace: bool) -> Result<TcpSocket, String> {
     let k = kernel_for(profile)?;
     let sysctl = k.default_sysctls();
@@ -28,13 +40,7 @@ pub fn open_receiver(profile: &str, device_name: &str, trace: bool) -> Result<Tc
     sk.tracing = trace;
     sk.connect(0);
     sk.take_outbox();
-    let mut synack = Segment::new(0, 0, SYN | ACK, 1, 65535);
-    synack.mss = 1460;
-    synack.wscale = 7;
-    synack.sack_ok = true;
-    synack.tsval = 1;
-    synack.tsecr = 1;
-    sk.on_segment(NS_PER_MS, &synack);
+    sk.on_segment(NS_PER_MS, &peer_synack(true));
     sk.take_outbox();
     sk.take_events();
     Ok(sk)

@@ -359,7 +359,7 @@ mod tests {
     use super::*;
     use crate::cong::CongestionControl;
     use crate::models::kernel_for;
-    use crate::segment::{Segment, ACK, SYN};
+    use crate::segment::{Segment, ACK};
     use crate::socket::SocketParams;
 
     const MSS: i64 = 1448;
@@ -379,13 +379,7 @@ mod tests {
         let mut sk = TcpSocket::new(k, sysctl, None, &SocketParams::default()).unwrap();
         sk.connect(0);
         sk.take_outbox();
-        let mut synack = Segment::new(0, 0, SYN | ACK, 1, 65535);
-        synack.mss = 1460;
-        synack.wscale = 7;
-        synack.sack_ok = sack;
-        synack.tsval = 1;
-        synack.tsecr = 1;
-        sk.on_segment(MS, &synack);
+        sk.on_segment(MS, &crate::bench::peer_synack(sack));
         sk.take_outbox();
         sk.snd.snd_cwnd = n;
         sk.write(2 * MS, n * MSS);

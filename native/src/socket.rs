@@ -746,13 +746,7 @@ mod tests {
     }
 
     fn synack() -> Segment {
-        let mut s = Segment::new(0, 0, SYN | ACK, 1, 65535);
-        s.mss = 1460;
-        s.wscale = 7;
-        s.sack_ok = true;
-        s.tsval = 1;
-        s.tsecr = 1;
-        s
+        crate::bench::peer_synack(true)
     }
 
     #[test]
