@@ -231,47 +231,20 @@ def compact(src: Path, dst: Path, fx: Fixture, extra_meta: dict[str, Any]) -> di
 # -- run-to-run agreement ----------------------------------------------------------------------
 
 def run_summary(path: Path, duration_s: float) -> dict[str, Any]:
-    """Outcome classes and key numbers of one capture (for the run-to-run check)."""
-    from tcpsim.validate.outcomes import outcomes
+    """Outcome classes and key numbers of one capture (for the run-to-run check;
+    tcpsim.validate.summary.run_summary, the same figures `validate --plain` takes of the
+    model's runs), with the capture's link qdisc, host load and load average."""
+    from tcpsim.validate.summary import run_summary as summarize
     from tcpsim.validate.trace import view
     from tcpsim.trace.recorder import read_trace
 
     cols, meta = read_trace(path)
-    v = view(cols, meta)
-    end = int(duration_s * 1e9)
-    oc = outcomes(v, end)
-    rmem, rcvbuf = v.state["sk_rmem_alloc"], v.state["sk_rcvbuf"]
-    acks = [a for a in v.acks if a.t_ns <= end]
-    first_zero = next((a.t_ns for a in acks if a.win == 0), None)
-    at120 = min(end, 120 * 10**9)
+    out = summarize(view(cols, meta), meta, int(duration_s * 1e9))
     summary = meta.get("summary") or {}
-    sender = summary.get("sender") or {}
-    counters = meta.get("counters") or {}
-    out = {
-        "outcomes": {k: oc.label(k) for k in ("memory", "zero_window", "drops", "stall")},
-        "stall_at_s": None if oc.stall_at_ns is None else round(oc.stall_at_ns / 1e9, 3),
-        "first_zero_window_s": None if first_zero is None else round(first_zero / 1e9, 3),
-        "final_sk_rmem_alloc": rmem.at(end), "final_sk_rcvbuf": rcvbuf.at(end),
-        "sk_rmem_alloc_at_120s": rmem.at(at120), "sk_rcvbuf_at_120s": rcvbuf.at(at120),
-        "peak_sk_rmem_alloc": max(rmem.upto(end), default=None),
-        "peak_sk_rcvbuf": max(rcvbuf.upto(end), default=None),
-        "bytes_received": (acks[-1].ack_seq - 1) if acks else None,
-        "zero_window_acks": sum(1 for a in acks if a.win == 0),
-        "counters": {k: counters.get(k, 0) for k in KEY_COUNTERS},
-        "sender_retrans_segs": (sender.get("counters") or {}).get("TcpRetransSegs", 0),
-        "wakeups": {side: {k: w[k] for k in ("n", "p50_ns", "p90_ns", "p99_ns", "max_ns")
-                           if k in w} for side, w in (summary.get("wakeups") or {}).items()},
-    }
     for key in ("link_qdisc", "host_load", "loadavg"):
         if key in summary:
             out[key] = summary[key]
     return out
-
-
-# the receiver's counters each run summary lists (0 when the kernel did not count any)
-KEY_COUNTERS = ("TcpExtTCPRcvCoalesce", "TcpExtPruneCalled", "TcpExtTCPRcvCollapsed",
-                "TcpExtTCPRcvQDrop", "TcpExtBeyondWindow", "TcpExtTCPWantZeroWindowAdv",
-                "TcpExtTCPToZeroWindowAdv", "TcpExtTCPOFOQueue", "TcpExtTCPBacklogCoalesce")
 
 
 def capture_one(fx: Fixture, run: int, cpu: int, work: Path, use_bpftrace: bool = True,

@@ -787,12 +787,36 @@ def validate(
                                      "capture's, from its metadata or manifest.json)"),
     as_json: bool = typer.Option(False, "--json"),
     engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
+    plain: bool = typer.Option(False, "--plain", help="run each capture's own scenario as a plain "
+                               "scenario over --runs seeds and compare the outcome distribution "
+                               "with all its captures (docs/validation.md)"),
+    runs: Optional[int] = typer.Option(None, "--runs", help="--plain: seeds to run (default 10)"),
+    host: Optional[str] = typer.Option(None, "--host", help="--plain: the [timing] host preset "
+                                       "(default: the fixture's, where its manifest names one)"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="--plain: first seed (default: the "
+                                       "scenario's)"),
+    sets: List[str] = typer.Option([], "--set", help="--plain: FIELD=VALUE on the plain scenario, "
+                                   "e.g. reader.latency=periodic_reader_blocks (repeatable)"),
+    require: List[str] = typer.Option([], "--require-in-range", help="--plain: fail when a "
+                                      "capture's FIGURE lies outside the model's range "
+                                      "(repeatable)"),
 ) -> None:
-    """Replay a kernel trace's workload in the model and score the agreement."""
+    """Replay a kernel trace's workload in the model and score the agreement (--plain: run
+    its scenario over N seeds and compare outcome distributions)."""
     from dataclasses import replace as dc_replace
 
     from tcpsim.validate import run_validate
     from tcpsim.validate.scores import Thresholds
+    given = {"--until": until, "--html": html, "--min-ack-match": min_ack_match,
+             "--max-final-error": max_final_error, "--max-peak-error": max_peak_error}
+    plain_only = {"--runs": runs, "--host": host, "--seed": seed, "--set": sets or None,
+                  "--require-in-range": require or None}
+    if plain:
+        _validate_plain(traces, given, runs, profile, tuple(policy), host, tuple(sets), hz,
+                        engine, seed, tuple(require), as_json)
+    wrong = [k for k, v in plain_only.items() if v is not None]
+    if wrong:
+        _fail(f"{wrong[0]}: an option of plain validation; add --plain (or leave it out)")
     th = Thresholds()
     for name, value in (("min_ack_match", min_ack_match), ("max_final_error", max_final_error),
                         ("max_peak_error", max_peak_error)):
@@ -808,6 +832,30 @@ def validate(
                         html_out=str(html) if html else None, as_json=as_json, echo=typer.echo,
                         error=lambda msg: typer.echo(f"tcpsim: error: {msg}", err=True),
                         until_s=until_s, policies=tuple(policy), hz=hz, engine=engine)
+    raise typer.Exit(code)
+
+
+def _validate_plain(traces: List[Path], replay_only: dict, runs: Optional[int],
+                    profile: Optional[str], policies: tuple, host: Optional[str], sets: tuple,
+                    hz: Optional[int], engine: Optional[str], seed: Optional[int],
+                    required: tuple, as_json: bool) -> None:
+    """`validate --plain` (tcpsim/validate/plain.py); exits with its code."""
+    from tcpsim.core.clock import parse_hz
+    from tcpsim.validate.plain import DEFAULT_RUNS, run_plain
+    wrong = [k for k, v in replay_only.items() if v is not None]
+    if wrong:
+        _fail(f"{wrong[0]}: an option of the replay, not of --plain (a plain run has no "
+              "kernel timeline to cut or overlay, nor thresholds); leave it out")
+    try:
+        _check_engine(engine)
+        hz = parse_hz(hz, "--hz") if hz is not None else None
+    except (ValueError, EngineError) as exc:
+        _fail(str(exc))
+        return
+    code = run_plain([str(t) for t in traces], DEFAULT_RUNS if runs is None else runs, as_json,
+                     echo=typer.echo, error=lambda msg: typer.echo(f"tcpsim: error: {msg}", err=True),
+                     profile=profile, policies=policies, host=host, sets=sets, hz=hz,
+                     engine=engine, seed=seed, required=required)
     raise typer.Exit(code)
 
 

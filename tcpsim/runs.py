@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import statistics
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -43,14 +43,16 @@ class RunOutcome:
     seed: int
     outcomes: dict[str, bool]
     figures: dict[str, float | int | None]
+    measured: dict[str, Any] = field(default_factory=dict)   # run_seeds(measure=...)'s
 
 
-def classify(summary: dict[str, Any], counters: dict[str, int], trace: Path,
+def classify(summary: dict[str, Any], counters: dict[str, int], trace: Path | Any,
              end_ns: int) -> tuple[dict[str, bool], dict[str, float | int | None]]:
-    """The outcomes and figures of one finished run whose trace is at `trace`."""
+    """The outcomes and figures of one finished run whose trace is at `trace` (or already
+    read: a tcpsim.validate.trace.TraceView)."""
     from tcpsim.validate.outcomes import outcomes
-    from tcpsim.validate.trace import load, view
-    v = view(*load(trace))
+    from tcpsim.validate.trace import TraceView, load, view
+    v = trace if isinstance(trace, TraceView) else view(*load(trace))
     o = outcomes(v, end_ns)
     first_zw = next((a.t_ns for a in v.acks if a.win == 0), None)
     got = {"zero_window": bool(o.zero_window), "stall": bool(o.stall),
@@ -64,12 +66,18 @@ def classify(summary: dict[str, Any], counters: dict[str, int], trace: Path,
 
 
 def run_seeds(scenario: Any, opts: Any, runs: int,
-              each: Callable[[RunOutcome], None] | None = None) -> list[RunOutcome]:
-    """Run `scenario` with `opts` (tcpsim.runner.RunOptions) for `runs` seeds."""
+              each: Callable[[RunOutcome], None] | None = None,
+              measure: Callable[[Any, Any, int], dict[str, Any]] | None = None) -> list[RunOutcome]:
+    """Run `scenario` with `opts` (tcpsim.runner.RunOptions) for `runs` seeds.
+
+    `measure(view, run, end_ns)`, if given, takes more figures from each run (its trace
+    as a tcpsim.validate.trace.TraceView, the tcpsim.api.Run, the end of the run) into
+    RunOutcome.measured; `tcpsim validate --plain` uses it."""
     from dataclasses import replace
 
     from tcpsim.api import run_with
     from tcpsim.runner import prepare
+    from tcpsim.validate.trace import load, view
     base = opts.seed if opts.seed is not None else scenario.seed
     out = []
     with tempfile.TemporaryDirectory(prefix="tcpsim-runs-") as tmp:
@@ -79,9 +87,11 @@ def run_seeds(scenario: Any, opts: Any, runs: int,
             o = replace(opts, seed=seed, trace=trace, pcap=None, progress=False)
             result = run_with(scenario, o)
             sc, _ = prepare(scenario, o)
-            got, figs = classify(result.summary, result.counters, trace, sc.duration)
+            v = view(*load(trace))
+            got, figs = classify(result.summary, result.counters, v, sc.duration)
+            more = measure(v, result, sc.duration) if measure is not None else {}
             trace.unlink()
-            r = RunOutcome(seed, got, figs)
+            r = RunOutcome(seed, got, figs, more)
             out.append(r)
             if each is not None:
                 each(r)

@@ -1,0 +1,474 @@
+"""Plain-scenario validation: the capture's own scenario run as a user would run it, over N
+seeds, against every capture of it (`tcpsim validate FIXTURE --plain --runs N`).
+
+A replay (tcpsim/validate/replay.py) drives the model with the real applications' tick times;
+a plain run takes only the capture's *description*: its scenario, the receiver sysctls read
+back on the real receiver, the link as configured (a `tc tbf` bottleneck as a token-bucket
+link), the capturing kernel's profile and CONFIG_HZ, and the application timing the scenario
+implies (its own `latency` fields, else the scenario defaults; `--host` names the `[timing]
+host` preset). Its outcome is a distribution (issue 14): each seed is one draw of the
+model's, and the captures are draws of the kernel's -- every capture of the fixture (the
+manifest's `run_summaries`), not only the one shipped as its file.
+
+Both sides are summarized the same way (tcpsim.validate.summary.run_summary), and compared:
+
+* **outcome classes** as counts -- "stall: model 9/10, kernel 3/3" -- and the verdict: for
+  each class, the value most captures show (a strict majority; a tie is not judged) must be
+  the strict majority of the model's runs. This is what fails the fixture (exit code 1).
+* **figures** (first zero window, stall, sk_rmem_alloc at the end, PruneCalled,
+  TCPRcvCoalesce, zero-window ACKs, retransmissions, beyond-window drops, bytes received;
+  only those the captures have): the model's median, quartiles and range, each capture's
+  place in the model's distribution (its mid-rank quantile), and "in range" when every
+  capture lies within the model's range, else "outside". A figure fails the verdict only
+  when asked (`--require-in-range FIGURE`).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from tcpsim.validate.summary import SUMMARY_OUTCOMES, run_summary
+
+DEFAULT_RUNS = 10
+
+
+class PlainError(ValueError):
+    """A fixture that cannot be validated as a plain scenario, or a bad option; one line."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One compared figure: its key, a label for the table, and how to read it from a run
+    summary (None: the run has no such value, e.g. no zero window; a summary without the
+    figure's field at all does not have the figure)."""
+
+    key: str
+    label: str
+    field: str
+    counter: bool = False
+
+    def has(self, s: dict[str, Any]) -> bool:
+        return self.field in (s.get("counters") or {}) if self.counter else self.field in s
+
+    def get(self, s: dict[str, Any]) -> float | int | None:
+        return (s.get("counters") or {}).get(self.field) if self.counter else s.get(self.field)
+
+
+FIGURES = (
+    Figure("first_zero_window_s", "first zero window (s)", "first_zero_window_s"),
+    Figure("stall_at_s", "stall at (s)", "stall_at_s"),
+    Figure("sk_rmem_alloc_end", "sk_rmem_alloc at the end", "final_sk_rmem_alloc"),
+    Figure("prune_called", "TcpExtPruneCalled", "TcpExtPruneCalled", counter=True),
+    Figure("rcv_coalesce", "TcpExtTCPRcvCoalesce", "TcpExtTCPRcvCoalesce", counter=True),
+    Figure("zero_window_acks", "zero-window ACKs", "zero_window_acks"),
+    Figure("retransmissions", "retransmissions", "sender_retrans_segs"),
+    Figure("beyond_window", "TcpExtBeyondWindow", "TcpExtBeyondWindow", counter=True),
+    Figure("bytes_received", "bytes received", "bytes_received"),
+)
+FIGURE_KEYS = tuple(f.key for f in FIGURES)
+# the outcome class a run "has" (tcpsim.validate.outcomes labels)
+POSITIVE = {"memory": "unbounded", "zero_window": "zero window", "drops": "drops",
+            "stall": "stall"}
+CLASS_WORDS = {"memory": "unbounded memory", "zero_window": "zero window", "drops": "drops",
+               "stall": "stall"}
+
+
+@dataclass
+class PlainSetup:
+    """The plain scenario of one capture and where each of its parts came from."""
+
+    scenario: Any
+    profile: str
+    hz: int | None
+    host: str | None                  # the [timing] host the scenario runs with
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PlainValidation:
+    """One fixture validated as a plain scenario."""
+
+    path: Path
+    name: str
+    setup: PlainSetup
+    seeds: list[int]
+    kernel: list[dict[str, Any]]
+    model: list[dict[str, Any]]
+    outcomes: dict[str, dict[str, Any]]
+    figures: dict[str, dict[str, Any]]
+    required: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        ok = all(o["verdict"] != "fail" for o in self.outcomes.values())
+        return ok and all(self.figures[k]["marker"] == "in range"
+                          for k in self.required if k in self.figures)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"fixture": self.name, "file": str(self.path), "passed": self.passed,
+                "profile": self.setup.profile, "hz": self.setup.hz, "host": self.setup.host,
+                "notes": self.setup.notes, "seeds": self.seeds, "required": list(self.required),
+                "outcomes": self.outcomes, "figures": self.figures,
+                "kernel_runs": self.kernel, "model_runs": self.model}
+
+
+# -- the plain scenario -------------------------------------------------------------------------
+
+def _manifest_entry(path: Path) -> dict[str, Any]:
+    """The fixture folder's manifest.json entry of this file ({} if none)."""
+    manifest = path.parent / "manifest.json"
+    if not manifest.is_file():
+        return {}
+    try:
+        entries = json.loads(manifest.read_text()).get("fixtures", [])
+    except ValueError:
+        return {}
+    return next((e for e in entries if e.get("file") == path.name), {})
+
+
+def _tbf_link(meta: dict[str, Any], entry: dict[str, Any]) -> dict[str, int] | None:
+    """The capture's `tc tbf` bottleneck (burst and limit in bytes), if it had one: the
+    qdisc the capture read back (`summary.link_qdisc`), else the fixture's settings."""
+    q = (meta.get("summary") or {}).get("link_qdisc") or {}
+    if q.get("kind") == "tbf" and q.get("burst") and q.get("limit"):
+        return {"burst": int(q["burst"]), "limit": int(q["limit"])}
+    fx = meta.get("fixture") or entry.get("fixture") or {}
+    if fx.get("tbf_burst") and fx.get("tbf_limit"):
+        return {"burst": int(fx["tbf_burst"]), "limit": int(fx["tbf_limit"])}
+    return None
+
+
+def plain_document(meta: dict[str, Any], path: Path, profile: str,
+                   policies: tuple[str, ...] = ()) -> tuple[dict[str, Any], list[str]]:
+    """The capture's scenario as a scenario document: its metadata's scenario, the receiver
+    sysctls read back on the real receiver (those `profile` models), and its token bucket."""
+    from tcpsim.catalog import get_profile
+    from tcpsim.validate.replay import replay_sysctls
+
+    if str(meta.get("source", "")) == "tcpsim":
+        raise PlainError(f"{path}: a simulated trace (source 'tcpsim'): validate holds the model "
+                         "to real-kernel captures; compare simulated runs with tcpsim compare")
+    raw = meta.get("scenario")
+    if not isinstance(raw, dict) or not raw:
+        raise PlainError(f"{path}: trace metadata has no 'scenario': --plain runs the capture's "
+                         "own scenario, which only captures (tcpsim capture) record")
+    doc = json.loads(json.dumps({k: v for k, v in raw.items() if k != "profile"}))
+    notes = []
+    sysctls, skipped = replay_sysctls(meta.get("sysctls") or {},
+                                      get_profile(profile, policies).known_sysctls())
+    doc["sysctl"] = {**(doc.get("sysctl") or {}), **sysctls}
+    if skipped:
+        notes.append(f"sysctls not modelled on {profile}: {', '.join(sorted(skipped))}")
+    tbf = _tbf_link(meta, _manifest_entry(path))
+    if tbf:
+        link = {k: v for k, v in (doc.get("link") or {}).items() if k != "queue_limit"}
+        doc["link"] = {**link, "kind": "tbf", **tbf}
+        notes.append(f"link: tc tbf as captured (burst {tbf['burst']} B, limit {tbf['limit']} B)")
+    return doc, notes
+
+
+def fixture_host(meta: dict[str, Any], path: Path) -> tuple[str | None, str]:
+    """The host preset (tcpsim.app_latency.HOSTS) the fixture's captures were made under,
+    if the metadata or the manifest names one, and where it says so."""
+    fx = meta.get("fixture") or {}
+    if fx.get("host"):
+        return str(fx["host"]), "trace metadata"
+    host = _manifest_entry(path).get("host")
+    return (str(host), "manifest.json") if host else (None, "")
+
+
+def _replays_sequences(sc: Any) -> bool:
+    """Whether an application of `sc` draws captured sequences, the only timing a
+    `[timing] host` applies to (tcpsim/scenario.py _parse_timing_host)."""
+    from tcpsim.app_latency import SEQUENCES
+    apps = (sc.writer, sc.reader, sc.rev_writer, sc.rev_reader)
+    return any(a is not None and a.latency_table in SEQUENCES for a in apps)
+
+
+def plain_scenario(path: Path, meta: dict[str, Any], profile: str | None = None,
+                   policies: tuple[str, ...] = (), host: str | None = None,
+                   sets: tuple[str, ...] = (), hz: int | None = None) -> PlainSetup:
+    """The plain scenario of a capture (module docstring). `host`: --host (checked; an error
+    if no application replays captured sequences), else the fixture's own preset where its
+    applications draw from one; `sets`: FIELD=VALUE settings on top (compare --set's)."""
+    from tcpsim.app_latency import check_host
+    from tcpsim.scenario import ScenarioError, scenario_from_dict, set_field
+    from tcpsim.validate.replay import capture_hz, matching_profile
+
+    notes: list[str] = []
+    if profile is None:
+        profile, note = matching_profile(str(meta.get("profile", "")))
+        notes += [note] if note else []
+    doc, more = plain_document(meta, path, profile, policies)
+    notes += more
+    for item in sets:
+        key, eq, text = item.partition("=")
+        if not eq or not key:
+            raise PlainError(f"--set {item}: expected FIELD=VALUE, e.g. reader.latency="
+                             "periodic_reader_blocks")
+        value: object = int(text) if text.lstrip("-").isdigit() else \
+            {"true": True, "false": False}.get(text, text)
+        try:
+            set_field(doc, key, value, f"--set {item}")
+        except ScenarioError as exc:
+            raise PlainError(str(exc)) from None
+    where = f"{path}: plain scenario" + (f" (--set {' '.join(sets)})" if sets else "")
+    try:
+        sc = scenario_from_dict(doc)
+    except ScenarioError as exc:
+        raise PlainError(f"{where}: {exc}") from None
+    if host is not None:
+        try:
+            host = check_host(host)
+        except ValueError as exc:
+            raise PlainError(f"--host: {exc}") from None
+        if not _replays_sequences(sc):
+            raise PlainError(f"--host {host}: no application of {path.name}'s plain scenario "
+                             "replays captured sequences (its timing is the scenario's: "
+                             "exact), so a host preset would change nothing; leave --host out "
+                             "or give one, e.g. --set reader.latency=periodic_reader_blocks")
+        src = "--host"
+    else:
+        host, src = fixture_host(meta, path)
+        if host is not None and not _replays_sequences(sc):
+            notes.append(f"captured on host preset {host} ({src}); not applied: no application "
+                         "replays captured sequences")
+            host = None
+    if host is not None:
+        doc["timing"] = {"host": host}
+        sc = scenario_from_dict(doc)
+    notes.append(timing_note(sc, host, src))
+    if hz is None:
+        hz, hz_src = capture_hz(meta, _manifest(path))
+        notes.append(f"HZ {hz} ({hz_src})" if hz else f"{hz_src}: tcpsim's default clock")
+    return PlainSetup(sc, profile, hz, host, notes)
+
+
+def timing_note(sc: Any, host: str | None, src: str) -> str:
+    """What timing the plain scenario's applications run with."""
+    parts = []
+    for role in ("writer", "reader"):
+        a = getattr(sc, role)
+        if a is None:
+            continue
+        lat = a.latency_table or (f"{a.latency_ns / 1e6:g} ms" if a.latency_ns else "")
+        parts.append(f"{role} {a.kind} " + (f"latency {lat}" if lat else "exact" if not a.timed
+                                           else "call cost/copy rate only"))
+    where = f"; host preset {host} ({src})" if host else ""
+    return "timing: " + ", ".join(parts) + where
+
+
+def _manifest(path: Path) -> dict[str, Any]:
+    manifest = path.parent / "manifest.json"
+    try:
+        return json.loads(manifest.read_text()) if manifest.is_file() else {}
+    except ValueError:
+        return {}
+
+
+def kernel_summaries(meta: dict[str, Any], path: Path, columns: dict[str, list]) -> tuple[list[dict[str, Any]], str]:
+    """Every capture's run summary: the manifest's `run_summaries`, else the one of the
+    trace itself (a capture that is not a fixture)."""
+    runs = _manifest_entry(path).get("run_summaries")
+    if runs:
+        return list(runs), f"{len(runs)} captures (manifest.json run_summaries)"
+    from tcpsim.validate.trace import view
+    summary = meta.get("summary") or {}
+    v = view(columns, meta)
+    end = int(float(summary.get("duration_s", 0)) * 1e9) or v.end_ns
+    return [run_summary(v, meta, end)], "1 capture (this trace)"
+
+
+# -- the comparison -----------------------------------------------------------------------------
+
+def outcome_counts(kernel: list[dict[str, Any]], model: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per outcome class: how many kernel captures and model runs have it, and the verdict
+    ("ok", "fail", or "not judged" when the captures are split evenly)."""
+    out = {}
+    for c in SUMMARY_OUTCOMES:
+        ks = [s["outcomes"][c] for s in kernel if (s.get("outcomes") or {}).get(c, "unknown") != "unknown"]
+        ms = [s["outcomes"][c] for s in model if s["outcomes"].get(c, "unknown") != "unknown"]
+        k, m = sum(x == POSITIVE[c] for x in ks), sum(x == POSITIVE[c] for x in ms)
+        if not ks or 2 * k == len(ks):
+            want, verdict = None, "not judged"
+        else:
+            want = 2 * k > len(ks)
+            got = 2 * m > len(ms) if want else 2 * m < len(ms)
+            verdict = "ok" if got else "fail"
+        out[c] = {"kernel": k, "kernel_n": len(ks), "model": m, "model_n": len(ms),
+                  "kernel_majority": want, "verdict": verdict}
+    return out
+
+
+def quantile_of(x: float, values: list[float]) -> float:
+    """x's mid-rank place in `values` (0: below all, 1: above all, 0.5: the median)."""
+    below = sum(v < x for v in values)
+    equal = sum(v == x for v in values)
+    return (below + 0.5 * equal) / len(values)
+
+
+def figure_spread(kernel: list[float], model: list[float]) -> dict[str, Any]:
+    """The model's spread of one figure and where each kernel capture sits in it."""
+    out: dict[str, Any] = {"kernel": kernel, "model_n": len(model)}
+    if model:
+        q = statistics.quantiles(model, n=4, method="inclusive") if len(model) > 1 else [model[0]] * 3
+        out.update({"median": statistics.median(model), "q1": q[0], "q3": q[2],
+                    "min": min(model), "max": max(model)})
+        out["kernel_quantiles"] = [round(quantile_of(k, model), 3) for k in kernel]
+        inside = [out["min"] <= k <= out["max"] for k in kernel]
+    else:
+        out["kernel_quantiles"] = [None] * len(kernel)
+        inside = [False] * len(kernel)
+    out["in_range"] = sum(inside)
+    out["marker"] = "-" if not kernel else "in range" if all(inside) else "outside"
+    return out
+
+
+def compare_figures(kernel: list[dict[str, Any]], model: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every figure the captures have (FIGURES), as figure_spread()."""
+    out = {}
+    for f in FIGURES:
+        if not any(f.has(s) for s in kernel):
+            continue
+        ks = [f.get(s) for s in kernel if f.has(s)]
+        ms = [f.get(s) for s in model]
+        out[f.key] = {"label": f.label,
+                      **figure_spread([x for x in ks if x is not None],
+                                      [x for x in ms if x is not None]),
+                      "kernel_n": len(ks), "model_runs": len(ms)}
+    return out
+
+
+# -- one fixture, many ----------------------------------------------------------------------------
+
+def validate_plain(path: str | Path, runs: int = DEFAULT_RUNS, profile: str | None = None,
+                   policies: tuple[str, ...] = (), host: str | None = None,
+                   sets: tuple[str, ...] = (), hz: int | None = None, engine: str | None = None,
+                   seed: int | None = None, required: tuple[str, ...] = ()) -> PlainValidation:
+    """Run the capture's plain scenario over `runs` seeds (tcpsim.runs.run_seeds: the
+    scenario's seed, +1, ...) and compare with its captures."""
+    from tcpsim.catalog import ProfileError
+    from tcpsim.engines import EngineError
+    from tcpsim.runner import RunOptions
+    from tcpsim.runs import run_seeds
+    from tcpsim.scenario import ScenarioError
+    from tcpsim.validate.trace import TraceFileError, load
+
+    p = Path(path)
+    try:
+        columns, meta = load(p)
+        setup = plain_scenario(p, meta, profile, policies, host, sets, hz)
+        kernel, source = kernel_summaries(meta, p, columns)
+        del columns
+        opts = RunOptions(profile=setup.profile, policies=policies, hz=setup.hz, seed=seed,
+                          engine=engine)
+        done = run_seeds(setup.scenario, opts, runs, measure=_model_summary)
+    except (TraceFileError, ScenarioError, ProfileError, EngineError) as exc:
+        raise PlainError(f"{p}: {exc}" if str(p) not in str(exc) else str(exc)) from None
+    setup.notes.insert(0, f"kernel: {source}")
+    model = [r.measured for r in done]
+    name = str((meta.get("fixture") or {}).get("name") or setup.scenario.name or p.stem)
+    return PlainValidation(p, name, setup, [r.seed for r in done], kernel, model,
+                           outcome_counts(kernel, model), compare_figures(kernel, model),
+                           tuple(required))
+
+
+def _model_summary(v: Any, run: Any, end_ns: int) -> dict[str, Any]:
+    """A model run's summary, as a capture's (run_seeds' measure)."""
+    return run_summary(v, {"counters": run.counters, "summary": run.summary}, end_ns)
+
+
+def check_options(runs: int, required: Iterable[str]) -> None:
+    """--runs and --require-in-range, checked before anything runs."""
+    if runs < 1:
+        raise PlainError(f"--runs {runs}: give a number of runs of at least 1")
+    for r in required:
+        if r not in FIGURE_KEYS:
+            raise PlainError(f"--require-in-range {r}: not a figure; one of "
+                             f"{', '.join(FIGURE_KEYS)}")
+
+
+def run_plain(paths: Iterable[str | Path], runs: int = DEFAULT_RUNS, as_json: bool = False,
+              echo: Callable[[str], Any] = print, error: Callable[[str], Any] | None = None,
+              **kw: Any) -> int:
+    """`tcpsim validate --plain`: validate each fixture, print the reports (or JSON); 0 when
+    every verdict holds, 1 when one fails, 2 when a fixture cannot be validated (one error
+    line each; the others are still validated). `kw`: validate_plain()'s options."""
+    from tcpsim.validate.run import collect
+    error = error or echo
+    try:
+        check_options(runs, kw.get("required", ()))
+    except PlainError as exc:
+        error(f"validate: {exc}")
+        return 2
+    files = collect(paths)
+    if not files:
+        error("validate: no traces given (pass .parquet files or a directory of them)")
+        return 2
+    results, errors = [], []
+    for f in files:
+        try:
+            results.append(validate_plain(f, runs, **kw))
+        except PlainError as exc:
+            errors.append(f"validate: {exc}")
+            continue
+        if not as_json:
+            echo("\n".join(report(results[-1])))
+            echo("")
+    if as_json:
+        echo(json.dumps({"plain": [r.as_dict() for r in results], "errors": errors},
+                        indent=1, default=str))
+    for e in errors:
+        error(e)
+    if not as_json and results:
+        passed = sum(r.passed for r in results)
+        echo(f"{passed}/{len(results)} fixtures pass as plain scenarios"
+             + (f", {len(errors)} not validated" if errors else ""))
+    if errors:
+        return 2
+    return 0 if all(r.passed for r in results) else 1
+
+
+# -- the report ------------------------------------------------------------------------------------
+
+def _num(x: float | int | None) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float) and not x.is_integer():
+        return f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}"
+    return str(int(x))
+
+
+def report(r: PlainValidation) -> list[str]:
+    """The human report of one fixture."""
+    n = len(r.seeds)
+    lines = [f"{r.name}: {'PASS' if r.passed else 'FAIL'}  (plain scenario under {r.setup.profile}, "
+             f"{n} runs, seeds {r.seeds[0]}..{r.seeds[-1]})"]
+    lines += [f"  {note}" for note in r.setup.notes]
+    lines.append(f"  {'outcome':<18} {'kernel':>8} {'model':>8}")
+    for c, o in r.outcomes.items():
+        lines.append(f"  {CLASS_WORDS[c]:<18} {o['kernel']:>4}/{o['kernel_n']:<3} "
+                     f"{o['model']:>4}/{o['model_n']:<3} {o['verdict']}")
+    lines.append(f"  {'figure':<26} {'model median [q1, q3]':>28} {'range':>24}  "
+                 "kernel captures (quantile in the model)")
+    for key, f in r.figures.items():
+        if f["model_n"]:
+            mid = f"{_num(f['median'])} [{_num(f['q1'])}, {_num(f['q3'])}]"
+            rng = f"{_num(f['min'])} .. {_num(f['max'])}"
+            if f["model_n"] != f["model_runs"]:
+                rng += f" ({f['model_n']}/{f['model_runs']})"
+        else:
+            mid, rng = "none", ""
+        caps = ", ".join(f"{_num(k)} ({'-' if q is None else f'{q:.2f}'})"
+                         for k, q in zip(f["kernel"], f["kernel_quantiles"])) or "none"
+        if len(f["kernel"]) != f["kernel_n"]:
+            caps += f" ({f['kernel_n'] - len(f['kernel'])} of {f['kernel_n']} without)"
+        marker = f["marker"] if f["marker"] != "outside" else \
+            f"outside ({f['in_range']}/{len(f['kernel'])} in range)"
+        req = " [required]" if key in r.required else ""
+        lines.append(f"  {f['label']:<26} {mid:>28} {rng:>24}  {caps}  {marker}{req}")
+    return lines
