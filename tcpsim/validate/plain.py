@@ -270,15 +270,15 @@ def _manifest(path: Path) -> dict[str, Any]:
         return {}
 
 
-def kernel_summaries(meta: dict[str, Any], path: Path, columns: dict[str, list]) -> tuple[list[dict[str, Any]], str]:
+def kernel_summaries(meta: dict[str, Any], path: Path) -> tuple[list[dict[str, Any]], str]:
     """Every capture's run summary: the manifest's `run_summaries`, else the one of the
     trace itself (a capture that is not a fixture)."""
     runs = _manifest_entry(path).get("run_summaries")
     if runs:
         return list(runs), f"{len(runs)} captures (manifest.json run_summaries)"
-    from tcpsim.validate.trace import view
+    from tcpsim.validate.trace import load, view
     summary = meta.get("summary") or {}
-    v = view(columns, meta)
+    v = view(*load(path))
     end = int(float(summary.get("duration_s", 0)) * 1e9) or v.end_ns
     return [run_summary(v, meta, end)], "1 capture (this trace)"
 
@@ -356,14 +356,13 @@ def validate_plain(path: str | Path, runs: int = DEFAULT_RUNS, profile: str | No
     from tcpsim.runner import RunOptions
     from tcpsim.runs import run_seeds
     from tcpsim.scenario import ScenarioError
-    from tcpsim.validate.trace import TraceFileError, load
+    from tcpsim.validate.trace import TraceFileError, load_meta
 
     p = Path(path)
     try:
-        columns, meta = load(p)
+        meta = load_meta(p)
         setup = plain_scenario(p, meta, profile, policies, host, sets, hz)
-        kernel, source = kernel_summaries(meta, p, columns)
-        del columns
+        kernel, source = kernel_summaries(meta, p)
         opts = RunOptions(profile=setup.profile, policies=policies, hz=setup.hz, seed=seed,
                           engine=engine)
         done = run_seeds(setup.scenario, opts, runs, measure=_model_summary)

@@ -121,13 +121,34 @@ def load(path: str | Path) -> tuple[dict[str, list], dict[str, Any]]:
     if missing:
         raise TraceFileError(f"{p}: column {missing[0]!r} missing: not a tcpsim trace "
                              "(schema: tcpsim/trace/schema.py)")
-    raw = table.schema.metadata or {}
-    try:
-        meta = {k.decode(): json.loads(v) for k, v in raw.items() if not k.startswith(b"ARROW")}
-    except ValueError as exc:
-        raise TraceFileError(f"{p}: metadata is not JSON ({exc})") from None
+    meta = _decode_meta(p, table.schema.metadata)
     table = table.sort_by([("t_ns", "ascending"), ("sock", "ascending"), ("event", "ascending")])
     return table.to_pydict(), meta
+
+
+def load_meta(path: str | Path) -> dict[str, Any]:
+    """Only a trace file's metadata (its footer; no rows read), with load()'s errors."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p = Path(path)
+    if not p.is_file():
+        raise TraceFileError(f"{p}: no such file")
+    try:
+        schema = pq.read_schema(p)
+    except (pa.ArrowException, OSError) as exc:
+        raise TraceFileError(f"{p}: not a readable Parquet trace ({str(exc).splitlines()[0]}); "
+                             "give a file written by tcpsim run --trace, tcpsim.capture or an "
+                             "importer") from None
+    return _decode_meta(p, schema.metadata)
+
+
+def _decode_meta(p: Path, raw: dict[bytes, bytes] | None) -> dict[str, Any]:
+    try:
+        return {k.decode(): json.loads(v) for k, v in (raw or {}).items()
+                if not k.startswith(b"ARROW")}
+    except ValueError as exc:
+        raise TraceFileError(f"{p}: metadata is not JSON ({exc})") from None
 
 
 class TraceFileError(ValueError):
