@@ -18,7 +18,8 @@ Both sides are summarized the same way (tcpsim.validate.summary.run_summary), an
 * **figures** (first zero window, stall, sk_rmem_alloc at the end, PruneCalled,
   TCPRcvCoalesce, zero-window ACKs, retransmissions, beyond-window drops, bytes received;
   only those the captures have): the model's median, quartiles and range, each capture's
-  place in the model's distribution (its mid-rank quantile), and "in range" when every
+  place in the model's distribution (its mid-rank quantile), the kernel's median over the
+  model's (k/m, for issue 14's "within 2x / 30 %"), and "in range" when every
   capture lies within the model's range, else "outside". A figure fails the verdict only
   when asked (`--require-in-range FIGURE`).
 """
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from tcpsim.validate.run import collect_or_say, fixture_field, replay_hz
 from tcpsim.validate.summary import SUMMARY_OUTCOMES, run_summary
 
 DEFAULT_RUNS = 10
@@ -118,28 +120,14 @@ class PlainValidation:
 
 # -- the plain scenario -------------------------------------------------------------------------
 
-def _manifest_entry(path: Path) -> dict[str, Any]:
-    """The fixture folder's manifest.json entry of this file ({} if none)."""
-    manifest = path.parent / "manifest.json"
-    if not manifest.is_file():
-        return {}
-    try:
-        entries = json.loads(manifest.read_text()).get("fixtures", [])
-    except ValueError:
-        return {}
-    return next((e for e in entries if e.get("file") == path.name), {})
-
-
-def _tbf_link(meta: dict[str, Any], entry: dict[str, Any]) -> dict[str, int] | None:
+def _tbf_link(meta: dict[str, Any], path: Path) -> dict[str, int] | None:
     """The capture's `tc tbf` bottleneck (burst and limit in bytes), if it had one: the
     qdisc the capture read back (`summary.link_qdisc`), else the fixture's settings."""
     q = (meta.get("summary") or {}).get("link_qdisc") or {}
     if q.get("kind") == "tbf" and q.get("burst") and q.get("limit"):
         return {"burst": int(q["burst"]), "limit": int(q["limit"])}
-    fx = meta.get("fixture") or entry.get("fixture") or {}
-    if fx.get("tbf_burst") and fx.get("tbf_limit"):
-        return {"burst": int(fx["tbf_burst"]), "limit": int(fx["tbf_limit"])}
-    return None
+    burst, limit = (fixture_field(meta, path, k) for k in ("tbf_burst", "tbf_limit"))
+    return {"burst": int(burst), "limit": int(limit)} if burst and limit else None
 
 
 def plain_document(meta: dict[str, Any], path: Path, profile: str,
@@ -163,7 +151,7 @@ def plain_document(meta: dict[str, Any], path: Path, profile: str,
     doc["sysctl"] = {**(doc.get("sysctl") or {}), **sysctls}
     if skipped:
         notes.append(f"sysctls not modelled on {profile}: {', '.join(sorted(skipped))}")
-    tbf = _tbf_link(meta, _manifest_entry(path))
+    tbf = _tbf_link(meta, path)
     if tbf:
         link = {k: v for k, v in (doc.get("link") or {}).items() if k != "queue_limit"}
         doc["link"] = {**link, "kind": "tbf", **tbf}
@@ -173,12 +161,10 @@ def plain_document(meta: dict[str, Any], path: Path, profile: str,
 
 def fixture_host(meta: dict[str, Any], path: Path) -> tuple[str | None, str]:
     """The host preset (tcpsim.app_latency.HOSTS) the fixture's captures were made under,
-    if the metadata or the manifest names one, and where it says so."""
-    fx = meta.get("fixture") or {}
-    if fx.get("host"):
-        return str(fx["host"]), "trace metadata"
-    host = _manifest_entry(path).get("host")
-    return (str(host), "manifest.json") if host else (None, "")
+    if its metadata or the manifest names one (`host`), and where it says so."""
+    host = fixture_field(meta, path, "host")
+    where = "trace metadata" if (meta.get("fixture") or {}).get("host") else "manifest.json"
+    return (str(host), where) if host else (None, "")
 
 
 def _replays_sequences(sc: Any) -> bool:
@@ -197,7 +183,7 @@ def plain_scenario(path: Path, meta: dict[str, Any], profile: str | None = None,
     applications draw from one; `sets`: FIELD=VALUE settings on top (compare --set's)."""
     from tcpsim.app_latency import check_host
     from tcpsim.scenario import ScenarioError, scenario_from_dict, set_field
-    from tcpsim.validate.replay import capture_hz, matching_profile
+    from tcpsim.validate.replay import matching_profile
 
     notes: list[str] = []
     if profile is None:
@@ -242,9 +228,8 @@ def plain_scenario(path: Path, meta: dict[str, Any], profile: str | None = None,
         doc["timing"] = {"host": host}
         sc = scenario_from_dict(doc)
     notes.append(timing_note(sc, host, src))
-    if hz is None:
-        hz, hz_src = capture_hz(meta, _manifest(path))
-        notes.append(f"HZ {hz} ({hz_src})" if hz else f"{hz_src}: tcpsim's default clock")
+    hz, hz_src = replay_hz(meta, path, hz)
+    notes.append(f"HZ {hz} ({hz_src})" if hz else f"{hz_src}: tcpsim's default clock")
     return PlainSetup(sc, profile, hz, host, notes)
 
 
@@ -262,18 +247,10 @@ def timing_note(sc: Any, host: str | None, src: str) -> str:
     return "timing: " + ", ".join(parts) + where
 
 
-def _manifest(path: Path) -> dict[str, Any]:
-    manifest = path.parent / "manifest.json"
-    try:
-        return json.loads(manifest.read_text()) if manifest.is_file() else {}
-    except ValueError:
-        return {}
-
-
 def kernel_summaries(meta: dict[str, Any], path: Path) -> tuple[list[dict[str, Any]], str]:
     """Every capture's run summary: the manifest's `run_summaries`, else the one of the
     trace itself (a capture that is not a fixture)."""
-    runs = _manifest_entry(path).get("run_summaries")
+    runs = fixture_field(meta, path, "run_summaries")
     if runs:
         return list(runs), f"{len(runs)} captures (manifest.json run_summaries)"
     from tcpsim.validate.trace import load, view
@@ -312,7 +289,8 @@ def quantile_of(x: float, values: list[float]) -> float:
 
 
 def figure_spread(kernel: list[float], model: list[float]) -> dict[str, Any]:
-    """The model's spread of one figure and where each kernel capture sits in it."""
+    """The model's spread of one figure, where each kernel capture sits in it, and the
+    kernel's median over the model's (`ratio`; None when either is missing or zero)."""
     out: dict[str, Any] = {"kernel": kernel, "model_n": len(model)}
     if model:
         q = statistics.quantiles(model, n=4, method="inclusive") if len(model) > 1 else [model[0]] * 3
@@ -323,6 +301,9 @@ def figure_spread(kernel: list[float], model: list[float]) -> dict[str, Any]:
     else:
         out["kernel_quantiles"] = [None] * len(kernel)
         inside = [False] * len(kernel)
+    out["kernel_median"] = statistics.median(kernel) if kernel else None
+    out["ratio"] = (round(out["kernel_median"] / out["median"], 3)
+                    if kernel and model and out["median"] else None)
     out["in_range"] = sum(inside)
     out["marker"] = "-" if not kernel else "in range" if all(inside) else "outside"
     return out
@@ -370,6 +351,9 @@ def validate_plain(path: str | Path, runs: int = DEFAULT_RUNS, profile: str | No
         raise PlainError(f"{p}: {exc}" if str(p) not in str(exc) else str(exc)) from None
     setup.notes.insert(0, f"kernel: {source}")
     model = [r.measured for r in done]
+    if len(model) > 1 and all(m == model[0] for m in model):
+        setup.notes.append(f"model: all {len(model)} seeds gave the same run (nothing in this "
+                           "scenario draws from the seed)")
     name = str((meta.get("fixture") or {}).get("name") or setup.scenario.name or p.stem)
     return PlainValidation(p, name, setup, [r.seed for r in done], kernel, model,
                            outcome_counts(kernel, model), compare_figures(kernel, model),
@@ -397,16 +381,14 @@ def run_plain(paths: Iterable[str | Path], runs: int = DEFAULT_RUNS, as_json: bo
     """`tcpsim validate --plain`: validate each fixture, print the reports (or JSON); 0 when
     every verdict holds, 1 when one fails, 2 when a fixture cannot be validated (one error
     line each; the others are still validated). `kw`: validate_plain()'s options."""
-    from tcpsim.validate.run import collect
     error = error or echo
     try:
         check_options(runs, kw.get("required", ()))
     except PlainError as exc:
         error(f"validate: {exc}")
         return 2
-    files = collect(paths)
+    files = collect_or_say(paths, error)
     if not files:
-        error("validate: no traces given (pass .parquet files or a directory of them)")
         return 2
     results, errors = [], []
     for f in files:
@@ -452,7 +434,7 @@ def report(r: PlainValidation) -> list[str]:
     for c, o in r.outcomes.items():
         lines.append(f"  {CLASS_WORDS[c]:<18} {o['kernel']:>4}/{o['kernel_n']:<3} "
                      f"{o['model']:>4}/{o['model_n']:<3} {o['verdict']}")
-    lines.append(f"  {'figure':<26} {'model median [q1, q3]':>28} {'range':>24}  "
+    lines.append(f"  {'figure':<24} {'model median [q1, q3]':>28} {'range':>24} {'k/m':>6}  "
                  "kernel captures (quantile in the model)")
     for key, f in r.figures.items():
         if f["model_n"]:
@@ -469,5 +451,6 @@ def report(r: PlainValidation) -> list[str]:
         marker = f["marker"] if f["marker"] != "outside" else \
             f"outside ({f['in_range']}/{len(f['kernel'])} in range)"
         req = " [required]" if key in r.required else ""
-        lines.append(f"  {f['label']:<26} {mid:>28} {rng:>24}  {caps}  {marker}{req}")
+        ratio = "-" if f["ratio"] is None else f"{f['ratio']:.2f}"
+        lines.append(f"  {f['label']:<24} {mid:>28} {rng:>24} {ratio:>6}  {caps}  {marker}{req}")
     return lines

@@ -50,7 +50,7 @@ class Validation:
     replay: ReplayResult
 
 
-def _fixture_field(meta: dict[str, Any], path: Path, key: str) -> Any:
+def fixture_field(meta: dict[str, Any], path: Path, key: str) -> Any:
     """A fixture's `key`: from the trace metadata's fixture entry, else the manifest's."""
     fx = meta.get("fixture") or {}
     if key in fx:
@@ -69,13 +69,13 @@ def _fixture_field(meta: dict[str, Any], path: Path, key: str) -> Any:
 
 def timing_dependent(meta: dict[str, Any], path: Path) -> list[str]:
     """What jitter decides in this trace: the metadata's fixture entry, else the manifest."""
-    return list(_fixture_field(meta, path, "timing_dependent") or [])
+    return list(fixture_field(meta, path, "timing_dependent") or [])
 
 
 def known_divergence(meta: dict[str, Any], path: Path) -> dict[str, str]:
     """Where today's model is known to differ from this capture ({class or "numbers":
     figures}; issue 14's fixtures): the fixture entry, else the manifest."""
-    return dict(_fixture_field(meta, path, "known_divergence") or {})
+    return dict(fixture_field(meta, path, "known_divergence") or {})
 
 
 def _manifest(path: Path) -> dict[str, Any]:
@@ -168,6 +168,14 @@ def collect(paths: Iterable[str | Path]) -> list[Path]:
     return out
 
 
+def collect_or_say(paths: Iterable[str | Path], error: Callable[[str], Any]) -> list[Path]:
+    """collect(paths), saying through `error` when there is nothing to validate."""
+    files = collect(paths)
+    if not files:
+        error("validate: no traces given (pass .parquet files or a directory of them)")
+    return files
+
+
 def run_validate(paths: Iterable[str | Path], profile: str | None = None,
                  thresholds: Thresholds | None = None, html_out: str | Path | None = None,
                  as_json: bool = False, echo: Callable[[str], Any] = print,
@@ -188,9 +196,8 @@ def run_validate(paths: Iterable[str | Path], profile: str | None = None,
         except ValueError as exc:
             error(f"validate: {exc}")
             return 2
-    files = collect(paths)
+    files = collect_or_say(paths, error)
     if not files:
-        error("validate: no traces given (pass .parquet files or a directory of them)")
         return 2
     results: list[Validation] = []
     errors: list[str] = []
