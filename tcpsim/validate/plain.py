@@ -428,7 +428,7 @@ def report(r: PlainValidation) -> list[str]:
     """The human report of one fixture."""
     n = len(r.seeds)
     lines = [f"{r.name}: {'PASS' if r.passed else 'FAIL'}  (plain scenario under {r.setup.profile}, "
-             f"{n} runs, seeds {r.seeds[0]}..{r.seeds[-1]})"]
+             f"{n} run{'s' if n != 1 else ''}, seeds {r.seeds[0]}..{r.seeds[-1]})"]
     lines += [f"  {note}" for note in r.setup.notes]
     lines.append(f"  {'outcome':<18} {'kernel':>8} {'model':>8}")
     for c, o in r.outcomes.items():
@@ -454,3 +454,56 @@ def report(r: PlainValidation) -> list[str]:
         ratio = "-" if f["ratio"] is None else f"{f['ratio']:.2f}"
         lines.append(f"  {f['label']:<24} {mid:>28} {rng:>24} {ratio:>6}  {caps}  {marker}{req}")
     return lines
+
+
+# -- the generated block of docs/validation.md -------------------------------------------------------
+
+PLAIN_BEGIN = "<!-- BEGIN GENERATED: validate --plain -->"
+PLAIN_END = "<!-- END GENERATED: validate --plain -->"
+
+
+def _cell(o: dict[str, Any]) -> str:
+    cell = f"{o['kernel']}/{o['kernel_n']} → {o['model']}/{o['model_n']}"
+    return cell + (" **fail**" if o["verdict"] == "fail" else "")
+
+
+def markdown_tables(variants: list[tuple[str, list[PlainValidation]]]) -> list[str]:
+    """The outcome table and the figure table of validated fixtures, per timing variant."""
+    head = ["| fixture | timing | " + " | ".join(CLASS_WORDS[c] for c in SUMMARY_OUTCOMES)
+            + " | verdict |", "|---|---|" + "---|" * (len(SUMMARY_OUTCOMES) + 1)]
+    figs = ["| fixture | timing | figure | kernel captures | model median [q1, q3] | model range "
+            "| k/m | captures in range |", "|---|---|---|---|---|---|---|---|"]
+    for label, results in variants:
+        for r in results:
+            head.append(f"| {r.name} | {label} | "
+                        + " | ".join(_cell(r.outcomes[c]) for c in SUMMARY_OUTCOMES)
+                        + f" | {'pass' if r.passed else '**fail**'} |")
+            for f in r.figures.values():
+                if not any(f["kernel"]) and not (f["model_n"] and (f["min"] or f["max"])):
+                    continue                  # none, or 0 in every capture and every run
+                mid = f"{_num(f['median'])} [{_num(f['q1'])}, {_num(f['q3'])}]" if f["model_n"] else "none"
+                rng = f"{_num(f['min'])} – {_num(f['max'])}" if f["model_n"] else ""
+                if f["model_n"] and f["model_n"] != f["model_runs"]:
+                    rng += f" ({f['model_n']} of {f['model_runs']} runs)"
+                ratio = "" if f["ratio"] is None else f"{f['ratio']:.2f}"
+                inside = f"{f['in_range']}/{len(f['kernel'])}" if f["kernel"] else "-"
+                figs.append(f"| {r.name} | {label} | {f['label']} | "
+                            f"{', '.join(_num(k) for k in f['kernel']) or 'none'} | {mid} | {rng} "
+                            f"| {ratio} | {inside} |")
+    return head + [""] + figs
+
+
+def docs_block(variants: list[tuple[str, list[PlainValidation]]], command: str) -> str:
+    """The generated part of docs/validation.md for plain validation."""
+    parts = [PLAIN_BEGIN, "", f"Regenerate: `{command}` (no root needed).", "",
+             "Outcome classes: captures with it / all → model runs with it / all; **fail** where "
+             "the captures' majority is not the model's. Figures: the model's spread over its "
+             "runs, k/m = the captures' median over the model's; a figure that is 0 (or "
+             "absent) in every capture and every run is left out.", ""]
+    parts += markdown_tables(variants)
+    parts += ["", "<details><summary>Full reports</summary>", "", "```"]
+    for label, results in variants:
+        for r in results:
+            parts += [f"[{label}]", *report(r), ""]
+    parts += ["```", "", "</details>", "", PLAIN_END]
+    return "\n".join(parts)

@@ -250,12 +250,17 @@ def docs_block(scores: list[Score]) -> str:
 
 def update_docs(path: Path, scores: list[Score]) -> Path:
     """Replace the generated block of `path` (or create the file with it)."""
-    block = docs_block(scores)
+    return replace_block(path, docs_block(scores), BEGIN, END)
+
+
+def replace_block(path: Path, block: str, begin: str, end: str) -> Path:
+    """Replace the part of `path` from `begin` to `end` by `block` (which starts with `begin`
+    and ends with `end`); append it if there is none, create the file if there is none."""
     if path.is_file():
         old = path.read_text()
-        if BEGIN in old and END in old:
-            head, _, rest = old.partition(BEGIN)
-            _, _, tail = rest.partition(END)
+        if begin in old and end in old:
+            head, _, rest = old.partition(begin)
+            _, _, tail = rest.partition(end)
             path.write_text(head + block + tail)
             return path
         path.write_text(old.rstrip() + "\n\n" + block + "\n")
