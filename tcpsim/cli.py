@@ -663,16 +663,9 @@ def with_settings(scenario: str, sets: list[str]) -> Scenario:
     """The scenario file with `FIELD=VALUE` settings applied to its TOML document (a dotted
     path of any depth, e.g. receiver.device.rx_copybreak=256; VALUE an integer, true/false,
     or text), validated again: errors name the field as the file does."""
-    from tcpsim.scenario import read_scenario_file, scenario_from_dict, set_field
+    from tcpsim.scenario import apply_settings, read_scenario_file, scenario_from_dict
     raw, source = read_scenario_file(scenario)
-    for item in sets:
-        key, eq, text = item.partition("=")
-        if not eq or not key or key.startswith(".") or key.endswith("."):
-            raise ScenarioError(f"--set {item}: expected FIELD=VALUE, e.g. "
-                                "receiver.device.rx_copybreak=256")
-        value: object = int(text) if text.lstrip("-").isdigit() else \
-            {"true": True, "false": False}.get(text, text)
-        set_field(raw, key, value, f"--set {item}")
+    apply_settings(raw, sets)
     try:
         return scenario_from_dict(raw, source=source)
     except ScenarioError as exc:

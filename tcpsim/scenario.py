@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.core.devices import DEVICES, build as build_device
@@ -358,6 +358,19 @@ def set_field(doc: dict[str, Any], key: str, value: Any, where: str = "") -> Non
             raise ScenarioError(f"{where or key}: {part} is not a table")
         table = nxt
     table[name] = value
+
+
+def apply_settings(doc: dict[str, Any], sets: Iterable[str], option: str = "--set") -> None:
+    """`FIELD=VALUE` settings (`compare --set`, `validate --plain --set`) on a scenario
+    document, in place: VALUE an integer, true/false, or text; FIELD as set_field() takes it."""
+    for item in sets:
+        key, eq, text = item.partition("=")
+        if not eq or not key or key.startswith(".") or key.endswith("."):
+            raise ScenarioError(f"{option} {item}: expected FIELD=VALUE, e.g. "
+                                "receiver.device.rx_copybreak=256")
+        value: object = int(text) if text.lstrip("-").isdigit() else \
+            {"true": True, "false": False}.get(text, text)
+        set_field(doc, key, value, f"{option} {item}")
 
 
 def load_scenario(path: str | Path) -> Scenario:

@@ -182,7 +182,7 @@ def plain_scenario(path: Path, meta: dict[str, Any], profile: str | None = None,
     if no application replays captured sequences), else the fixture's own preset where its
     applications draw from one; `sets`: FIELD=VALUE settings on top (compare --set's)."""
     from tcpsim.app_latency import check_host
-    from tcpsim.scenario import ScenarioError, scenario_from_dict, set_field
+    from tcpsim.scenario import ScenarioError, apply_settings, scenario_from_dict
     from tcpsim.validate.replay import matching_profile
 
     notes: list[str] = []
@@ -191,17 +191,10 @@ def plain_scenario(path: Path, meta: dict[str, Any], profile: str | None = None,
         notes += [note] if note else []
     doc, more = plain_document(meta, path, profile, policies)
     notes += more
-    for item in sets:
-        key, eq, text = item.partition("=")
-        if not eq or not key:
-            raise PlainError(f"--set {item}: expected FIELD=VALUE, e.g. reader.latency="
-                             "periodic_reader_blocks")
-        value: object = int(text) if text.lstrip("-").isdigit() else \
-            {"true": True, "false": False}.get(text, text)
-        try:
-            set_field(doc, key, value, f"--set {item}")
-        except ScenarioError as exc:
-            raise PlainError(str(exc)) from None
+    try:
+        apply_settings(doc, sets)
+    except ScenarioError as exc:
+        raise PlainError(str(exc)) from None
     where = f"{path}: plain scenario" + (f" (--set {' '.join(sets)})" if sets else "")
     try:
         sc = scenario_from_dict(doc)
@@ -214,9 +207,9 @@ def plain_scenario(path: Path, meta: dict[str, Any], profile: str | None = None,
             raise PlainError(f"--host: {exc}") from None
         if not _replays_sequences(sc):
             raise PlainError(f"--host {host}: no application of {path.name}'s plain scenario "
-                             "replays captured sequences (its timing is the scenario's: "
-                             "exact), so a host preset would change nothing; leave --host out "
-                             "or give one, e.g. --set reader.latency=periodic_reader_blocks")
+                             "replays captured sequences (latency = \"periodic_*_blocks\"), "
+                             "so a host preset would change nothing; leave --host out or give "
+                             "one, e.g. --set reader.latency=periodic_reader_blocks")
         src = "--host"
     else:
         host, src = fixture_host(meta, path)
