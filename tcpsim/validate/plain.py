@@ -118,7 +118,7 @@ class PlainValidation:
                 "kernel_runs": self.kernel, "model_runs": self.model}
 
 
-# -- the plain scenario -------------------------------------------------------------------------
+# -- the plain scenario ------------------------------------------------------------------------
 
 def _tbf_link(meta: dict[str, Any], path: Path) -> dict[str, int] | None:
     """The capture's `tc tbf` bottleneck (burst and limit in bytes), if it had one: the
@@ -253,15 +253,18 @@ def kernel_summaries(meta: dict[str, Any], path: Path) -> tuple[list[dict[str, A
     return [run_summary(v, meta, end)], "1 capture (this trace)"
 
 
-# -- the comparison -----------------------------------------------------------------------------
+# -- the comparison ----------------------------------------------------------------------------
 
-def outcome_counts(kernel: list[dict[str, Any]], model: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+Summaries = list[dict[str, Any]]
+
+
+def outcome_counts(kernel: Summaries, model: Summaries) -> dict[str, dict[str, Any]]:
     """Per outcome class: how many kernel captures and model runs have it, and the verdict
     ("ok", "fail", or "not judged" when the captures are split evenly)."""
     out = {}
     for c in SUMMARY_OUTCOMES:
-        ks = [s["outcomes"][c] for s in kernel if (s.get("outcomes") or {}).get(c, "unknown") != "unknown"]
-        ms = [s["outcomes"][c] for s in model if s["outcomes"].get(c, "unknown") != "unknown"]
+        ks = [x for x in ((s.get("outcomes") or {}).get(c) for s in kernel) if _known(x)]
+        ms = [x for x in ((s.get("outcomes") or {}).get(c) for s in model) if _known(x)]
         k, m = sum(x == POSITIVE[c] for x in ks), sum(x == POSITIVE[c] for x in ms)
         if not ks or 2 * k == len(ks):
             want, verdict = None, "not judged"
@@ -272,6 +275,10 @@ def outcome_counts(kernel: list[dict[str, Any]], model: list[dict[str, Any]]) ->
         out[c] = {"kernel": k, "kernel_n": len(ks), "model": m, "model_n": len(ms),
                   "kernel_majority": want, "verdict": verdict}
     return out
+
+
+def _known(label: str | None) -> bool:
+    return label is not None and label != "unknown"
 
 
 def quantile_of(x: float, values: list[float]) -> float:
@@ -286,7 +293,8 @@ def figure_spread(kernel: list[float], model: list[float]) -> dict[str, Any]:
     kernel's median over the model's (`ratio`; None when either is missing or zero)."""
     out: dict[str, Any] = {"kernel": kernel, "model_n": len(model)}
     if model:
-        q = statistics.quantiles(model, n=4, method="inclusive") if len(model) > 1 else [model[0]] * 3
+        q = (statistics.quantiles(model, n=4, method="inclusive") if len(model) > 1
+             else [model[0]] * 3)
         out.update({"median": statistics.median(model), "q1": q[0], "q3": q[2],
                     "min": min(model), "max": max(model)})
         out["kernel_quantiles"] = [round(quantile_of(k, model), 3) for k in kernel]
@@ -302,7 +310,7 @@ def figure_spread(kernel: list[float], model: list[float]) -> dict[str, Any]:
     return out
 
 
-def compare_figures(kernel: list[dict[str, Any]], model: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def compare_figures(kernel: Summaries, model: Summaries) -> dict[str, dict[str, Any]]:
     """Every figure the captures have (FIGURES), as figure_spread()."""
     out = {}
     for f in FIGURES:
@@ -317,7 +325,7 @@ def compare_figures(kernel: list[dict[str, Any]], model: list[dict[str, Any]]) -
     return out
 
 
-# -- one fixture, many ----------------------------------------------------------------------------
+# -- one fixture, many -------------------------------------------------------------------------
 
 def validate_plain(path: str | Path, runs: int = DEFAULT_RUNS, profile: str | None = None,
                    policies: tuple[str, ...] = (), host: str | None = None,
@@ -407,7 +415,7 @@ def run_plain(paths: Iterable[str | Path], runs: int = DEFAULT_RUNS, as_json: bo
     return 0 if all(r.passed for r in results) else 1
 
 
-# -- the report ------------------------------------------------------------------------------------
+# -- the report --------------------------------------------------------------------------------
 
 def _num(x: float | int | None) -> str:
     if x is None:
@@ -420,8 +428,9 @@ def _num(x: float | int | None) -> str:
 def report(r: PlainValidation) -> list[str]:
     """The human report of one fixture."""
     n = len(r.seeds)
-    lines = [f"{r.name}: {'PASS' if r.passed else 'FAIL'}  (plain scenario under {r.setup.profile}, "
-             f"{n} run{'s' if n != 1 else ''}, seeds {r.seeds[0]}..{r.seeds[-1]})"]
+    runs = f"{n} run{'s' if n != 1 else ''}, seeds {r.seeds[0]}..{r.seeds[-1]}"
+    lines = [f"{r.name}: {'PASS' if r.passed else 'FAIL'}  (plain scenario under "
+             f"{r.setup.profile}, {runs})"]
     lines += [f"  {note}" for note in r.setup.notes]
     lines.append(f"  {'outcome':<18} {'kernel':>8} {'model':>8}")
     for c, o in r.outcomes.items():
@@ -449,7 +458,7 @@ def report(r: PlainValidation) -> list[str]:
     return lines
 
 
-# -- the generated block of docs/validation.md -------------------------------------------------------
+# -- the generated block of docs/validation.md -------------------------------------------------
 
 PLAIN_BEGIN = "<!-- BEGIN GENERATED: validate --plain -->"
 PLAIN_END = "<!-- END GENERATED: validate --plain -->"
@@ -474,7 +483,8 @@ def markdown_tables(variants: list[tuple[str, list[PlainValidation]]]) -> list[s
             for f in r.figures.values():
                 if not any(f["kernel"]) and not (f["model_n"] and (f["min"] or f["max"])):
                     continue                  # none, or 0 in every capture and every run
-                mid = f"{_num(f['median'])} [{_num(f['q1'])}, {_num(f['q3'])}]" if f["model_n"] else "none"
+                mid = (f"{_num(f['median'])} [{_num(f['q1'])}, {_num(f['q3'])}]"
+                       if f["model_n"] else "none")
                 rng = f"{_num(f['min'])} – {_num(f['max'])}" if f["model_n"] else ""
                 if f["model_n"] and f["model_n"] != f["model_runs"]:
                     rng += f" ({f['model_n']} of {f['model_runs']} runs)"
