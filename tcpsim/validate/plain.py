@@ -167,20 +167,12 @@ def fixture_host(meta: dict[str, Any], path: Path) -> tuple[str | None, str]:
     return (str(host), where) if host else (None, "")
 
 
-def _replays_sequences(sc: Any) -> bool:
-    """Whether an application of `sc` draws captured sequences, the only timing a
-    `[timing] host` applies to (tcpsim/scenario.py _parse_timing_host)."""
-    from tcpsim.app_latency import SEQUENCES
-    apps = (sc.writer, sc.reader, sc.rev_writer, sc.rev_reader)
-    return any(a is not None and a.latency_table in SEQUENCES for a in apps)
-
-
 def plain_scenario(path: Path, meta: dict[str, Any], profile: str | None = None,
                    policies: tuple[str, ...] = (), host: str | None = None,
                    sets: tuple[str, ...] = (), hz: int | None = None) -> PlainSetup:
-    """The plain scenario of a capture (module docstring). `host`: --host (checked; an error
-    if no application replays captured sequences), else the fixture's own preset where its
-    applications draw from one; `sets`: FIELD=VALUE settings on top (compare --set's)."""
+    """The plain scenario of a capture (module docstring). `host`: --host (an error where the
+    scenario takes no `[timing] host`), else the fixture's own preset where the scenario takes
+    one (noted where not); `sets`: FIELD=VALUE settings on top (compare --set's)."""
     from tcpsim.app_latency import check_host
     from tcpsim.scenario import ScenarioError, apply_settings, scenario_from_dict
     from tcpsim.validate.replay import matching_profile
@@ -205,21 +197,22 @@ def plain_scenario(path: Path, meta: dict[str, Any], profile: str | None = None,
             host = check_host(host)
         except ValueError as exc:
             raise PlainError(f"--host: {exc}") from None
-        if not _replays_sequences(sc):
-            raise PlainError(f"--host {host}: no application of {path.name}'s plain scenario "
-                             "replays captured sequences (latency = \"periodic_*_blocks\"), "
-                             "so a host preset would change nothing; leave --host out or give "
-                             "one, e.g. --set reader.latency=periodic_reader_blocks")
+        try:
+            sc = scenario_from_dict({**doc, "timing": {"host": host}})
+        except ScenarioError as exc:
+            raise PlainError(f"--host {host}: not for {path.name}'s plain scenario ({exc}); leave "
+                             "--host out, or give an application captured sequences, e.g. "
+                             "--set reader.latency=periodic_reader_blocks") from None
         src = "--host"
     else:
         host, src = fixture_host(meta, path)
-        if host is not None and not _replays_sequences(sc):
-            notes.append(f"captured on host preset {host} ({src}); not applied: no application "
-                         "replays captured sequences")
-            host = None
-    if host is not None:
-        doc["timing"] = {"host": host}
-        sc = scenario_from_dict(doc)
+        if host is not None:
+            try:       # the scenario decides whether a preset applies (scenario.py [timing])
+                sc = scenario_from_dict({**doc, "timing": {"host": host}})
+            except ScenarioError as exc:
+                why = str(exc).split(";")[0]           # the reason, not the file's fix
+                notes.append(f"captured on host preset {host} ({src}); not applied: {why}")
+                host = None
     notes.append(timing_note(sc, host, src))
     hz, hz_src = replay_hz(meta, path, hz)
     notes.append(f"HZ {hz} ({hz_src})" if hz else f"{hz_src}: tcpsim's default clock")
