@@ -800,16 +800,17 @@ def validate(
 
     from tcpsim.validate import run_validate
     from tcpsim.validate.scores import Thresholds
-    given = {"--until": until, "--html": html, "--min-ack-match": min_ack_match,
-             "--max-final-error": max_final_error, "--max-peak-error": max_peak_error}
-    plain_only = {"--runs": runs, "--host": host, "--seed": seed, "--set": sets or None,
-                  "--require-in-range": require or None}
+    from tcpsim.validate.plain import mixed_options
+    mixed = mixed_options(plain, {"--until": until, "--html": html, "--min-ack-match": min_ack_match,
+                                  "--max-final-error": max_final_error,
+                                  "--max-peak-error": max_peak_error},
+                          {"--runs": runs, "--host": host, "--seed": seed, "--set": sets,
+                           "--require-in-range": require})
+    if mixed:
+        _fail(mixed)
     if plain:
-        _validate_plain(traces, given, runs, profile, tuple(policy), host, tuple(sets), hz,
-                        engine, seed, tuple(require), as_json)
-    wrong = [k for k, v in plain_only.items() if v is not None]
-    if wrong:
-        _fail(f"{wrong[0]}: an option of plain validation; add --plain (or leave it out)")
+        _validate_plain(traces, runs, profile, tuple(policy), host, tuple(sets), hz, engine, seed,
+                        tuple(require), as_json)
     th = Thresholds()
     for name, value in (("min_ack_match", min_ack_match), ("max_final_error", max_final_error),
                         ("max_peak_error", max_peak_error)):
@@ -828,21 +829,15 @@ def validate(
     raise typer.Exit(code)
 
 
-def _validate_plain(traces: List[Path], replay_only: dict, runs: Optional[int],
-                    profile: Optional[str], policies: tuple, host: Optional[str], sets: tuple,
-                    hz: Optional[int], engine: Optional[str], seed: Optional[int],
-                    required: tuple, as_json: bool) -> None:
+def _validate_plain(traces: List[Path], runs: Optional[int], profile: Optional[str],
+                    policies: tuple, host: Optional[str], sets: tuple, hz: Optional[int],
+                    engine: Optional[str], seed: Optional[int], required: tuple,
+                    as_json: bool) -> None:
     """`validate --plain` (tcpsim/validate/plain.py); exits with its code."""
-    from tcpsim.core.clock import parse_hz
     from tcpsim.validate.plain import DEFAULT_RUNS, run_plain
-    wrong = [k for k, v in replay_only.items() if v is not None]
-    if wrong:
-        _fail(f"{wrong[0]}: an option of the replay, not of --plain (a plain run has no "
-              "kernel timeline to cut or overlay, nor thresholds); leave it out")
     try:
         _check_engine(engine)
-        hz = parse_hz(hz, "--hz") if hz is not None else None
-    except (ValueError, EngineError) as exc:
+    except EngineError as exc:
         _fail(str(exc))
         return
     code = run_plain([str(t) for t in traces], DEFAULT_RUNS if runs is None else runs, as_json,

@@ -359,6 +359,19 @@ def _model_summary(v: Any, run: Any, end_ns: int) -> dict[str, Any]:
     return run_summary(v, {"counters": run.counters, "summary": run.summary}, end_ns)
 
 
+def mixed_options(plain: bool, replay_only: dict[str, Any], plain_only: dict[str, Any]) -> str:
+    """The error of a command line that mixes the replay's options with --plain's ("" if
+    none): `replay_only`/`plain_only` map each option to its value (None/empty: not given)."""
+    given = [k for k, v in (replay_only if plain else plain_only).items()
+             if v is not None and v != [] and v != () and v is not False]
+    if not given:
+        return ""
+    if plain:
+        return (f"{given[0]}: an option of the replay, not of --plain (a plain run has no kernel "
+                "timeline to cut or overlay, nor thresholds); leave it out")
+    return f"{given[0]}: an option of plain validation; add --plain (or leave it out)"
+
+
 def check_options(runs: int, required: Iterable[str]) -> None:
     """--runs and --require-in-range, checked before anything runs."""
     if runs < 1:
@@ -375,10 +388,13 @@ def run_plain(paths: Iterable[str | Path], runs: int = DEFAULT_RUNS, as_json: bo
     """`tcpsim validate --plain`: validate each fixture, print the reports (or JSON); 0 when
     every verdict holds, 1 when one fails, 2 when a fixture cannot be validated (one error
     line each; the others are still validated). `kw`: validate_plain()'s options."""
+    from tcpsim.core.clock import parse_hz
     error = error or echo
     try:
         check_options(runs, kw.get("required", ()))
-    except PlainError as exc:
+        if kw.get("hz") is not None:
+            kw["hz"] = parse_hz(kw["hz"], "--hz")
+    except ValueError as exc:                          # PlainError, or parse_hz's
         error(f"validate: {exc}")
         return 2
     files = collect_or_say(paths, error)

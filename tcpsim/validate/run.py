@@ -301,11 +301,43 @@ def main(argv: list[str] | None = None) -> int:
         if f.name != "outcomes":
             ap.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=float,
                             default=None, help=f"default {getattr(th, f.name)}")
+    ap.add_argument("--plain", action="store_true",
+                    help="run each capture's scenario over --runs seeds against all its captures")
+    ap.add_argument("--runs", type=int, default=None, help="--plain: seeds (default 10)")
+    ap.add_argument("--host", default=None, help="--plain: the [timing] host preset")
+    ap.add_argument("--seed", type=int, default=None, help="--plain: first seed")
+    ap.add_argument("--set", dest="sets", action="append", default=[],
+                    help="--plain: FIELD=VALUE on the plain scenario (repeatable)")
+    ap.add_argument("--require-in-range", dest="required", action="append", default=[],
+                    help="--plain: fail when a capture's FIGURE is outside the model's range")
     args = ap.parse_args(argv)
     paths = list(args.paths) + list(args.all)
+    if args.plain or args.runs is not None or args.host or args.seed is not None or args.sets \
+            or args.required:
+        return _plain_main(args, paths)
     return run_validate(paths, args.profile, thresholds_from(args), args.html, args.json,
                         print, args.until, args.write_docs, tuple(args.policy), args.hz,
                         engine=args.engine)
+
+
+def _plain_main(args: argparse.Namespace, paths: list[str]) -> int:
+    """`python -m tcpsim.validate --plain ...` (tcpsim/validate/plain.py)."""
+    from tcpsim.validate.plain import DEFAULT_RUNS, mixed_options, run_plain
+    replay_only = {"--until": args.until, "--html": args.html, "--write-docs": args.write_docs,
+                   "--no-outcomes": args.outcomes,
+                   **{"--" + f.name.replace("_", "-"): getattr(args, f.name, None)
+                      for f in fields(Thresholds) if f.name != "outcomes"}}
+    mixed = mixed_options(args.plain, replay_only,
+                          {"--runs": args.runs, "--host": args.host, "--seed": args.seed,
+                           "--set": args.sets, "--require-in-range": args.required})
+    if mixed:
+        print(f"validate: {mixed}", file=sys.stderr)
+        return 2
+    return run_plain(paths, DEFAULT_RUNS if args.runs is None else args.runs, args.json,
+                     error=lambda msg: print(msg, file=sys.stderr), profile=args.profile,
+                     policies=tuple(args.policy), host=args.host, sets=tuple(args.sets),
+                     hz=args.hz, engine=args.engine, seed=args.seed,
+                     required=tuple(args.required))
 
 
 if __name__ == "__main__":

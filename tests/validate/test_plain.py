@@ -178,6 +178,7 @@ def test_cli_plain_json(tmp_path: Path) -> None:
     (["--plain", "--require-in-range", "memory"], "--require-in-range memory: not a figure"),
     (["--plain", "--set", "writer.kind=teleport"], "writer.kind"),
     (["--plain", "--hz", "7"], "--hz: 7 is not a kernel tick rate"),
+    (["--plain", "--engine", "rust"], "--engine"),
 ])
 def test_cli_plain_bad_input_is_one_error_line(args: list[str], says: str) -> None:
     res = runner.invoke(app, ["validate", str(FILL), *args])
@@ -232,3 +233,15 @@ def test_docs_block_replaces_only_its_own_part(tmp_path: Path) -> None:
     assert "seed-rcvbuf32k-fill: PASS" in once                 # the full report, in <details>
     replace_block(doc, block, PLAIN_BEGIN, PLAIN_END)
     assert doc.read_text() == once
+
+
+def test_module_main_takes_plain_too(capsys: pytest.CaptureFixture[str]) -> None:
+    from tcpsim.validate.run import main
+    assert main([str(FILL), "--plain", "--runs", "1", "--engine", "python"]) == 0
+    assert "seed-rcvbuf32k-fill: PASS" in capsys.readouterr().out
+    assert main([str(FILL), "--plain", "--write-docs", "x.md"]) == 2
+    assert main([str(FILL), "--host", "dev-vm-spin"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["validate: --write-docs: an option of the replay, not of --plain (a plain run "
+                   "has no kernel timeline to cut or overlay, nor thresholds); leave it out",
+                   "validate: --host: an option of plain validation; add --plain (or leave it out)"]
