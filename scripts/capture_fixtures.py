@@ -34,6 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout's tcpsim
 
+from tcpsim.capture.capture import add_placement_options, placement_of  # noqa: E402
 from tcpsim.capture.kconfig import kernel_hz  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "kernel"
@@ -57,6 +58,8 @@ class Fixture:
     timing_dependent: tuple[str, ...] = ()   # outcome classes / metrics that jitter decides
     note: str = ""
     repeat: int = 0                      # captures made unless --repeat is given (0 = 2)
+    reader_cpu: int = -1                 # the receiving application's own CPU (-1: with the
+                                         # sender and the delay program; tcpsim.capture Placement)
     tbf_burst: int = 0                   # tc tbf burst / limit in bytes (0 = netns defaults)
     tbf_limit: int = 0
     # where today's model is known to differ from this capture when replaying it: {outcome
@@ -153,6 +156,24 @@ FIXTURES: tuple[Fixture, ...] = (
                        "drops; today's model as a plain scenario retransmits 1440, 0 "
                        "beyond-window drops; replayed 215 beyond-window drops, DelayedACKLost "
                        "415 (kernel 0), TCPRcvCoalesce 9158 vs 54464"),
+    # the same two workloads with the receiving application on its own CPU (the sender and the
+    # delay program stay together on the other): the one-CPU set-up above starves the reader
+    Fixture("bulk-200mbit-tbf-cubic-rxcpu", "bulk-1gbit", 4.0, probe_every=5, thin=5,
+            changes={"link": {"rate": "200mbit", "queue_limit": 166}},
+            sysctl={"net.ipv4.tcp_shrink_window": 1},
+            repeat=3, tbf_burst=25_000, tbf_limit=250_000, reader_cpu=1,
+            timing_dependent=("numbers",),
+            note="as bulk-200mbit-tbf-cubic (10 ms tbf queue, shrink 1, CUBIC) with the "
+                 "receiving application on its own CPU (1); the sender and the delay program "
+                 "on CPU 0, where the receive softirq runs too"),
+    Fixture("bulk-200mbit-tbf-bdp-cubic-rxcpu", "bulk-1gbit", 4.0, probe_every=5, thin=5,
+            changes={"link": {"rate": "200mbit", "queue_limit": 330}},
+            sysctl={"net.ipv4.tcp_shrink_window": 1},
+            repeat=3, tbf_burst=25_000, tbf_limit=500_000, reader_cpu=1,
+            timing_dependent=("numbers",),
+            note="as bulk-200mbit-tbf-bdp-cubic (one-BDP tbf queue, shrink 1, CUBIC) with the "
+                 "receiving application on its own CPU (1); the sender and the delay program "
+                 "on CPU 0, where the receive softirq runs too"),
     Fixture("bulk-blocking-reader", "bulk-1gbit", 3.0,
             changes={"link": {"rate": "100mbit", "queue_limit": 2000},
                      "reader": {"kind": "blocking", "bytes": 1 << 20}},
@@ -262,7 +283,8 @@ def run_summary(path: Path, duration_s: float) -> dict[str, Any]:
         "wakeups": {side: {k: w[k] for k in ("n", "p50_ns", "p90_ns", "p99_ns", "max_ns")
                            if k in w} for side, w in (summary.get("wakeups") or {}).items()},
     }
-    for key in ("link_qdisc", "host_load", "loadavg"):
+    for key in ("link_qdisc", "host_load", "loadavg", "placement", "ack_order",
+                "tcpdump_dropped"):
         if key in summary:
             out[key] = summary[key]
     return out
@@ -274,27 +296,29 @@ KEY_COUNTERS = ("TcpExtTCPRcvCoalesce", "TcpExtPruneCalled", "TcpExtTCPRcvCollap
                 "TcpExtTCPToZeroWindowAdv", "TcpExtTCPOFOQueue", "TcpExtTCPBacklogCoalesce")
 
 
-def capture_one(fx: Fixture, run: int, cpu: int, work: Path, use_bpftrace: bool = True,
+def capture_one(fx: Fixture, run: int, where: Any, work: Path, use_bpftrace: bool = True,
                 host_load: str = "") -> Path:
-    """One capture of a fixture (run number ``run``) with its endpoints on ``cpu`` (and the
-    competing ``host_load``, tcpsim.capture.hostload, if given); its run summary is written
-    beside the trace as summary.json."""
+    """One capture of a fixture (run number ``run``) with its processes placed as ``where``
+    (tcpsim.capture.capture.Placement) says (and the competing ``host_load``,
+    tcpsim.capture.hostload, if given); its run summary is written beside the trace as
+    summary.json."""
     from tcpsim.capture.hostload import parse_host_load
     from tcpsim.capture.capture import capture
 
     d = work / f"{fx.name}.{run}"
     path = capture(scenario_for(fx), d, duration_s=fx.duration_s, use_bpftrace=use_bpftrace,
-                   probe_every=fx.probe_every, cpu=cpu, tbf_burst=fx.tbf_burst,
-                   tbf_limit=fx.tbf_limit,
+                   probe_every=fx.probe_every, cpu=where.cpu, tbf_burst=fx.tbf_burst,
+                   tbf_limit=fx.tbf_limit, reader_cpu=where.reader_cpu, rt=where.rt,
                    host_load=parse_host_load(host_load) if host_load else None)
     (d / "summary.json").write_text(json.dumps(run_summary(path, fx.duration_s)))
     return path
 
 
 def run_jobs(jobs: list[tuple[Fixture, int]], work: Path, parallel: int,
-             use_bpftrace: bool = True, host_load: str = "") -> None:
+             use_bpftrace: bool = True, host_load: str = "", rt: bool = False) -> None:
     """Capture every (fixture, run) job, ``parallel`` at a time, each in its own process
-    (its own namespaces) with its endpoints on CPU slot % ncpu."""
+    (its own namespaces) with its sender and delay program on CPU slot % ncpu (the reader
+    there too, or on the fixture's reader_cpu; ``rt``: endpoints at real-time priority)."""
     import queue
     import subprocess
     import threading
@@ -311,13 +335,18 @@ def run_jobs(jobs: list[tuple[Fixture, int]], work: Path, parallel: int,
                 fx, run = todo.get_nowait()
             except queue.Empty:
                 return
+            cpu = slot % ncpu if fx.reader_cpu < 0 else (fx.reader_cpu + 1) % ncpu
             argv = [sys.executable, __file__, "--one", fx.name, "--run", str(run),
-                    "--cpu", str(slot % ncpu), "--work", str(work)]
+                    "--cpu", str(cpu), "--reader-cpu", str(fx.reader_cpu), "--work", str(work)]
+            if rt:
+                argv.append("--rt")
             if not use_bpftrace:
                 argv.append("--no-bpftrace")
             if host_load:
                 argv += ["--host-load", host_load]
-            print(f"  {fx.name} run {run + 1} on cpu {slot % ncpu}", flush=True)
+            print(f"  {fx.name} run {run + 1} on cpu {cpu}"
+                  + (f", reader on cpu {fx.reader_cpu}" if fx.reader_cpu >= 0 else "")
+                  + (", real-time" if rt else ""), flush=True)
             proc = subprocess.run(argv, capture_output=True, text=True)
             if proc.returncode != 0:
                 failed.append(f"{fx.name} run {run + 1}: {proc.stderr.strip()[-500:]}")
@@ -439,12 +468,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-bpftrace", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--one", default="", help=argparse.SUPPRESS)      # worker mode
     ap.add_argument("--run", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--cpu", type=int, default=0, help=argparse.SUPPRESS)
+    add_placement_options(ap, hide_cpus=True)
     ap.add_argument("--work", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
         fx = next(f for f in FIXTURES if f.name == args.one)
-        print(capture_one(fx, args.run, args.cpu, args.work, not args.no_bpftrace,
+        print(capture_one(fx, args.run, placement_of(args), args.work, not args.no_bpftrace,
                           args.host_load))
         return 0
     chosen = [f for f in FIXTURES if not args.only or f.name in args.only.split(",")]
@@ -480,7 +509,7 @@ def main(argv: list[str] | None = None) -> int:
         jobs = [(fx, i) for fx in chosen for i in range(repeats[fx.name])]
         if args.from_raw is None:
             print(f"{len(jobs)} captures, {args.parallel} at a time", flush=True)
-            run_jobs(jobs, work, args.parallel, not args.no_bpftrace, args.host_load)
+            run_jobs(jobs, work, args.parallel, not args.no_bpftrace, args.host_load, args.rt)
         for fx in chosen:
             entries[fx.name] = record(fx, args.out, repeats[fx.name], work)
     order = [f.name for f in FIXTURES]
