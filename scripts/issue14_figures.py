@@ -26,7 +26,8 @@ from tcpsim.validate.trace import view  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "kernel"
 NEW = ("seed-unbounded-growth-shrink0-120s", "seed-unbounded-growth-shrink1-120s",
-       "bulk-200mbit-tbf-cubic", "bulk-200mbit-tbf-bdp-cubic", "bulk-blocking-reader")
+       "bulk-200mbit-tbf-cubic", "bulk-200mbit-tbf-bdp-cubic", "bulk-200mbit-tbf-cubic-rxcpu",
+       "bulk-200mbit-tbf-bdp-cubic-rxcpu", "bulk-blocking-reader")
 # the captured receiver sysctls a plain run takes over (read back in the receiver namespace)
 TAKEN = ("net.ipv4.tcp_rmem", "net.core.rmem_max", "net.ipv4.tcp_shrink_window",
          "net.ipv4.tcp_adv_win_scale")
@@ -42,6 +43,12 @@ def model_run(path: Path) -> dict[str, Any]:
         if v:
             sysctl[k] = [int(x) for x in v.split()] if " " in v else int(v)
     raw["sysctl"] = sysctl
+    qdisc = (meta.get("summary") or {}).get("link_qdisc") or {}
+    if qdisc.get("kind") == "tbf":          # the captured token bucket, not a FIFO
+        link = {k: v for k, v in raw["link"].items() if k != "queue_limit"}
+        raw["link"] = {**link, "kind": "tbf", "burst": qdisc["burst"], "limit": qdisc["limit"]}
+    if raw.get("reader", {}).get("kind") == "fast":   # no application timing, whatever the default
+        raw["reader"] = {**raw["reader"], "latency": "none"}
     sc = scenario_from_dict(raw)
     result, mem = run(sc, RunOptions(profile="linux-6.18", memory_trace=True))
     cols, tmeta = mem.columns(), result.metadata()
