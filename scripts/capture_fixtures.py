@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout's tcpsim
 
-from tcpsim.capture.capture import add_placement_options, placement_of  # noqa: E402
+from tcpsim.capture.placement import add_placement_options, placement_of  # noqa: E402
 from tcpsim.capture.kconfig import kernel_hz  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "kernel"
@@ -529,6 +529,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.retag:
         print(retag(args.out, chosen))
         return 0
+    pinned = [f.name for f in chosen if f.reader_cpu >= 0]
+    if pinned and args.parallel > 1:
+        print(f"fixtures: --parallel: the reader of {', '.join(pinned)} has a CPU of its own, "
+              "which parallel captures would share; capture them with --parallel 1",
+              file=sys.stderr)
+        return 2
     if os.geteuid() != 0 and args.from_raw is None:
         print("fixtures: needs root (network namespaces, bpftrace); run with sudo", file=sys.stderr)
         return 2

@@ -17,7 +17,6 @@ import select
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,9 @@ from tcpsim.capture import nstat, parquet_out, trace_build as tb, wakeups, wire
 from tcpsim.capture.hostload import HostLoad, HostLoadRunner
 from tcpsim.capture.kconfig import kernel_hz
 from tcpsim.capture.netns import Topology, python_env, run, tbf_params, topology
+from tcpsim.capture.placement import (
+    ENDPOINT_RT_PRIO, SENDER_CPU, Placement, add_placement_options, placement_error, placement_of,
+)
 from tcpsim.capture.probe import BpfProbe, TRACEFS, available as bpf_available
 from tcpsim.capture.probe_csv import drop_reason_names
 from tcpsim.capture.recorder import WireRecorder
@@ -32,64 +34,6 @@ from tcpsim.capture.spec import CaptureSpec, parse
 
 RCV_PORT = 46000
 SND_PORT = 5001
-# The sender and the delay program run on one CPU: a veth packet is queued on the backlog of the
-# CPU that sent it, so a sender transmitting from two CPUs (process context on one, ACK-clocked
-# softirq on the other) reorders segments without any loss (capturing.md).
-SENDER_CPU = 0
-# SCHED_FIFO priority of the endpoints under --rt: below the delay program's (nfq_delay --rt,
-# 10), whose releases are the link's delay and must not wait behind an endpoint.
-ENDPOINT_RT_PRIO = 5
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Where and how the capture's processes run.
-
-    ``cpu``: the sender and the delay program (so data segments leave from one CPU and veth
-    does not reorder them; the receiver's softirq runs there too, where the delay program
-    releases the packets). ``reader_cpu``: the receiving application's own CPU, -1 = on
-    ``cpu`` as well (the one-CPU set-up, where the reader competes with the sender, the delay
-    program and the receive softirq). ``rt``: both endpoints at SCHED_FIFO ENDPOINT_RT_PRIO so
-    the shared machine's other work preempts them less (the delay program always runs at
-    SCHED_FIFO 10).
-    """
-
-    cpu: int = SENDER_CPU
-    reader_cpu: int = -1
-    rt: bool = False
-
-    @property
-    def receiver_cpu(self) -> int:
-        return self.cpu if self.reader_cpu < 0 else self.reader_cpu
-
-    def as_dict(self) -> dict[str, Any]:
-        """The summary's 'placement' record."""
-        return {**asdict(self), "receiver_cpu": self.receiver_cpu, "delay_cpu": self.cpu,
-                "endpoint_policy": f"SCHED_FIFO {ENDPOINT_RT_PRIO}" if self.rt else "SCHED_OTHER"}
-
-
-def add_placement_options(ap: Any, hide_cpus: bool = False) -> None:
-    """The capture CLIs' --cpu / --reader-cpu / --rt options (one definition for all);
-    ``hide_cpus``: the CPUs are chosen by the caller (scripts/capture_fixtures.py workers)."""
-    import argparse
-
-    def shown(text: str) -> str:
-        return argparse.SUPPRESS if hide_cpus else text
-
-    ap.add_argument("--cpu", type=int, default=SENDER_CPU,
-                    help=shown("CPU of the sender and the delay program (and of the reader "
-                               "unless --reader-cpu)"))
-    ap.add_argument("--reader-cpu", type=int, default=-1,
-                    help=shown("run the receiving application on its own CPU N (default: on "
-                               "--cpu)"))
-    ap.add_argument("--rt", action="store_true",
-                    help=f"run both endpoints at real-time priority (SCHED_FIFO "
-                         f"{ENDPOINT_RT_PRIO}) so the machine's other work preempts them less")
-
-
-def placement_of(args: Any) -> Placement:
-    """The Placement the parsed --cpu / --reader-cpu / --rt options ask for."""
-    return Placement(cpu=args.cpu, reader_cpu=args.reader_cpu, rt=args.rt)
 # The sender's congestion control, set per socket (a non-root namespace may not select a
 # restricted default, capturing.md): CUBIC, the kernel's default.
 SENDER_CC = "cubic"
@@ -430,6 +374,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tbf-limit", type=int, default=0, help="tbf queue limit, bytes")
     args = ap.parse_args(argv)
     where = placement_of(args)
+    if error := placement_error(where, os.cpu_count() or 1):
+        ap.error(error)
     print(capture(args.scenario, args.out, args.duration, not args.no_bpftrace, args.probe_every,
                   where.cpu, args.tbf_burst, args.tbf_limit, reader_cpu=where.reader_cpu,
                   rt=where.rt))

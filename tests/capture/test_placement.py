@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tcpsim.capture.capture import (ENDPOINT_RT_PRIO, Placement, add_placement_options,
-                                    endpoint_configs, placement_of)
+from tcpsim.capture.capture import endpoint_configs
+from tcpsim.capture.placement import (ENDPOINT_RT_PRIO, Placement, add_placement_options,
+                                      placement_error, placement_of)
 from tcpsim.capture.netns import Topology
 from tcpsim.capture.recorder import dropped_by_kernel
 from tcpsim.capture.spec import parse
@@ -41,6 +42,13 @@ def test_the_options_give_the_placement() -> None:
     assert placement_of(ap.parse_args([])) == Placement()
     assert placement_of(ap.parse_args(["--cpu", "1", "--reader-cpu", "0", "--rt"])) == \
         Placement(cpu=1, reader_cpu=0, rt=True)
+
+
+def test_a_placement_the_machine_cannot_give_is_one_error_line() -> None:
+    assert placement_error(Placement(cpu=0, reader_cpu=1), 2) == ""
+    assert placement_error(Placement(cpu=2), 2) == "--cpu: this machine has CPUs 0 to 1, got 2"
+    assert placement_error(Placement(reader_cpu=5), 2).startswith("--reader-cpu: this machine")
+    assert "is --cpu already" in placement_error(Placement(cpu=1, reader_cpu=1), 2)
 
 
 def test_tcpdump_drop_count_is_read_from_its_closing_lines() -> None:
