@@ -34,6 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout's tcpsim
 
+from tcpsim.capture.placement import add_placement_options, placement_of  # noqa: E402
 from tcpsim.capture.kconfig import kernel_hz  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "kernel"
@@ -57,6 +58,9 @@ class Fixture:
     timing_dependent: tuple[str, ...] = ()   # outcome classes / metrics that jitter decides
     note: str = ""
     repeat: int = 0                      # captures made unless --repeat is given (0 = 2)
+    reader_cpu: int = -1                 # the receiving application's own CPU (-1: with the
+                                         # sender and the delay program; tcpsim.capture Placement)
+    rt: bool = False                     # endpoints at real-time priority (capture --rt)
     tbf_burst: int = 0                   # tc tbf burst / limit in bytes (0 = netns defaults)
     tbf_limit: int = 0
     # where today's model is known to differ from this capture when replaying it: {outcome
@@ -153,6 +157,53 @@ FIXTURES: tuple[Fixture, ...] = (
                        "drops; today's model as a plain scenario retransmits 1440, 0 "
                        "beyond-window drops; replayed 215 beyond-window drops, DelayedACKLost "
                        "415 (kernel 0), TCPRcvCoalesce 9158 vs 54464"),
+    # the same two workloads with the receiving application on its own CPU (the sender and the
+    # delay program stay together on the other): the one-CPU set-up above starves the reader
+    Fixture("bulk-200mbit-tbf-cubic-rxcpu", "bulk-1gbit", 4.0, probe_every=5, thin=5,
+            changes={"link": {"rate": "200mbit", "queue_limit": 166}},
+            sysctl={"net.ipv4.tcp_shrink_window": 1},
+            repeat=5, tbf_burst=25_000, tbf_limit=250_000, reader_cpu=1, rt=True,
+            timing_dependent=("drops", "numbers"),
+            note="as bulk-200mbit-tbf-cubic (10 ms tbf queue, shrink 1, CUBIC) with the "
+                 "receiving application on its own CPU (1) and both endpoints at SCHED_FIFO 5; "
+                 "the sender and the delay program on CPU 0, where the receive softirq runs "
+                 "too. Five runs so (load average 6.7-9.4), then five without real-time "
+                 "priority (2.2-8.3; run_summaries[5:], placement.rt false). Beyond-window "
+                 "drops in one real-time run (59) and three of the others (38, 53, 75), so "
+                 "'drops' is timing-dependent",
+            divergence="issue 14, reader on its own CPU: the real-time captures retransmit "
+                       "298 / 83 / 85 / 101 / 140 segments (tbf drops 298 / 83 / 85 / 101 / "
+                       "79, beyond-window drops 0 / 0 / 0 / 0 / 59; without real-time "
+                       "priority 131 / 469 / 316 / 107 / 315); HyStart's ACK train ends slow "
+                       "start at cwnd 439-519, no ACK before the first loss (151-167 ms) "
+                       "covers more than 6 segments. Today's model as a plain scenario (fast "
+                       "reader, latency none): 51 retransmissions, all link drops, first at "
+                       "158 ms, slow start ends at cwnd ~500, 0 beyond-window drops, 92.7 MB "
+                       "(captures 77.4-91.6), 33217 ACKs (14837-29841), TCPRcvCoalesce 1024 "
+                       "(12137-24594); with latency = blocking_reader 54 / 95 / 147. Within "
+                       "2x of the median capture (101), not of the 298 run"),
+    Fixture("bulk-200mbit-tbf-bdp-cubic-rxcpu", "bulk-1gbit", 4.0, probe_every=5, thin=5,
+            changes={"link": {"rate": "200mbit", "queue_limit": 330}},
+            sysctl={"net.ipv4.tcp_shrink_window": 1},
+            repeat=5, tbf_burst=25_000, tbf_limit=500_000, reader_cpu=1, rt=True,
+            timing_dependent=("numbers",),
+            note="as bulk-200mbit-tbf-bdp-cubic (one-BDP tbf queue, shrink 1, CUBIC) with the "
+                 "receiving application on its own CPU (1) and both endpoints at SCHED_FIFO 5; "
+                 "the sender and the delay program on CPU 0, where the receive softirq runs "
+                 "too. Five runs so (load average 7.3-9.1), then five without real-time "
+                 "priority (3.4-8.3; run_summaries[5:], placement.rt false); no beyond-window "
+                 "drops in any of the ten",
+            divergence="issue 14, reader on its own CPU: the real-time captures retransmit "
+                       "131 / 124 / 69 / 160 / 39 segments, all tbf drops, first at 230-450 "
+                       "ms in congestion avoidance (without real-time priority 80 / 268 / 135 "
+                       "/ 43 / 34), no beyond-window drops in any of the ten; HyStart ends "
+                       "slow start at cwnd 476-516 (822 once). Today's model as a plain "
+                       "scenario: 34 retransmissions (first at 371 ms, cwnd 691; the "
+                       "captures' sampled cwnd before their first loss 457-592), 0 "
+                       "beyond-window drops (replayed: 0), 92.7 MB (captures 88.2-93.2), "
+                       "32666 ACKs (30662-33021), TCPRcvCoalesce 1059 (8141-9872); with "
+                       "latency = blocking_reader 33 / 35 / 34. Not within 2x: the model "
+                       "loses a quarter of the median capture's 124"),
     Fixture("bulk-blocking-reader", "bulk-1gbit", 3.0,
             changes={"link": {"rate": "100mbit", "queue_limit": 2000},
                      "reader": {"kind": "blocking", "bytes": 1 << 20}},
@@ -241,33 +292,42 @@ def run_summary(path: Path, duration_s: float) -> dict[str, Any]:
     cols, meta = read_trace(path)
     out = summarize(view(cols, meta), meta, int(duration_s * 1e9))
     summary = meta.get("summary") or {}
-    for key in ("link_qdisc", "host_load", "loadavg"):
+    sender = summary.get("sender") or {}
+    # capture-only facts: the sender's HyStart counters, the ACKs tcpdump saw, where the
+    # processes ran (tcpsim.capture.placement)
+    out["sender_hystart"] = {k: v for k, v in (sender.get("counters") or {}).items()
+                             if k.startswith("TcpExtTCPHystart")}
+    out["acks_on_wire"] = (summary.get("wire") or {}).get("acks")
+    for key in ("link_qdisc", "host_load", "loadavg", "placement", "ack_order",
+                "tcpdump_dropped"):
         if key in summary:
             out[key] = summary[key]
     return out
 
 
-def capture_one(fx: Fixture, run: int, cpu: int, work: Path, use_bpftrace: bool = True,
+def capture_one(fx: Fixture, run: int, where: Any, work: Path, use_bpftrace: bool = True,
                 host_load: str = "") -> Path:
-    """One capture of a fixture (run number ``run``) with its endpoints on ``cpu`` (and the
-    competing ``host_load``, tcpsim.capture.hostload, if given); its run summary is written
-    beside the trace as summary.json."""
+    """One capture of a fixture (run number ``run``) with its processes placed as ``where``
+    (tcpsim.capture.capture.Placement) says (and the competing ``host_load``,
+    tcpsim.capture.hostload, if given); its run summary is written beside the trace as
+    summary.json."""
     from tcpsim.capture.hostload import parse_host_load
     from tcpsim.capture.capture import capture
 
     d = work / f"{fx.name}.{run}"
     path = capture(scenario_for(fx), d, duration_s=fx.duration_s, use_bpftrace=use_bpftrace,
-                   probe_every=fx.probe_every, cpu=cpu, tbf_burst=fx.tbf_burst,
-                   tbf_limit=fx.tbf_limit,
+                   probe_every=fx.probe_every, cpu=where.cpu, tbf_burst=fx.tbf_burst,
+                   tbf_limit=fx.tbf_limit, reader_cpu=where.reader_cpu, rt=where.rt,
                    host_load=parse_host_load(host_load) if host_load else None)
     (d / "summary.json").write_text(json.dumps(run_summary(path, fx.duration_s)))
     return path
 
 
 def run_jobs(jobs: list[tuple[Fixture, int]], work: Path, parallel: int,
-             use_bpftrace: bool = True, host_load: str = "") -> None:
+             use_bpftrace: bool = True, host_load: str = "", rt: bool = False) -> None:
     """Capture every (fixture, run) job, ``parallel`` at a time, each in its own process
-    (its own namespaces) with its endpoints on CPU slot % ncpu."""
+    (its own namespaces) with its sender and delay program on CPU slot % ncpu (the reader
+    there too, or on the fixture's reader_cpu; ``rt``: endpoints at real-time priority)."""
     import queue
     import subprocess
     import threading
@@ -284,13 +344,18 @@ def run_jobs(jobs: list[tuple[Fixture, int]], work: Path, parallel: int,
                 fx, run = todo.get_nowait()
             except queue.Empty:
                 return
+            cpu = slot % ncpu if fx.reader_cpu < 0 else (fx.reader_cpu + 1) % ncpu
             argv = [sys.executable, __file__, "--one", fx.name, "--run", str(run),
-                    "--cpu", str(slot % ncpu), "--work", str(work)]
+                    "--cpu", str(cpu), "--reader-cpu", str(fx.reader_cpu), "--work", str(work)]
+            if rt or fx.rt:
+                argv.append("--rt")
             if not use_bpftrace:
                 argv.append("--no-bpftrace")
             if host_load:
                 argv += ["--host-load", host_load]
-            print(f"  {fx.name} run {run + 1} on cpu {slot % ncpu}", flush=True)
+            print(f"  {fx.name} run {run + 1} on cpu {cpu}"
+                  + (f", reader on cpu {fx.reader_cpu}" if fx.reader_cpu >= 0 else "")
+                  + (", real-time" if rt or fx.rt else ""), flush=True)
             proc = subprocess.run(argv, capture_output=True, text=True)
             if proc.returncode != 0:
                 failed.append(f"{fx.name} run {run + 1}: {proc.stderr.strip()[-500:]}")
@@ -412,12 +477,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-bpftrace", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--one", default="", help=argparse.SUPPRESS)      # worker mode
     ap.add_argument("--run", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--cpu", type=int, default=0, help=argparse.SUPPRESS)
+    add_placement_options(ap, hide_cpus=True)
     ap.add_argument("--work", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
         fx = next(f for f in FIXTURES if f.name == args.one)
-        print(capture_one(fx, args.run, args.cpu, args.work, not args.no_bpftrace,
+        print(capture_one(fx, args.run, placement_of(args), args.work, not args.no_bpftrace,
                           args.host_load))
         return 0
     chosen = [f for f in FIXTURES if not args.only or f.name in args.only.split(",")]
@@ -440,6 +505,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.retag:
         print(retag(args.out, chosen))
         return 0
+    pinned = [f.name for f in chosen if f.reader_cpu >= 0]
+    if pinned and args.parallel > 1:
+        print(f"fixtures: --parallel: the reader of {', '.join(pinned)} has a CPU of its own, "
+              "which parallel captures would share; capture them with --parallel 1",
+              file=sys.stderr)
+        return 2
     if os.geteuid() != 0 and args.from_raw is None:
         print("fixtures: needs root (network namespaces, bpftrace); run with sudo", file=sys.stderr)
         return 2
@@ -453,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
         jobs = [(fx, i) for fx in chosen for i in range(repeats[fx.name])]
         if args.from_raw is None:
             print(f"{len(jobs)} captures, {args.parallel} at a time", flush=True)
-            run_jobs(jobs, work, args.parallel, not args.no_bpftrace, args.host_load)
+            run_jobs(jobs, work, args.parallel, not args.no_bpftrace, args.host_load, args.rt)
         for fx in chosen:
             entries[fx.name] = record(fx, args.out, repeats[fx.name], work)
     order = [f.name for f in FIXTURES]

@@ -26,13 +26,14 @@ from tcpsim.validate.run import DOCS, replace_block  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "kernel"
 NEW = ("seed-unbounded-growth-shrink0-120s", "seed-unbounded-growth-shrink1-120s",
-       "bulk-200mbit-tbf-cubic", "bulk-200mbit-tbf-bdp-cubic", "bulk-blocking-reader")
+       "bulk-200mbit-tbf-cubic", "bulk-200mbit-tbf-bdp-cubic", "bulk-200mbit-tbf-cubic-rxcpu",
+       "bulk-200mbit-tbf-bdp-cubic-rxcpu", "bulk-blocking-reader")
 BLOCKS = ("writer.latency=periodic_writer_blocks", "reader.latency=periodic_reader_blocks")
 # (label, fixtures, --set settings)
 VARIANTS = (
     ("scenario's own", NEW, ()),
     ("captured sequences", NEW[:2], BLOCKS),
-    ("blocking_reader latency", NEW[4:], ("reader.latency=blocking_reader",)),
+    ("blocking_reader latency", ("bulk-blocking-reader",), ("reader.latency=blocking_reader",)),
 )
 
 

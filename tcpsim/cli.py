@@ -21,6 +21,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from tcpsim.cli_params import plain_params
 from tcpsim.core.sysctl import SysctlError
+from tcpsim.capture.placement import HELP as PLACEMENT_HELP
 from tcpsim.catalog import ProfileError, get_profile
 from tcpsim.engines import EngineError
 from tcpsim.scenario import Scenario, ScenarioError, builtin_experiments, load_scenario
@@ -719,7 +720,9 @@ def capture(
     tbf_limit: Optional[str] = typer.Option(None, "--tbf-limit",
                                             help="token bucket queue limit in bytes "
                                                  "(default: link.queue_limit full frames)"),
-    cpu: int = typer.Option(0, "--cpu", help="CPU the endpoints and the delay program run on"),
+    cpu: int = typer.Option(0, "--cpu", help=PLACEMENT_HELP["cpu"]),
+    reader_cpu: int = typer.Option(-1, "--reader-cpu", help=PLACEMENT_HELP["reader_cpu"]),
+    rt: bool = typer.Option(False, "--rt", help=PLACEMENT_HELP["rt"]),
     host_load: Optional[str] = typer.Option(
         None, "--host-load", help="competing processes on that CPU for the whole capture: NxB/P "
                                   "= N processes busy B ms of every P ms, e.g. 1x5/10"),
@@ -732,8 +735,9 @@ def capture(
         load = parse_host_load(host_load) if host_load is not None else None
     except ValueError as exc:
         _fail(f"--host-load: {exc}")
-    if not 0 <= cpu < (os.cpu_count() or 1):
-        _fail(f"--cpu: this machine has CPUs 0 to {(os.cpu_count() or 1) - 1}, got {cpu}")
+    from tcpsim.capture.placement import Placement, placement_error
+    if error := placement_error(Placement(cpu, reader_cpu, rt), os.cpu_count() or 1):
+        _fail(error)
     if os.geteuid() != 0:
         _fail("capture needs root (network namespaces, tracepoints): run it with sudo")
     from tcpsim.capture.capture import capture as run_capture
@@ -758,7 +762,8 @@ def capture(
             _fail("--tbf-burst/--tbf-limit: the scenario has no [link] rate, so there is no "
                   "token bucket; give the link a rate")
         path = run_capture(sc.source or scenario, out, duration_s=dur, use_bpftrace=not no_bpftrace,
-                           cpu=cpu, tbf_burst=burst, tbf_limit=limit, host_load=load)
+                           cpu=cpu, tbf_burst=burst, tbf_limit=limit, host_load=load,
+                           reader_cpu=reader_cpu, rt=rt)
     except USER_ERRORS as exc:
         _fail(str(exc))
         return

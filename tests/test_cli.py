@@ -121,6 +121,8 @@ def test_capture_refuses_without_root(monkeypatch):
     (["--tbf-limit", "0"], "--tbf-limit: must be at least one byte"),
     (["--tbf-burst", "lots"], "--tbf-burst: 'lots' is not a size"),
     (["--cpu", "64"], "--cpu: this machine has CPUs 0 to"),
+    (["--reader-cpu", "64"], "--reader-cpu: this machine has CPUs 0 to"),
+    (["--reader-cpu", "0"], "--reader-cpu: CPU 0 is --cpu already"),
 ])
 def test_capture_refuses_bad_bottleneck_options_before_capturing(monkeypatch, args, needle):
     # as root with every tool present, the options are checked before any namespace exists

@@ -9,6 +9,7 @@ wire, the socket samples, the app logs and the counters; metadata summary says s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -23,6 +24,9 @@ from tcpsim.capture import nstat, parquet_out, trace_build as tb, wakeups, wire
 from tcpsim.capture.hostload import HostLoad, HostLoadRunner
 from tcpsim.capture.kconfig import kernel_hz
 from tcpsim.capture.netns import Topology, python_env, run, tbf_params, topology
+from tcpsim.capture.placement import (
+    ENDPOINT_RT_PRIO, SENDER_CPU, Placement, add_placement_options, placement_error, placement_of,
+)
 from tcpsim.capture.probe import BpfProbe, TRACEFS, available as bpf_available
 from tcpsim.capture.probe_csv import drop_reason_names
 from tcpsim.capture.recorder import WireRecorder
@@ -30,10 +34,6 @@ from tcpsim.capture.spec import CaptureSpec, parse
 
 RCV_PORT = 46000
 SND_PORT = 5001
-# Both endpoints (and the delay program) run on one CPU: a veth packet is queued on the backlog
-# of the CPU that sent it, so a sender transmitting from two CPUs (process context on one,
-# ACK-clocked softirq on the other) reorders segments without any loss (capturing.md).
-SENDER_CPU = 0
 # The sender's congestion control, set per socket (a non-root namespace may not select a
 # restricted default, capturing.md): CUBIC, the kernel's default.
 SENDER_CC = "cubic"
@@ -55,17 +55,19 @@ def _expect(proc: subprocess.Popen[bytes], word: str, timeout: float) -> None:
 
 
 def endpoint_configs(spec: CaptureSpec, topo: Topology, raw: Path,
-                     cpu: int = SENDER_CPU) -> tuple[dict, dict]:
-    """(sender config, receiver config) for tcpsim.capture.endpoint, both pinned to ``cpu``."""
+                     where: Placement = Placement()) -> tuple[dict, dict]:
+    """(sender config, receiver config) for tcpsim.capture.endpoint, pinned as ``where``
+    says."""
     rcv_listens = spec.role == "server"
+    rt = ENDPOINT_RT_PRIO if where.rt else 0
     snd = {"role": "connect" if rcv_listens else "listen", "addr": topo.snd_addr,
            "port": 0 if rcv_listens else SND_PORT, "peer_addr": topo.rcv_addr,
-           "peer_port": RCV_PORT, "nodelay": spec.nodelay, "cc": SENDER_CC, "cpu": cpu,
-           "app": spec.writer.as_dict(), "sample_ns": 10_000_000, "out": str(raw)}
+           "peer_port": RCV_PORT, "nodelay": spec.nodelay, "cc": SENDER_CC, "cpu": where.cpu,
+           "rt": rt, "app": spec.writer.as_dict(), "sample_ns": 10_000_000, "out": str(raw)}
     rcv = {"role": "listen" if rcv_listens else "connect", "addr": topo.rcv_addr,
            "port": RCV_PORT, "peer_addr": topo.snd_addr, "peer_port": SND_PORT,
-           "so_rcvbuf": spec.so_rcvbuf, "cpu": cpu, "app": spec.reader.as_dict(),
-           "sample_ns": 10_000_000, "out": str(raw)}
+           "so_rcvbuf": spec.so_rcvbuf, "cpu": where.receiver_cpu, "rt": rt,
+           "app": spec.reader.as_dict(), "sample_ns": 10_000_000, "out": str(raw)}
     return snd, rcv
 
 
@@ -98,9 +100,9 @@ def read_events(path: Path) -> list[tuple[int, str, int]]:
 
 
 def run_workload(spec: CaptureSpec, topo: Topology, raw: Path, duration_s: float,
-                 cpu: int = SENDER_CPU) -> int:
+                 where: Placement = Placement()) -> int:
     """Start both endpoints (listener first), run for ``duration_s``, stop them; return t0."""
-    snd_cfg, rcv_cfg = endpoint_configs(spec, topo, raw, cpu)
+    snd_cfg, rcv_cfg = endpoint_configs(spec, topo, raw, where)
     env = python_env()
     first, second = (("receiver", rcv_cfg), ("sender", snd_cfg)) if rcv_cfg["role"] == "listen" \
         else (("sender", snd_cfg), ("receiver", rcv_cfg))
@@ -136,12 +138,15 @@ def run_workload(spec: CaptureSpec, topo: Topology, raw: Path, duration_s: float
 def capture(scenario: dict[str, Any] | str | Path, out_dir: str | Path,
             duration_s: float | None = None, use_bpftrace: bool = True,
             probe_every: int = 1, cpu: int = SENDER_CPU, tbf_burst: int = 0,
-            tbf_limit: int = 0, host_load: HostLoad | None = None) -> Path:
+            tbf_limit: int = 0, host_load: HostLoad | None = None,
+            reader_cpu: int = -1, rt: bool = False) -> Path:
     """Run the scenario over the real kernel; return the Parquet trace path.
 
     ``probe_every`` > 1 traces only every Nth segment (bulk at high rates: full tracing makes
-    the 2 vCPUs the bottleneck); 'rx' rows then carry no detail. ``cpu``: the CPU both
-    endpoints and the delay program run on (parallel captures use different ones).
+    the 2 vCPUs the bottleneck); 'rx' rows then carry no detail. ``cpu``, ``reader_cpu``,
+    ``rt``: where the processes run (Placement; parallel captures use different CPUs),
+    recorded in the summary as 'placement'; with a reader on its own CPU the ACKs leave from
+    two CPUs, so their order is also recorded where the sender receives them ('ack_order').
     ``tbf_burst`` / ``tbf_limit``: the token bucket's burst and byte limit when the scenario
     has a link rate (0 = netns.tbf_params' defaults); recorded in the summary as 'link_qdisc'.
     ``host_load``: competing processes on ``cpu`` for the whole capture (started before the
@@ -157,9 +162,10 @@ def capture(scenario: dict[str, Any] | str | Path, out_dir: str | Path,
     duration = duration_s if duration_s is not None else spec.duration_ns / 1e9
     use_bpf = use_bpftrace and bpf_available()
     load_before = os.getloadavg()          # the machine's load shapes the apps' wakeup latency
+    where = Placement(cpu=cpu, reader_cpu=reader_cpu, rt=rt)
     loader = HostLoadRunner(host_load, cpu, raw / "host_load").start() if host_load else None
     try:
-        rows, summary, meta_parts = _capture_run(spec, raw, duration, use_bpf, probe_every, cpu,
+        rows, summary, meta_parts = _capture_run(spec, raw, duration, use_bpf, probe_every, where,
                                                  tbf_burst, tbf_limit)
     finally:
         load_stats = loader.stop() if loader else None
@@ -175,7 +181,7 @@ _MetaParts = tuple[dict[str, Any], dict[str, int]]
 
 
 def _capture_run(spec: CaptureSpec, raw: Path, duration: float, use_bpf: bool,
-                 probe_every: int, cpu: int, tbf_burst: int,
+                 probe_every: int, where: Placement, tbf_burst: int,
                  tbf_limit: int) -> tuple[list[tb.Row], dict[str, Any], _MetaParts]:
     """The capture proper: namespaces, workload, probe, counters; (rows, summary, the parts
     of the trace's metadata)."""
@@ -183,7 +189,7 @@ def _capture_run(spec: CaptureSpec, raw: Path, duration: float, use_bpf: bool,
     pcap = raw / "wire.pcap"
     with topology(delay_ns=spec.delay_ab_ns, delay_ba_ns=spec.delay_ba_ns, mtu=spec.mtu,
                   rate_bps=spec.rate_bps, queue_limit=spec.queue_limit, loss=spec.loss,
-                  tag=f"c{os.getpid()}", delay_stats=raw / "delay.json", delay_cpu=cpu,
+                  tag=f"c{os.getpid()}", delay_stats=raw / "delay.json", delay_cpu=where.cpu,
                   tbf_burst=tbf_burst, tbf_limit=tbf_limit) as topo:
         configure(spec, topo)
         sysctls = {k: topo.read_sysctl(topo.rcv, k) for k in _sysctl_names(spec)}
@@ -195,8 +201,14 @@ def _capture_run(spec: CaptureSpec, raw: Path, duration: float, use_bpf: bool,
                              netns=topo.rcv).start()
         try:
             realtime_offset = time.time_ns() - time.monotonic_ns()
-            with WireRecorder(topo, pcap, RCV_PORT):
-                t0 = run_workload(spec, topo, raw, duration, cpu)
+            recorders = [WireRecorder(topo, pcap, RCV_PORT)]
+            if where.reader_cpu >= 0:
+                recorders.append(WireRecorder(topo, raw / ACK_PCAP, RCV_PORT, ns=topo.snd,
+                                              expr=f"tcp src port {RCV_PORT}"))
+            with contextlib.ExitStack() as stack:
+                for rec in recorders:
+                    stack.enter_context(rec)
+                t0 = run_workload(spec, topo, raw, duration, where)
         finally:
             records = probe.stop() if probe else None
         after = nstat.read_counters(lambda a: topo.sh(topo.rcv, a))
@@ -209,13 +221,24 @@ def _capture_run(spec: CaptureSpec, raw: Path, duration: float, use_bpf: bool,
     summary.update({"duration_s": duration, "bpftrace": bool(records), "probe_every": probe_every,
                     "rx_state": "before the segment (tcp:tcp_probe)" if records else
                     "no per-segment kernel state (bpftrace not used)",
-                    "delay": _delay_stats(raw), "cpu": cpu,
+                    "delay": _delay_stats(raw), "cpu": where.cpu,
+                    "placement": where.as_dict(),
+                    "tcpdump_dropped": {"receiver": recorders[0].dropped,
+                                        **({"sender_acks": recorders[1].dropped}
+                                           if len(recorders) > 1 else {})},
                     "sender": {"congestion_control": SENDER_CC, "sysctls": sender_sysctls,
                                "counters": sender_counters},
                     "wakeups": wakeups.summary(raw, records, probe_every, RCV_PORT)})
     if qdisc is not None:
         summary["link_qdisc"] = qdisc
+    if (raw / ACK_PCAP).exists() and pcap.exists():
+        summary["ack_order"] = wire.ack_order(wire.read_pcap(pcap), wire.read_pcap(raw / ACK_PCAP),
+                                              RCV_PORT)
     return rows, summary, (sysctls, counters)
+
+
+# the receiver's ACKs as the sender's veth sees them (recorded when they leave from two CPUs)
+ACK_PCAP = "acks_at_sender.pcap"
 
 
 def _write_capture(spec: CaptureSpec, out: Path, rows: list[tb.Row], summary: dict[str, Any],
@@ -346,12 +369,16 @@ def main(argv: list[str] | None = None) -> None:
                     help='e.g. "30s" or 30 (default: the scenario\'s)')
     ap.add_argument("--no-bpftrace", action="store_true")
     ap.add_argument("--probe-every", type=int, default=1, help="trace every Nth segment")
-    ap.add_argument("--cpu", type=int, default=SENDER_CPU, help="CPU of both endpoints")
+    add_placement_options(ap)
     ap.add_argument("--tbf-burst", type=int, default=0, help="tbf burst, bytes")
     ap.add_argument("--tbf-limit", type=int, default=0, help="tbf queue limit, bytes")
     args = ap.parse_args(argv)
+    where = placement_of(args)
+    if error := placement_error(where, os.cpu_count() or 1):
+        ap.error(error)
     print(capture(args.scenario, args.out, args.duration, not args.no_bpftrace, args.probe_every,
-                  args.cpu, args.tbf_burst, args.tbf_limit))
+                  where.cpu, args.tbf_burst, args.tbf_limit, reader_cpu=where.reader_cpu,
+                  rt=where.rt))
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@
     python -m tcpsim.capture.endpoint {sender|receiver} --config JSON
 
 The config (JSON) holds: role ("listen" | "connect"), addr, port, peer_addr, peer_port,
-so_rcvbuf, nodelay, cc, cpu, app (the normalised [writer] or [reader] table), sample_ns and
-out (a directory). The process prints "listening" (listen role) and "connected" on stdout,
+so_rcvbuf, nodelay, cc, cpu, rt (SCHED_FIFO priority, 0 = leave as is), app (the normalised
+[writer] or [reader] table), sample_ns and out (a directory). The process prints "listening" (listen role) and "connected" on stdout,
 runs the app loop until SIGTERM, then writes `<side>_events.csv` (t_ns,kind,n) and
 `<side>_samples.csv` (SO_MEMINFO + TCP_INFO + window_clamp + FIONREAD every sample_ns).
 """
@@ -113,6 +113,8 @@ def main(argv: list[str] | None = None) -> None:
     cfg = json.loads(args.config)
     if cfg.get("cpu", -1) >= 0:
         os.sched_setaffinity(0, {int(cfg["cpu"])})
+    if cfg.get("rt", 0) > 0:   # before the threads start: they inherit the policy
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(cfg["rt"])))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

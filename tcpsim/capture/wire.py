@@ -205,3 +205,45 @@ def window_summary(acks: list[dict[str, object]]) -> dict[str, object]:
         edge = max(edge, right)
     return {"acks": len(wins), "zero_windows": zero, "min_win": min(wins, default=-1),
             "max_win": max(wins, default=-1), "right_edge_retreats": retreats}
+
+
+def ack_order(at_receiver: Iterable[Packet], at_sender: Iterable[Packet],
+              rcv_port: int) -> dict[str, int]:
+    """Were the receiver's packets reordered on their way to the sender? (With the reader on
+    its own CPU they leave from two CPUs, and veth queues each on its sender CPU's backlog.)
+
+    Each packet is matched by (ack, tsval, window, flags) to its place in the receiver-side
+    capture; 'reordered' counts those that reached the sender after a packet sent later,
+    'ack_went_back' those whose ack number is below one the sender had already received
+    (tcp_ack() then ignores them as old ACKs).
+    """
+    def key(p: Packet) -> tuple[int, int, int, int]:
+        return (p.ack, p.tsval, p.win, p.flags)
+
+    sent: dict[tuple[int, int, int, int], list[int]] = {}
+    n_sent = 0
+    for p in at_receiver:
+        if p.sport == rcv_port:
+            sent.setdefault(key(p), []).append(n_sent)
+            n_sent += 1
+    seen = reordered = unmatched = went_back = 0
+    last_idx, high_ack = -1, None
+    for p in at_sender:
+        if p.sport != rcv_port:
+            continue
+        seen += 1
+        places = sent.get(key(p))
+        if not places:
+            unmatched += 1
+        else:
+            idx = places.pop(0)
+            if idx < last_idx:
+                reordered += 1
+            last_idx = max(last_idx, idx)
+        if p.flags & 0x10:
+            if high_ack is not None and 0 < (high_ack - p.ack) % (1 << 32) < 1 << 31:
+                went_back += 1
+            elif high_ack is None or (p.ack - high_ack) % (1 << 32) < 1 << 31:
+                high_ack = p.ack
+    return {"sent": n_sent, "seen_at_sender": seen, "reordered": reordered,
+            "ack_went_back": went_back, "unmatched": unmatched}

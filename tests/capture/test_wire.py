@@ -80,3 +80,20 @@ def test_microsecond_pcap_and_non_tcp(tmp_path):
     p.write_bytes(pcap_bytes([(5_000_000, arp), (6_000_000, tcp_frame(RCV, SND, 1, 2, 0x10, 3))], nano=False))
     pkts = list(wire.read_pcap(p))
     assert len(pkts) == 1 and pkts[0].t_ns == 6_000_000
+
+
+def test_ack_order_counts_acks_that_reach_the_sender_out_of_order():
+    """The receiver's ACKs leave from two CPUs when its reader has its own: ack_order holds
+    the sender's view against the receiver's, by (ack, tsval, window, flags)."""
+    sent = [wire.Packet(i, *RCV, *SND, 1, 100 + i, 0x10, 500, 0) for i in range(5)]
+    sent.append(wire.Packet(5, *SND, *RCV, 100, 1, 0x10, 500, 1448))   # data: not counted
+    arrived = [sent[0], sent[2], sent[1], sent[3], sent[4]]              # 2 overtook 1
+    assert wire.ack_order(sent, arrived, RCV[1]) == {
+        "sent": 5, "seen_at_sender": 5, "reordered": 1, "ack_went_back": 1, "unmatched": 0}
+    assert wire.ack_order(sent, sent, RCV[1])["reordered"] == 0
+    # a window update with the same ack overtaken: reordered, but the ack did not go back
+    upd = [wire.Packet(0, *RCV, *SND, 1, 100, 0x10, w, 0) for w in (500, 600)]
+    assert wire.ack_order(upd, upd[::-1], RCV[1])["ack_went_back"] == 0
+    assert wire.ack_order(upd, upd[::-1], RCV[1])["reordered"] == 1
+    # an ACK the receiver-side capture lost is unmatched, not reordered
+    assert wire.ack_order(sent[:1], sent[:2], RCV[1])["unmatched"] == 1

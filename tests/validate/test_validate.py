@@ -24,9 +24,13 @@ UNTIL = {"seed-never-reads-shrink0": 3.0, "seed-never-reads-shrink1": 3.0,
          "seed-oscillating-reader": 1.5, "bulk-1gbit": 0.3,
          "seed-unbounded-growth-shrink0-120s": 5.0, "seed-unbounded-growth-shrink1-120s": 3.0,
          "bulk-200mbit-tbf-cubic": 0.5, "bulk-200mbit-tbf-bdp-cubic": 1.0,
+         "bulk-200mbit-tbf-cubic-rxcpu": 0.5, "bulk-200mbit-tbf-bdp-cubic-rxcpu": 1.0,
          "bulk-blocking-reader": 0.5}
+# the tbf workloads again with the reader on its own CPU: 5 real-time runs, then 5 not
+RXCPU = ("bulk-200mbit-tbf-cubic-rxcpu", "bulk-200mbit-tbf-bdp-cubic-rxcpu")
 ISSUE14 = ("seed-unbounded-growth-shrink0-120s", "seed-unbounded-growth-shrink1-120s",
-           "bulk-200mbit-tbf-cubic", "bulk-200mbit-tbf-bdp-cubic", "bulk-blocking-reader")
+           "bulk-200mbit-tbf-cubic", "bulk-200mbit-tbf-bdp-cubic", *RXCPU,
+           "bulk-blocking-reader")
 _CACHE: dict[str, object] = {}
 
 
@@ -58,9 +62,10 @@ def test_fixture_set_is_complete_and_small():
     assert total < 5 << 20
     assert all((FIXTURES / e["file"]).stat().st_size < 1 << 20 for e in manifest["fixtures"])
     for e in manifest["fixtures"]:
-        # each captured twice (issue 14's three times), and the outcome classes agreed
-        # between the runs except where the fixture says jitter decides them
-        assert e["runs"] == (3 if e["name"] in ISSUE14 else 2), e["name"]
+        # each captured twice (issue 14's three times, ten with the reader on its own CPU),
+        # and the outcome classes agreed between the runs except where jitter decides them
+        runs = 10 if e["name"] in RXCPU else 3 if e["name"] in ISSUE14 else 2
+        assert e["runs"] == runs, e["name"]
         assert len(e["run_summaries"]) == e["runs"], e["name"]
         assert all(agree or cls in e["timing_dependent"]
                    for cls, agree in e["outcomes_agree"].items()), e["name"]
@@ -97,6 +102,28 @@ def test_issue14_fixtures_record_their_provenance_and_run_figures():
     blocking = entries["bulk-blocking-reader"]["run_summaries"]
     assert [r["counters"]["TcpExtTCPRcvCoalesce"] for r in blocking] == [18017, 18735, 17102]
     assert all(r["wakeups"]["receiver"]["n"] > 1000 for r in blocking)   # recv() wakeups
+
+
+def test_rxcpu_fixtures_record_where_the_reader_ran():
+    manifest = json.loads((FIXTURES / "manifest.json").read_text())
+    entries = {e["name"]: e for e in manifest["fixtures"]}
+    for name in RXCPU:
+        runs = entries[name]["run_summaries"]
+        assert all(r["placement"]["reader_cpu"] == 1 and r["placement"]["cpu"] == 0
+                   for r in runs), name
+        assert [r["placement"]["rt"] for r in runs] == [True] * 5 + [False] * 5, name
+        assert all(r["ack_order"]["reordered"] < 20 for r in runs), name
+    bdp = entries["bulk-200mbit-tbf-bdp-cubic-rxcpu"]["run_summaries"]
+    assert [r["sender_retrans_segs"] for r in bdp[:5]] == [131, 124, 69, 160, 39]
+    assert all(r["counters"]["TcpExtBeyondWindow"] == 0 for r in bdp)
+
+
+def test_rxcpu_bdp_replay_drops_nothing_beyond_the_window_like_the_kernel():
+    # issue 14's done-means: no beyond-window drops under shrink 1 where the capture has none
+    v = validated("bulk-200mbit-tbf-bdp-cubic-rxcpu")
+    drops = v.score.outcomes["drops"]
+    assert (drops["kernel"], drops["model"]) == ("no drops", "no drops") and drops["scored"]
+    assert v.score.passed
 
 
 def test_known_divergence_is_reported_not_scored_and_never_hidden():
