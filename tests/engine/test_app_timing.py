@@ -365,3 +365,17 @@ def test_packetdrill_never_reads_a_scenario_nor_application_timing() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("fixture", ["seed-unbounded-growth-shrink0", "bulk-blocking-reader"])
+def test_validate_replays_the_logged_app_times_not_the_default(fixture: str) -> None:
+    """A capture of a periodic writer and reader (or a blocking reader) is replayed at its
+    logged times: the plan's applications carry no default timing, the run is exact."""
+    from pathlib import Path
+    from tcpsim.validate.replay import plan
+    from tcpsim.validate.trace import load, view
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "kernel" / f"{fixture}.parquet"
+    p = plan(view(*load(path)))
+    assert p.scenario.timing == "exact"
+    assert not p.scenario.writer.timed and not p.scenario.reader.timed
+    assert p.write_ticks or p.read_ticks               # the logged times drive the apps
