@@ -309,6 +309,10 @@ def main() -> int:
     ap.add_argument("-k", dest="filter", help="verify: only cases whose key starts with this")
     ap.add_argument("--sender-sysctl", "-S", action="append", default=[], metavar="NAME=VALUE",
                     help="verify: a sender sysctl on every case (tcpsim run -S)")
+    ap.add_argument("--timing", metavar="PRESET|exact",
+                    help="verify: every case with this application timing (tcpsim run --timing; "
+                         "with exact, traces recorded before the default timing compare with "
+                         "--rows-only: the scenario record names the timing)")
     ap.add_argument("--rows-only", action="store_true",
                     help="verify: equal trace rows and JSON pass, whatever the metadata says")
     ap.add_argument("--work", type=Path, help="verify: where the new traces go (default DIR/verify; "
@@ -320,6 +324,7 @@ def main() -> int:
         if a.engine:
             ENGINE_ARGS[:] = ["--engine", a.engine]
         extra = tuple(x for v in a.sender_sysctl for x in ("-S", v))
+        extra += ("--timing", a.timing) if a.timing else ()
         return verify(a.dir, a.jobs, a.filter, a.work, extra, a.rows_only)
     if a.mode == "list":
         for c in cases(a.dir):

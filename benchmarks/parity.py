@@ -31,21 +31,28 @@ SHORT = "300ms"                       # default duration of a case
 SHORT_FAST = "60ms"                   # 1 Gbit/s cases (the Python engine is slow there)
 FAST_CASES = ("bulk-1gbit", "seed-oscil-benchmark", "seed-default-fill", "x-oscil-short")
 
+# Pinned to exact application timing (the run-wide opt-out): these cases are about other
+# things (devices, hz, skipping, two-way, relay) and keep today's exact-timing paths covered;
+# the p-default-* cases run the same scenarios with the default (calibrated) timing.
+_EXACT = '[timing]\nhost = "exact"\n'
 _LOSSY = ('[link]\nrtt = "20ms"\nrate = "100mbit"\nqueue_limit = 60\nloss = 0.02\n'
           'jitter = "300us"\n[writer]\nkind = "bulk"\n[reader]\nkind = "fast"\n')
 _PERIODIC = ('[link]\nrtt = "10ms"\n[receiver]\ndevice = "{device}"\n'
              '[writer]\nkind = "periodic"\nbytes = 1448\nevery = "1ms"\n'
              '[reader]\nkind = "periodic"\nbytes = 700\nevery = "1ms"\n')
+_PERIODIC_EXACT = _PERIODIC + _EXACT
 _TWO_WAY = ('[link]\nrtt = "10ms"\n[receiver]\ndevice = "loopback"\n'
             '[receiver.writer]\nkind = "periodic"\nbytes = 500\nevery = "2ms"\n'
             '[sender]\ndevice = "tun"\n[sender.reader]\nkind = "periodic"\nbytes = 300\n'
             'every = "1ms"\n[writer]\nkind = "bulk"\n[reader]\nkind = "periodic"\n'
             'bytes = 2000\nevery = "1ms"\n')
+_TWO_WAY_EXACT = _TWO_WAY + _EXACT
 _RELAY = ('[link]\nrtt = "1ms"\n[writer]\nkind = "bulk"\n[reader]\nkind = "periodic"\n'
           'bytes = "4M"\nevery = "1ms"\nstart = "150ms"\n[receiver.writer]\nkind = "periodic"\n'
           'bytes = 48\nevery = "10ms"\n[sender.reader]\nkind = "relay"\n')
+_RELAY_EXACT = _RELAY + _EXACT
 _BLOCKING_EXACT = ('[link]\nrtt = "2ms"\nrate = "100mbit"\nqueue_limit = 100\n[writer]\n'
-                   'kind = "bulk"\n[reader]\nkind = "blocking"\n')
+                   'kind = "bulk"\n[reader]\nkind = "blocking"\n' + _EXACT)
 
 _TIMED = ('[sysctl]\n"net.ipv4.tcp_rmem" = [4096, 131072, 268435456]\n'
           '"net.ipv4.tcp_adv_win_scale" = -2\n[link]\nrtt = "20ms"\n[receiver]\nrole = "client"\n'
@@ -57,7 +64,7 @@ _BLOCKING = ('[link]\nrtt = "2ms"\nrate = "100mbit"\nqueue_limit = 100\n'
              'latency = "blocking_reader"\ncall_cost = "5us"\ncopy_rate = "4gbit"\n')
 _FIXED = ('[link]\nrtt = "10ms"\n[writer]\nkind = "periodic"\nbytes = 3000\nevery = "1ms"\n'
           'latency = "1500us"\n[reader]\nkind = "fast"\nlatency = "300us"\n')
-_TWO_WAY_TIMED = _TWO_WAY.replace('every = "2ms"\n', 'every = "2ms"\nlatency = "periodic_writer"\n'
+_TWO_WAY_TIMED = _TWO_WAY_EXACT.replace('every = "2ms"\n', 'every = "2ms"\nlatency = "periodic_writer"\n'
                                   ).replace('bytes = 300\n', 'bytes = 300\nlatency = "3ms"\n')
 _TBF = ('[link]\nrtt = "4ms"\nkind = "tbf"\nrate = "200mbit"\nburst = "32kb"\n'
         'limit = "{limit}"\njitter = "{jitter}"\nloss = {loss}\n'
@@ -68,14 +75,14 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
     "p-loss-jitter": (_LOSSY, ()),
     "p-loss-jitter-seed-negative": (_LOSSY, ("--seed", "-7")),
     "p-loss-jitter-seed-large": (_LOSSY, ("--seed", str(2**70 + 3))),
-    "p-hz250": (_PERIODIC.format(device="veth"), ("--hz", "250")),
-    "p-hz100-noskip": (_PERIODIC.format(device="veth"), ("--hz", "100", "--no-skip")),
-    "p-two-way": (_TWO_WAY, ()),
+    "p-hz250": (_PERIODIC_EXACT.format(device="veth"), ("--hz", "250")),
+    "p-hz100-noskip": (_PERIODIC_EXACT.format(device="veth"), ("--hz", "100", "--no-skip")),
+    "p-two-way": (_TWO_WAY_EXACT, ()),
     "p-tap": (_LOSSY, ("--pcap",)),
-    "p-tap-replay": (_PERIODIC.format(device="veth"), ("--pcap", "--replay")),
-    "p-relay": (_RELAY, ()),
-    "p-relay-noskip": (_RELAY, ("--no-skip",)),
-    "p-relay-timed-writer": (_RELAY.replace('every = "10ms"\n',
+    "p-tap-replay": (_PERIODIC_EXACT.format(device="veth"), ("--pcap", "--replay")),
+    "p-relay": (_RELAY_EXACT, ()),
+    "p-relay-noskip": (_RELAY_EXACT, ("--no-skip",)),
+    "p-relay-timed-writer": (_RELAY_EXACT.replace('every = "10ms"\n',
                                             'every = "10ms"\nlatency = "periodic_writer"\n'), ()),
     "p-blocking": (_BLOCKING_EXACT, ()),
     "p-reno": (_LOSSY, ("-S", "net.ipv4.tcp_congestion_control=reno")),
@@ -96,6 +103,13 @@ EXTRA: dict[str, tuple[str, tuple[str, ...]]] = {
     "p-timed-blocks-host": (_TIMED.replace('"periodic_writer"', '"periodic_writer_blocks"')
                             .replace('"periodic_reader"', '"periodic_reader_blocks"')
                             + '[timing]\nhost = "dev-vm-quiet"\n', ("--seed", "3")),
+    # the default application timing (no latency given, no [timing]): dev-vm-loaded's
+    # calibrated defaults, resolved once for both engines (tcpsim.app_latency.DEFAULT_TIMING)
+    "p-default-timing": (_PERIODIC.format(device="veth"), ("--seed", "6")),
+    "p-default-timing-noskip": (_PERIODIC.format(device="veth"), ("--no-skip", "--seed", "8")),
+    "p-default-timing-blocking": (_BLOCKING_EXACT.replace(_EXACT, ""), ("--seed", "2")),
+    "p-default-timing-two-way": (_TWO_WAY, ("--seed", "9")),
+    "p-default-timing-quiet": (_PERIODIC.format(device="veth"), ("--timing", "dev-vm-quiet")),
     "p-tbf-drops": (_TBF.format(limit="100kb", jitter="0us", loss=0, reader='kind = "fast"'), ()),
     "p-tbf-drops-nosack": (_TBF.format(limit="100kb", jitter="0us", loss=0, reader='kind = "fast"'),
                            ("-s", "net.ipv4.tcp_sack=0")),
@@ -127,9 +141,9 @@ def cases(root: Path, full: bool = False) -> list[Case]:
         out.append(Case(c.key, c.scenario, c.profile, dur, c.args))
     extra = dict(EXTRA)
     for dev in DEVICES:
-        extra[f"p-device-{dev}"] = (_PERIODIC.format(device=dev), ())
+        extra[f"p-device-{dev}"] = (_PERIODIC_EXACT.format(device=dev), ())
     for patch in PATCHES:
-        extra[f"p-patch-{patch}"] = (_PERIODIC.format(device="veth"), ("--policy", patch))
+        extra[f"p-patch-{patch}"] = (_PERIODIC_EXACT.format(device="veth"), ("--policy", patch))
     # the ntb experiment as shipped (two relaying ends, 64 KiB MTU, jumbo kmalloc buffers)
     ntb = (Path(__file__).resolve().parents[1] / "experiments" / "ntb-jumbo-rx.toml").read_text()
     extra["p-ntb-jumbo-rx"] = ("\n".join(line for line in ntb.splitlines()
@@ -191,6 +205,8 @@ def _options(case: Case, engine: str, trace: Path, pcap: Path | None) -> Any:
             opts.hz = int(args.pop(0))
         elif flag in ("--pcap", "--replay"):
             pass                                   # the tap, its replay: run_both's
+        elif flag == "--timing":
+            args.pop(0)                            # read with the scenario: run_both's
         else:
             raise ValueError(f"parity case {case.key}: unknown argument {flag}")
     return opts
@@ -205,7 +221,8 @@ def run_both(case: Case, work: Path) -> list[str]:
     for engine in ("python", "native"):
         trace = work / f"{case.key}.{engine}.parquet"
         pcap = work / f"{case.key}.{engine}.pcap" if "--pcap" in case.args else None
-        result, _ = run(load_scenario(case.scenario), _options(case, engine, trace, pcap))
+        timing = case.args[case.args.index("--timing") + 1] if "--timing" in case.args else None
+        result, _ = run(load_scenario(case.scenario, timing), _options(case, engine, trace, pcap))
         out[engine] = (result, pq.read_table(trace), pcap)
     (ra, ta, pa_), (rb, tb, pb) = out["python"], out["native"]
     diffs = []

@@ -52,20 +52,30 @@ FIGURES: tuple[str, ...] = ("memory", "events", "recvq", "window", "delivery", "
 
 # -- arguments ---------------------------------------------------------------------------------
 
-def _scenario(scenario: ScenarioLike) -> "Scenario":
+def _scenario(scenario: ScenarioLike, timing: str | None = None) -> "Scenario":
     """A validated Scenario from a file path, a built-in experiment's name, a dict shaped
-    like a scenario file, or a Scenario."""
-    from tcpsim.scenario import Scenario, ScenarioError, load_scenario, scenario_from_dict
+    like a scenario file, or a Scenario; `timing`: its `[timing] host` (a host preset or
+    "exact"), for a file, a name or a dict."""
+    from tcpsim.scenario import Scenario, ScenarioError, load_scenario, scenario_from_dict, set_timing
     if isinstance(scenario, Scenario):
+        if timing is not None:
+            raise ScenarioError("timing: a Scenario's applications already have their timing; "
+                                "pass the file, the experiment's name or a dict with it")
         return scenario
     if isinstance(scenario, Mapping):
+        raw = dict(scenario)
+        if timing is not None:
+            raw = {**raw, "timing": {**dict(raw.get("timing") or {})}}
+            set_timing(raw, timing, "timing")
         try:
-            return scenario_from_dict(dict(scenario))
+            return scenario_from_dict(raw)
         except ScenarioError as exc:
             raise ScenarioError(f"scenario: {exc}") from None
     if isinstance(scenario, (str, os.PathLike)):
+        if timing is not None:
+            set_timing({}, timing, "timing")    # a bad value names `timing`, not the file
         try:
-            return load_scenario(scenario)
+            return load_scenario(scenario, timing)
         except ScenarioError as exc:
             raise ScenarioError(f"scenario: {exc}") from None
     raise TypeError(f"scenario: expected a file path, a built-in experiment's name or a dict, "
@@ -259,7 +269,7 @@ def run(scenario: ScenarioLike, *, profile: str | None = None, policy: PolicyLik
         sysctl: Mapping[str, Any] | None = None, duration: DurationLike = None,
         seed: int | None = None, engine: str | None = None, hz: int | None = None,
         trace: bool | str | os.PathLike[str] = True, skip: bool = True,
-        progress: bool = False) -> Run:
+        progress: bool = False, timing: str | None = None) -> Run:
     """Run one scenario and return its `Run` (summary, counters, trace, figures).
 
     Args:
@@ -281,6 +291,10 @@ def run(scenario: ScenarioLike, *, profile: str | None = None, policy: PolicyLik
             --trace`` does (for long runs: memory stays flat, ``Run.trace`` reads the file).
         skip: time skipping (``False``: tick by tick, as ``--no-skip``; identical results).
         progress: a progress bar on stderr.
+        timing: the applications' timing, overriding the scenario's ``[timing] host``: a
+            host preset whose calibrated wakeup latencies apps without a ``latency`` get
+            (``"dev-vm-loaded"``, the default; ``"dev-vm-quiet"``, ...) or ``"exact"``
+            (docs/app-latency.md).
 
     Raises:
         ValueError: a bad value; the message starts with the argument's name
@@ -290,7 +304,7 @@ def run(scenario: ScenarioLike, *, profile: str | None = None, policy: PolicyLik
     from tcpsim.core.sysctl import SysctlError
     from tcpsim.catalog import ProfileError
     chosen = _engine(engine)
-    sc = _scenario(scenario)
+    sc = _scenario(scenario, timing)
     opts = _options(profile, policy, sysctl, duration, seed, hz)
     opts.engine = chosen
     path = Path(trace) if isinstance(trace, (str, os.PathLike)) else None

@@ -26,6 +26,7 @@ from tcpsim.catalog import ProfileError, get_profile
 from tcpsim.engines import EngineError
 from tcpsim.scenario import Scenario, ScenarioError, builtin_experiments, load_scenario
 from tcpsim.sysctl_parse import parse_options as parse_sysctl_options
+from tcpsim.workload import describe_timing
 from tcpsim.units import parse_duration, parse_size
 
 class _TcpsimGroup(TyperGroup):
@@ -92,6 +93,15 @@ app.add_typer(profiles_app, name="profiles")
 
 USER_ERRORS = (ScenarioError, SysctlError, ProfileError, EngineError)
 ENGINE_HELP = "python (the reference) or native (Rust; the default where it is built)"
+TIMING_HELP = ("application timing: a host preset whose calibrated wakeup latencies the apps "
+               "get (dev-vm-loaded, the default; dev-vm-quiet, dev-vm-duty50, dev-vm-spin) or "
+               "exact (apps on time); replaces the scenario's [timing] host")
+
+
+def _timing_option() -> Any:
+    """`--timing PRESET|exact` of the commands that run scenario files (run, compare, sweep;
+    tcpsim.scenario.set_timing checks it)."""
+    return typer.Option(None, "--timing", help=TIMING_HELP)
 PACKAGE_OF = {"ip": "iproute2", "tc": "iproute2", "sysctl": "procps"}   # Debian package of a tool
 
 
@@ -157,6 +167,7 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON on stdout"),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="progress bar on stderr"),
     engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
+    timing: Optional[str] = _timing_option(),
     runs: int = typer.Option(1, "--runs", help="run N seeds (seed, seed+1, ...) and report how "
                              "often each outcome happened and the spread (tcpsim/runs.py)"),
 ) -> None:
@@ -166,7 +177,7 @@ def run(
     _check_trace_out("-o" if old_out is not None else "--trace", old_out or trace)
     trace = _renamed(old_out, "-o", trace, "--trace")
     try:
-        sc = load_scenario(scenario)
+        sc = load_scenario(scenario, timing)
         opts = RunOptions(profile=profile, policies=tuple(policy), sysctl=parse_sysctl_options(sysctl),
                           sender_sysctl=parse_sysctl_options(sender_sysctl, "--sender-sysctl"),
                           duration=parse_duration(duration, "--duration", positive=True) if duration else None,
@@ -207,10 +218,14 @@ def _run_seeds(sc, opts, runs: int, trace: Optional[Path], pcap: Optional[Path],
     s = spread(run_seeds(sc, opts, runs))
     if as_json:
         typer.echo(json.dumps({"scenario": sc.name, "profile": opts.profile or sc.profile,
-                               "spread": s}, indent=2, sort_keys=True))
+                               "timing": sc.as_dict().get("timing", ""), "spread": s},
+                              indent=2, sort_keys=True))
         return
     for line in format_spread(f"{sc.name} under {opts.profile or sc.profile}", s):
         typer.echo(line)
+    timing = describe_timing(sc.as_dict())
+    if timing:
+        typer.echo(f"  timing: {timing}")
 
 
 def _check_pcap_out(pcap: Optional[Path]) -> None:
@@ -240,6 +255,9 @@ def _print_result(result, trace: Optional[Path]) -> None:
     tick = f" at HZ={s['hz']}" if s.get("hz") else ""
     typer.echo(f"{result.scenario} under {result.profile}{tick}: {s['duration_s']:g} s simulated "
                f"in {s['wall_s']:g} s ({s['events']} events)")
+    timing = describe_timing(result.meta.get("scenario", {}))
+    if timing:
+        typer.echo(f"  timing: {timing}")
     width = max(len(k) for k in s)
     for k, v in s.items():
         if k not in ("duration_s", "wall_s", "events", "hz"):
@@ -369,6 +387,7 @@ def sweep(
     no_skip: bool = typer.Option(False, "--no-skip", help="tick by tick (no time skipping)"),
     as_json: bool = typer.Option(False, "--json", help="print every point's row as JSON"),
     engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
+    timing: Optional[str] = _timing_option(),
 ) -> None:
     """Run a study or a scenario over a grid of values, in parallel, resumably.
 
@@ -396,7 +415,7 @@ def sweep(
                           sender_sysctl=parse_sysctl_options(sender_sysctl, "--sender-sysctl"),
                           duration=parse_duration(duration, "--duration", positive=True) if duration else None,
                           skip=not no_skip, engine=engine)
-        plan = plan_sweep(target, [parse_axis(v) for v in vary], base)
+        plan = plan_sweep(target, [parse_axis(v) for v in vary], base, timing)
     except USER_ERRORS as exc:
         _fail(str(exc))
         return
@@ -584,6 +603,7 @@ def compare(
     engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
     n_runs: int = typer.Option(1, "--runs", help="also run each side over N seeds and show how "
                                "often each outcome happened and the spread (tcpsim/runs.py)"),
+    timing: Optional[str] = _timing_option(),
 ) -> None:
     """Run one workload under several profiles/patches; write a side-by-side HTML report.
 
@@ -600,7 +620,7 @@ def compare(
     variants = _parse_variants([*ctx.meta.get("variants", ()), *ctx.args],
                                minimum=1 if trace else 2)
     try:
-        sc = load_scenario(scenario)
+        sc = load_scenario(scenario, timing)
         dur = parse_duration(duration, "--duration", positive=True) if duration else None
         runs = _recorded_runs(trace)
         _check_pcap_out(pcap)
@@ -617,8 +637,9 @@ def compare(
             opts = RunOptions(profile=v.profile, policies=tuple(v.policies),
                               sysctl=parse_sysctl_options(v.sysctl), duration=dur, hz=hz,
                               pcap=out_pcap, memory_trace=True, engine=engine)
-            runs[v.label()] = api.run_with(with_settings(scenario, v.sets) if v.sets else sc, opts)
-        spreads = _variant_spreads(scenario, sc, variants, n_runs, dur, hz, engine)
+            runs[v.label()] = api.run_with(
+                with_settings(scenario, v.sets, timing) if v.sets else sc, opts)
+        spreads = _variant_spreads(scenario, sc, variants, n_runs, dur, hz, engine, timing)
     except USER_ERRORS as exc:
         _fail(str(exc))
         return
@@ -642,7 +663,8 @@ def compare(
 
 
 def _variant_spreads(scenario: str, sc: Scenario, variants: list, n_runs: int,
-                     dur: Optional[int], hz: Optional[int], engine: Optional[str]) -> dict:
+                     dur: Optional[int], hz: Optional[int], engine: Optional[str],
+                     timing: Optional[str] = None) -> dict:
     """compare --runs N: {side label: spread over N seeds} ({} for one run)."""
     from tcpsim.runner import RunOptions
     from tcpsim.runs import run_seeds, spread
@@ -655,17 +677,20 @@ def _variant_spreads(scenario: str, sc: Scenario, variants: list, n_runs: int,
         opts = RunOptions(profile=v.profile, policies=tuple(v.policies),
                           sysctl=parse_sysctl_options(v.sysctl), duration=dur, hz=hz,
                           engine=engine)
-        out[v.label()] = spread(run_seeds(with_settings(scenario, v.sets) if v.sets else sc,
+        out[v.label()] = spread(run_seeds(with_settings(scenario, v.sets, timing) if v.sets else sc,
                                           opts, n_runs))
     return out
 
 
-def with_settings(scenario: str, sets: list[str]) -> Scenario:
+def with_settings(scenario: str, sets: list[str], timing: Optional[str] = None) -> Scenario:
     """The scenario file with `FIELD=VALUE` settings applied to its TOML document (a dotted
     path of any depth, e.g. receiver.device.rx_copybreak=256; VALUE an integer, true/false,
-    or text), validated again: errors name the field as the file does."""
-    from tcpsim.scenario import apply_settings, read_scenario_file, scenario_from_dict
+    or text), validated again: errors name the field as the file does. `timing`: --timing,
+    before the settings (a `--set timing.host=...` wins)."""
+    from tcpsim.scenario import apply_settings, read_scenario_file, scenario_from_dict, set_timing
     raw, source = read_scenario_file(scenario)
+    if timing is not None:
+        set_timing(raw, timing)
     apply_settings(raw, sets)
     try:
         return scenario_from_dict(raw, source=source)

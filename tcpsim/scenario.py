@@ -74,6 +74,10 @@ class Scenario:
     # the sender end's own sysctls ([sender.sysctl]; the receiver's are [sysctl])
     sender_sysctl: dict[str, Any] = field(default_factory=dict)
     policies: tuple[str, ...] = ()
+    # The run's application timing: a host preset whose calibrated defaults the applications
+    # without a `latency` of their own got, or "exact" (none); "" = built in code, not read
+    # from a scenario (packetdrill, replays): the applications' own timing only.
+    timing: str = ""
     source: str = ""
     engine: str = ""                  # "python" | "native"; "" = the default (how it runs, not what)
 
@@ -87,6 +91,8 @@ class Scenario:
         del d["engine"]                # which engine ran is not part of what was modelled
         if not self.hz:
             del d["hz"]                # unset: the model's default clock, as before the field
+        if not self.timing:
+            del d["timing"]            # built in code: the apps' own timing says it all
         for key, unset in (("rev_writer", None), ("rev_reader", None), ("sender_device", "veth"),
                            ("sender_sysctl", {})):
             if d[key] == unset:
@@ -136,28 +142,45 @@ def _parse_reverse(sc: Scenario, writer: dict, reader: dict) -> Scenario:
                    rev_reader=parse_app(reader, "reader", DEFAULT_READER, "sender.reader"))
 
 
-def _parse_timing_host(sc: Scenario, table: dict) -> Scenario:
-    """[timing] host = "...": the host preset (tcpsim.app_latency.HOSTS) whose captures the
-    applications replaying captured sequences (latency = "periodic_*_blocks") draw their
-    blocks from; one host runs them all. Naming a host with no such application is an
-    error, not a silent no-op."""
-    from tcpsim.app_latency import SEQUENCES, check_host
+_APP_TABLES = {"writer": ("writer", ()), "reader": ("reader", ()),
+               "rev_writer": ("writer", ("receiver",)), "rev_reader": ("reader", ("sender",))}
+
+
+def _parse_timing(sc: Scenario, raw: dict) -> Scenario:
+    """[timing] host = "...": the run's host preset (tcpsim.app_latency.HOSTS, default
+    DEFAULT_HOST) or "exact". Every application that gives no `latency` gets the preset's
+    calibrated default for its kind (app_latency.DEFAULT_TIMING; "exact": none), and those
+    replaying captured sequences replay this preset's: one host runs them all."""
+    from tcpsim.app_latency import (
+        DEFAULT_HOST, EXACT, HOSTS, SEQUENCES, check_timing, default_latency)
+    table = _table(raw, "timing")
     _check_keys(table, {"host"}, "timing.")
-    if "host" not in table:
-        return sc
     try:
-        host = check_host(table["host"])
+        host = check_timing(table.get("host", DEFAULT_HOST))
     except ValueError as exc:
         raise ScenarioError(f"timing.host: {exc}") from None
-    roles = ("writer", "reader", "rev_writer", "rev_reader")
-    apps = {r: getattr(sc, r) for r in roles}
-    replaying = {r: replace(a, latency_host=host) for r, a in apps.items()
-                 if a is not None and a.latency_table in SEQUENCES}
-    if not replaying:
-        raise ScenarioError("timing.host: no application replays captured sequences; give the "
-                            'writer or reader latency = "periodic_writer_blocks" or '
-                            '"periodic_reader_blocks", or remove [timing]')
-    return replace(sc, **replaying)
+    apps: dict[str, App] = {}
+    for role, (side, parents) in _APP_TABLES.items():
+        app = getattr(sc, role)
+        if app is None:
+            continue
+        doc = raw
+        for parent in parents:
+            doc = doc.get(parent, {})
+        given = doc.get(side, {})
+        where = ".".join((*parents, side))
+        if "latency" not in given:
+            name = default_latency(host, side, app.kind)
+            app = replace(app, latency_table=name) if name else app
+        elif host == EXACT and app.latency_table in SEQUENCES:
+            raise ScenarioError(f'{where}.latency: "{app.latency_table}" replays a host\'s '
+                                'captured wakeups, and timing.host = "exact" names none; '
+                                f"choose a host preset ({', '.join(sorted(HOSTS))}) "
+                                'or latency = "none"')
+        if app.latency_table in SEQUENCES:
+            app = replace(app, latency_host=host)
+        apps[role] = app
+    return replace(sc, timing=host, **apps)
 
 
 def _parse_device(value: Any, link_mtu: int, where: str) -> str:
@@ -321,7 +344,7 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "") -> Scenario:
     sc = replace(sc, writer=parse_app(_table(raw, "writer"), "writer", sc.writer),
                  reader=parse_app(_table(raw, "reader"), "reader", sc.reader))
     sc = _parse_reverse(sc, _table(rcv, "writer", "receiver."), _table(snd, "reader", "sender."))
-    sc = _parse_timing_host(sc, _table(raw, "timing"))
+    sc = _parse_timing(sc, raw)
     if sc.reader.kind == "relay" and sc.rev_writer is None:
         raise ScenarioError('reader.kind: "relay" reads between the writes of its own end\'s '
                             "writer, and the receiver end has none; add a [receiver.writer] "
@@ -373,13 +396,27 @@ def apply_settings(doc: dict[str, Any], sets: Iterable[str], option: str = "--se
         set_field(doc, key, value, f"{option} {item}")
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario file; a bare name finds a built-in experiment."""
+def set_timing(doc: dict[str, Any], timing: str, where: str = "--timing") -> None:
+    """Give a scenario document the run's timing (`[timing] host`: a host preset or "exact"),
+    as `--timing` does; a bad value is a ScenarioError naming `where` and the choices."""
+    from tcpsim.app_latency import check_timing
+    try:
+        check_timing(timing)
+    except ValueError as exc:
+        raise ScenarioError(f"{where} {timing}: {exc}") from None
+    set_field(doc, "timing.host", timing)
+
+
+def load_scenario(path: str | Path, timing: str | None = None) -> Scenario:
+    """Read and validate a scenario file; a bare name finds a built-in experiment. `timing`
+    (`--timing`): the run's timing in place of the file's `[timing] host`."""
     raw, source = read_scenario_file(path)
     if not raw:
         raise ScenarioError(f"{source}: the file sets nothing (an empty scenario would run the "
                             "defaults); give at least a [writer] and a [reader], or run a built-in "
                             f"experiment such as {builtin_experiments()[0]}")
+    if timing is not None:
+        set_timing(raw, timing)
     try:
         return scenario_from_dict(raw, source=source)
     except ScenarioError as exc:

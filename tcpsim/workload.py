@@ -36,7 +36,7 @@ Every kind takes `start` (when the application begins, default at once).
 Application timing (issue 14; docs/app-latency.md). The periodic writer, and the periodic,
 fast and blocking readers also take:
 
-    latency       how late each wakeup is: "none" or 0 (exact, the default), the name of a
+    latency       how late each wakeup is: "none" or 0 (exact), the name of a
                   measured table of tcpsim/data/app_latency.json ("periodic_writer",
                   "periodic_reader", "blocking_reader": a fresh draw per wakeup), the
                   captured sequences of tcpsim/data/app_latency_blocks.json.gz
@@ -44,6 +44,11 @@ fast and blocking readers also take:
                   captured wakeups, bursts kept), or a fixed duration ("2ms")
     call_cost     (readers) time one recv() call takes beyond its copy (default 0)
     copy_rate     (readers) how fast recv() copies, as a rate ("2gbit"; default unlimited)
+
+An application that gives no `latency` gets the calibrated default of its kind under the
+run's host preset (`[timing] host`, default dev-vm-loaded; tcpsim.app_latency.DEFAULT_TIMING:
+periodic writer and reader -> their captured sequences, blocking reader -> its table, every
+other kind exact); `[timing] host = "exact"` (`--timing exact`) gives none.
 
 A periodic application's timer due at t fires at t + a draw; the ticks that fell due while it
 was late run back to back at once (no draw of their own), then it sleeps until the next due
@@ -221,3 +226,28 @@ def timing_fields(app: dict[str, Any]) -> dict[str, Any]:
     """An App record without its timing fields where they are at their defaults."""
     return {k: v for k, v in app.items()
             if k not in TIMING_DEFAULTS or v != TIMING_DEFAULTS[k]}
+
+
+def describe_timing(scenario: dict[str, Any]) -> str:
+    """A run's application timing in one line, from its scenario record (`Scenario.as_dict()`,
+    a trace's metadata): the host preset or "exact", then each application's own timing,
+    e.g. `dev-vm-loaded (writer periodic: periodic_writer_blocks; reader fast: exact)`;
+    "" for a scenario built in code with exact applications (packetdrill, replays)."""
+    roles = (("writer", "writer"), ("reader", "reader"), ("rev_writer", "receiver.writer"),
+             ("rev_reader", "sender.reader"))
+    parts = []
+    for key, label in roles:
+        app = scenario.get(key)
+        if not app:
+            continue
+        if app.get("latency_table"):
+            how = app["latency_table"]
+        elif app.get("latency_ns"):
+            how = f"{app['latency_ns'] / 1e6:g} ms"
+        else:
+            how = "exact"
+        parts.append(f"{label} {app['kind']}: {how}")
+    timing = scenario.get("timing", "")
+    if not timing and all(p.endswith(": exact") for p in parts):
+        return ""
+    return f"{timing or 'as given'} ({'; '.join(parts)})"

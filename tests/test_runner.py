@@ -47,7 +47,7 @@ def test_cli_run_passes_the_note_to_stderr(monkeypatch, capsys):
     import tcpsim.runner as runner
     monkeypatch.setattr(runner, "_PACE_AFTER_S", 0.0)
     monkeypatch.setattr(runner, "LONG_RUN_S", -1.0)     # any run counts as long
-    code, out, err = run_main(["run", "seed-unbounded-growth", "-d", "5s", "--json", "--no-progress"],
-                              monkeypatch, capsys)
+    code, out, err = run_main(["run", "seed-unbounded-growth", "-d", "5s", "--json", "--no-progress",
+                               "--timing", "exact"], monkeypatch, capsys)   # exact: no early stall
     assert code == 0 and json.loads(out)["summary"]["events"] > 16384   # one progress call
     assert err.startswith("tcpsim: note: this run will take about") and err.count("\n") == 1

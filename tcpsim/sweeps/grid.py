@@ -4,7 +4,8 @@ An axis names a field of the scenario file the way the TOML spells it and lists 
 
     sysctl.net.ipv4.tcp_adv_win_scale=-2,0,1,2     a receiver sysctl ([sysctl] table)
     link.rtt=1ms,20ms,100ms                        any field of a table: link, receiver,
-    reader.bytes=1,100,3300                        sender, writer, reader
+    reader.bytes=1,100,3300                        sender, writer, reader, timing
+    timing.host=exact,dev-vm-loaded                the run's application timing
     duration=60s  seed=1,2,3  hz=250,1000         top-level fields
     profile=linux-6.1,linux-6.18                   the kernel profile
     policy=none,shrink-window                      patches on top ("a+b" for two, "none")
@@ -38,9 +39,10 @@ import tcpsim
 from tcpsim.core.sysctl import SysctlError
 from tcpsim.catalog import ProfileError
 from tcpsim.runner import RunOptions, choose_engine, prepare
-from tcpsim.scenario import Scenario, ScenarioError, read_scenario_file, scenario_from_dict, set_field
+from tcpsim.scenario import (
+    Scenario, ScenarioError, read_scenario_file, scenario_from_dict, set_field, set_timing)
 
-_TABLES = {"link", "receiver", "sender", "writer", "reader"}
+_TABLES = {"link", "receiver", "sender", "writer", "reader", "timing"}
 _TOP_LEVEL = {"duration", "seed", "hz", "profile", "policy", "engine"}
 
 
@@ -153,10 +155,14 @@ def _parse_value(text: str) -> Any:
 
 # -- building the grid -----------------------------------------------------------------------------
 
-def build_points(scenario: str | Path, axes: list[Axis], base: RunOptions) -> list[Point]:
+def build_points(scenario: str | Path, axes: list[Axis], base: RunOptions,
+                 timing: str | None = None) -> list[Point]:
     """Every point of the grid, built and validated (ScenarioError/ProfileError/SysctlError
-    naming the point on the first bad one)."""
+    naming the point on the first bad one). `timing` (`--timing`): every point's
+    `[timing] host`, unless an axis varies it."""
     raw, source = read_scenario_file(scenario)
+    if timing is not None:
+        set_timing(raw, timing)
     names = [k for a in axes for k in a.fields]
     if len(set(names)) != len(names):
         raise ScenarioError("--vary: the same field is varied twice: " + ", ".join(names))

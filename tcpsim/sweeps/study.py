@@ -331,16 +331,18 @@ class Plan:
     study: Study | None = None
 
 
-def plan_sweep(target: str, axes: list[Axis], base: RunOptions) -> Plan:
+def plan_sweep(target: str, axes: list[Axis], base: RunOptions, timing: str | None = None) -> Plan:
     """The points of a study file (its axes, then `axes`) or of a scenario over `axes`.
     `base` (profile, patches, sysctls, duration) applies to every point and wins over the
-    study's. Every point is built and checked; the study's metrics are checked against the
+    study's, and so does `timing` (`--timing`, the points' `[timing] host`). Every point is
+    built and checked; the study's metrics are checked against the
     columns of a 1 ms probe run of the first point."""
     if not is_study(target):
         if not axes:
             raise ScenarioError(f"sweep {target}: a scenario needs --vary KEY=V1,V2,... "
                                 "(or give a study file)")
-        return Plan(Path(target).stem, axes, build_points(target, axes, base), list(SHOWN))
+        return Plan(Path(target).stem, axes, build_points(target, axes, base, timing),
+                    list(SHOWN))
     st = load_study(target)
     opts = RunOptions(profile=base.profile or st.profile, policies=st.policies + base.policies,
                       sysctl=base.sysctl, sender_sysctl=base.sender_sysctl, skip=base.skip,
@@ -349,7 +351,7 @@ def plan_sweep(target: str, axes: list[Axis], base: RunOptions) -> Plan:
                       engine=base.engine)
     axes = st.axes + axes
     try:
-        points = build_points(st.scenario, axes, opts)
+        points = build_points(st.scenario, axes, opts, timing)
     except (ScenarioError, ProfileError, SysctlError) as exc:
         raise type(exc)(f"{st.path}: {exc}") from None
     if st.metrics:

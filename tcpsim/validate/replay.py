@@ -182,7 +182,9 @@ def plan(v: TraceView, profile: str | None = None, policies: tuple[str, ...] = (
     if not isinstance(raw, dict) or not raw:
         raise ReplayError("trace metadata has no 'scenario': only captures (tcpsim.capture) and "
                           "imports given --scenario can be replayed")
-    raw = {k: val for k, val in raw.items() if k != "profile"}
+    # The applications are the capture's: replayed at their logged times, or (no log rows)
+    # the model's own on exact timing -- never the default timing's draws on top.
+    raw = {**{k: val for k, val in raw.items() if k != "profile"}, "timing": {"host": "exact"}}
     try:
         sc = scenario_from_dict(raw)
     except ScenarioError as exc:

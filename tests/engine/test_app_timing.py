@@ -1,6 +1,7 @@
 """Application timing (issue 14, tcpsim/workload.py): late wakeups drawn from their own
 streams, a reader's call cost and copy rate, the blocking reader. Exact timing ("none")
-is today's behaviour; time skipping stays exact with late wakeups."""
+is today's behaviour; time skipping stays exact with late wakeups. The default timing
+(tcpsim.app_latency.DEFAULT_TIMING) and its run-wide opt-out `[timing] host = "exact"`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from tcpsim.errors import ScenarioError
 from tcpsim.runner import RunOptions, run
 from tcpsim.scenario import scenario_from_dict
 from tcpsim.units import parse_duration
+
+from exact import exact
 
 _REPRO = {"name": "t", "profile": "linux-6.18", "link": {"rtt": "20ms"},
           "sysctl": {"net.ipv4.tcp_rmem": [4096, 131072, 268435456],
@@ -50,11 +53,13 @@ def test_timing_on_an_untimed_kind_or_a_writer_cost_is_an_error() -> None:
         scenario_from_dict(_with(_REPRO, writer={"call_cost": "1us"}))
 
 
-def test_none_is_exact_timing_and_leaves_the_metadata_as_before() -> None:
-    plain = scenario_from_dict(_REPRO)
+def test_none_is_exact_timing_and_leaves_the_app_metadata_as_before() -> None:
+    plain = scenario_from_dict(exact(_REPRO))
     none = scenario_from_dict(_with(_REPRO, writer={"latency": "none"}, reader={"latency": 0}))
-    assert none == plain and none.as_dict() == plain.as_dict()
+    assert (none.writer, none.reader) == (plain.writer, plain.reader)
+    assert none.as_dict()["reader"] == plain.as_dict()["reader"]
     assert "latency_table" not in plain.as_dict()["reader"]
+    assert (plain.timing, none.timing) == ("exact", "dev-vm-loaded")
     timed = scenario_from_dict(_with(_REPRO, reader={"latency": "periodic_reader"}))
     assert timed.as_dict()["reader"]["latency_table"] == "periodic_reader"
 
@@ -65,8 +70,8 @@ def test_late_wakeups_change_the_run_and_skipping_stays_exact() -> None:
     a = _summary(raw, "2s", skip=True, seed=4)
     b = _summary(raw, "2s", skip=False, seed=4)
     assert a == b
-    exact = _summary(_REPRO, "2s", seed=4)
-    assert a[2] != exact[2]
+    on_time = _summary(exact(_REPRO), "2s", seed=4)
+    assert a[2] != on_time[2]
     assert _summary(raw, "2s", seed=5)[2] != a[2]          # the seed draws the latencies
 
 
@@ -74,15 +79,15 @@ def test_a_fixed_late_writer_catches_up_its_overdue_ticks() -> None:
     """Every wakeup 1.5 ms late on a 1 ms grid: ticks run in pairs, none is lost."""
     raw = {**_with(_REPRO, writer={"latency": "1500us"}), "reader": {"kind": "fast"}}
     s, _, _ = _summary(raw, "1s")
-    exact, _, _ = _summary({**raw, "writer": _REPRO["writer"]}, "1s")
-    assert exact["bytes_written"] - 2 * 1448 <= s["bytes_written"] < exact["bytes_written"]
+    on_time, _, _ = _summary(exact({**raw, "writer": _REPRO["writer"]}), "1s")
+    assert on_time["bytes_written"] - 2 * 1448 <= s["bytes_written"] < on_time["bytes_written"]
 
 
 def test_a_late_blocking_reader_lets_segments_coalesce() -> None:
     """A reader woken the instant data arrives never lets two skbs queue; a late one does."""
-    _, exact, _ = _summary(_BULK, "500ms")
+    _, on_time, _ = _summary(exact(_BULK), "500ms")
     _, late, _ = _summary(_with(_BULK, reader={"latency": "blocking_reader"}), "500ms")
-    assert late["TcpExtTCPRcvCoalesce"] > 3 * exact["TcpExtTCPRcvCoalesce"]
+    assert late["TcpExtTCPRcvCoalesce"] > 3 * on_time["TcpExtTCPRcvCoalesce"]
 
 
 # -- captured sequences replayed in blocks (latency = "periodic_*_blocks") --------------------
@@ -180,17 +185,17 @@ def test_a_host_preset_draws_from_its_own_captures_for_every_app() -> None:
             _draws("periodic_writer_blocks", seed, 3000)
 
 
-def test_without_a_host_the_default_preset_and_the_metadata_are_as_before() -> None:
+def test_without_a_host_the_default_preset_replays_and_the_metadata_names_it() -> None:
     from tcpsim.app_latency import DEFAULT_HOST
     sc = scenario_from_dict(_BLOCKS)
-    assert "latency_host" not in sc.as_dict()["writer"]
+    assert sc.as_dict()["writer"]["latency_host"] == DEFAULT_HOST == sc.as_dict()["timing"]
     assert _host_draws(DEFAULT_HOST, 3, 6000, "writer") == _draws("periodic_writer_blocks", 3,
                                                                   6000)
 
 
 @pytest.mark.parametrize("timing,msg", [
     ({"host": "dev-vm-nope"}, "timing.host: expected one of dev-vm-duty50, dev-vm-loaded, "
-                              "dev-vm-quiet, dev-vm-spin; got 'dev-vm-nope'"),
+                              "dev-vm-quiet, dev-vm-spin, exact; got 'dev-vm-nope'"),
     ({"host": 3}, "timing.host: expected one of"),
     ({"hots": "dev-vm-quiet"}, "timing.hots: unknown field"),
 ])
@@ -199,9 +204,11 @@ def test_a_bad_host_names_the_field_and_the_choices(timing: dict, msg: str) -> N
         scenario_from_dict({**_BLOCKS, "timing": timing})
 
 
-def test_a_host_without_an_app_replaying_captures_is_an_error_not_a_no_op() -> None:
-    with pytest.raises(ScenarioError, match="timing.host: no application replays"):
-        scenario_from_dict({**_REPRO, "timing": {"host": "dev-vm-quiet"}})
+def test_a_host_without_a_timed_app_is_recorded_not_an_error() -> None:
+    """The host is the run's condition: with only uncalibrated kinds the metadata says so."""
+    from tcpsim.workload import describe_timing
+    sc = scenario_from_dict({**_BULK, "reader": {"kind": "fast"}, "timing": {"host": "dev-vm-quiet"}})
+    assert describe_timing(sc.as_dict()) == "dev-vm-quiet (writer bulk: exact; reader fast: exact)"
 
 
 def test_a_bad_host_on_the_command_line_is_one_error_line(tmp_path) -> None:
@@ -216,3 +223,159 @@ def test_a_bad_host_on_the_command_line_is_one_error_line(tmp_path) -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("tcpsim: error:")
     assert "timing.host" in lines[0] and "dev-vm-spin" in lines[0]
+
+
+# -- the default timing (issue 14: calibrated on the development machine) -----------------------
+
+def _app_table(side: str, kind: str) -> dict:
+    from tcpsim.workload import KINDS
+    table: dict = {"kind": kind}
+    for k in KINDS[side][kind].required:
+        table[k] = {"bytes": 100, "bytes2": 100}.get(k, "1ms")
+    return table
+
+
+@pytest.mark.parametrize("host", ["dev-vm-loaded", "dev-vm-quiet", "dev-vm-duty50",
+                                  "dev-vm-spin", "exact"])
+def test_every_kind_gets_its_hosts_default_and_the_rest_stay_exact(host: str) -> None:
+    """Per (side, kind) the one table's latency, with the host's captures for the replayed
+    ones; every kind not in the table (bulk, fast, never, relay, oscillating, oscil) is exact."""
+    from tcpsim.app_latency import DEFAULT_TIMING, SEQUENCES
+    from tcpsim.workload import KINDS
+    table = DEFAULT_TIMING.get(host, {})
+    for side, kinds in KINDS.items():
+        for kind in kinds:
+            other = "reader" if side == "writer" else "writer"
+            raw = {side: _app_table(side, kind), other: {"kind": "bulk" if other == "writer"
+                                                         else "fast"}}
+            if kind == "relay":
+                raw["receiver"] = {"writer": {"kind": "bulk"}}
+            app = getattr(scenario_from_dict({**raw, "timing": {"host": host}}), side)
+            want = table.get((side, kind), "")
+            assert (app.latency_table, app.latency_ns) == (want, 0), (side, kind)
+            assert app.latency_host == (host if want in SEQUENCES else "")
+            assert app.timed == bool(want)
+
+
+def test_the_default_is_dev_vm_loaded_for_every_timed_kind_and_both_directions() -> None:
+    two_way = {**_REPRO, "reader": {"kind": "blocking"},
+               "receiver": {"writer": {"kind": "periodic", "bytes": 10, "every": "2ms"}},
+               "sender": {"reader": {"kind": "periodic", "bytes": 10, "every": "2ms"}}}
+    sc = scenario_from_dict(two_way)
+    assert sc.timing == "dev-vm-loaded"
+    assert (sc.writer.latency_table, sc.reader.latency_table) == (
+        "periodic_writer_blocks", "blocking_reader")
+    assert (sc.rev_writer.latency_table, sc.rev_reader.latency_table) == (
+        "periodic_writer_blocks", "periodic_reader_blocks")
+    assert sc.rev_writer.latency_host == "dev-vm-loaded"
+
+
+def test_an_apps_own_latency_wins_over_the_default() -> None:
+    sc = scenario_from_dict(_with(_REPRO, writer={"latency": "2ms"},
+                                  reader={"latency": "periodic_reader"}))
+    assert (sc.writer.latency_table, sc.writer.latency_ns) == ("", 2_000_000)
+    assert sc.reader.latency_table == "periodic_reader"
+    sc = scenario_from_dict({**_with(_REPRO, reader={"latency": "periodic_reader"}),
+                             "timing": {"host": "exact"}})
+    assert (sc.writer.timed, sc.reader.latency_table) == (False, "periodic_reader")
+
+
+def test_captured_sequences_under_exact_timing_are_an_error_naming_the_fix() -> None:
+    with pytest.raises(ScenarioError, match='writer.latency: "periodic_writer_blocks" replays '
+                                            '.* timing.host = "exact"'):
+        scenario_from_dict({**_BLOCKS, "timing": {"host": "exact"}})
+
+
+def test_exact_timing_runs_as_every_app_on_time_did_before_the_default() -> None:
+    """`host = "exact"` is the behaviour before the default: the same trace, bit for bit, as
+    every application saying latency = "none"; the default changes the run."""
+    none = _with(_REPRO, writer={"latency": "none"}, reader={"latency": "none"})
+    a = _summary(exact(_REPRO), "2s", seed=3)
+    assert a == _summary(none, "2s", seed=3)
+    assert _summary(_REPRO, "2s", seed=3)[2] != a[2]
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_both_engines_run_the_default_from_the_same_explicit_values(engine: str) -> None:
+    """The default is resolved when the scenario is read: both engines get the apps' values
+    (the trace equality of the two is tests/engine/test_parity.py's p-default-* cases)."""
+    from tcpsim.engines import native_available
+    if engine == "native" and not native_available():
+        pytest.skip("native engine not built")
+    sc = scenario_from_dict(_REPRO)
+    res, _ = run(sc, RunOptions(duration=parse_duration("1s", "t"), engine=engine))
+    meta = res.metadata()["scenario"]
+    assert meta["timing"] == "dev-vm-loaded"
+    assert meta["writer"]["latency_table"] == "periodic_writer_blocks"
+    assert meta["reader"]["latency_host"] == "dev-vm-loaded"
+
+
+def test_the_cli_timing_option_and_the_run_header(tmp_path) -> None:
+    import subprocess
+    import sys
+    path = tmp_path / "s.toml"
+    path.write_text('duration = "200ms"\n[writer]\nkind = "periodic"\nbytes = 1448\n'
+                    'every = "1ms"\n[reader]\nkind = "blocking"\n')
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "tcpsim.cli", *args], capture_output=True,
+                              text=True)
+    out = cli("run", str(path)).stdout.splitlines()
+    assert out[1] == ("  timing: dev-vm-loaded (writer periodic: periodic_writer_blocks; "
+                      "reader blocking: blocking_reader)")
+    out = cli("run", str(path), "--timing", "exact").stdout.splitlines()
+    assert out[1] == "  timing: exact (writer periodic: exact; reader blocking: exact)"
+    for command in (("run", str(path)), ("compare", str(path), "-p", "linux-6.1", "--vs",
+                                         "linux-6.18"),
+                    ("sweep", str(path), "-x", "seed=1,2")):
+        proc = cli(*command, "--timing", "loaded")
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode != 0 and len(lines) == 1, (command, proc.stderr)
+        assert lines[0].startswith("tcpsim: error: --timing loaded: expected one of "
+                                   "dev-vm-duty50, dev-vm-loaded, dev-vm-quiet, dev-vm-spin, "
+                                   "exact"), lines[0]
+
+
+def test_a_sweep_varies_the_timing_and_its_option_sets_every_point(tmp_path) -> None:
+    from tcpsim.sweeps import build_points, parse_axis
+    path = tmp_path / "s.toml"
+    path.write_text('[writer]\nkind = "periodic"\nbytes = 1448\nevery = "1ms"\n'
+                    '[reader]\nkind = "fast"\n')
+    points = build_points(path, [parse_axis("timing.host=exact,dev-vm-spin")], RunOptions())
+    assert [(p.scenario.timing, p.scenario.writer.latency_host) for p in points] == [
+        ("exact", ""), ("dev-vm-spin", "dev-vm-spin")]
+    assert points[0].hash != points[1].hash
+    points = build_points(path, [parse_axis("seed=1,2")], RunOptions(), timing="dev-vm-quiet")
+    assert {p.scenario.writer.latency_host for p in points} == {"dev-vm-quiet"}
+
+
+def test_packetdrill_never_reads_a_scenario_nor_application_timing() -> None:
+    """The packetdrill interpreter drives the sockets itself, on exact time: running a
+    script loads neither scenarios nor the latency calibration."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    corpus = Path(__file__).resolve().parents[2].parent / "shared" / "peer-tests" / "packetdrill"
+    scripts = sorted(corpus.rglob("*.pkt"))[:2]
+    if not scripts:
+        pytest.skip("the packetdrill corpus is not at hand")
+    code = ("import sys\nfrom tcpsim.packetdrill.interpreter import run_file\n"
+            f"results = [run_file(p) for p in {[str(p) for p in scripts]!r}]\n"
+            "print(sorted(m for m in sys.modules if m in ('tcpsim.scenario', "
+            "'tcpsim.app_latency', 'tcpsim.engine.apps')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("fixture", ["seed-unbounded-growth-shrink0", "bulk-blocking-reader"])
+def test_validate_replays_the_logged_app_times_not_the_default(fixture: str) -> None:
+    """A capture of a periodic writer and reader (or a blocking reader) is replayed at its
+    logged times: the plan's applications carry no default timing, the run is exact."""
+    from pathlib import Path
+    from tcpsim.validate.replay import plan
+    from tcpsim.validate.trace import load, view
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "kernel" / f"{fixture}.parquet"
+    p = plan(view(*load(path)))
+    assert p.scenario.timing == "exact"
+    assert not p.scenario.writer.timed and not p.scenario.reader.timed
+    assert p.write_ticks or p.read_ticks               # the logged times drive the apps

@@ -17,8 +17,8 @@ CASES = {
 }
 
 
-def _run(name, profile, sysctl, duration, skip):
-    sc = load_scenario(name)
+def _run(name, profile, sysctl, duration, skip, timing=None):
+    sc = load_scenario(name, timing)
     if name == "seed-oscillating-reader":
         sc = scenario_from_dict({**_raw(sc), "reader": {
             "kind": "oscillating", "bytes": 1, "every": "1ms", "bytes2": 3300, "every2": "1ms",
@@ -51,8 +51,11 @@ def test_skip_and_tick_by_tick_are_identical(case):
 
 
 def test_skipping_saves_events_when_the_reader_is_idle():
-    a, _ = _run("seed-unbounded-growth", "linux-6.1.59", {"net.ipv4.tcp_shrink_window": 1}, "6s", True)
-    b, _ = _run("seed-unbounded-growth", "linux-6.1.59", {"net.ipv4.tcp_shrink_window": 1}, "6s", False)
+    # exact timing: skipping skips an exact reader's inert ticks (a timed one wakes at each)
+    a, _ = _run("seed-unbounded-growth", "linux-6.1.59", {"net.ipv4.tcp_shrink_window": 1}, "6s", True,
+                "exact")
+    b, _ = _run("seed-unbounded-growth", "linux-6.1.59", {"net.ipv4.tcp_shrink_window": 1}, "6s", False,
+                "exact")
     assert a.summary["events"] < b.summary["events"]
 
 

@@ -16,6 +16,8 @@ from tcpsim.scenario import ScenarioError, load_scenario, scenario_from_dict
 from tcpsim.trace.recorder import MemoryRecorder
 from tcpsim.workload import App
 
+from exact import exact
+
 REQUEST_RESPONSE = {
     "name": "rr", "profile": "linux-6.18", "duration": "300ms", "link": {"rtt": "2ms"},
     # client -> server: 200-byte requests every 5 ms; server -> client: 30 KiB responses
@@ -68,7 +70,7 @@ class CheckedSimulation(Simulation):
 
 
 def test_request_response_both_receive_paths_hold_the_invariants():
-    sc = scenario_from_dict(REQUEST_RESPONSE)
+    sc = scenario_from_dict(exact(REQUEST_RESPONSE))   # on time: every byte read by the end
     sink = MemoryRecorder()
     sim = CheckedSimulation(sc, get_profile(sc.profile), sink=sink)
     s = sim.run().summary
