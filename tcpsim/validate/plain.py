@@ -170,10 +170,12 @@ def fixture_host(meta: dict[str, Any], path: Path) -> tuple[str | None, str]:
 def plain_scenario(path: Path, meta: dict[str, Any], profile: str | None = None,
                    policies: tuple[str, ...] = (), host: str | None = None,
                    sets: tuple[str, ...] = (), hz: int | None = None) -> PlainSetup:
-    """The plain scenario of a capture (module docstring). `host`: --host (an error where the
-    scenario takes no `[timing] host`), else the fixture's own preset where the scenario takes
-    one (noted where not); `sets`: FIELD=VALUE settings on top (compare --set's)."""
-    from tcpsim.app_latency import check_host
+    """The plain scenario of a capture (module docstring). `host`: --host (a host preset or
+    "exact"), else the preset the fixture's captures were made under, if it names one; it is
+    the run's `[timing] host`, so applications without a `latency` of their own get that
+    preset's calibrated default (tcpsim.app_latency.DEFAULT_TIMING); `sets`: FIELD=VALUE
+    settings on top (compare --set's)."""
+    from tcpsim.app_latency import check_timing
     from tcpsim.scenario import ScenarioError, apply_settings, scenario_from_dict
     from tcpsim.validate.replay import matching_profile
 
@@ -194,25 +196,17 @@ def plain_scenario(path: Path, meta: dict[str, Any], profile: str | None = None,
         raise PlainError(f"{where}: {exc}") from None
     if host is not None:
         try:
-            host = check_host(host)
+            host = check_timing(host)
         except ValueError as exc:
             raise PlainError(f"--host: {exc}") from None
-        try:
-            sc = scenario_from_dict({**doc, "timing": {"host": host}})
-        except ScenarioError as exc:
-            raise PlainError(f"--host {host}: not for {path.name}'s plain scenario ({exc}); leave "
-                             "--host out, or give an application captured sequences, e.g. "
-                             "--set reader.latency=periodic_reader_blocks") from None
         src = "--host"
     else:
         host, src = fixture_host(meta, path)
-        if host is not None:
-            try:       # the scenario decides whether a preset applies (scenario.py [timing])
-                sc = scenario_from_dict({**doc, "timing": {"host": host}})
-            except ScenarioError as exc:
-                why = str(exc).split(";")[0]           # the reason, not the file's fix
-                notes.append(f"captured on host preset {host} ({src}); not applied: {why}")
-                host = None
+    if host is not None:       # the run's [timing] host: the calibrated default of each app
+        try:
+            sc = scenario_from_dict({**doc, "timing": {"host": host}})
+        except ScenarioError as exc:
+            raise PlainError(f"{where}, [timing] host = {host!r} ({src}): {exc}") from None
     notes.append(timing_note(sc, host, src))
     hz, hz_src = replay_hz(meta, path, hz)
     notes.append(f"HZ {hz} ({hz_src})" if hz else f"{hz_src}: tcpsim's default clock")

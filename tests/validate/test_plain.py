@@ -92,22 +92,24 @@ def test_plain_scenario_takes_the_capture_description() -> None:
     assert link == ("tbf", 25000, 250000, 200_000_000)
     assert sc.sysctl["net.ipv4.tcp_rmem"] == [4096, 131072, 33554432]   # read back
     assert sc.sysctl["net.ipv4.tcp_shrink_window"] == 1
-    assert (s.profile, s.hz, s.host) == ("linux-6.18", 250, None)
-    assert sc.writer.latency_table == "" and sc.reader.kind == "fast"    # the scenario's own timing
-    assert any("dev-vm-loaded" in n and "not applied" in n for n in s.notes)
+    assert (s.profile, s.hz, s.host) == ("linux-6.18", 250, "dev-vm-loaded")   # the manifest's
+    # bulk writer and fast reader: exact under every preset (nothing measured for them)
+    assert sc.writer.latency_table == "" and sc.reader.kind == "fast"
+    assert sc.reader.latency_table == "" and not sc.reader.timed
+    assert any("host preset dev-vm-loaded (manifest.json)" in n for n in s.notes)
 
 
-def test_the_fixtures_host_preset_applies_where_an_app_replays_sequences() -> None:
-    late = ("writer.latency=periodic_writer_blocks", "reader.latency=periodic_reader_blocks")
-    s = _setup("seed-unbounded-growth-shrink1-120s", sets=late)
+def test_the_fixtures_host_preset_gives_the_apps_their_calibrated_timing() -> None:
+    s = _setup("seed-unbounded-growth-shrink1-120s")
     assert s.host == "dev-vm-loaded" and s.scenario.reader.latency_host == "dev-vm-loaded"
+    assert s.scenario.reader.latency_table == "periodic_reader_blocks"      # the default
     assert s.scenario.sysctl["net.ipv4.tcp_adv_win_scale"] == -2
-    s = _setup("seed-unbounded-growth-shrink1-120s", sets=late, host="dev-vm-spin")
+    s = _setup("seed-unbounded-growth-shrink1-120s", host="dev-vm-spin")
     assert s.scenario.writer.latency_host == "dev-vm-spin"
-    with pytest.raises(PlainError, match="--host dev-vm-spin: not for .*no application"):
-        _setup("seed-unbounded-growth-shrink1-120s", host="dev-vm-spin")
+    s = _setup("seed-unbounded-growth-shrink1-120s", host="exact")
+    assert not s.scenario.writer.timed and not s.scenario.reader.timed
     with pytest.raises(PlainError, match="--host: expected one of"):
-        _setup("seed-unbounded-growth-shrink1-120s", sets=late, host="laptop")
+        _setup("seed-unbounded-growth-shrink1-120s", host="laptop")
 
 
 def test_run_summary_is_the_manifests_for_the_shipped_capture() -> None:
@@ -170,7 +172,6 @@ def test_cli_plain_json(tmp_path: Path) -> None:
 @pytest.mark.parametrize("args, says", [
     (["--plain", "--runs", "0"], "--runs 0: give a number of runs of at least 1"),
     (["--plain", "--host", "laptop"], "--host: expected one of"),
-    (["--plain", "--host", "dev-vm-quiet"], "no application"),
     (["--plain", "--until", "1s"], "--until: an option of the replay"),
     (["--plain", "--html", "x.html"], "--html: an option of the replay"),
     (["--runs", "3"], "--runs: an option of plain validation; add --plain"),
@@ -199,15 +200,15 @@ def test_cli_plain_without_a_scenario_in_the_trace(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_reproducer_with_captured_timing_stalls_in_most_seeds() -> None:
-    """Issue 14's done-means, shrink 0: with the captured wakeup sequences (dev-vm-loaded,
-    the fixture's preset) the zero window and the stall come in most seeds, as in all three
-    captures; with exact timing they never do (the verdict fails)."""
-    late = ("writer.latency=periodic_writer_blocks", "reader.latency=periodic_reader_blocks")
+    """Issue 14's done-means, shrink 0: with the default timing (the captured wakeup
+    sequences of dev-vm-loaded, the fixture's preset) the zero window and the stall come in
+    most seeds, as in all three captures; with exact timing they never do (the verdict
+    fails)."""
     name = FIXTURES / "seed-unbounded-growth-shrink0-120s.parquet"
-    r = validate_plain(name, runs=5, sets=late)
+    r = validate_plain(name, runs=5)
     assert r.setup.host == "dev-vm-loaded"
     assert r.outcomes["stall"]["verdict"] == "ok" and r.outcomes["zero_window"]["verdict"] == "ok"
-    exact = validate_plain(name, runs=1)
+    exact = validate_plain(name, runs=1, host="exact")
     assert exact.outcomes["stall"]["verdict"] == "fail" and not exact.passed
 
 
