@@ -20,6 +20,10 @@ pub const MAX_SKB_FRAGS: i64 = 17;
 /// SKB_MAX_ORDER(0, 0): payload of a linear skb built in one page by tcp_collapse().
 pub const COLLAPSE_CHUNK: i64 = PAGE_SIZE - SKB_SHINFO;
 pub const SKB_WITH_OVERHEAD_PAGE: i64 = PAGE_SIZE - SKB_SHINFO;
+/// PAGE_SIZE << SKB_FRAG_PAGE_ORDER [include/linux/skbuff.h]: the compound page
+/// skb_page_frag_refill() gives a writer's page frag (sk_page_frag()), which tcp_sendmsg()
+/// copies the byte stream into.
+pub const SKB_FRAG_PAGE_SIZE: i64 = 8 * PAGE_SIZE;
 
 pub const MAX_TCP_WINDOW: i64 = 32767;
 pub const TCP_MAX_WSCALE: i64 = 14;
@@ -65,6 +69,7 @@ pub const ALL: &[(&str, i64)] = &[
     ("MAX_SKB_FRAGS", MAX_SKB_FRAGS),
     ("COLLAPSE_CHUNK", COLLAPSE_CHUNK),
     ("SKB_WITH_OVERHEAD_PAGE", SKB_WITH_OVERHEAD_PAGE),
+    ("SKB_FRAG_PAGE_SIZE", SKB_FRAG_PAGE_SIZE),
     ("MAX_TCP_WINDOW", MAX_TCP_WINDOW),
     ("TCP_MAX_WSCALE", TCP_MAX_WSCALE),
     ("TCP_MIN_MSS", TCP_MIN_MSS),

@@ -13,7 +13,9 @@
 //! Header sizes: a segment on the wire carries `HDR` bytes of Ethernet + IPv4 + TCP(+timestamps).
 
 use crate::arith::ceil_div;
-use crate::constants::{data_align, kmalloc_size, skb_truesize, PAGE_SIZE, SKB_SHINFO, SKB_STRUCT};
+use crate::constants::{
+    data_align, kmalloc_size, skb_truesize, PAGE_SIZE, SKB_FRAG_PAGE_SIZE, SKB_SHINFO, SKB_STRUCT,
+};
 use crate::skb::{Layout, Skb};
 
 pub const ETH_HLEN: i64 = 14;
@@ -151,17 +153,14 @@ impl Device {
     /// SKB_TRUESIZE(head) with the struct overhead) and copies the payload into page fragments,
     /// so truesize = len + SKB_TRUESIZE(head) and a coalesce charges exactly `len`.
     /// Measured on 6.18 over veth: truesize = len + 832 and 17 segments per skb
-    /// (docs/kernel-measurements.md, E1, E4). `shared`: the receiver's skb is a clone of the
+    /// (docs/kernel-measurements.md, E1, E4) -- 16 when one of them crosses a page of the
+    /// writer's page frag and so holds two fragments (`sender_frags`). `shared`: the
+    /// receiver's skb is a clone of the
     /// sender's retransmit-queue skb; skb_try_coalesce() refuses a cloned skb.
     fn sender_skb(&self, seq: i64, length: i64, fin: bool) -> Skb {
-        let nfrags = if length == 0 {
-            0
-        } else {
-            1 + (length - 1) / (8 * PAGE_SIZE)
-        };
         let layout = Layout {
             head: self.head,
-            nfrags,
+            nfrags: sender_frags(seq, length),
             ..Layout::default()
         };
         let mut skb = Skb::new(seq, length, skb_truesize(self.head) + length, layout, fin);
@@ -315,6 +314,27 @@ fn nic(name: &str, buf: i64) -> Device {
         buf,
         ..Device::of(name, strategy)
     }
+}
+
+/// Page fragments holding the payload [seq, seq + length) in the sender's skb.
+///
+/// tcp_sendmsg_locked() [tcp.c, 6.18] copies the byte stream into the writer's page frag
+/// (sk_page_frag(): the task's, refilled by skb_page_frag_refill() [net/core/sock.c] with
+/// SKB_FRAG_PAGE_SIZE compound pages) and appends each copy as a fragment, extending the last
+/// one when it continues it on the same page. The pages stay referenced while the receiver
+/// holds their data, so the stream is laid out page after page: a segment whose bytes cross a
+/// page boundary holds two fragments, and skb_try_coalesce() then fits one segment fewer into
+/// a receiver skb (16 instead of 17 of 1448 bytes; measured, 6.18 over veth: the 1 B/ms reader
+/// of the seed reproducer frees 17, then 16, then 16 segments' skbs at 24.6, 47.8 and 71.0 s).
+/// The stream offset is seq - 1 (the model's ISS is 0). Not modelled: a page with fewer than
+/// 32 bytes left is not used (the offset then restarts on a new page), and a page nobody
+/// references any more is reused from its start (an idle, fully read connection).
+pub fn sender_frags(seq: i64, length: i64) -> i64 {
+    if length <= 0 {
+        return 0;
+    }
+    let off = (seq - 1).max(0);
+    (off + length - 1) / SKB_FRAG_PAGE_SIZE - off / SKB_FRAG_PAGE_SIZE + 1
 }
 
 /// Every preset, in the order of Python's `DEVICES`.
@@ -482,6 +502,26 @@ pub fn device(name: &str) -> Result<Device, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sender_frags_follow_the_writers_32k_pages() {
+        for (seq, len, frags) in [
+            (1, 1448, 1),
+            (31857, 1448, 2),
+            (32769 - 1448, 1448, 1),
+            (32769, 1448, 1),
+            (32768, 2, 2),
+            (1, 65536, 2),
+            (2, 65536, 3),
+            (1, 0, 0),
+        ] {
+            assert_eq!(sender_frags(seq, len), frags, "seq {seq} len {len}");
+            assert_eq!(
+                device("veth").unwrap().make_skb(seq, len, false).nfrags,
+                frags
+            );
+        }
+    }
 
     #[test]
     fn veth_charges_len_plus_832() {

@@ -19,6 +19,10 @@ MAX_SKB_FRAGS = 17
 # SKB_MAX_ORDER(0, 0): payload of a linear skb built in one page by tcp_collapse().
 COLLAPSE_CHUNK = PAGE_SIZE - SKB_SHINFO  # 3776
 SKB_WITH_OVERHEAD_PAGE = PAGE_SIZE - SKB_SHINFO
+# PAGE_SIZE << SKB_FRAG_PAGE_ORDER [include/linux/skbuff.h]: the compound page
+# skb_page_frag_refill() gives a writer's page frag (sk_page_frag()), which tcp_sendmsg()
+# copies the byte stream into.
+SKB_FRAG_PAGE_SIZE = 8 * PAGE_SIZE
 
 MAX_TCP_WINDOW = 32767
 TCP_MAX_WSCALE = 14

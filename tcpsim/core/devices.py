@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tcpsim.core.constants import (
-    PAGE_SIZE, SKB_SHINFO, SKB_STRUCT, data_align, kmalloc_size, skb_truesize,
+    PAGE_SIZE, SKB_FRAG_PAGE_SIZE, SKB_SHINFO, SKB_STRUCT, data_align, kmalloc_size, skb_truesize,
 )
 from tcpsim.core.skb import Skb
 
@@ -124,7 +124,8 @@ class Device:
         SKB_TRUESIZE(head) with the struct overhead) and copies the payload into page fragments,
         so truesize = len + SKB_TRUESIZE(head) and a coalesce charges exactly `len`.
         Measured on 6.18 over veth: truesize = len + 832 and 17 segments per skb
-        (docs/kernel-measurements.md, E1, E4).
+        (docs/kernel-measurements.md, E1, E4) -- 16 when one of them crosses a page of the
+        writer's page frag and so holds two fragments (`sender_frags`).
 
         `shared`: the receiver's skb is a clone of the sender's retransmit-queue skb (a veth pair
         or loopback with both ends on one host and no forwarding hop). skb_try_coalesce() refuses
@@ -132,9 +133,8 @@ class Device:
         delayed ACKs most small segments then become new skbs (measured, E1). A forwarding hop
         (the capture's delay router) gives the receiver private skbs: coalescing as usual (E4).
         """
-        nfrags = 0 if length == 0 else 1 + (length - 1) // (8 * PAGE_SIZE)
         skb = Skb(seq, length, skb_truesize(self.head) + length, head=self.head, linear=0,
-                  nfrags=nfrags, fin=fin)
+                  nfrags=sender_frags(seq, length), fin=fin)
         if self.shared:
             skb.cloned_until = seq + length + (1 if fin else 0)
         return skb
@@ -215,6 +215,27 @@ class Device:
     def _extra_frames(self, length: int, gso_size: int) -> int:
         """Frames of a GSO train beyond the first (0 for a single-frame segment)."""
         return max(0, -(-length // gso_size) - 1) if gso_size else 0
+
+
+def sender_frags(seq: int, length: int) -> int:
+    """Page fragments holding the payload [seq, seq + length) in the sender's skb.
+
+    tcp_sendmsg_locked() [tcp.c, 6.18] copies the byte stream into the writer's page frag
+    (sk_page_frag(): the task's, refilled by skb_page_frag_refill() [net/core/sock.c] with
+    SKB_FRAG_PAGE_SIZE compound pages) and appends each copy as a fragment, extending the last
+    one when it continues it on the same page. The pages stay referenced while the receiver
+    holds their data, so the stream is laid out page after page: a segment whose bytes cross
+    a page boundary holds two fragments, and skb_try_coalesce() then fits one segment fewer
+    into a receiver skb (16 instead of 17 of 1448 bytes; measured, 6.18 over veth: the 1 B/ms
+    reader of the seed reproducer frees 17, then 16, then 16 segments' skbs at 24.6, 47.8
+    and 71.0 s). The stream offset is seq - 1 (the model's ISS is 0). Not modelled: a page
+    with fewer than 32 bytes left is not used (the offset then restarts on a new page), and
+    a page nobody references any more is reused from its start (an idle, fully read
+    connection)."""
+    if length <= 0:
+        return 0
+    off = max(0, seq - 1)
+    return (off + length - 1) // SKB_FRAG_PAGE_SIZE - off // SKB_FRAG_PAGE_SIZE + 1
 
 
 def LocalSender(name: str = "veth", head: int = 256, shared: bool = False) -> Device:

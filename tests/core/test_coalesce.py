@@ -1,4 +1,5 @@
-"""tcp_try_coalesce / skb_try_coalesce: delta charging, the 17-fragment limit, tailroom, clones."""
+"""tcp_try_coalesce / skb_try_coalesce: delta charging, the 17-fragment limit, tailroom, clones,
+the sender's page layout."""
 
 from tcpsim.core.devices import device
 from tcpsim.core.skb import Skb
@@ -16,6 +17,21 @@ def test_veth_truesize_and_coalesce_charge_match_the_kernel():
     assert len(sk.mem.receive_queue) == 2
     assert sk.mem.sk_rmem_alloc == (100 + 832) + 16 * 100 + (100 + 832)
     assert sk.mem.receive_queue[0].nfrags == 17
+
+
+def test_a_segment_across_a_page_of_the_senders_stream_takes_two_fragments():
+    # the writer's page frag is 32 KiB: segment 23 (bytes 31856..33304) crosses its first
+    # boundary, so the second skb is full at 16 segments (17 fragments), as the 6.18
+    # receiver's 1 B reader freed them in the seed reproducer (17, 16, 16 segments)
+    p = established("linux-6.18")
+    sk = p.sk
+    for i in range(40):
+        p.at(2 + i).send(1448)
+    q = sk.mem.receive_queue
+    assert [s.len // 1448 for s in q] == [17, 16, 7]
+    assert [s.nfrags for s in q] == [17, 17, 7]
+    assert [s.truesize for s in q] == [832 + 17 * 1448, 832 + 16 * 1448, 832 + 7 * 1448]
+    assert sk.mib.TCPRcvCoalesce == 37
 
 
 def test_coalescing_never_checks_rcvbuf():

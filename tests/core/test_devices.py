@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tcpsim.core.constants import kmalloc_size
-from tcpsim.core.devices import DEVICES, build, device, netdev_alloc_skb
+from tcpsim.core.devices import DEVICES, build, device, netdev_alloc_skb, sender_frags
 from tcpsim.scenario import ScenarioError, scenario_from_dict
 
 E1 = Path(__file__).parents[2] / "docs" / "measurements" / "e1_truesize.csv"
@@ -36,6 +36,16 @@ def test_each_preset_pins_its_figures(name, length, truesize, head, tailroom, fr
     skb = DEVICES[name].make_skb(1, length, False)
     assert (skb.truesize, skb.head, skb.tailroom, skb.nfrags, skb.head_frag, skb.cloned_until) \
         == (truesize, head, tailroom, frags, head_frag, cloned)
+
+
+@pytest.mark.parametrize("seq,length,frags", [
+    (1, 1448, 1), (31857, 1448, 2), (32769 - 1448, 1448, 1), (32769, 1448, 1),
+    (32768, 1, 1), (32768, 2, 2), (1, 65536, 2), (2, 65536, 3), (1, 0, 0),
+])
+def test_sender_skb_fragments_follow_the_writers_32k_pages(seq, length, frags):
+    # stream offset seq - 1 laid out in SKB_FRAG_PAGE_SIZE pages: one fragment per page touched
+    assert sender_frags(seq, length) == frags
+    assert device("veth").make_skb(seq, length, False).nfrags == frags
 
 
 def test_presets_are_descriptions_of_their_strategy():

@@ -151,6 +151,28 @@ def test_reproducer_120s_replay_stalls_like_the_kernel_when_given_real_app_times
     assert v.score.passed
 
 
+def test_reproducer_120s_replay_reopens_the_window_when_the_kernel_did():
+    # after the stall the 1 B/ms reader frees the skbs at the head of the queue one by one;
+    # they hold 17, 16 and 16 segments (a segment crossing a 32 KiB page of the writer's
+    # page frag takes two fragments), so the third is freed and the window reopens at
+    # 70.95 s in every capture (70.91 s replayed; 73.81 s with 17 segments per skb), and
+    # the replay then takes in what the kernel did before the window closes again (383 KB)
+    v = validate_trace(FIXTURES / "seed-unbounded-growth-shrink0-120s.parquet")
+    t0 = v.kernel.data_t[0]
+
+    def reopen(view) -> tuple[float, int]:
+        acks = view.acks
+        z = next(i for i, a in enumerate(acks) if a.win == 0)
+        o = next(i for i in range(z, len(acks)) if acks[i].win > 0)
+        again = next(a for a in acks[o:] if a.win == 0)
+        return (acks[o].t_ns - t0) / 1e9, again.ack_seq - acks[o].ack_seq
+
+    (kt, kin), (mt, min_) = reopen(v.kernel), reopen(v.model)
+    assert kt == pytest.approx(70.954, abs=0.01) and kin == 382704
+    assert mt == pytest.approx(kt, abs=0.1)
+    assert min_ == pytest.approx(kin, rel=0.1)
+
+
 def test_shrink1_120s_final_memory_is_reported_not_scored():
     v = validated("seed-unbounded-growth-shrink1-120s")
     assert all(o["match"] for o in v.score.outcomes.values())
