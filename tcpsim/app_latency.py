@@ -16,9 +16,10 @@ first exact step.
 
 Captured sequences (tcpsim/data/app_latency_blocks.json.gz, scripts/app_latency_blocks.py):
 the same captures' lateness in wakeup order, one sequence per capture. A draw does not pick
-each wakeup independently: a run replays one capture, in blocks of consecutive wakeups from
-random starting points (a moving-block bootstrap), so a busy second stays busy for its ticks
-and a run keeps its capture's level, as the host's did (docs/app-latency.md).
+each wakeup independently: a run replays one capture, in blocks of consecutive wakeups, the
+first from the capture's start, the later ones from random starting points (a moving-block
+bootstrap), so a busy second stays busy for its ticks and a run keeps its capture's level,
+as the host's did (docs/app-latency.md).
 
     load_sequences(kind, host) -> ([ns, ...] per capture of that host)
     pick_capture(k, n) -> which of n captures a run replays (k: a 53-bit draw)
@@ -185,22 +186,25 @@ def pick_capture(k: int, n: int) -> int:
 
 
 class BlockSequence:
-    """A moving-block bootstrap of one captured sequence: `block` consecutive wakeups from a
-    starting point drawn uniformly among those with a whole block after them, then a fresh
-    start. Each block start takes one 53-bit draw k; the start is (k * (len - block + 1))
-    >> 53, integer-exact, so the native engine replays the same wakeups."""
+    """A moving-block bootstrap of one captured sequence: the first `block` wakeups from the
+    capture's start (wakeup 0), then blocks of `block` consecutive wakeups from starting
+    points drawn uniformly among those with a whole block after them. The first block takes
+    no draw (the captures' first seconds are not a random stretch: docs/app-latency.md, "Why
+    the memory sat at half the kernel's"); each later block start takes one 53-bit draw k,
+    the start being (k * (len - block + 1)) >> 53, integer-exact, so the native engine
+    replays the same wakeups."""
 
     def __init__(self, seq: Sequence[int], block: int) -> None:
         if not 0 < block <= len(seq):
             raise ValueError(f"a block of {block} wakeups needs a sequence at least that long "
                              f"(got {len(seq)})")
         self.seq, self.block = seq, block
-        self.pos = 0
-        self.left = 0                   # wakeups left in the current block
+        self.pos = 0                    # the first block starts at the capture's start
+        self.left = block               # wakeups left in the current block
 
     def draw(self, k: int) -> int:
         """The next wakeup's lateness (ns); `k` (a 53-bit draw) is used only when a block
-        begins."""
+        after the first begins."""
         if self.left == 0:
             self.pos = (k * (len(self.seq) - self.block + 1)) >> UNIT_BITS
             self.left = self.block
@@ -211,5 +215,5 @@ class BlockSequence:
 
     @property
     def needs_draw(self) -> bool:
-        """The next wakeup begins a block (and so consumes a draw)."""
+        """The next wakeup begins a block after the first (and so consumes a draw)."""
         return self.left == 0

@@ -76,16 +76,19 @@ def test_shipped_tables_draw_the_measured_tail_not_a_smear_to_the_maximum():
 
 # -- captured sequences, replayed in blocks --------------------------------------------------
 
-def test_block_sequence_replays_consecutive_wakeups_from_drawn_starts():
+def test_block_sequence_starts_at_the_capture_start_then_replays_from_drawn_starts():
     seq = list(range(100))
     b = BlockSequence(seq, 10)
-    ks = [0, UNIT - 1, UNIT // 2]
     got = []
-    for k in ks:
+    for _ in range(10):                 # the first block: the capture's start, no draw
+        assert not b.needs_draw
+        got.append(b.draw(UNIT - 1))
+    for k in [UNIT - 1, UNIT // 2, 0]:
         assert b.needs_draw
         got += [b.draw(k)] + [b.draw(123) for _ in range(9)]   # k only counts at a start
-    # starts: 0, the last whole block (90), the middle (45)
-    assert got == list(range(0, 10)) + list(range(90, 100)) + list(range(45, 55))
+    # starts: 0 (undrawn), the last whole block (90), the middle (45), 0 (drawn)
+    assert got == (list(range(0, 10)) + list(range(90, 100)) + list(range(45, 55))
+                   + list(range(0, 10)))
     with pytest.raises(ValueError, match="block of 101"):
         BlockSequence(seq, 101)
 

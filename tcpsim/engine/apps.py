@@ -25,7 +25,9 @@ Its draws come from its own generator, `latency_rng(seed, role)`:
     random.Random(2*seed + 1)     link delay jitter, sender -> receiver
     random.Random(2*seed + 2)     link delay jitter, receiver -> sender
     random.Random(8*seed + 3..6)  wakeup latency of the writer, reader, receiver-end writer,
-                                  sender-end reader (only drawn from when timed)
+                                  sender-end reader (only drawn from when timed; a
+                                  captured sequence draws once per block after the first,
+                                  the first being the capture's start)
     random.Random(8*seed + 7)     the host: which capture a run's captured-sequence
                                   latencies replay (its first draw; shared by every app
                                   of the run, as one host runs them all)
@@ -78,7 +80,7 @@ class Timing:
 
     def late(self) -> int:
         """The lateness of one wakeup (ns): the next wakeup of the replayed capture (a draw
-        starts each block), a fresh draw from the table, or the fixed value."""
+        starts each block after the first), a fresh draw from the table, or the fixed value."""
         if self.blocks is not None:
             k = int(self.rng.random() * UNIT) if self.blocks.needs_draw else 0
             return self.blocks.draw(k)

@@ -145,7 +145,26 @@ def test_block_draws_on_small_captures_are_the_native_engines(monkeypatch) -> No
     seqs = (tuple(i * 10 for i in range(20)), tuple(1000 + i * 10 for i in range(20)))
     monkeypatch.setattr(apps, "load_sequences", lambda kind, host: seqs)
     monkeypatch.setattr(apps, "block_wakeups", lambda host: 3)
-    assert _draws("periodic_writer_blocks", 1, 7) == [1080, 1090, 1100, 1100, 1110, 1120, 1160]
+    # the first block is the run's capture (1) from its start; then starts 8, 10, 10, ...
+    assert _draws("periodic_writer_blocks", 1, 9) == [1000, 1010, 1020, 1080, 1090, 1100,
+                                                      1100, 1110, 1120]
+
+
+def test_each_apps_first_block_is_the_run_captures_start_and_later_blocks_are_drawn() -> None:
+    """docs/app-latency.md, "Why the memory sat at half the kernel's": writer and reader both
+    begin with the first wakeups of the run's capture; the blocks after it start at random."""
+    from tcpsim.app_latency import block_wakeups, load_sequences
+    n = block_wakeups()
+    writers, readers = load_sequences("periodic_writer"), load_sequences("periodic_reader")
+    later = set()
+    for seed in (1, 2, 3, 5):
+        w = _draws("periodic_writer_blocks", seed, 3 * n)
+        r = _draws("periodic_reader_blocks", seed, n, role="reader")
+        c = _capture_of(w, writers)
+        assert w[:n] == list(writers[c][:n]) and r == list(readers[c][:n])
+        assert w[n:] != list(writers[c][n:3 * n])
+        later.add(tuple(w[n:n + 50]))
+    assert len(later) == 4                  # each seed's second block from its own start
 
 
 def test_blocks_are_a_latency_name_of_the_scenario() -> None:
