@@ -165,6 +165,7 @@ def rows(conn: Connection, hs: Handshake, delay_ab: int, delay_ba: int,
     edge = -1                      # the receiver's highest right edge so far
     last_ack: tuple[int, int] | None = None     # (ack, scaled window) of its last segment
     high = 0                       # highest end_seq the sender sent
+    holes: list[tuple[int, int]] = []   # ranges below `high` not seen yet (_first_seen)
     for s in segs:
         mine = s.a == rcv_ep
         t = _seen_at(s, mine, at_sender, delay_ab, delay_ba) - t0
@@ -201,12 +202,13 @@ def rows(conn: Connection, hs: Handshake, delay_ab: int, delay_ba: int,
                                                          and seq == acked)):
                 notes.append("probe")
                 counts["probes"] += 1
-            elif s.payload and end <= high:
+            elif s.payload and not (new := _first_seen(seq, seq + s.payload, high, holes)):
                 notes.append("retransmission")
                 counts["retransmissions"] += 1
             elif s.payload:
+                if seq < high:
+                    notes.append("out of order")
                 counts["data_segments"] += 1
-                new = seq + s.payload - max(seq, high)
                 counts["bytes"] += new
                 out.append(blank(t_ns=t - delay_ab, sock="snd", event="write", len=new,
                                  detail="first seen on the wire"))
@@ -218,6 +220,26 @@ def rows(conn: Connection, hs: Handshake, delay_ab: int, delay_ba: int,
         out.append(row)
     out.sort(key=lambda r: r["t_ns"])
     return out, counts
+
+
+def _first_seen(seq: int, end: int, high: int, holes: list[tuple[int, int]]) -> int:
+    """Bytes of [seq, end) seen on the wire for the first time: those above `high` (the
+    highest end_seq so far) and those in `holes`, the ranges below it never seen (a segment
+    that overtook another -- veth's per-CPU backlogs reorder -- or one lost before the capture
+    point). Updates `holes` in place. 0 means every byte was seen before: a retransmission."""
+    if seq > high:
+        holes.append((high, seq))
+    new = max(0, end - max(seq, high))
+    keep: list[tuple[int, int]] = []
+    for a, b in holes:
+        lo, hi = max(a, seq), min(b, end)
+        if lo >= hi:
+            keep.append((a, b))
+            continue
+        new += hi - lo
+        keep += [r for r in ((a, lo), (hi, b)) if r[0] < r[1]]
+    holes[:] = keep
+    return new
 
 
 def _seen_at(s: WireSegment, from_rcv: bool, at_sender: bool, delay_ab: int, delay_ba: int) -> int:
