@@ -23,6 +23,9 @@ CLASSES = ("memory", "zero_window", "drops", "stall")
 DROP_COUNTERS = ("TcpExtTCPRcvQDrop", "TcpExtTCPOFODrop", "TcpExtTCPZeroWindowDrop",
                  "TcpExtBeyondWindow")
 DEFAULT_STALL_GAP_NS = 500_000_000
+# the words of the yes/no classes (what a run has, what it has not); memory is named by value
+LABELS = {"zero_window": ("zero window", "no zero window"), "drops": ("drops", "no drops"),
+          "stall": ("stall", "no stall")}
 
 
 @dataclass(frozen=True)
@@ -46,8 +49,7 @@ class Outcomes:
             return "unknown"
         if name == "memory":
             return str(v)
-        words = {"zero_window": ("zero window", "no zero window"), "drops": ("drops", "no drops"),
-                 "stall": ("stall", "no stall")}[name]
+        words = LABELS[name]
         return words[0] if v else words[1]
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from tcpsim.validate.outcomes import LABELS
 from tcpsim.validate.run import collect_or_say, fixture_field, replay_hz
 from tcpsim.validate.summary import SUMMARY_OUTCOMES, run_summary
 
@@ -73,8 +74,7 @@ FIGURES = (
 )
 FIGURE_KEYS = tuple(f.key for f in FIGURES)
 # the outcome class a run "has" (tcpsim.validate.outcomes labels)
-POSITIVE = {"memory": "unbounded", "zero_window": "zero window", "drops": "drops",
-            "stall": "stall"}
+POSITIVE = {"memory": "unbounded", **{c: words[0] for c, words in LABELS.items()}}
 CLASS_WORDS = {"memory": "unbounded memory", "zero_window": "zero window", "drops": "drops",
                "stall": "stall"}
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tcpsim.validate.outcomes import outcomes
+from tcpsim.validate.outcomes import CLASSES, outcomes
 from tcpsim.validate.trace import TraceView
 
 # the receiver's counters each run summary lists (0 when the kernel did not count any)
 KEY_COUNTERS = ("TcpExtTCPRcvCoalesce", "TcpExtPruneCalled", "TcpExtTCPRcvCollapsed",
                 "TcpExtTCPRcvQDrop", "TcpExtBeyondWindow", "TcpExtTCPWantZeroWindowAdv",
                 "TcpExtTCPToZeroWindowAdv", "TcpExtTCPOFOQueue", "TcpExtTCPBacklogCoalesce")
-SUMMARY_OUTCOMES = ("memory", "zero_window", "drops", "stall")
+SUMMARY_OUTCOMES = CLASSES       # the outcome classes a summary labels
 
 
 def run_summary(v: TraceView, meta: dict[str, Any], end_ns: int) -> dict[str, Any]:
