@@ -204,6 +204,35 @@ FIXTURES: tuple[Fixture, ...] = (
                        "32666 ACKs (30662-33021), TCPRcvCoalesce 1059 (8141-9872); with "
                        "latency = blocking_reader 33 / 35 / 34. Not within 2x: the model "
                        "loses a quarter of the median capture's 124"),
+    # the same two again with the whole 20 ms on the data direction and the ACKs forwarded
+    # without a delay program: the ACK delay program releases what is due in one verdict, on
+    # the sender's CPU, and the ACK bursts it makes raise the loss (docs/app-latency.md#ack-path)
+    Fixture("bulk-200mbit-tbf-cubic-datadelay", "bulk-1gbit", 4.0, probe_every=5, thin=5,
+            changes={"link": {"rate": "200mbit", "queue_limit": 166,
+                              "delay_ab": "20ms", "delay_ba": "0ms"}},
+            sysctl={"net.ipv4.tcp_shrink_window": 1},
+            repeat=10, tbf_burst=25_000, tbf_limit=250_000, reader_cpu=1, rt=True,
+            timing_dependent=("numbers",),
+            note="as bulk-200mbit-tbf-cubic-rxcpu (10 ms tbf queue, shrink 1, CUBIC, reader on "
+                 "CPU 1, endpoints at SCHED_FIFO 5) with the 20 ms RTT all on the data "
+                 "direction (delay_ab 20 ms, delay_ba 0): the ACKs reach the sender as the "
+                 "receiver sent them, not in the delay program's batches. Ten runs (load "
+                 "average 1.2-2.0): run_summaries[:5] recorded under this name, [5:] a few "
+                 "minutes before as the -rxcpu fixture with these two delays (the same "
+                 "scenario and placement)"),
+    Fixture("bulk-200mbit-tbf-bdp-cubic-datadelay", "bulk-1gbit", 4.0, probe_every=5, thin=5,
+            changes={"link": {"rate": "200mbit", "queue_limit": 330,
+                              "delay_ab": "20ms", "delay_ba": "0ms"}},
+            sysctl={"net.ipv4.tcp_shrink_window": 1},
+            repeat=12, tbf_burst=25_000, tbf_limit=500_000, reader_cpu=1, rt=True,
+            timing_dependent=("numbers",),
+            note="as bulk-200mbit-tbf-bdp-cubic-rxcpu (one-BDP tbf queue, shrink 1, CUBIC, "
+                 "reader on CPU 1, endpoints at SCHED_FIFO 5) with the 20 ms RTT all on the "
+                 "data direction (delay_ab 20 ms, delay_ba 0): the ACKs reach the sender as "
+                 "the receiver sent them, not in the delay program's batches. Twelve runs "
+                 "(load average 0.0-2.0): run_summaries[:5] recorded under this name, [5:] a "
+                 "few minutes before as the -rxcpu fixture with these two delays (the same "
+                 "scenario and placement); one of them (run_summaries[8]) overflowed nothing"),
     Fixture("bulk-blocking-reader", "bulk-1gbit", 3.0,
             changes={"link": {"rate": "100mbit", "queue_limit": 2000},
                      "reader": {"kind": "blocking", "bytes": 1 << 20}},
