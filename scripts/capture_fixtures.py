@@ -67,6 +67,37 @@ class Fixture:
     # class, "numbers" or metric: the figures} -- reported, not scored, never hidden
     known_divergence: dict[str, str] = field(default_factory=dict)
     divergence: str = ""                 # today's model as a plain scenario, with figures
+    # the host preset (tcpsim.app_latency.HOSTS) the captures were made under, and why that
+    # one: the manifest entry's `host` / `host_source`, which `tcpsim validate --plain` takes
+    # as the run's `[timing] host` ("": none named). Re-recording under another condition
+    # means changing both here.
+    host: str = ""
+    host_source: str = ""
+
+    def __post_init__(self) -> None:
+        from tcpsim.app_latency import check_host
+        if self.host:
+            try:
+                check_host(self.host)
+            except ValueError as exc:
+                raise ValueError(f"fixture {self.name}: host: {exc}") from None
+        if bool(self.host) != bool(self.host_source):
+            raise ValueError(f"fixture {self.name}: host and host_source come together "
+                             "(the preset and why the captures were made under it)")
+
+    def host_tags(self) -> dict[str, str]:
+        """The manifest entry's `host` and `host_source` ({} if the fixture names none)."""
+        return {"host": self.host, "host_source": self.host_source} if self.host else {}
+
+
+# The hour of the first issue-14 captures: the reproducer's six 120 s captures then are the
+# dev-vm-loaded preset, and the other fixtures captured in it share its host condition.
+LOADED_HOUR = dict(
+    host="dev-vm-loaded",
+    host_source="captured 2026-11-24 02:10-02:24 UTC on the shared development VM at load "
+                "average ~15: the hour whose six 120 s reproducer captures make the "
+                "dev-vm-loaded preset (docs/app-latency.md, Host presets); validate --plain "
+                "takes it as the default --host")
 
 
 FIXTURES: tuple[Fixture, ...] = (
@@ -102,6 +133,7 @@ FIXTURES: tuple[Fixture, ...] = (
                  "numbers are not scored"),
     # -- issue 14: the ground truth for application timing, CUBIC and a token-bucket link ----
     Fixture("seed-unbounded-growth-shrink0-120s", "seed-unbounded-growth", 120.0,
+            **LOADED_HOUR,
             sysctl={"net.ipv4.tcp_shrink_window": 0}, repeat=3,
             drop_details=("rcv_space_adjust",),
             timing_dependent=("stall", "zero_window", "series", "numbers"),
@@ -114,6 +146,7 @@ FIXTURES: tuple[Fixture, ...] = (
                        "advertises a zero window and holds 179473160 at 120 s. Replayed at "
                        "the capture's real app times it stalls at 1.165 s and holds 1567200"),
     Fixture("seed-unbounded-growth-shrink1-120s", "seed-unbounded-growth", 120.0,
+            **LOADED_HOUR,
             sysctl={"net.ipv4.tcp_shrink_window": 1}, repeat=3,
             drop_details=("rcv_space_adjust",),
             timing_dependent=("final_rmem",),
@@ -126,6 +159,7 @@ FIXTURES: tuple[Fixture, ...] = (
                        "98736-122736), 45 retransmissions (29-32), 47 beyond-window drops "
                        "(31-34)"),
     Fixture("bulk-200mbit-tbf-cubic", "bulk-1gbit", 4.0, probe_every=5, thin=5,
+            **LOADED_HOUR,
             changes={"link": {"rate": "200mbit", "queue_limit": 166}},
             sysctl={"net.ipv4.tcp_shrink_window": 1},
             repeat=3, tbf_burst=25_000, tbf_limit=250_000,
@@ -143,6 +177,7 @@ FIXTURES: tuple[Fixture, ...] = (
                        "resends 446 segments the receiver already holds (DelayedACKLost 446, "
                        "kernel 0); TCPRcvCoalesce replayed 17197 vs 51800"),
     Fixture("bulk-200mbit-tbf-bdp-cubic", "bulk-1gbit", 4.0, probe_every=5, thin=5,
+            **LOADED_HOUR,
             changes={"link": {"rate": "200mbit", "queue_limit": 330}},
             sysctl={"net.ipv4.tcp_shrink_window": 1},
             repeat=3, tbf_burst=25_000, tbf_limit=500_000,
@@ -234,6 +269,7 @@ FIXTURES: tuple[Fixture, ...] = (
                  "few minutes before as the -rxcpu fixture with these two delays (the same "
                  "scenario and placement); one of them (run_summaries[8]) overflowed nothing"),
     Fixture("bulk-blocking-reader", "bulk-1gbit", 3.0,
+            **LOADED_HOUR,
             changes={"link": {"rate": "100mbit", "queue_limit": 2000},
                      "reader": {"kind": "blocking", "bytes": 1 << 20}},
             repeat=3, tbf_burst=12_500, tbf_limit=2_000 * 1514, drop_app_rows=False, thin=4,
@@ -432,6 +468,7 @@ def retag(out: Path, chosen: list[Fixture]) -> Path:
                 **divergence_tags(fx)}
         meta["fixture"] = {**meta.get("fixture", {}), **tags}
         entries[fx.name].update(tags)
+        _set_host(entries[fx.name], fx)
         entries[fx.name]["fixture"] = asdict(fx)
         _write_compact(table.replace_schema_metadata(
             {k: json.dumps(v, sort_keys=True) for k, v in meta.items()}), path)
@@ -439,6 +476,14 @@ def retag(out: Path, chosen: list[Fixture]) -> Path:
     manifest["fixtures"] = list(entries.values())
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest_path
+
+
+def _set_host(entry: dict[str, Any], fx: Fixture) -> None:
+    """A manifest entry's `host` / `host_source` as the fixture declares them (kept in the
+    manifest only: the trace metadata of the committed fixtures does not carry them)."""
+    for key in ("host", "host_source"):
+        entry.pop(key, None)
+    entry.update(fx.host_tags())
 
 
 def _write_compact(table: Any, path: Path) -> None:
@@ -478,7 +523,7 @@ def record(fx: Fixture, out: Path, repeat: int, work: Path) -> dict[str, Any]:
     left_out = compact(first, dst, fx, info)
     return {**info, "file": dst.name, "bytes": dst.stat().st_size, "left_out": left_out,
             "run_summaries": runs,
-            "fixture": asdict(fx)}
+            "fixture": asdict(fx), **fx.host_tags()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -209,16 +209,18 @@ def run(
 def _run_seeds(sc, opts, runs: int, trace: Optional[Path], pcap: Optional[Path],
                as_json: bool) -> None:
     """`run --runs N`: N seeds, the outcome counts and the spread of the figures."""
-    from tcpsim.runs import format_spread, run_seeds, spread
+    from tcpsim.runs import capture_starts, format_capture_starts, format_spread, run_seeds, spread
     if runs < 1:
         raise ScenarioError(f"--runs {runs}: give a number of runs of at least 1")
     if trace is not None or pcap is not None:
         raise ScenarioError("--runs: --trace and --pcap write one run's files; leave them out "
                             "with --runs (or run one seed with --seed)")
     s = spread(run_seeds(sc, opts, runs))
+    starts = capture_starts(sc.as_dict(), s["seeds"])
     if as_json:
         typer.echo(json.dumps({"scenario": sc.name, "profile": opts.profile or sc.profile,
-                               "timing": sc.as_dict().get("timing", ""), "spread": s},
+                               "timing": sc.as_dict().get("timing", ""), "spread": s,
+                               "capture_starts": starts},
                               indent=2, sort_keys=True))
         return
     for line in format_spread(f"{sc.name} under {opts.profile or sc.profile}", s):
@@ -226,6 +228,8 @@ def _run_seeds(sc, opts, runs: int, trace: Optional[Path], pcap: Optional[Path],
     timing = describe_timing(sc.as_dict())
     if timing:
         typer.echo(f"  timing: {timing}")
+    if starts:
+        typer.echo(f"  {format_capture_starts(starts, runs)}")
 
 
 def _check_pcap_out(pcap: Optional[Path]) -> None:

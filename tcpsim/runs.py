@@ -112,6 +112,45 @@ def spread(results: list[RunOutcome]) -> dict[str, Any]:
                                          for r in results]}
 
 
+def capture_starts(scenario: dict[str, Any], seeds: list[int]) -> dict[str, dict[str, Any]]:
+    """Per application that replays captured sequences (`latency = "..._blocks"`,
+    tcpsim.app_latency): how many of its host preset's captures the `seeds` drew. Each app's
+    first block is its capture's start, so seeds on one capture share their first seconds:
+    N runs are that many distinct starts, not N. {label: {"host", "captures", "distinct"}}
+    from a scenario record (`Scenario.as_dict()`); {} when no app's timing is capture-based."""
+    from tcpsim.app_latency import DEFAULT_HOST, SEQUENCES, load_sequences
+    from tcpsim.engine.apps import run_capture
+    from tcpsim.workload import APP_ROLES
+    out = {}
+    for key, label in APP_ROLES:
+        app = scenario.get(key) or {}
+        name = app.get("latency_table", "")
+        if name not in SEQUENCES:
+            continue
+        host = app.get("latency_host") or DEFAULT_HOST
+        n = len(load_sequences(SEQUENCES[name], host))
+        out[label] = {"host": host, "captures": n,
+                      "distinct": len({run_capture(seed, n) for seed in seeds})}
+    return out
+
+
+def format_capture_starts(starts: dict[str, dict[str, Any]], runs: int) -> str:
+    """capture_starts() in one line ("" if none), e.g. `capture starts: writer 4, reader 4
+    distinct of 6 (dev-vm-loaded) in 10 seeds; ...`."""
+    if not starts:
+        return ""
+    sets = {(c["captures"], c["host"]) for c in starts.values()}
+    if len(sets) == 1:
+        (n, host), = sets
+        apps = ", ".join(f"{label} {c['distinct']}" for label, c in starts.items())
+        drawn = f"{apps} distinct of {n} ({host})"
+    else:
+        drawn = ", ".join(f"{label} {c['distinct']} of {c['captures']} ({c['host']})"
+                          for label, c in starts.items())
+    return (f"capture starts: {drawn} in {runs} seed{'s' if runs != 1 else ''}; "
+            "seeds on one capture share its first block")
+
+
 def format_spread(name: str, s: dict[str, Any]) -> list[str]:
     """Human-readable lines of a spread."""
     n = s["runs"]

@@ -228,15 +228,18 @@ def timing_fields(app: dict[str, Any]) -> dict[str, Any]:
             if k not in TIMING_DEFAULTS or v != TIMING_DEFAULTS[k]}
 
 
+# A scenario record's applications (`Scenario.as_dict()` keys) and the names a user knows them by.
+APP_ROLES = (("writer", "writer"), ("reader", "reader"), ("rev_writer", "receiver.writer"),
+             ("rev_reader", "sender.reader"))
+
+
 def describe_timing(scenario: dict[str, Any]) -> str:
     """A run's application timing in one line, from its scenario record (`Scenario.as_dict()`,
     a trace's metadata): the host preset or "exact", then each application's own timing,
     e.g. `dev-vm-loaded (writer periodic: periodic_writer_blocks; reader fast: exact)`;
     "" for a scenario built in code with exact applications (packetdrill, replays)."""
-    roles = (("writer", "writer"), ("reader", "reader"), ("rev_writer", "receiver.writer"),
-             ("rev_reader", "sender.reader"))
     parts = []
-    for key, label in roles:
+    for key, label in APP_ROLES:
         app = scenario.get(key)
         if not app:
             continue

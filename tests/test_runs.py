@@ -63,6 +63,30 @@ def test_runs_json_runs_consecutive_seeds_that_differ(tmp_path: Path) -> None:
     assert r.exit_code == 0 and "zero_window 2/2" in r.output
 
 
+def test_runs_say_how_many_capture_starts_the_seeds_drew(tmp_path: Path) -> None:
+    """Captured-sequence timing: seeds on one capture share its start, so --runs N names how
+    many distinct captures its N seeds drew (one line; JSON `capture_starts`); table timing
+    (an independent draw per wakeup) has no such line."""
+    from tcpsim.engine.apps import run_capture
+    f = tmp_path / "t.toml"
+    f.write_text(_TIMED.replace('"periodic_writer"', '"periodic_writer_blocks"')
+                 .replace('"periodic_reader"', '"periodic_reader_blocks"'))
+    args = ["run", str(f), "-d", "300ms", "--runs", "4", "--no-progress", "--engine", "python"]
+    r = runner.invoke(app, [*args, "--json"])
+    assert r.exit_code == 0, r.output
+    distinct = len({run_capture(s, 6) for s in range(1, 5)})
+    want = {"host": "dev-vm-loaded", "captures": 6, "distinct": distinct}
+    assert json.loads(r.output)["capture_starts"] == {"writer": want, "reader": want}
+    r = runner.invoke(app, args)
+    lines = [ln for ln in r.output.splitlines() if "capture starts" in ln]
+    assert lines == [f"  capture starts: writer {distinct}, reader {distinct} distinct of 6 "
+                     "(dev-vm-loaded) in 4 seeds; seeds on one capture share its first block"]
+    f.write_text(_TIMED)
+    r = runner.invoke(app, ["run", str(f), "-d", "300ms", "--runs", "2", "--json",
+                            "--no-progress", "--engine", "python"])
+    assert r.exit_code == 0 and json.loads(r.output)["capture_starts"] == {}
+
+
 def test_runs_rejects_zero_and_a_trace(tmp_path: Path) -> None:
     r = runner.invoke(app, ["run", "seed-rcvbuf32k-fill", "--runs", "0"])
     assert r.exit_code != 0 and "tcpsim: error: --runs 0" in r.output

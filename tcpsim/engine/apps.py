@@ -98,8 +98,13 @@ def _block_sequence(name: str, seed: int, host: str) -> BlockSequence:
     """The captured sequence a run's app replays: the run's capture of the host preset (the
     host stream's first draw, the same for every app of the run) of the app's kind."""
     captures = load_sequences(SEQUENCES[name], host)
-    k = int(random.Random(seed * 8 + HOST_STREAM).random() * UNIT)
-    return BlockSequence(captures[pick_capture(k, len(captures))], block_wakeups(host))
+    return BlockSequence(captures[run_capture(seed, len(captures))], block_wakeups(host))
+
+
+def run_capture(seed: int, n: int) -> int:
+    """Which of a host preset's `n` captures the run of `seed` replays: the host stream's
+    first draw, the same for every app of the run (and in the native engine, `pick_capture`)."""
+    return pick_capture(int(random.Random(seed * 8 + HOST_STREAM).random() * UNIT), n)
 
 
 def make_timing(app: App, seed: int, role: str) -> Timing | None:

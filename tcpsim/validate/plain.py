@@ -103,6 +103,7 @@ class PlainValidation:
     outcomes: dict[str, dict[str, Any]]
     figures: dict[str, dict[str, Any]]
     required: tuple[str, ...] = ()
+    capture_starts: dict[str, dict[str, Any]] = field(default_factory=dict)   # tcpsim.runs
 
     @property
     def passed(self) -> bool:
@@ -115,6 +116,7 @@ class PlainValidation:
                 "profile": self.setup.profile, "hz": self.setup.hz, "host": self.setup.host,
                 "notes": self.setup.notes, "seeds": self.seeds, "required": list(self.required),
                 "outcomes": self.outcomes, "figures": self.figures,
+                "capture_starts": self.capture_starts,
                 "kernel_runs": self.kernel, "model_runs": self.model}
 
 
@@ -323,7 +325,7 @@ def validate_plain(path: str | Path, runs: int = DEFAULT_RUNS, profile: str | No
     from tcpsim.catalog import ProfileError
     from tcpsim.engines import EngineError
     from tcpsim.runner import RunOptions
-    from tcpsim.runs import run_seeds
+    from tcpsim.runs import capture_starts, run_seeds
     from tcpsim.scenario import ScenarioError
     from tcpsim.validate.trace import TraceFileError, load_meta
 
@@ -343,9 +345,10 @@ def validate_plain(path: str | Path, runs: int = DEFAULT_RUNS, profile: str | No
         setup.notes.append(f"model: all {len(model)} seeds gave the same run (nothing in this "
                            "scenario draws from the seed)")
     name = str((meta.get("fixture") or {}).get("name") or setup.scenario.name or p.stem)
-    return PlainValidation(p, name, setup, [r.seed for r in done], kernel, model,
+    seeds = [r.seed for r in done]
+    return PlainValidation(p, name, setup, seeds, kernel, model,
                            outcome_counts(kernel, model), compare_figures(kernel, model),
-                           tuple(required))
+                           tuple(required), capture_starts(setup.scenario.as_dict(), seeds))
 
 
 def _model_summary(v: Any, run: Any, end_ns: int) -> dict[str, Any]:
@@ -430,11 +433,14 @@ def _num(x: float | int | None) -> str:
 
 def report(r: PlainValidation) -> list[str]:
     """The human report of one fixture."""
+    from tcpsim.runs import format_capture_starts
     n = len(r.seeds)
     runs = f"{n} run{'s' if n != 1 else ''}, seeds {r.seeds[0]}..{r.seeds[-1]}"
     lines = [f"{r.name}: {'PASS' if r.passed else 'FAIL'}  (plain scenario under "
              f"{r.setup.profile}, {runs})"]
     lines += [f"  {note}" for note in r.setup.notes]
+    if r.capture_starts:
+        lines.append(f"  {format_capture_starts(r.capture_starts, n)}")
     lines.append(f"  {'outcome':<18} {'kernel':>8} {'model':>8}")
     for c, o in r.outcomes.items():
         lines.append(f"  {CLASS_WORDS[c]:<18} {o['kernel']:>4}/{o['kernel_n']:<3} "

@@ -167,6 +167,33 @@ def test_each_apps_first_block_is_the_run_captures_start_and_later_blocks_are_dr
     assert len(later) == 4                  # each seed's second block from its own start
 
 
+def test_capture_starts_counts_the_captures_the_seeds_replay() -> None:
+    """`--runs N` reports how many distinct captures (so capture starts: each app's first
+    block) its seeds drew; the count is that of the captures the draws actually come from."""
+    from tcpsim.app_latency import load_sequences
+    from tcpsim.runs import capture_starts, format_capture_starts
+    from tcpsim.scenario import scenario_from_dict
+    writers = load_sequences("periodic_writer")
+    seeds = list(range(1, 11))
+    drawn = {_capture_of(_draws("periodic_writer_blocks", s, 50), writers) for s in seeds}
+    periodic = {"writer": _app_table("writer", "periodic"),
+                "reader": _app_table("reader", "periodic")}
+    sc = scenario_from_dict(periodic)
+    got = capture_starts(sc.as_dict(), seeds)
+    assert got == {role: {"host": "dev-vm-loaded", "captures": len(writers),
+                          "distinct": len(drawn)} for role in ("writer", "reader")}
+    assert 1 < len(drawn) < len(seeds)           # seeds do share captures
+    assert format_capture_starts(got, 10) == (
+        f"capture starts: writer {len(drawn)}, reader {len(drawn)} distinct of "
+        f"{len(writers)} (dev-vm-loaded) in 10 seeds; seeds on one capture share its first block")
+    spin = scenario_from_dict({**periodic, "timing": {"host": "dev-vm-spin"}})
+    assert capture_starts(spin.as_dict(), [1])["writer"]["captures"] == 10
+    tables = scenario_from_dict({"writer": {**periodic["writer"], "latency": "periodic_writer"},
+                                 "reader": {**periodic["reader"], "latency": "none"}})
+    assert capture_starts(tables.as_dict(), seeds) == {}
+    assert format_capture_starts({}, 10) == ""
+
+
 def test_blocks_are_a_latency_name_of_the_scenario() -> None:
     sc = scenario_from_dict(_with(_REPRO, writer={"latency": "periodic_writer_blocks"},
                                   reader={"latency": "periodic_reader_blocks"}))

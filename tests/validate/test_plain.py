@@ -165,6 +165,7 @@ def test_cli_plain_json(tmp_path: Path) -> None:
     assert out["errors"] == [] and len(out["plain"]) == 1
     f = out["plain"][0]
     assert f["seeds"] == [5, 6] and f["passed"] and f["hz"] == 250
+    assert f["capture_starts"] == {}                # never reads: no captured timing
     assert len(f["kernel_runs"]) == 2 and len(f["model_runs"]) == 2
     assert f["outcomes"]["stall"]["verdict"] == "ok"
 
@@ -210,6 +211,20 @@ def test_reproducer_with_captured_timing_stalls_in_most_seeds() -> None:
     assert r.outcomes["stall"]["verdict"] == "ok" and r.outcomes["zero_window"]["verdict"] == "ok"
     exact = validate_plain(name, runs=1, host="exact")
     assert exact.outcomes["stall"]["verdict"] == "fail" and not exact.passed
+
+
+def test_plain_names_the_capture_starts_its_seeds_drew() -> None:
+    """The fixture's preset replays captured sequences: the report says how many distinct
+    captures the seeds drew (their first seconds are those captures'), JSON too."""
+    from tcpsim.engine.apps import run_capture
+    from tcpsim.validate.plain import report
+    r = validate_plain(FIXTURES / "seed-unbounded-growth-shrink1-120s.parquet", runs=3,
+                       engine="native")
+    distinct = len({run_capture(s, 6) for s in r.seeds})
+    want = {"host": "dev-vm-loaded", "captures": 6, "distinct": distinct}
+    assert r.as_dict()["capture_starts"] == {"writer": want, "reader": want}
+    assert f"  capture starts: writer {distinct}, reader {distinct} distinct of 6 " \
+           "(dev-vm-loaded) in 3 seeds; seeds on one capture share its first block" in report(r)
 
 
 def test_a_capture_without_a_manifest_is_its_own_single_kernel_run(tmp_path: Path) -> None:
