@@ -139,13 +139,17 @@ def summarise(rows: list[dict], late: float) -> dict:
 
 
 def one(net: Net, mtu: int, b_role: str, nodelay: int, late: float, charge: Path | None,
-        rcvbuf: int, rmem_max: int, dur: float = 0.8) -> dict:
+        rcvbuf: int, rmem_max: int, a_sysctl: dict[str, str], dur: float = 0.8) -> dict:
     net.link(mtu)
     net.charge(charge, "B")
     for n in (net.a, net.b):
         net.ns(n, "sysctl", "-qw", f"net.ipv4.tcp_rmem=4096 131072 {rmem_max}")
         net.ns(n, "sysctl", "-qw", "net.ipv4.tcp_wmem=4096 16384 4194304")
         net.ns(n, "sysctl", "-qw", "net.ipv4.tcp_shrink_window=0")
+        net.ns(n, "sysctl", "-qw", "net.ipv4.tcp_autocorking=1")
+    for k, v in a_sysctl.items():
+        net.ns(net.a, "sysctl", "-qw", f"{k}={v}")
+    before = net.netstat(net.a)
     with tempfile.NamedTemporaryFile("w+", suffix=".txt") as out:
         dump = subprocess.Popen(["ip", "netns", "exec", net.b, "tcpdump", "-i", "vB", "-n",
                                  "-S", "-tt", "-l", "-s", "128", f"tcp port {PORT}"],
@@ -168,12 +172,16 @@ def one(net: Net, mtu: int, b_role: str, nodelay: int, late: float, charge: Path
         dump.wait()
         out.seek(0)
         rows = parse(out.read())
-    return summarise(rows, late)
+    after = net.netstat(net.a)
+    res = summarise(rows, late)
+    res["a_nstat"] = {k: after.get(k, 0) - before.get(k, 0)
+                      for k in ("TCPAutoCorking", "TCPWantZeroWindowAdv", "TCPToZeroWindowAdv")}
+    return res
 
 
 VARIANTS = {
     # name: (mtu, B's role, A's TCP_NODELAY, B's late first read, charging, B's SO_RCVBUF,
-    #        tcp_rmem[2] at both ends)
+    #        tcp_rmem[2] at both ends[, A's other sysctls])
     "edge 1500, B client": (1500, "cli", 0, 0.3, False, 0, 6291456),
     "edge 1500, B client, nodelay": (1500, "cli", 1, 0.3, False, 0, 6291456),
     "edge 1500, B server": (1500, "srv", 0, 0.3, False, 0, 6291456),
@@ -186,6 +194,10 @@ VARIANTS = {
     # the ntb experiment's first window (ntb_veth_capture.py's tcp_rmem: window scale 10)
     "first window 11500, ntb charging, B client": (11500, "cli", 0, 0.3, True, 0, 33554432),
     "first window 11500, ntb charging, B server": (11500, "srv", 0, 0.3, True, 0, 33554432),
+    "first window 11500, ntb charging, B client, no autocorking":
+        (11500, "cli", 0, 0.3, True, 0, 33554432, {"net.ipv4.tcp_autocorking": "0"}),
+    "first window 11500, ntb charging, B client, nodelay":
+        (11500, "cli", 1, 0.3, True, 0, 33554432),
 }
 
 
@@ -201,9 +213,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, network() as net:
         obj = build_program(0, Path(tmp))
         for name in args.only or list(VARIANTS):
-            mtu, b_role, nodelay, late, charge, rcvbuf, rmem_max = VARIANTS[name]
+            mtu, b_role, nodelay, late, charge, rcvbuf, rmem_max, *a_sysctl = VARIANTS[name]
             res = one(net, mtu, b_role, nodelay, late, obj if charge else None, rcvbuf,
-                      rmem_max)
+                      rmem_max, a_sysctl[0] if a_sysctl else {})
             results[name] = res
             print(f"== {name}")
             print(json.dumps(res))
