@@ -44,6 +44,33 @@ def test_the_window_is_filled_exactly_with_a_partial_last_segment():
     assert [s.len for s in old.take_outbox()] == [1448, 1448, 1448]
 
 
+@pytest.mark.parametrize("nodelay", [True, False])
+def test_with_or_without_nodelay_the_window_edge_gets_its_partial_segment(nodelay):
+    # tcp_mss_split_point() [tcp_output.c, 6.18] drops the partial tail only when
+    # tcp_nagle_check() holds it -- with Nagle on, only while an earlier small segment is
+    # unacknowledged (Minshall). So with nothing small in flight a Nagle sender fills the
+    # window to its right edge as a TCP_NODELAY one does. A 6.18.44 kernel on veth sent such
+    # runts with and without TCP_NODELAY at MTU 1500 (1296 and 64 bytes, each ending at the
+    # receiver's advertised edge), 11500 (1608; 288 with ntb's charging) and 65535
+    # (scripts/window_edge_capture.py, docs/ntb-jumbo-rx.md).
+    sk = sender(profile="linux-6.18", peer_win=40, nodelay=nodelay)
+    sk.write(2 * NS_PER_MS, 10000)
+    assert [s.len for s in sk.take_outbox()] == [1448, 1448, 1448, 776]
+    assert sk.snd.snd_nxt - sk.snd.snd_una == 5120                # the edge, to the byte
+
+
+@pytest.mark.parametrize("nodelay,sent", [(True, [1448, 1448, 1448, 676]),
+                                          (False, [1448, 1448, 1448])])
+def test_at_the_window_edge_nagle_cuts_the_partial_while_a_small_one_is_unacked(nodelay, sent):
+    # a 100-byte segment still in flight: Nagle's split point stops at the last full MSS,
+    # TCP_NODELAY still sends the 676 bytes that reach the edge
+    sk = sender(profile="linux-6.18", peer_win=40, nodelay=nodelay)
+    sk.write(2 * NS_PER_MS, 100)
+    assert [s.len for s in sk.take_outbox()] == [100]
+    sk.write(3 * NS_PER_MS, 10000)
+    assert [s.len for s in sk.take_outbox()] == sent
+
+
 def test_nagle_holds_a_small_segment_while_an_earlier_small_one_is_unacked():
     # Minshall's Nagle (tcp_nagle_check): one small segment may be in flight, not two
     sk = sender(nodelay=False)

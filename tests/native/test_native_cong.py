@@ -16,7 +16,7 @@ import random
 import pytest
 
 from tcpsim.core.constants import NS_PER_MS
-from tcpsim.core.segment import ACK, Segment
+from tcpsim.core.segment import ACK, SYN, Segment
 
 from tests.native.test_native_socket import Pair, handshake
 
@@ -188,3 +188,27 @@ def test_random_sender_programs_agree(native, seed):
             if d:
                 t = max(t, d)
                 p.do("on_timer", d)
+
+
+@pytest.mark.parametrize("nodelay", [True, False])
+@pytest.mark.parametrize("small_first", [False, True])
+def test_the_window_edge_partial_segment_in_both_engines(native, nodelay, small_first):
+    # tcp_mss_split_point() / tcp_nagle_check() at the peer's right edge (5120 bytes, not a
+    # whole number of MSS), with and without TCP_NODELAY, with and without a small segment
+    # in flight (tests/core/test_sender.py pins the figures): the same segments from both
+    # engines, and the path is reached (the edge is not on an MSS boundary)
+    p = Pair("linux-6.18", nodelay=nodelay)
+    p.do("listen")
+    p.segment(0, Segment(0, 0, SYN, 0, 65535, mss=1460, wscale=7, sack_ok=True, tsval=1,
+                         tsecr=0))
+    p.segment(NS_PER_MS, Segment(1, 0, ACK, 1, 40, tsval=2, tsecr=p.py.conn.ts_recent))
+    t = 2 * NS_PER_MS
+    if small_first:
+        p.do("write", t, 100)
+        t += NS_PER_MS
+    p.py.write(t, 10000)
+    p.nat.write(t, 10000)
+    lens = [s.len for s in p.check()]
+    held = small_first and not nodelay
+    assert lens[:3] == [1448] * 3 and (len(lens) == 3) == held
+    assert (p.py.snd.snd_nxt - 1 == 5120) == (not held)
