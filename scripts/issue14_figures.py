@@ -27,7 +27,8 @@ from tcpsim.validate.run import DOCS, replace_block  # noqa: E402
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "kernel"
 NEW = ("seed-unbounded-growth-shrink0-120s", "seed-unbounded-growth-shrink1-120s",
        "bulk-200mbit-tbf-cubic", "bulk-200mbit-tbf-bdp-cubic", "bulk-200mbit-tbf-cubic-rxcpu",
-       "bulk-200mbit-tbf-bdp-cubic-rxcpu", "bulk-blocking-reader")
+       "bulk-200mbit-tbf-bdp-cubic-rxcpu", "bulk-200mbit-tbf-cubic-datadelay",
+       "bulk-200mbit-tbf-bdp-cubic-datadelay", "bulk-blocking-reader")
 BLOCKS = ("writer.latency=periodic_writer_blocks", "reader.latency=periodic_reader_blocks")
 # (label, fixtures, --set settings)
 VARIANTS = (
