@@ -206,8 +206,8 @@ class Run:
         """The sending socket's ``nstat`` counters (``TcpOutSegs``, ``TcpExtTCPDelivered``,
         ...): a simulated run's, or a capture's sender's, both kept in ``meta`` under
         ``summary.sender.counters``; empty when the run has none."""
-        sender = (self.meta.get("summary") or {}).get("sender") or {}
-        return dict(sender.get("counters") or {})
+        from tcpsim.engine.result import sender_counters
+        return sender_counters(self.meta)
 
     @property
     def label(self) -> str:

@@ -32,6 +32,16 @@ class Peaks:
     t_rmem: int = 0
 
 
+def sender_counters(meta: dict[str, Any]) -> dict[str, int]:
+    """The sending socket's counters in a run's or a capture's metadata (`summary.sender.
+    counters`, where RunResult.metadata() and tcpsim capture put them); {} when there are
+    none (a pcap import's `sender` is its address, not a record)."""
+    summary = meta.get("summary")
+    sender = summary.get("sender") if isinstance(summary, dict) else None
+    counters = sender.get("counters") if isinstance(sender, dict) else None
+    return dict(counters) if isinstance(counters, dict) else {}
+
+
 @dataclass
 class RunResult:
     """What a run produced: summary numbers, counters (the receiver's; the sender's in

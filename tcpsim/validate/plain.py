@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from tcpsim.engine.result import sender_counters
 from tcpsim.validate.outcomes import LABELS
 from tcpsim.validate.run import collect_or_say, fixture_field, replay_hz
 from tcpsim.validate.summary import SUMMARY_OUTCOMES, run_summary
@@ -367,8 +368,8 @@ def sender_kernel_counters(kernel: Summaries, meta: dict[str, Any]) -> list[dict
     have = [s["sender_counters"] for s in kernel if s.get("sender_counters")]
     if have:
         return have
-    own = ((meta.get("summary") or {}).get("sender") or {}).get("counters")
-    return [dict(own)] if own else []
+    own = sender_counters(meta)
+    return [own] if own else []
 
 
 def compare_sender_counters(kernel: list[dict[str, int]],

@@ -27,6 +27,7 @@ import bisect
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from tcpsim.engine.result import sender_counters
 from tcpsim.validate.outcomes import CLASSES, Outcomes
 from tcpsim.validate.trace import Ack, TraceView
 
@@ -322,7 +323,7 @@ def score(name: str, profile: str, k: TraceView, m: TraceView, ko: Outcomes, mo:
     metrics = [replace(m, scored=False) if m.name in timing or m.name in known else m
                for m in metrics]
     counters = counter_rows(k.counters, model_counters)
-    ks = (((k.meta or {}).get("summary") or {}).get("sender") or {}).get("counters")
+    ks = sender_counters(k.meta or {})
     sender = counter_rows(ks, model_sender or {}) if ks else []
     return Score(name, profile, compare_outcomes(ko, mo, timing, known), metrics, acks,
                  acks_full, counters, (t0, end_ns), scored_end, list(timing), th.outcomes,

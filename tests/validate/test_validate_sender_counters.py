@@ -77,3 +77,11 @@ def test_the_replay_shows_the_senders_counters_beside_the_captures() -> None:
     assert all(n.startswith("TcpExt") for n, _, _ in v.score.counters)
     assert "sender counter (shown)" in text(v.score)
     assert v.score.as_dict()["sender_counters"][0]["name"] == v.score.sender_counters[0][0]
+
+
+def test_metadata_without_sender_counters_has_none() -> None:
+    from tcpsim.engine.result import sender_counters
+    assert sender_counters({"summary": {"sender": "10.0.0.1:5001"}}) == {}   # a pcap import's
+    assert sender_counters({"summary": "x"}) == {} and sender_counters({}) == {}
+    assert sender_counters({"summary": {"sender": {"counters": {"TcpOutSegs": 3}}}}) == \
+        {"TcpOutSegs": 3}
