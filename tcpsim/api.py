@@ -173,7 +173,8 @@ class Run:
         scenario: the scenario's name.
         profile: the kernel profile, with patches (``linux-6.1+shrink-window``).
         summary: the numbers ``tcpsim run`` prints (peaks, zero windows, drops, goodput, ...).
-        counters: the ``nstat`` counters (``TcpExtTCPRcvCoalesce``, ...), zeros included.
+        counters: the receiver's ``nstat`` counters (``TcpExtTCPRcvCoalesce``, ...), zeros
+            included; the sender's are ``sender_counters``.
         ss: the final ``ss -tmi``-style line of each socket.
         meta: everything the trace file's metadata holds (scenario as a dict, sysctls, ...).
     """
@@ -199,6 +200,14 @@ class Run:
         if self._table is None:
             raise ValueError("trace: this run kept no trace (run it with trace=True or a path)")
         return self._table
+
+    @property
+    def sender_counters(self) -> dict[str, int]:
+        """The sending socket's ``nstat`` counters (``TcpOutSegs``, ``TcpExtTCPDelivered``,
+        ...): a simulated run's, or a capture's sender's, both kept in ``meta`` under
+        ``summary.sender.counters``; empty when the run has none."""
+        from tcpsim.engine.result import sender_counters
+        return sender_counters(self.meta)
 
     @property
     def label(self) -> str:

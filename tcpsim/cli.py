@@ -197,7 +197,7 @@ def run(
     if as_json:
         typer.echo(json.dumps({"scenario": result.scenario, "profile": result.profile,
                                "summary": result.summary, "counters": result.counters,
-                               "ss": result.ss, "trace": str(trace) if trace else None,
+                               "sender_counters": result.sender_counters, "ss": result.ss, "trace": str(trace) if trace else None,
                                "pcap": str(pcap) if pcap else None},
                               indent=2, sort_keys=True))
         return
@@ -266,10 +266,12 @@ def _print_result(result, trace: Optional[Path]) -> None:
     for k, v in s.items():
         if k not in ("duration_s", "wall_s", "events", "hz"):
             typer.echo(f"  {k:<{width}}  {v}")
-    typer.echo("counters (nstat, non-zero):")
-    for k, v in result.counters.items():
-        if v:
-            typer.echo(f"  {k:<32} {v}")
+    for title, counters in (("counters (nstat, non-zero):", result.counters),
+                            ("sender counters (nstat, non-zero):", result.sender_counters)):
+        typer.echo(title)
+        for k, v in counters.items():
+            if v:
+                typer.echo(f"  {k:<32} {v}")
     typer.echo("ss -tmi:")
     for name, line in result.ss.items():
         typer.echo(f"  {name}: {line}")

@@ -276,7 +276,7 @@ impl TcpSocket {
         }
         let seg = self.make_segment(self.snd.snd_nxt, 0, ACK);
         self.ack_sent();
-        self.emit(seg);
+        self.emit(seg, false);
     }
 
     /// Models tcp_send_dupack(): duplicate data gets a D-SACK and quick-ack mode.

@@ -104,6 +104,34 @@ counters! {
     TCPLossProbeRecovery: "losses a tail loss probe repaired (cwnd reduced)",
     TCPDSACKOldSent: "D-SACKs sent for old data",
     TCPDSACKOfoSent: "D-SACKs sent for out-of-order duplicates",
+    // the sender's (and any socket's) counters, each bumped where the kernel bumps it
+    TCPInSegs: "segments received (TcpInSegs; tcp_v4_rcv)",
+    TCPOutSegs: "segments sent, retransmissions excepted (TcpOutSegs; __tcp_transmit_skb)",
+    TCPOrigDataSent: "segments of new data (and FIN) sent (tcp_event_new_data_sent)",
+    TCPDelivered: "segments newly acked or SACKed (tcp_newly_delivered)",
+    TCPHPAcks: "ACKs advancing snd_una taken by tcp_ack()'s fast path",
+    TCPPureAcks: "ACKs without data taken by tcp_ack()'s slow path",
+    TCPSlowStartRetrans: "lost segments retransmitted in Loss (tcp_xmit_retransmit_queue)",
+    TCPSackRecovery: "fast recoveries entered with SACK (tcp_enter_recovery)",
+    TCPRenoRecovery: "fast recoveries entered without SACK (tcp_enter_recovery)",
+    TCPLostRetransmit: "retransmissions marked lost again (tcp_mark_skb_lost)",
+    TCPDSACKRecv: "D-SACKs received below the cumulative ACK (tcp_check_dsack)",
+    TCPDSACKOfoRecv: "D-SACKs received within the second SACK block (tcp_check_dsack)",
+    TCPSACKReorder: "reordering detected from SACKs (tcp_check_sack_reordering)",
+}
+
+/// Counters of the Tcp MIB (snmp4_tcp_list), which nstat prints as TcpX, not TcpExtX: kept
+/// under their kernel name with the TCP prefix (TCPRetransSegs is TcpRetransSegs). As
+/// Python's `TCP_MIB`.
+pub const TCP_MIB: &[&str] = &["TCPRetransSegs", "TCPInSegs", "TCPOutSegs"];
+
+/// The name nstat prints for a counter: TcpX for the Tcp MIB's, else TcpExtX.
+pub fn nstat_name(name: &str) -> String {
+    if TCP_MIB.contains(&name) {
+        format!("Tcp{}", &name[3..])
+    } else {
+        format!("TcpExt{name}")
+    }
 }
 
 impl Mib {
@@ -146,14 +174,7 @@ impl Mib {
     pub fn as_nstat(&self) -> Vec<(String, i64)> {
         self.values()
             .into_iter()
-            .map(|(name, v)| {
-                let key = if name == "TCPRetransSegs" {
-                    "TcpRetransSegs".to_string()
-                } else {
-                    format!("TcpExt{name}")
-                };
-                (key, v)
-            })
+            .map(|(name, v)| (nstat_name(name), v))
             .collect()
     }
 }
@@ -173,6 +194,8 @@ mod tests {
         assert_eq!(nstat.len(), COUNTERS.len());
         assert!(nstat.contains(&("TcpExtTCPRcvCoalesce".to_string(), 2)));
         assert!(nstat.contains(&("TcpRetransSegs".to_string(), 1)));
+        assert!(nstat.contains(&("TcpOutSegs".to_string(), 0)));
+        assert!(nstat.contains(&("TcpExtTCPOrigDataSent".to_string(), 0)));
     }
 
     #[test]

@@ -63,15 +63,16 @@ impl TcpSocket {
             && seg.ack <= snd.snd_nxt
             && seg.ack >= snd.snd_una
         {
+            let fast = self.conn.state == TcpState::Established; // tcp_rcv_established()
             if seg.len == 0 {
                 self.ts_update(seg);
-                self.tcp_ack(seg);
+                self.tcp_ack(seg, !fast);
                 return;
             }
             if seg.seq + seg.len <= rcv.rcv_nxt + self.receive_window() {
                 let skb = self.dev.make_skb(seg.seq, seg.len, false);
                 if skb.truesize <= self.mem.sk_forward_alloc {
-                    self.fast_path_data(seg, skb);
+                    self.fast_path_data(seg, skb, !fast);
                     return;
                 }
                 self.slow_path(seg, Some(skb)); // in order: the slow path queues this skb
@@ -81,7 +82,7 @@ impl TcpSocket {
         self.slow_path(seg, None);
     }
 
-    fn fast_path_data(&mut self, seg: &Segment, skb: Skb) {
+    fn fast_path_data(&mut self, seg: &Segment, skb: Skb, slowpath: bool) {
         let k = self.k.clone();
         self.ts_update(seg);
         k.rcv_rtt_measure_ts(self, seg);
@@ -97,7 +98,7 @@ impl TcpSocket {
         );
         self.event_data_recv(seg, &skb);
         if seg.ack > self.snd.snd_una {
-            self.tcp_ack(seg);
+            self.tcp_ack(seg, slowpath); // FLAG_DATA, not FLAG_SLOWPATH
         }
         self.ack_snd_check(false);
         self.data_ready();
@@ -122,7 +123,7 @@ impl TcpSocket {
             return;
         }
         self.ts_update(seg);
-        if self.tcp_ack(seg) < 0 {
+        if self.tcp_ack(seg, true) < 0 {
             self.trace_seg("drop", "bad ack", seg, -1, "TCP_ACK_UNSENT_DATA");
             return;
         }

@@ -59,6 +59,7 @@ impl TcpSocket {
         let dsack = check_dsack(sacks, ack);
         let mut newly = 0;
         let mut first_sackt = -1;
+        let mut reord = false;
         for (i, &(start, end)) in sacks.iter().enumerate() {
             if i == 0 && dsack && end <= self.snd.snd_una {
                 continue; // an old duplicate: nothing to tag
@@ -74,13 +75,16 @@ impl TcpSocket {
                 if e.seq < start || e.end > end || e.sacked & TCPCB_SACKED_ACKED != 0 {
                     continue;
                 }
-                self.sacktag_one(j);
+                reord = self.sacktag_one(j) || reord;
                 newly += 1;
                 if e.sacked & TCPCB_EVER_RETRANS == 0 && (first_sackt < 0 || e.tx_ns < first_sackt)
                 {
                     first_sackt = e.tx_ns;
                 }
             }
+        }
+        if reord {
+            self.mib.TCPSACKReorder += 1; // tcp_check_sack_reordering(), once
         }
         let rtt = if first_sackt < 0 {
             -1
@@ -90,11 +94,24 @@ impl TcpSocket {
         (newly, dsack, rtt)
     }
 
-    /// tcp_sacktag_one() [tcp_input.c, 6.18] for retransmit-queue entry `j`, newly SACKed.
-    fn sacktag_one(&mut self, j: usize) {
+    /// The counters of tcp_check_dsack() [tcp_input.c, 6.18] for an ACK with SACK blocks
+    /// (see recovery.py `count_dsack`): TCPDSACKRecv, TCPDSACKOfoRecv.
+    pub fn count_dsack(&mut self, sacks: &[(i64, i64)], ack: i64) {
+        if sacks[0].0 < ack {
+            self.mib.TCPDSACKRecv += 1;
+        } else if check_dsack(sacks, ack) {
+            self.mib.TCPDSACKOfoRecv += 1;
+        }
+    }
+
+    /// tcp_sacktag_one() [tcp_input.c, 6.18] for retransmit-queue entry `j`, newly SACKed
+    /// (delivered: TCPDelivered). Returns whether it shows reordering.
+    fn sacktag_one(&mut self, j: usize) -> bool {
         let e = self.snd.rtx_queue[j];
+        self.mib.TCPDelivered += 1;
         let snd = &mut self.snd;
-        if e.sacked & TCPCB_EVER_RETRANS == 0 && e.seq < snd.highest_sack {
+        let reord = e.sacked & TCPCB_EVER_RETRANS == 0 && e.seq < snd.highest_sack;
+        if reord {
             snd.reord_seen = true; // tcp_check_sack_reordering()
         }
         if e.lost != 0 && e.retrans == 0 {
@@ -109,21 +126,25 @@ impl TcpSocket {
         if e.end > self.snd.highest_sack {
             self.snd.highest_sack = e.end;
         }
+        reord
     }
 
     /// The SACK bookkeeping of tcp_clean_rtx_queue() [tcp_input.c, 6.18] for a segment the
     /// cumulative ACK removes (see recovery.py `sack_acked`, which takes the removed run at
     /// once and advances RACK by the last never-retransmitted segment of each stretch: the
     /// same result as advancing by each, as here).
-    pub fn sack_acked(&mut self, e: &RtxEntry) {
+    /// Returns whether the segment shows reordering (the caller counts TCPSACKReorder once).
+    pub fn sack_acked(&mut self, e: &RtxEntry) -> bool {
         if e.sacked & TCPCB_SACKED_ACKED != 0 {
             self.snd.sacked_out -= 1;
-            return;
+            return false;
         }
-        if e.sacked & TCPCB_EVER_RETRANS == 0 && e.seq < self.snd.highest_sack {
+        let reord = e.sacked & TCPCB_EVER_RETRANS == 0 && e.seq < self.snd.highest_sack;
+        if reord {
             self.snd.reord_seen = true;
         }
         self.rack_advance(e.sacked, e.end, e.tx_ns);
+        reord
     }
 
     // -- RACK -----------------------------------------------------------------------------
@@ -290,6 +311,7 @@ impl TcpSocket {
         snd.snd_ssthresh = ssthresh;
         snd.in_recovery = true;
         snd.in_loss = false;
+        self.mib.TCPSackRecovery += 1;
     }
 
     /// Models tcp_cwnd_reduction() [tcp_input.c, 6.18], proportional rate reduction

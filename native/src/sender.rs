@@ -57,7 +57,7 @@ use crate::constants::{
     NS_PER_MS, NS_PER_US, TCP_MSS_DEFAULT, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS, TCP_SYNACK_RETRIES,
     TCP_SYN_RETRIES,
 };
-use crate::recovery::TCPCB_EVER_RETRANS;
+use crate::recovery::{TCPCB_EVER_RETRANS, TCPCB_SACKED_ACKED};
 use crate::segment::{Segment, ACK, FIN, PSH};
 use crate::socket::{TcpSocket, TraceArgs};
 use crate::state::{RtxEntry, TcpState};
@@ -314,9 +314,14 @@ impl TcpSocket {
     }
 
     /// Mark retransmit-queue entry `i` lost: it leaves the flight until retransmitted.
+    /// A lost segment retransmitted and marked lost again counts TCPLostRetransmit
+    /// (tcp_mark_skb_lost() [tcp_input.c, 6.18]).
     pub(crate) fn mark_lost(&mut self, i: usize) {
         let e = &mut self.snd.rtx_queue[i];
         if !(e.lost != 0 && e.retrans == 0) {
+            if e.lost != 0 {
+                self.mib.TCPLostRetransmit += 1;
+            }
             e.lost = 1;
             e.retrans = 0;
             self.snd.lost_out += 1;
@@ -516,8 +521,9 @@ impl TcpSocket {
             is_fin: 0,
             sacked: 0,
         });
+        self.mib.TCPOrigDataSent += 1; // tcp_event_new_data_sent()
         self.data_sent();
-        self.emit(seg);
+        self.emit(seg, false);
     }
 
     fn send_fin(&mut self) {
@@ -535,8 +541,9 @@ impl TcpSocket {
         snd.snd_nxt += 1;
         snd.write_seq += 1;
         snd.fin_sent = true;
+        self.mib.TCPOrigDataSent += 1; // tcp_event_new_data_sent()
         self.data_sent();
-        self.emit(seg);
+        self.emit(seg, false);
     }
 
     /// tcp_event_data_sent() + tcp_event_new_data_sent(): ping-pong and RTO arming.
@@ -555,7 +562,8 @@ impl TcpSocket {
     }
 
     /// Models tcp_xmit_retransmit_queue() [tcp_output.c, 6.18]: retransmit segments marked
-    /// lost, as cwnd allows (see sender.py `_retransmit_lost`).
+    /// lost, as cwnd allows, each counted TCPFastRetrans or, in Loss, TCPSlowStartRetrans
+    /// (see sender.py `_retransmit_lost`).
     pub(crate) fn retransmit_lost(&mut self) {
         if self.snd.lost_out == 0 {
             return;
@@ -571,9 +579,11 @@ impl TcpSocket {
             if e.lost != 0 && e.retrans == 0 {
                 self.retransmit(i, false);
                 inflight += 1;
-                if sack && !self.snd.in_loss {
+                if self.snd.in_loss {
+                    self.mib.TCPSlowStartRetrans += 1;
+                } else {
                     self.mib.TCPFastRetrans += 1;
-                    if self.snd.in_recovery {
+                    if sack && self.snd.in_recovery {
                         self.snd.prr_out += 1;
                     }
                 }
@@ -608,14 +618,15 @@ impl TcpSocket {
         self.snd.wstamp_ns = now;
         self.ack.lsndtime = now; // tcp_event_data_sent(), as for new data
         self.mib.TCPRetransSegs += 1;
-        self.emit(seg);
+        self.emit(seg, true);
     }
 
     // -- ACK processing -------------------------------------------------------------------
 
     /// Models tcp_ack(): window update, cleaning the retransmit queue, RTT, cwnd, recovery,
-    /// persist-timer handling. Returns -1 for an unacceptable ACK.
-    pub fn tcp_ack(&mut self, seg: &Segment) -> i64 {
+    /// persist-timer handling. Returns -1 for an unacceptable ACK. `slowpath`: not the
+    /// header-prediction fast path (FLAG_SLOWPATH; see sender.py `tcp_ack`).
+    pub fn tcp_ack(&mut self, seg: &Segment, slowpath: bool) -> i64 {
         let k = self.k.clone();
         let ack = seg.ack;
         if ack > self.snd.snd_nxt {
@@ -627,10 +638,14 @@ impl TcpSocket {
                 self.send_ack(); // challenge ACK
                 return -1;
             }
+            if self.conn.sack_ok && !seg.sacks.is_empty() {
+                self.count_dsack(&seg.sacks, ack); // old_ack: tcp_sacktag_write_queue()
+            }
             return 0;
         }
         let nwin = seg.win << self.conn.snd_wscale;
         let prior_una = self.snd.snd_una;
+        self.count_ack(seg, slowpath);
         let win_update = k.may_update_window(self, seg, ack, nwin); // FLAG_WIN_UPDATE
         if win_update {
             // tcp_ack_update_window()
@@ -686,10 +701,24 @@ impl TcpSocket {
         0
     }
 
+    /// tcp_ack() [tcp_input.c, 6.18]: TCPHPAcks for an ACK advancing snd_una on the fast
+    /// path (no SACK blocks), else TCPPureAcks for one without data, SYN or FIN (see
+    /// sender.py `_count_ack`).
+    fn count_ack(&mut self, seg: &Segment, slowpath: bool) {
+        if !slowpath && seg.sacks.is_empty() && seg.ack > self.snd.snd_una {
+            self.mib.TCPHPAcks += 1;
+        } else if seg.end_seq() == seg.seq {
+            self.mib.TCPPureAcks += 1;
+        }
+    }
+
     /// A SACK connection's ACK: tag the scoreboard (see sender.py `_sack_scoreboard`).
     /// Returns (newly SACKed, SACK RTT in ns or -1) when tcp_fastretrans_alert() has work.
     fn sack_scoreboard(&mut self, seg: &Segment, ack: i64) -> Option<(i64, i64)> {
         let (mut newly, mut rtt_ns) = (0, -1);
+        if !seg.sacks.is_empty() {
+            self.count_dsack(&seg.sacks, ack);
+        }
         if !seg.sacks.is_empty() && !self.snd.rtx_queue.is_empty() {
             let (n, _dsack, rtt) = self.sacktag_write_queue(&seg.sacks, ack);
             newly = n;
@@ -726,18 +755,25 @@ impl TcpSocket {
         let mut rtt_ns = -1;
         let prior_una = self.snd.snd_una;
         let sack_ok = self.conn.sack_ok;
+        let mut reord = false;
         while self.snd.rtx_queue.front().is_some_and(|e| e.end <= ack) {
             let e = self.snd.rtx_queue.pop_front().expect("checked");
             acked_pkts += 1;
+            if e.sacked & TCPCB_SACKED_ACKED == 0 {
+                self.mib.TCPDelivered += 1; // tcp_newly_delivered(); a SACKed one was
+            }
             if e.lost != 0 && e.retrans == 0 {
                 self.snd.lost_out -= 1;
             }
             if sack_ok {
-                self.sack_acked(&e);
+                reord = self.sack_acked(&e) || reord;
             }
             if e.retrans == 0 {
                 rtt_ns = self.now - e.tx_ns;
             }
+        }
+        if reord {
+            self.mib.TCPSACKReorder += 1; // tcp_check_sack_reordering(), once
         }
         if let Some((_, sack_rtt)) = sack {
             if rtt_ns < 0 {
@@ -852,6 +888,7 @@ impl TcpSocket {
     fn dupack(&mut self) {
         self.snd.dupacks += 1;
         if self.snd.dupacks == 3 && !self.snd.in_recovery {
+            self.mib.TCPRenoRecovery += 1; // tcp_enter_recovery(), no SACK
             self.mib.TCPFastRetrans += 1;
             self.snd.tlp_deadline = 0; // the xmit timer is the RTO now
             let ssthresh = self.ca_ssthresh();
@@ -1000,9 +1037,9 @@ impl TcpSocket {
         if self.snd.rtx_queue.is_empty() || self.conn.state == TcpState::Closed {
             return;
         }
-        self.mib.TCPTimeouts += 1;
         self.trace("timer", "rto", TraceArgs::default());
         if self.snd.snd_wnd == 0 {
+            // this branch leaves before TCPTimeouts is counted [tcp_timer.c, 6.18]
             let k = self.k.clone();
             if k.rtx_probe0_timed_out(self) {
                 self.mib.TCPAbortOnTimeout += 1;
@@ -1015,6 +1052,7 @@ impl TcpSocket {
             self.snd.rto_deadline = self.reset_xmit_timer(self.snd.rto);
             return;
         }
+        self.mib.TCPTimeouts += 1;
         if self.snd.retransmits != 0 && self.write_timeout() {
             self.mib.TCPAbortOnTimeout += 1;
             self.abort("ETIMEDOUT");
@@ -1049,6 +1087,9 @@ impl TcpSocket {
             self.snd.snd_cwnd = self.packets_in_flight() + 1;
         } else {
             for e in snd.rtx_queue.iter_mut() {
+                if e.lost != 0 && e.retrans != 0 {
+                    self.mib.TCPLostRetransmit += 1; // tcp_mark_skb_lost()
+                }
                 e.lost = 1;
                 e.retrans = 0;
             }
@@ -1097,7 +1138,7 @@ impl TcpSocket {
         } else {
             self.make_synack()
         };
-        self.emit(seg);
+        self.emit(seg, active); // tcp_make_synack() counts OutSegs every time
         self.snd.rto = (self.snd.rto << 1).min(TCP_RTO_MAX_NS);
         self.snd.rto_deadline = self.reset_xmit_timer(self.snd.rto);
     }
@@ -1109,7 +1150,7 @@ impl TcpSocket {
         self.snd.retransmits += 1;
         self.mib.TCPRetransSegs += 1;
         let seg = self.make_synack();
-        self.emit(seg);
+        self.emit(seg, false);
     }
 
     /// Models tcp_probe_timer() + tcp_send_probe0() + tcp_write_wakeup().
@@ -1145,7 +1186,7 @@ impl TcpSocket {
             self.mib.TCPWinProbe += 1;
             let seg = self.make_segment(self.snd.snd_una - 1, 0, ACK);
             self.trace("timer", "probe", TraceArgs::default());
-            self.emit(seg);
+            self.emit(seg, false);
         }
         if !self.snd.rtx_queue.is_empty() {
             self.snd.probes_out = 0;

@@ -217,7 +217,7 @@ impl TcpSocket {
         snd.snd_nxt = 1;
         snd.write_seq = 1;
         let syn = self.make_syn();
-        self.emit(syn);
+        self.emit(syn, false);
         self.conn.syn_tx_ns = self.now; // the SYN skb's send time
         self.snd.rto = TCP_TIMEOUT_INIT_NS;
         self.snd.rto_deadline = self.reset_xmit_timer(self.snd.rto);
@@ -251,7 +251,7 @@ impl TcpSocket {
         snd.write_seq = 1;
         self.conn.state = TcpState::SynRecv;
         let synack = self.make_synack();
-        self.emit(synack);
+        self.emit(synack, false);
         self.conn.syn_tx_ns = self.now; // tcp_rsk(req)->snt_synack
         self.snd.rto = TCP_TIMEOUT_INIT_NS;
         self.snd.rto_deadline = self.reset_xmit_timer(self.snd.rto);
@@ -276,7 +276,7 @@ impl TcpSocket {
             self.mib.TCPAbortOnClose += 1;
             self.closed();
             let seg = self.make_segment(self.snd.snd_nxt, 0, RST | ACK);
-            self.emit(seg);
+            self.emit(seg, false);
             return;
         }
         self.shutdown_write(now);
@@ -367,6 +367,7 @@ impl TcpSocket {
         rcv.rcv_nxt = seg.seq + 1;
         rcv.copied_seq = seg.seq + 1;
         rcv.rcv_wup = seg.seq + 1;
+        self.mib.TCPDelivered += 1; // tcp_clean_rtx_queue() acked the SYN
         let snd = &mut self.snd;
         snd.snd_una = seg.ack;
         snd.snd_wnd = seg.win; // SYN-ACK window is never scaled
@@ -385,6 +386,9 @@ impl TcpSocket {
     fn on_handshake_ack(&mut self, seg: &Segment) -> bool {
         if seg.flags & ACK == 0 || seg.ack != self.snd.snd_nxt {
             return false;
+        }
+        if seg.end_seq() == seg.seq {
+            self.mib.TCPPureAcks += 1; // tcp_ack(FLAG_SLOWPATH) of SYN_RECV
         }
         let snd = &mut self.snd;
         snd.snd_una = seg.ack;
@@ -455,6 +459,7 @@ impl TcpSocket {
     /// A segment arrived from the link.
     pub fn on_segment(&mut self, now: i64, seg: &Segment) {
         self.set_clock(now);
+        self.mib.TCPInSegs += 1; // tcp_v4_rcv() [tcp_ipv4.c, 6.18]: every segment
         let state = self.conn.state;
         if state.synchronized() {
             self.rcv_established(seg);
@@ -630,8 +635,13 @@ impl TcpSocket {
         );
     }
 
-    /// socket.py `_emit`: stamp the segment and queue it for the link.
-    pub fn emit(&mut self, mut seg: Segment) {
+    /// socket.py `_emit`: stamp the segment and queue it for the link. TcpOutSegs counts
+    /// it unless it is a retransmission (`retrans`; __tcp_transmit_skb() [tcp_output.c,
+    /// 6.18]); a SYN-ACK counts every time (tcp_make_synack()).
+    pub fn emit(&mut self, mut seg: Segment, retrans: bool) {
+        if !retrans {
+            self.mib.TCPOutSegs += 1;
+        }
         seg.tx_ns = self.now;
         if self.tracing {
             let x = TraceArgs {

@@ -40,7 +40,30 @@ COUNTERS: dict[str, str] = {
     "TCPLossProbeRecovery": "losses a tail loss probe repaired (cwnd reduced)",
     "TCPDSACKOldSent": "D-SACKs sent for old data",
     "TCPDSACKOfoSent": "D-SACKs sent for out-of-order duplicates",
+    # the sender's (and any socket's) counters, each bumped where the kernel bumps it
+    "TCPInSegs": "segments received (TcpInSegs; tcp_v4_rcv)",
+    "TCPOutSegs": "segments sent, retransmissions excepted (TcpOutSegs; __tcp_transmit_skb)",
+    "TCPOrigDataSent": "segments of new data (and FIN) sent (tcp_event_new_data_sent)",
+    "TCPDelivered": "segments newly acked or SACKed (tcp_newly_delivered)",
+    "TCPHPAcks": "ACKs advancing snd_una taken by tcp_ack()'s fast path",
+    "TCPPureAcks": "ACKs without data taken by tcp_ack()'s slow path",
+    "TCPSlowStartRetrans": "lost segments retransmitted in Loss (tcp_xmit_retransmit_queue)",
+    "TCPSackRecovery": "fast recoveries entered with SACK (tcp_enter_recovery)",
+    "TCPRenoRecovery": "fast recoveries entered without SACK (tcp_enter_recovery)",
+    "TCPLostRetransmit": "retransmissions marked lost again (tcp_mark_skb_lost)",
+    "TCPDSACKRecv": "D-SACKs received below the cumulative ACK (tcp_check_dsack)",
+    "TCPDSACKOfoRecv": "D-SACKs received within the second SACK block (tcp_check_dsack)",
+    "TCPSACKReorder": "reordering detected from SACKs (tcp_check_sack_reordering)",
 }
+# Counters of the Tcp MIB (snmp4_tcp_list), which nstat prints as TcpX, not TcpExtX: kept
+# here under their kernel name with the TCP prefix (TCPRetransSegs is TcpRetransSegs).
+TCP_MIB = ("TCPRetransSegs", "TCPInSegs", "TCPOutSegs")
+
+
+def nstat_name(name: str) -> str:
+    """The name nstat prints for a counter: TcpX for the Tcp MIB's, else TcpExtX."""
+    return f"Tcp{name[3:]}" if name in TCP_MIB else f"TcpExt{name}"
+
 # Counters patches add (name -> meaning), declared with the patch (`Patch.counters`).
 PATCH_COUNTERS: dict[str, str] = {}
 
@@ -82,8 +105,7 @@ class Mib:
         patch counters of the profile (shown even at zero)."""
         out = {}
         for name in COUNTERS:
-            key = "TcpRetransSegs" if name == "TCPRetransSegs" else f"TcpExt{name}"
-            out[key] = getattr(self, name)
+            out[nstat_name(name)] = getattr(self, name)
         for name in (*extra, *(n for n in vars(self) if n not in extra)):
             out[f"TcpExt{name}"] = getattr(self, name)
         return out

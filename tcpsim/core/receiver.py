@@ -67,20 +67,21 @@ class ReceiveMixin:
         if (rcv.pred_ok and seg.seq == rcv.rcv_nxt and not seg.flags & _NOT_FAST
                 and seg.flags & ACK and seg.win << conn.snd_wscale == snd.snd_wnd
                 and seg.ack <= snd.snd_nxt and seg.ack >= snd.snd_una):
+            fast = conn.state == ESTABLISHED        # tcp_rcv_established(): its fast path
             if seg.len == 0:
                 self._ts_update(seg)
-                self.tcp_ack(seg)
+                self.tcp_ack(seg, slowpath=not fast)
                 return
             if seg.seq + seg.len <= rcv.rcv_nxt + self.receive_window():
                 skb = self.dev.make_skb(seg.seq, seg.len, False, seg.gso_size)
                 if skb.truesize <= self.mem.sk_forward_alloc:
-                    self._fast_path_data(seg, skb)
+                    self._fast_path_data(seg, skb, not fast)
                     return
                 self._slow_path(seg, skb)       # in order: the slow path queues this skb
                 return
         self._slow_path(seg)
 
-    def _fast_path_data(self: TcpSocket, seg: Segment, skb: Skb) -> None:
+    def _fast_path_data(self: TcpSocket, seg: Segment, skb: Skb, slowpath: bool) -> None:
         self._ts_update(seg)
         self.k.rcv_rtt_measure_ts(self, seg)
         self.mib.TCPHPHits += 1
@@ -88,7 +89,7 @@ class ReceiveMixin:
         self.trace("rx", "coalesced" if coalesced else "queued", seg, skb.truesize)
         self.event_data_recv(seg, skb)
         if seg.ack > self.snd.snd_una:
-            self.tcp_ack(seg)
+            self.tcp_ack(seg, slowpath)                 # FLAG_DATA, not FLAG_SLOWPATH
         self.ack_snd_check(ofo_possible=False)
         self.data_ready()
 

@@ -20,9 +20,13 @@ packets_in_flight() is len(rtx_queue) - lost_out - sacked_out, as the kernel's
 packets_out - (sacked_out + lost_out) + retrans_out.
 
 The RACK reordering timer (ICSK_TIME_REO_TIMEOUT) is a deadline of its own beside the RTO.
-Not modelled: the D-SACK-driven reo_wnd_steps, undo of a spurious recovery (tcp_try_undo_*), F-RTO (tcp_frto), the growth of
-tp->reordering, SACK reneging beyond forgetting the SACKed flags at an RTO, and the
-TCPSackRecovery / TCPDSACKRecv / TCPLostRetransmit counters.
+Counted where the kernel counts them: TCPSackRecovery (tcp_enter_recovery), TCPDSACKRecv /
+TCPDSACKOfoRecv (tcp_check_dsack), TCPSACKReorder (tcp_check_sack_reordering), TCPDelivered
+(tcp_sacktag_one / tcp_clean_rtx_queue), TCPLostRetransmit (tcp_mark_skb_lost, sender.py).
+Not modelled: the D-SACK-driven reo_wnd_steps, undo of a spurious recovery (tcp_try_undo_*),
+F-RTO (tcp_frto), the growth of tp->reordering, SACK reneging beyond forgetting the SACKed
+flags at an RTO, and skb shifting/merging (tcp_shifted_skb: the queue holds MSS-sized
+segments), so no TCPSackShifted / TCPSackMerged / TCPSackShiftFallback.
 """
 
 from __future__ import annotations
@@ -70,6 +74,16 @@ class RecoveryMixin:
             return start1 <= start0 and end0 <= end1
         return False
 
+    def count_dsack(self: TcpSocket, sacks: tuple[tuple[int, int], ...], ack: int) -> None:
+        """The counters of tcp_check_dsack() [tcp_input.c, 6.18], run on every ACK with SACK
+        blocks (tcp_sacktag_write_queue(), on old ACKs too) before any block is checked:
+        TCPDSACKRecv for a first block below the ACK, TCPDSACKOfoRecv for one within the
+        second block."""
+        if sacks[0][0] < ack:
+            self.mib.TCPDSACKRecv += 1
+        elif self.check_dsack(sacks, ack):
+            self.mib.TCPDSACKOfoRecv += 1
+
     def sacktag_write_queue(self: TcpSocket, sacks: tuple[tuple[int, int], ...],
                             ack: int) -> tuple[int, bool, int]:
         """Models tcp_sacktag_write_queue() [tcp_input.c, 6.18]: every queued segment a
@@ -85,6 +99,7 @@ class RecoveryMixin:
         dsack = self.check_dsack(sacks, ack)
         newly = 0
         first_sackt = -1
+        reord = False
         for i, (start, end) in enumerate(sacks):
             if i == 0 and dsack and end <= snd.snd_una:
                 continue                                    # an old duplicate: nothing to tag
@@ -95,18 +110,23 @@ class RecoveryMixin:
                     break
                 if e[SEQ] < start or e[END] > end or e[SACKED] & TCPCB_SACKED_ACKED:
                     continue
-                self._sacktag_one(e)
+                reord = self._sacktag_one(e) or reord
                 newly += 1
                 if not e[SACKED] & TCPCB_EVER_RETRANS and (first_sackt < 0
                                                            or e[TX_NS] < first_sackt):
                     first_sackt = e[TX_NS]
+        if reord:
+            self.mib.TCPSACKReorder += 1            # tcp_check_sack_reordering(), once
         return newly, dsack, -1 if first_sackt < 0 else self.now - first_sackt
 
-    def _sacktag_one(self: TcpSocket, e: list[int]) -> None:
-        """tcp_sacktag_one() [tcp_input.c, 6.18] for a segment newly SACKed."""
+    def _sacktag_one(self: TcpSocket, e: list[int]) -> bool:
+        """tcp_sacktag_one() [tcp_input.c, 6.18] for a segment newly SACKed (delivered:
+        TCPDelivered). Returns whether it shows reordering."""
         snd = self.snd
-        if not e[SACKED] & TCPCB_EVER_RETRANS and e[SEQ] < snd.highest_sack:
+        reord = not e[SACKED] & TCPCB_EVER_RETRANS and e[SEQ] < snd.highest_sack
+        if reord:
             snd.reord_seen = True                   # tcp_check_sack_reordering()
+        self.mib.TCPDelivered += 1
         if e[LOST] and not e[RETRANS]:
             snd.lost_out -= 1
         e[LOST] = 0
@@ -115,6 +135,7 @@ class RecoveryMixin:
         self.rack_advance(e[SACKED], e[END], e[TX_NS])
         if e[END] > snd.highest_sack:
             snd.highest_sack = e[END]
+        return reord
 
     def sack_acked(self: TcpSocket, acked: list[list[int]]) -> None:
         """The SACK bookkeeping of tcp_clean_rtx_queue() [tcp_input.c, 6.18] for the
@@ -125,6 +146,7 @@ class RecoveryMixin:
         last one ends where advancing by each would (the native twin does each)."""
         snd = self.snd
         last: list[int] | None = None
+        reord = False
         for e in acked:
             sacked = e[SACKED]
             if sacked & TCPCB_SACKED_ACKED:
@@ -136,10 +158,12 @@ class RecoveryMixin:
                 self.rack_advance(sacked, e[END], e[TX_NS])
             else:
                 if e[SEQ] < snd.highest_sack:
-                    snd.reord_seen = True
+                    snd.reord_seen = reord = True
                 last = e
         if last is not None:
             self.rack_advance(0, last[END], last[TX_NS])
+        if reord:
+            self.mib.TCPSACKReorder += 1            # tcp_check_sack_reordering(), once
 
     # -- RACK ----------------------------------------------------------------------------------
 
@@ -284,8 +308,8 @@ class RecoveryMixin:
             self.ca.cong_avoid(self, delivered)
 
     def enter_recovery(self: TcpSocket) -> None:
-        """Models tcp_enter_recovery() + tcp_init_cwnd_reduction() [tcp_input.c, 6.18]:
-        high_seq = snd_nxt, the loss probe forgotten, ssthresh by the congestion control
+        """Models tcp_enter_recovery() + tcp_init_cwnd_reduction() [tcp_input.c, 6.18]
+        (counting TCPSackRecovery): high_seq = snd_nxt, the loss probe forgotten, ssthresh by the congestion control
         (Reno: half, CUBIC: 0.7), cwnd left for PRR to bring down from prior_cwnd."""
         snd = self.snd
         snd.high_seq = snd.snd_nxt
@@ -298,6 +322,7 @@ class RecoveryMixin:
         snd.snd_ssthresh = self.ca.ssthresh(self)
         snd.in_recovery = True
         snd.in_loss = False
+        self.mib.TCPSackRecovery += 1
 
     def cwnd_reduction(self: TcpSocket, newly_acked_sacked: int, newly_lost: bool,
                        una_advanced: bool) -> None:

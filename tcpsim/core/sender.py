@@ -256,8 +256,12 @@ class SendMixin:
         return len(snd.rtx_queue) - snd.lost_out - snd.sacked_out
 
     def _mark_lost(self: TcpSocket, e: list[int]) -> None:
-        """Mark a segment lost: it leaves the flight until it is retransmitted."""
+        """Mark a segment lost: it leaves the flight until it is retransmitted. A lost
+        segment retransmitted and marked lost again counts TCPLostRetransmit
+        (tcp_mark_skb_lost() [tcp_input.c, 6.18])."""
         if not (e[LOST] and not e[RETRANS]):
+            if e[LOST]:
+                self.mib.TCPLostRetransmit += 1
             e[LOST] = 1
             e[RETRANS] = 0
             self.snd.lost_out += 1
@@ -395,6 +399,7 @@ class SendMixin:
         if length < self.conn.mss_cache:
             snd.snd_sml = snd.snd_nxt                 # tcp_minshall_update()
         snd.rtx_queue.append([seq, seq + length, self.now, 0, 0, 0, 0])
+        self.mib.TCPOrigDataSent += 1                 # tcp_event_new_data_sent()
         self._data_sent()
         self._emit(seg)
 
@@ -405,6 +410,7 @@ class SendMixin:
         snd.snd_nxt += 1
         snd.write_seq += 1
         snd.fin_sent = True
+        self.mib.TCPOrigDataSent += 1                 # tcp_event_new_data_sent()
         self._data_sent()
         self._emit(seg)
 
@@ -422,9 +428,9 @@ class SendMixin:
 
     def _retransmit_lost(self: TcpSocket) -> None:
         """Models tcp_xmit_retransmit_queue() [tcp_output.c, 6.18]: retransmit segments
-        marked lost (never SACKed ones), in sequence order, as cwnd allows. With SACK each
-        counts TCPFastRetrans outside Loss and, in Recovery, toward PRR's prr_out, and
-        resending the head restarts the RTO."""
+        marked lost (never SACKed ones), in sequence order, as cwnd allows. Each counts
+        TCPFastRetrans, or TCPSlowStartRetrans in Loss (with or without SACK); with SACK, in
+        Recovery, toward PRR's prr_out, and resending the head restarts the RTO."""
         snd = self.snd
         if not snd.lost_out:
             return
@@ -436,9 +442,11 @@ class SendMixin:
             if e[LOST] and not e[RETRANS]:
                 self._retransmit(e)
                 inflight += 1
-                if sack and not snd.in_loss:
+                if snd.in_loss:
+                    self.mib.TCPSlowStartRetrans += 1
+                else:
                     self.mib.TCPFastRetrans += 1
-                    if snd.in_recovery:
+                    if sack and snd.in_recovery:
                         snd.prr_out += 1
                 if sack and not i:
                     snd.rto_deadline = self.reset_xmit_timer(snd.rto)
@@ -461,13 +469,15 @@ class SendMixin:
         snd.wstamp_ns = self.now
         self.ack.lsndtime = self.now                # tcp_event_data_sent(), as for new data
         self.mib.TCPRetransSegs += 1
-        self._emit(seg)
+        self._emit(seg, retrans=True)
 
     # -- ACK processing --------------------------------------------------------------------------
 
-    def tcp_ack(self: TcpSocket, seg: Segment) -> int:
+    def tcp_ack(self: TcpSocket, seg: Segment, slowpath: bool = True) -> int:
         """Models tcp_ack(): window update, cleaning the retransmit queue, RTT, cwnd,
-        recovery, persist-timer handling. Returns -1 for an unacceptable ACK."""
+        recovery, persist-timer handling. Returns -1 for an unacceptable ACK. `slowpath`:
+        the caller is not tcp_rcv_established()'s header-prediction fast path (FLAG_SLOWPATH);
+        it decides TCPHPAcks against TCPPureAcks."""
         snd = self.snd
         ack = seg.ack
         if ack > snd.snd_nxt:
@@ -477,9 +487,12 @@ class SendMixin:
             if ack < snd.snd_una - min(snd.max_window, snd.bytes_acked):
                 self.send_ack()                                  # challenge ACK
                 return -1
+            if self.conn.sack_ok and seg.sacks:
+                self.count_dsack(seg.sacks, ack)          # old_ack: tcp_sacktag_write_queue()
             return 0
         nwin = seg.win << self.conn.snd_wscale
         prior_una = snd.snd_una
+        self._count_ack(seg, slowpath)
         win_update = self.k.may_update_window(self, seg, ack, nwin)   # FLAG_WIN_UPDATE
         if win_update:                                      # tcp_ack_update_window()
             changed = nwin != snd.snd_wnd
@@ -515,6 +528,16 @@ class SendMixin:
         self.write_xmit()
         return 0
 
+    def _count_ack(self: TcpSocket, seg: Segment, slowpath: bool) -> None:
+        """tcp_ack() [tcp_input.c, 6.18]: an ACK that advances snd_una on the fast path (not
+        FLAG_SLOWPATH; a segment with SACK blocks never passes header prediction, its
+        header length differs) counts TCPHPAcks; any other without data, SYN or FIN counts
+        TCPPureAcks."""
+        if not slowpath and not seg.sacks and seg.ack > self.snd.snd_una:
+            self.mib.TCPHPAcks += 1
+        elif seg.end_seq == seg.seq:
+            self.mib.TCPPureAcks += 1
+
     def _sack_scoreboard(self: TcpSocket, seg: Segment, ack: int) -> tuple[int, int] | None:
         """A SACK connection's ACK: tag the scoreboard (tcp_sacktag_write_queue(), when the
         ACK carries blocks). Returns (segments newly SACKed, SACK RTT sample in ns or -1)
@@ -522,6 +545,8 @@ class SendMixin:
         recovery, SACKed or lost segments are under way), None for a clean ACK."""
         snd = self.snd
         newly, rtt_ns = 0, -1
+        if seg.sacks:
+            self.count_dsack(seg.sacks, ack)
         if seg.sacks and snd.rtx_queue:
             newly, _dsack, rtt_ns = self.sacktag_write_queue(seg.sacks, ack)
         if not (seg.sacks or snd.in_recovery or snd.sacked_out or snd.lost_out):
@@ -559,6 +584,8 @@ class SendMixin:
         while q and q[0][END] <= ack:
             e = q.popleft()
             acked_pkts += 1
+            if not e[SACKED] & TCPCB_SACKED_ACKED:
+                self.mib.TCPDelivered += 1            # tcp_newly_delivered(); a SACKed one was
             if e[LOST] and not e[RETRANS]:
                 snd.lost_out -= 1
             if sack_ok:
@@ -656,6 +683,7 @@ class SendMixin:
         snd = self.snd
         snd.dupacks += 1
         if snd.dupacks == 3 and not snd.in_recovery:
+            self.mib.TCPRenoRecovery += 1                 # tcp_enter_recovery(), no SACK
             self.mib.TCPFastRetrans += 1
             snd.tlp_deadline = 0                          # the xmit timer is the RTO now
             snd.snd_ssthresh = self.ca.ssthresh(self)
@@ -781,14 +809,14 @@ class SendMixin:
     def retransmit_timer(self: TcpSocket) -> None:
         """Models tcp_retransmit_timer(): give up after tcp_retries2 (as modelled time), or
         enter loss, retransmit the head and back off. With a zero window and data in flight
-        the retransmission acts as a probe (the profile decides when that times out)."""
+        the retransmission acts as a probe (the profile decides when that times out); that
+        branch leaves before TCPTimeouts is counted [tcp_timer.c, 6.18]."""
         snd = self.snd
         if self.conn.state in HANDSHAKE_STATES:
             self._handshake_timeout()
             return
         if not snd.rtx_queue or self.conn.state == CLOSED:
             return
-        self.mib.TCPTimeouts += 1
         self.trace("timer", "rto")
         if snd.snd_wnd == 0:
             if self.k.rtx_probe0_timed_out(self):
@@ -800,6 +828,7 @@ class SendMixin:
             snd.rto = min(snd.rto << 1, TCP_RTO_MAX_NS)
             snd.rto_deadline = self.reset_xmit_timer(snd.rto)
             return
+        self.mib.TCPTimeouts += 1
         if snd.retransmits and self._write_timeout():
             self.mib.TCPAbortOnTimeout += 1
             self.abort("ETIMEDOUT")
@@ -830,6 +859,8 @@ class SendMixin:
             snd.snd_cwnd = self.packets_in_flight() + 1
         else:
             for e in snd.rtx_queue:
+                if e[LOST] and e[RETRANS]:
+                    self.mib.TCPLostRetransmit += 1     # tcp_mark_skb_lost()
                 e[LOST] = 1
                 e[RETRANS] = 0
             snd.lost_out = len(snd.rtx_queue)
@@ -864,7 +895,10 @@ class SendMixin:
         snd.retransmits += 1
         self.mib.TCPRetransSegs += 1
         self.trace("timer", "rto")
-        self._emit(self.make_syn() if active else self.make_synack())
+        if active:
+            self._emit(self.make_syn(), retrans=True)
+        else:
+            self._emit(self.make_synack())              # tcp_make_synack() counts OutSegs
         snd.rto = min(snd.rto << 1, TCP_RTO_MAX_NS)
         snd.rto_deadline = self.reset_xmit_timer(snd.rto)
 

@@ -286,6 +286,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
         rcv.irs = seg.seq
         rcv.rcv_nxt = rcv.copied_seq = rcv.rcv_wup = seg.seq + 1
         snd.snd_una = seg.ack
+        self.mib.TCPDelivered += 1                 # tcp_clean_rtx_queue() acked the SYN
         snd.snd_wnd = seg.win                      # SYN-ACK window is never scaled
         snd.snd_wl1 = seg.seq
         snd.max_window = snd.snd_wnd
@@ -302,6 +303,8 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
         snd = self.snd
         if not seg.flags & ACK or seg.ack != snd.snd_nxt:
             return False
+        if seg.end_seq == seg.seq:
+            self.mib.TCPPureAcks += 1               # tcp_ack(FLAG_SLOWPATH) of SYN_RECV
         snd.snd_una = seg.ack
         snd.snd_wnd = seg.win << self.conn.snd_wscale
         snd.snd_wl1 = seg.seq
@@ -360,8 +363,10 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
     # -- segment arrival --------------------------------------------------------------------
 
     def on_segment(self, now: int, seg: Segment) -> None:
-        """A segment arrived from the link."""
+        """A segment arrived from the link. Counted in TcpInSegs as tcp_v4_rcv() [tcp_ipv4.c,
+        6.18] counts every segment it is handed, before the socket looks at it."""
         self._clock(now)
+        self.mib.TCPInSegs += 1
         state = self.conn.state
         if state in SYNCHRONIZED:
             self.rcv_established(seg)
@@ -465,7 +470,13 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
             snd.snd_una, snd.snd_nxt, snd.snd_wnd, snd.snd_cwnd,
         ))
 
-    def _emit(self, seg: Segment) -> None:
+    def _emit(self, seg: Segment, retrans: bool = False) -> None:
+        """Put `seg` on the link. TcpOutSegs counts it unless it is a retransmission:
+        __tcp_transmit_skb() [tcp_output.c, 6.18] counts a segment that ends beyond snd_nxt
+        or holds no sequence space, so a resent segment of data, SYN or FIN is not counted;
+        a SYN-ACK is, every time tcp_make_synack() builds one (`retrans` False)."""
+        if not retrans:
+            self.mib.TCPOutSegs += 1
         seg.tx_ns = self.now
         self.outbox.append(seg)
         self.trace("tx", "", seg)

@@ -32,9 +32,20 @@ class Peaks:
     t_rmem: int = 0
 
 
+def sender_counters(meta: dict[str, Any]) -> dict[str, int]:
+    """The sending socket's counters in a run's or a capture's metadata (`summary.sender.
+    counters`, where RunResult.metadata() and tcpsim capture put them); {} when there are
+    none (a pcap import's `sender` is its address, not a record)."""
+    summary = meta.get("summary")
+    sender = summary.get("sender") if isinstance(summary, dict) else None
+    counters = sender.get("counters") if isinstance(sender, dict) else None
+    return dict(counters) if isinstance(counters, dict) else {}
+
+
 @dataclass
 class RunResult:
-    """What a run produced: summary numbers, counters, final `ss` lines."""
+    """What a run produced: summary numbers, counters (the receiver's; the sender's in
+    `sender_counters`), final `ss` lines."""
 
     scenario: str
     profile: str
@@ -44,15 +55,20 @@ class RunResult:
     sysctls: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     """The scenario as it ran (`Scenario.as_dict()`, the run's options applied)."""
+    sender_counters: dict[str, int] = field(default_factory=dict)
+    """The sending socket's counters, keyed as nstat prints them (as `counters`)."""
 
     def metadata(self) -> dict[str, Any]:
         """The run's metadata: what a trace file's footer holds and what `tcpsim run
         --json`, `tcpsim compare` and `tcpsim.Run.meta` show (scenario, profile, sysctls,
         counters, summary). The one place it is built. Wall time stays out: the same seed
-        must give the same bytes."""
+        must give the same bytes. The sender's counters sit where a capture keeps them
+        (`summary.sender.counters`, tcpsim/capture), so both read the same way."""
+        summary = {k: v for k, v in self.summary.items() if k != "wall_s"}
+        if self.sender_counters:
+            summary["sender"] = {"counters": self.sender_counters}
         return {"source": "tcpsim", "profile": self.profile, "scenario": self.config,
-                "sysctls": self.sysctls, "counters": self.counters,
-                "summary": {k: v for k, v in self.summary.items() if k != "wall_s"}}
+                "sysctls": self.sysctls, "counters": self.counters, "summary": summary}
 
 
 @dataclass
@@ -113,7 +129,8 @@ def summarize(sc: Scenario, profile: Profile, sysctls: dict[str, Any], rcv: Any,
     if tally.rev_written is not None and tally.rev_read_bytes is not None:
         summary.update(_reverse_summary(profile, rcv, snd, tally, dur_s))
     return RunResult(sc.name, profile.name, summary, c,
-                     {"rcv": rcv.ss_line(), "snd": snd.ss_line()}, sysctls, sc.as_dict())
+                     {"rcv": rcv.ss_line(), "snd": snd.ss_line()}, sysctls, sc.as_dict(),
+                     snd.mib.as_nstat(profile.counters()))
 
 
 def _reverse_summary(profile: Profile, rcv: Any, snd: Any, tally: Tally,

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from tcpsim.engine.result import sender_counters
 from tcpsim.validate.outcomes import LABELS
 from tcpsim.validate.run import collect_or_say, fixture_field, replay_hz
 from tcpsim.validate.summary import SUMMARY_OUTCOMES, run_summary
@@ -104,6 +105,8 @@ class PlainValidation:
     figures: dict[str, dict[str, Any]]
     required: tuple[str, ...] = ()
     capture_starts: dict[str, dict[str, Any]] = field(default_factory=dict)   # tcpsim.runs
+    sender_counters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per sender counter, the captures' values in the model's spread (shown only)."""
 
     @property
     def passed(self) -> bool:
@@ -117,6 +120,7 @@ class PlainValidation:
                 "notes": self.setup.notes, "seeds": self.seeds, "required": list(self.required),
                 "outcomes": self.outcomes, "figures": self.figures,
                 "capture_starts": self.capture_starts,
+                "sender_counters": self.sender_counters,
                 "kernel_runs": self.kernel, "model_runs": self.model}
 
 
@@ -348,12 +352,41 @@ def validate_plain(path: str | Path, runs: int = DEFAULT_RUNS, profile: str | No
     seeds = [r.seed for r in done]
     return PlainValidation(p, name, setup, seeds, kernel, model,
                            outcome_counts(kernel, model), compare_figures(kernel, model),
-                           tuple(required), capture_starts(setup.scenario.as_dict(), seeds))
+                           tuple(required), capture_starts(setup.scenario.as_dict(), seeds),
+                           compare_sender_counters(sender_kernel_counters(kernel, meta), model))
 
 
 def _model_summary(v: Any, run: Any, end_ns: int) -> dict[str, Any]:
-    """A model run's summary, as a capture's (run_seeds' measure)."""
-    return run_summary(v, {"counters": run.counters, "summary": run.summary}, end_ns)
+    """A model run's summary, as a capture's (run_seeds' measure), with the sender's
+    counters (`sender_counters`; the manifest's run summaries of captures do not keep
+    them, see sender_kernel_counters)."""
+    return {**run_summary(v, {"counters": run.counters, "summary": run.summary}, end_ns),
+            "sender_counters": dict(run.sender_counters)}
+
+
+def sender_kernel_counters(kernel: Summaries, meta: dict[str, Any]) -> list[dict[str, int]]:
+    """The captures' sender counters: those of the kernel run summaries that list them, else
+    the fixture file's own capture's (its metadata's summary.sender.counters; the manifest's
+    run summaries of the older captures do not keep them)."""
+    have = [s["sender_counters"] for s in kernel if s.get("sender_counters")]
+    if have:
+        return have
+    own = sender_counters(meta)
+    return [own] if own else []
+
+
+def compare_sender_counters(kernel: list[dict[str, int]],
+                            model: Summaries) -> dict[str, dict[str, Any]]:
+    """Every sender counter the captures or the model count (shown, never scored), as
+    figure_spread(): the kernel's values against the model's seeds. Empty when the
+    captures kept no sender counters."""
+    if not kernel:
+        return {}
+    ms = [s.get("sender_counters") or {} for s in model]
+    names = sorted({n for c in kernel for n, v in c.items() if v}
+                   | {n for c in ms for n, v in c.items() if v})
+    return {n: figure_spread([int(c.get(n, 0)) for c in kernel],
+                             [int(c.get(n, 0)) for c in ms]) for n in names}
 
 
 def mixed_options(plain: bool, replay_only: dict[str, Any], plain_only: dict[str, Any]) -> str:
@@ -464,6 +497,15 @@ def report(r: PlainValidation) -> list[str]:
         req = " [required]" if key in r.required else ""
         ratio = "-" if f["ratio"] is None else f"{f['ratio']:.2f}"
         lines.append(f"  {f['label']:<24} {mid:>28} {rng:>24} {ratio:>6}  {caps}  {marker}{req}")
+    if r.sender_counters:
+        lines.append(f"  {'sender counter (shown)':<30} {'model median [q1, q3]':>22} "
+                     f"{'range':>20} {'k/m':>6}  kernel")
+        for name, f in r.sender_counters.items():
+            mid = f"{_num(f['median'])} [{_num(f['q1'])}, {_num(f['q3'])}]"
+            rng = f"{_num(f['min'])} .. {_num(f['max'])}"
+            ratio = "-" if f["ratio"] is None else f"{f['ratio']:.2f}"
+            lines.append(f"  {name:<30} {mid:>22} {rng:>20} {ratio:>6}  "
+                         f"{', '.join(_num(k) for k in f['kernel'])}  {f['marker']}")
     return lines
 
 

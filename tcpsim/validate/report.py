@@ -81,6 +81,10 @@ def text(s: Score) -> str:
         lines.append(f"  {'counter':34} {'kernel':>10} {'model':>10}")
         for name, k, m in s.counters:
             lines.append(f"  {name:34} {k:>10} {m:>10}")
+    if s.sender_counters:
+        lines.append(f"  {'sender counter (shown)':34} {'kernel':>10} {'model':>10}")
+        for name, k, m in s.sender_counters:
+            lines.append(f"  {name:34} {k:>10} {m:>10}")
     rp = info.get("replay") or {}
     if rp:
         lines.append(f"  replay: {rp.get('write_ticks', 0)} writer ticks from the trace "

@@ -132,7 +132,8 @@ def score_replay(p: Path, meta: dict[str, Any], k: TraceView, rp: ReplayResult, 
     mo = outcomes(m, end, stall_gap_ns)
     name = str((meta.get("fixture") or {}).get("name") or (meta.get("scenario") or {}).get("name")
                or p.stem)
-    s = score(name, rp.plan.profile, k, m, ko, mo, end, th, timing, rp.result.counters, known)
+    s = score(name, rp.plan.profile, k, m, ko, mo, end, th, timing, rp.result.counters, known,
+              rp.result.sender_counters)
     s.info = {"kernel": meta.get("profile", "?"), "file": str(p), "link": rp.plan.link,
               "hz": rp.plan.hz,
               "notes": rp.plan.notes, "shift_ns": rp.plan.shift_ns,

@@ -27,6 +27,7 @@ import bisect
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from tcpsim.engine.result import sender_counters
 from tcpsim.validate.outcomes import CLASSES, Outcomes
 from tcpsim.validate.trace import Ack, TraceView
 
@@ -103,6 +104,8 @@ class Score:
     # outcome classes / "numbers" where today's model is known to differ from this capture,
     # each with the figures (fixture metadata `known_divergence`): reported, not scored
     known_divergence: dict[str, str] = field(default_factory=dict)
+    # the sender's counters side by side, where the capture kept them (shown, not scored)
+    sender_counters: list[tuple[str, int, int]] = field(default_factory=list)
 
     @property
     def failures(self) -> list[str]:
@@ -126,6 +129,8 @@ class Score:
         if self.acks_full is not None:
             d["acks_full"]["fraction"] = self.acks_full.fraction
         d["counters"] = [{"name": n, "kernel": k, "model": m} for n, k, m in self.counters]
+        d["sender_counters"] = [{"name": n, "kernel": k, "model": m}
+                                for n, k, m in self.sender_counters]
         d["passed"] = self.passed
         d["failures"] = self.failures
         return d
@@ -263,11 +268,30 @@ def numeric_metrics(k: TraceView, m: TraceView, t0: int, t1: int, th: Thresholds
     return out
 
 
+def counter_rows(kernel: dict[str, Any], model: dict[str, int]) -> list[tuple[str, int, int]]:
+    """(name, kernel, model) for every counter either side counted. A counter of a MIB the
+    capture did not record (nstat's Tcp group beside TcpExt) is left out: its kernel value
+    is unknown, not 0."""
+    kc = {n: int(v) for n, v in kernel.items()}
+    groups = {_mib_group(n) for n in kc}
+    names = sorted(n for n in set(kc) | set(model)
+                   if (kc.get(n, 0) or model.get(n, 0)) and (n in kc or _mib_group(n) in groups))
+    return [(n, kc.get(n, 0), int(model.get(n, 0))) for n in names]
+
+
+def _mib_group(name: str) -> str:
+    """The nstat group of a counter: TcpExt, or the Tcp MIB (TcpInSegs, TcpRetransSegs)."""
+    return "TcpExt" if name.startswith("TcpExt") else "Tcp"
+
+
 def score(name: str, profile: str, k: TraceView, m: TraceView, ko: Outcomes, mo: Outcomes,
           end_ns: int, th: Thresholds, timing: list[str], model_counters: dict[str, int],
-          known: dict[str, str] | None = None) -> Score:
+          known: dict[str, str] | None = None,
+          model_sender: dict[str, int] | None = None) -> Score:
     """Compare a model view (already on the kernel's axis) with the kernel view. ``known``:
-    the fixture's known divergences (class or "numbers" -> figures), reported, not scored."""
+    the fixture's known divergences (class or "numbers" -> figures), reported, not scored.
+    ``model_sender``: the model's sender counters, shown beside the capture's sender's when
+    it kept them (summary.sender.counters)."""
     known = dict(known or {})
     t0 = k.data_t[0] if k.data_t else 0
     scored_end = end_ns
@@ -298,10 +322,9 @@ def score(name: str, profile: str, k: TraceView, m: TraceView, ko: Outcomes, mo:
     # a metric named in the timing-dependent list or the known divergences: reported only
     metrics = [replace(m, scored=False) if m.name in timing or m.name in known else m
                for m in metrics]
-    kc = {n: int(v) for n, v in k.counters.items()}
-    names = sorted(n for n in set(kc) | set(model_counters)
-                   if kc.get(n, 0) or model_counters.get(n, 0))
-    counters = [(n, kc.get(n, 0), int(model_counters.get(n, 0))) for n in names]
+    counters = counter_rows(k.counters, model_counters)
+    ks = sender_counters(k.meta or {})
+    sender = counter_rows(ks, model_sender or {}) if ks else []
     return Score(name, profile, compare_outcomes(ko, mo, timing, known), metrics, acks,
                  acks_full, counters, (t0, end_ns), scored_end, list(timing), th.outcomes,
-                 notes=notes, known_divergence=known)
+                 notes=notes, known_divergence=known, sender_counters=sender)
