@@ -254,7 +254,14 @@ FIXTURES: tuple[Fixture, ...] = (
                  "receiver sent them, not in the delay program's batches. Ten runs (load "
                  "average 1.2-2.0): run_summaries[:5] recorded under this name, [5:] a few "
                  "minutes before as the -rxcpu fixture with these two delays (the same "
-                 "scenario and placement)"),
+                 "scenario and placement)",
+            divergence="issue 14, ACKs as sent: the captures retransmit 113 / 40 / 107 / 46 / "
+                       "213 / 35 / 41 / 29 / 41 / 30 segments (median 41), all tbf drops, no "
+                       "beyond-window drops; HyStart's ACK train ends slow start at cwnd "
+                       "492-514. Today's model as a plain scenario (fast reader, exact "
+                       "timing): 51 retransmissions (k/m 0.80), 0 beyond-window drops, 33217 "
+                       "ACKs; the runs that lose 107-213 had 17044-23631 ACKs (a reader "
+                       "behind), the others 24536-33769"),
     Fixture("bulk-200mbit-tbf-bdp-cubic-datadelay", "bulk-1gbit", 4.0, probe_every=5, thin=5,
             changes={"link": {"rate": "200mbit", "queue_limit": 330,
                               "delay_ab": "20ms", "delay_ba": "0ms"}},
@@ -267,7 +274,12 @@ FIXTURES: tuple[Fixture, ...] = (
                  "the receiver sent them, not in the delay program's batches. Twelve runs "
                  "(load average 0.0-2.0): run_summaries[:5] recorded under this name, [5:] a "
                  "few minutes before as the -rxcpu fixture with these two delays (the same "
-                 "scenario and placement); one of them (run_summaries[8]) overflowed nothing"),
+                 "scenario and placement); one of them (run_summaries[8]) overflowed nothing",
+            divergence="issue 14, ACKs as sent: the captures retransmit 34 / 43 / 371 / 88 / 38 "
+                       "/ 36 / 35 / 37 / 2 / 37 / 35 / 35 segments (median 36.5), all tbf "
+                       "drops, no beyond-window drops; HyStart's ACK train ends slow start at "
+                       "cwnd 477-514. Today's model as a plain scenario: 34 retransmissions "
+                       "(k/m 1.07), 0 beyond-window drops, 32666 ACKs"),
     Fixture("bulk-blocking-reader", "bulk-1gbit", 3.0,
             **LOADED_HOUR,
             changes={"link": {"rate": "100mbit", "queue_limit": 2000},

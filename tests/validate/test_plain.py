@@ -261,3 +261,19 @@ def test_module_main_takes_plain_too(capsys: pytest.CaptureFixture[str]) -> None
     assert err == ["validate: --write-docs: an option of the replay, not of --plain (a plain run "
                    "has no kernel timeline to cut or overlay, nor thresholds); leave it out",
                    "validate: --host: an option of plain validation; add --plain (or leave it out)"]
+
+
+@pytest.mark.parametrize("name", ["bulk-200mbit-tbf-cubic-datadelay",
+                                  "bulk-200mbit-tbf-bdp-cubic-datadelay"])
+def test_token_bucket_loss_within_2x_of_the_captures_with_acks_as_sent(name: str) -> None:
+    # issue 14's done-means, against the captures whose ACKs reach the sender as sent (the
+    # whole RTT on the data direction; docs/app-latency.md#ack-path): retransmissions within
+    # 2x of the captures' median, and no beyond-window drops where the captures have none
+    meta = load_meta(FIXTURES / f"{name}.parquet")
+    link = meta["scenario"]["link"]
+    assert (link["delay_ab"], link["delay_ba"]) == ("20ms", "0ms")
+    r = validate_plain(FIXTURES / f"{name}.parquet", runs=1, engine="native")
+    rtx = r.figures["retransmissions"]
+    assert 0.5 <= rtx["ratio"] <= 2.0, rtx
+    assert r.figures["beyond_window"]["kernel"] == [0] * rtx["kernel_n"]
+    assert r.figures["beyond_window"]["median"] == 0 and r.passed
