@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 
-use crate::constants::{TCP_MSS_DEFAULT, TCP_TIMEOUT_INIT_NS};
+use crate::constants::{TCP_MSS_DEFAULT, TCP_REORDERING, TCP_TIMEOUT_INIT_NS};
 use crate::sender::INFINITE_SSTHRESH;
 use crate::skb::Skb;
 use crate::sysctl::Sysctls;
@@ -437,6 +437,9 @@ record! {
         pub highest_sack: i64,
         /// tp->reord_seen: a SACK or ACK showed reordering.
         pub reord_seen: bool,
+        /// tp->reordering: tcp_init_sock()'s net.ipv4.tcp_reordering, grown by
+        /// tcp_check_sack_reordering().
+        pub reordering: i64,
         /// tp->rack.mstamp: send time of the latest delivered segment (ns).
         pub rack_mstamp: i64,
         /// tp->rack.end_seq.
@@ -532,6 +535,7 @@ impl SndState {
             sacked_out: 0,
             highest_sack: 0,
             reord_seen: false,
+            reordering: TCP_REORDERING,
             rack_mstamp: 0,
             rack_end_seq: 0,
             rack_rtt_us: 0,

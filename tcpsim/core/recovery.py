@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tcpsim.core.constants import NS_PER_US
+from tcpsim.core.constants import NS_PER_US, TCP_MAX_REORDERING
 from tcpsim.core.sender import (
     END, LOST, RETRANS, SACKED, SEQ, TCPCB_EVER_RETRANS, TCPCB_SACKED_ACKED, TX_NS,
 )
@@ -38,7 +38,6 @@ from tcpsim.core.state import INFINITE_SSTHRESH
 if TYPE_CHECKING:
     from tcpsim.core.socket import TcpSocket
 
-TCP_REORDERING = 3             # net.ipv4.tcp_reordering: tp->reordering, the dupthresh
 TCP_TIMEOUT_MIN = 2            # jiffies [include/net/tcp.h]
 
 
@@ -85,6 +84,7 @@ class RecoveryMixin:
         dsack = self.check_dsack(sacks, ack)
         newly = 0
         first_sackt = -1
+        reord = snd.snd_nxt                                 # state->reord
         for i, (start, end) in enumerate(sacks):
             if i == 0 and dsack and end <= snd.snd_una:
                 continue                                    # an old duplicate: nothing to tag
@@ -95,12 +95,29 @@ class RecoveryMixin:
                     break
                 if e[SEQ] < start or e[END] > end or e[SACKED] & TCPCB_SACKED_ACKED:
                     continue
+                if not e[SACKED] & TCPCB_EVER_RETRANS and e[SEQ] < snd.highest_sack:
+                    reord = min(reord, e[SEQ])
                 self._sacktag_one(e)
                 newly += 1
                 if not e[SACKED] & TCPCB_EVER_RETRANS and (first_sackt < 0
                                                            or e[TX_NS] < first_sackt):
                     first_sackt = e[TX_NS]
+        if not snd.in_loss:                 # the model has no undo_marker
+            self.check_sack_reordering(reord, snd.highest_sack)
         return newly, dsack, -1 if first_sackt < 0 else self.now - first_sackt
+
+    def check_sack_reordering(self: TcpSocket, low_seq: int, fack: int) -> None:
+        """tcp_check_sack_reordering() [tcp_input.c, 5.15 and 6.18 alike]: a segment from
+        `low_seq` was delivered without a retransmission below `fack`
+        (tcp_highest_sack_seq()); when that distance exceeds tp->reordering segments,
+        tp->reordering becomes it in segments (rounded up), at most tcp_max_reordering.
+        The model keeps reord_seen where it was set before; tp->reordering sizes the send
+        buffer (tcp_sndbuf_expand(): reordering + 1 segments)."""
+        snd = self.snd
+        mss = self.conn.mss_cache
+        metric = fack - low_seq
+        if metric > 0 and mss and metric > snd.reordering * mss:
+            snd.reordering = min((metric + mss - 1) // mss, TCP_MAX_REORDERING)
 
     def _sacktag_one(self: TcpSocket, e: list[int]) -> None:
         """tcp_sacktag_one() [tcp_input.c, 6.18] for a segment newly SACKed."""
@@ -116,7 +133,7 @@ class RecoveryMixin:
         if e[END] > snd.highest_sack:
             snd.highest_sack = e[END]
 
-    def sack_acked(self: TcpSocket, acked: list[list[int]]) -> None:
+    def sack_acked(self: TcpSocket, acked: list[list[int]], ack: int) -> None:
         """The SACK bookkeeping of tcp_clean_rtx_queue() [tcp_input.c, 6.18] for the
         segments the cumulative ACK removed, in sequence order: a SACKed one leaves
         sacked_out; any other advances RACK, and one never retransmitted below the highest
@@ -125,6 +142,7 @@ class RecoveryMixin:
         last one ends where advancing by each would (the native twin does each)."""
         snd = self.snd
         last: list[int] | None = None
+        reord = snd.snd_nxt
         for e in acked:
             sacked = e[SACKED]
             if sacked & TCPCB_SACKED_ACKED:
@@ -137,9 +155,11 @@ class RecoveryMixin:
             else:
                 if e[SEQ] < snd.highest_sack:
                     snd.reord_seen = True
+                    reord = min(reord, e[SEQ])
                 last = e
         if last is not None:
             self.rack_advance(0, last[END], last[TX_NS])
+        self.check_sack_reordering(reord, snd.highest_sack if snd.sacked_out else ack)
 
     # -- RACK ----------------------------------------------------------------------------------
 
@@ -163,7 +183,7 @@ class RecoveryMixin:
         in recovery (and Loss) and once tp->reordering segments are SACKed (the dupthresh
         fallback); else a quarter of the minimum RTT (reo_wnd_steps = 1), at most srtt."""
         snd = self.snd
-        if not snd.reord_seen and (snd.in_recovery or snd.sacked_out >= TCP_REORDERING):
+        if not snd.reord_seen and (snd.in_recovery or snd.sacked_out >= snd.reordering):
             return 0
         srtt_us = snd.srtt_us8 >> 3
         if not snd.min_rtt_us:

@@ -24,8 +24,9 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from tcpsim.core.constants import (
-    NS_PER_MS, NS_PER_US, TCP_MSS_DEFAULT, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS,
-    TCP_SYN_RETRIES, TCP_SYNACK_RETRIES, TCP_TIMEOUT_INIT_NS, skb_truesize,
+    MAX_TCP_HEADER, NS_PER_MS, NS_PER_US, SKB_SHINFO, SKB_STRUCT, TCP_INIT_CWND,
+    TCP_MSS_DEFAULT, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS, TCP_SYN_RETRIES, TCP_SYNACK_RETRIES,
+    TCP_TIMEOUT_INIT_NS, roundup_pow_of_two, skb_truesize,
 )
 from tcpsim.core.cong import CA_EVENT_CWND_RESTART, CA_EVENT_TX_START, TCP_CA_LOSS
 from tcpsim.core.segment import ACK, FIN, PSH, Segment
@@ -38,11 +39,10 @@ if TYPE_CHECKING:
     from tcpsim.core.socket import TcpSocket
 
 SND_SKB_OVERHEAD = skb_truesize(256)     # head of a sender skb (tcp_stream_alloc_skb)
-_PER_MSS_MEM = 4096 + 256                # tcp_sndbuf_expand(): roundup_pow_of_two + sk_buff
 # sk_gso_max_size of a TCP socket on a device with the legacy 64 KiB GSO limit (veth, lo):
 # the device's limit less MAX_TCP_HEADER + 1 (sk_dst_gso_max_size [net/core/sock.c]), with
 # MAX_TCP_HEADER = 320 on x86-64.
-SK_GSO_MAX_SIZE = 65536 - (320 + 1)
+SK_GSO_MAX_SIZE = 65536 - (MAX_TCP_HEADER + 1)
 SK_GSO_MAX_SEGS = 65535                  # GSO_MAX_SEGS
 TCP_MIN_TSO_SEGS = 2                     # net.ipv4.tcp_min_tso_segs
 TCP_TSO_WIN_DIVISOR = 3                  # net.ipv4.tcp_tso_win_divisor
@@ -68,11 +68,25 @@ class SendMixin:
     # -- send buffer ----------------------------------------------------------------------------
 
     def sndbuf_expand(self: TcpSocket) -> None:
-        """Models tcp_sndbuf_expand(): room for two windows of max(cwnd, 10) segments."""
+        """Models tcp_sndbuf_expand() [tcp_input.c, 5.15 to 6.18 alike]: room for the
+        congestion control's factor (its sndbuf_expand hook; 2 when it has none) times
+        max(TCP_INIT_CWND, snd_cwnd, reordering + 1) segments of sndbuf_per_mss() each,
+        at most tcp_wmem[2]. Never shrinks the buffer."""
         snd = self.snd
-        sndmem = 2 * max(snd.initcwnd, snd.snd_cwnd, 10) * _PER_MSS_MEM
+        nr_segs = max(TCP_INIT_CWND, snd.snd_cwnd, snd.reordering + 1)
+        sndmem = self.ca.sndbuf_expand(self) * nr_segs * self.sndbuf_per_mss()
         if snd.sk_sndbuf < sndmem:
             snd.sk_sndbuf = min(sndmem, self.sysctl.tcp_wmem[2])
+
+    def sndbuf_per_mss(self: TcpSocket) -> int:
+        """tcp_sndbuf_expand()'s per-segment memory [tcp_input.c, 6.18]: the worst case
+        of one non-GSO skb per segment with a kmalloc'ed (power-of-two) head -- the larger
+        of the peer's MSS option (rx_opt.mss_clamp) and mss_cache, plus MAX_TCP_HEADER and
+        the aligned skb_shared_info, rounded up to a power of two, plus the aligned
+        sk_buff: 4352 up to a 3456-byte MSS, 16640 at 11448 (MTU 11500)."""
+        conn = self.conn
+        head = max(conn.peer_mss, conn.mss_cache) + MAX_TCP_HEADER + SKB_SHINFO
+        return roundup_pow_of_two(head) + SKB_STRUCT
 
     def wmem_queued(self: TcpSocket) -> int:
         """sk_wmem_queued: payload plus one sender-skb overhead per queued skb."""
@@ -566,7 +580,7 @@ class SendMixin:
             if not e[RETRANS]:
                 rtt_ns = self.now - e[TX_NS]
         if acked:
-            self.sack_acked(acked)
+            self.sack_acked(acked, ack)
         if sack is not None and rtt_ns < 0:
             rtt_ns = sack[1]
         if q and q[0][SEQ] < ack:                # partially acked segment

@@ -22,7 +22,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from tcpsim.core.constants import TCP_INIT_CWND, TCP_MSS_DEFAULT, TCP_TIMEOUT_INIT_NS
+from tcpsim.core.constants import (
+    TCP_INIT_CWND, TCP_MSS_DEFAULT, TCP_REORDERING, TCP_TIMEOUT_INIT_NS,
+)
 from tcpsim.core.skb import Skb
 from tcpsim.core.sysctl import Sysctls
 
@@ -207,6 +209,7 @@ class SndState:
     sacked_out: int = 0             # tp->sacked_out: segments SACKed, not yet cumulatively acked
     highest_sack: int = 0           # tcp_highest_sack_seq(): end of the highest SACKed; 0: none
     reord_seen: bool = False        # tp->reord_seen: a SACK or ACK showed reordering
+    reordering: int = TCP_REORDERING  # tp->reordering: tcp_init_sock()'s net.ipv4.tcp_reordering
     rack_mstamp: int = 0            # tp->rack.mstamp: send time of the latest delivered (ns)
     rack_end_seq: int = 0           # tp->rack.end_seq
     rack_rtt_us: int = 0            # tp->rack.rtt_us
