@@ -18,8 +18,7 @@ pub const INFINITE_SSTHRESH: i64 = 0x7FFF_FFFF;
 /// Head of a sender skb (tcp_stream_alloc_skb).
 pub const SND_SKB_OVERHEAD: i64 = skb_truesize(256);
 /// sk_gso_max_size of a TCP socket on a device with the legacy 64 KiB GSO limit (veth, lo):
-/// the device's limit less MAX_TCP_HEADER + 1 (sk_dst_gso_max_size [net/core/sock.c]), with
-/// MAX_TCP_HEADER = 320 on x86-64.
+/// the device's limit less MAX_TCP_HEADER + 1 (sk_dst_gso_max_size [net/core/sock.c]).
 pub const SK_GSO_MAX_SIZE: i64 = 65536 - (MAX_TCP_HEADER + 1);
 /// GSO_MAX_SEGS.
 pub const SK_GSO_MAX_SEGS: i64 = 65535;
@@ -106,6 +105,39 @@ impl TcpSocket {
         let conn = &self.conn;
         let head = conn.peer_mss.max(conn.mss_cache) + MAX_TCP_HEADER + SKB_SHINFO;
         roundup_pow_of_two(head) + SKB_STRUCT
+    }
+
+    /// tcp_check_space() [tcp_input.c, 5.15 and 6.18 alike]: when a writer found the send
+    /// buffer full (SOCK_NOSPACE), tcp_new_space(): grow it if tcp_should_expand_sndbuf()
+    /// allows, then sk_stream_write_space() clears SOCK_NOSPACE once it is writeable
+    /// (sender.py `check_space`).
+    pub fn check_space(&mut self) {
+        if !self.snd.sock_nospace {
+            return;
+        }
+        if self.should_expand_sndbuf() {
+            self.sndbuf_expand();
+        }
+        if self.stream_writeable() {
+            self.snd.sock_nospace = false;
+        }
+    }
+
+    /// tcp_should_expand_sndbuf() [tcp_input.c, 6.18]: no SO_SNDBUF lock (the model has no
+    /// SO_SNDBUF), no tcp_mem pressure (not modelled), the flight below cwnd.
+    fn should_expand_sndbuf(&self) -> bool {
+        self.packets_in_flight() < self.snd.snd_cwnd
+    }
+
+    /// __sk_stream_is_writeable(sk, 1) [include/net/sock.h, 6.18]: free space at least half
+    /// the queued bytes, below the buffer, unsent bytes below half tcp_notsent_lowat
+    /// (sender.py `_stream_writeable`).
+    fn stream_writeable(&self) -> bool {
+        let snd = &self.snd;
+        let queued = self.wmem_queued();
+        snd.sk_sndbuf - queued >= queued >> 1
+            && queued < snd.sk_sndbuf
+            && (snd.write_seq - snd.snd_nxt) << 1 < self.sysctl.tcp_notsent_lowat
     }
 
     /// sk_wmem_queued: payload plus one sender-skb overhead per queued skb.
@@ -260,6 +292,9 @@ impl TcpSocket {
                 queued += take + SND_SKB_OVERHEAD;
                 notsent += take;
             }
+            if done < n {
+                self.snd.sock_nospace = true; // wait_for_space: SOCK_NOSPACE
+            }
         }
         done
     }
@@ -409,6 +444,9 @@ impl TcpSocket {
                 self.snd.write_queue[0] = skb_len - sent; // tso_fragment(): rest stays
             } else {
                 self.snd.write_queue.pop_front();
+            }
+            if k.new_data_checks_space(self) {
+                self.check_space(); // tcp_event_new_data_sent()
             }
             if probe {
                 break; // push_one
@@ -696,6 +734,7 @@ impl TcpSocket {
             }
         }
         self.write_xmit(false);
+        self.check_space(); // tcp_data_snd_check()
         0
     }
 
@@ -808,7 +847,6 @@ impl TcpSocket {
         };
         self.snd.backoff = 0;
         self.writable = self.send_space() > 0;
-        self.sndbuf_expand();
     }
 
     /// Models tcp_rtt_estimator() + tcp_set_rto() (RFC 6298 with Linux's rto_min).
@@ -1162,6 +1200,9 @@ impl TcpSocket {
             }
             let inflight = self.packets_in_flight();
             self.send_new(self.snd.snd_nxt, seg_len, inflight);
+            if self.k.clone().new_data_checks_space(self) {
+                self.check_space(); // tcp_event_new_data_sent()
+            }
         } else {
             // zero-window probe: old sequence
             self.mib.TCPWinProbe += 1;

@@ -458,6 +458,8 @@ record! {
         pub prr_out: i64,
         pub rtx_next: i64,
         pub sk_sndbuf: i64,
+        /// SOCK_NOSPACE: a write found the send buffer full.
+        pub sock_nospace: bool,
         pub nodelay: bool,
         pub fin_queued: bool,
         pub fin_sent: bool,
@@ -546,6 +548,7 @@ impl SndState {
             prr_out: 0,
             rtx_next: 0,
             sk_sndbuf: sysctl.tcp_wmem.1,
+            sock_nospace: false,
             nodelay,
             fin_queued: false,
             fin_sent: false,

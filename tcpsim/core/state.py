@@ -220,6 +220,7 @@ class SndState:
     prr_out: int = 0                # tp->prr_out
     rtx_next: int = 0
     sk_sndbuf: int                  # tcp_init_sock(): tcp_wmem[1]
+    sock_nospace: bool = False      # SOCK_NOSPACE: a write found the send buffer full
     nodelay: bool = True
     fin_queued: bool = False
     fin_sent: bool = False
