@@ -150,6 +150,7 @@ def test_write_queue_skbs_are_half_the_peers_largest_window():
     # (tcp_bound_to_half_wnd), in whole MSS -- 22 x 1448 for a 64256 B window, not two MSS
     sk = sender(profile="linux-6.18", peer_win=502)        # 502 << 7 = 64256
     assert sk.size_goal() == 22 * 1448
+    sk.snd.sk_sndbuf = 1 << 20                             # room for three skbs (46080 has two)
     sk.write(2 * NS_PER_MS, 80_000)
     assert len(sk.take_outbox()) == 10                     # initcwnd
     assert list(sk.snd.write_queue) == [31856 - 10 * 1448, 31856, 80_000 - 2 * 31856]
