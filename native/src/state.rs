@@ -593,7 +593,9 @@ mod tests {
         assert_eq!(RcvState::FIELDS.len(), 25);
         assert_eq!(MemState::FIELDS.len(), 12);
         assert_eq!(AckState::FIELDS.len(), 13);
-        assert_eq!(SndState::FIELDS.len(), 72); // 45 + the SACK scoreboard, RACK, PRR (11) + struct bictcp (16)
+        // 45 + the SACK scoreboard, RACK, PRR (11) + struct bictcp (16) + tp->reordering and
+        // SOCK_NOSPACE (the send buffer, 2)
+        assert_eq!(SndState::FIELDS.len(), 74);
         let c = ConnState::new(1500, 0);
         assert_eq!(c.fields().len(), ConnState::FIELDS.len());
         assert_eq!(c.advmss, 1460);
