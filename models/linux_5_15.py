@@ -599,6 +599,13 @@ class Linux515(KernelPolicy):
         share only; the min_rtt bonus came in 5.18 (see linux_6_1.py)."""
         return 0
 
+    def new_data_checks_space(self, sk: TcpSocket) -> bool:
+        """tcp_event_new_data_sent() [tcp_output.c, 5.15]: no tcp_check_space(); the send
+        buffer grows (tcp_new_space()) only after an ACK, once the push that follows it is
+        done (tcp_data_snd_check()) -- not while that push fills cwnd. 4bfe744ff164 added
+        the call in 5.18 (see linux_6_1.py)."""
+        return False
+
     def tso_defer_ack_window(self, sk: TcpSocket, srtt_ns: int) -> int:
         """tcp_tso_should_defer() [tcp_output.c, 5.15]: defer only if the oldest unacked
         segment went out at least half an srtt ago (srtt_us >> 4 whole microseconds), i.e.

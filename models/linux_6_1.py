@@ -6,7 +6,9 @@ profile; nothing else. The window never shrinks: there is no tcp_shrink_window y
 linux_6_1_59.py, or apply `--policy shrink-window`).
 
 On the sending side: 65466904b015 "tcp: adjust TSO packet sizes based on min_rtt" (5.18)
-makes TSO skbs larger on short paths.
+makes TSO skbs larger on short paths; 4bfe744ff164 "tcp: fix potential xmit stalls caused
+by TCP_NOTSENT_LOWAT" (5.18) runs tcp_check_space() -- and so the send buffer's growth --
+after every skb of new data sent, not only after the push that follows an ACK.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ class Linux61(Linux515):
             return 0
         r = sk.snd.min_rtt_us >> TCP_TSO_RTT_LOG
         return SK_GSO_MAX_SIZE >> r if r < 32 else 0
+
+    def new_data_checks_space(self, sk: TcpSocket) -> bool:
+        """tcp_event_new_data_sent() [tcp_output.c, 5.18+, 4bfe744ff164]: tcp_check_space()
+        after every skb of new data, so a writer waiting for room may get it (and the
+        buffer grow, while the flight is still below cwnd) as the push goes on."""
+        return True
 
     def hystart_ack_delay(self, sk: TcpSocket) -> int:
         """hystart_ack_delay() [tcp_cubic.c, 5.19+]: "tcp_cubic: make hystart_ack_delay()

@@ -416,6 +416,11 @@ class KernelPolicy(ABC):
         """Bytes the min_rtt term adds to the TSO size."""
 
     @abstractmethod
+    @decision("tcp_output.c:tcp_event_new_data_sent [5.18] (tcp_check_space)")
+    def new_data_checks_space(self, sk: TcpSocket) -> bool:
+        """Does sending new data run tcp_check_space() (the send buffer's growth)?"""
+
+    @abstractmethod
     @decision("tcp_output.c:tcp_tso_should_defer [5.15] (next-ACK test)")
     def tso_defer_ack_window(self, sk: TcpSocket, srtt_ns: int) -> int:
         """How soon (ns) the next ACK must be due for a TSO skb to wait."""

@@ -17,6 +17,9 @@ pub const SKB_SHINFO: i64 = 320;
 /// SKB_TRUESIZE(x) = x + 576.
 pub const SKB_OVERHEAD: i64 = SKB_STRUCT + SKB_SHINFO;
 pub const MAX_SKB_FRAGS: i64 = 17;
+/// MAX_TCP_HEADER [include/net/tcp.h]: L1_CACHE_ALIGN(128 + MAX_HEADER), a build-config value:
+/// 192 on the reference 6.18 kernel, as measured on it (constants.py).
+pub const MAX_TCP_HEADER: i64 = 192;
 /// SKB_MAX_ORDER(0, 0): payload of a linear skb built in one page by tcp_collapse().
 pub const COLLAPSE_CHUNK: i64 = PAGE_SIZE - SKB_SHINFO;
 pub const SKB_WITH_OVERHEAD_PAGE: i64 = PAGE_SIZE - SKB_SHINFO;
@@ -30,6 +33,10 @@ pub const TCP_MAX_WSCALE: i64 = 14;
 pub const TCP_MIN_MSS: i64 = 88;
 pub const TCP_MSS_DEFAULT: i64 = 536;
 pub const TCP_INIT_CWND: i64 = 10;
+/// net.ipv4.tcp_reordering: tp->reordering at tcp_init_sock().
+pub const TCP_REORDERING: i64 = 3;
+/// net.ipv4.tcp_max_reordering.
+pub const TCP_MAX_REORDERING: i64 = 300;
 pub const TCP_MAX_QUICKACKS: i64 = 16;
 /// Bytes of the aligned timestamp option.
 pub const TCP_HEADER_TS: i64 = 12;
@@ -67,6 +74,7 @@ pub const ALL: &[(&str, i64)] = &[
     ("SKB_SHINFO", SKB_SHINFO),
     ("SKB_OVERHEAD", SKB_OVERHEAD),
     ("MAX_SKB_FRAGS", MAX_SKB_FRAGS),
+    ("MAX_TCP_HEADER", MAX_TCP_HEADER),
     ("COLLAPSE_CHUNK", COLLAPSE_CHUNK),
     ("SKB_WITH_OVERHEAD_PAGE", SKB_WITH_OVERHEAD_PAGE),
     ("SKB_FRAG_PAGE_SIZE", SKB_FRAG_PAGE_SIZE),
@@ -75,6 +83,8 @@ pub const ALL: &[(&str, i64)] = &[
     ("TCP_MIN_MSS", TCP_MIN_MSS),
     ("TCP_MSS_DEFAULT", TCP_MSS_DEFAULT),
     ("TCP_INIT_CWND", TCP_INIT_CWND),
+    ("TCP_REORDERING", TCP_REORDERING),
+    ("TCP_MAX_REORDERING", TCP_MAX_REORDERING),
     ("TCP_MAX_QUICKACKS", TCP_MAX_QUICKACKS),
     ("TCP_HEADER_TS", TCP_HEADER_TS),
     ("TCP_DELACK_MAX_NS", TCP_DELACK_MAX_NS),
@@ -124,6 +134,11 @@ pub fn data_align(n: i64) -> i64 {
 }
 
 /// ALIGN(x, unit) for a power-of-two unit.
+/// roundup_pow_of_two() [include/linux/log2.h] of a positive n (constants.py).
+pub fn roundup_pow_of_two(n: i64) -> i64 {
+    1 << crate::arith::bit_length(n - 1)
+}
+
 pub fn align_up(x: i64, unit: i64) -> i64 {
     (x + unit - 1) & !(unit - 1)
 }

@@ -441,6 +441,12 @@ pub trait Kernel: Send + Sync {
         self.base().tso_rtt_bytes(sk)
     }
 
+    /// Does sending new data run tcp_check_space() (the send buffer's growth)?
+    /// [tcp_output.c:tcp_event_new_data_sent [5.18] (tcp_check_space)].
+    fn new_data_checks_space(&self, sk: &TcpSocket) -> bool {
+        self.base().new_data_checks_space(sk)
+    }
+
     /// How soon (ns) the next ACK must be due for a TSO skb to wait
     /// [tcp_output.c:tcp_tso_should_defer [5.15] (next-ACK test)].
     fn tso_defer_ack_window(&self, sk: &TcpSocket, srtt_ns: i64) -> i64 {
@@ -531,6 +537,7 @@ pub const DECISION_POINTS: &[&str] = &[
     "rtx_probe0_timed_out",
     "grow_skb",
     "tso_rtt_bytes",
+    "new_data_checks_space",
     "tso_defer_ack_window",
     "loss_probe_timeout",
     "hystart_ack_delay",

@@ -198,6 +198,7 @@ fn call(k: &dyn Kernel, sk: &mut TcpSocket, name: &str, a: &Bound<'_, PyDict>) -
         }
         "rtx_probe0_timed_out" => Bool(k.rtx_probe0_timed_out(sk)),
         "tso_rtt_bytes" => Int(k.tso_rtt_bytes(sk)),
+        "new_data_checks_space" => Bool(k.new_data_checks_space(sk)),
         "tso_defer_ack_window" => Int(k.tso_defer_ack_window(sk, arg(a, "srtt_ns")?)),
         _ => {
             return Err(PyKeyError::new_err(format!(

@@ -618,6 +618,7 @@ py_points! {
     ro may_update_window(seg: &Segment, ack: i64, nwin: i64) -> bool;
     ro rtx_probe0_timed_out() -> bool;
     ro tso_rtt_bytes() -> i64;
+    ro new_data_checks_space() -> bool;
     ro tso_defer_ack_window(srtt_ns: i64) -> i64;
     ro loss_probe_timeout() -> i64;
     ro hystart_ack_delay() -> i64;

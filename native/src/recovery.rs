@@ -14,7 +14,7 @@
 //! See recovery.py's module docstring for what is not modelled (undo, F-RTO, ...).
 
 use crate::arith::floor_div;
-use crate::constants::NS_PER_US;
+use crate::constants::{NS_PER_US, TCP_MAX_REORDERING};
 use crate::sender::INFINITE_SSTHRESH;
 use crate::socket::TcpSocket;
 use crate::state::RtxEntry;
@@ -24,7 +24,6 @@ pub const TCPCB_SACKED_ACKED: i64 = 0x01;
 /// tcp_skb_cb->sacked: TCPCB_EVER_RETRANS.
 pub const TCPCB_EVER_RETRANS: i64 = 0x80;
 /// net.ipv4.tcp_reordering: tp->reordering, the dupthresh.
-pub const TCP_REORDERING: i64 = 3;
 /// TCP_TIMEOUT_MIN [include/net/tcp.h], in jiffies.
 pub const TCP_TIMEOUT_MIN: i64 = 2;
 
@@ -59,7 +58,7 @@ impl TcpSocket {
         let dsack = check_dsack(sacks, ack);
         let mut newly = 0;
         let mut first_sackt = -1;
-        let mut reord = false;
+        let mut reord = self.snd.snd_nxt; // state->reord
         for (i, &(start, end)) in sacks.iter().enumerate() {
             if i == 0 && dsack && end <= self.snd.snd_una {
                 continue; // an old duplicate: nothing to tag
@@ -75,7 +74,10 @@ impl TcpSocket {
                 if e.seq < start || e.end > end || e.sacked & TCPCB_SACKED_ACKED != 0 {
                     continue;
                 }
-                reord = self.sacktag_one(j) || reord;
+                if e.sacked & TCPCB_EVER_RETRANS == 0 && e.seq < self.snd.highest_sack {
+                    reord = reord.min(e.seq);
+                }
+                self.sacktag_one(j);
                 newly += 1;
                 if e.sacked & TCPCB_EVER_RETRANS == 0 && (first_sackt < 0 || e.tx_ns < first_sackt)
                 {
@@ -83,14 +85,15 @@ impl TcpSocket {
                 }
             }
         }
-        if reord {
-            self.mib.TCPSACKReorder += 1; // tcp_check_sack_reordering(), once
-        }
         let rtt = if first_sackt < 0 {
             -1
         } else {
             self.now - first_sackt
         };
+        if !self.snd.in_loss {
+            // the model has no undo_marker
+            self.check_sack_reordering(reord, self.snd.highest_sack);
+        }
         (newly, dsack, rtt)
     }
 
@@ -104,14 +107,30 @@ impl TcpSocket {
         }
     }
 
+    /// tcp_check_sack_reordering() [tcp_input.c, 5.15 and 6.18 alike]: tp->reordering grows
+    /// to the distance (in segments, rounded up) from `low_seq` to `fack` when that exceeds
+    /// it, at most tcp_max_reordering; TCPSACKReorder counts it, once per ACK (see
+    /// recovery.py `check_sack_reordering`).
+    pub fn check_sack_reordering(&mut self, low_seq: i64, fack: i64) {
+        let mss = self.conn.mss_cache;
+        let snd = &mut self.snd;
+        let metric = fack - low_seq;
+        if metric <= 0 {
+            return;
+        }
+        if mss != 0 && metric > snd.reordering * mss {
+            snd.reordering = floor_div(metric + mss - 1, mss).min(TCP_MAX_REORDERING);
+        }
+        self.mib.TCPSACKReorder += 1;
+    }
+
     /// tcp_sacktag_one() [tcp_input.c, 6.18] for retransmit-queue entry `j`, newly SACKed
-    /// (delivered: TCPDelivered). Returns whether it shows reordering.
-    fn sacktag_one(&mut self, j: usize) -> bool {
+    /// (delivered: TCPDelivered).
+    fn sacktag_one(&mut self, j: usize) {
         let e = self.snd.rtx_queue[j];
         self.mib.TCPDelivered += 1;
         let snd = &mut self.snd;
-        let reord = e.sacked & TCPCB_EVER_RETRANS == 0 && e.seq < snd.highest_sack;
-        if reord {
+        if e.sacked & TCPCB_EVER_RETRANS == 0 && e.seq < snd.highest_sack {
             snd.reord_seen = true; // tcp_check_sack_reordering()
         }
         if e.lost != 0 && e.retrans == 0 {
@@ -126,25 +145,23 @@ impl TcpSocket {
         if e.end > self.snd.highest_sack {
             self.snd.highest_sack = e.end;
         }
-        reord
     }
 
     /// The SACK bookkeeping of tcp_clean_rtx_queue() [tcp_input.c, 6.18] for a segment the
     /// cumulative ACK removes (see recovery.py `sack_acked`, which takes the removed run at
     /// once and advances RACK by the last never-retransmitted segment of each stretch: the
-    /// same result as advancing by each, as here).
-    /// Returns whether the segment shows reordering (the caller counts TCPSACKReorder once).
-    pub fn sack_acked(&mut self, e: &RtxEntry) -> bool {
+    /// same result as advancing by each, as here). `reord`: the lowest sequence delivered
+    /// without a retransmission below the highest SACKed, for tcp_check_sack_reordering().
+    pub fn sack_acked(&mut self, e: &RtxEntry, reord: &mut i64) {
         if e.sacked & TCPCB_SACKED_ACKED != 0 {
             self.snd.sacked_out -= 1;
-            return false;
+            return;
         }
-        let reord = e.sacked & TCPCB_EVER_RETRANS == 0 && e.seq < self.snd.highest_sack;
-        if reord {
+        if e.sacked & TCPCB_EVER_RETRANS == 0 && e.seq < self.snd.highest_sack {
             self.snd.reord_seen = true;
+            *reord = (*reord).min(e.seq);
         }
         self.rack_advance(e.sacked, e.end, e.tx_ns);
-        reord
     }
 
     // -- RACK -----------------------------------------------------------------------------
@@ -167,7 +184,7 @@ impl TcpSocket {
     /// tcp_rack_reo_wnd() [tcp_recovery.c, 6.18], in us (see recovery.py `rack_reo_wnd`).
     pub fn rack_reo_wnd(&self) -> i64 {
         let snd = &self.snd;
-        if !snd.reord_seen && (snd.in_recovery || snd.sacked_out >= TCP_REORDERING) {
+        if !snd.reord_seen && (snd.in_recovery || snd.sacked_out >= snd.reordering) {
             return 0;
         }
         let srtt_us = snd.srtt_us8 >> 3;

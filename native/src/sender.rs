@@ -9,18 +9,17 @@
 //! whole story (size goal, tcp_tso_segs, tcp_grow_skb per era, tcp_tso_should_defer,
 //! tcp_mss_split_point).
 
-use crate::constants::skb_truesize;
+use crate::constants::{
+    roundup_pow_of_two, skb_truesize, MAX_TCP_HEADER, SKB_SHINFO, SKB_STRUCT, TCP_INIT_CWND,
+};
 
 /// snd_ssthresh before any loss (TCP_INFINITE_SSTHRESH [include/net/tcp.h]).
 pub const INFINITE_SSTHRESH: i64 = 0x7FFF_FFFF;
 /// Head of a sender skb (tcp_stream_alloc_skb).
 pub const SND_SKB_OVERHEAD: i64 = skb_truesize(256);
-/// tcp_sndbuf_expand(): roundup_pow_of_two + sk_buff.
-pub const PER_MSS_MEM: i64 = 4096 + 256;
 /// sk_gso_max_size of a TCP socket on a device with the legacy 64 KiB GSO limit (veth, lo):
-/// the device's limit less MAX_TCP_HEADER + 1 (sk_dst_gso_max_size [net/core/sock.c]), with
-/// MAX_TCP_HEADER = 320 on x86-64.
-pub const SK_GSO_MAX_SIZE: i64 = 65536 - (320 + 1);
+/// the device's limit less MAX_TCP_HEADER + 1 (sk_dst_gso_max_size [net/core/sock.c]).
+pub const SK_GSO_MAX_SIZE: i64 = 65536 - (MAX_TCP_HEADER + 1);
 /// GSO_MAX_SEGS.
 pub const SK_GSO_MAX_SEGS: i64 = 65535;
 /// net.ipv4.tcp_min_tso_segs.
@@ -40,7 +39,6 @@ pub const SK_PACING_SHIFT: i64 = 10;
 pub const ALL: &[(&str, i64)] = &[
     ("INFINITE_SSTHRESH", INFINITE_SSTHRESH),
     ("SND_SKB_OVERHEAD", SND_SKB_OVERHEAD),
-    ("_PER_MSS_MEM", PER_MSS_MEM),
     ("SK_GSO_MAX_SIZE", SK_GSO_MAX_SIZE),
     ("SK_GSO_MAX_SEGS", SK_GSO_MAX_SEGS),
     ("TCP_MIN_TSO_SEGS", TCP_MIN_TSO_SEGS),
@@ -86,13 +84,60 @@ fn send_state(s: TcpState) -> bool {
 impl TcpSocket {
     // -- send buffer ----------------------------------------------------------------------
 
-    /// Models tcp_sndbuf_expand(): room for two windows of max(cwnd, 10) segments.
+    /// Models tcp_sndbuf_expand() [tcp_input.c, 5.15 to 6.18 alike]: the congestion
+    /// control's factor times max(TCP_INIT_CWND, snd_cwnd, reordering + 1) segments of
+    /// `sndbuf_per_mss()` each, at most tcp_wmem[2] (sender.py `sndbuf_expand`).
     pub fn sndbuf_expand(&mut self) {
+        let snd = &self.snd;
+        let nr_segs = TCP_INIT_CWND.max(snd.snd_cwnd).max(snd.reordering + 1);
+        let sndmem = self.ca_sndbuf_expand() * nr_segs * self.sndbuf_per_mss();
         let snd = &mut self.snd;
-        let sndmem = 2 * snd.initcwnd.max(snd.snd_cwnd).max(10) * PER_MSS_MEM;
         if snd.sk_sndbuf < sndmem {
             snd.sk_sndbuf = sndmem.min(self.sysctl.tcp_wmem.2);
         }
+    }
+
+    /// tcp_sndbuf_expand()'s per-segment memory [tcp_input.c, 6.18]: the larger of the
+    /// peer's MSS option (rx_opt.mss_clamp) and mss_cache, plus MAX_TCP_HEADER and the
+    /// aligned skb_shared_info, rounded up to a power of two, plus the aligned sk_buff
+    /// (sender.py `sndbuf_per_mss`).
+    pub fn sndbuf_per_mss(&self) -> i64 {
+        let conn = &self.conn;
+        let head = conn.peer_mss.max(conn.mss_cache) + MAX_TCP_HEADER + SKB_SHINFO;
+        roundup_pow_of_two(head) + SKB_STRUCT
+    }
+
+    /// tcp_check_space() [tcp_input.c, 5.15 and 6.18 alike]: when a writer found the send
+    /// buffer full (SOCK_NOSPACE), tcp_new_space(): grow it if tcp_should_expand_sndbuf()
+    /// allows, then sk_stream_write_space() clears SOCK_NOSPACE once it is writeable
+    /// (sender.py `check_space`).
+    pub fn check_space(&mut self) {
+        if !self.snd.sock_nospace {
+            return;
+        }
+        if self.should_expand_sndbuf() {
+            self.sndbuf_expand();
+        }
+        if self.stream_writeable() {
+            self.snd.sock_nospace = false;
+        }
+    }
+
+    /// tcp_should_expand_sndbuf() [tcp_input.c, 6.18]: no SO_SNDBUF lock (the model has no
+    /// SO_SNDBUF), no tcp_mem pressure (not modelled), the flight below cwnd.
+    fn should_expand_sndbuf(&self) -> bool {
+        self.packets_in_flight() < self.snd.snd_cwnd
+    }
+
+    /// __sk_stream_is_writeable(sk, 1) [include/net/sock.h, 6.18]: free space at least half
+    /// the queued bytes, below the buffer, unsent bytes below half tcp_notsent_lowat
+    /// (sender.py `_stream_writeable`).
+    fn stream_writeable(&self) -> bool {
+        let snd = &self.snd;
+        let queued = self.wmem_queued();
+        snd.sk_sndbuf - queued >= queued >> 1
+            && queued < snd.sk_sndbuf
+            && (snd.write_seq - snd.snd_nxt) << 1 < self.sysctl.tcp_notsent_lowat
     }
 
     /// sk_wmem_queued: payload plus one sender-skb overhead per queued skb.
@@ -246,6 +291,9 @@ impl TcpSocket {
                 done += take;
                 queued += take + SND_SKB_OVERHEAD;
                 notsent += take;
+            }
+            if done < n {
+                self.snd.sock_nospace = true; // wait_for_space: SOCK_NOSPACE
             }
         }
         done
@@ -401,6 +449,9 @@ impl TcpSocket {
                 self.snd.write_queue[0] = skb_len - sent; // tso_fragment(): rest stays
             } else {
                 self.snd.write_queue.pop_front();
+            }
+            if k.new_data_checks_space(self) {
+                self.check_space(); // tcp_event_new_data_sent()
             }
             if probe {
                 break; // push_one
@@ -698,6 +749,7 @@ impl TcpSocket {
             }
         }
         self.write_xmit(false);
+        self.check_space(); // tcp_data_snd_check()
         0
     }
 
@@ -755,7 +807,7 @@ impl TcpSocket {
         let mut rtt_ns = -1;
         let prior_una = self.snd.snd_una;
         let sack_ok = self.conn.sack_ok;
-        let mut reord = false;
+        let mut reord = self.snd.snd_nxt;
         while self.snd.rtx_queue.front().is_some_and(|e| e.end <= ack) {
             let e = self.snd.rtx_queue.pop_front().expect("checked");
             acked_pkts += 1;
@@ -766,14 +818,19 @@ impl TcpSocket {
                 self.snd.lost_out -= 1;
             }
             if sack_ok {
-                reord = self.sack_acked(&e) || reord;
+                self.sack_acked(&e, &mut reord);
             }
             if e.retrans == 0 {
                 rtt_ns = self.now - e.tx_ns;
             }
         }
-        if reord {
-            self.mib.TCPSACKReorder += 1; // tcp_check_sack_reordering(), once
+        if sack_ok && acked_pkts > 0 {
+            let fack = if self.snd.sacked_out != 0 {
+                self.snd.highest_sack
+            } else {
+                ack
+            };
+            self.check_sack_reordering(reord, fack);
         }
         if let Some((_, sack_rtt)) = sack {
             if rtt_ns < 0 {
@@ -822,7 +879,6 @@ impl TcpSocket {
         };
         self.snd.backoff = 0;
         self.writable = self.send_space() > 0;
-        self.sndbuf_expand();
     }
 
     /// Models tcp_rtt_estimator() + tcp_set_rto() (RFC 6298 with Linux's rto_min).
@@ -1181,6 +1237,9 @@ impl TcpSocket {
             }
             let inflight = self.packets_in_flight();
             self.send_new(self.snd.snd_nxt, seg_len, inflight);
+            if self.k.clone().new_data_checks_space(self) {
+                self.check_space(); // tcp_event_new_data_sent()
+            }
         } else {
             // zero-window probe: old sequence
             self.mib.TCPWinProbe += 1;

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 
-use crate::constants::{TCP_MSS_DEFAULT, TCP_TIMEOUT_INIT_NS};
+use crate::constants::{TCP_MSS_DEFAULT, TCP_REORDERING, TCP_TIMEOUT_INIT_NS};
 use crate::sender::INFINITE_SSTHRESH;
 use crate::skb::Skb;
 use crate::sysctl::Sysctls;
@@ -437,6 +437,9 @@ record! {
         pub highest_sack: i64,
         /// tp->reord_seen: a SACK or ACK showed reordering.
         pub reord_seen: bool,
+        /// tp->reordering: tcp_init_sock()'s net.ipv4.tcp_reordering, grown by
+        /// tcp_check_sack_reordering().
+        pub reordering: i64,
         /// tp->rack.mstamp: send time of the latest delivered segment (ns).
         pub rack_mstamp: i64,
         /// tp->rack.end_seq.
@@ -455,6 +458,8 @@ record! {
         pub prr_out: i64,
         pub rtx_next: i64,
         pub sk_sndbuf: i64,
+        /// SOCK_NOSPACE: a write found the send buffer full.
+        pub sock_nospace: bool,
         pub nodelay: bool,
         pub fin_queued: bool,
         pub fin_sent: bool,
@@ -532,6 +537,7 @@ impl SndState {
             sacked_out: 0,
             highest_sack: 0,
             reord_seen: false,
+            reordering: TCP_REORDERING,
             rack_mstamp: 0,
             rack_end_seq: 0,
             rack_rtt_us: 0,
@@ -542,6 +548,7 @@ impl SndState {
             prr_out: 0,
             rtx_next: 0,
             sk_sndbuf: sysctl.tcp_wmem.1,
+            sock_nospace: false,
             nodelay,
             fin_queued: false,
             fin_sent: false,
@@ -586,7 +593,9 @@ mod tests {
         assert_eq!(RcvState::FIELDS.len(), 25);
         assert_eq!(MemState::FIELDS.len(), 12);
         assert_eq!(AckState::FIELDS.len(), 13);
-        assert_eq!(SndState::FIELDS.len(), 72); // 45 + the SACK scoreboard, RACK, PRR (11) + struct bictcp (16)
+        // 45 + the SACK scoreboard, RACK, PRR (11) + struct bictcp (16) + tp->reordering and
+        // SOCK_NOSPACE (the send buffer, 2)
+        assert_eq!(SndState::FIELDS.len(), 74);
         let c = ConnState::new(1500, 0);
         assert_eq!(c.fields().len(), ConnState::FIELDS.len());
         assert_eq!(c.advmss, 1460);

@@ -16,6 +16,12 @@ SKB_STRUCT = 256          # SKB_DATA_ALIGN(sizeof(struct sk_buff)) (224 on 6.18,
 SKB_SHINFO = 320          # SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
 SKB_OVERHEAD = SKB_STRUCT + SKB_SHINFO  # SKB_TRUESIZE(x) = x + 576
 MAX_SKB_FRAGS = 17
+# MAX_TCP_HEADER [include/net/tcp.h]: L1_CACHE_ALIGN(128 + MAX_HEADER), a build-config value:
+# 192 on the reference 6.18 kernel (6.18.44-fc: MAX_HEADER 32), as measured on it -- its
+# tcp_sndbuf_expand() steps to the next power of two at mss_clamp 1537, 3585 and 7681
+# (MAX_TCP_HEADER + SKB_SHINFO = 512), and its small-head skb is 832 (devices.py); 320 on
+# distribution kernels with tunnels and wireless configured (MAX_HEADER 176).
+MAX_TCP_HEADER = 192
 # SKB_MAX_ORDER(0, 0): payload of a linear skb built in one page by tcp_collapse().
 COLLAPSE_CHUNK = PAGE_SIZE - SKB_SHINFO  # 3776
 SKB_WITH_OVERHEAD_PAGE = PAGE_SIZE - SKB_SHINFO
@@ -29,6 +35,8 @@ TCP_MAX_WSCALE = 14
 TCP_MIN_MSS = 88
 TCP_MSS_DEFAULT = 536
 TCP_INIT_CWND = 10
+TCP_REORDERING = 3        # net.ipv4.tcp_reordering: tp->reordering at tcp_init_sock()
+TCP_MAX_REORDERING = 300  # net.ipv4.tcp_max_reordering
 TCP_MAX_QUICKACKS = 16
 TCP_HEADER_TS = 12        # bytes of the aligned timestamp option
 
@@ -70,6 +78,11 @@ def kmalloc_size(n: int) -> int:
     while size < n:
         size *= 2
     return size
+
+
+def roundup_pow_of_two(n: int) -> int:
+    """roundup_pow_of_two() [include/linux/log2.h] of a positive n."""
+    return 1 << (n - 1).bit_length()
 
 
 def data_align(n: int) -> int:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tcpsim.core.constants import NS_PER_US
+from tcpsim.core.constants import NS_PER_US, TCP_MAX_REORDERING
 from tcpsim.core.sender import (
     END, LOST, RETRANS, SACKED, SEQ, TCPCB_EVER_RETRANS, TCPCB_SACKED_ACKED, TX_NS,
 )
@@ -42,7 +42,6 @@ from tcpsim.core.state import INFINITE_SSTHRESH
 if TYPE_CHECKING:
     from tcpsim.core.socket import TcpSocket
 
-TCP_REORDERING = 3             # net.ipv4.tcp_reordering: tp->reordering, the dupthresh
 TCP_TIMEOUT_MIN = 2            # jiffies [include/net/tcp.h]
 
 
@@ -99,7 +98,7 @@ class RecoveryMixin:
         dsack = self.check_dsack(sacks, ack)
         newly = 0
         first_sackt = -1
-        reord = False
+        reord = snd.snd_nxt                                 # state->reord
         for i, (start, end) in enumerate(sacks):
             if i == 0 and dsack and end <= snd.snd_una:
                 continue                                    # an old duplicate: nothing to tag
@@ -110,21 +109,39 @@ class RecoveryMixin:
                     break
                 if e[SEQ] < start or e[END] > end or e[SACKED] & TCPCB_SACKED_ACKED:
                     continue
-                reord = self._sacktag_one(e) or reord
+                if not e[SACKED] & TCPCB_EVER_RETRANS and e[SEQ] < snd.highest_sack:
+                    reord = min(reord, e[SEQ])
+                self._sacktag_one(e)
                 newly += 1
                 if not e[SACKED] & TCPCB_EVER_RETRANS and (first_sackt < 0
                                                            or e[TX_NS] < first_sackt):
                     first_sackt = e[TX_NS]
-        if reord:
-            self.mib.TCPSACKReorder += 1            # tcp_check_sack_reordering(), once
+        if not snd.in_loss:                 # the model has no undo_marker
+            self.check_sack_reordering(reord, snd.highest_sack)
         return newly, dsack, -1 if first_sackt < 0 else self.now - first_sackt
 
-    def _sacktag_one(self: TcpSocket, e: list[int]) -> bool:
-        """tcp_sacktag_one() [tcp_input.c, 6.18] for a segment newly SACKed (delivered:
-        TCPDelivered). Returns whether it shows reordering."""
+    def check_sack_reordering(self: TcpSocket, low_seq: int, fack: int) -> None:
+        """tcp_check_sack_reordering() [tcp_input.c, 5.15 and 6.18 alike]: a segment from
+        `low_seq` was delivered without a retransmission below `fack`
+        (tcp_highest_sack_seq()); when that distance exceeds tp->reordering segments,
+        tp->reordering becomes it in segments (rounded up), at most tcp_max_reordering.
+        Either way TCPSACKReorder counts it, once per ACK. The model keeps reord_seen where
+        it was set before; tp->reordering sizes the send buffer (tcp_sndbuf_expand():
+        reordering + 1 segments)."""
         snd = self.snd
-        reord = not e[SACKED] & TCPCB_EVER_RETRANS and e[SEQ] < snd.highest_sack
-        if reord:
+        mss = self.conn.mss_cache
+        metric = fack - low_seq
+        if metric <= 0:
+            return
+        if mss and metric > snd.reordering * mss:
+            snd.reordering = min((metric + mss - 1) // mss, TCP_MAX_REORDERING)
+        self.mib.TCPSACKReorder += 1
+
+    def _sacktag_one(self: TcpSocket, e: list[int]) -> None:
+        """tcp_sacktag_one() [tcp_input.c, 6.18] for a segment newly SACKed (delivered:
+        TCPDelivered)."""
+        snd = self.snd
+        if not e[SACKED] & TCPCB_EVER_RETRANS and e[SEQ] < snd.highest_sack:
             snd.reord_seen = True                   # tcp_check_sack_reordering()
         self.mib.TCPDelivered += 1
         if e[LOST] and not e[RETRANS]:
@@ -135,9 +152,8 @@ class RecoveryMixin:
         self.rack_advance(e[SACKED], e[END], e[TX_NS])
         if e[END] > snd.highest_sack:
             snd.highest_sack = e[END]
-        return reord
 
-    def sack_acked(self: TcpSocket, acked: list[list[int]]) -> None:
+    def sack_acked(self: TcpSocket, acked: list[list[int]], ack: int) -> None:
         """The SACK bookkeeping of tcp_clean_rtx_queue() [tcp_input.c, 6.18] for the
         segments the cumulative ACK removed, in sequence order: a SACKed one leaves
         sacked_out; any other advances RACK, and one never retransmitted below the highest
@@ -146,7 +162,7 @@ class RecoveryMixin:
         last one ends where advancing by each would (the native twin does each)."""
         snd = self.snd
         last: list[int] | None = None
-        reord = False
+        reord = snd.snd_nxt
         for e in acked:
             sacked = e[SACKED]
             if sacked & TCPCB_SACKED_ACKED:
@@ -158,12 +174,12 @@ class RecoveryMixin:
                 self.rack_advance(sacked, e[END], e[TX_NS])
             else:
                 if e[SEQ] < snd.highest_sack:
-                    snd.reord_seen = reord = True
+                    snd.reord_seen = True
+                    reord = min(reord, e[SEQ])
                 last = e
         if last is not None:
             self.rack_advance(0, last[END], last[TX_NS])
-        if reord:
-            self.mib.TCPSACKReorder += 1            # tcp_check_sack_reordering(), once
+        self.check_sack_reordering(reord, snd.highest_sack if snd.sacked_out else ack)
 
     # -- RACK ----------------------------------------------------------------------------------
 
@@ -187,7 +203,7 @@ class RecoveryMixin:
         in recovery (and Loss) and once tp->reordering segments are SACKed (the dupthresh
         fallback); else a quarter of the minimum RTT (reo_wnd_steps = 1), at most srtt."""
         snd = self.snd
-        if not snd.reord_seen and (snd.in_recovery or snd.sacked_out >= TCP_REORDERING):
+        if not snd.reord_seen and (snd.in_recovery or snd.sacked_out >= snd.reordering):
             return 0
         srtt_us = snd.srtt_us8 >> 3
         if not snd.min_rtt_us:

@@ -24,8 +24,9 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from tcpsim.core.constants import (
-    NS_PER_MS, NS_PER_US, TCP_MSS_DEFAULT, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS,
-    TCP_SYN_RETRIES, TCP_SYNACK_RETRIES, TCP_TIMEOUT_INIT_NS, skb_truesize,
+    MAX_TCP_HEADER, NS_PER_MS, NS_PER_US, SKB_SHINFO, SKB_STRUCT, TCP_INIT_CWND,
+    TCP_MSS_DEFAULT, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS, TCP_SYN_RETRIES, TCP_SYNACK_RETRIES,
+    TCP_TIMEOUT_INIT_NS, roundup_pow_of_two, skb_truesize,
 )
 from tcpsim.core.cong import CA_EVENT_CWND_RESTART, CA_EVENT_TX_START, TCP_CA_LOSS
 from tcpsim.core.segment import ACK, FIN, PSH, Segment
@@ -38,11 +39,9 @@ if TYPE_CHECKING:
     from tcpsim.core.socket import TcpSocket
 
 SND_SKB_OVERHEAD = skb_truesize(256)     # head of a sender skb (tcp_stream_alloc_skb)
-_PER_MSS_MEM = 4096 + 256                # tcp_sndbuf_expand(): roundup_pow_of_two + sk_buff
 # sk_gso_max_size of a TCP socket on a device with the legacy 64 KiB GSO limit (veth, lo):
-# the device's limit less MAX_TCP_HEADER + 1 (sk_dst_gso_max_size [net/core/sock.c]), with
-# MAX_TCP_HEADER = 320 on x86-64.
-SK_GSO_MAX_SIZE = 65536 - (320 + 1)
+# the device's limit less MAX_TCP_HEADER + 1 (sk_dst_gso_max_size [net/core/sock.c]).
+SK_GSO_MAX_SIZE = 65536 - (MAX_TCP_HEADER + 1)
 SK_GSO_MAX_SEGS = 65535                  # GSO_MAX_SEGS
 TCP_MIN_TSO_SEGS = 2                     # net.ipv4.tcp_min_tso_segs
 TCP_TSO_WIN_DIVISOR = 3                  # net.ipv4.tcp_tso_win_divisor
@@ -68,11 +67,57 @@ class SendMixin:
     # -- send buffer ----------------------------------------------------------------------------
 
     def sndbuf_expand(self: TcpSocket) -> None:
-        """Models tcp_sndbuf_expand(): room for two windows of max(cwnd, 10) segments."""
+        """Models tcp_sndbuf_expand() [tcp_input.c, 5.15 to 6.18 alike]: room for the
+        congestion control's factor (its sndbuf_expand hook; 2 when it has none) times
+        max(TCP_INIT_CWND, snd_cwnd, reordering + 1) segments of sndbuf_per_mss() each,
+        at most tcp_wmem[2]. Never shrinks the buffer."""
         snd = self.snd
-        sndmem = 2 * max(snd.initcwnd, snd.snd_cwnd, 10) * _PER_MSS_MEM
+        nr_segs = max(TCP_INIT_CWND, snd.snd_cwnd, snd.reordering + 1)
+        sndmem = self.ca.sndbuf_expand(self) * nr_segs * self.sndbuf_per_mss()
         if snd.sk_sndbuf < sndmem:
             snd.sk_sndbuf = min(sndmem, self.sysctl.tcp_wmem[2])
+
+    def sndbuf_per_mss(self: TcpSocket) -> int:
+        """tcp_sndbuf_expand()'s per-segment memory [tcp_input.c, 6.18]: the worst case
+        of one non-GSO skb per segment with a kmalloc'ed (power-of-two) head -- the larger
+        of the peer's MSS option (rx_opt.mss_clamp) and mss_cache, plus MAX_TCP_HEADER and
+        the aligned skb_shared_info, rounded up to a power of two, plus the aligned
+        sk_buff: 4352 up to a 3456-byte MSS, 16640 at 11448 (MTU 11500)."""
+        conn = self.conn
+        head = max(conn.peer_mss, conn.mss_cache) + MAX_TCP_HEADER + SKB_SHINFO
+        return roundup_pow_of_two(head) + SKB_STRUCT
+
+    def check_space(self: TcpSocket) -> None:
+        """tcp_check_space() [tcp_input.c, 5.15 and 6.18 alike]: only when a writer found
+        the send buffer full since it was last woken (SOCK_NOSPACE), tcp_new_space(): grow
+        the buffer if tcp_should_expand_sndbuf() allows, then sk_stream_write_space()
+        [net/core/stream.c], which clears SOCK_NOSPACE once the buffer is writeable. Run
+        after an ACK (tcp_data_snd_check()) and, from 5.18 (the profile's
+        new_data_checks_space), after every skb of new data sent
+        (tcp_event_new_data_sent()). The model wakes a blocked writer as before, on any
+        room (can_queue())."""
+        snd = self.snd
+        if not snd.sock_nospace:
+            return
+        if self._should_expand_sndbuf():
+            self.sndbuf_expand()
+        if self._stream_writeable():
+            snd.sock_nospace = False
+
+    def _should_expand_sndbuf(self: TcpSocket) -> bool:
+        """tcp_should_expand_sndbuf() [tcp_input.c, 6.18]: not with SO_SNDBUF set
+        (SOCK_SNDBUF_LOCK; the model has no SO_SNDBUF), not under tcp_mem pressure (not
+        modelled), and not while the flight fills cwnd."""
+        return self.packets_in_flight() < self.snd.snd_cwnd
+
+    def _stream_writeable(self: TcpSocket) -> bool:
+        """__sk_stream_is_writeable(sk, 1) [include/net/sock.h, 6.18]: free space at least
+        half the queued bytes (sk_stream_min_wspace()), below the buffer, and the unsent
+        bytes below half tcp_notsent_lowat (tcp_stream_memory_free(sk, 1) [tcp.c])."""
+        snd = self.snd
+        queued = self.wmem_queued()
+        return (snd.sk_sndbuf - queued >= queued >> 1 and queued < snd.sk_sndbuf
+                and (snd.write_seq - snd.snd_nxt) << 1 < self.sysctl.tcp_notsent_lowat)
 
     def wmem_queued(self: TcpSocket) -> int:
         """sk_wmem_queued: payload plus one sender-skb overhead per queued skb."""
@@ -197,6 +242,8 @@ class SendMixin:
                 done += take
                 queued += take + SND_SKB_OVERHEAD
                 notsent += take
+            if done < n:
+                snd.sock_nospace = True                   # wait_for_space: SOCK_NOSPACE
         return done
 
     def _slow_start_after_idle_check(self: TcpSocket) -> None:
@@ -322,6 +369,8 @@ class SendMixin:
                 q[0] = skb_len - sent                              # tso_fragment(): rest stays
             else:
                 q.popleft()
+            if self.k.new_data_checks_space(self):
+                self.check_space()                                 # tcp_event_new_data_sent()
             if probe:
                 break                                              # push_one
         limited = deferred_limited or inflight >= snd.snd_cwnd
@@ -526,6 +575,7 @@ class SendMixin:
             if snd.write_queue:
                 self._ack_probe()
         self.write_xmit()
+        self.check_space()                                  # tcp_data_snd_check()
         return 0
 
     def _count_ack(self: TcpSocket, seg: Segment, slowpath: bool) -> None:
@@ -593,7 +643,7 @@ class SendMixin:
             if not e[RETRANS]:
                 rtt_ns = self.now - e[TX_NS]
         if acked:
-            self.sack_acked(acked)
+            self.sack_acked(acked, ack)
         if sack is not None and rtt_ns < 0:
             rtt_ns = sack[1]
         if q and q[0][SEQ] < ack:                # partially acked segment
@@ -627,7 +677,6 @@ class SendMixin:
         snd.rto_deadline = self.reset_xmit_timer(snd.rto) if q else 0
         snd.backoff = 0
         self.writable = self.send_space() > 0
-        self.sndbuf_expand()
 
     def _rtt_estimator(self: TcpSocket, m: int) -> None:
         """Models tcp_rtt_estimator() + tcp_set_rto() (RFC 6298 with Linux's rto_min)."""
@@ -930,6 +979,8 @@ class SendMixin:
             else:
                 q.popleft()
             self._send_new(snd.snd_nxt, seg_len, self.packets_in_flight())
+            if self.k.new_data_checks_space(self):
+                self.check_space()                       # tcp_event_new_data_sent()
         else:                                          # zero-window probe: old sequence
             self.mib.TCPWinProbe += 1
             seg = self.make_segment(snd.snd_una - 1, 0, ACK)

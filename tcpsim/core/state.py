@@ -22,7 +22,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from tcpsim.core.constants import TCP_INIT_CWND, TCP_MSS_DEFAULT, TCP_TIMEOUT_INIT_NS
+from tcpsim.core.constants import (
+    TCP_INIT_CWND, TCP_MSS_DEFAULT, TCP_REORDERING, TCP_TIMEOUT_INIT_NS,
+)
 from tcpsim.core.skb import Skb
 from tcpsim.core.sysctl import Sysctls
 
@@ -207,6 +209,7 @@ class SndState:
     sacked_out: int = 0             # tp->sacked_out: segments SACKed, not yet cumulatively acked
     highest_sack: int = 0           # tcp_highest_sack_seq(): end of the highest SACKed; 0: none
     reord_seen: bool = False        # tp->reord_seen: a SACK or ACK showed reordering
+    reordering: int = TCP_REORDERING  # tp->reordering: tcp_init_sock()'s net.ipv4.tcp_reordering
     rack_mstamp: int = 0            # tp->rack.mstamp: send time of the latest delivered (ns)
     rack_end_seq: int = 0           # tp->rack.end_seq
     rack_rtt_us: int = 0            # tp->rack.rtt_us
@@ -217,6 +220,7 @@ class SndState:
     prr_out: int = 0                # tp->prr_out
     rtx_next: int = 0
     sk_sndbuf: int                  # tcp_init_sock(): tcp_wmem[1]
+    sock_nospace: bool = False      # SOCK_NOSPACE: a write found the send buffer full
     nodelay: bool = True
     fin_queued: bool = False
     fin_sent: bool = False

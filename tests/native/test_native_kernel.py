@@ -38,6 +38,7 @@ CALLABLE = [
     "zero_window_accepts", "can_ingest", "needs_clamp", "collapse_cost_ns", "ofo_prune_done",
     "ofo_dsack", "rcv_space_gate_us", "rcv_space_copied", "rcvbuf_grow_term", "delack_max",
     "dec_quickack_mode", "may_update_window", "rtx_probe0_timed_out", "tso_rtt_bytes",
+    "new_data_checks_space",
     "tso_defer_ack_window", "grow_window", "grow_under_pressure", "select_window",
     "advertise_window", "nomem_window", "tcp_sequence", "sequence_window", "overwindow_drop",
     "init_buffer_space", "on_rcvbuf_set", "rcv_rtt_measure_ts", "clamp_window",

@@ -68,16 +68,17 @@ class Pair:
     """A Python and a native socket driven in lockstep."""
 
     def __init__(self, profile: str, dev: str = "veth", sysctl: dict | None = None,
-                 hz: int = 0, patches: tuple[str, ...] = (), nodelay: bool = True) -> None:
+                 hz: int = 0, patches: tuple[str, ...] = (), nodelay: bool = True,
+                 mtu: int = 1500) -> None:
         prof = get_profile(profile, patches)
         sysctls = prof.default_sysctls().with_overrides(sysctl or {},
                                                         known=prof.known_sysctls())
         self.rec = ListSink()
         self.py = TcpSocket(prof.policy(), sysctls, device(dev), name="rcv", sink=self.rec,
-                            hz=hz, nodelay=nodelay)
+                            hz=hz, nodelay=nodelay, mtu=mtu)
         from tcpsim import _native
-        self.nat = _native.TcpSocket(profile, list(patches), sysctls.as_dict(), dev, name="rcv", hz=hz,
-                                    nodelay=nodelay)
+        self.nat = _native.TcpSocket(profile, list(patches), sysctls.as_dict(), dev, name="rcv",
+                                     hz=hz, nodelay=nodelay, mtu=mtu)
         self.steps: list[str] = []
 
     def do(self, what: str, *args: Any) -> Any:

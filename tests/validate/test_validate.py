@@ -129,11 +129,13 @@ def test_rxcpu_bdp_replay_drops_nothing_beyond_the_window_like_the_kernel():
 
 
 def test_known_divergence_is_reported_not_scored_and_never_hidden():
-    # replayed, today's model (Reno, shrink 1) drops data beyond the retreating right edge
-    # where the kernel's captures drop none: issue 14's CUBIC/HyStart work is to close it
+    # the fixture declares drops a known divergence (the model used to drop data beyond the
+    # retreating right edge where the kernel's captures drop none); since the sender's
+    # buffer is sized and grown as tcp_sndbuf_expand()/tcp_new_space() do, the replay drops
+    # none either -- still reported as the declared divergence, not scored
     v = validated("bulk-200mbit-tbf-bdp-cubic")
     drops = v.score.outcomes["drops"]
-    assert (drops["kernel"], drops["model"]) == ("no drops", "drops")
+    assert (drops["kernel"], drops["model"]) == ("no drops", "no drops")
     assert not drops["scored"] and drops["known_divergence"]
     assert v.score.passed
     assert any(n.startswith("known divergence, not scored: drops: ") and "215" in n
@@ -148,7 +150,7 @@ def test_reproducer_120s_replay_stalls_like_the_kernel_when_given_real_app_times
     v = validated("seed-unbounded-growth-shrink0-120s")
     o = v.score.outcomes
     assert o["stall"]["kernel_at_s"] == pytest.approx(1.601, abs=0.01)
-    assert o["stall"]["model_at_s"] == pytest.approx(1.165, abs=0.05)
+    assert o["stall"]["model_at_s"] == pytest.approx(1.353, abs=0.05)   # 1.165 before sndbuf
     assert o["memory"]["match"] and o["memory"]["scored"]
     assert v.score.passed
 

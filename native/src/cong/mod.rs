@@ -129,6 +129,14 @@ impl TcpSocket {
         }
     }
 
+    /// sndbuf_expand: tcp_sndbuf_expand()'s factor [tcp_input.c, 6.18]; 2 when the hook is
+    /// NULL, as for Reno and CUBIC (bbr's 3 is not modelled: no bbr here).
+    pub fn ca_sndbuf_expand(&self) -> i64 {
+        match self.sysctl.tcp_congestion_control {
+            CongestionControl::Cubic | CongestionControl::Reno => 2,
+        }
+    }
+
     /// set_state: tcp_set_ca_state().
     pub fn ca_set_state(&mut self, state: i64) {
         if self.sysctl.tcp_congestion_control == CongestionControl::Cubic {

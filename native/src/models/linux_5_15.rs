@@ -823,6 +823,13 @@ impl Kernel for Linux515 {
         0
     }
 
+    /// tcp_event_new_data_sent() [tcp_output.c, 5.15]: no tcp_check_space(); the send
+    /// buffer grows only after an ACK, once the push that follows it is done
+    /// (tcp_data_snd_check()). 4bfe744ff164 added the call in 5.18 (see linux_6_1.rs).
+    fn new_data_checks_space(&self, _sk: &TcpSocket) -> bool {
+        false
+    }
+
     /// tcp_tso_should_defer() [tcp_output.c, 5.15]: defer only if the oldest unacked
     /// segment went out at least half an srtt ago (srtt_us >> 4 whole microseconds), i.e.
     /// its ACK is due within that: returns how soon (ns) the next ACK must be due.

@@ -46,6 +46,12 @@ impl Kernel for Linux61 {
         }
     }
 
+    /// tcp_event_new_data_sent() [tcp_output.c, 5.18+, 4bfe744ff164]: tcp_check_space()
+    /// after every skb of new data (see linux_6_1.py).
+    fn new_data_checks_space(&self, _sk: &TcpSocket) -> bool {
+        true
+    }
+
     /// hystart_ack_delay() [tcp_cubic.c, 5.19+]: "tcp_cubic: make hystart_ack_delay() aware
     /// of BIG TCP" (Eric Dumazet, 2022) uses the socket's sk_gso_max_size, 64 KiB less
     /// MAX_TCP_HEADER + 1 on a legacy-GSO device, where 5.15 has GSO_MAX_SIZE.

@@ -186,7 +186,7 @@ fn eras_inherit_the_overrides_of_the_eras_between() {
         let k = compose(profile, &[]).unwrap();
         let mut sk = socket(k.clone(), defaults(&k));
         sk.snd.min_rtt_us = 600;
-        assert_eq!(k.tso_rtt_bytes(&sk), (65536 - 321) >> 1, "{profile}");
+        assert_eq!(k.tso_rtt_bytes(&sk), (65536 - 193) >> 1, "{profile}");
     }
     assert_eq!(compose("linux-5.15", &[]).unwrap().class_name(), "Linux515");
 }

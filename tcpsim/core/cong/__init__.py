@@ -10,6 +10,8 @@ when the socket is built, tcp_assign_congestion_control()) at the kernel's hooks
     pkts_acked(sk, rtt_us)   an RTT sample of the ACK (struct ack_sample's rtt_us)
     cwnd_event(sk, event)    CA_EVENT_TX_START (sending after the flight drained), ...
     set_state(sk, state)     tcp_set_ca_state(): only entering TCP_CA_Loss is reported
+    sndbuf_expand(sk) -> int tcp_sndbuf_expand()'s factor: 2 when NULL (Reno, CUBIC; bbr's
+                             3 is not modelled: the model has no bbr)
 
 `undo_cwnd` is not part of the model: the sender has no undo (no DSACK/timestamp undo).
 The algorithms' private state (struct bictcp, icsk_ca_priv) is kept in the sender's record
@@ -60,6 +62,12 @@ class CongestionOps:
 
     def set_state(self, sk: TcpSocket, state: int) -> None:
         """tcp_set_ca_state(): the socket enters ca_state `state`."""
+
+    def sndbuf_expand(self, sk: TcpSocket) -> int:
+        """The send buffer's windows per cwnd in tcp_sndbuf_expand() [tcp_input.c, 6.18]:
+        2 when the algorithm leaves the hook NULL (Reno, CUBIC: fast recovery needs about
+        1.7); bbr_sndbuf_expand() [tcp_bbr.c] would give 3."""
+        return 2
 
 
 def tcp_slow_start(sk: TcpSocket, acked: int) -> int:
