@@ -259,7 +259,7 @@ FIXTURES: tuple[Fixture, ...] = (
                        "213 / 35 / 41 / 29 / 41 / 30 segments (median 41), all tbf drops, no "
                        "beyond-window drops; HyStart's ACK train ends slow start at cwnd "
                        "492-514. Today's model as a plain scenario (fast reader, exact "
-                       "timing): 51 retransmissions (k/m 0.80), 0 beyond-window drops, 33217 "
+                       "timing): 47 retransmissions (k/m 0.87), 0 beyond-window drops, 33256 "
                        "ACKs; the runs that lose 107-213 had 17044-23631 ACKs (a reader "
                        "behind), the others 24536-33769"),
     Fixture("bulk-200mbit-tbf-bdp-cubic-datadelay", "bulk-1gbit", 4.0, probe_every=5, thin=5,
