@@ -30,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout's tcpsim
 
 from tcpsim.capture.spec import parse as parse_spec  # noqa: E402
+from tcpsim.pcap import PcapError  # noqa: E402
 from tcpsim.pcap.read import WireSegment, read_capture  # noqa: E402
 
 MSS = 1448
@@ -123,7 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--from-ms", type=float, default=100.0)
     args = ap.parse_args(argv)
     for run in args.runs:
-        print(report(run, args.from_ms), flush=True)
+        try:
+            print(report(run, args.from_ms), flush=True)
+        except (OSError, ValueError, KeyError, PcapError) as exc:
+            print(f"ack_batching: error: {run}: {exc}; give a run folder kept with "
+                  "capture_fixtures.py --keep-raw (summary.json and NAME.raw/ with wire.pcap, "
+                  "acks_at_sender.pcap and meta.json)", file=sys.stderr)
+            return 2
     return 0
 
 
