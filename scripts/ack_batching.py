@@ -29,9 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout's tcpsim
 
+from tcpsim.capture.capture import ACK_PCAP, RCV_PORT  # noqa: E402
 from tcpsim.capture.spec import parse as parse_spec  # noqa: E402
-from tcpsim.pcap import PcapError  # noqa: E402
-from tcpsim.pcap.read import WireSegment, read_capture  # noqa: E402
+from tcpsim.capture.wire import read_pcap  # noqa: E402
 
 MSS = 1448
 CLOSE_NS = 20_000
@@ -39,31 +39,22 @@ WINDOW_NS = 1_000_000
 REORDER_NS = 2_000_000
 
 
-def data_flow(segs: list[WireSegment]) -> tuple[str, int]:
-    """The (address, port) that sent the most payload: the data sender."""
-    sent: dict[tuple[str, int], int] = {}
-    for s in segs:
-        sent[s.a] = sent.get(s.a, 0) + s.payload
-    return max(sent, key=lambda k: sent[k])
-
-
-def acks_and_marks(pcap: Path, sender: tuple[str, int] | None = None
-                   ) -> tuple[list[tuple[int, int]], int, int, tuple[str, int]]:
-    """(t_ns, ack) of the pure ACKs towards the data sender (``sender``, or the endpoint
-    that sent the most payload), the first data segment's time and the first
-    retransmission's (or -1), and the sender, from one pcap.
+def acks_and_marks(pcap: Path, rcv_port: int = RCV_PORT
+                   ) -> tuple[list[tuple[int, int]], int, int]:
+    """(t_ns, ack) of the receiver's pure ACKs (the receiver's port is ``rcv_port``, as the
+    capture sets it), the first data segment's time and the first retransmission's (or
+    -1), from one pcap.
 
     The receiver sees a segment the link dropped first when it is resent: below the highest
     sequence seen, and at least REORDER_NS after the data beyond it arrived (veth reorders
     within microseconds)."""
-    segs = read_capture(pcap).segments
-    sender = sender or data_flow(segs)
+    segs = list(read_pcap(pcap))
     acks: list[tuple[int, int]] = []
     first_data, first_rtx, base = -1, -1, -1
     ends: list[int] = []      # the highest end seen (relative to the first data segment)...
     when: list[int] = []      # ...and when it was first reached
     for s in segs:
-        if s.a != sender:
+        if s.sport == rcv_port:
             if s.payload == 0:
                 acks.append((s.t_ns, s.ack))
             continue
@@ -79,7 +70,7 @@ def acks_and_marks(pcap: Path, sender: tuple[str, int] | None = None
         if not ends or seq + s.payload > ends[-1]:
             ends.append(seq + s.payload)
             when.append(s.t_ns)
-    return acks, first_data, first_rtx, sender
+    return acks, first_data, first_rtx
 
 
 def bunching(acks: list[tuple[int, int]], start: int, stop: int) -> tuple[int, float, float]:
@@ -102,8 +93,8 @@ def report(run: Path, from_ms: float) -> str:
         raise SystemExit(f"ack_batching: error: {run}: no NAME.raw folder; give a run folder "
                          "kept with capture_fixtures.py --keep-raw")
     raw = raws[0]
-    sent, first, rtx_rx, sender = acks_and_marks(raw / "wire.pcap")
-    got, _, _, _ = acks_and_marks(raw / "acks_at_sender.pcap", sender)
+    sent, first, rtx_rx = acks_and_marks(raw / "wire.pcap")
+    got, _, _ = acks_and_marks(raw / ACK_PCAP)
     # the two pcaps have one clock: an ACK sent at t reaches the sender at t + delay_ba
     delay_ba = parse_spec(json.loads((raw / "meta.json").read_text())["scenario"]).delay_ba_ns
     start = first + int(from_ms * 1e6)
@@ -126,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     for run in args.runs:
         try:
             print(report(run, args.from_ms), flush=True)
-        except (OSError, ValueError, KeyError, PcapError) as exc:
+        except (OSError, ValueError, KeyError) as exc:
             print(f"ack_batching: error: {run}: {exc}; give a run folder kept with "
                   "capture_fixtures.py --keep-raw (summary.json and NAME.raw/ with wire.pcap, "
                   "acks_at_sender.pcap and meta.json)", file=sys.stderr)

@@ -109,7 +109,8 @@ impl TcpSocket {
 
     /// tcp_check_sack_reordering() [tcp_input.c, 5.15 and 6.18 alike]: tp->reordering grows
     /// to the distance (in segments, rounded up) from `low_seq` to `fack` when that exceeds
-    /// it, at most tcp_max_reordering; TCPSACKReorder counts it, once per ACK (see
+    /// it, at most tcp_max_reordering; TCPSACKReorder counts it, once per call (the SACK
+    /// tagging and the cumulative ACK's clean-up each call it once; see
     /// recovery.py `check_sack_reordering`).
     pub fn check_sack_reordering(&mut self, low_seq: i64, fack: i64) {
         let mss = self.conn.mss_cache;

@@ -125,8 +125,9 @@ class RecoveryMixin:
         `low_seq` was delivered without a retransmission below `fack`
         (tcp_highest_sack_seq()); when that distance exceeds tp->reordering segments,
         tp->reordering becomes it in segments (rounded up), at most tcp_max_reordering.
-        Either way TCPSACKReorder counts it, once per ACK. The model keeps reord_seen where
-        it was set before; tp->reordering sizes the send buffer (tcp_sndbuf_expand():
+        Either way TCPSACKReorder counts it, once per call (the SACK tagging and the
+        cumulative ACK's clean-up each call it once). The model keeps reord_seen where it
+        was set before; tp->reordering sizes the send buffer (tcp_sndbuf_expand():
         reordering + 1 segments)."""
         snd = self.snd
         mss = self.conn.mss_cache
