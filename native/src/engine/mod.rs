@@ -8,6 +8,7 @@
 //! - `simulation` <- tcpsim/engine/simulation.py
 //! - `replay`     <- the replay applications of tcpsim/validate/replay.py
 //! - `trace`      <- the row building of tcpsim/trace/recorder.py
+//! - `trace_file` <- its Parquet writing (`ParquetRecorder`), feature `trace-file`
 
 pub mod apps;
 pub mod link;
@@ -16,3 +17,5 @@ pub mod replay;
 pub mod scheduler;
 pub mod simulation;
 pub mod trace;
+#[cfg(feature = "trace-file")]
+pub mod trace_file;
