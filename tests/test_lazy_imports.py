@@ -62,17 +62,10 @@ def test_a_native_run_without_a_trace_imports_nothing_heavy() -> None:
 
 
 @needs_native
-def test_a_native_run_with_a_trace_imports_nothing_heavy(tmp_path: Path) -> None:
-    """The engine writes the Parquet file itself (tcpsim/trace/native_file.py): no pyarrow."""
-    trace = tmp_path / "t.parquet"
-    modules = _modules(["run", *SHORT, "--trace", str(trace)])
-    assert "tcpsim.trace.native_file" in modules and trace.stat().st_size > 0
-    assert _heavy(modules) == []
-
-
-def test_the_python_engine_writes_its_trace_with_pyarrow(tmp_path: Path) -> None:
-    modules = _modules(["run", *SHORT, "--engine", "python", "--trace", str(tmp_path / "t.parquet")])
+def test_a_native_run_with_a_trace_imports_pyarrow_only(tmp_path: Path) -> None:
+    modules = _modules(["run", *SHORT, "--trace", str(tmp_path / "t.parquet")])
     assert {"pyarrow", "pyarrow.parquet", "tcpsim.trace.recorder"} <= modules
+    assert _heavy(modules, allowed=("pyarrow", "numpy", "tcpsim.trace.recorder")) == []
 
 
 def test_the_python_engine_imports_simpy_and_no_arrow() -> None:
