@@ -79,10 +79,10 @@ def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, 
     """Run one scenario; returns the result and, if asked, the in-memory trace."""
     opts = opts or RunOptions()
     sc, profile = prepare(scenario, opts)
-    sink: Any = None
-    engine = choose_engine(opts.engine, sc)
+    sink: MemoryRecorder | None = None
     if opts.trace:
-        sink = _trace_file(opts.trace, engine)
+        from tcpsim.trace.recorder import ParquetRecorder
+        sink = ParquetRecorder(opts.trace)
     elif opts.memory_trace:
         from tcpsim.trace.recorder import MemoryRecorder
         sink = MemoryRecorder()
@@ -90,7 +90,7 @@ def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, 
     if opts.pcap:
         from tcpsim.pcap.export import PcapTap
         tap = PcapTap(opts.pcap, sc.receiver_role)
-    sim = make_simulation(engine, sc, profile, sink=sink,
+    sim = make_simulation(choose_engine(opts.engine, sc), sc, profile, sink=sink,
                           skip=opts.skip, tap=tap)
     progress = progress_bar(sc.duration, opts.progress)
     if opts.note is not None and not opts.progress:
@@ -106,18 +106,6 @@ def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, 
     if sink is not None:
         sink.close(result.metadata())
     return result, (sink if opts.memory_trace else None)
-
-
-def _trace_file(path: str | Path, engine: str) -> Any:
-    """The sink writing a run's Parquet trace: the native engine's own writer where it has
-    one (tcpsim/trace/native_file.py: no pyarrow, no group through Python), else
-    ParquetRecorder; the same file either way."""
-    if engine == "native":
-        from tcpsim.trace import native_file
-        if native_file.available():
-            return native_file.NativeTraceFile(path)
-    from tcpsim.trace.recorder import ParquetRecorder
-    return ParquetRecorder(path)
 
 
 _DEFAULT_ENGINE: list[str] = []      # set_default_engine(): the process's own choice

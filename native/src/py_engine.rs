@@ -8,7 +8,7 @@
 use std::ffi::{c_int, c_void};
 use std::ptr;
 
-use pyo3::exceptions::{PyBufferError, PyKeyError, PyOSError, PyValueError};
+use pyo3::exceptions::{PyBufferError, PyKeyError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -19,7 +19,6 @@ use crate::engine::random::Random;
 use crate::engine::replay::{ReplayReader, ReplayWriter};
 use crate::engine::simulation::{LinkSpec, RunSpec, Simulation, RCV, SND};
 use crate::engine::trace::Spare;
-use crate::engine::trace_file::{Group, TraceFile};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -195,27 +194,6 @@ struct PySimulation {
     segment_cls: Py<PyAny>,
     /// Where a user's Python patch leaves what it raised (None: no Python patch).
     patch_error: Option<PatchError>,
-    /// The Parquet file the engine writes the trace to itself (`write_trace`), and its
-    /// rows per group.
-    trace_file: Option<(TraceFile, usize)>,
-}
-
-/// Hand every full group of the trace to its file (`PySimulation::write_trace`).
-fn hand_over(sim: &mut Simulation, file: &mut Option<(TraceFile, usize)>, all: bool) -> Result<(), String> {
-    let Some((f, group_rows)) = file.as_mut() else {
-        return Ok(());
-    };
-    while sim.trace.rows() >= *group_rows || (all && sim.trace.rows() > 0) {
-        let (ints, codes) = sim.trace.take(*group_rows);
-        let new = sim
-            .trace
-            .take_distinct()
-            .into_iter()
-            .map(|t| t.map(str::to_string))
-            .collect();
-        f.put(Group { ints, codes, new })?;
-    }
-    Ok(())
 }
 
 #[pymethods]
@@ -286,7 +264,6 @@ impl PySimulation {
             sim,
             segment_cls,
             patch_error: py_patch.then_some(error),
-            trace_file: None,
         })
     }
 
@@ -297,43 +274,16 @@ impl PySimulation {
     /// docs/performance.md).
     fn run_some(&mut self, py: Python<'_>, max_rows: usize, max_steps: u64) -> PyResult<()> {
         let sim = &mut self.sim;
-        let file = &mut self.trace_file;
-        let written = match &self.patch_error {
-            None => py.detach(|| {
-                sim.run_some(max_rows, max_steps);
-                hand_over(sim, file, false)
-            }),
+        match &self.patch_error {
+            None => {
+                py.detach(|| sim.run_some(max_rows, max_steps));
+                Ok(())
+            }
             Some(slot) => {
                 sim.run_some(max_rows, max_steps);
-                take_error(slot)?;
-                hand_over(sim, file, false)
+                take_error(slot)
             }
-        };
-        written.map_err(PyOSError::new_err)
-    }
-
-    /// Write the trace to the Parquet file `path` from here on, in groups of `group_rows`
-    /// rows, on a thread of the engine's own (engine/trace_file.rs); `columns` are the
-    /// schema's (name, is a string column), in order (tcpsim/trace/native_file.py).
-    fn write_trace(&mut self, path: &str, columns: Vec<(String, bool)>, group_rows: usize) -> PyResult<()> {
-        let spare = self.sim.trace.spare();
-        let f = TraceFile::create(path, &columns, spare).map_err(PyOSError::new_err)?;
-        self.trace_file = Some((f, group_rows.max(1)));
-        Ok(())
-    }
-
-    /// The rows left, then the file's footer with `metadata` [(key, JSON text)], closed.
-    fn close_trace(&mut self, py: Python<'_>, metadata: Vec<(String, String)>) -> PyResult<()> {
-        let sim = &mut self.sim;
-        let mut file = self.trace_file.take();
-        py.detach(|| {
-            hand_over(sim, &mut file, true)?;
-            match file.as_mut() {
-                Some((f, _)) => f.finish(&metadata),
-                None => Err("no trace file is being written".to_string()),
-            }
-        })
-        .map_err(PyOSError::new_err)
+        }
     }
 
     #[getter]

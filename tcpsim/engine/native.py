@@ -165,10 +165,6 @@ class NativeSimulation:
             self.sim = cls(cfg)
         except ValueError as exc:
             raise EngineError(f"engine 'native': {exc}; use --engine python") from None
-        # a sink the engine writes itself (tcpsim/trace/native_file.py): no group through Python
-        self._feeds = sink is not None and not getattr(sink, "native_file", False)
-        if sink is not None and not self._feeds:
-            sink.attach(self.sim)
 
     def run(self, progress: Callable[[int], None] | None = None) -> RunResult:
         """Run for the scenario's duration; the trace goes to the sink group by group."""
@@ -181,11 +177,11 @@ class NativeSimulation:
                 sim.run_some(rows, _STEPS)
                 if self.tap is not None:
                     self._feed_tap()
-                while self._feeds and sim.rows() >= GROUP_ROWS:
+                while sink is not None and sim.rows() >= GROUP_ROWS:
                     self._feed_sink(GROUP_ROWS)
                 if progress is not None:
                     progress(sim.now)
-            if self._feeds and sim.rows():
+            if sink is not None and sim.rows():
                 self._feed_sink(sim.rows())
         wall = time.perf_counter() - wall
         return self.result(wall)

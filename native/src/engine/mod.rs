@@ -8,7 +8,6 @@
 //! - `simulation` <- tcpsim/engine/simulation.py
 //! - `replay`     <- the replay applications of tcpsim/validate/replay.py
 //! - `trace`      <- the row building of tcpsim/trace/recorder.py
-//! - `trace_file` <- its Parquet writing (`ParquetRecorder`), feature `trace-file`
 
 pub mod apps;
 pub mod link;
@@ -17,5 +16,3 @@ pub mod replay;
 pub mod scheduler;
 pub mod simulation;
 pub mod trace;
-#[cfg(feature = "trace-file")]
-pub mod trace_file;
