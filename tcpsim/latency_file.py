@@ -44,7 +44,7 @@ class LatencyFileError(ValueError):
     """The file is not a readable format-1 sequence file (what is wrong, and where)."""
 
 
-def _int64(values: Sequence[int]) -> array:
+def _int64(values: Sequence[int]) -> "array[int]":
     a = array("q", values)
     if sys.byteorder != "little":
         a.byteswap()
@@ -78,22 +78,22 @@ def write(doc: dict[str, Any], path: Path) -> None:
     path.write_bytes(encode(doc))
 
 
-class Captures(Sequence[array]):
+class Captures(Sequence["array[int]"]):
     """One kind's captures of a file: len() from the header, each capture (an int64 array of
     nanoseconds) decompressed and checked on first access."""
 
     def __init__(self, name: str, payload: memoryview, index: list[dict[str, int]]) -> None:
         self._name, self._payload, self._index = name, payload, index
-        self._done: dict[int, array] = {}
+        self._done: dict[int, array[int]] = {}
 
     def __len__(self) -> int:
         return len(self._index)
 
     @overload
-    def __getitem__(self, i: int) -> array: ...
+    def __getitem__(self, i: int) -> array[int]: ...
     @overload
-    def __getitem__(self, i: slice) -> Sequence[array]: ...
-    def __getitem__(self, i: int | slice) -> array | Sequence[array]:
+    def __getitem__(self, i: slice) -> Sequence[array[int]]: ...
+    def __getitem__(self, i: int | slice) -> array[int] | Sequence[array[int]]:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         if i < 0:
@@ -104,10 +104,10 @@ class Captures(Sequence[array]):
             self._done[i] = self._decode(i)
         return self._done[i]
 
-    def __iter__(self) -> Iterator[array]:
+    def __iter__(self) -> Iterator[array[int]]:
         return (self[i] for i in range(len(self)))
 
-    def _decode(self, i: int) -> array:
+    def _decode(self, i: int) -> array[int]:
         e = self._index[i]
         where = f"{self._name}: sequence {i}"
         try:
@@ -116,7 +116,7 @@ class Captures(Sequence[array]):
             raise LatencyFileError(f"{where}: corrupt ({exc})") from None
         if len(raw) != 8 * e["count"] or zlib.crc32(raw) != e["crc32"]:
             raise LatencyFileError(f"{where}: corrupt (length or crc32 differs from the header)")
-        a = array("q")
+        a: array[int] = array("q")
         a.frombytes(raw)
         if sys.byteorder != "little":
             a.byteswap()
