@@ -123,3 +123,36 @@ def _write_evaluations(out: Path, result: SearchResult) -> None:
         r.get(c), (int, float)) else r[c] for r in rows] for c in cols}) if rows else pa.table({})
     out.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, out / "evaluations.parquet")
+
+
+def report_lines(result: SearchResult, out: Path | None = None) -> list[str]:
+    """What `tcpsim search` prints at the end: the best, the finding and its files."""
+    from tcpsim.searching.finding import pretty_duration
+    spec = result.spec
+    what = spec.objective + (f" ({spec.policy.label()} minus {spec.vs.label()})" if spec.vs
+                             else f" ({spec.policy.label()})")
+    errors = sum(1 for e in result.evaluations if e.error)
+    lines = [f"searched {len(result.evaluations)} workloads for {what}"
+             + (f"; {errors} could not run" if errors else "")
+             + f"; {result.runs} runs simulated"]
+
+    def fields(e: Evaluation) -> str:
+        return ", ".join(f"{k}={pretty_duration(v)}" for k, v in e.values.items()) or "the defaults"
+    best = result.best
+    if best is None:
+        lines.append("no workload could be evaluated")
+        return lines
+    sides = ", ".join(f"{k} {v:.4g}" for k, v in best.sides.items())
+    lines.append(f"best: {best.objective:.4g} ({sides}) at {fields(best)}, "
+                 f"{best.duration / 1e9:g} s")
+    if result.finding is None:
+        lines.append(f"no finding: nothing reached the threshold {result.threshold:g}")
+        return lines
+    f = result.finding
+    sides = ", ".join(f"{k} {v:.4g}" for k, v in f.sides.items())
+    lines.append(f"finding, minimised in {result.minimise_evaluations} more runs: "
+                 f"{f.objective:.4g} ({sides}) at {fields(f)}, {f.duration / 1e9:g} s")
+    if out is not None:
+        lines.append(f"scenario: {out / 'finding' / 'scenario.toml'}")
+        lines.append(f"compare:  {out / 'finding' / 'compare.txt'} (and compare.html)")
+    return lines

@@ -57,7 +57,9 @@ def toml_text(doc: Mapping[str, Any], prefix: str = "") -> str:
         if isinstance(v, Mapping):
             name = f"{prefix}{_key(k)}"
             body = toml_text(v, name + ".")
-            lines += ["", f"[{name}]", body.rstrip("\n")] if body.strip() else ["", f"[{name}]"]
+            if any(not isinstance(x, Mapping) for x in v.values()) or not v:
+                lines += ["", f"[{name}]"]
+            lines += [body.rstrip("\n")] if body.strip() else []
     return "\n".join(lines).lstrip("\n") + "\n"
 
 

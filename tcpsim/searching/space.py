@@ -1,7 +1,8 @@
 """Search files: what `tcpsim search` looks through, for what, and how long.
 
     [search]
-    scenario = "generic-periodic"    # the base: a built-in experiment or a file beside this one
+    scenario = "base/generic.toml"   # the base: a file beside this one, a built-in experiment,
+                                     # or a shipped base (the default: base/generic.toml)
     description = "..."
     objective = "rcvbuf_ratio"       # tcpsim.searching.objective.OBJECTIVES
     profile = "linux-6.1"            # the policy searched (default: the scenario's profile)
@@ -88,9 +89,9 @@ class Dim:
             return self.choices[int(x)]
         if self.kind == "size":
             return max(int(self.lo), min(int(self.hi), int(round(float(x)))))
-        if self.kind == "duration":
-            ns = max(int(self.lo), min(int(self.hi), int(round(float(x)))))
-            return f"{ns}ns"
+        if self.kind == "duration":      # 4 significant digits: "14.49ms", not "14486834ns"
+            ns = int(float(f"{float(x):.4g}"))
+            return f"{max(int(self.lo), min(int(self.hi), ns))}ns"
         if self.kind == "integer":
             return int(round(float(x)))
         return float(f"{float(x):.6g}")
@@ -178,7 +179,7 @@ def parse_search(doc: dict[str, Any], path: Path | None = None) -> SearchSpec:
         raise SearchError('no [search] table; start the file with [search] and '
                           'objective = "rcvbuf_ratio"')
     _only(head, _SEARCH_KEYS, "search.")
-    scenario = head.get("scenario", "generic-periodic")
+    scenario = head.get("scenario", "base/generic.toml")
     if not isinstance(scenario, str) or not scenario:
         raise SearchError('search.scenario: expected a built-in experiment or a file, e.g. '
                           'scenario = "generic-periodic"')
@@ -188,14 +189,14 @@ def parse_search(doc: dict[str, Any], path: Path | None = None) -> SearchSpec:
                           f"got {objective!r}")
     spec = SearchSpec(path=path, name=str(head.get("name", path.stem if path else "search")),
                       scenario=_scenario_path(path, scenario), objective=str(objective),
-                      policy=_policy(head, "search."),
+                      policy=_policy(head, "search.", path),
                       description=str(head.get("description", "")))
     if "vs" in head:
         vs = head["vs"]
         if not isinstance(vs, dict):
             raise SearchError("search.vs: expected a table [search.vs] with profile, policy, sysctl")
         _only(vs, _VS_KEYS, "search.vs.")
-        spec.vs = _policy(vs, "search.vs.")
+        spec.vs = _policy(vs, "search.vs.", path)
     spec.budget = _count(head, "budget", spec.budget, 1)
     spec.batch = _count(head, "batch", spec.batch, 1)
     spec.seed = _count(head, "seed", spec.seed, 0)
@@ -254,7 +255,7 @@ def _check_key(key: str, prefix: str) -> None:
                           "timing)") from None
 
 
-def _policy(t: dict[str, Any], where: str) -> PolicySpec:
+def _policy(t: dict[str, Any], where: str, path: Path | None = None) -> PolicySpec:
     profile = t.get("profile")
     if profile is not None and (not isinstance(profile, str) or not profile):
         raise SearchError(f'{where}profile: expected a profile name such as "linux-6.1"')
@@ -263,11 +264,21 @@ def _policy(t: dict[str, Any], where: str) -> PolicySpec:
         pol = [] if pol in ("", "none") else [p for p in pol.split("+") if p]
     if not isinstance(pol, list) or not all(isinstance(p, str) and p for p in pol):
         raise SearchError(f'{where}policy: expected a patch name or a list, e.g. ["shrink-window"]')
+    pol = [_beside(path, p) for p in pol]
     sysctl = t.get("sysctl", {})
     if not isinstance(sysctl, dict):
         raise SearchError(f'{where}sysctl: expected a table, e.g. '
                           '{ "net.ipv4.tcp_shrink_window" = 1 }')
     return PolicySpec(profile, tuple(pol), dict(sysctl))
+
+
+def _beside(path: Path | None, policy: str) -> str:
+    """A patch given as FILE.py:Class relative to the search file, made absolute."""
+    file, sep, cls = policy.rpartition(":")
+    if sep and file.endswith(".py") and path is not None and not Path(file).is_absolute() \
+            and (path.parent / file).is_file():
+        return f"{(path.parent / file).resolve()}:{cls}"
+    return policy
 
 
 def _count(t: dict[str, Any], key: str, default: int, least: int) -> int:
@@ -284,9 +295,15 @@ def _number(v: Any, where: str) -> float:
 
 
 def _scenario_path(path: Path | None, scenario: str) -> str:
+    """A file beside the search, a file, a built-in experiment, or one of the shipped
+    searches' bases (base/generic.toml, base/rpc.toml)."""
+    from importlib import resources
     from tcpsim.scenario import builtin_experiment
     if path is not None and (path.parent / scenario).is_file():
         return str(path.parent / scenario)
+    shipped = resources.files("tcpsim.experiments") / "searches" / scenario
+    if shipped.is_file():
+        return str(shipped)
     if Path(scenario).is_file() or builtin_experiment(scenario) is not None:
         return scenario
     raise SearchError(f"search.scenario: {scenario!r} is neither a file beside the search nor "
