@@ -574,8 +574,16 @@ def bench(
                                 help="only the socket alone, per engine (us per segment)"),
     engine: Optional[str] = typer.Option(None, "--engine", help="one engine only (default: both, "
                                          "and their ratio)"),
+    search_only: bool = typer.Option(False, "--search", help="only the search: evaluations per "
+                                     "second, local pool and 2-worker Dask"),
 ) -> None:
-    """Benchmark the simulator: packets/s, simulated s per wall s, peak RSS."""
+    """Benchmark the simulator: packets/s, simulated s per wall s, peak RSS, search evaluations/s."""
+    if search_only:
+        from tcpsim.bench import search_rows
+        rows = search_rows(quick, echo=None if as_json else typer.echo)
+        if as_json:
+            typer.echo(json.dumps(rows, indent=2))
+        return
     if socket:
         from tcpsim.bench_socket import socket_benchmark
         row = socket_benchmark(2_000 if quick else 20_000, repeat=max(1, repeat),

@@ -157,7 +157,23 @@ def minimise(spec: SearchSpec, ev: Evaluator, best: Evaluation, threshold: float
         if not passing:
             break
         cur = max(passing, key=lambda e: (e.objective or 0.0, -len(e.values)))
-    # 2. plain numbers: one, then two significant digits
+    # 2. numbers toward their defaults: a log-spaced ladder from the default to the value,
+    #    keeping the one nearest the default that still holds (the smallest message, ...)
+    for key in list(cur.values):
+        d = dims.get(key)
+        if d is None or d.kind == "choice":
+            continue
+        target = _number(d, d.default) if d.default is not None else _number(d, ev.base_value(key))
+        here = _number(d, cur.values[key])
+        if target is None or here is None or target <= 0 or here <= 0 or target == here:
+            continue
+        steps = [here * (target / here) ** (i / 6) for i in range(5, 0, -1)]   # nearest first
+        cands = [({**cur.values, key: d.value(x)}, cur.duration) for x in steps]
+        for e in ev.evaluate(cands):
+            if _holds(e, floor):
+                cur = e
+                break
+    # 3. plain numbers: one, then two significant digits
     for key in list(cur.values):
         d = dims.get(key)
         if d is None or d.kind == "choice":
@@ -171,7 +187,7 @@ def minimise(spec: SearchSpec, ev: Evaluator, best: Evaluation, threshold: float
             if _holds(e, floor):
                 cur = e
                 break
-    # 3. the shortest duration: halvings, then a finer ladder below the last that held
+    # 4. the shortest duration: halvings, then a finer ladder below the last that held
     ladder = []
     d = cur.duration // 2
     while d >= MIN_DURATION_NS:
@@ -190,6 +206,21 @@ def minimise(spec: SearchSpec, ev: Evaluator, best: Evaluation, threshold: float
                 break
             shortest = e
     return shortest
+
+
+def _number(d: Dim, value: Any) -> float | None:
+    """A dim's value as the optimiser's number (bytes, ns, the number), or None."""
+    from tcpsim.units import parse_duration, parse_size
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        if d.kind == "duration":
+            return float(parse_duration(value, d.key))
+        if d.kind == "size":
+            return float(parse_size(value, d.key))
+        return float(value)
+    except (ValueError, TypeError):
+        return None
 
 
 def _sig(x: float, digits: int) -> float:

@@ -78,6 +78,17 @@ class Evaluator:
                                                 side.sysctl)
         return out
 
+    def base_value(self, key: str) -> Any:
+        """The base scenario's own value of field `key` (None where it sets none)."""
+        if key.startswith("sysctl."):
+            return self.raw.get("sysctl", {}).get(key[len("sysctl."):])
+        table: Any = self.raw
+        for part in key.split("."):
+            if not isinstance(table, dict) or part not in table:
+                return None
+            table = table[part]
+        return table
+
     def doc(self, values: dict[str, Any], duration: int) -> dict[str, Any]:
         """The scenario document of a workload (base + [set] + values), duration included."""
         doc = copy.deepcopy(self.raw)

@@ -56,11 +56,13 @@ def toml_text(doc: Mapping[str, Any], prefix: str = "") -> str:
     for k, v in doc.items():
         if isinstance(v, Mapping):
             name = f"{prefix}{_key(k)}"
-            body = toml_text(v, name + ".")
             if any(not isinstance(x, Mapping) for x in v.values()) or not v:
                 lines += ["", f"[{name}]"]
-            lines += [body.rstrip("\n")] if body.strip() else []
-    return "\n".join(lines).lstrip("\n") + "\n"
+            body = toml_text(v, name + ".")
+            if body.strip():
+                lines.append(body.rstrip("\n"))
+    text = "\n".join(lines) + "\n"
+    return text if prefix else text.lstrip("\n")
 
 
 def scenario_doc(ev: Evaluator, e: Evaluation, name: str, description: str) -> dict[str, Any]:
