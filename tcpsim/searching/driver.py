@@ -189,10 +189,10 @@ def minimise(spec: SearchSpec, ev: Evaluator, best: Evaluation, threshold: float
                 break
     # 4. the shortest duration: halvings, then a finer ladder below the last that held
     ladder = []
-    d = cur.duration // 2
-    while d >= MIN_DURATION_NS:
-        ladder.append(_nice_ns(d))
-        d //= 2
+    half = cur.duration // 2
+    while half >= MIN_DURATION_NS:
+        ladder.append(_nice_ns(half))
+        half //= 2
     shortest = cur
     for e in ev.evaluate([(cur.values, x) for x in ladder]):
         if not _holds(e, floor):

@@ -122,7 +122,8 @@ def _compare(folder: Path, ev: Evaluator, doc: dict[str, Any]) -> None:
     from tcpsim.searching.reference import reference_spec
     spec = ev.spec
     scen = {k: v for k, v in doc.items() if k not in ("policies",)}
-    mine = {"policy": list(spec.policy.policy), "sysctl": dict(spec.policy.sysctl) or None}
+    mine: dict[str, Any] = {"policy": list(spec.policy.policy),
+                            "sysctl": dict(spec.policy.sysctl) or None}
     if spec.policy.profile:
         mine["profile"] = spec.policy.profile
     variants: dict[str, dict[str, Any]] = {spec.policy.label(str(doc.get("profile", ""))): mine}

@@ -229,13 +229,13 @@ def parse_search(doc: dict[str, Any], path: Path | None = None) -> SearchSpec:
     return spec
 
 
-def _only(table: dict, allowed: set[str], prefix: str) -> None:
+def _only(table: dict[str, Any], allowed: set[str], prefix: str) -> None:
     for k in table:
         if k not in allowed:
             raise SearchError(f"{prefix}{k}: unknown field; use one of {', '.join(sorted(allowed))}")
 
 
-def _table(doc: dict, name: str) -> dict[str, Any]:
+def _table(doc: dict[str, Any], name: str) -> dict[str, Any]:
     t = doc.get(name, {})
     if not isinstance(t, dict):
         raise SearchError(f"{name}: expected a table [{name}]")
@@ -336,6 +336,8 @@ def parse_dim(key: str, v: Any, where: str) -> Dim:
     if not lo_m or not hi_m:
         raise SearchError(f'{where}.range: {text!r}: write two numbers with units, e.g. "1B..64KiB"')
     units = {lo_m.group(2), hi_m.group(2)}
+    lo: float
+    hi: float
     if all(u in _TIME_UNITS for u in units):
         kind, lo, hi = "duration", parse_duration(lo_t.strip(), f"{where}.range"), \
             parse_duration(hi_t.strip(), f"{where}.range")

@@ -119,9 +119,14 @@ def test_planted_rounding_regression_is_found_and_minimised(tmp_path: Path) -> N
     """Budget: 320 workloads of 5 s against linux-6.18 (tests/fixtures/search/planted.toml)."""
     res = tcpsim.search(FIXTURES / "planted.toml", budget=320, jobs=2, out=tmp_path)
     assert res.finding is not None and res.best is not None
-    assert len(res.finding.values) < len(res.best.values)
-    assert res.finding.duration < res.best.duration
-    assert res.finding.sides["vs"] == pytest.approx(1.0)         # unpatched: autotuning only
+    f = res.finding
+    assert f.objective >= 2.0 and f.sides["vs"] == pytest.approx(1.0)   # unpatched: autotuning only
+    # minimised: no field further from its default, plainer numbers, a shorter run
+    assert set(f.values) <= set(res.best.values) and f.values != res.best.values
+    assert f.duration < res.best.duration
+    # the finding is the planted condition's: the receiver's RTT estimate, not the link's,
+    # is what the slip keys on, and the patched run's buffer grew past autotuning
+    assert f.summaries["policy"]["peak_sk_rcvbuf"] > 2 * f.summaries["vs"]["peak_sk_rcvbuf"]
 
 
 def _ns(text: str | int) -> int:
