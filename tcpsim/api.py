@@ -589,7 +589,7 @@ def search(spec: str | os.PathLike[str] | Mapping[str, Any], *, profile: str | N
            policy: PolicyLike = (), vs: str | None = None, vs_policy: PolicyLike = (),
            budget: int | None = None, seed: int | None = None, duration: DurationLike = None,
            threshold: float | None = None, jobs: int = 1, out: str | os.PathLike[str] | None = None,
-           executor: str = "local", minimise: bool = True,
+           executor: str = "local", minimise: bool = True, optimiser: str | None = None,
            progress: Callable[[int, int, Any], None] | None = None) -> Any:
     """Search a declared workload space for the one that breaks a policy; like ``tcpsim search``.
 
@@ -603,6 +603,7 @@ def search(spec: str | os.PathLike[str] | Mapping[str, Any], *, profile: str | N
         jobs: worker processes (1: this process); executor: "local" or "dask".
         out: a directory to store every run (a second call resumes) and the finding.
         minimise: minimise the best when it is a finding.
+        optimiser: "tpe" (the default), "random" or "hypothesis" (as the file's).
         progress: called after every batch as progress(done, budget, best evaluation).
 
     Returns:
@@ -625,7 +626,7 @@ def search(spec: str | os.PathLike[str] | Mapping[str, Any], *, profile: str | N
     parsed = searching.with_overrides(
         parsed, profile=profile, policy=_policies(policy), vs_profile=vs,
         vs_policy=_policies(vs_policy), budget=budget, seed=seed, threshold=threshold,
-        duration=_duration(duration))
+        duration=_duration(duration), optimiser=optimiser)
     return searching.run(parsed, _P(out) if out is not None else None, jobs=jobs,
                          executor=executor, minimise=minimise, progress=progress)
 

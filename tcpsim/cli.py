@@ -490,6 +490,9 @@ def search(
     vs_policy: List[str] = typer.Option([], "--vs-policy", help="patch on the --vs side (repeatable)"),
     budget: Optional[int] = typer.Option(None, "--budget", "-n", help="workloads to evaluate"),
     seed: Optional[int] = typer.Option(None, "--seed", help="the optimiser's seed"),
+    optimiser: Optional[str] = typer.Option(None, "--optimiser", help="tpe (Optuna, batches in "
+                                            "parallel; the default), random, or hypothesis "
+                                            "(targeted property search, shrunk; one process)"),
     duration: Optional[str] = typer.Option(None, "--duration", "-d",
                                            help="every evaluation's simulated time"),
     threshold: Optional[float] = typer.Option(None, "--threshold",
@@ -529,7 +532,8 @@ def search(
         spec = searching.with_overrides(
             searching.load_search(target), profile=profile, policy=tuple(policy), vs_profile=vs,
             vs_policy=tuple(vs_policy), budget=budget, seed=seed, threshold=threshold,
-            duration=parse_duration(duration, "--duration", positive=True) if duration else None)
+            duration=parse_duration(duration, "--duration", positive=True) if duration else None,
+            optimiser=optimiser)
     except USER_ERRORS as exc:
         _fail(str(exc))
         return

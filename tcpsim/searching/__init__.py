@@ -31,7 +31,8 @@ def with_overrides(spec: SearchSpec, *, profile: str | None = None,
                    policy: tuple[str, ...] = (), vs_profile: str | None = None,
                    vs_policy: tuple[str, ...] = (), budget: int | None = None,
                    seed: int | None = None, batch: int | None = None,
-                   duration: int | None = None, threshold: float | None = None) -> SearchSpec:
+                   duration: int | None = None, threshold: float | None = None,
+                   optimiser: str | None = None) -> SearchSpec:
     """The search with the command line's (or the API's) changes: `profile` replaces the
     searched profile, `policy` adds patches to it; `vs_profile`/`vs_policy` make (or change)
     the `vs` side."""
@@ -51,6 +52,11 @@ def with_overrides(spec: SearchSpec, *, profile: str | None = None,
         out.duration = duration
     if threshold is not None:
         out.threshold = threshold
+    if optimiser is not None:
+        from tcpsim.searching.space import OPTIMISERS
+        if optimiser not in OPTIMISERS:
+            raise SearchError(f"optimiser: expected one of {', '.join(OPTIMISERS)}, got {optimiser!r}")
+        out.optimiser = optimiser
     if out.objective == "goodput_lost" and out.vs is None:
         raise SearchError("search.objective: goodput_lost compares two policies; add a "
                           "[search.vs] table (or --vs PROFILE)")

@@ -99,6 +99,8 @@ def check_space(spec: SearchSpec, ev: Evaluator) -> None:
 def run_search(spec: SearchSpec, ev: Evaluator, progress: Progress | None = None,
                minimise_finding: bool = True) -> SearchResult:
     """Search `spec.budget` workloads, then minimise the best if it is a finding."""
+    if spec.optimiser == "hypothesis":
+        return _run_hypothesis(spec, ev, progress, minimise_finding)
     optuna, sampler = _sampler(spec)
     check_space(spec, ev)
     study = optuna.create_study(direction="maximize", sampler=sampler)
@@ -123,6 +125,26 @@ def run_search(spec: SearchSpec, ev: Evaluator, progress: Progress | None = None
         result.finding = minimise(spec, ev, result.best, result.threshold)
         result.minimise_evaluations = len(ev.memo) - before
     result.runs = ev.runs
+    return result
+
+
+def _run_hypothesis(spec: SearchSpec, ev: Evaluator, progress: Progress | None,
+                    minimise_finding: bool) -> SearchResult:
+    """optimiser = "hypothesis": the property "objective < threshold", targeted and shrunk
+    (tcpsim.searching.strategy); the shrunk counterexample's duration is then shortened."""
+    from tcpsim.searching.strategy import run_hypothesis
+    check_space(spec, ev)
+    result = SearchResult(spec, threshold=threshold_of(spec))
+    before = ev.runs
+    shrunk = run_hypothesis(spec, ev, result, progress, minimise_finding)
+    if shrunk is not None and minimise_finding:
+        floor = max(result.threshold, spec.keep * (shrunk.objective or 0.0))
+        start = len(ev.memo)
+        result.finding = shortest_duration(ev, shrunk, floor)
+        result.minimise_evaluations = len(ev.memo) - start
+    elif shrunk is not None:
+        result.best = shrunk
+    result.runs = ev.runs - before
     return result
 
 
@@ -187,7 +209,13 @@ def minimise(spec: SearchSpec, ev: Evaluator, best: Evaluation, threshold: float
             if _holds(e, floor):
                 cur = e
                 break
-    # 4. the shortest duration: halvings, then a finer ladder below the last that held
+    # 4. the shortest duration
+    return shortest_duration(ev, cur, floor)
+
+
+def shortest_duration(ev: Evaluator, cur: Evaluation, floor: float) -> Evaluation:
+    """The shortest duration at which the finding still holds: halvings, then a finer
+    ladder below the last that held (never below MIN_DURATION_NS)."""
     ladder = []
     half = cur.duration // 2
     while half >= MIN_DURATION_NS:
@@ -198,13 +226,12 @@ def minimise(spec: SearchSpec, ev: Evaluator, best: Evaluation, threshold: float
         if not _holds(e, floor):
             break
         shortest = e
-    if shortest.duration != cur.duration or ladder:
-        fine = sorted({_nice_ns(int(shortest.duration * f)) for f in (0.9, 0.8, 0.7, 0.6)
-                       if shortest.duration * f >= MIN_DURATION_NS}, reverse=True)
-        for e in ev.evaluate([(cur.values, x) for x in fine if x < shortest.duration]):
-            if not _holds(e, floor):
-                break
-            shortest = e
+    fine = sorted({_nice_ns(int(shortest.duration * f)) for f in (0.9, 0.8, 0.7, 0.6)
+                   if shortest.duration * f >= MIN_DURATION_NS}, reverse=True)
+    for e in ev.evaluate([(cur.values, x) for x in fine if x < shortest.duration]):
+        if not _holds(e, floor):
+            break
+        shortest = e
     return shortest
 
 

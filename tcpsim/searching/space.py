@@ -64,7 +64,7 @@ _DIM_KEYS = {"range", "scale", "choices", "default"}
 _RANGE = re.compile(r"^\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*([A-Za-z]*)\s*$")
 _TIME_UNITS = {"ns", "us", "ms", "s", "min"}
 _SIZE_UNITS = {"B", "KiB", "KB", "kB", "MiB", "MB", "GiB", "GB", "K", "M", "G"}
-OPTIMISERS = ("tpe", "random")
+OPTIMISERS = ("tpe", "random", "hypothesis")
 
 
 class SearchError(ScenarioError):

@@ -132,3 +132,19 @@ def test_planted_rounding_regression_is_found_and_minimised(tmp_path: Path) -> N
 def _ns(text: str | int) -> int:
     from tcpsim.units import parse_duration
     return parse_duration(text, "test")
+
+
+def test_hypothesis_optimiser_shrinks_to_the_seed_reproducer(tmp_path: Path) -> None:
+    """optimiser = "hypothesis" on the generic space (3 s runs): targeted generation finds a
+    ratcheting workload and the shrinker returns every field but two to the base scenario --
+    leaving Cloudflare's reproducer: 1 B reads against the base's 1448 B every 1 ms, with
+    tcp_rmem[2] = 256 MiB."""
+    res = tcpsim.search("rcvbuf-growth", optimiser="hypothesis", budget=200, duration="3s",
+                        out=tmp_path)
+    assert res.finding is not None
+    assert res.finding.values == {"reader.bytes": 1,
+                                  "sysctl.net.ipv4.tcp_rmem": [4096, 131072, 268435456]}
+    again = tcpsim.search("rcvbuf-growth", optimiser="hypothesis", budget=200, duration="3s",
+                          out=tmp_path)
+    assert again.runs == 0 and again.finding is not None
+    assert again.finding.values == res.finding.values
