@@ -106,7 +106,9 @@ class PolicySpec:
     sysctl: dict[str, Any] = field(default_factory=dict)
 
     def label(self, scenario_profile: str = "") -> str:
-        parts = [self.profile or scenario_profile or "scenario's profile", *self.policy,
+        pols = [f"{Path(p.rpartition(':')[0]).name}:{p.rpartition(':')[2]}" if ".py:" in p else p
+                for p in self.policy]
+        parts = [self.profile or scenario_profile or "scenario's profile", *pols,
                  *(f"{k}={v}" for k, v in self.sysctl.items())]
         return " + ".join(parts)
 
