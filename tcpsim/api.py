@@ -596,11 +596,16 @@ def search(spec: str | os.PathLike[str] | Mapping[str, Any], *, profile: str | N
     Args:
         spec: a search file, a shipped search's name (``"rcvbuf-growth"``) or a dict shaped
             like a search file ({"search": {...}, "space": {...}}).
-        profile: the searched profile (replaces the file's); policy: patches added to it.
-        vs: a profile to compare against (the objective becomes the difference);
-            vs_policy: patches on that side.
-        budget, seed, duration, threshold: as in the file's [search] table.
-        jobs: worker processes (1: this process); executor: "local" or "dask".
+        profile: the searched profile (replaces the file's).
+        policy: patches added to the searched side.
+        vs: a profile to compare against (the objective becomes the difference).
+        vs_policy: patches on the `vs` side.
+        budget: workloads to evaluate (as the file's [search] budget).
+        seed: the optimiser's seed.
+        duration: every evaluation's simulated time, as for `run`.
+        threshold: an objective at or above it is a finding.
+        jobs: worker processes (1: this process).
+        executor: "local" or "dask".
         out: a directory to store every run (a second call resumes) and the finding.
         minimise: minimise the best when it is a finding.
         optimiser: "tpe" (the default), "random" or "hypothesis" (as the file's).

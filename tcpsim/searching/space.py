@@ -11,6 +11,7 @@
     budget = 300                     # workloads evaluated (each runs once per policy)
     batch = 8                        # workloads proposed at a time (evaluated in parallel)
     seed = 1                         # the optimiser's seed: same seed, same search
+    optimiser = "tpe"                # "tpe" (Optuna), "random", "hypothesis" (strategy.py)
     duration = "10s"                 # every evaluation's simulated time
     threshold = 4.0                  # an objective at or above this is a finding
     keep = 0.5                       # minimising keeps a finding while objective >= keep * its value
