@@ -82,10 +82,12 @@ def check_space(spec: SearchSpec, ev: Evaluator) -> None:
     fields at their defaults: a space that reaches invalid points is a SearchError naming
     the field before anything runs."""
     from tcpsim.searching.evaluate import USER_ERRORS
+    where = f"{spec.path}: " if spec.path is not None else ""
     try:
         ev.build({}, spec.duration)
     except USER_ERRORS as exc:
-        raise SearchError(f"search.scenario: the base scenario is not valid here: {exc}") from None
+        raise SearchError(f"{where}the base scenario with [set] and the policy is not a valid "
+                          f"scenario: {exc}") from None
     for dim in spec.dims:
         ends = ([dim.value(i) for i in range(len(dim.choices))] if dim.kind == "choice"
                 else [dim.value(dim.lo), dim.value(dim.hi)])
@@ -93,7 +95,8 @@ def check_space(spec: SearchSpec, ev: Evaluator) -> None:
             try:
                 ev.build({dim.key: v}, spec.duration)
             except USER_ERRORS as exc:
-                raise SearchError(f"space.{dim.key}: {v!r} is not a valid value here ({exc})") from None
+                raise SearchError(f"{where}space.{dim.key}: {v!r} is not a valid value here "
+                                  f"({exc})") from None
 
 
 def run_search(spec: SearchSpec, ev: Evaluator, progress: Progress | None = None,

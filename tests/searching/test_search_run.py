@@ -148,3 +148,12 @@ def test_hypothesis_optimiser_shrinks_to_the_seed_reproducer(tmp_path: Path) -> 
                           out=tmp_path)
     assert again.runs == 0 and again.finding is not None
     assert again.finding.values == res.finding.values
+
+
+@pytest.mark.slow
+def test_a_dask_cluster_gives_the_local_search(tmp_path: Path) -> None:
+    """The same seed on a 2-worker Dask LocalCluster proposes and scores the same workloads."""
+    local = tcpsim.search(TINY, budget=4, minimise=False)
+    dask = tcpsim.search(TINY, budget=4, minimise=False, executor="dask", jobs=2)
+    assert [e.values for e in dask.evaluations] == [e.values for e in local.evaluations]
+    assert [e.objective for e in dask.evaluations] == [e.objective for e in local.evaluations]
