@@ -187,7 +187,7 @@ def parse_search(doc: dict[str, Any], path: Path | None = None) -> SearchSpec:
         raise SearchError('search.scenario: expected a built-in experiment or a file, e.g. '
                           'scenario = "generic-periodic"')
     objective = head.get("objective")
-    if objective not in OBJECTIVES:
+    if not isinstance(objective, str) or objective not in OBJECTIVES:
         raise SearchError(f"search.objective: expected one of {', '.join(OBJECTIVES)}, "
                           f"got {objective!r}")
     spec = SearchSpec(path=path, name=str(head.get("name", path.stem if path else "search")),
