@@ -240,7 +240,7 @@ def shortest_duration(ev: Evaluator, cur: Evaluation, floor: float) -> Evaluatio
 
 def _number(d: Dim, value: Any) -> float | None:
     """A dim's value as the optimiser's number (bytes, ns, the number), or None."""
-    from tcpsim.units import parse_duration, parse_size
+    from tcpsim.units import parse_duration, parse_rate, parse_size
     if value is None or isinstance(value, bool):
         return None
     try:
@@ -248,6 +248,8 @@ def _number(d: Dim, value: Any) -> float | None:
             return float(parse_duration(value, d.key))
         if d.kind == "size":
             return float(parse_size(value, d.key))
+        if d.kind == "rate":
+            return float(parse_rate(value, d.key))
         return float(value)
     except (ValueError, TypeError):
         return None
@@ -266,6 +268,9 @@ def _round(d: Dim, value: Any, digits: int) -> Any:
     if d.kind == "duration" and isinstance(value, str) and value.endswith("ns"):
         ns = int(_sig(int(value[:-2]), digits))
         return f"{max(int(d.lo), min(int(d.hi), ns))}ns"
+    if d.kind == "rate" and isinstance(value, str) and value.endswith("bit"):
+        bits = int(_sig(int(value[:-3]), digits))
+        return f"{max(int(d.lo), min(int(d.hi), bits))}bit"
     if d.kind == "integer" and isinstance(value, int):
         return int(_sig(value, digits))
     if d.kind == "number" and isinstance(value, (int, float)):

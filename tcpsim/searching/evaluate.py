@@ -113,7 +113,13 @@ class Evaluator:
     def evaluate(self, batch: list[tuple[dict[str, Any], int]]) -> list[Evaluation]:
         """Evaluate workloads (values, duration ns), running what is not stored yet in
         parallel; results in the order given."""
-        evals = [Evaluation(dict(v), d) for v, d in batch]
+        evals = []
+        for v, d in batch:
+            vals = dict(v)
+            if "duration" in vals:            # a searched duration is the evaluation's own
+                from tcpsim.units import parse_duration
+                d = parse_duration(vals.pop("duration"), "space.duration", positive=True)
+            evals.append(Evaluation(vals, d))
         built: list[dict[str, Point] | None] = []
         for ev in evals:
             try:

@@ -21,11 +21,17 @@ _BARE = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 def pretty_duration(value: Any) -> Any:
-    """"1500000ns" -> "1.5ms" (exact: only when the shorter form is the same number)."""
+    """"1500000ns" -> "1.5ms", "10880000bit" -> "10.88mbit" (exact: only when the shorter
+    form is the same number)."""
+    if isinstance(value, str) and value.endswith("bit") and value[:-3].isdigit():
+        return _shorter(int(value[:-3]), value, (("gbit", 10**9), ("mbit", 10**6), ("kbit", 10**3)))
     if not (isinstance(value, str) and value.endswith("ns") and value[:-2].isdigit()):
         return value
-    ns = int(value[:-2])
-    for unit, scale in (("s", 10**9), ("ms", 10**6), ("us", 10**3)):
+    return _shorter(int(value[:-2]), value, (("s", 10**9), ("ms", 10**6), ("us", 10**3)))
+
+
+def _shorter(ns: int, value: str, units: tuple[tuple[str, int], ...]) -> str:
+    for unit, scale in units:
         if ns >= scale:
             x = ns / scale
             text = f"{x:.6g}"

@@ -33,8 +33,8 @@
 
 Field names are those of `tcpsim sweep` axes (TABLE.FIELD, sysctl.NAME, duration, profile is
 not searchable: it is the policy). A range is "LO..HI" with one unit on both ends: a size
-(B, KiB, KB, MiB), a duration (ns, us, ms, s) or none (a plain number; integers stay
-integers); scale "log" (the default for units, which span decades) or "lin". A dimension may
+(B, KiB, KB, MiB), a duration (ns, us, ms, s), a rate (kbit, mbit, gbit) or none (a plain
+number; integers stay integers); scale "log" (the default for units, which span decades) or "lin". A dimension may
 give `default = VALUE`: the value minimisation returns the field to (else: the base
 scenario's own value, or no value at all -- the scenario's default). Every point the
 optimiser proposes is built and validated as a scenario before it runs; a space whose
@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from tcpsim.errors import ScenarioError
-from tcpsim.units import parse_duration, parse_size
+from tcpsim.units import DURATION_UNITS, RATE_UNITS, SIZE_UNITS, parse_duration, parse_rate, parse_size
 
 _SEARCH_KEYS = {"scenario", "name", "description", "objective", "profile", "policy", "sysctl",
                 "budget", "batch", "seed", "duration", "threshold", "keep", "vs", "optimiser"}
@@ -63,8 +63,9 @@ _VS_KEYS = {"profile", "policy", "sysctl"}
 _TOP_KEYS = {"search", "set", "space"}
 _DIM_KEYS = {"range", "scale", "choices", "default"}
 _RANGE = re.compile(r"^\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*([A-Za-z]*)\s*$")
-_TIME_UNITS = {"ns", "us", "ms", "s", "min"}
-_SIZE_UNITS = {"B", "KiB", "KB", "kB", "MiB", "MB", "GiB", "GB", "K", "M", "G"}
+_TIME_UNITS = set(DURATION_UNITS) - {""}
+_SIZE_UNITS = set(SIZE_UNITS) - {""}
+_RATE_UNITS = set(RATE_UNITS)
 OPTIMISERS = ("tpe", "random", "hypothesis")
 
 
@@ -77,7 +78,7 @@ class Dim:
     """One searched field: a range (`lo`..`hi` in bytes, ns or plain numbers) or choices."""
 
     key: str
-    kind: str                     # "size" | "duration" | "number" | "integer" | "choice"
+    kind: str                     # "size" | "duration" | "rate" | "number" | "integer" | "choice"
     lo: float = 0.0
     hi: float = 0.0
     log: bool = True
@@ -93,6 +94,9 @@ class Dim:
         if self.kind == "duration":      # 4 significant digits: "14.49ms", not "14486834ns"
             ns = int(float(f"{float(x):.4g}"))
             return f"{max(int(self.lo), min(int(self.hi), ns))}ns"
+        if self.kind == "rate":          # bit/s, 4 significant digits
+            bits = int(float(f"{float(x):.4g}"))
+            return f"{max(int(self.lo), min(int(self.hi), bits))}bit"
         if self.kind == "integer":
             return int(round(float(x)))
         return float(f"{float(x):.6g}")
@@ -347,13 +351,16 @@ def parse_dim(key: str, v: Any, where: str) -> Dim:
     elif all(u in _SIZE_UNITS for u in units):
         kind, lo, hi = "size", parse_size(lo_t.strip(), f"{where}.range"), \
             parse_size(hi_t.strip(), f"{where}.range")
+    elif all(u.lower() in _RATE_UNITS for u in units):
+        kind, lo, hi = "rate", parse_rate(lo_t.strip(), f"{where}.range"), \
+            parse_rate(hi_t.strip(), f"{where}.range")
     elif units == {""}:
         integral = all(re.fullmatch(r"-?\d+", s.strip()) for s in (lo_t, hi_t))
         kind = "integer" if integral else "number"
         lo, hi = float(lo_m.group(1)), float(hi_m.group(1))
     else:
         raise SearchError(f"{where}.range: {text!r}: both ends need one unit: a size (B, KiB, MiB), "
-                          "a duration (ns, us, ms, s) or none")
+                          "a duration (ns, us, ms, s), a rate (kbit, mbit, gbit) or none")
     if not lo < hi:
         raise SearchError(f"{where}.range: {text!r}: the low end must be below the high end")
     scale = v.get("scale", "lin" if kind in ("number", "integer") else "log")
