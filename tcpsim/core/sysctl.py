@@ -52,11 +52,13 @@ class Sysctls:
     tcp_backlog_ack_defer: int = 1
     tcp_comp_sack_nr: int = 44
     tcp_comp_sack_delay_ns: int = 1_000_000
+    tcp_comp_sack_rtt_percent: int = 33     # % of the RTT (6.19, 416dd649f3aa)
     tcp_congestion_control: str = "cubic"   # the sender's algorithm (tcpsim/core/cong)
     tcp_notsent_lowat: int = 4294967295     # UINT_MAX: unsent bytes do not limit writes
     tcp_slow_start_after_idle: int = 1
     rmem_max: int = 212992            # net.core.rmem_max
     wmem_max: int = 212992            # net.core.wmem_max
+    bypass_prot_mem: int = 0          # net.core.bypass_prot_mem (6.19, b46ab63181ff)
     # sysctls the applied patches add (SysctlSpec, value); read as attributes like the others
     patched: tuple[tuple[SysctlSpec, int], ...] = ()
 
@@ -129,11 +131,13 @@ def declare_patch_sysctl(name: str, patch: str) -> None:
 _MISSING_HINTS = {
     "tcp_shrink_window": "it arrived in 6.5 and 6.1.59: use -p linux-6.1.59 (or later) "
                          "or --policy shrink-window",
-    "tcp_rcvbuf_low_rtt": "it arrived in 6.19, which tcpsim does not model yet",
+    "tcp_rcvbuf_low_rtt": "it arrived in 6.19: use -p linux-6.19 (or later)",
+    "tcp_comp_sack_rtt_percent": "it arrived in 6.19: use -p linux-6.19 (or later)",
+    "bypass_prot_mem": "it arrived in 6.19: use -p linux-6.19 (or later)",
 }
-_CORE = {"rmem_max", "wmem_max"}
+_CORE = {"rmem_max", "wmem_max", "bypass_prot_mem"}
 _BOOLEAN = {"tcp_slow_start_after_idle", "tcp_moderate_rcvbuf", "tcp_shrink_window", "tcp_window_scaling", "tcp_sack",
-            "tcp_workaround_signed_windows", "tcp_backlog_ack_defer"}
+            "tcp_workaround_signed_windows", "tcp_backlog_ack_defer", "bypass_prot_mem"}
 _RANGES = {
     "tcp_adv_win_scale": (-31, 31),
     "tcp_app_win": (0, 31),
@@ -143,6 +147,7 @@ _RANGES = {
     "tcp_rcvbuf_low_rtt": (0, 2**31 - 1),
     "tcp_comp_sack_nr": (0, 255),
     "tcp_comp_sack_delay_ns": (0, 2**63 - 1),
+    "tcp_comp_sack_rtt_percent": (1, 1000),
     "tcp_notsent_lowat": (0, 2**32 - 1),
     "rmem_max": (1, 2**31 - 1),
     "wmem_max": (1, 2**31 - 1),
