@@ -35,11 +35,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tcpsim.core.sysctl import SysctlSpec, Sysctls
 from tcpsim.models.linux_6_18 import Linux618
 from tcpsim.policy import Profile
 
 if TYPE_CHECKING:
     from tcpsim.core.socket import TcpSocket
+
+
+# The sysctls 6.19 adds besides tcp_rcvbuf_low_rtt: name, default, the range the kernel
+# accepts (net/ipv4/sysctl_net_ipv4.c, net/core/sysctl_net_core.c [6.19]).
+ERA_SYSCTLS = (
+    SysctlSpec("tcp_comp_sack_rtt_percent", 33, 1, 1000,
+               "% of the RTT compressed SACKs wait (416dd649f3aa)"),
+    SysctlSpec("bypass_prot_mem", 0, 0, 1,
+               "new sockets opt out of the protocol's global memory accounting (b46ab63181ff)"),
+)
 
 
 class Linux619(Linux618):
@@ -48,6 +59,11 @@ class Linux619(Linux618):
     RELEASE = "6.19"
     SYSCTLS = Linux618.SYSCTLS | {"tcp_rcvbuf_low_rtt", "tcp_comp_sack_rtt_percent",
                                   "bypass_prot_mem"}
+
+    def default_sysctls(self) -> Sysctls:
+        """6.19's new sysctls at their defaults (tcp_rcvbuf_low_rtt is a field of every
+        era's record already, as 1000)."""
+        return super().default_sysctls().with_specs(ERA_SYSCTLS)
 
     def rcvbuf_grow_term(self, sk: TcpSocket, newval: int, oldval: int) -> int:
         """tcp_rcvbuf_grow() [6.19, ecfea98b7d0d]: below tcp_rcvbuf_low_rtt the window grows

@@ -255,7 +255,7 @@ nat_kernel_sysctls = st.fixed_dictionaries({                # sysctls the decisi
     "tcp_rmem": nat_triple, "rmem_max": st.integers(1, 1 << 31),
     "tcp_moderate_rcvbuf": st.integers(0, 1), "tcp_shrink_window": st.integers(0, 1),
     "tcp_workaround_signed_windows": st.integers(0, 1),
-    "tcp_rcvbuf_low_rtt": st.integers(0, 5000), "tcp_comp_sack_rtt_percent": st.integers(1, 1000),
+    "tcp_rcvbuf_low_rtt": st.integers(0, 5000),
     "tcp_comp_sack_delay_ns": st.integers(0, 1 << 32),
 })
 

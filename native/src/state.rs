@@ -332,7 +332,7 @@ impl MemState {
             collapses: 0,
             collapse_ns_total: 0,
             collapse_ns_max: 0,
-            sk_bypass_prot_mem: sysctl.bypass_prot_mem != 0,
+            sk_bypass_prot_mem: sysctl.patched("bypass_prot_mem").unwrap_or(0) != 0,
         }
     }
 }

@@ -24,8 +24,6 @@ pub struct Sysctls {
     pub tcp_backlog_ack_defer: i64,
     pub tcp_comp_sack_nr: i64,
     pub tcp_comp_sack_delay_ns: i64,
-    /// % of the RTT (6.19, 416dd649f3aa).
-    pub tcp_comp_sack_rtt_percent: i64,
     /// The sender's algorithm (src/cong).
     pub tcp_congestion_control: CongestionControl,
     /// UINT_MAX: unsent bytes do not limit writes.
@@ -35,8 +33,6 @@ pub struct Sysctls {
     pub rmem_max: i64,
     /// net.core.wmem_max
     pub wmem_max: i64,
-    /// net.core.bypass_prot_mem (6.19, b46ab63181ff).
-    pub bypass_prot_mem: i64,
     /// Sysctls the applied patches add (Python's `patched`): (short name, value), in the
     /// order the patches declare them. Read with `patched(name)`.
     pub patched: Vec<(&'static str, i64)>,
@@ -72,13 +68,11 @@ impl Default for Sysctls {
             tcp_backlog_ack_defer: 1,
             tcp_comp_sack_nr: 44,
             tcp_comp_sack_delay_ns: 1_000_000,
-            tcp_comp_sack_rtt_percent: 33,
             tcp_congestion_control: CongestionControl::Cubic,
             tcp_notsent_lowat: 4294967295,
             tcp_slow_start_after_idle: 1,
             rmem_max: 212992,
             wmem_max: 212992,
-            bypass_prot_mem: 0,
             patched: Vec::new(),
         }
     }
@@ -118,10 +112,6 @@ impl Sysctls {
             ("tcp_comp_sack_nr", Int(self.tcp_comp_sack_nr)),
             ("tcp_comp_sack_delay_ns", Int(self.tcp_comp_sack_delay_ns)),
             (
-                "tcp_comp_sack_rtt_percent",
-                Int(self.tcp_comp_sack_rtt_percent),
-            ),
-            (
                 "tcp_congestion_control",
                 Name(self.tcp_congestion_control.name()),
             ),
@@ -132,7 +122,6 @@ impl Sysctls {
             ),
             ("rmem_max", Int(self.rmem_max)),
             ("wmem_max", Int(self.wmem_max)),
-            ("bypass_prot_mem", Int(self.bypass_prot_mem)),
         ]
         .into_iter()
         .chain(self.patched.iter().map(|&(n, v)| (n, Int(v))))
@@ -186,12 +175,10 @@ impl Sysctls {
             "tcp_backlog_ack_defer" => &mut self.tcp_backlog_ack_defer,
             "tcp_comp_sack_nr" => &mut self.tcp_comp_sack_nr,
             "tcp_comp_sack_delay_ns" => &mut self.tcp_comp_sack_delay_ns,
-            "tcp_comp_sack_rtt_percent" => &mut self.tcp_comp_sack_rtt_percent,
             "tcp_notsent_lowat" => &mut self.tcp_notsent_lowat,
             "tcp_slow_start_after_idle" => &mut self.tcp_slow_start_after_idle,
             "rmem_max" => &mut self.rmem_max,
             "wmem_max" => &mut self.wmem_max,
-            "bypass_prot_mem" => &mut self.bypass_prot_mem,
             _ => return None,
         })
     }

@@ -259,7 +259,7 @@ def initial_state(kernel: Any, sysctl: Sysctls, *, mtu: int, initcwnd: int, node
     return (
         ConnState(mtu=mtu, advmss=mtu - 40, init_rwnd=init_rwnd),
         RcvState(scaling_ratio=kernel.initial_scaling_ratio()),
-        MemState(sk_rcvbuf=sysctl.tcp_rmem[1], sk_bypass_prot_mem=bool(sysctl.bypass_prot_mem)),
+        MemState(sk_rcvbuf=sysctl.tcp_rmem[1], sk_bypass_prot_mem=bool(getattr(sysctl, "bypass_prot_mem", 0))),
         AckState(),
         SndState(initcwnd=initcwnd, snd_cwnd=initcwnd, nodelay=nodelay,
                  sk_sndbuf=sysctl.tcp_wmem[1]),

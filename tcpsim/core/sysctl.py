@@ -52,13 +52,11 @@ class Sysctls:
     tcp_backlog_ack_defer: int = 1
     tcp_comp_sack_nr: int = 44
     tcp_comp_sack_delay_ns: int = 1_000_000
-    tcp_comp_sack_rtt_percent: int = 33     # % of the RTT (6.19, 416dd649f3aa)
     tcp_congestion_control: str = "cubic"   # the sender's algorithm (tcpsim/core/cong)
     tcp_notsent_lowat: int = 4294967295     # UINT_MAX: unsent bytes do not limit writes
     tcp_slow_start_after_idle: int = 1
     rmem_max: int = 212992            # net.core.rmem_max
     wmem_max: int = 212992            # net.core.wmem_max
-    bypass_prot_mem: int = 0          # net.core.bypass_prot_mem (6.19, b46ab63181ff)
     # sysctls the applied patches add (SysctlSpec, value); read as attributes like the others
     patched: tuple[tuple[SysctlSpec, int], ...] = ()
 
@@ -93,6 +91,9 @@ class Sysctls:
                 raise SysctlError(f"sysctl {full}: does not exist on {profile or 'this kernel'}; "
                                   f"the patch {PATCH_SYSCTLS[short]} adds it: "
                                   f"add --policy {PATCH_SYSCTLS[short]}")
+            if short not in _FIELD_TYPES and short in _MISSING_HINTS:
+                raise SysctlError(f"sysctl {full}: does not exist on {profile or 'this kernel'}; "
+                                  f"{_MISSING_HINTS[short]}")
             if short not in _FIELD_TYPES:
                 raise SysctlError(f"sysctl {full}: unknown to tcpsim; known: "
                                   + ", ".join(long_name(n) for n in sorted(_FIELD_TYPES)))
@@ -137,7 +138,7 @@ _MISSING_HINTS = {
 }
 _CORE = {"rmem_max", "wmem_max", "bypass_prot_mem"}
 _BOOLEAN = {"tcp_slow_start_after_idle", "tcp_moderate_rcvbuf", "tcp_shrink_window", "tcp_window_scaling", "tcp_sack",
-            "tcp_workaround_signed_windows", "tcp_backlog_ack_defer", "bypass_prot_mem"}
+            "tcp_workaround_signed_windows", "tcp_backlog_ack_defer"}
 _RANGES = {
     "tcp_adv_win_scale": (-31, 31),
     "tcp_app_win": (0, 31),
@@ -147,7 +148,6 @@ _RANGES = {
     "tcp_rcvbuf_low_rtt": (0, 2**31 - 1),
     "tcp_comp_sack_nr": (0, 255),
     "tcp_comp_sack_delay_ns": (0, 2**63 - 1),
-    "tcp_comp_sack_rtt_percent": (1, 1000),
     "tcp_notsent_lowat": (0, 2**32 - 1),
     "rmem_max": (1, 2**31 - 1),
     "wmem_max": (1, 2**31 - 1),
@@ -198,7 +198,8 @@ def _validate_spec(full: str, spec: SysctlSpec, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise SysctlError(f"sysctl {full}: expected an integer, got {value!r}")
     if not spec.lo <= value <= spec.hi:
-        raise SysctlError(f"sysctl {full}: {value} is out of range; the patch accepts "
+        who = "patch" if spec.name in PATCH_SYSCTLS else "kernel"
+        raise SysctlError(f"sysctl {full}: {value} is out of range; the {who} accepts "
                           f"{spec.lo}..{spec.hi}")
     return value
 

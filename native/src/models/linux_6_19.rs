@@ -28,6 +28,26 @@ use crate::arith::py_floor_div;
 use crate::kernel::Kernel;
 use crate::models::linux_6_18::Linux618;
 use crate::socket::TcpSocket;
+use crate::sysctl::{SysctlSpec, Sysctls};
+
+/// The sysctls 6.19 adds besides tcp_rcvbuf_low_rtt: name, default, the range the kernel
+/// accepts (net/ipv4/sysctl_net_ipv4.c, net/core/sysctl_net_core.c [6.19]).
+pub const ERA_SYSCTLS: [SysctlSpec; 2] = [
+    SysctlSpec {
+        name: "tcp_comp_sack_rtt_percent",
+        default: 33,
+        lo: 1,
+        hi: 1000,
+        doc: "% of the RTT compressed SACKs wait (416dd649f3aa)",
+    },
+    SysctlSpec {
+        name: "bypass_prot_mem",
+        default: 0,
+        lo: 0,
+        hi: 1,
+        doc: "new sockets opt out of the protocol's global memory accounting (b46ab63181ff)",
+    },
+];
 
 /// Linux 6.19.7+: low-RTT DRS damping, tunable SACK-compression delay.
 #[derive(Debug, Clone, Copy, Default)]
@@ -56,6 +76,12 @@ impl Kernel for Linux619 {
         s
     }
 
+    /// 6.19's new sysctls at their defaults (tcp_rcvbuf_low_rtt is a field of every era's
+    /// record already, as 1000).
+    fn default_sysctls(&self) -> Sysctls {
+        Linux618.default_sysctls().with_specs(&ERA_SYSCTLS)
+    }
+
     /// tcp_rcvbuf_grow() [6.19, ecfea98b7d0d]: below tcp_rcvbuf_low_rtt the window grows
     /// by rcvwin * rtt / tcp_rcvbuf_low_rtt; otherwise 2 * rcvwin * (new - old) / old.
     fn rcvbuf_grow_term(&self, sk: &TcpSocket, newval: i64, oldval: i64) -> i64 {
@@ -76,7 +102,8 @@ impl Kernel for Linux619 {
     /// (rtt_us8 + rtt_us8 / 4) * percent ns, at most tcp_comp_sack_delay_ns.
     fn comp_sack_delay_ns(&self, sk: &TcpSocket, rtt_us8: i64) -> i64 {
         let s = &sk.sysctl;
+        let percent = s.patched("tcp_comp_sack_rtt_percent").unwrap_or(33);
         s.tcp_comp_sack_delay_ns
-            .min((rtt_us8 + (rtt_us8 >> 2)) * s.tcp_comp_sack_rtt_percent)
+            .min((rtt_us8 + (rtt_us8 >> 2)) * percent)
     }
 }
