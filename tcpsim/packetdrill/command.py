@@ -40,7 +40,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from tcpsim.engines import ENGINES, EngineError, check_engine, native_policy
 from tcpsim.catalog import ProfileError, get_profile
@@ -182,7 +182,7 @@ def _label(result: ScriptResult) -> str:
 
 
 def _baseline_text(baseline: str, profile: str, policies: list[str], release: str,
-                   rows: list, changes: list) -> list[str]:
+                   rows: list[Any], changes: list[Any]) -> list[str]:
     run = "+".join([profile, *policies])
     lines = [f"against {baseline}: "
              + (f"{len(changes)} verdict{'s' if len(changes) != 1 else ''} change"
@@ -221,7 +221,7 @@ def _text(result: ScriptResult, trace: bool, release: str = "",
 
 
 def _json(result: ScriptResult, trace: bool, kernel: Verdict | Unknown | None = None,
-          base: ScriptResult | None = None) -> dict:
+          base: ScriptResult | None = None) -> dict[str, Any]:
     out = result.as_dict()
     if not trace:
         out.pop("trace")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 SELFTESTS = Path("tools/testing/selftests/net/packetdrill")
 
@@ -46,19 +47,21 @@ class Unknown:
     reason: str
 
 
-def _data() -> dict:
+def _data() -> dict[str, Any]:
     return _load()
 
 
 @lru_cache(maxsize=1)
-def _load() -> dict:
+def _load() -> dict[str, Any]:
     text = resources.files("tcpsim").joinpath("data/packetdrill_verdicts.json").read_text()
-    return json.loads(text)
+    data: dict[str, Any] = json.loads(text)
+    return data
 
 
-def known_scripts() -> dict[str, dict]:
+def known_scripts() -> dict[str, dict[str, Any]]:
     """key -> {"checks", "in_tree", ...} for every receive-path script tcpsim knows."""
-    return _data()["scripts"]
+    scripts: dict[str, dict[str, Any]] = _data()["scripts"]
+    return scripts
 
 
 def _version(release: str) -> tuple[int, int]:
@@ -107,7 +110,7 @@ def release_basis(release: str) -> str:
     """One line: where the verdicts for `release` come from."""
     entry = _data()["kernels"].get(release)
     if entry and entry["verdicts"] and all(isinstance(v, str) for v in entry["verdicts"].values()):
-        return entry["basis"]
+        return str(entry["basis"])
     extra = f"; {entry['basis']}" if entry else ""
     return (f"Linux {release}: the scripts in its selftests pass on it (upstream CI){extra}; "
             "others unknown")
