@@ -158,5 +158,5 @@ class Linux617(Linux614):
 
 
 PROFILE = Profile("linux-6.17", Linux617,
-                  "6.17: tcp_rcvbuf_grow() autotuning, truesize admission, beyond-window drops, "
-                  "tcp_rmem[2] 32 MiB")
+                  "6.17.0-6.17.2: tcp_rcvbuf_grow() autotuning, truesize admission, "
+                  "beyond-window drops, tcp_rmem[2] 32 MiB")

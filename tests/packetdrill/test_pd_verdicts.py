@@ -147,6 +147,16 @@ def test_the_json_document_carries_kernel_verdicts_and_the_baseline():
     assert row["baseline"] == {"verdict": "FAIL", "line": 32}
 
 
+@needs_corpus
+def test_the_cli_takes_baseline(capsys):
+    from harness import cli
+    code, out, err = cli(capsys, "packetdrill", str(CORPUS / "kernel-selftests"), "-p", "linux-7.0",
+                         "--baseline", "linux-6.18")
+    assert code == 0 and err == ""
+    assert "agrees with 7.0: 11/11 " in out
+    assert "against linux-6.18: no verdict changes" in out
+
+
 def test_a_bad_baseline_profile_is_one_error_line(tmp_path):
     (tmp_path / "a.pkt").write_text("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n")
     errors: list[str] = []

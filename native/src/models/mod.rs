@@ -68,8 +68,8 @@ pub const PROFILES: &[ProfileInfo] = &[
     },
     ProfileInfo {
         name: "linux-6.17",
-        summary: "6.17: tcp_rcvbuf_grow() autotuning, truesize admission, beyond-window drops, \
-                  tcp_rmem[2] 32 MiB",
+        summary: "6.17.0-6.17.2: tcp_rcvbuf_grow() autotuning, truesize admission, \
+                  beyond-window drops, tcp_rmem[2] 32 MiB",
         era: || Box::new(linux_6_17::Linux617),
     },
     ProfileInfo {

@@ -11,7 +11,7 @@
 //! (e2b9c52a2b00). Apply it to linux-6.17 or later (it builds on their beyond-window checks):
 //! `--policy rfc7323-retraction`.
 //! Tests: the kernel selftests tcp_rcv_wnd_shrink_allowed / tcp_rcv_wnd_shrink_nomem.
-//! 
+//!
 //! Upstream: merged for 7.1 as 0e24d17bd966 + e2b9c52a2b00, modelled by the linux-7.1 profile
 //! (models/linux_7_1.py). The same rcv_mwnd_seq tracking and BeyondWindow counting, one
 //! difference: this patch (the series as posted) lets a FIN one byte past the largest
