@@ -1145,14 +1145,21 @@ def packetdrill(
     paths: List[Path] = typer.Argument(..., help=".pkt scripts or folders of them"),
     profile: str = typer.Option("linux-6.18", "--profile", "-p"),
     policy: List[str] = typer.Option([], "--policy", help="patch name or FILE.py:Class (repeatable)"),
+    baseline: Optional[str] = typer.Option(
+        None, "--baseline", help="also run under this profile and list the verdicts that change "
+                                 "(e.g. -p linux-6.18 --policy X --baseline linux-6.18)"),
     as_json: bool = typer.Option(False, "--json"),
     engine: str = typer.Option("python", "--engine",
                                help="socket implementation: python (the reference) or native"),
 ) -> None:
-    """Run the kernel's packetdrill receive tests against the model (no tun device, no root)."""
+    """Run the kernel's packetdrill receive tests against the model (no tun device, no root).
+
+    PATH: a kernel tree (its tools/testing/selftests/net/packetdrill), a google/packetdrill
+    checkout, a folder of scripts or a .pkt file. Each known receive-path script is compared
+    with the real kernel's known result for the profile's release."""
     from tcpsim.packetdrill.command import run_paths
     code = run_paths([str(p) for p in paths], profile, list(policy), as_json, typer.echo,
-                     engine=engine)
+                     engine=engine, baseline=baseline)
     raise typer.Exit(code)
 
 

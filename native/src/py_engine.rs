@@ -88,7 +88,7 @@ fn socket(
         None => compose_kernel(&profile, &patches)?,
         Some(l) => compose_python(cfg.py(), &profile, &patches, &l, error)?,
     };
-    let sysctl = sysctls_from_py(&item(side, "sysctl")?.cast_into()?, &k.new_sysctls())?;
+    let sysctl = sysctls_from_py(&item(side, "sysctl")?.cast_into()?, &*k)?;
     let dev_name: String = item(side, "device")?.extract()?;
     let dev = devices::device(&dev_name).map_err(PyValueError::new_err)?;
     let params = SocketParams {
