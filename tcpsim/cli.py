@@ -892,6 +892,10 @@ _PCAP_HELP = {
 }
 
 
+_SPLIT_GSO_HELP = ("cut GSO/GRO super-segments (data larger than the MSS) into MSS-sized ones "
+                   "instead of refusing the capture (approximate; see docs/pcap.md)")
+
+
 def _pcap_option(flag: str, prefix: str = "") -> Any:
     """The option `flag` of a command that reads a capture (default None); `prefix` heads
     its help in a command that reads other formats too ("pcap: " in `import`)."""
@@ -912,6 +916,7 @@ def import_trace(
     workload: Optional[Path] = typer.Option(None, "--workload", help="pcap: the workload scenario "
                                             "to write (default: OUT with .toml)"),
     rcvbuf: Optional[str] = _pcap_option("--rcvbuf", "pcap: "),
+    split_gso: bool = typer.Option(False, "--split-gso", help="pcap: " + _SPLIT_GSO_HELP),
 ) -> None:
     """Convert another tool's trace (Cloudflare's bpftrace CSV, ss -tmi snapshots,
     tcp:tcp_rcvbuf_grow lines, a tcpdump/Wireshark capture) into a tcpsim trace for
@@ -925,13 +930,13 @@ def import_trace(
     _check_out(workload, "--workload", "workload.toml")
     if fmt == "pcap":
         try:
-            opts = _pcap_opts(flow, wscale, delay, reader, rcvbuf)
+            opts = _pcap_opts(flow, wscale, delay, reader, rcvbuf, split_gso)
         except ScenarioError as exc:
             _fail(str(exc))
             return
         _import_pcap(src, out, workload, **opts)
         return
-    if any(v is not None for v in (flow, wscale, delay, reader, workload, rcvbuf)):
+    if any(v is not None for v in (flow, wscale, delay, reader, workload, rcvbuf)) or split_gso:
         _fail(f"import {fmt}: --flow, --wscale, --delay, --reader, --rcvbuf and --workload are "
               "for pcap")
     try:
@@ -943,12 +948,13 @@ def import_trace(
 
 
 def _pcap_opts(flow: Optional[str], wscale: Optional[str], delay: Optional[str],
-               reader: Optional[str], rcvbuf: Optional[str]) -> dict:
+               reader: Optional[str], rcvbuf: Optional[str], split_gso: bool = False) -> dict:
     """The options every pcap command shares, checked (ScenarioError names the option)."""
     from tcpsim.scenario import parse_size
     return {"flow": flow, "wscale": wscale, "reader": reader,
             "delay_ns": parse_duration(delay, "--delay") if delay else None,
-            "rcvbuf": parse_size(rcvbuf, "--rcvbuf") if rcvbuf else None}
+            "rcvbuf": parse_size(rcvbuf, "--rcvbuf") if rcvbuf else None,
+            "split_gso": split_gso}
 
 
 def _pcap_flows_failure(src: Path, exc) -> None:

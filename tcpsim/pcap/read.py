@@ -13,7 +13,7 @@ Every problem is one `PcapError` naming the file, what is wrong and what to do.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -44,6 +44,10 @@ class Capture:
     segments: list[WireSegment]
     frames: int
     other: Counter          # non-TCP frames by kind ("UDP", "ARP", "IPv4 proto 1", ...)
+    # (address, port) -> Counter of "out" / "in": the direction the link layer recorded for
+    # the frames that endpoint sent (Linux cooked SLL/SLL2 only: `tcpdump -i any`)
+    directions: dict = field(default_factory=dict)
+    options_cut: int = 0    # TCP segments (not SYNs) whose options the snaplen cut
 
 
 def read_capture(path: str | Path) -> Capture:
@@ -52,7 +56,7 @@ def read_capture(path: str | Path) -> Capture:
     where = str(p)
     if not p.is_file():
         raise PcapError(where, None, "no such file", "check the path")
-    with p.open("rb") as f:
+    with _open_file(p) as f:
         reader = _open(f, where)
         linktype = reader.datalink()
         if linktype not in LINKTYPE_NAMES:
@@ -62,6 +66,7 @@ def read_capture(path: str | Path) -> Capture:
                             + ", ".join(sorted(set(LINKTYPE_NAMES.values()))))
         segs: list[WireSegment] = []
         other: Counter = Counter()
+        dirs: dict = {}
         n = 0
         records = iter(reader)
         while True:
@@ -73,22 +78,44 @@ def read_capture(path: str | Path) -> Capture:
                 _truncated(where, n)
             n += 1
             try:
-                seg = decode(_ns(ts), buf, linktype, where, n, reader.snaplen, other)
+                seg = decode(_ns(ts), buf, linktype, where, n, reader.snaplen, other, dirs)
             except PcapError:
                 # a packet cut short by the end of the file is that, not a small snaplen
-                if isinstance(reader, dpkt.pcap.Reader):
+                if isinstance(reader, dpkt.pcap.Reader) and f.seekable():
                     _check_last_record(f, p, n, where)
                 raise
             if seg is not None:
                 segs.append(seg)
         if isinstance(reader, dpkt.pcap.Reader):
             _check_last_record(f, p, n, where)
+    cut = other.pop(OPTIONS_CUT, 0)
     if not segs:
         seen = ", ".join(f"{k} x{v}" for k, v in other.most_common(4)) or "no frames"
         raise PcapError(where, None, f"no TCP segments in {n} frames ({seen})",
                         "capture the TCP connection itself, e.g. tcpdump -i IFACE -w FILE "
                         "'tcp port PORT'")
-    return Capture(where, linktype, segs, n, other)
+    return Capture(where, linktype, segs, n, other, dirs, cut)
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+OPTIONS_CUT = "TCP options cut by the snaplen"
+
+
+def _open_file(p: Path) -> Any:
+    """The file, decompressed when gzipped (`tcpdump -w - | gzip`, `FILE.pcap.gz`)."""
+    with p.open("rb") as f:
+        gz = f.read(2) == GZIP_MAGIC
+    if gz:
+        import gzip
+        import io
+        with gzip.open(p, "rb") as g:
+            try:
+                return io.BytesIO(g.read())
+            except (OSError, EOFError):
+                raise PcapError(str(p), None, "a gzip file cut short or corrupt",
+                                "gunzip -c FILE > dump.pcap to see what is left, or copy it again"
+                                ) from None
+    return p.open("rb")
 
 
 def _open(f: BinaryIO, where: str) -> Any:
@@ -118,10 +145,11 @@ def _truncated(where: str, complete: int) -> None:
 
 def _check_last_record(f: BinaryIO, p: Path, n: int, where: str) -> None:
     """dpkt's classic reader returns a short last record silently: re-read its header."""
+    f.seek(0, 2)
+    size = f.tell()
     f.seek(0)
     magic = dpkt.pcap.FileHdr(f.read(dpkt.pcap.FileHdr.__hdr_len__)).magic
     hdr_cls = dpkt.pcap.MAGIC_TO_PKT_HDR[magic]
-    size = p.stat().st_size
     off = dpkt.pcap.FileHdr.__hdr_len__
     for i in range(n):
         f.seek(off)
@@ -133,26 +161,30 @@ def _check_last_record(f: BinaryIO, p: Path, n: int, where: str) -> None:
             _truncated(where, i)
 
 
-def network_layer(buf: bytes, linktype: int) -> tuple[Any, str]:
-    """The IP packet of a frame (or what is there instead) and a name for it."""
+SLL_OUTGOING = 4          # Linux cooked capture's packet type of a frame this host sent
+
+
+def network_layer(buf: bytes, linktype: int) -> tuple[Any, str, int]:
+    """The IP packet of a frame (or what is there instead), a name for it and the link
+    layer's packet type (SLL/SLL2; -1 for other link types)."""
     if linktype == 1:
         eth = dpkt.ethernet.Ethernet(buf)
-        return eth.data, _ethtype_name(eth)
+        return eth.data, _ethtype_name(eth), -1
     if linktype == 113:
         sll = dpkt.sll.SLL(buf)
-        return sll.data, f"ethertype 0x{sll.ethtype:04x}"
+        return sll.data, f"ethertype 0x{sll.ethtype:04x}", sll.type
     if linktype == 276:
         sll2 = dpkt.sll2.SLL2(buf)
-        return sll2.data, f"ethertype 0x{sll2.ethtype:04x}"
+        return sll2.data, f"ethertype 0x{sll2.ethtype:04x}", sll2.type
     if linktype in (0, 108):
         lo = dpkt.loopback.Loopback(buf)
-        return lo.data, "loopback"
+        return lo.data, "loopback", -1
     # raw IP: the version nibble says which
     if buf and buf[0] >> 4 == 4:
-        return dpkt.ip.IP(buf), "IPv4"
+        return dpkt.ip.IP(buf), "IPv4", -1
     if buf and buf[0] >> 4 == 6:
-        return dpkt.ip6.IP6(buf), "IPv6"
-    return buf, "not IP"
+        return dpkt.ip6.IP6(buf), "IPv6", -1
+    return buf, "not IP", -1
 
 
 def _ethtype_name(eth: Any) -> str:
@@ -160,11 +192,12 @@ def _ethtype_name(eth: Any) -> str:
 
 
 def decode(t_ns: int, buf: bytes, linktype: int, where: str, n: int, snaplen: int,
-           other: Counter) -> WireSegment | None:
+           other: Counter, dirs: dict | None = None) -> WireSegment | None:
     """One frame -> a WireSegment, None for non-TCP (counted in `other`); a PcapError when the
-    snaplen cut the IP or TCP header."""
+    snaplen cut the IP or TCP header, or a SYN's options. `dirs` collects the link layer's
+    direction of each sending endpoint's frames (Capture.directions)."""
     try:
-        ip, kind = network_layer(buf, linktype)
+        ip, kind, pkttype = network_layer(buf, linktype)
     except (dpkt.UnpackError, ValueError):
         _cut(where, n, len(buf), snaplen)
     if isinstance(ip, dpkt.ip.IP):
@@ -191,6 +224,8 @@ def decode(t_ns: int, buf: bytes, linktype: int, where: str, n: int, snaplen: in
         return None
     if not isinstance(tcp, dpkt.tcp.TCP):
         _cut(where, n, len(buf), snaplen)
+    if dirs is not None and pkttype >= 0:
+        dirs.setdefault((src, tcp.sport), Counter())["out" if pkttype == SLL_OUTGOING else "in"] += 1
     doff = tcp.off * 4
     mss = wscale = tsval = tsecr = -1
     sack_ok = False
@@ -214,9 +249,20 @@ def decode(t_ns: int, buf: bytes, linktype: int, where: str, n: int, snaplen: in
         elif kind_ == dpkt.tcp.TCP_OPT_SACK and len(data) % 8 == 0:
             sacks += [(int.from_bytes(data[i:i + 4], "big"), int.from_bytes(data[i + 4:i + 8], "big"))
                       for i in range(0, len(data), 8)]
+    if len(tcp.opts) < doff - 20:
+        # the snaplen ended inside the options: what is missing is unknown, not absent
+        if tcp.flags & 0x02:
+            raise PcapError(where, None, f"packet {n}: the SYN's TCP options are cut by the snaplen "
+                            f"(snaplen {snaplen}: {len(tcp.opts)} of {doff - 20} option bytes "
+                            "captured), so its window scale and MSS are unknown and every window "
+                            "would be misread",
+                            "capture again with whole packets: tcpdump -s 0 (or at least -s "
+                            f"{MIN_SNAPLEN})")
+        other[OPTIONS_CUT] += 1
     payload = max(0, ip_payload - doff) if ip_payload > 0 else len(tcp.data)
     return WireSegment(t_ns, src, tcp.sport, dst, tcp.dport, tcp.seq, tcp.ack, tcp.flags, tcp.win,
-                       payload, mss, wscale, sack_ok, tsval, tsecr, tuple(sacks))
+                       payload, mss=mss, wscale=wscale, tsval=tsval, sack_ok=sack_ok, tsecr=tsecr,
+                       sacks=tuple(sacks))
 
 
 def _cut(where: str, n: int, caplen: int, snaplen: int) -> None:

@@ -68,4 +68,14 @@ def replay_capture(path: str | Path, profile: str = "linux-6.18", policies: tupl
     p.schedule = True
     p.notes = [*imp.notes, *p.notes]
     rp = run_plan(p, engine=engine)
-    return score_replay(Path(path), meta, k, rp, thresholds or Thresholds())
+    return unknown_unscored(score_replay(Path(path), meta, k, rp, thresholds or Thresholds()))
+
+
+def unknown_unscored(v: Validation) -> Validation:
+    """A capture has no receiver memory: the metrics of it are shown (the model's side) but
+    not scored, their kernel side unknown ("—" / null), never 0."""
+    from dataclasses import replace
+    v.score.metrics = [replace(m, scored=False, note="(not on the wire)")
+                       if m.kernel is None and not m.name.startswith("ack_match") else m
+                       for m in v.score.metrics]
+    return v
