@@ -79,3 +79,21 @@ def unknown_unscored(v: Validation) -> Validation:
                        if m.kernel is None and not m.name.startswith("ack_match") else m
                        for m in v.score.metrics]
     return v
+
+
+def fit_capture(path: str | Path, profile: str = "linux-6.18", policies: tuple[str, ...] = (),
+                fit_profile: str | None = None, sysctl: dict[str, Any] | None = None,
+                until_s: float | None = None, pins: dict[str, Any] | None = None,
+                thresholds: Thresholds | None = None, engine: str | None = "native",
+                progress: Any = None, **import_opts: Any) -> tuple[Any, Any, Validation]:
+    """`tcpsim replay --fit`: fit the unknowns under `fit_profile` (default: `profile`
+    without patches), then replay the fitted workload under `profile` + `policies` and score
+    it. Returns (FitResult, the target's Grade, its Validation)."""
+    from dataclasses import replace as _replace
+    from tcpsim.pcap.fit import Capture, fit
+    cap = Capture(path, sysctl=sysctl, until_s=until_s, engine=engine, **import_opts)
+    f = fit(cap, fit_profile or profile, () if fit_profile is None else (), pins, progress=progress)
+    g, rp = cap.replay(profile, policies, f.best)
+    k = _replace(cap.k, meta=cap._meta(cap.doc(f.best)))
+    v = unknown_unscored(score_replay(Path(path), k.meta, k, rp, thresholds or Thresholds()))
+    return f, g, v
