@@ -1137,6 +1137,73 @@ def _rank_capture(capture: Path, profiles: str, policies: tuple, sysctls: dict,
     return 0
 
 
+timing_app = typer.Typer(help="Your host's application timing as a preset for --timing "
+                         "(docs/app-latency.md, \"Your own host\").", no_args_is_help=True)
+app.add_typer(timing_app, name="timing")
+
+
+@timing_app.command("measure")
+def timing_measure(
+    name: str = typer.Argument(..., help="the preset's name (then --timing NAME)"),
+    seconds: float = typer.Option(20.0, "--seconds", help="how long to measure"),
+    period: str = typer.Option("1ms", "--period", help="the periodic applications' tick"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Measure this machine's wakeup lateness (periodic writer and reader, blocking reader;
+    no root needed) and write it as the timing preset NAME."""
+    from tcpsim.timing import TimingError, measure, summary
+    try:
+        period_ns = parse_duration(period, "--period")
+        path = measure(name, seconds, period_ns)
+    except (TimingError, ScenarioError) as exc:
+        _fail(str(exc))
+        return
+    _timing_done(name, path, summary(path), as_json)
+
+
+@timing_app.command("fit")
+def timing_fit(
+    name: str = typer.Argument(..., help="the preset's name (then --timing NAME)"),
+    runs: List[Path] = typer.Argument(..., help="tcpsim capture run folders kept raw "
+                                      "(<name>.raw with meta.json and <side>_events.csv)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Build the timing preset NAME from the application logs of tcpsim capture runs."""
+    from tcpsim.timing import TimingError, fit, summary
+    try:
+        path = fit(name, list(runs))
+    except TimingError as exc:
+        _fail(str(exc))
+        return
+    _timing_done(name, path, summary(path), as_json)
+
+
+@timing_app.command("list")
+def timing_list(as_json: bool = typer.Option(False, "--json")) -> None:
+    """The timing presets: shipped and your own."""
+    from tcpsim.app_latency import HOSTS, user_hosts
+    mine = user_hosts()
+    rows = [{"name": n, "about": h.about, "yours": n in mine} for n, h in sorted(HOSTS.items())]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+        return
+    for r in rows:
+        typer.echo(f"{r['name']:16} {'(yours) ' if r['yours'] else ''}{r['about']}")
+
+
+def _timing_done(name: str, path: Path, s: dict, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps({"name": name, **s}, indent=1))
+        return
+    typer.echo(f"timing preset {name}: {path}")
+    for k in ("periodic_writer", "periodic_reader"):
+        v = s.get(k) or {}
+        typer.echo(f"  {k}: {v.get('wakeups')} wakeups, median {v.get('p50_us'):.0f} us late, "
+                   f"99th percentile {v.get('p99_us'):.0f} us, "
+                   f"{v.get('late_2ms_per_1000'):.1f} per 1000 more than 2 ms late")
+    typer.echo(f"  use it: tcpsim run SCENARIO --timing {name}, or [timing] host = \"{name}\"")
+
+
 @app.command()
 def packetdrill(
     paths: List[Path] = typer.Argument(..., help=".pkt scripts or folders of them"),

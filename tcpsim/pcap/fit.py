@@ -34,6 +34,7 @@ from tcpsim.pcap import PcapError
 from tcpsim.pcap.grade import Grade, grade
 from tcpsim.pcap.workload import parse_reader
 from tcpsim.validate.replay import ReplayError, ReplayResult, plan, run_plan
+from tcpsim.trace.recorder import MemoryRecorder
 from tcpsim.validate.trace import TraceView, view
 
 DETERMINED = 0.01          # grade margin between a fitted value and the next best
@@ -147,8 +148,10 @@ class Capture:
             doc["sysctl"]["net.ipv4.tcp_shrink_window"] = u.shrink
         return doc
 
-    def replay(self, profile: str, policies: tuple[str, ...], u: Unknowns) -> tuple[Grade, ReplayResult]:
-        """Replay one candidate and grade it."""
+    def replay(self, profile: str, policies: tuple[str, ...], u: Unknowns,
+               full: bool = True) -> tuple[Grade, ReplayResult]:
+        """Replay one candidate and grade it (`full`: keep the model's whole trace, for the
+        report; else only its segments, which is all the grade reads)."""
         from tcpsim.app_latency import default_latency
         doc = self.doc(u)
         k = replace(self.k, meta=self._meta(doc))
@@ -173,7 +176,7 @@ class Capture:
                          if t <= p.end_ns]
         p.schedule = True
         p.notes = [*self.imp.notes, *p.notes]
-        rp = run_plan(p, engine=self.engine)
+        rp = run_plan(p, engine=self.engine, sink=None if full else TxRecorder(("rcv",)))
         m = view(rp.columns, {"source": "tcpsim"}).shifted(-p.shift_ns)
         return grade(k, m, p.end_ns), rp
 
@@ -208,6 +211,30 @@ class Capture:
             ns = parse_duration(r["every"], "reader.every")
             spec = f"periodic:{r['bytes']}B/{ns}ns"
         return Unknowns(reader=spec or "blocking")
+
+
+class TxRecorder(MemoryRecorder):
+    """Keeps only the 'tx' rows (the receiver's segments: what the grade reads), filtered in
+    Arrow before any row becomes Python objects: a fit's replays cost the engine's time, not
+    the trace's."""
+
+    def __init__(self, socks: tuple[str, ...] = ("rcv",)) -> None:
+        super().__init__(socks)
+        self.tables: list[Any] = []
+
+    def record_table(self, table: Any) -> None:
+        import pyarrow.compute as pc
+        self.tables.append(table.filter(pc.equal(table.column("event"), "tx")))
+
+    def columns(self) -> dict[str, list]:
+        import pyarrow as pa
+        if not self.tables:
+            return super().columns()
+        cols = pa.concat_tables(self.tables).to_pydict()
+        if self.rows:                          # rows recorded one by one (Python engine)
+            extra = super().columns()
+            cols = {k: v + extra[k] for k, v in cols.items()}
+        return cols
 
 
 def nice(x: float) -> int:
@@ -260,10 +287,30 @@ def refine_reader(spec: str) -> list[str]:
     return [f"periodic:{max(1, round(n * f))}B/{period}" for f in (0.88, 0.94, 0.97, 1.0, 1.03, 1.06, 1.12)]
 
 
+FIT_WINDOW_S = 2.0         # the search replays at most this much of a capture (see fit())
+
+
 def fit(cap: Capture, profile: str, policies: tuple[str, ...] = (),
         pinned: dict[str, Any] | None = None, passes: int = 2, start: Unknowns | None = None,
-        order: tuple[str, ...] = ORDER, progress: Callable[[str], None] | None = None) -> FitResult:
-    """Coordinate search of the unknowns for one profile (see the module docstring)."""
+        order: tuple[str, ...] = ORDER, progress: Callable[[str], None] | None = None,
+        window_s: float | None = FIT_WINDOW_S) -> FitResult:
+    """Coordinate search of the unknowns for one profile (see the module docstring). The
+    candidates are replayed over the capture's first `window_s` seconds (None: all of it):
+    the unknowns act from the first window on, and a long or fast capture's search then
+    costs a bounded number of seconds; the best is replayed over the whole capture."""
+    whole = cap.until_ns
+    if window_s is not None:
+        w = int(window_s * 1e9)
+        cap.until_ns = w if whole is None else min(whole, w)
+    try:
+        return _fit(cap, profile, policies, pinned, passes, start, order, progress, whole)
+    finally:
+        cap.until_ns = whole
+
+
+def _fit(cap: Capture, profile: str, policies: tuple[str, ...], pinned: dict[str, Any] | None,
+         passes: int, start: Unknowns | None, order: tuple[str, ...],
+         progress: Callable[[str], None] | None, whole: int | None) -> FitResult:
     pinned = dict(pinned or {})
     t0 = time.perf_counter()
     cur = replace(start or cap.start(), **pinned)
@@ -271,7 +318,7 @@ def fit(cap: Capture, profile: str, policies: tuple[str, ...] = (),
 
     def ev(u: Unknowns) -> Grade:
         if u not in cache:
-            cache[u] = cap.replay(profile, policies, u)
+            cache[u] = cap.replay(profile, policies, u, full=False)
         return cache[u][0]
 
     sweeps: dict[str, dict[Any, float]] = {}
@@ -294,7 +341,8 @@ def fit(cap: Capture, profile: str, policies: tuple[str, ...] = (),
                 progress(f"{profile}: {name} -> {cur.show(name)} ({ev(cur).total:.3f})")
         if cur == before:
             break
-    g, rp = cache[cur]
+    cap.until_ns = whole
+    g, rp = cap.replay(profile, policies, cur)
     out = [_fitted(n, cur, sweeps.get(n, {}), n in pinned) for n in ORDER]
     return FitResult(profile, tuple(policies), cur, g, out, len(cache), time.perf_counter() - t0, rp)
 
