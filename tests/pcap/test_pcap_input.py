@@ -109,3 +109,22 @@ def test_a_round_trip_too_short_to_place_the_capture_says_so(tmp_path):
     imp = load(write_pcap(tmp_path / "c.pcap", [(t, frame(s, m, 1)) for t, s, m in segs]))
     s = imp.meta["summary"]
     assert s["capture_at"] == "receiver" and s["capture_at_basis"].startswith("place undetermined")
+
+
+@pytest.mark.parametrize("link", [dpkt.pcap.DLT_EN10MB, dpkt.pcap.DLT_RAW])
+def test_the_fast_decoder_reads_every_frame_as_dpkt_does(tmp_path, link):
+    from collections import Counter
+    from pcap_frames import syn_opts
+    from tcpsim.pcap.read import FAST_OFFSET, decode, fast_decode
+    sack = struct.pack(">BBIIII", 5, 18, 10, 20, 30, 40)
+    extra = [(3.0, frame(tcp(RCV[1], SND[1], ISN_R + 1, ISN_S + 9, A, 300, opts=b"\x01\x01" + sack),
+                         True, link)),
+             (3.1, frame(tcp(SND[1], RCV[1], ISN_S, 0, S, 1000, opts=syn_opts(1400, 14)), False, link))]
+    path = capture(tmp_path / "c.pcap", linktype=link, extra=extra)
+    frames = list(dpkt.pcap.Reader(path.open("rb")))
+    assert len(frames) == 18
+    for ts, buf in frames:
+        t = int(ts * 1e9)
+        fast = fast_decode(t, buf, FAST_OFFSET[link])
+        assert fast is not None
+        assert fast == decode(t, buf, link, "x", 1, 65535, Counter())
