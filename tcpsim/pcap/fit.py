@@ -39,6 +39,7 @@ from tcpsim.validate.trace import TraceView, view
 
 DETERMINED = 0.01          # grade margin between a fitted value and the next best
 CONSISTENT = 0.02          # a profile within this of the best fits the capture as well
+FITS = 0.6                 # a best grade below this: no kernel fits, the ranking decides nothing
 RULED_OUT = 0.05           # ... more than this below the best: ruled out
 WRITE_LEAD_NS = 1_000      # see tcpsim.pcap.replay.WRITE_LEAD_NS
 
@@ -129,6 +130,11 @@ class Capture:
         self.columns = columns(self.imp.rows)
         self.k: TraceView = view(self.columns, self._meta(self.imp.scenario))
         self.inferred_reader = self.imp.scenario["reader"]
+
+    def segment_time(self, n: int) -> int:
+        """The time (trace axis) of the capture's n-th segment, or past its end."""
+        t = [r["t_ns"] for r in self.imp.rows if r["event"] == "tx"]
+        return t[n - 1] if len(t) >= n else (t[-1] + 1 if t else 0)
 
     def _meta(self, doc: dict[str, Any]) -> dict[str, Any]:
         meta = dict(self.imp.meta)
@@ -288,6 +294,7 @@ def refine_reader(spec: str) -> list[str]:
 
 
 FIT_WINDOW_S = 2.0         # the search replays at most this much of a capture (see fit())
+FIT_MAX_SEGMENTS = 40_000  # ... and at most this many of its segments
 
 
 def fit(cap: Capture, profile: str, policies: tuple[str, ...] = (),
@@ -297,10 +304,11 @@ def fit(cap: Capture, profile: str, policies: tuple[str, ...] = (),
     """Coordinate search of the unknowns for one profile (see the module docstring). The
     candidates are replayed over the capture's first `window_s` seconds (None: all of it):
     the unknowns act from the first window on, and a long or fast capture's search then
-    costs a bounded number of seconds; the best is replayed over the whole capture."""
+    costs a bounded number of seconds (at most FIT_MAX_SEGMENTS segments: 0.5 s of a 1 Gbit/s
+    transfer); the best is replayed over the whole capture."""
     whole = cap.until_ns
     if window_s is not None:
-        w = int(window_s * 1e9)
+        w = min(int(window_s * 1e9), cap.segment_time(FIT_MAX_SEGMENTS))
         cap.until_ns = w if whole is None else min(whole, w)
     try:
         return _fit(cap, profile, policies, pinned, passes, start, order, progress, whole)
@@ -313,7 +321,7 @@ def _fit(cap: Capture, profile: str, policies: tuple[str, ...], pinned: dict[str
          progress: Callable[[str], None] | None, whole: int | None) -> FitResult:
     pinned = dict(pinned or {})
     t0 = time.perf_counter()
-    cur = replace(start or cap.start(), **pinned)
+    cur = for_profile(replace(start or cap.start(), **pinned), profile)
     cache: dict[Unknowns, tuple[Grade, ReplayResult]] = {}
 
     def ev(u: Unknowns) -> Grade:
@@ -347,6 +355,16 @@ def _fit(cap: Capture, profile: str, policies: tuple[str, ...], pinned: dict[str
     return FitResult(profile, tuple(policies), cur, g, out, len(cache), time.perf_counter() - t0, rp)
 
 
+def for_profile(u: Unknowns, profile: str) -> Unknowns:
+    """`u` made valid on `profile`: tcp_shrink_window off where the profile has no such sysctl
+    (before 6.5 and 6.1.59; the shrink-window patch is the way to ask for it there)."""
+    if u.shrink:
+        from tcpsim.catalog import get_profile
+        if "tcp_shrink_window" not in get_profile(profile).known_sysctls():
+            return replace(u, shrink=0)
+    return u
+
+
 def _fitted(name: str, cur: Unknowns, grades: dict[Any, float], pinned: bool) -> Fitted:
     value = cur.show(name)
     if pinned:
@@ -370,11 +388,12 @@ class Ranking:
     fits: list[FitResult]
     verdicts: dict[str, str] = field(default_factory=dict)
     tells_apart: bool = True
+    fits_well: bool = True          # the best grade reaches FITS
 
     def as_dict(self) -> dict[str, Any]:
-        return {"tells_apart": self.tells_apart,
+        return {"tells_apart": self.tells_apart, "fits_well": self.fits_well,
                 "thresholds": {"consistent": CONSISTENT, "ruled_out": RULED_OUT,
-                               "determined": DETERMINED},
+                               "determined": DETERMINED, "fits": FITS},
                 "profiles": [{**f.as_dict(), "verdict": self.verdicts[f.label]} for f in self.fits]}
 
 
@@ -400,10 +419,13 @@ def rank(cap: Capture, variants: list[tuple[str, tuple[str, ...]]],
     fits.sort(key=lambda f: -f.grade.total)
     best = fits[0].grade.total
     worst = fits[-1].grade.total
-    r = Ranking(fits, tells_apart=best - worst >= CONSISTENT)
+    r = Ranking(fits, tells_apart=best - worst >= CONSISTENT and best >= FITS,
+                fits_well=best >= FITS)
     for f in fits:
         gap = best - f.grade.total
-        if not r.tells_apart or gap < CONSISTENT:
+        if not r.fits_well:
+            r.verdicts[f.label] = "undecided"
+        elif not r.tells_apart or gap < CONSISTENT:
             r.verdicts[f.label] = "consistent"
         elif gap > RULED_OUT:
             r.verdicts[f.label] = "ruled out"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tcpsim.pcap.fit import CONSISTENT, DETERMINED, RULED_OUT, UNKNOWN_NAMES, FitResult, Ranking
+from tcpsim.pcap.fit import CONSISTENT, DETERMINED, FITS, RULED_OUT, UNKNOWN_NAMES, FitResult, Ranking
 from tcpsim.pcap.grade import WEIGHTS, Grade
 
 UNKNOWN = "—"
@@ -95,7 +95,11 @@ def rank_text(capture: Path, r: Ranking, fitted: bool) -> str:
                      f"{g.window_updates[0]:>5}/{g.window_updates[1]:<6} {r.verdicts[f.label]}")
     ok = [f.label for f in r.fits if r.verdicts[f.label] == "consistent"]
     out = [f.label for f in r.fits if r.verdicts[f.label] == "ruled out"]
-    if not r.tells_apart:
+    if not r.fits_well:
+        lines.append(f"  no kernel fits this capture well (best grade {r.fits[0].grade.total:.3f} < "
+                     f"{FITS}): the order above is not evidence for or against any kernel; see "
+                     "the best fit's unknowns and docs/pcap.md (\"When nothing fits\")")
+    elif not r.tells_apart:
         lines.append(f"  the capture does not tell these kernels apart: every grade is within "
                      f"{CONSISTENT} of the best")
     else:

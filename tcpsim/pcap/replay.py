@@ -90,10 +90,15 @@ def fit_capture(path: str | Path, profile: str = "linux-6.18", policies: tuple[s
     without patches), then replay the fitted workload under `profile` + `policies` and score
     it. Returns (FitResult, the target's Grade, its Validation)."""
     from dataclasses import replace as _replace
-    from tcpsim.pcap.fit import Capture, fit
+    from tcpsim.pcap.fit import Capture, fit, for_profile
     cap = Capture(path, sysctl=sysctl, until_s=until_s, engine=engine, **import_opts)
     f = fit(cap, fit_profile or profile, () if fit_profile is None else (), pins, progress=progress)
-    g, rp = cap.replay(profile, policies, f.best)
-    k = _replace(cap.k, meta=cap._meta(cap.doc(f.best)))
+    target = for_profile(f.best, profile)
+    g, rp = cap.replay(profile, policies, target)
+    if target != f.best:
+        rp.plan.notes.append(f"tcp_shrink_window={f.best.shrink} fitted, but {profile} has no "
+                             "such sysctl: replayed without it (--policy shrink-window is the "
+                             "patch)")
+    k = _replace(cap.k, meta=cap._meta(cap.doc(target)))
     v = unknown_unscored(score_replay(Path(path), k.meta, k, rp, thresholds or Thresholds()))
     return f, g, v

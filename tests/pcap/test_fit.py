@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tcpsim.pcap import PcapError
-from tcpsim.pcap.fit import ORDER, Capture, Unknowns, fit, rank
+from tcpsim.pcap.fit import FITS, ORDER, Capture, fit, rank
 from tcpsim.pcap.grade import WEIGHTS, grade
 from tcpsim.validate.trace import Ack
 
@@ -97,8 +97,13 @@ def test_rank_orders_by_grade_with_verdicts():
     r = rank(cap, [("linux-6.1", ()), ("linux-6.18", ())], do_fit=False)
     grades = [f.grade.total for f in r.fits]
     assert grades == sorted(grades, reverse=True)
-    assert set(r.verdicts.values()) <= {"consistent", "less likely", "ruled out"}
-    assert r.verdicts[r.fits[0].label] == "consistent"
+    assert set(r.verdicts.values()) <= {"consistent", "less likely", "ruled out", "undecided"}
+    # a best grade below FITS decides nothing: no kernel is ruled out by a poor fit
+    assert r.fits_well == (grades[0] >= FITS)
+    if not r.fits_well:
+        assert set(r.verdicts.values()) == {"undecided"} and not r.tells_apart
+    else:
+        assert r.verdicts[r.fits[0].label] == "consistent"
 
 
 def test_replay_profiles_json_and_text():
@@ -106,11 +111,19 @@ def test_replay_profiles_json_and_text():
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert [p["profile"] for p in d["profiles"]] and d["thresholds"]["consistent"] > 0
-    assert all(p["verdict"] in ("consistent", "less likely", "ruled out") for p in d["profiles"])
+    assert all(p["verdict"] in ("consistent", "less likely", "ruled out", "undecided")
+               for p in d["profiles"])
     r = tcpsim("replay", str(USER), "--profiles", "linux-6.1,linux-6.18")
     assert r.returncode == 0 and "kernels ranked" in r.stdout and "agreement of the best" in r.stdout
     r = tcpsim("replay", str(USER), "--profiles", "linux-9.9")
     assert r.returncode == 2 and r.stderr.startswith("tcpsim: error: --profiles")
+
+
+def test_a_fit_with_shrink_on_replays_on_a_kernel_without_the_sysctl():
+    r = tcpsim("replay", str(USER), "--fit", "--fit-profile", "linux-6.18", "-p", "linux-6.1",
+               "--reader", "periodic:4096B/10ms", "--sysctl", "net.ipv4.tcp_shrink_window=1")
+    # pinned by the sysctl on the fit profile; linux-6.1 has no such sysctl: one error line
+    assert r.returncode == 2 and "tcp_shrink_window" in r.stderr
 
 
 def test_replay_fit_then_another_kernel_reads_as_an_answer():
