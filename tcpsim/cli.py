@@ -1082,7 +1082,12 @@ def _fit_pins(opts: dict, hz: Optional[int], device: Optional[str], timing: Opti
         pins["hz"] = hz
     if device is not None:
         if device not in DEVICES:
-            raise ScenarioError(f"--device {device}: expected one of {', '.join(DEVICES)}")
+            from tcpsim.core.devices import device as parse_device
+            try:
+                parse_device(device)
+            except ValueError as exc:
+                raise ScenarioError(f"--device {device}: {exc} (a preset: {', '.join(DEVICES)}, "
+                                    "or a spec such as sender:head=384,shared=on)") from None
         pins["device"] = device
     if timing is not None:
         if timing not in timing_choices():
