@@ -52,7 +52,7 @@ DEVICES = ("veth-direct", "loopback", "veth", "nic-2k", "nic-4k", "tun",
            *(f"sender:head={h},shared=on" for h in HEADS))
 HZS = (0, 100, 250, 300, 1000)       # 0: tcpsim's default clock (1 ms jiffies, exact timers)
 TIMINGS = ("exact", "dev-vm-quiet", "dev-vm-loaded")
-RMEM1 = (0, 87380, 131072, 262144)    # tcp_rmem[1]; 0: the profile's default
+RMEM1 = (0, 65536, 87380, 262144)     # tcp_rmem[1]; 0: the profile's default (131072)
 ORDER = ("reader", "phase_us", "device", "hz", "timing", "rmem1", "shrink")
 UNKNOWN_NAMES = {"reader": "reader", "device": "ingress device", "hz": "CONFIG_HZ",
                  "timing": "application timing", "rmem1": "tcp_rmem[1]",
