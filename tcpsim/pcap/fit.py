@@ -197,10 +197,10 @@ class Capture:
         """Bytes per ms the reader took: the inferred periodic rate, else the goodput."""
         r = self.inferred_reader
         if r.get("kind") == "periodic":
-            from tcpsim.scenario import parse_duration
-            return r["bytes"] * 1e6 / parse_duration(r["every"], "reader.every")
+            from tcpsim.units import parse_duration
+            return float(r["bytes"]) * 1e6 / parse_duration(r["every"], "reader.every")
         s = self.imp.meta["summary"]
-        return max(1.0, s["bytes"] / max(1e-3, s["duration_s"] * 1000))
+        return max(1.0, float(s["bytes"]) / max(1e-3, float(s["duration_s"]) * 1000))
 
     def reader_candidates(self) -> list[str]:
         rate = self.read_rate()
@@ -218,7 +218,7 @@ class Capture:
         kind = r.get("kind")
         spec = {"fast": "blocking", "never": "never"}.get(kind, "")
         if kind == "periodic":
-            from tcpsim.scenario import parse_duration
+            from tcpsim.units import parse_duration
             ns = parse_duration(r["every"], "reader.every")
             spec = f"periodic:{r['bytes']}B/{ns}ns"
         return Unknowns(reader=spec or "blocking")
@@ -237,11 +237,11 @@ class TxRecorder(MemoryRecorder):
         import pyarrow.compute as pc
         self.tables.append(table.filter(pc.equal(table.column("event"), "tx")))
 
-    def columns(self) -> dict[str, list]:
+    def columns(self) -> dict[str, list[Any]]:
         import pyarrow as pa
         if not self.tables:
             return super().columns()
-        cols = pa.concat_tables(self.tables).to_pydict()
+        cols: dict[str, list[Any]] = pa.concat_tables(self.tables).to_pydict()
         if self.rows:                          # rows recorded one by one (Python engine)
             extra = super().columns()
             cols = {k: v + extra[k] for k, v in cols.items()}
@@ -285,7 +285,7 @@ def reader_period_us(spec: str) -> int:
     """A periodic reader's period in us (0 for others)."""
     if not spec.startswith("periodic:"):
         return 0
-    from tcpsim.scenario import parse_duration
+    from tcpsim.units import parse_duration
     return parse_duration(spec.partition("/")[2], "--reader every") // 1000
 
 

@@ -22,7 +22,7 @@ def pct(x: float | None) -> str:
 def grade_line(g: Grade) -> str:
     return (f"grade {g.total:.3f}: windows within a scale unit {pct(g.within_unit_fraction)} "
             f"(exact {pct(g.exact_fraction)}), window series "
-            f"{UNKNOWN if g.series_distance is None else f'{100 * g.series_distance:.0f} % off'}, "
+            f"{UNKNOWN if g.series_distance is None else f'{100 * g.series_distance:.0f} % of the largest window off'}, "
             f"ACKs {g.kernel_acks} captured / {g.model_acks} model, zero windows "
             f"{g.zero_windows[0]} / {g.zero_windows[1]}, window updates {g.window_updates[0]} / "
             f"{g.window_updates[1]}")

@@ -8,10 +8,10 @@ shows, each term in 0..1:
 | term | weight | what |
 |---|---|---|
 | `windows` | 0.35 | kernel ACKs whose window the model matched within one window-scale unit (validate's pairing: same ack_seq, else the nearest) |
-| `series` | 0.20 | 1 - the normalised mean absolute difference of the advertised window over time (GRID samples from the first data segment to the end; 0 when it is 100 % off or more) |
+| `series` | 0.20 | 1 - the mean absolute difference of the advertised window over time (GRID samples from the first data segment to the end) over the largest window the kernel offered |
 | `ack_count` | 0.15 | min / max of the two ACK counts |
 | `ack_timing` | 0.10 | kernel ACKs whose paired model ACK came within ACK_TIME_NS of it |
-| `zero_windows` | 0.10 | similarity of the counts of zero-window ACKs, 1 - abs(m - k) / max(m, k) (1 when both 0) |
+| `zero_windows` | 0.10 | similarity of the counts of zero-window ACKs (a window of at most one scale unit), 1 - abs(m - k) / max(m, k) (1 when both 0) |
 | `window_updates` | 0.10 | the same for window updates (same ACK, another window) |
 
 The weights put the windows first (what the receive path decides), the events next (what a
@@ -63,12 +63,15 @@ class Grade:
         return d
 
 
-def events(acks: list[Ack]) -> tuple[int, int]:
-    """(zero-window ACKs, window updates) of a receiver's ACK list, by Wireshark's rules."""
+def events(acks: list[Ack], unit: int = 0) -> tuple[int, int]:
+    """(zero-window ACKs, window updates) of a receiver's ACK list, by Wireshark's rules; a
+    window of at most `unit` bytes counts as closed (the windows are scored within one scale
+    unit: a model whose right edge ends a few bytes past the kernel's offers one unit where
+    the kernel offered 0 -- tcp_select_window() never shrinks, it rounds the rest up)."""
     zero = upd = 0
     prev: Ack | None = None
     for a in acks:
-        if a.win == 0:
+        if a.win <= unit:
             zero += 1
         if prev is not None and prev.ack_seq == a.ack_seq and prev.win != a.win:
             upd += 1
@@ -76,27 +79,42 @@ def events(acks: list[Ack]) -> tuple[int, int]:
     return zero, upd
 
 
+def scale_unit(acks: list[Ack]) -> int:
+    """The window-scale unit of a receiver's ACKs (win / win_raw), 0 when unknown."""
+    for a in acks:
+        if a.win_raw > 0 and a.win % a.win_raw == 0:
+            return a.win // a.win_raw
+    return 0
+
+
 def similarity(k: int, m: int) -> float:
     return 1.0 if k == m else 1.0 - abs(k - m) / max(k, m)
 
 
 def window_distance(k: list[Ack], m: list[Ack], t0: int, t1: int, n: int = GRID) -> float | None:
-    """Normalised mean absolute difference of the advertised window (a step function of the
-    ACKs) on an n-point grid over [t0, t1]; None when the kernel window is 0 throughout."""
+    """Mean absolute difference of the advertised window (a step function of the ACKs) on an
+    n-point grid over [t0, t1], over the largest window the kernel offered: 0 = the same
+    series, 1 = a whole window apart on average. (Normalised by the range, not by the
+    kernel's mean: a receiver that sits at a zero window most of the time has a mean near 0,
+    and one scale unit of difference would read as "100 % off".) None when the kernel never
+    opened its window."""
     if t1 <= t0 or not k or not m:
         return None
+    top = max(a.win for a in k)
+    if top <= 0:
+        return None
     kt, mt = [a.t_ns for a in k], [a.t_ns for a in m]
-    num = den = 0
+    num = cnt = 0
     for i in range(n):
         t = t0 + (t1 - t0) * i // (n - 1)
         ki, mi = bisect.bisect_right(kt, t) - 1, bisect.bisect_right(mt, t) - 1
         if ki < 0 or mi < 0:
             continue
         num += abs(m[mi].win - k[ki].win)
-        den += k[ki].win
-    if den == 0:
+        cnt += 1
+    if cnt == 0:
         return None
-    return num / den
+    return num / (cnt * top)
 
 
 def ack_timing(k: list[Ack], m: list[Ack]) -> float:
@@ -123,8 +141,9 @@ def grade(k: TraceView, m: TraceView, end_ns: int) -> Grade:
     kacks = [a for a in k.acks if a.t_ns <= end_ns]
     macks = [a for a in m.acks if a.t_ns <= end_ns]
     s = match_acks(k, m, end_ns)
-    kz, ku = events(kacks)
-    mz, mu = events(macks)
+    unit = scale_unit(kacks)
+    kz, ku = events(kacks, unit)
+    mz, mu = events(macks, unit)
     t0 = k.data_t[0] if k.data_t else 0
     dist = window_distance(kacks, macks, t0, end_ns)
     terms = {
