@@ -72,10 +72,12 @@ def read_capture(path: str | Path) -> Capture:
         dirs: dict = {}
         n = 0
         fast = FAST_OFFSET.get(linktype)
-        records = iter(reader)
+        classic = isinstance(reader, dpkt.pcap.Reader) and f.seekable()
+        records: Any = _classic_records(f, where) if classic else (
+            (_ns(ts), buf) for ts, buf in reader)
         while True:
             try:
-                ts, buf = next(records)
+                t_ns, buf = next(records)
             except StopIteration:
                 break
             except (dpkt.UnpackError, ValueError, OverflowError):
@@ -84,9 +86,9 @@ def read_capture(path: str | Path) -> Capture:
             try:
                 seg = None
                 if fast is not None:
-                    seg = fast_decode(_ns(ts), buf, fast)
+                    seg = fast_decode(t_ns, buf, fast)
                 if seg is None:
-                    seg = decode(_ns(ts), buf, linktype, where, n, reader.snaplen, other, dirs)
+                    seg = decode(t_ns, buf, linktype, where, n, reader.snaplen, other, dirs)
             except PcapError:
                 # a packet cut short by the end of the file is that, not a small snaplen
                 if isinstance(reader, dpkt.pcap.Reader) and f.seekable():
@@ -94,7 +96,7 @@ def read_capture(path: str | Path) -> Capture:
                 raise
             if seg is not None:
                 segs.append(seg)
-        if isinstance(reader, dpkt.pcap.Reader):
+        if isinstance(reader, dpkt.pcap.Reader) and not classic:
             _check_last_record(f, p, n, where)
     cut = other.pop(OPTIONS_CUT, 0)
     if not segs:
@@ -182,6 +184,32 @@ def _open_file(p: Path) -> Any:
                                 "gunzip -c FILE > dump.pcap to see what is left, or copy it again"
                                 ) from None
     return p.open("rb")
+
+
+_MAGIC = {b"\xd4\xc3\xb2\xa1": ("<", 1000), b"\x4d\x3c\xb2\xa1": ("<", 1),
+          b"\xa1\xb2\xc3\xd4": (">", 1000), b"\xa1\xb2\x3c\x4d": (">", 1)}
+
+
+def _classic_records(f: BinaryIO, where: str) -> Any:
+    """(t_ns, frame) of a classic pcap file, read with struct from its record headers (dpkt's
+    reader builds an object per record, and returns a record cut short by the end of the file
+    silently): a record whose header or data the file cuts is reported as that."""
+    f.seek(0)
+    endian, unit = _MAGIC.get(f.read(24)[:4], ("<", 1000))
+    rec = struct.Struct(endian + "IIII")
+    n = 0
+    while True:
+        hdr = f.read(16)
+        if not hdr:
+            return
+        if len(hdr) < 16:
+            _truncated(where, n)
+        sec, frac, caplen, _ = rec.unpack(hdr)
+        buf = f.read(caplen)
+        if len(buf) < caplen:
+            _truncated(where, n)
+        n += 1
+        yield sec * 1_000_000_000 + frac * unit, buf
 
 
 def _open(f: BinaryIO, where: str) -> Any:

@@ -22,6 +22,7 @@ workload is built (tcpsim.pcap.workload).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from tcpsim.importers import Row, blank
@@ -291,6 +292,7 @@ def _seen_at(s: WireSegment, from_rcv: bool, at_sender: bool, delay_ab: int, del
     return s.t_ns - delay_ba if from_rcv else s.t_ns + delay_ab
 
 
+@lru_cache(maxsize=256)
 def _flags(bits: int) -> str:
     from tcpsim.capture.wire import flags_str
     return flags_str(bits) or "."
