@@ -152,3 +152,26 @@ def test_super_segments_and_a_cut_syn_are_one_error_line_on_the_command(tmp_path
                str(tmp_path / "c.parquet"))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert "tcpdump -s 0" in r.stderr
+
+
+def test_a_scale_7_capture_replays_at_scale_7_on_every_profile():
+    """6.17+ default tcp_rmem[2] to 32 MiB (window scale 10): the import sets the value that
+    gives the captured scale, so linux-6.18 rounds windows to 128 B as the kernel did -- and
+    its first four ACKs of the issue's capture match the kernel's to the byte."""
+    cap = Capture(USER)
+    assert cap.imp.scenario["sysctl"]["net.ipv4.tcp_rmem"][2] == 6291456
+    from tcpsim.pcap.fit import Unknowns
+    from tcpsim.validate.trace import view
+    _, rp = cap.replay("linux-6.18", (), Unknowns(reader="periodic:4096B/10ms", device="veth"))
+    m = view(rp.columns, {"source": "tcpsim"}).shifted(-rp.plan.shift_ns)
+    assert [a.win for a in m.acks[:4]] == [a.win for a in cap.k.acks[:4]] == [68096, 71040,
+                                                                             73856, 76800]
+
+
+def test_the_never_reading_capture_ranks_6_14_and_later_first_window_for_window():
+    cap = Capture(PCAPS / "veth-never.pcap.gz")
+    r = rank(cap, [("linux-6.1", ()), ("linux-6.6", ()), ("linux-6.18", ())])
+    best = r.fits[0]
+    assert best.profile == "linux-6.18" and r.fits_well and r.tells_apart
+    assert best.grade.within_unit_fraction >= 0.8
+    assert r.verdicts["linux-6.1"] == r.verdicts["linux-6.6"] == "ruled out"
