@@ -94,7 +94,7 @@ def load_connection(cap: Capture, conn: Connection, wscale: str | None = None,
                    hs, trace_rows, (ab, ba), end, app)
     # what the wire cannot tell stays unknown in the report (None: shown as "—")
     unknown = dict.fromkeys(("peak_sk_rmem_alloc", "peak_sk_rcvbuf", "peak_recv_q",
-                             "final_sk_rmem_alloc"))
+                             "final_sk_rmem_alloc", "bytes_read"))
     if rcvbuf is not None:
         doc["receiver"]["so_rcvbuf"] = rcvbuf
         notes.append(f"receiver SO_RCVBUF {rcvbuf} from --rcvbuf")

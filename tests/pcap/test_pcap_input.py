@@ -128,3 +128,18 @@ def test_the_fast_decoder_reads_every_frame_as_dpkt_does(tmp_path, link):
         fast = fast_decode(t, buf, FAST_OFFSET[link])
         assert fast is not None
         assert fast == decode(t, buf, link, "x", 1, 65535, Counter())
+
+
+def test_a_reports_headline_for_a_capture_says_unknown_not_zero(tmp_path):
+    """The issue's "skmem_r peaked at 0 B ... goodput 0 bit/s" for a capture that moved 3 MB."""
+    from tcpsim.importers import write
+    from tcpsim.report.story import headline
+    from tcpsim.report.summary import summarize
+    from tcpsim.report.trace import load_trace
+    imp = load(capture(tmp_path / "c.pcap"))
+    path = write(imp.rows, imp.meta, tmp_path / "c.parquet")
+    tr, meta = load_trace(path)
+    s = summarize(tr, meta)
+    assert s["peak_sk_rmem_alloc"] is None and s["goodput_bps"] is None and s["bytes_read"] is None
+    line = " · ".join(headline(s))
+    assert "skmem_r — (not on the wire)" in line and "goodput —" in line and " 0 B" not in line
