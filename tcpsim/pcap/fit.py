@@ -32,6 +32,7 @@ from typing import Any, Callable
 from tcpsim.importers.pcap import Imported, load
 from tcpsim.pcap import PcapError
 from tcpsim.pcap.grade import Grade, grade
+from tcpsim.pcap.replay import WRITE_LEAD_NS, columns
 from tcpsim.pcap.workload import parse_reader
 from tcpsim.validate.replay import ReplayError, ReplayResult, plan, run_plan
 from tcpsim.trace.recorder import MemoryRecorder
@@ -41,7 +42,6 @@ DETERMINED = 0.01          # grade margin between a fitted value and the next be
 CONSISTENT = 0.02          # a profile within this of the best fits the capture as well
 FITS = 0.6                 # a best grade below this: no kernel fits, the ranking decides nothing
 RULED_OUT = 0.05           # ... more than this below the best: ruled out
-WRITE_LEAD_NS = 1_000      # see tcpsim.pcap.replay.WRITE_LEAD_NS
 
 PERIODS_MS = (1, 2, 5, 10, 20, 50, 100)
 # the ingress device's skb layout: the presets, then the sender strategy (veth, loopback)
@@ -131,7 +131,6 @@ class Capture:
         self.sysctl = dict(sysctl or {})
         self.until_ns = None if until_s is None else int(until_s * 1e9)
         self.engine = engine
-        from tcpsim.pcap.replay import columns
         self.columns = columns(self.imp.rows)
         self.k: TraceView = view(self.columns, self._meta(self.imp.scenario))
         self.inferred_reader = self.imp.scenario["reader"]
