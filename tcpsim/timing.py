@@ -19,7 +19,7 @@ loaded and a quiet host (docs/app-latency.md), so a user measures their own:
 * `fit`: the same sequences from the application logs of `tcpsim capture` runs kept with
   their raw folders (`<side>_events.csv`), one sequence per run.
 
-The preset is a file in the shipped presets' format (app_latency_blocks-NAME.json.gz) in the
+The preset is a file app_latency_blocks-NAME.json.gz (the document scripts/app_latency_blocks.py --json writes, read by app_latency.load_blocks like a shipped preset) in the
 user's timing folder (TCPSIM_TIMING_DIR, default ~/.local/share/tcpsim/timing), found by
 tcpsim.app_latency.user_hosts() at start-up. What it cannot know: the production host's load
 at the time that mattered -- it measures this machine, now, under whatever else runs.
@@ -168,7 +168,7 @@ def _describe(values: list[int]) -> dict[str, Any]:
 def write_preset(name: str, seqs: dict[str, list[int]], captures: list[dict[str, Any]],
                  method: str, folder: Path | None = None,
                  more: dict[str, list[list[int]]] | None = None) -> Path:
-    """The preset file in the shipped format (tcpsim.app_latency.load_blocks)."""
+    """The preset file in the JSON format load_blocks reads (tcpsim.app_latency.load_blocks)."""
     from tcpsim.capture.wakeups import burstiness
     sequences: dict[str, list[list[int]]] = {k: [] for k in seqs}
     for k, v in seqs.items():

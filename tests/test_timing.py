@@ -28,10 +28,10 @@ def test_measure_writes_a_preset_in_the_shipped_format_that_runs_use(tmp_path):
     s = json.loads(r.stdout)
     assert s["periodic_reader"]["wakeups"] >= timing.MIN_WAKEUPS
     doc = json.loads(gzip.decompress((tmp_path / "app_latency_blocks-mine.json.gz").read_bytes()))
-    shipped = json.loads(gzip.decompress(
-        (Path(app_latency.__file__).parent / "data" / app_latency.HOSTS["dev-vm-quiet"].file)
-        .read_bytes()))
-    assert set(shipped) <= set(doc) and set(doc["sequences"]) == set(shipped["sequences"])
+    # the document scripts/app_latency_blocks.py --json writes, which load_blocks() reads
+    assert {"about", "machine", "made", "method", "unit_ns", "block_wakeups", "captures",
+            "sequences"} <= set(doc)
+    assert set(doc["sequences"]) == {"periodic_writer", "periodic_reader"}
     assert "blocking_reader" in doc["captures"][0]
     r = tcpsim(tmp_path, "timing", "list")
     assert "mine" in r.stdout and "(yours)" in r.stdout
