@@ -210,8 +210,16 @@ def test_compare_labels_table_figures_report(tmp_path):
     assert list(c.runs) == ["linux-6.1", "linux-6.1 + shrink-window"]
     assert c.runs["linux-6.1 + shrink-window"].profile == "linux-6.1+shrink-window"
     df = c.table.to_pandas()
-    assert list(df.columns) == ["section", "metric", "linux-6.1", "linux-6.1 + shrink-window"]
+    assert list(df.columns) == ["section", "metric", "label", "unit", "linux-6.1",
+                                "linux-6.1 + shrink-window"]
     assert "peak_sk_rcvbuf" in set(df["metric"])
+    # numbers as numbers: the table's values are the runs' summaries, typed
+    assert str(c.table.schema.field("linux-6.1").type) in ("int64", "double")
+    peak = df.set_index("metric").loc["peak_sk_rcvbuf", "linux-6.1"]
+    assert peak == c.runs["linux-6.1"].summary["peak_sk_rcvbuf"]
+    assert c.text["profile"] == {"linux-6.1": "linux-6.1",
+                                 "linux-6.1 + shrink-window": "linux-6.1+shrink-window"}
+    assert "peak limit (skmem_rb)" in repr(c) and "<table>" in c._repr_html_()
     fig = c.figure("memory")
     assert {t.legendgroup for t in fig.data} >= {"linux-6.1", "linux-6.1 + shrink-window"} or \
         any("linux-6.1 + shrink-window" in (t.name or "") for t in fig.data)
@@ -240,6 +248,27 @@ def test_sweep_rows_match_single_runs():
     assert rows[1]["peak_sk_rmem_alloc"] == single.summary["peak_sk_rmem_alloc"]
     assert rows[1]["counter.TcpExtTCPRcvCoalesce"] == single.counters["TcpExtTCPRcvCoalesce"]
     assert all(r["error"] == "" for r in rows)
+
+
+def test_compare_and_sweep_take_the_options_run_takes():
+    exact = tcpsim.run(NAME, profile="linux-6.1", duration="200ms", timing="exact", trace=False)
+    c = tcpsim.compare(NAME, ["linux-6.1", "linux-6.18"], duration="200ms", timing="exact")
+    assert c.runs["linux-6.1"].summary == {**exact.summary, "wall_s": c.runs["linux-6.1"].summary["wall_s"]}
+    t = tcpsim.sweep(NAME, {"profile": ["linux-6.1"]}, duration="200ms", timing="exact", jobs=1)
+    assert t.column("peak_sk_rmem_alloc").to_pylist() == [exact.summary["peak_sk_rmem_alloc"]]
+    with pytest.raises(ValueError, match="^timing"):
+        tcpsim.compare(NAME, ["linux-6.1", "linux-6.18"], duration="10ms", timing="warp")
+    with pytest.raises(ValueError, match="^timing"):
+        tcpsim.sweep(NAME, {"profile": ["linux-6.1"]}, duration="10ms", timing="warp", jobs=1)
+
+
+def test_a_sweep_prints_as_a_table():
+    t = tcpsim.sweep(NAME, {"profile": ["linux-6.1", "linux-6.18"]}, duration="50ms", jobs=1)
+    text = repr(t)
+    assert "2 points" in text and "peak_sk_rcvbuf" in text and "pyarrow.Table" not in text
+    assert text.splitlines()[2].split()[1] == "linux-6.1"
+    assert "<table" in t._repr_html_() and t.num_rows == len(t) == 2
+    assert isinstance(t.arrow, pa.Table) and t.to_pandas().shape[0] == 2
 
 
 def test_sweep_of_a_dict_scenario():
