@@ -392,7 +392,11 @@ def conditions_html(conditions: dict[str, dict[str, Any]]) -> str:
             parts.append(f"HZ {c['hz']}")
         for k, v in (c.get("sysctl") or {}).items():
             parts.append(f"<code>{html.escape(k)}={html.escape(' '.join(map(str, v)) if isinstance(v, list) else str(v))}</code>")
-        items.append(f"<li><b>{html.escape(label)}</b>: {'; '.join(parts)}</li>")
+        items.append(f'<li data-label="{html.escape(label)}" data-profile="{html.escape(c["profile"])}" '
+                     f'data-patches="{html.escape(",".join(c["patches"]))}" '
+                     f'data-timing="{html.escape(c["timing_host"])}" '
+                     f'data-duration="{c["duration_s"]}" data-seed="{c["seed"]}">'
+                     f"<b>{html.escape(label)}</b>: {'; '.join(parts)}</li>")
     scen = next(iter(conditions.values()))["scenario"]
     return (f'<div class="tcpsim-conditions"><p>Conditions of the runs below (scenario '
             f'<code>{html.escape(scen)}</code>):</p><ul>{"".join(items)}</ul></div>')

@@ -449,8 +449,9 @@ def window_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> 
             _add(fig, line(s, label, style.SERIES_COLORS[key], dash, key, first,
                            max_points, end_s=run.end_s), runs, i)
         zw = extract.zero_windows(tr)
-        _add(fig, marks_scatter(zw, mark_label("zero window"), group="zero window",
-                                showlegend=first or len(runs) == 1), runs, i)
+        if len(zw) or len(runs) == 1:          # each run's count under its own name
+            _add(fig, marks_scatter(zw, _name(runs, run, mark_label("zero window")),
+                                    group=f"zero window {i}"), runs, i)
     return apply_binary_ticks(fig)
 
 
@@ -512,7 +513,8 @@ def sender_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> 
         for m in (extract.retransmissions(tr), extract.sender_timers(tr, "rto", "RTO"),
                   extract.sender_timers(tr, "probe", "probe")):
             if len(m):
-                _add(fig, marks_scatter(m, mark_label(m.kind), group=m.kind), runs, i)
+                _add(fig, marks_scatter(m, _name(runs, run, mark_label(m.kind)),
+                                        group=f"{m.kind} {i}"), runs, i)
     return apply_binary_ticks(fig)
 
 

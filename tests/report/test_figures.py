@@ -108,8 +108,9 @@ def test_comparison_draws_one_line_per_run_and_small_multiples(growth_runs) -> N
     assert stock_peak > 4 * shrink_peak            # the story: growth without the patch
     win = figures.window_figure(runs)
     assert {t.xaxis for t in win.data} == {"x", "x2"}     # one row per run
-    zw = [t for t in win.data if (t.name or "").startswith("zero-window segments")]
-    assert len(zw[0].x) == 0 and len(zw[1].x) > 0        # zero windows only with the patch
+    zw = [t for t in win.data if "zero-window segments" in (t.name or "")]
+    assert len(zw) == 1 and zw[0].name.startswith("shrink: zero-window segments (")  # patch only
+    assert len(zw[0].x) > 0 and zw[0].xaxis == "x2"
 
 
 def test_long_trace_is_downsampled_but_keeps_extremes_and_marks(make_trace) -> None:
