@@ -522,10 +522,57 @@ def profile_pages() -> dict[str, str]:
             continue
         name, rest = m.group(1), part.split("\n", 1)[1] if "\n" in part else ""
         rest = rest.split("\n## Patches", 1)[0]
+        rest = re.sub(r"\]\((?!https?:|\.\./|#)([\w-]+\.md)", r"](../\1", rest)   # one folder down
         pages[f"profiles/{name}.md"] = (f"# `{name}`{m.group(2)}\n\nGenerated from the classes in "
                                         f"`models/` (see [all profiles](../profiles.md)).\n"
                                         f"{rest}\n")
     return pages
+
+
+def glossary_page() -> str:
+    """One name per quantity: every summary field (the name `tcpsim run`, `compare`, the
+    reports and the figures print, and its key in `--json`, `Run.summary` and sweeps), which
+    chart marks count which field, and every trace column -- from tcpsim/report/summary.py,
+    tcpsim/engine/counts.py and tcpsim/trace/schema.py."""
+    import inspect
+
+    from tcpsim.engine import counts
+    from tcpsim.report.summary import MARK_FIELDS, REVERSE_FIELDS, SUMMARY_FIELDS, mark_label
+    from tcpsim.report import style
+    from tcpsim.trace.schema import COLUMNS
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    out = ["# Glossary: one name per quantity", "",
+           "Generated from `tcpsim/report/summary.py`, `tcpsim/engine/counts.py` and "
+           "`tcpsim/trace/schema.py`. The *name* is what `tcpsim run`, `tcpsim compare`, the "
+           "reports, the figures' legends and event strips and these pages print; the *key* "
+           "is the same quantity in `--json`, `Run.summary`, sweep tables and the tables "
+           "under this site's figures.", "",
+           "## Summary fields", "", "| name | key | unit | what it counts |", "|---|---|---|---|"]
+    for f in SUMMARY_FIELDS + REVERSE_FIELDS:
+        out.append(f"| {cell(f.label)} | `{f.key}` | {f.unit} | {cell(f.hint) or '—'} |")
+    out += ["", "## Counts that could mean more than one thing", "",
+            "Each has one name and one definition (`tcpsim/engine/counts.py`):", "",
+            "```text", (inspect.getdoc(counts) or "").split("\n\n", 1)[1].strip(), "```", "",
+            "## What the figures mark", "",
+            "A legend entry or event-strip row reads *name (count)*; where a summary field "
+            "counts the same events, the name is that field's and the count is its value.", "",
+            "| mark | name in figures | summary key |", "|---|---|---|"]
+    for kind in style.MARK_STYLE:
+        if kind in ("queued", "coalesced", "ofo"):
+            continue
+        key = MARK_FIELDS.get(kind)
+        out.append(f"| {kind} | {mark_label(kind)} | {f'`{key}`' if key else '— (trace rows of this event)'} |")
+    out += ["", "Kinds with more than 60 marks are drawn as a density strip (one tick per time "
+            "bin, darker where more events fell) so they never cover a curve.", "",
+            "## Trace columns", "",
+            "One row per event at one socket; kernel field names, so a row can be held against "
+            "`ss -tmi`, bpftrace or `nstat`. -1 (or \"\") means unknown, never zero.", "",
+            "| column | type | meaning |", "|---|---|---|"]
+    out += [f"| `{name}` | {kind} | {cell(meaning)} |" for name, kind, meaning in COLUMNS]
+    return "\n".join(out) + "\n"
 
 
 def cli_page() -> str:
@@ -640,6 +687,7 @@ def on_files(files: Any, config: Any) -> Any:
     for uri, text in profile_pages().items():
         files.append(File.generated(config, uri, content=text))
     files.append(File.generated(config, "cli.md", content=cli_page()))
+    files.append(File.generated(config, "glossary.md", content=glossary_page()))
     files.append(File.generated(config, NOTEBOOK_PAGE, content="# The API in a notebook\n"))
     return files
 

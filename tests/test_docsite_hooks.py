@@ -120,3 +120,17 @@ def test_the_conditions_are_stated_from_the_run():
                                            "hz": None, "sysctl": {}}})
     assert "timing <code>exact</code> (applications on time)" in out and "20 s simulated" in out
     assert "seed 1" in out and "no patch" in out
+
+
+def test_the_glossary_names_every_quantity_once():
+    from tcpsim.report.summary import FIELDS_BY_KEY, MARK_FIELDS, mark_label
+    from tcpsim.trace.schema import COLUMN_NAMES
+    page = docsite.glossary_page()
+    for key, f in FIELDS_BY_KEY.items():
+        assert f"| {f.label} | `{key}` |" in page
+    for kind, key in MARK_FIELDS.items():
+        assert f"| {kind} | {mark_label(kind)} | `{key}` |" in page
+    for col in COLUMN_NAMES:
+        assert f"| `{col}` |" in page
+    labels = [f.label for f in FIELDS_BY_KEY.values()]
+    assert len(labels) == len(set(labels)), "two quantities share a name"

@@ -54,10 +54,11 @@ SUMMARY_FIELDS: tuple[Field, ...] = (
     Field("stalled_s", "time stalled", "s", "total length of the stalls"),
     Field("goodput_bps", "goodput", "bit/s", "bytes read by the application / duration"),
     Field("bytes_read", "delivered to the application", "bytes", "bytes read"),
-    Field("retransmits", "retransmitted segments", "count", ""),
+    Field("retransmits", "retransmitted segments", "count",
+          "TcpRetransSegs of the sender: segments sent again"),
     Field("rto_timeouts", "RTO timeouts (TcpExtTCPTimeouts)", "count",
-          "TcpExtTCPTimeouts: retransmission timeouts with the window open (the first of each "
-          "back-off series; an expiry against a zero window is a probe and not counted)"),
+          "TcpExtTCPTimeouts: expiries of the retransmission timer with the window open (an "
+          "expiry against a zero window acts as a probe and is not counted)"),
     Field("rto_fired", "RTO timer expiries", "count",
           "every expiry of the sender's retransmission timer (trace: timer rto), zero window "
           "or not: the event strip's RTO row"),
