@@ -19,7 +19,7 @@ What the hooks add to docs/:
   The hook runs it through the public API (tcpsim.run / tcpsim.compare), puts the plotly
   figures (plotly.js is served from the site: no network needed), an optional table of
   summary fields and counters, and the command and Python that reproduce it in the page's
-  place. A run or variant may also have `policy`, `sysctl` (a table), `hz`, and `set` (scenario
+  place. A single run may have a `label` (how the page names it; its profile otherwise). A run or variant may also have `policy`, `sysctl` (a table), `hz`, and `set` (scenario
   fields by their dotted names, e.g. `{"receiver.device" = "nic-4k"}`) and `timing` (a host
   preset or "exact", as `--timing`). Above the figures the page states each run's
   conditions (scenario, profile and patches, timing, duration, seed), read from the run
@@ -61,7 +61,7 @@ FIGURE_BLOCK = re.compile(r"<!--\s*tcpsim-figure\s*\n(.*?)-->", re.S)
 PLACEHOLDER = '<div class="tcpsim-placeholder" data-n="{n}"></div>'
 PLOTLY_JS = "assets/javascripts/plotly.min.js"
 SPEC_KEYS = {"scenario", "duration", "figures", "table", "variants", "profile", "policy",
-             "sysctl", "hz", "set", "seed", "timing", "checks"}
+             "sysctl", "hz", "set", "seed", "timing", "checks", "label"}
 VARIANT_KEYS = {"label", "profile", "policy", "sysctl", "hz", "set", "seed", "timing"}
 VALUE = re.compile(r"\{\{\s*([^{}|]+?)\s*:\s*([A-Za-z_][\w.]*)\s*(?:\|\s*(exact)\s*)?\}\}")
 CHECK_OPS = {"==": "=", "!=": "≠", "<=": "≤", ">=": "≥", "<": "<", ">": ">"}
@@ -113,7 +113,7 @@ def parse_spec(text: str, where: str) -> dict[str, Any]:
         raise FigureSpecError(f"{where}: tcpsim-figure: unknown key {', '.join(sorted(bad))}")
     if "scenario" not in spec or not spec.get("figures"):
         raise FigureSpecError(f"{where}: tcpsim-figure needs scenario and figures")
-    shadowed = sorted(set(spec) & (VARIANT_KEYS - {"label"})) if spec.get("variants") else []
+    shadowed = sorted(set(spec) & VARIANT_KEYS) if spec.get("variants") else []
     if shadowed:
         raise FigureSpecError(f"{where}: tcpsim-figure: {', '.join(shadowed)} at the top would be "
                               "ignored beside variants; give it to each variant")
@@ -153,7 +153,7 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     else:
         one = tcpsim.run(_scenario_of(spec, spec.get("set")), duration=spec.get("duration"),
                          **_run_kwargs(spec))
-        runs, figure = {one.profile: one}, one.figure
+        runs, figure = {spec.get("label") or one.profile: one}, one.figure
     summaries = {label: _summary(r) for label, r in runs.items()}
     keys = list(spec.get("table", []))
     keys += [k for k in _shown_counts(spec["figures"]) if k not in keys
