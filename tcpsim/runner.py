@@ -100,6 +100,11 @@ def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, 
     finally:
         if tap is not None:
             tap.close()
+        # free the engine's state now: a frame kept by a profiler (Dask workers keep those of
+        # finished tasks) would otherwise hold the whole simulation for a while
+        close = getattr(sim, "close", None)
+        if close is not None:
+            close()
     if opts.progress:
         import sys
         sys.stderr.write("\n")
