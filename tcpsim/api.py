@@ -35,7 +35,8 @@ if TYPE_CHECKING:  # heavy imports stay out of `import tcpsim`
     from tcpsim.scenario import Scenario
 
 __all__ = ["run", "compare", "sweep", "load_trace", "profiles", "patches", "scenarios",
-           "scenario_dict", "Run", "Comparison", "SweepTable", "ENGINES", "FIGURES"]
+           "scenario_dict", "Run", "Comparison", "SweepTable", "ENGINES", "FIGURES",
+           "use_static_images"]
 
 ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any], "Scenario"]
 DurationLike = Union[str, int, float, None]
@@ -752,6 +753,28 @@ def _toml(doc: Mapping[str, Any]) -> str:
         if isinstance(body, Mapping):
             lines += ["", f"[{table}]"] + [f"{json.dumps(k)} = {_toml_value(v)}" for k, v in body.items()]
     return "\n".join(lines) + "\n"
+
+
+# -- notebooks ------------------------------------------------------------------------------------
+
+def use_static_images(enabled: bool = True) -> bool:
+    """Give every figure a notebook shows a static PNG beside its interactive version, for
+    viewers without JavaScript (GitHub's and VS Code's previews, nbconvert to PDF or
+    Markdown): Jupyter shows the interactive figure, the others the picture. Needs kaleido
+    (``pip install kaleido``) and a Chrome or Chromium it can drive; returns whether the
+    pictures are on (False, with nothing changed, when kaleido is missing).
+    ``use_static_images(False)`` turns them off."""
+    import plotly.io as pio
+    if not enabled:
+        pio.renderers.default = "plotly_mimetype"
+        return False
+    try:
+        import kaleido  # noqa: F401
+    except ImportError:
+        return False
+    pio.renderers["png"].width, pio.renderers["png"].height = 1000, None
+    pio.renderers.default = "plotly_mimetype+png"
+    return True
 
 
 # -- catalogues ----------------------------------------------------------------------------------

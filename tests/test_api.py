@@ -344,3 +344,20 @@ def test_sweep_in_worker_processes_gives_the_same_rows():
     one = tcpsim.sweep(NAME, vary, duration="50ms", jobs=1).drop_columns(["wall_s"])
     two = tcpsim.sweep(NAME, vary, duration="50ms", jobs=2).drop_columns(["wall_s"])
     assert one.equals(two)
+
+
+def test_static_images_for_viewers_without_javascript():
+    import plotly.io as pio
+    old = pio.renderers.default
+    try:
+        try:
+            import kaleido  # noqa: F401
+        except ImportError:
+            assert tcpsim.use_static_images() is False and pio.renderers.default == old
+            return
+        assert tcpsim.use_static_images() is True
+        assert "png" in pio.renderers.default.split("+")
+        assert tcpsim.use_static_images(False) is False
+        assert "png" not in pio.renderers.default.split("+")
+    finally:
+        pio.renderers.default = old

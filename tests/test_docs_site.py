@@ -159,3 +159,10 @@ def test_the_getting_started_notebook_runs():
     assert any("application/vnd.plotly.v1+json" in o.get("data", {}) for o in outputs)
     assert any("<tcpsim.Run seed-unbounded-growth under linux-6.1" in
                o.get("data", {}).get("text/plain", "") for o in outputs)
+    figures = [o["data"] for o in outputs if "application/vnd.plotly.v1+json" in o.get("data", {})]
+    try:
+        import kaleido  # noqa: F401
+    except ImportError:
+        return
+    # static pictures beside the interactive figures, for viewers without JavaScript
+    assert all("image/png" in d for d in figures)
