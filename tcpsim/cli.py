@@ -86,6 +86,17 @@ def _click_error(exc: Exception, fallback: list[str]) -> str:
     return f"{lead}{msg}; see {' '.join(['tcpsim', *names])} --help"
 
 
+def _flag_type_rich(self: Any, ctx: Any) -> Any:
+    """A flag (`--json`, `--help`) takes no value: --help shows no `<bool>` after it, which
+    made `--json true` look right (typer's rich help prints every option's type)."""
+    if getattr(self, "is_flag", False):
+        return None
+    return _typer_type_rich(self, ctx)
+
+
+_typer_type_rich = typer.core.TyperOption.display_type_rich
+typer.core.TyperOption.display_type_rich = _flag_type_rich  # type: ignore[method-assign]
+
 app = typer.Typer(cls=_TcpsimGroup, add_completion=False, no_args_is_help=True,
                   help="Simulate the Linux TCP receive path, per kernel version and patch.")
 profiles_app = typer.Typer(help="List kernel profiles and patches.", invoke_without_command=True)
