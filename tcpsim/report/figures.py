@@ -189,7 +189,7 @@ def layout(fig: go.Figure, title: str, ytitle: str = "bytes", height: int = styl
 
 
 def log_toggle(fig: go.Figure, log: bool = False) -> go.Figure:
-    """Buttons (below the legend, clear of the title and plotly's toolbar) to switch every
+    """Buttons (under the title, clear of plotly's toolbar and the legend) to switch every
     y axis between linear and log; byte axes get binary-unit ticks in both."""
     meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}
     axes = [k for k in fig.layout.to_plotly_json()
@@ -206,9 +206,11 @@ def log_toggle(fig: go.Figure, log: bool = False) -> go.Figure:
                 vals, text = binary_ticks(*extent, log=kind == "log")
                 out.update({f"{a}.tickvals": vals, f"{a}.ticktext": text, f"{a}.dtick": None})
         return out
-    fig.update_layout(updatemenus=[dict(
-        type="buttons", direction="right", x=1.02, xanchor="left", y=0.0, yanchor="bottom",
-        showactive=True, active=1 if log else 0, pad=dict(r=2, t=2), font=dict(size=11),
+    # under the title at the left, in a top margin made for them: plotly's toolbar keeps the
+    # right end of the margin, the legend the right of the plot
+    fig.update_layout(margin=dict(t=max(84, fig.layout.margin.t or 0)), updatemenus=[dict(
+        type="buttons", direction="right", x=0.0, xanchor="left", y=1.0, yanchor="bottom",
+        showactive=True, active=1 if log else 0, pad=dict(b=6), font=dict(size=11),
         buttons=[dict(label="linear", method="relayout", args=[args("linear")]),
                  dict(label="log", method="relayout", args=[args("log")])])])
     if log:
