@@ -83,6 +83,12 @@ def _what(cls: type, name: str) -> str:
     return "the sysctls of this kernel" if name == "SYSCTLS" else f"= `{value!r}`"
 
 
+def _item(cls: type, name: str) -> str:
+    """A list item: "`NAME` = `value`" for a constant, "`name`: what it does" otherwise."""
+    what = _what(cls, name)
+    return f"* `{name}` {what}" if what.startswith("= ") else f"* `{name}`: {what}"
+
+
 def render() -> str:
     """The whole page."""
     out = ["# Kernel profiles and patches",
@@ -112,13 +118,13 @@ def render() -> str:
                 _module_doc(cls), "",
                 f"What the class `{cls.__name__}` overrides (decision points and constants):", ""]
         for m in overrides(cls):
-            out.append(f"* `{m}`: {_what(cls, m)}")
+            out.append(_item(cls, m))
     out += ["", "## Patches (`--policy NAME`)", ""]
     for name, cls in builtin_patches().items():
         out += [f"### `{name}` — `{cls.__module__.split('.')[-1]}.py`", "", _module_doc(cls), "",
                 f"What the patch `{cls.__name__}` overrides or adds:", ""]
         for m in overrides(cls, object):
-            out.append(f"* `{m}`: {_what(cls, m)}")
+            out.append(_item(cls, m))
         for spec in cls.new_sysctls:
             out.append(f"* sysctl `net.ipv4.{spec.name}` (default {spec.default}, "
                        f"{spec.lo}..{spec.hi}): {spec.doc}")
