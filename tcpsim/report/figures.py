@@ -366,16 +366,16 @@ def density_strip(fig: go.Figure, m: Marks, name: str, color: str | None, row: i
     bins, counts = np.unique(b, return_counts=True)
     axis = "yaxis99"
     if axis not in fig.layout.to_plotly_json():
-        fig.layout[axis] = dict(domain=[0.9, 1.0], anchor="x", range=[-0.5, 2.5], visible=False,
+        fig.layout[axis] = dict(domain=[0.87, 1.0], anchor="x", range=[-0.5, 2.5], visible=False,
                                 fixedrange=True)
-        fig.layout["yaxis"].update(domain=[0.0, 0.86])
+        fig.layout["yaxis"].update(domain=[0.0, 0.84])
         _mark_plain(fig, axis)
     fig.add_trace(go.Scatter(
         x=(bins + 0.5) * width, y=np.full(len(bins), float(row % 3)), yaxis="y99",
         mode="markers", name=f"{name} ({len(m)}, density strip on top)", legendgroup=group,
         text=[f"{c} {m.kind} events in {fmt_value(width, 's')}" for c in counts],
         hovertemplate="%{text}<br>t≈%{x:.3f} s<extra></extra>",
-        marker=dict(symbol="line-ns", size=9, opacity=0.25 + 0.75 * counts / counts.max(),
+        marker=dict(symbol="line-ns", size=7, opacity=0.25 + 0.75 * counts / counts.max(),
                     line=dict(width=2, color=color), color=color)))
 
 
@@ -420,7 +420,19 @@ def memory_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> 
             else:
                 fig.add_trace(marks_scatter(m, name, color, group=group))
     _twin_note(fig, runs, same, close)
-    return log_toggle(fig)
+    fig = log_toggle(fig)
+    _legend_room(fig)
+    return fig
+
+
+def _legend_room(fig: go.Figure) -> None:
+    """A figure tall enough for its legend (plotly scrolls a legend taller than the plot)."""
+    entries = sum(1 for t in fig.data if t.showlegend is not False and t.name)
+    groups = len({t.legendgroup for t in fig.data if t.legendgroup})
+    margin = fig.layout.margin
+    need = (margin.t or 84) + (margin.b or 40) + 22 * entries + 12 * groups + 30
+    if need > (fig.layout.height or style.FIG_HEIGHT):
+        fig.update_layout(height=need)
 
 
 def recvq_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> go.Figure:
