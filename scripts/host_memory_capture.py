@@ -1,14 +1,15 @@
 """Push the real kernel's TCP pool into pressure and record what it does (root only).
 
     flock /work/wt/kernel.lock python3 scripts/host_memory_capture.py \
-        [--tcp-mem "200 400 600"] [--conns 40] [--seconds 4] [--write 1448] [--out X.json]
+        [--tcp-mem "200 400 600"] [--pcpu-rsv N] [--conns 40] [--seconds 4] [--write 1448]
+        [--out X.json]
 
 In a network namespace of its own (so the counters are the experiment's alone), N loopback
 connections whose receivers never read are written to in `--write`-byte chunks for
 `--seconds`, while /proc/net/sockstat (`TCP: inuse .. mem N`, the host's
 tcp_memory_allocated in pages) and the namespace's TcpExt counters are sampled every 100 ms.
-`net.ipv4.tcp_mem` is global, not per namespace: the script saves it, lowers it only for the
-run, and restores it on every way out (normal end, exception, SIGINT/SIGTERM). Wrap it in
+`net.ipv4.tcp_mem` (and net.core.mem_pcpu_rsv, when --pcpu-rsv is given) is global, not per
+namespace: the script saves it, changes it only for the run, and restores it on every way out (normal end, exception, SIGINT/SIGTERM). Wrap it in
 `flock /work/wt/kernel.lock` so no other experiment measures the kernel meanwhile.
 
 Prints (and writes to --out) one JSON document: the settings, the samples, and a summary
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 TCP_MEM = Path("/proc/sys/net/ipv4/tcp_mem")
+PCPU_RSV = Path("/proc/sys/net/core/mem_pcpu_rsv")
 NETNS = "tcpsim-hostmem"
 COUNTERS = ("TCPMemoryPressures", "TCPMemoryPressuresChrono", "TCPRcvQDrop", "PruneCalled",
             "RcvPruned", "TCPOFODrop", "TCPRcvCollapsed", "TCPAbortOnMemory",
@@ -56,6 +58,7 @@ def tcpext() -> dict[str, int]:
 def inner(conns: int, seconds: float, write: int) -> dict[str, Any]:
     """The experiment, run inside the namespace: returns samples and the counters' deltas."""
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    before = sockstat().get("mem", 0)            # the host's other TCP memory
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(conns)
@@ -99,15 +102,19 @@ def inner(conns: int, seconds: float, write: int) -> dict[str, Any]:
                         "rcvq_drops": final["TCPRcvQDrop"],
                         "prune_called": final["PruneCalled"],
                         "peak_sockstat_mem": peak, "pressure_onset_s": onset,
+                        "sockstat_mem_before": before,
                         "bytes_written": sum(written)}}
 
 
 def outer(a: argparse.Namespace) -> int:
     """Save tcp_mem, make the namespace, run the inner experiment in it, restore all."""
     saved = TCP_MEM.read_text().strip()
+    saved_rsv = PCPU_RSV.read_text().strip() if PCPU_RSV.exists() else None
 
     def restore(*_: Any) -> None:
         TCP_MEM.write_text(saved)
+        if saved_rsv is not None:
+            PCPU_RSV.write_text(saved_rsv)
         subprocess.run(["ip", "netns", "del", NETNS], stderr=subprocess.DEVNULL)
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -120,6 +127,8 @@ def outer(a: argparse.Namespace) -> int:
     subprocess.run(["ip", "netns", "add", NETNS], check=True)
     try:
         TCP_MEM.write_text(a.tcp_mem)
+        if a.pcpu_rsv is not None:
+            PCPU_RSV.write_text(str(a.pcpu_rsv))
         proc = subprocess.run(["ip", "netns", "exec", NETNS, sys.executable, __file__,
                                "--inner", "--conns", str(a.conns), "--seconds", str(a.seconds),
                                "--write", str(a.write)],
@@ -133,7 +142,7 @@ def outer(a: argparse.Namespace) -> int:
     doc = json.loads(proc.stdout)
     doc["settings"] = {"tcp_mem": a.tcp_mem, "conns": a.conns, "seconds": a.seconds,
                        "write": a.write, "ncpus": os.cpu_count(), "kernel": os.uname().release,
-                       "mem_pcpu_rsv": _read("/proc/sys/net/core/mem_pcpu_rsv")}
+                       "mem_pcpu_rsv": a.pcpu_rsv if a.pcpu_rsv is not None else saved_rsv}
     text = json.dumps(doc, indent=1)
     if a.out:
         Path(a.out).write_text(text)
@@ -154,6 +163,8 @@ def main() -> int:
     ap.add_argument("--conns", type=int, default=40)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--write", type=int, default=1448, help="bytes per send()")
+    ap.add_argument("--pcpu-rsv", type=int,
+                    help="net.core.mem_pcpu_rsv for the run (pages, >= 256; restored after)")
     ap.add_argument("--out", help="write the whole record (samples included) here")
     ap.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
