@@ -42,7 +42,8 @@ class _TcpsimGroup(TyperGroup):
         try:
             rv = super().main(args, prog_name, complete_var, False, **extra)
         except _CLICK_EXCEPTION as exc:
-            if type(exc).__name__ == "NoArgsIsHelpError":    # the help is printed already
+            if type(exc).__name__ == "NoArgsIsHelpError":    # the help, on stderr
+                exc.show()
                 sys.exit(exc.exit_code)
             typer.echo(f"tcpsim: error: {_click_error(exc, self._command_of(args))}", err=True)
             sys.exit(exc.exit_code)              # 2 for a usage error, as before
@@ -86,9 +87,14 @@ def _click_error(exc: Exception, fallback: list[str]) -> str:
     return f"{lead}{msg}; see {' '.join(['tcpsim', *names])} --help"
 
 
+# Help pages in click's plain layout (rich_markup_mode=None): typer's rich panels import
+# rich, ~70 ms of every `--help` (docs/performance.md, "Start-up").
+HELP_LAYOUT: Any = {"rich_markup_mode": None}
 app = typer.Typer(cls=_TcpsimGroup, add_completion=False, no_args_is_help=True,
-                  help="Simulate the Linux TCP receive path, per kernel version and patch.")
-profiles_app = typer.Typer(help="List kernel profiles and patches.", invoke_without_command=True)
+                  help="Simulate the Linux TCP receive path, per kernel version and patch.",
+                  **HELP_LAYOUT)
+profiles_app = typer.Typer(help="List kernel profiles and patches.", invoke_without_command=True,
+                           **HELP_LAYOUT)
 app.add_typer(profiles_app, name="profiles")
 
 USER_ERRORS = (ScenarioError, SysctlError, ProfileError, EngineError)
@@ -358,7 +364,8 @@ class _SweepGroup(TyperGroup):
 sweep_app = typer.Typer(cls=_SweepGroup, no_args_is_help=True,
                         help="Run a study or a scenario over a grid, in parallel, resumably: "
                              "`tcpsim sweep STUDY.toml`, `tcpsim sweep SCENARIO -x KEY=V1,V2` "
-                             "(both are `sweep run`); `tcpsim sweep report RESULTS`.")
+                             "(both are `sweep run`); `tcpsim sweep report RESULTS`.",
+                        **HELP_LAYOUT)
 app.add_typer(sweep_app, name="sweep")
 
 
@@ -1138,14 +1145,21 @@ def packetdrill(
     paths: List[Path] = typer.Argument(..., help=".pkt scripts or folders of them"),
     profile: str = typer.Option("linux-6.18", "--profile", "-p"),
     policy: List[str] = typer.Option([], "--policy", help="patch name or FILE.py:Class (repeatable)"),
+    baseline: Optional[str] = typer.Option(
+        None, "--baseline", help="also run under this profile and list the verdicts that change "
+                                 "(e.g. -p linux-6.18 --policy X --baseline linux-6.18)"),
     as_json: bool = typer.Option(False, "--json"),
     engine: str = typer.Option("python", "--engine",
                                help="socket implementation: python (the reference) or native"),
 ) -> None:
-    """Run the kernel's packetdrill receive tests against the model (no tun device, no root)."""
+    """Run the kernel's packetdrill receive tests against the model (no tun device, no root).
+
+    PATH: a kernel tree (its tools/testing/selftests/net/packetdrill), a google/packetdrill
+    checkout, a folder of scripts or a .pkt file. Each known receive-path script is compared
+    with the real kernel's known result for the profile's release."""
     from tcpsim.packetdrill.command import run_paths
     code = run_paths([str(p) for p in paths], profile, list(policy), as_json, typer.echo,
-                     engine=engine)
+                     engine=engine, baseline=baseline)
     raise typer.Exit(code)
 
 
