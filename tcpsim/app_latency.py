@@ -163,7 +163,7 @@ def load_blocks(host: str = DEFAULT_HOST) -> dict[str, Any]:
     ns} with `"values": "ns"` and the file's index under "sequence_index"; a `.json.gz`
     document (what scripts/app_latency_blocks.py --json writes) gives its lists in
     `unit_ns` steps."""
-    path = DATA / HOSTS[check_host(host)].file
+    path = DATA / HOSTS[check_host(host)].file     # a user preset's file is absolute (user_hosts)
     data = path.read_bytes()
     if path.name.endswith(".json.gz"):
         doc: dict[str, Any] = json.loads(gzip.decompress(data))
@@ -253,3 +253,44 @@ class BlockSequence:
     def needs_draw(self) -> bool:
         """The next wakeup begins a block after the first (and so consumes a draw)."""
         return self.left == 0
+
+
+# -- user presets (tcpsim timing measure / fit; tcpsim.timing) ----------------------------------
+USER_PREFIX, USER_SUFFIX = "app_latency_blocks-", ".json.gz"
+
+
+def user_hosts() -> dict[str, Host]:
+    """Host presets the user made (`tcpsim timing measure NAME`, `timing fit NAME`): files
+    app_latency_blocks-NAME.json.gz (the JSON document load_blocks reads), in TCPSIM_TIMING_DIR (default
+    ~/.local/share/tcpsim/timing). A name of a shipped preset is not taken over."""
+    import os
+    folder = Path(os.environ.get("TCPSIM_TIMING_DIR")
+                  or Path.home() / ".local" / "share" / "tcpsim" / "timing")
+    try:
+        files = sorted(folder.glob(f"{USER_PREFIX}*{USER_SUFFIX}"))
+    except OSError:
+        return {}
+    out = {}
+    for f in files:
+        name = f.name[len(USER_PREFIX):-len(USER_SUFFIX)]
+        if name and name not in _SHIPPED:
+            out[name] = Host(str(f.resolve()), f"measured on this machine ({f})")
+    return out
+
+
+def register_user_hosts() -> list[str]:
+    """Add the user's presets to HOSTS (periodic writer and reader replayed, as the shipped
+    presets); returns their names. Run at import, and again after `timing measure`."""
+    new = []
+    for name, host in user_hosts().items():
+        if name not in HOSTS:
+            new.append(name)
+        HOSTS[name] = host
+        DEFAULT_TIMING[name] = _PERIODIC
+        load_blocks.cache_clear()
+        load_sequences.cache_clear()
+    return new
+
+
+_SHIPPED = frozenset(HOSTS)
+register_user_hosts()
