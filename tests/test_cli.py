@@ -72,6 +72,8 @@ def test_compare_writes_a_self_contained_report(tmp_path):
     page = out.read_text()
     assert "shrink-window" in r.output and "windows closed to zero" in r.output
     assert "<script src=\"http" not in page and "plotly" in page.lower()
+    from tcpsim.report.html import plotly_js_name
+    assert f'src="{plotly_js_name()}"' in page and (tmp_path / plotly_js_name()).is_file()
 
 
 def test_compare_sets_scenario_fields_per_variant_and_shows_both_directions(tmp_path):
@@ -246,3 +248,12 @@ def test_help_and_no_arguments_still_show_the_help(capsys):
         out = capsys.readouterr()
         assert exit_.value.code == code, args
         assert "Usage:" in out.out + out.err and "tcpsim: error:" not in out.err, args
+
+
+def test_help_shows_no_value_after_a_flag():
+    from typer.testing import CliRunner
+    from tcpsim.cli import app
+    for command in (["run"], ["compare"], ["sweep", "run"]):
+        out = CliRunner().invoke(app, [*command, "--help"], terminal_width=160).output
+        assert "--json" in out or command == ["compare"], out
+        assert "<bool>" not in out, out

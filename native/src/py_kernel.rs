@@ -188,6 +188,7 @@ fn call(k: &dyn Kernel, sk: &mut TcpSocket, name: &str, a: &Bound<'_, PyDict>) -
             Int(k.rcv_space_copied(sk, arg(a, "copied_seq")?, arg(a, "rcvq_seq")?))
         }
         "rcvbuf_grow_term" => Int(k.rcvbuf_grow_term(sk, arg(a, "newval")?, arg(a, "oldval")?)),
+        "comp_sack_delay_ns" => Int(k.comp_sack_delay_ns(sk, arg(a, "rtt_us8")?)),
         "delack_max" => Int(k.delack_max(sk)),
         "dec_quickack_mode" => {
             k.dec_quickack_mode(sk);
@@ -261,6 +262,9 @@ fn kernel_decision<'py>(
                 _ => {}
             }
         }
+    }
+    for f in ["allocated", "memory_pressure", "TCPMemoryPressures"] {
+        after.set_item(format!("proto.{f}"), fields::proto_get(&sk, f))?;
     }
     let mib = PyDict::new(py);
     for (n, v) in sk.mib.values() {

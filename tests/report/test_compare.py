@@ -68,9 +68,10 @@ def test_table_json_round_trips(compared) -> None:
     assert doc["rows"] == json.loads(json.dumps(rows))
 
 
-def test_comparison_page_is_self_contained_and_overlays_the_runs(compared) -> None:
+def test_comparison_page_loads_plotly_from_beside_it_and_overlays_the_runs(compared) -> None:
+    from tcpsim.report.html import plotly_js_name
     page, _, _ = compared
-    assert not re.search(r"<script[^>]+src\s*=", page, re.I)
+    assert re.findall(r"<script[^>]+src\s*=\s*[\"']([^\"']+)", page, re.I) == [plotly_js_name()]
     assert "6.1.59: skmem_r (sk_rmem_alloc)" in page and "6.1.59 shrink: skmem_r" in page
     assert "What differs" in page and "net.ipv4.tcp_shrink_window" in page
 
@@ -127,3 +128,11 @@ def test_build_comparison_from_trace_files(tmp_path) -> None:
     adv = _row(rows, "config", "net.ipv4.tcp_adv_win_scale")
     assert adv["values"] == {"32k": 0, "wscale0": 1} and adv["deltas"] == {"wscale0": 1}
     assert np.isfinite(len(rows))
+
+
+def test_the_comparison_names_each_runs_conditions(tmp_path):
+    import tcpsim
+    c = tcpsim.compare("seed-never-reads", ["linux-6.1", "linux-6.18"], duration="50ms",
+                       timing="exact")
+    page = c.report(tmp_path / "c.html").read_text()
+    assert "<th>conditions</th>" in page and "timing exact · 0.05 s · seed 1" in page

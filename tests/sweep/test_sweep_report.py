@@ -40,8 +40,10 @@ def figures(page: str) -> list[dict]:
 def test_the_page_has_lines_heatmaps_and_the_table_and_needs_no_network(results, tmp_path):
     root, points = results
     page = write_report(root, tmp_path / "r.html").read_text()
+    from tcpsim.report.html import plotly_js_name
     assert "<script src" not in page and "cdn.plot.ly/plotly" not in page
-    assert "Plotly.newPlot" in page and len(page) > 1_000_000          # plotly.js inline
+    assert f"src='{plotly_js_name()}'" in page and (tmp_path / plotly_js_name()).is_file()
+    assert "Plotly.newPlot" in page and len(page) < 1_000_000          # plotly.js beside it
     lines, heat = figures(page)
     # a line per combination of link.rtt x policy, per metric; seeds averaged
     assert len(lines) == 2 * 4 and all(t["type"] == "scatter" for t in lines)
@@ -89,3 +91,13 @@ def test_nothing_stored_yet_is_an_error(tmp_path):
     res.prepare(axes, build_points("seed-rcvbuf32k-fill", axes, RunOptions()), [])
     with pytest.raises(ReportError, match="no finished point stored yet"):
         write_report(tmp_path)
+
+
+def test_sweep_axes_name_their_units_and_tick_bytes_in_binary():
+    from tcpsim.sweeps.report import metric_axis, metric_unit
+    assert metric_unit("peak_sk_rcvbuf") == "bytes" and metric_unit("goodput_mbps") == "Mbit/s"
+    assert metric_unit("drops") == "count" and metric_unit("died_at_s") == "s"
+    axis = metric_axis("peak_sk_rcvbuf", [131072, 29927320, None])
+    assert axis["title"]["text"] == "peak_sk_rcvbuf (bytes)"
+    assert any("MiB" in t for t in axis["ticktext"])
+    assert metric_axis("drops", [0, 7])["tickvals"] is None
