@@ -10,14 +10,16 @@ per-namespace counters and `sockstat inuse` count only these sockets), server an
 sockets on the same kernel: both ends' memory is charged to the one TCP pool, as on a
 machine whose peers are local. The pool itself (`tcp_memory_allocated`, `tcp_mem`) is
 global, not per namespace: the capture sets `net.ipv4.tcp_mem`, and restores it on every
-exit path (normal end, an exception, SIGINT, SIGTERM); a run that was SIGKILLed leaves its
-saved value in `SAVED_TCP_MEM`, which the next capture restores first.
+exit path (normal end, an exception, SIGINT, SIGTERM) -- as it does `net.core.mem_pcpu_rsv`
+when the spec sets it; a run that was SIGKILLed leaves the saved values in `SAVED_TCP_MEM`,
+which the next capture restores first.
 
 The spec file:
 
     [host]
     duration = "5s"
     tcp_mem = [200, 400, 600]        # pages (net.ipv4.tcp_mem), set for the run
+    mem_pcpu_rsv = 256               # optional: net.core.mem_pcpu_rsv (global), for the run
     mtu = 1500                       # loopback MTU; TSO/GSO/GRO are switched off
     sample = "100ms"                 # sockstat + nstat + per-class sample period
     [host.sysctl]                    # set inside the namespace (it inherits the root's)
@@ -67,7 +69,8 @@ from tcpsim.units import parse_duration
 from tcpsim.workload import App, parse_app
 
 TCP_MEM = Path("/proc/sys/net/ipv4/tcp_mem")
-SAVED_TCP_MEM = Path("/run/tcpsim-host-capture.tcp_mem")
+PCPU_RSV = Path("/proc/sys/net/core/mem_pcpu_rsv")
+SAVED_TCP_MEM = Path("/run/tcpsim-host-capture.globals.json")
 WRITERS = ("periodic", "bulk")
 READERS = ("never", "periodic", "fast")
 COUNTERS = ("TcpExtTCPMemoryPressures", "TcpExtTCPMemoryPressuresChrono", *nstat.RECEIVE_COUNTERS)
@@ -96,11 +99,13 @@ class HostCaptureSpec:
     mtu: int = 1500
     sample_ns: int = 100_000_000
     sysctl: dict[str, Any] = field(default_factory=dict)
+    mem_pcpu_rsv: int = 0            # net.core.mem_pcpu_rsv for the run (0: leave it)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON record of the spec (the fixture keeps it beside the samples)."""
         return {"duration_ns": self.duration_ns, "tcp_mem": list(self.tcp_mem), "mtu": self.mtu,
                 "sample_ns": self.sample_ns, "sysctl": self.sysctl,
+                "mem_pcpu_rsv": self.mem_pcpu_rsv,
                 "classes": [{"name": c.name, "count": c.count, "start_ns": c.start_ns,
                              "writer": c.writer.as_dict(), "reader": c.reader.as_dict()}
                             for c in self.classes]}
@@ -149,10 +154,14 @@ def parse(source: dict[str, Any] | str | Path) -> HostCaptureSpec:
         raise ScenarioError(f"{unknown[0]}: unknown table; a host capture has [host] and "
                             "[class.NAME]")
     host = d.get("host", {})
-    bad = sorted(set(host) - {"duration", "tcp_mem", "mtu", "sample", "sysctl"})
+    bad = sorted(set(host) - {"duration", "tcp_mem", "mem_pcpu_rsv", "mtu", "sample", "sysctl"})
     if bad:
-        raise ScenarioError(f"host.{bad[0]}: unknown field; allowed: duration, tcp_mem, mtu, "
-                            "sample, sysctl")
+        raise ScenarioError(f"host.{bad[0]}: unknown field; allowed: duration, tcp_mem, "
+                            "mem_pcpu_rsv, mtu, sample, sysctl")
+    rsv = host.get("mem_pcpu_rsv", 0)
+    if not isinstance(rsv, int) or isinstance(rsv, bool) or (rsv and rsv < 256):
+        raise ScenarioError(f"host.mem_pcpu_rsv: expected pages, at least 256 (the kernel's "
+                            f"minimum), got {rsv!r}")
     classes = d.get("class")
     if not isinstance(classes, dict) or not classes:
         raise ScenarioError("class: a host capture needs at least one [class.NAME] table")
@@ -167,47 +176,61 @@ def parse(source: dict[str, Any] | str | Path) -> HostCaptureSpec:
     sysctl = host.get("sysctl", {})
     if not isinstance(sysctl, dict):
         raise ScenarioError("host.sysctl: expected a table of sysctl names and values")
-    if "net.ipv4.tcp_mem" in sysctl:
-        raise ScenarioError("host.sysctl.net.ipv4.tcp_mem: give it as host.tcp_mem (it is "
-                            "global and restored after the run)")
+    for name in ("net.ipv4.tcp_mem", "net.core.mem_pcpu_rsv"):
+        if name in sysctl:
+            raise ScenarioError(f"host.sysctl.{name}: give it as host.{name.split('.')[-1]} "
+                                "(it is global, not per namespace, and restored after the run)")
     return HostCaptureSpec(
         duration_ns=parse_duration(host.get("duration", "5s"), "host.duration", positive=True),
         tcp_mem=_tcp_mem(host.get("tcp_mem"), "host.tcp_mem"),
         classes=cls, mtu=mtu,
         sample_ns=parse_duration(host.get("sample", "100ms"), "host.sample", positive=True),
-        sysctl=dict(sysctl))
+        sysctl=dict(sysctl), mem_pcpu_rsv=rsv)
 
 
-# -- the global tcp_mem, always restored ------------------------------------------------------
+# -- the global sysctls (tcp_mem, mem_pcpu_rsv), always restored ------------------------------
 
-def restore_saved_tcp_mem() -> str | None:
-    """If a capture died (SIGKILL) with tcp_mem lowered, put the saved value back; returns
-    it (None when nothing was saved)."""
+def restore_saved_tcp_mem() -> dict[str, str] | None:
+    """If a capture died (SIGKILL) with its global sysctls changed, put the saved values
+    back; returns them ({path: value}; None when nothing was saved)."""
     if not SAVED_TCP_MEM.exists():
         return None
-    saved = SAVED_TCP_MEM.read_text().strip()
-    TCP_MEM.write_text(saved + "\n")
+    saved: dict[str, str] = json.loads(SAVED_TCP_MEM.read_text())
+    for path, value in saved.items():
+        Path(path).write_text(value + "\n")
     SAVED_TCP_MEM.unlink()
     return saved
 
 
+def global_settings(spec: HostCaptureSpec) -> dict[Path, str]:
+    """The global (not per-namespace) sysctls the spec sets: tcp_mem, and mem_pcpu_rsv when
+    given."""
+    out = {TCP_MEM: " ".join(str(p) for p in spec.tcp_mem)}
+    if spec.mem_pcpu_rsv:
+        out[PCPU_RSV] = str(spec.mem_pcpu_rsv)
+    return out
+
+
 @contextmanager
-def lowered_tcp_mem(pages: tuple[int, int, int]) -> Iterator[str]:
-    """Set net.ipv4.tcp_mem for the block; the original is written back on every exit path
-    (SIGTERM and SIGINT are turned into exceptions meanwhile) and kept in SAVED_TCP_MEM
-    while lowered, for a SIGKILLed run's successor."""
-    original = " ".join(TCP_MEM.read_text().split())
-    SAVED_TCP_MEM.write_text(original + "\n")
+def lowered_tcp_mem(settings: dict[Path, str]) -> Iterator[dict[str, str]]:
+    """Set the global sysctls for the block (net.ipv4.tcp_mem, net.core.mem_pcpu_rsv); the
+    originals are written back on every exit path (SIGTERM and SIGINT are turned into
+    exceptions meanwhile) and kept in SAVED_TCP_MEM while changed, for a SIGKILLed run's
+    successor. Yields the originals."""
+    original = {str(path): " ".join(path.read_text().split()) for path in settings}
+    SAVED_TCP_MEM.write_text(json.dumps(original))
 
     def stop(signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
     old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
-        TCP_MEM.write_text(" ".join(str(p) for p in pages) + "\n")
+        for path, value in settings.items():
+            path.write_text(value + "\n")
         yield original
     finally:
-        TCP_MEM.write_text(original + "\n")
+        for path, value in original.items():
+            Path(path).write_text(value + "\n")
         SAVED_TCP_MEM.unlink(missing_ok=True)
         for s, h in old.items():
             signal.signal(s, h)
@@ -420,7 +443,7 @@ def capture(spec: HostCaptureSpec) -> dict[str, Any]:
         raise PermissionError("a host capture needs root (namespaces, the global tcp_mem)")
     restored = restore_saved_tcp_mem()
     if restored:
-        print(f"host capture: restored net.ipv4.tcp_mem = {restored} left by a killed capture",
+        print(f"host capture: restored {restored} left changed by a killed capture",
               file=sys.stderr)
     ns = f"tcs-host-{os.getpid()}"
     run(["ip", "netns", "add", ns])
@@ -437,11 +460,11 @@ def _in_namespace(ns: str, spec: HostCaptureSpec) -> dict[str, Any]:
     for name, value in spec.sysctl.items():
         v = " ".join(str(x) for x in value) if isinstance(value, list) else str(value)
         run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"{name}={v}"])
-    with lowered_tcp_mem(spec.tcp_mem) as original, in_netns(ns):
+    with lowered_tcp_mem(global_settings(spec)) as original, in_netns(ns):
         samples = drive(spec)
         time.sleep(0.2)     # the closed sockets' memory drains before tcp_mem goes back up
     return {"kind": "tcpsim-host-capture", "version": 1, "spec": spec.as_dict(),
-            "kernel": platform.release(), "cpus": os.cpu_count(), "tcp_mem_before": original,
+            "kernel": platform.release(), "cpus": os.cpu_count(), "globals_before": original,
             "samples": samples, "summary": summary(samples)}
 
 

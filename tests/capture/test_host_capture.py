@@ -100,3 +100,22 @@ def test_real_host_capture_restores_tcp_mem_and_namespaces():
 def test_restore_saved_tcp_mem_without_a_saved_value(tmp_path, monkeypatch):
     monkeypatch.setattr(host, "SAVED_TCP_MEM", Path(tmp_path / "none"))
     assert host.restore_saved_tcp_mem() is None
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_real_host_enters_pressure_under_a_small_tcp_mem_and_is_restored():
+    """Issue 27's measurement, one second of it: 40 never-reading receivers under tcp_mem
+    200 400 600 enter pressure once and drop; every global sysctl is as before. Slow (and
+    not in the default suite) because a lowered tcp_mem is global: any other test measuring
+    the kernel meanwhile would be under pressure too."""
+    before = host.TCP_MEM.read_text().split()
+    spec = host.parse(str(Path(__file__).resolve().parents[1] / "fixtures" / "host"
+                          / "stuck-40.toml"))
+    from dataclasses import replace
+    rec = host.capture(replace(spec, duration_ns=1_000_000_000))
+    assert host.TCP_MEM.read_text().split() == before
+    s = rec["summary"]
+    assert s["pressures"] == 1
+    assert s["counters"].get("TcpExtTCPRcvQDrop", 0) > 0
+    assert s["peak_sockstat_mem"] > 400
