@@ -19,7 +19,9 @@ from typing import Any, List, Optional
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from tcpsim.cli_files import FileClash, check_files, command_files, guard_files
 from tcpsim.cli_params import plain_params
+from tcpsim import interrupt
 from tcpsim.core.sysctl import SysctlError
 from tcpsim.capture.placement import HELP as PLACEMENT_HELP
 from tcpsim.catalog import ProfileError, get_profile
@@ -37,6 +39,7 @@ class _TcpsimGroup(TyperGroup):
     def main(self, args=None, prog_name=None, complete_var=None,  # type: ignore[no-untyped-def]
              standalone_mode=True, **extra):
         plain_params(self)                     # no pydantic for plain values (cli_params.py)
+        guard_files(self, lambda msg: _fail(msg))   # outputs never clobber inputs (cli_files.py)
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
         try:
@@ -91,7 +94,7 @@ app = typer.Typer(cls=_TcpsimGroup, add_completion=False, no_args_is_help=True,
 profiles_app = typer.Typer(help="List kernel profiles and patches.", invoke_without_command=True)
 app.add_typer(profiles_app, name="profiles")
 
-USER_ERRORS = (ScenarioError, SysctlError, ProfileError, EngineError)
+USER_ERRORS = (ScenarioError, SysctlError, ProfileError, EngineError, FileClash)
 ENGINE_HELP = "python (the reference) or native (Rust; the default where it is built)"
 TIMING_HELP = ("application timing: a host preset whose calibrated wakeup latencies the apps "
                "get (dev-vm-loaded, the default; dev-vm-quiet, dev-vm-duty50, dev-vm-spin) or "
@@ -187,23 +190,40 @@ def run(
                           engine=engine)
         _check_pcap_out(pcap)
         _check_out(trace, "--trace", "run.parquet")
-        if runs != 1:
-            _run_seeds(sc, opts, runs, trace, pcap, as_json)
-            return
-        result = run_with(sc, opts)
+        with interrupt.stoppable():
+            if runs != 1:
+                _run_seeds(sc, opts, runs, trace, pcap, as_json)
+                return
+            result = run_with(sc, opts)
     except USER_ERRORS as exc:
         _fail(str(exc))
         return
+    except interrupt.Interrupted as exc:      # run --runs, between seeds
+        _stopped(exc.signame, "no spread is printed (it needs every seed)")
+    cut = result.meta.get("cut_short")
     if as_json:
         typer.echo(json.dumps({"scenario": result.scenario, "profile": result.profile,
                                "summary": result.summary, "counters": result.counters,
                                "sender_counters": result.sender_counters, "ss": result.ss, "trace": str(trace) if trace else None,
-                               "pcap": str(pcap) if pcap else None},
+                               "pcap": str(pcap) if pcap else None,
+                               **({"cut_short": cut} if cut else {})},
                               indent=2, sort_keys=True))
-        return
-    _print_result(result, trace)
-    if pcap:
-        typer.echo(f"pcap: {pcap}")
+    else:
+        _print_result(result, trace)
+        if pcap:
+            typer.echo(f"pcap: {pcap}")
+    if cut:
+        kept = ", ".join(k for k, on in ((f"the trace {trace} (valid, marked cut short)", trace),
+                                         (f"the pcap {pcap}", pcap), ("the summary above", True))
+                         if on)
+        _stopped(cut["signal"], f"the run stopped at {cut['at_s']:.6g} of {cut['duration_s']:.6g} "
+                 f"simulated s; kept {kept}")
+
+
+def _stopped(signame: str, what: str) -> None:
+    """A command stopped by SIGINT/SIGTERM: one line saying what it kept; exit 128+signal."""
+    typer.echo(f"tcpsim: interrupted by {signame}: {what}", err=True)
+    raise typer.Exit(interrupt.exit_code(signame))
 
 
 def _run_seeds(sc, opts, runs: int, trace: Optional[Path], pcap: Optional[Path],
@@ -632,6 +652,11 @@ def compare(
         _check_pcap_out(pcap)
         _check_out(out, "--html", "compare.html")
         pcaps = []
+        if pcap is not None:
+            from tcpsim.pcap.export import variant_path
+            check_files(command_files(("compare",), {"scenario": scenario, "trace": trace})[0],
+                        [(f"--pcap {pcap} (side {i})", variant_path(pcap, v.label(), i))
+                         for i, v in enumerate(variants, start=1)])
         steps = StepProgress("compare")
         for i, v in enumerate(variants, start=1):
             steps.start(i, len(variants), v.label())
