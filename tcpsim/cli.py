@@ -49,9 +49,11 @@ class _TcpsimGroup(TyperGroup):
                 sys.exit(exc.exit_code)
             typer.echo(f"tcpsim: error: {_click_error(exc, self._command_of(args))}", err=True)
             sys.exit(exc.exit_code)              # 2 for a usage error, as before
-        except typer.Abort:
-            typer.echo("tcpsim: error: aborted", err=True)
-            sys.exit(1)
+        except typer.Abort:                  # click's form of KeyboardInterrupt
+            signame = interrupt.requested() or "SIGINT"
+            typer.echo(f"tcpsim: interrupted by {signame}: stopped before anything was kept",
+                       err=True)
+            sys.exit(interrupt.exit_code(signame))
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def _command_of(self, args) -> list[str]:  # type: ignore[no-untyped-def]
@@ -451,14 +453,15 @@ def sweep(
                 study.x if study else "")
     progress = Progress(len(points), 0, enabled=not as_json)
     try:
-        with progress:
+        with progress, interrupt.signals_interrupt():     # SIGTERM as Ctrl-C
             run_sweep(points, jobs=jobs, results=res, traces=traces, fresh=fresh,
                       executor=executor, scheduler=scheduler, progress=progress)
     except ExecutorError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
-        _fail(f"interrupted: {progress.done} of {len(points)} points stored in {res.root}; "
-              "run the same command again to finish")
+        _stopped(interrupt.requested() or "SIGINT",
+                 f"{progress.done} of {len(points)} points stored in {res.root}; run the same "
+                 "command again to finish")
     if out is not None:
         write_results(points, out)
     if as_json:
@@ -658,24 +661,36 @@ def compare(
                         [(f"--pcap {pcap} (side {i})", variant_path(pcap, v.label(), i))
                          for i, v in enumerate(variants, start=1)])
         steps = StepProgress("compare")
-        for i, v in enumerate(variants, start=1):
-            steps.start(i, len(variants), v.label())
-            out_pcap = None
-            if pcap is not None:
-                from tcpsim.pcap.export import variant_path
-                out_pcap = variant_path(pcap, v.label(), i)
-                pcaps.append(out_pcap)
-            opts = RunOptions(profile=v.profile, policies=tuple(v.policies),
-                              sysctl=parse_sysctl_options(v.sysctl), duration=dur, hz=hz,
-                              pcap=out_pcap, memory_trace=True, engine=engine)
-            runs[v.label()] = api.run_with(
-                with_settings(scenario, v.sets, timing) if v.sets else sc, opts)
-        spreads = _variant_spreads(scenario, sc, variants, n_runs, dur, hz, engine, timing)
+        stopped: Optional[str] = None
+        with interrupt.stoppable():
+            for i, v in enumerate(variants, start=1):
+                steps.start(i, len(variants), v.label())
+                out_pcap = None
+                if pcap is not None:
+                    from tcpsim.pcap.export import variant_path
+                    out_pcap = variant_path(pcap, v.label(), i)
+                    pcaps.append(out_pcap)
+                opts = RunOptions(profile=v.profile, policies=tuple(v.policies),
+                                  sysctl=parse_sysctl_options(v.sysctl), duration=dur, hz=hz,
+                                  pcap=out_pcap, memory_trace=True, engine=engine)
+                side = api.run_with(with_settings(scenario, v.sets, timing) if v.sets else sc,
+                                    opts)
+                if side.meta.get("cut_short"):        # a stop: the sides run whole are kept
+                    stopped = side.meta["cut_short"]["signal"]
+                    break
+                runs[v.label()] = side
+            try:
+                spreads = {} if stopped else _variant_spreads(scenario, sc, variants, n_runs,
+                                                              dur, hz, engine, timing)
+            except interrupt.Interrupted as exc:
+                stopped, spreads = exc.signame, {}
     except USER_ERRORS as exc:
         _fail(str(exc))
         return
     comparison = api.Comparison(runs)
     target = out or Path(f"compare-{sc.name}.html")
+    if stopped:
+        _compare_stopped(stopped, comparison, target, len(runs), len(variants), pcaps)
     comparison.report(target)
     rows = comparison.rows
     if as_json and spreads:
@@ -691,6 +706,21 @@ def compare(
         typer.echo(f"report: {target}")
         for p in pcaps:
             typer.echo(f"pcap: {p}")
+
+
+def _compare_stopped(signame: str, comparison: Any, target: Path, done: int, total: int,
+                     pcaps: list) -> None:
+    """compare stopped by a signal: the sides run whole, in the table and the report."""
+    from tcpsim.report import format_table
+    kept = []
+    if comparison.runs:
+        comparison.report(target)
+        typer.echo(format_table(comparison.rows))
+        kept.append(f"the table above and the report {target} of those")
+    if pcaps:
+        kept.append(f"the pcaps {', '.join(map(str, pcaps))} (the last cut short)")
+    _stopped(signame, f"{done} of {total} sides ran whole; "
+             + ("kept " + "; ".join(kept) if kept else "nothing kept"))
 
 
 def _variant_spreads(scenario: str, sc: Scenario, variants: list, n_runs: int,
@@ -883,10 +913,15 @@ def validate(
     except (ScenarioError, EngineError) as exc:
         _fail(str(exc))
         return
-    code = run_validate([str(t) for t in traces], profile=profile, thresholds=th,
-                        html_out=str(html) if html else None, as_json=as_json, echo=typer.echo,
-                        error=lambda msg: typer.echo(f"tcpsim: error: {msg}", err=True),
-                        until_s=until_s, policies=tuple(policy), hz=hz, engine=engine)
+    try:
+        with interrupt.stoppable():
+            code = run_validate([str(t) for t in traces], profile=profile, thresholds=th,
+                                html_out=str(html) if html else None, as_json=as_json,
+                                echo=typer.echo,
+                                error=lambda msg: typer.echo(f"tcpsim: error: {msg}", err=True),
+                                until_s=until_s, policies=tuple(policy), hz=hz, engine=engine)
+    except interrupt.Interrupted as exc:
+        _stopped(exc.signame, exc.kept)
     raise typer.Exit(code)
 
 
@@ -901,10 +936,15 @@ def _validate_plain(traces: List[Path], runs: Optional[int], profile: Optional[s
     except EngineError as exc:
         _fail(str(exc))
         return
-    code = run_plain([str(t) for t in traces], DEFAULT_RUNS if runs is None else runs, as_json,
-                     echo=typer.echo, error=lambda msg: typer.echo(f"tcpsim: error: {msg}", err=True),
-                     profile=profile, policies=policies, host=host, sets=sets, hz=hz,
-                     engine=engine, seed=seed, required=required)
+    try:
+        with interrupt.stoppable():
+            code = run_plain([str(t) for t in traces], DEFAULT_RUNS if runs is None else runs,
+                             as_json, echo=typer.echo,
+                             error=lambda msg: typer.echo(f"tcpsim: error: {msg}", err=True),
+                             profile=profile, policies=policies, host=host, sets=sets, hz=hz,
+                             engine=engine, seed=seed, required=required)
+    except interrupt.Interrupted as exc:
+        _stopped(exc.signame, "nothing kept (the outcome distribution needs every seed)")
     raise typer.Exit(code)
 
 
@@ -1035,10 +1075,15 @@ def replay(
     if not capture.is_file():
         _fail(f"replay: {capture}: no such file")
     try:
-        v = replay_capture(capture, profile=profile, policies=tuple(policy),
-                           sysctl=parse_sysctl_options(sysctl), until_s=until, hz=hz,
-                           engine=_check_engine(engine),
-                           **_pcap_opts(flow, None, delay, reader, rcvbuf))
+        with interrupt.stoppable():
+            v = replay_capture(capture, profile=profile, policies=tuple(policy),
+                               sysctl=parse_sysctl_options(sysctl), until_s=until, hz=hz,
+                               engine=_check_engine(engine),
+                               **_pcap_opts(flow, None, delay, reader, rcvbuf))
+    except interrupt.Interrupted as exc:
+        _stopped(exc.signame, "nothing kept (a score needs the whole replay; --until S scores "
+                 "the first S seconds)")
+        return
     except TooManyFlows as exc:
         _pcap_flows_failure(capture, exc)
         return
@@ -1086,8 +1131,13 @@ def claims(
     from tcpsim.progress import StepProgress
     try:
         _set_engine(engine)
-        rows = run_claims(keys=only or None, quick=quick, echo=None if as_json else typer.echo,
-                          progress=StepProgress("claims").start)
+        with interrupt.stoppable():
+            rows = run_claims(keys=only or None, quick=quick,
+                              echo=None if as_json else typer.echo,
+                              progress=StepProgress("claims").start)
+    except interrupt.Interrupted as exc:
+        _stopped(exc.signame, exc.kept)
+        return
     except ValueError as exc:
         _fail(str(exc))
         return
@@ -1122,7 +1172,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     try:
-        app(args=[a for a in args if a != "--debug"])
+        with interrupt.signals_interrupt():   # SIGTERM as Ctrl-C; the engines' own below
+            app(args=[a for a in args if a != "--debug"])
     except USER_ERRORS as exc:  # pragma: no cover - safety net
         typer.echo(f"tcpsim: error: {exc}", err=True)
         sys.exit(2)

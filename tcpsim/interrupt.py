@@ -33,6 +33,7 @@ class Interrupted(Exception):
     def __init__(self, signame: str) -> None:
         super().__init__(f"interrupted by {signame}")
         self.signame = signame
+        self.kept = "nothing kept"            # what the work stopped keeps, said by who knows
 
 
 def active() -> bool:
