@@ -121,8 +121,21 @@ def _drain_pool(pool: ProcessPoolExecutor, todo: list[Point], jobs: int, trace_o
                 on_done(p)
     except KeyboardInterrupt:
         _cancel(pending)
+        _stop_workers(pool)
         raise
     return []
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """End the pool's workers now (a stopped sweep does not wait for the points they are
+    running: those are not stored and run again next time). A terminal's Ctrl-C reaches them
+    too; a SIGTERM sent to the sweep alone does not."""
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            proc.terminate()
+        except (OSError, ValueError):       # already gone
+            pass
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _cancel(pending: dict[Future, Point]) -> list[Point]:
