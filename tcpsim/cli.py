@@ -782,14 +782,15 @@ def report(trace: Path = typer.Argument(..., help="a trace written by tcpsim run
                                               help="HTML file (default: TRACE with .html)")) -> None:
     """Write the interactive HTML report of one trace."""
     from tcpsim import api
+    from tcpsim.trace.unreadable import missing_file, reason
     if not trace.is_file():
-        _fail(f"{trace}: no such trace file")
+        _fail(f"{trace}: {missing_file(trace, 'no such trace file')}")
     _check_out(out, "--out", "report.html")
     try:
         path = api.load_trace(trace).report(out or trace.with_suffix(".html"))
     except (OSError, ValueError) as exc:
-        reason = exc.reason if isinstance(exc, api.TraceFileError) else exc
-        _fail(f"{trace}: not a readable tcpsim trace ({reason})")
+        why = exc.reason if isinstance(exc, api.TraceFileError) else reason(trace, exc)
+        _fail(f"{trace}: not a readable tcpsim trace ({why})")
         return
     typer.echo(f"report: {path}")
 
