@@ -42,6 +42,10 @@ class _TcpsimGroup(TyperGroup):
         guard_files(self, lambda msg: _fail(msg))   # outputs never clobber inputs (cli_files.py)
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
+        twice = self._repeated(list(sys.argv[1:] if args is None else args))
+        if twice:
+            typer.echo(f"tcpsim: error: {twice}", err=True)
+            sys.exit(2)
         try:
             rv = super().main(args, prog_name, complete_var, False, **extra)
         except _CLICK_EXCEPTION as exc:
@@ -55,6 +59,49 @@ class _TcpsimGroup(TyperGroup):
                        err=True)
             sys.exit(interrupt.exit_code(signame))
         sys.exit(rv if isinstance(rv, int) else 0)
+
+    def _repeated(self, args: list[str]) -> str:
+        """A refusal if an option that takes one value is given twice (click keeps the last
+        without a word): "run: --seed given twice (1, then 2); give it once". Options that
+        may repeat (lists, compare's variant options) and flags are not counted."""
+        names = self._command_of(args)
+        command: Any = self
+        for n in names:
+            command = command.commands[n]
+        if isinstance(command, _SweepGroup):        # `sweep TARGET ...` is `sweep run`
+            command, names = command.commands["run"], [*names, "run"]
+            args = [*args[:len(names) - 1], "run", *args[len(names) - 1:]]
+        if getattr(command, "commands", None) or not names:
+            return ""
+        single: dict[str, str] = {}
+        takes_value: set[str] = set()
+        for param in getattr(command, "params", ()):
+            opts = [*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ())]
+            if getattr(param, "param_type_name", "") != "option" or getattr(param, "is_flag", False):
+                continue
+            takes_value.update(opts)
+            if not getattr(param, "multiple", False) and not (names == ["compare"] and
+                                                              param.opts[0] in _VARIANT_OPTIONS):
+                for o in opts:
+                    single[o] = param.opts[0]
+        seen: dict[str, str] = {}
+        it = iter(args[len(names):])
+        for arg in it:
+            if arg == "--":
+                break
+            opt, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+            if opt not in takes_value:
+                continue
+            if not eq:
+                value = next(it, "")
+            key = single.get(opt)
+            if key is None:
+                continue
+            if key in seen:
+                return (f"{' '.join(names)}: {opt} given twice ({seen[key]}, then {value}); "
+                        f"give it once")
+            seen[key] = value
+        return ""
 
     def _command_of(self, args) -> list[str]:  # type: ignore[no-untyped-def]
         """The (sub)command `args` name, `sweep report` included (for a refusal click raised
@@ -1074,7 +1121,16 @@ def replay(
     from tcpsim.pcap.flows import TooManyFlows
     from tcpsim.pcap.replay import replay_capture
     if not capture.is_file():
-        _fail(f"replay: {capture}: no such file")
+        _fail(f"replay: {capture}: {'is a directory' if capture.is_dir() else 'no such file'}")
+    if until is not None and not until > 0:
+        _fail(f"--until {until:g}: give a positive number of seconds (the first S seconds "
+              "are compared)")
+    try:
+        if hz is not None:
+            from tcpsim.scenario import check_hz
+            check_hz(hz, "--hz")
+    except ScenarioError as exc:
+        _fail(str(exc))
     try:
         with interrupt.stoppable():
             v = replay_capture(capture, profile=profile, policies=tuple(policy),

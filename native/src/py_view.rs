@@ -281,21 +281,17 @@ impl RecordView {
             Some("bool") => value.is_instance_of::<PyBool>(),
             _ => true,
         };
-        let result = if fits {
-            from_py(value).and_then(|v| {
+        match kind {
+            Some(kind) if !fits => Err(py
+                .import("tcpsim.answers")
+                .and_then(|a| a.call_method1("field_error", (rec.name(), name, value, kind)))
+                .map_or_else(|e| e, PyErr::from_value)),
+            _ => {
+                let v = from_py(value)?;
                 self.sk
                     .with_mut(py, |sk| fields::set(sk, rec, name, &v))?
                     .map_err(PyAttributeError::new_err)
-            })
-        } else {
-            Err(PyTypeError::new_err("wrong type"))
-        };
-        match (result, kind) {
-            (Err(e), Some(kind)) => Err(py
-                .import("tcpsim.answers")
-                .and_then(|a| a.call_method1("field_error", (rec.name(), name, value, kind)))
-                .map_or(e, PyErr::from_value)),
-            (r, _) => r,
+            }
         }
     }
 
