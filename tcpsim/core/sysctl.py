@@ -92,8 +92,7 @@ class Sysctls:
                                   f"the patch {PATCH_SYSCTLS[short]} adds it: "
                                   f"add --policy {PATCH_SYSCTLS[short]}")
             if short not in _FIELD_TYPES:
-                raise SysctlError(f"sysctl {full}: unknown to tcpsim; known: "
-                                  + ", ".join(long_name(n) for n in sorted(_FIELD_TYPES)))
+                raise SysctlError(unknown_sysctl(full))
             if known is not None and short not in known:
                 hint = _MISSING_HINTS.get(short, "pick a profile that has it (tcpsim profiles) "
                                                  "or apply the patch that adds it (--policy)")
@@ -120,6 +119,27 @@ _FIELD_TYPES = {f.name: f.type for f in fields(Sysctls) if f.name != "patched"}
 # sysctl name -> the patch that adds it, for the error that names the patch (filled by
 # declare_patch_sysctl as patch classes are defined)
 PATCH_SYSCTLS: dict[str, str] = {}
+
+
+def unknown_sysctl(full: str) -> str:
+    """The error for a sysctl name tcpsim does not know (the nearest names first)."""
+    import difflib
+    names = [long_name(n) for n in sorted(_FIELD_TYPES)]
+    near = difflib.get_close_matches(kernel_long(full), names, n=1, cutoff=0.8)
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    return f"sysctl {full}: unknown to tcpsim{hint}; known: " + ", ".join(names)
+
+
+def known_name(full: str) -> bool:
+    """Whether tcpsim knows the sysctl `full` (a kernel's or a loaded patch's)."""
+    short = short_name(full)
+    return short in _FIELD_TYPES or short in PATCH_SYSCTLS
+
+
+def kernel_long(full: str) -> str:
+    """`full` as a dotted kernel name (a bare receive-path name gets its prefix)."""
+    full = full.replace("/", ".")
+    return full if "." in full else long_name(full)
 
 
 def declare_patch_sysctl(name: str, patch: str) -> None:

@@ -78,11 +78,19 @@ def run_paths(paths: Iterable[str | Path], profile: str | None = None,
         error("tcpsim: error: no .pkt scripts found")
         return 2
     results: list[ScriptResult] = []
+    broken: list[str] = []               # scripts that cannot be read or parsed: user errors
     for path, name in files:
         result = run_file(path, profile, policies, name=name, trace=trace, engine=engine)
+        if result.kind in ("syntax", "unreadable"):
+            broken.append(" ".join(result.message.replace(": error: ", ": ", 1).split()))
+            continue
         results.append(result)
         if not as_json:
             echo(_text(result, trace))
+    if broken and not results:
+        for line in broken:
+            error(f"tcpsim: error: {line}")
+        return 2
     passed = sum(r.passed for r in results)
     failed = len(results) - passed
     summary = f"{passed} passed, {failed} failed"
@@ -94,6 +102,10 @@ def run_paths(paths: Iterable[str | Path], profile: str | None = None,
         }, indent=2))
     else:
         echo(summary)
+    for line in broken:
+        error(f"tcpsim: error: {line}")
+    if broken:
+        return 2
     return 0 if failed == 0 else 1
 
 

@@ -91,6 +91,10 @@ def test_paired_and_ranges_build_the_grid_the_cli_runs(tmp_path):
      "paired.r: the fields need as many values each"),
     ('[study]\nscenario = "seed-wscale8"\nseeds = 0\n', "study.seeds: expected a count"),
     ('[study]\nscenario = "seed-wscale8"\n[set]\n"link.rtt" = "1ms"\n', "axes: nothing varies"),
+    # a typo in [set] is named before "nothing varies" (issue 31)
+    ('[study]\nscenario = "seed-wscale8"\n[set]\n"link.rtt" = "1xs"\n[axes]\n"reader.bytes" = [1]\n',
+     "link.rtt"),
+    ('[study]\nscenario = "seed-wscale8"\n[set]\n"link.rttt" = "1ms"\n', "link.rttt: unknown field"),
     ('[study]\nscenario = "seed-wscale8"\nmetrics = ["peak_memory"]\n[axes]\nseed = [1, 2]\n',
      "study.metrics: 'peak_memory' is neither a summary field nor counter.NAME"),
     ('[study]\nscenario = "seed-wscale8"\nduration = "soon"\n[axes]\nseed = [1, 2]\n', "study.duration"),
