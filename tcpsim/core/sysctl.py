@@ -125,8 +125,8 @@ def unknown_sysctl(full: str) -> str:
     """The error for a sysctl name tcpsim does not know (the nearest names first)."""
     import difflib
     names = [long_name(n) for n in sorted(_FIELD_TYPES)]
-    near = difflib.get_close_matches(kernel_long(full), names, n=1, cutoff=0.8)
-    hint = f" (did you mean {near[0]}?)" if near else ""
+    near = difflib.get_close_matches(short_name(full), sorted(_FIELD_TYPES), n=1, cutoff=0.7)
+    hint = f" (did you mean {long_name(near[0])}?)" if near else ""
     return f"sysctl {full}: unknown to tcpsim{hint}; known: " + ", ".join(names)
 
 
@@ -134,12 +134,6 @@ def known_name(full: str) -> bool:
     """Whether tcpsim knows the sysctl `full` (a kernel's or a loaded patch's)."""
     short = short_name(full)
     return short in _FIELD_TYPES or short in PATCH_SYSCTLS
-
-
-def kernel_long(full: str) -> str:
-    """`full` as a dotted kernel name (a bare receive-path name gets its prefix)."""
-    full = full.replace("/", ".")
-    return full if "." in full else long_name(full)
 
 
 def declare_patch_sysctl(name: str, patch: str) -> None:

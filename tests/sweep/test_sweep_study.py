@@ -22,6 +22,7 @@ x = "receiver.so_rcvbuf"
 
 [set]
 "link.rtt" = "10ms"
+"reader.kind" = "periodic"
 
 [axes]
 "receiver.so_rcvbuf" = [16384, 32768]
@@ -41,7 +42,8 @@ def write(tmp_path, text, name="s.toml"):
 def test_a_study_file_parses_into_axes(tmp_path):
     st = load_study(write(tmp_path, GOOD))
     assert st.scenario == "seed-rcvbuf32k-fill" and st.duration == 500_000_000
-    assert st.axes == [Axis("link.rtt", ("10ms",)), Axis("receiver.so_rcvbuf", (16384, 32768)),
+    assert st.axes == [Axis("link.rtt", ("10ms",)), Axis("reader.kind", ("periodic",)),
+                       Axis("receiver.so_rcvbuf", (16384, 32768)),
                        Axis("read", ((1, "1ms"), (1000, "2ms")), keys=("reader.bytes", "reader.every")),
                        Axis("seed", (1, 2))]
     assert st.metrics == ["peak_sk_rcvbuf", "counter.TcpExtTCPRcvCoalesce"]
