@@ -38,6 +38,10 @@ DEFAULTS: dict[tuple[str, ...], dict[str, tuple[str, str]]] = {
 }
 
 
+# an output's old option name -> its new one: given both, the command says so itself
+OLD_NAMES = {"old_out": ("trace", "html", "table")}
+
+
 class FileClash(Exception):
     """An output names an input or another output of the same command."""
 
@@ -98,7 +102,8 @@ def command_files(command: tuple[str, ...], params: dict[str, Any]
     in_roles, out_roles = roles
     inputs = [(what, p) for name, what in in_roles.items() for p in _paths(params.get(name))]
     outputs = [(opt, p) for name, opt in out_roles.items() for p in _paths(params.get(name))
-               if isinstance(params.get(name), (Path, list, tuple))]
+               if isinstance(params.get(name), (Path, list, tuple))
+               and not any(params.get(new) is not None for new in OLD_NAMES.get(name, ()))]
     for name, (source, suffix) in DEFAULTS.get(command, {}).items():
         if params.get(name) is None and isinstance(params.get(source), Path):
             src = params[source]
