@@ -82,6 +82,30 @@ def _sweep_once(duration: str, engine: str) -> dict:
             "sim_s": sum(p.summary["duration_s"] for p in points)}
 
 
+# (f), (g): `tcpsim search` throughput -- the shipped rcvbuf-growth search (generic periodic
+# workloads, linux-6.1, a reference run per workload), no minimising, on a local pool of one
+# worker per CPU and on a 2-worker Dask LocalCluster; evaluations (workloads) per wall second.
+SEARCH_NAME = "rcvbuf-growth"
+SEARCH_BUDGET, SEARCH_QUICK = 96, 24
+
+
+def search_benchmark(budget: int, executor: str = "local", jobs: int = 0) -> dict:
+    """One search of `budget` workloads from scratch; wall time, evaluations and runs per s."""
+    from tcpsim import searching
+    spec = searching.with_overrides(searching.load_search(SEARCH_NAME), budget=budget)
+    jobs = jobs or os.cpu_count() or 1
+    t = time.perf_counter()
+    result = searching.run(spec, None, jobs=jobs, executor=executor, minimise=False)
+    wall = time.perf_counter() - t
+    evals = len(result.evaluations)
+    return {"case": f"{'f' if executor == 'local' else 'g'}: search {SEARCH_NAME}, {executor} "
+                    f"({jobs} workers)",
+            "engine": "native", "duration": f"{evals} x {spec.duration / 1e9:g}s",
+            "wall_s": round(wall, 3), "evaluations": evals, "runs": result.runs,
+            "evaluations_per_s": round(evals / wall, 1), "runs_per_s": round(result.runs / wall, 1),
+            "workers": jobs, "executor": executor}
+
+
 # The cases run on exact application timing: they measure the model's cost on the
 # workloads the speed targets were set on (time skipping between exact ticks), comparable
 # over time; the default timing's cost is measured apart (docs/performance.md).
@@ -167,6 +191,28 @@ def run_benchmarks(quick: bool = False, repeat: int = 1,
         echo(f"{row['case']:<44} {row['duration']:>6}  wall {row['wall_s']:8.2f} s  "
              f"CPU {row['cpu_s']:8.2f} s  {row['packets_per_s']:>9,} pkt/s  "
              f"{row['sim_s_per_wall_s']:>8} sim-s/s  ({row['workers']} workers, whole sweep)")
+    rows += search_rows(quick, echo)
+    return rows
+
+
+def search_rows(quick: bool, echo: Callable[[str], None] | None = print) -> list[dict]:
+    """(f) the search on a local pool and (g) on a 2-worker Dask cluster (when Dask and
+    Optuna are installed; else the row says why it is missing)."""
+    rows = []
+    budget = SEARCH_QUICK if quick else SEARCH_BUDGET
+    for executor, jobs in (("local", 0), ("dask", 2)):
+        try:
+            row = search_benchmark(budget, executor, jobs)
+        except Exception as exc:  # noqa: BLE001 -- a missing optional dependency: say so, go on
+            row = {"case": f"search on {executor}", "skipped": f"{type(exc).__name__}: {exc}"}
+            if echo:
+                echo(f"{row['case']:<44} skipped: {row['skipped']}")
+            rows.append(row)
+            continue
+        rows.append(row)
+        if echo:
+            echo(f"{row['case']:<44} {row['duration']:>6}  wall {row['wall_s']:8.2f} s  "
+                 f"{row['evaluations_per_s']:>7} evaluations/s  {row['runs_per_s']:>7} runs/s")
     return rows
 
 

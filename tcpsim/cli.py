@@ -548,6 +548,98 @@ def sweep_report(
 
 
 @app.command()
+def search(
+    target: str = typer.Argument(..., help="a search file (TOML with [search] and [space]) or a "
+                                 "shipped search's name (rcvbuf-growth, rpc-admission)"),
+    profile: Optional[str] = typer.Option(None, "--profile", "-p",
+                                          help="the profile searched (replaces the file's)"),
+    policy: List[str] = typer.Option([], "--policy", help="patch on the searched side "
+                                     "(repeatable; added to the file's)"),
+    vs: Optional[str] = typer.Option(None, "--vs", help="PROFILE to compare against: the "
+                                     "objective becomes (searched side) - (this side)"),
+    vs_policy: List[str] = typer.Option([], "--vs-policy", help="patch on the --vs side (repeatable)"),
+    budget: Optional[int] = typer.Option(None, "--budget", "-n", help="workloads to evaluate"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="the optimiser's seed"),
+    optimiser: Optional[str] = typer.Option(None, "--optimiser", help="tpe (Optuna, batches in "
+                                            "parallel; the default), random, or hypothesis "
+                                            "(targeted property search, shrunk; one process)"),
+    duration: Optional[str] = typer.Option(None, "--duration", "-d",
+                                           help="every evaluation's simulated time"),
+    threshold: Optional[float] = typer.Option(None, "--threshold",
+                                              help="an objective at or above it is a finding"),
+    jobs: int = typer.Option(0, "--jobs", "-j", help="worker processes (default: one per CPU)"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="results directory (default "
+                                       "searches/NAME); a re-run resumes it"),
+    fresh: bool = typer.Option(False, "--fresh", help="forget the runs stored in --out"),
+    no_minimise: bool = typer.Option(False, "--no-minimise", help="report the best, do not "
+                                     "minimise it or write the finding"),
+    executor: str = typer.Option("local", "--executor", "-e", help="local (a process pool) or "
+                                 "dask (a LocalCluster of --jobs workers)"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="an existing Dask "
+                                            "cluster, e.g. tcp://10.0.0.5:8786"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Search the workloads of a declared space for the one that breaks a policy.
+
+    Prints the best objective so far as it goes; a finding is minimised and written as a
+    scenario file with a comparison beside it (OUT/finding/). The same command run again
+    resumes from the runs stored in OUT; the same seed gives the same search."""
+    from tcpsim import searching
+    from tcpsim.sweeps.execute import ExecutorError
+    if jobs < 0:
+        _fail(f"--jobs {jobs}: use a positive number of workers (0 = one per CPU)")
+    if executor not in ("local", "dask"):
+        _fail(f"--executor {executor}: use local or dask")
+    if scheduler is not None:
+        if not scheduler.startswith(("tcp://", "tls://", "ws://", "wss://", "inproc://")):
+            _fail(f"--scheduler {scheduler}: give the scheduler's address, e.g. tcp://10.0.0.5:8786")
+        executor = "dask"
+    if budget is not None and budget < 1:
+        _fail(f"--budget {budget}: use a positive number of workloads")
+    if seed is not None and seed < 0:
+        _fail(f"--seed {seed}: use a number of at least 0")
+    try:
+        spec = searching.with_overrides(
+            searching.load_search(target), profile=profile, policy=tuple(policy), vs_profile=vs,
+            vs_policy=tuple(vs_policy), budget=budget, seed=seed, threshold=threshold,
+            duration=parse_duration(duration, "--duration", positive=True) if duration else None,
+            optimiser=optimiser)
+    except USER_ERRORS as exc:
+        _fail(str(exc))
+        return
+    root = out if out is not None else Path("searches") / spec.name
+
+    def progress(done: int, total: int, best: Any) -> None:
+        if as_json:
+            return
+        from tcpsim.searching.finding import pretty_duration
+        shown = "none yet" if best is None or best.objective is None else (
+            f"{best.objective:.4g}  (" + ", ".join(f"{k}={pretty_duration(v)}"
+                                                   for k, v in best.values.items()) + ")")
+        typer.echo(f"search {spec.name}: {done}/{total} workloads, best {spec.objective} "
+                   f"{shown}", err=True)
+    try:
+        result = searching.run(spec, root, jobs=jobs, executor=executor, scheduler=scheduler,
+                               fresh=fresh, minimise=not no_minimise, progress=progress)
+    except ExecutorError as exc:
+        _fail(str(exc))
+        return
+    except USER_ERRORS as exc:
+        _fail(str(exc))
+        return
+    except KeyboardInterrupt:
+        _fail(f"interrupted: the runs so far are stored in {root / 'runs'}; run the same "
+              "command again to resume")
+        return
+    record = searching.summary(result)
+    if as_json:
+        typer.echo(json.dumps(record, indent=2, sort_keys=True, default=str))
+        return
+    for line in searching.report_lines(result, root):
+        typer.echo(line)
+
+
+@app.command()
 def bench(
     quick: bool = typer.Option(False, "--quick", help="short durations (a smoke run)"),
     repeat: int = typer.Option(1, "--repeat", "-r", help="repetitions per case (median reported)"),
@@ -556,8 +648,16 @@ def bench(
                                 help="only the socket alone, per engine (us per segment)"),
     engine: Optional[str] = typer.Option(None, "--engine", help="one engine only (default: both, "
                                          "and their ratio)"),
+    search_only: bool = typer.Option(False, "--search", help="only the search: evaluations per "
+                                     "second, local pool and 2-worker Dask"),
 ) -> None:
-    """Benchmark the simulator: packets/s, simulated s per wall s, peak RSS."""
+    """Benchmark the simulator: packets/s, simulated s per wall s, peak RSS, search evaluations/s."""
+    if search_only:
+        from tcpsim.bench import search_rows
+        rows = search_rows(quick, echo=None if as_json else typer.echo)
+        if as_json:
+            typer.echo(json.dumps(rows, indent=2))
+        return
     if socket:
         from tcpsim.bench_socket import socket_benchmark
         row = socket_benchmark(2_000 if quick else 20_000, repeat=max(1, repeat),

@@ -273,3 +273,10 @@ nat_kernel_args = st.fixed_dictionaries({                   # decision arguments
     "adjust": st.integers(0, 1), "missing": st.integers(0, 70_000),
     "q0": st.integers(1, 70_000), "q1": st.integers(1, 70_000), "q2": st.integers(1, 70_000),
 })
+
+
+# =========================================================================== search spaces
+# Workloads of a `tcpsim search` space for property tests: the strategy `tcpsim search`
+# itself uses with optimiser = "hypothesis" (defined once, in tcpsim.searching.strategy).
+
+from tcpsim.searching.strategy import search_workloads  # noqa: E402,F401
