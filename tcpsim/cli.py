@@ -627,9 +627,10 @@ def search(
     except USER_ERRORS as exc:
         _fail(str(exc))
         return
-    except KeyboardInterrupt:
-        _fail(f"interrupted: the runs so far are stored in {root / 'runs'}; run the same "
-              "command again to resume")
+    except KeyboardInterrupt:           # SIGINT, or SIGTERM (main: interrupt.signals_interrupt)
+        _stopped(interrupt.requested() or "SIGINT",
+                 f"the runs so far are stored in {root / 'runs'}; run the same command again "
+                 "to resume")
         return
     record = searching.summary(result)
     if as_json:

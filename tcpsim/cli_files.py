@@ -29,6 +29,8 @@ ROLES: dict[tuple[str, ...], tuple[dict[str, str], dict[str, str]]] = {
     ("replay",): ({"capture": "the capture", "policy": "the patch file"}, {"html": "--html"}),
     ("validate",): ({"traces": "the trace", "policy": "the patch file"}, {"html": "--html"}),
     ("capture",): ({"scenario": "the scenario file"}, {"out": "--out"}),
+    ("search",): ({"target": "the search file", "policy": "the patch file",
+                   "vs_policy": "the patch file"}, {"out": "--out"}),
 }
 
 # What an output is checked against when the command derives it from an input (report's
