@@ -203,3 +203,22 @@ def test_sigkill_of_a_sweep_leaves_no_worker(executor, tmp_path):
     for w in left:                                   # do not leave them to the next test
         os.kill(w, signal.SIGKILL)
     assert not left, f"orphans: {left}"
+
+
+def test_a_signal_to_a_search_keeps_its_runs(tmp_path):
+    """`tcpsim search` (the interrupt mechanism shared with sweep): SIGTERM is Ctrl-C, one
+    line saying where the runs are, 143; its pool workers go with it."""
+    proc = _spawn(["search", "rcvbuf-growth", "--budget", "400", "-j", "2", "-o",
+                   str(tmp_path / "s")], tmp_path)
+    _wait_for(lambda: len(_children(proc.pid)) >= 2, proc, timeout=180)
+    workers = _children(proc.pid)
+    time.sleep(2)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143 and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1].startswith("tcpsim: interrupted by SIGTERM: the runs so "
+                                                   "far are stored in ")
+    deadline = time.monotonic() + 30
+    while any(map(_alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(_alive, workers))
