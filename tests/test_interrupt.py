@@ -222,3 +222,35 @@ def test_a_signal_to_a_search_keeps_its_runs(tmp_path):
     while any(map(_alive, workers)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(map(_alive, workers))
+
+
+def _asked_at_once(monkeypatch, signame: str) -> None:
+    """Every stoppable block starts with a stop already asked for (the signal came while
+    the command was loading): the engines stop at their first boundary."""
+    from contextlib import contextmanager
+    real = interrupt.stoppable
+
+    @contextmanager
+    def asked():
+        with real():
+            interrupt.request(signame)
+            yield
+    monkeypatch.setattr(interrupt, "stoppable", asked)
+
+
+def test_replay_and_validate_stop_with_one_line(tmp_path, monkeypatch, capsys):
+    pcap = tmp_path / "c.pcap"
+    code, _, _ = run_main(["run", "seed-rcvbuf32k-fill", "-d", "50ms", "--pcap", str(pcap)],
+                          monkeypatch, capsys)
+    assert code == 0
+    _asked_at_once(monkeypatch, "SIGTERM")
+    code, out, err = run_main(["replay", str(pcap)], monkeypatch, capsys)
+    assert code == 143 and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == ("tcpsim: interrupted by SIGTERM: nothing kept (a "
+                                            "score needs the whole replay; --until S scores the "
+                                            "first S seconds)")
+    fixture = ROOT / "tests" / "fixtures" / "kernel" / "seed-default-fill.parquet"
+    code, out, err = run_main(["validate", str(fixture)], monkeypatch, capsys)
+    assert code == 143
+    assert err.strip().splitlines()[-1] == ("tcpsim: interrupted by SIGTERM: 0 of 1 traces "
+                                            "validated")
