@@ -187,15 +187,21 @@ def _check_mib(sk: Any, method: object, point: str) -> None:
 
 
 def checked_method(fn: Callable[..., Any], point: str, returns: str) -> Callable[..., Any]:
-    """`fn` (a user patch's method for `point`) checking its answer and the socket after."""
-    decision = returns in ("int", "bool", "str", "tuple[int, int]")
+    """`fn` (a user patch's method for `point`) checking its answer (a decision) or, after a
+    procedure -- the points that change the socket -- the socket's fields and counters."""
+    if returns in ("int", "bool", "str", "tuple[int, int]"):
+        @functools.wraps(fn)
+        def point_checked(self: Any, sk: Any, *args: Any) -> Any:
+            value = fn(self, sk, *args)
+            if not check(point, returns, value):
+                raise wrong_answer(fn, point, value, returns)
+            return value
+        return point_checked
 
     @functools.wraps(fn)
-    def point_checked(self: Any, sk: Any, *args: Any) -> Any:
+    def procedure_checked(self: Any, sk: Any, *args: Any) -> Any:
         value = fn(self, sk, *args)
-        if decision and not check(point, returns, value):
-            raise wrong_answer(fn, point, value, returns)
         _check_fields(sk, fn, point)
         _check_mib(sk, fn, point)
         return value
-    return point_checked
+    return procedure_checked
