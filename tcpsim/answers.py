@@ -86,6 +86,20 @@ def check(point: str, returns: str, value: Any) -> bool:
     return True                          # a procedure: its answer is ignored (both engines)
 
 
+def constant_ok(signature: str, value: Any) -> bool:
+    """Whether `value` fits a constant of the era declared `signature` (": int", ...)."""
+    declared = signature.lstrip(": ")
+    if declared == "int":
+        return _is_int(value) and INT64[0] <= value < INT64[1]
+    if declared == "float":
+        return type(value) in (int, float) and value == value and abs(value) != float("inf")
+    if declared == "str":
+        return type(value) is str
+    if declared == "frozenset[str]":
+        return isinstance(value, frozenset) and all(type(v) is str for v in value)
+    return True
+
+
 def method_at(method: object, point: str) -> tuple[str, str]:
     """(patch as given, " at FILE:LINE") of a patch's (bound) method."""
     fn = getattr(method, "__func__", method)

@@ -86,6 +86,10 @@ def check_patch(cls: type, spec: str = "") -> type:
             elif name.isupper() and name not in POINTS:
                 raise ProfileError(f"{where}: {klass.__name__}.{name} is not a constant of the "
                                    f"era{_nearest(name)}")
+            elif name in POINTS and not answers.constant_ok(POINTS[name].signature, value):
+                decl = POINTS[name].signature.lstrip(": ")
+                raise ProfileError(f"{where}: {klass.__name__}.{name} = {value!r}: {name} is "
+                                   f"declared as {decl}; give a value of that type")
     _check_additions(where, cls)
     if not any(name in POINTS for klass in own_classes(cls, object) for name in vars(klass)):
         raise ProfileError(f"{where}: {cls.__name__} overrides no decision point, so it would "
