@@ -221,11 +221,8 @@ class Run:
 
     def report(self, path: str | os.PathLike[str]) -> Path:
         """Write the interactive HTML report (what ``tcpsim report`` writes); returns the path."""
-        from tcpsim.report.html import report_html
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(report_html(self._as_report_run()), encoding="utf-8")
-        return out
+        from tcpsim.report.html import report_html, write_page
+        return write_page(Path(path), report_html(self._as_report_run()))
 
     def save_trace(self, path: str | os.PathLike[str]) -> Path:
         """Write the trace as Parquet with its metadata (what ``tcpsim run --trace`` writes)."""
@@ -431,11 +428,9 @@ class Comparison:
     def report(self, path: str | os.PathLike[str]) -> Path:
         """Write the comparison page (what ``tcpsim compare`` writes); returns the path."""
         from tcpsim.report.compare import comparison_html
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(comparison_html(self._report_runs(), self.rows, self._summaries()),
-                       encoding="utf-8")
-        return out
+        from tcpsim.report.html import write_page
+        return write_page(Path(path), comparison_html(self._report_runs(), self.rows,
+                                                      self._summaries()))
 
     def _report_runs(self) -> list["_ReportRun"]:
         if self._report_cache is None:

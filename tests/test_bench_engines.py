@@ -36,6 +36,20 @@ def test_one_engine_and_a_bad_name(monkeypatch: pytest.MonkeyPatch) -> None:
         bench.run_benchmarks(quick=True, echo=None, engine="rust")
 
 
+def test_the_user_path_scenario_is_the_case_without_timing(tmp_path) -> None:
+    """The whole-process rows run the case as a file a user writes: same document, the
+    case's profile, sysctls and reader, and no [timing] (the CLI's default)."""
+    import tomllib
+
+    from tcpsim.scenario import read_scenario_file
+    case = bench.CASES[1]                  # b: linux-6.18, a fast reader
+    doc = tomllib.loads(open(bench.user_scenario(case, str(tmp_path))).read())
+    want, _ = read_scenario_file(case.experiment)
+    want.pop("timing", None)
+    want["profile"], want["reader"] = case.profile, {"kind": "fast", "bytes": 1 << 20}
+    assert doc == want
+
+
 @pytest.mark.skipif(not native_available(), reason="tcpsim._native is not built")
 def test_search_rows_report_evaluations_per_second(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bench, "SEARCH_QUICK", 2)

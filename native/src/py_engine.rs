@@ -36,6 +36,20 @@ fn int(d: &Bound<'_, PyDict>, key: &str) -> PyResult<i64> {
     item(d, key)?.extract()
 }
 
+/// The captured lateness sequences: each an int64 buffer (the `array('q')` that
+/// tcpsim.latency_file decodes, copied at memory speed) or any sequence of ints.
+fn sequences(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<i64>>> {
+    let mut out = Vec::new();
+    for seq in obj.try_iter()? {
+        let seq = seq?;
+        match pyo3::buffer::PyBuffer::<i64>::get(&seq) {
+            Ok(buf) => out.push(buf.to_vec(seq.py())?),
+            Err(_) => out.push(seq.extract()?),
+        }
+    }
+    Ok(out)
+}
+
 fn app(d: &Bound<'_, PyDict>) -> PyResult<App> {
     Ok(App {
         kind: item(d, "kind")?.extract()?,
@@ -49,7 +63,7 @@ fn app(d: &Bound<'_, PyDict>) -> PyResult<App> {
         fraction: item(d, "fraction")?.extract()?,
         start: int(d, "start")?,
         latency_table: item(d, "latency_quantiles")?.extract()?,
-        latency_sequences: item(d, "latency_sequences")?.extract()?,
+        latency_sequences: sequences(&item(d, "latency_sequences")?)?,
         latency_block: int(d, "latency_block")?,
         latency_ns: int(d, "latency_ns")?,
         call_cost: int(d, "call_cost")?,
@@ -74,7 +88,7 @@ fn socket(
         None => compose_kernel(&profile, &patches)?,
         Some(l) => compose_python(cfg.py(), &profile, &patches, &l, error)?,
     };
-    let sysctl = sysctls_from_py(&item(side, "sysctl")?.cast_into()?, &k.new_sysctls())?;
+    let sysctl = sysctls_from_py(&item(side, "sysctl")?.cast_into()?, &*k)?;
     let dev_name: String = item(side, "device")?.extract()?;
     let dev = devices::device(&dev_name).map_err(PyValueError::new_err)?;
     let params = SocketParams {

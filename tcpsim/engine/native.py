@@ -72,14 +72,19 @@ def native_engine_class() -> type:
     return cls
 
 
-def _app(app: App) -> dict[str, Any]:
+def _app(app: App, seed: int) -> dict[str, Any]:
+    """An application's config. A captured-sequence timing hands over only the capture the
+    run replays (app_latency.py `run_capture`: the host stream's first draw, the draw apps.rs
+    `block_sequence` makes, which picks the one capture it is given): a run replays one, and
+    decoding a preset's every capture cost more than a short run (tcpsim.latency_file)."""
     from tcpsim.app_latency import (
-        DEFAULT_HOST, SEQUENCES, block_wakeups, load_sequences, load_tables)
+        DEFAULT_HOST, SEQUENCES, block_wakeups, load_sequences, load_tables, run_capture)
     name = app.latency_table
     if name in SEQUENCES:
         host = app.latency_host or DEFAULT_HOST
+        captures = load_sequences(SEQUENCES[name], host)
         return {**app.as_dict(), "latency_quantiles": [],
-                "latency_sequences": load_sequences(SEQUENCES[name], host),
+                "latency_sequences": [captures[run_capture(seed, len(captures))]],
                 "latency_block": block_wakeups(host)}
     quantiles = load_tables()[name] if name else []
     return {**app.as_dict(), "latency_quantiles": quantiles, "latency_sequences": [],
@@ -142,9 +147,9 @@ class NativeSimulation:
             "link": {k: getattr(sc.link, k) for k in
                      ("delay_ab", "delay_ba", "rate_bps", "queue_limit", "loss", "jitter", "burst",
                       "limit")},
-            "writer": _app(sc.writer), "reader": _app(sc.reader),
-            "rev_writer": _app(sc.rev_writer) if sc.rev_writer and sc.rev_reader else None,
-            "rev_reader": _app(sc.rev_reader) if sc.rev_writer and sc.rev_reader else None,
+            "writer": _app(sc.writer, sc.seed), "reader": _app(sc.reader, sc.seed),
+            "rev_writer": _app(sc.rev_writer, sc.seed) if sc.rev_writer and sc.rev_reader else None,
+            "rev_reader": _app(sc.rev_reader, sc.seed) if sc.rev_writer and sc.rev_reader else None,
             "replay_writer": (replay or {}).get("writer"),
             "replay_reader": (replay or {}).get("reader"),
         }
