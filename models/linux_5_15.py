@@ -49,12 +49,16 @@ class Linux515(KernelPolicy):
         "tcp_invalid_ratelimit", "tcp_workaround_signed_windows", "tcp_comp_sack_nr",
         "tcp_comp_sack_delay_ns", "rmem_max", "wmem_max",
         "tcp_congestion_control", "tcp_notsent_lowat", "tcp_slow_start_after_idle",
+        "tcp_mem",
     })
 
     # -- profile-level facts ------------------------------------------------------------------
 
     def default_sysctls(self) -> Sysctls:
-        return Sysctls(tcp_rmem=(4096, 131072, self.RMEM2_DEFAULT))
+        """No per-CPU reserve of the TCP pool before 6.0: every page a socket charges goes
+        to tcp_memory_allocated at once (sk_memory_allocated_add() [include/net/sock.h,
+        5.15] is an atomic add), which `mem_pcpu_rsv = 0` models (core/protmem.py)."""
+        return Sysctls(tcp_rmem=(4096, 131072, self.RMEM2_DEFAULT), mem_pcpu_rsv=0)
 
     def initial_scaling_ratio(self) -> int:
         """No scaling_ratio before 6.6 (reported as -1)."""
@@ -232,7 +236,7 @@ class Linux515(KernelPolicy):
         room = min(rcv.window_clamp, sk.tcp_space()) - rcv.rcv_ssthresh
         if room <= 0:
             return
-        if sk.mem.memory_pressure:
+        if sk.under_memory_pressure():
             self.grow_under_pressure(sk)
             return
         truesize = skb.truesize
@@ -297,7 +301,7 @@ class Linux515(KernelPolicy):
             return self._select_window_shrink(sk, free, allowed, full, mss, unit)
         if free < full >> 1:
             sk.ack.ack_quick = 0
-            if sk.mem.memory_pressure:
+            if sk.under_memory_pressure():
                 self.pressure_adjust(sk)
             free = round_down(free, unit)
             if free < allowed >> 4 or free < mss:
@@ -320,7 +324,7 @@ class Linux515(KernelPolicy):
         free = round_down(free, unit)
         if free < full >> 1:
             sk.ack.ack_quick = 0
-            if sk.mem.memory_pressure:
+            if sk.under_memory_pressure():
                 self.pressure_adjust(sk)
             if free < allowed >> 4 or free < mss or free < unit:
                 return 0
@@ -400,7 +404,7 @@ class Linux515(KernelPolicy):
         receive queue always accepts (sk_forced_mem_schedule); otherwise
         tcp_try_rmem_schedule() decides and a failure drops silently (TCPRcvQDrop)."""
         if not sk.mem.receive_queue:
-            sk.rmem_schedule(skb.truesize)
+            sk.forced_mem_schedule(skb.truesize)
             return True
         return self.try_rmem_schedule(sk, skb, skb.truesize)
 
@@ -417,11 +421,14 @@ class Linux515(KernelPolicy):
 
     def clamp_window(self, sk: TcpSocket) -> None:
         """Models tcp_clamp_window(): leave quick-ack mode; raise sk_rcvbuf to the memory
-        in use (up to tcp_rmem[2]) unless locked or under pressure -- the ratchet behind
-        Cloudflare's unbounded buffers; if still over, rcv_ssthresh falls to 2 * advmss."""
+        in use (up to tcp_rmem[2]) unless locked, under pressure or with the host's pool at
+        tcp_mem[0] or more -- the ratchet behind Cloudflare's unbounded buffers; if still
+        over, rcv_ssthresh falls to 2 * advmss."""
         sk.ack.ack_quick = 0
         rmem2 = sk.sysctl.tcp_rmem[2]
-        if sk.mem.sk_rcvbuf < rmem2 and not sk.mem.rcvbuf_locked and not sk.mem.memory_pressure:
+        proto = sk.proto
+        if (sk.mem.sk_rcvbuf < rmem2 and not sk.mem.rcvbuf_locked
+                and proto.memory_pressure < 0 and proto.allocated < proto.tcp_mem[0]):
             raised = min(sk.mem.sk_rmem_alloc, rmem2)
             if raised != sk.mem.sk_rcvbuf:
                 sk.mem.sk_rcvbuf = raised
@@ -436,7 +443,7 @@ class Linux515(KernelPolicy):
         sk.trace("prune", "", truesize=skb.truesize)
         if self.needs_clamp(sk, skb):
             self.clamp_window(sk)
-        elif sk.mem.memory_pressure:
+        elif sk.under_memory_pressure():
             self.pressure_adjust(sk)
         if self.can_ingest(sk, skb):
             return 0
@@ -495,7 +502,7 @@ class Linux515(KernelPolicy):
             sk.trace("drop", "ofo prune", truesize=dropped.truesize,
                      reason="TCP_OFO_QUEUE_PRUNE")
             if not ofo or goal <= 0:
-                if self.can_ingest(sk, skb) and not sk.mem.memory_pressure:
+                if self.can_ingest(sk, skb) and not sk.under_memory_pressure():
                     break
                 goal = sk.mem.sk_rcvbuf >> 3
         sk.rcv.selective_acks = []
