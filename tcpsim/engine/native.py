@@ -17,6 +17,7 @@ import time
 from types import SimpleNamespace
 from typing import Any, Callable
 
+from tcpsim import interrupt
 from tcpsim.core.mib import COUNTERS, Mib
 from tcpsim.engine.result import Peaks, RunResult, Tally, few_gc_passes, summarize
 from tcpsim.engines import EngineError, base_profile_name, native_policy, native_socket_class
@@ -122,6 +123,7 @@ class NativeSimulation:
         self.sink = sink
         self.tap = tap
         self._groups: Any = None              # TraceGroups, once the first group is taken
+        self.cut_at: int | None = None        # where a stop cut the run short (ns), if one did
         sysctls = profile.default_sysctls().with_overrides(
             scenario.sysctl, known=profile.known_sysctls(), profile=profile.name)
         self.sysctls = sysctls
@@ -171,6 +173,7 @@ class NativeSimulation:
         sim = self.sim
         sink = self.sink
         rows = GROUP_ROWS if sink is not None else 1 << 62
+        stop = interrupt.requested if interrupt.active() else None
         wall = time.perf_counter()
         with few_gc_passes():
             while not sim.finished:
@@ -181,6 +184,9 @@ class NativeSimulation:
                     self._feed_sink(GROUP_ROWS)
                 if progress is not None:
                     progress(sim.now)
+                if stop is not None and stop() is not None and not sim.finished:
+                    self.cut_at = sim.now          # a stop asked for: end at this slice
+                    break
             if sink is not None and sim.rows():
                 self._feed_sink(sim.rows())
         wall = time.perf_counter() - wall
@@ -218,4 +224,4 @@ class NativeSimulation:
                       rev_read_bytes=st["rev_read_bytes"] if rev else None,
                       rev_peaks=Peaks(*st["snd"]["peaks"]))
         return summarize(self.scenario, self.profile, self.sysctls.as_dict(), rcv, snd, tally,
-                         wall)
+                         wall, self.cut_at)

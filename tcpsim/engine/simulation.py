@@ -21,8 +21,8 @@ from tcpsim.engine.apps import (
     BulkWriter, PeriodicWriter, Reader, couple, make_timing, make_writer, reader_phases,
 )
 from tcpsim.engine.link import LinkDirection
-from tcpsim.engine.result import (Peaks, RunResult, Tally, few_gc_passes, progress_bar,
-                                  summarize)
+from tcpsim.engine.result import (Peaks, RunResult, StopRun, Tally, few_gc_passes, progress_bar,
+                                  stop_hook, summarize)
 from tcpsim.engine.scheduler import TIMER, Scheduler
 from tcpsim.policy import Profile
 from tcpsim.scenario import Scenario
@@ -40,6 +40,7 @@ class Simulation:
         self.tap = tap
         self.profile = profile
         self.skip = skip
+        self.cut_at: int | None = None       # where a stop cut the run short (ns), if one did
         self.sched = Scheduler()
         sysctls = profile.default_sysctls().with_overrides(
             scenario.sysctl, known=profile.known_sysctls(), profile=profile.name)
@@ -224,11 +225,15 @@ class Simulation:
         if self.rev_reader is not None:
             self.rev_reader.begin()
         wall = time.perf_counter()
+        end = sc.duration
         with few_gc_passes():
-            self.sched.run(sc.duration, progress)
-        self.reader.catch_up(sc.duration + 1)
+            try:
+                self.sched.run(sc.duration, stop_hook(progress))
+            except StopRun:                  # a stop asked for (tcpsim/interrupt.py)
+                end = self.cut_at = self.sched.now
+        self.reader.catch_up(end + 1)
         if self.rev_reader is not None:
-            self.rev_reader.catch_up(sc.duration + 1)
+            self.rev_reader.catch_up(end + 1)
         wall = time.perf_counter() - wall
         return self.result(wall)
 
@@ -243,7 +248,7 @@ class Simulation:
             rev_read_bytes=self.rev_reader.read_bytes if rev else None,  # type: ignore[union-attr]
             rev_peaks=self.rev_peaks)
         return summarize(self.scenario, self.profile, self.sysctls.as_dict(), self.rcv,
-                         self.snd, tally, wall)
+                         self.snd, tally, wall, self.cut_at)
 
 
 __all__ = ["Peaks", "RunResult", "Simulation", "Tally", "progress_bar", "summarize"]

@@ -40,6 +40,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tcpsim import interrupt
 from tcpsim.validate.trace import TraceView
 from tcpsim.core.sysctl import short_name
 from tcpsim.engine.scheduler import READER, WRITER
@@ -530,6 +531,7 @@ def run_plan(p: ReplayPlan, engine: str | None = None,
         reader = ReplayReader(sim, p.read_ticks)
         sim.reader = reader  # type: ignore[assignment]
     result = sim.run()
+    interrupt.check()                 # a replay a stop cut short scores nothing
     return ReplayResult(
         p, result, sink.columns(),
         write_ticks=len(p.write_ticks or ()), write_size_mismatch=writer.size_mismatch if writer else 0,
@@ -557,6 +559,7 @@ def _run_native(p: ReplayPlan, profile: Any, sink: MemoryRecorder) -> ReplayResu
     }
     sim = NativeSimulation(p.scenario, profile, sink=sink, skip=True, replay=replay)
     result = sim.run()
+    interrupt.check()
     wm, rm = sim.replay_size_mismatch
     return ReplayResult(p, result, sink.columns(),
                         write_ticks=len(p.write_ticks or ()), write_size_mismatch=wm,
