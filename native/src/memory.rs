@@ -115,6 +115,12 @@ impl TcpSocket {
         self.mem.sk_forward_alloc = fwd;
     }
 
+    /// memory.py `release_quota`: sk_mem_reclaim_final() [include/net/sock.h], the rest
+    /// of a freed socket's quota back to the pool.
+    pub fn release_quota(&mut self) {
+        self.mem.sk_forward_alloc = 0;
+    }
+
     /// skb_set_owner_r() / the coalesce delta: rmem += size, quota -= size.
     pub fn charge(&mut self, size: i64) {
         self.mem.sk_rmem_alloc += size;

@@ -66,6 +66,11 @@ class MemoryMixin:
             fwd &= PAGE_SIZE - 1
         mem.sk_forward_alloc = fwd
 
+    def release_quota(self: TcpSocket) -> None:
+        """Models `sk_mem_reclaim_final()` [include/net/sock.h]: the socket is freed, the
+        rest of its quota goes back to the pool."""
+        self.mem.sk_forward_alloc = 0
+
     def charge(self: TcpSocket, size: int) -> None:
         """skb_set_owner_r() / the coalesce delta: rmem += size, quota -= size."""
         self.mem.sk_rmem_alloc += size

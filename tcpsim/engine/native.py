@@ -20,6 +20,7 @@ from typing import Any, Callable
 from tcpsim.core.mib import COUNTERS, Mib
 from tcpsim.engine.result import Peaks, RunResult, Tally, few_gc_passes, summarize
 from tcpsim.engines import EngineError, base_profile_name, native_policy, native_socket_class
+from tcpsim.host.plan import HostPlan
 from tcpsim.policy import Profile
 from tcpsim.scenario import Scenario
 from tcpsim.workload import App
@@ -85,6 +86,88 @@ def _app(app: App) -> dict[str, Any]:
             "latency_block": 0}
 
 
+def _side(sc: Scenario, sysctls: dict[str, Any], rcv: bool, trace: bool) -> dict[str, Any]:
+    """One socket's config: what simulation.py's `TcpSocket(...)` of that end takes."""
+    if rcv:
+        return {"name": "rcv", "sysctl": sysctls, "device": sc.device, "initcwnd": 10,
+                "nodelay": True, "init_rwnd": sc.initrwnd, "so_rcvbuf": sc.so_rcvbuf,
+                "trace": trace, "mtu": sc.link.mtu, "hz": sc.hz}
+    return {"name": "snd", "sysctl": sysctls, "device": sc.sender_device,
+            "initcwnd": sc.initcwnd, "nodelay": sc.nodelay, "init_rwnd": 0, "so_rcvbuf": 0,
+            "trace": trace, "mtu": sc.link.mtu, "hz": sc.hz}
+
+
+def _flows_cfg(plan: HostPlan, profile: Profile, wants: Callable[[str], bool]) -> dict[str, Any]:
+    """The plan's flows as the native engine takes them: {"sockets": [socket configs],
+    "apps": [app configs], "flows": [flow configs indexing both]}. Flows that share a
+    socket configuration or an application share its entry (a host of thousands of flows of
+    a few classes holds a few of each, and the captured latency sequences once)."""
+    sockets: list[dict[str, Any]] = []
+    socket_ids: dict[str, int] = {}
+    apps: list[dict[str, Any]] = []
+    app_ids: dict[App, int] = {}
+    sysctl_memo: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def sysctls_of(table: dict[str, Any]) -> dict[str, Any]:
+        key = (repr(sorted(table.items())), "")
+        if key not in sysctl_memo:
+            sysctl_memo[key] = profile.default_sysctls().with_overrides(
+                table, known=profile.known_sysctls(), profile=profile.name).as_dict()
+        return sysctl_memo[key]
+
+    def socket_id(side: dict[str, Any]) -> int:
+        key = repr(sorted(side.items()))
+        if key not in socket_ids:
+            socket_ids[key] = len(sockets)
+            sockets.append(side)
+        return socket_ids[key]
+
+    def app_id(app: App | None) -> int | None:
+        if app is None:
+            return None
+        if app not in app_ids:
+            app_ids[app] = len(apps)
+            apps.append(_app(app))
+        return app_ids[app]
+
+    flows = []
+    for i, f in enumerate(plan.flows):
+        sc = f.scenario
+        traced = i in plan.traced
+        two_way = sc.rev_writer is not None and sc.rev_reader is not None
+        flows.append({
+            "rcv": socket_id(_side(sc, sysctls_of(sc.sysctl), True, traced and wants("rcv"))),
+            "snd": socket_id(_side(sc, sysctls_of(sc.sender_sysctl), False,
+                                   traced and wants("snd"))),
+            "link": {k: getattr(sc.link, k) for k in
+                     ("delay_ab", "delay_ba", "rate_bps", "queue_limit", "loss", "jitter",
+                      "burst", "limit")},
+            "writer": app_id(sc.writer), "reader": app_id(sc.reader),
+            "rev_writer": app_id(sc.rev_writer) if two_way else None,
+            "rev_reader": app_id(sc.rev_reader) if two_way else None,
+            "seed": sc.seed, "receiver_client": sc.receiver_role == "client",
+            "duration": sc.duration, "start": f.start, "stop": f.stop, "cls": f.cls,
+        })
+    return {"sockets": sockets, "apps": apps, "flows": flows}
+
+
+def _too_large(cfg: dict[str, Any]) -> tuple[str, int] | None:
+    """(scenario field, value) of the first integer of a native run's config beyond
+    +-NATIVE_MAX, named as the scenario names it (the flows' sockets and apps by role)."""
+    found = _beyond_int64({k: v for k, v in cfg.items() if k not in ("sockets", "apps", "flows")})
+    for flow in cfg["flows"]:
+        found = found or _beyond_int64(
+            {k: v for k, v in flow.items() if k not in ("rcv", "snd") and not k.endswith(("writer", "reader"))})
+        for key in ("rcv", "snd"):
+            found = found or _beyond_int64(cfg["sockets"][flow[key]], _CFG_NAMES[key])
+        for key in ("writer", "reader", "rev_writer", "rev_reader"):
+            if flow[key] is not None:
+                found = found or _beyond_int64(cfg["apps"][flow[key]], _CFG_NAMES.get(key, key))
+        if found:
+            return found
+    return found
+
+
 class _SockView:
     """A native socket's final state with the Python socket's attribute names (what
     `summarize` reads): records conn/rcv/mem/snd, mib, error, ss_line()."""
@@ -105,10 +188,12 @@ class _SockView:
 
 
 class NativeSimulation:
-    """A scenario run by the native engine (simulation.py `Simulation`'s interface)."""
+    """A host run by the native engine (simulation.py `Simulation`'s interface): one scenario
+    (a host of one flow) or a host plan (`of_host`)."""
 
     def __init__(self, scenario: Scenario, profile: Profile, sink: Any = None,
-                 skip: bool = True, tap: Any = None, replay: dict[str, Any] | None = None) -> None:
+                 skip: bool = True, tap: Any = None, replay: dict[str, Any] | None = None,
+                 plan: HostPlan | None = None) -> None:
         """`replay`: `tcpsim validate`'s (and `tcpsim replay`'s) applications in place of the
         scenario's writer and reader ({"writer": {"ticks", "n", "bulk", "schedule"} or None,
         "reader": {"ticks"} or None}; tcpsim/validate/replay.py, native/src/engine/replay.rs)."""
@@ -116,43 +201,34 @@ class NativeSimulation:
         self.profile = profile
         self.sink = sink
         self.tap = tap
+        self.plan = plan = plan or HostPlan.single(scenario)
         self._groups: Any = None              # TraceGroups, once the first group is taken
         sysctls = profile.default_sysctls().with_overrides(
             scenario.sysctl, known=profile.known_sysctls(), profile=profile.name)
         self.sysctls = sysctls
-        sender_sysctls = profile.default_sysctls().with_overrides(
-            scenario.sender_sysctl, known=profile.known_sysctls(), profile=profile.name)
         patches, py_policy = native_policy(profile)
+        if py_policy is not None and len(plan.flows) > 1:
+            raise EngineError("engine 'native': a host of many connections cannot run a Python "
+                              "patch (--policy FILE.py:Class); use --engine python")
         cls = native_engine_class()
-        sc = scenario
         wants = sink.wants if sink is not None else (lambda name: False)
         cfg = {
             "profile": base_profile_name(profile), "patches": patches, "py_policy": py_policy,
-            "mtu": sc.link.mtu, "hz": sc.hz, "seed": sc.seed, "duration": sc.duration,
-            "receiver_client": sc.receiver_role == "client", "skip": skip,
-            "tap": tap is not None,
-            "rcv": {"sysctl": sysctls.as_dict(), "device": sc.device, "initcwnd": 10,
-                    "nodelay": True, "init_rwnd": sc.initrwnd, "so_rcvbuf": sc.so_rcvbuf,
-                    "trace": wants("rcv")},
-            "snd": {"sysctl": sender_sysctls.as_dict(), "device": sc.sender_device,
-                    "initcwnd": sc.initcwnd, "nodelay": sc.nodelay, "init_rwnd": 0,
-                    "so_rcvbuf": 0, "trace": wants("snd")},
-            "link": {k: getattr(sc.link, k) for k in
-                     ("delay_ab", "delay_ba", "rate_bps", "queue_limit", "loss", "jitter", "burst",
-                      "limit")},
-            "writer": _app(sc.writer), "reader": _app(sc.reader),
-            "rev_writer": _app(sc.rev_writer) if sc.rev_writer and sc.rev_reader else None,
-            "rev_reader": _app(sc.rev_reader) if sc.rev_writer and sc.rev_reader else None,
+            "duration": plan.duration, "skip": skip, "tap": tap is not None,
+            "sample_every": plan.sample_every, "ncpus": plan.ncpus,
             "replay_writer": (replay or {}).get("writer"),
             "replay_reader": (replay or {}).get("reader"),
         }
-        if not -(2**125) <= sc.seed < 2**125:
-            raise EngineError(f"seed {sc.seed}: the native engine takes seeds within +-2**125; "
-                              "use a smaller seed or --engine python")
-        too_large = _beyond_int64(cfg)
+        cfg.update(_flows_cfg(plan, profile, wants))
+        for f in plan.flows:
+            sc = f.scenario
+            if not -(2**125) <= sc.seed < 2**125:
+                raise EngineError(f"seed {sc.seed}: the native engine takes seeds within +-2**125; "
+                                  "use a smaller seed or --engine python")
+        too_large = _too_large(cfg)
         if too_large:
             field, value = too_large
-            where = f"{sc.source}: " if sc.source else ""
+            where = f"{scenario.source}: " if scenario.source else ""
             raise EngineError(f"{where}{field} = {value}: too large for the native engine's 64-bit "
                               f"integers (at most {NATIVE_MAX:_} ns or bytes, about 73 years); "
                               "use a smaller value or --engine python")
@@ -161,8 +237,20 @@ class NativeSimulation:
         except ValueError as exc:
             raise EngineError(f"engine 'native': {exc}; use --engine python") from None
 
+    @classmethod
+    def of_host(cls, plan: HostPlan, profile: Profile, skip: bool = True,
+                sink: Any = None) -> "NativeSimulation":
+        """A host of many connections (tcpsim/host/plan.py)."""
+        return cls(plan.flows[0].scenario, profile, sink=sink, skip=skip, plan=plan)
+
     def run(self, progress: Callable[[int], None] | None = None) -> RunResult:
         """Run for the scenario's duration; the trace goes to the sink group by group."""
+        self.run_loop(progress)
+        return self.result(self.wall)
+
+    def run_loop(self, progress: Callable[[int], None] | None = None) -> None:
+        """Run for the host's duration (`wall`: the seconds it took); a host's numbers are
+        then `host_stats()`."""
         sim = self.sim
         sink = self.sink
         rows = GROUP_ROWS if sink is not None else 1 << 62
@@ -178,8 +266,11 @@ class NativeSimulation:
                     progress(sim.now)
             if sink is not None and sim.rows():
                 self._feed_sink(sim.rows())
-        wall = time.perf_counter() - wall
-        return self.result(wall)
+        self.wall = time.perf_counter() - wall
+
+    def host_stats(self) -> dict[str, Any]:
+        """The host's samples and per-flow records (tcpsim/host/outputs.py)."""
+        return dict(self.sim.host_stats())
 
     def _feed_tap(self) -> None:
         segment = self.tap.segment

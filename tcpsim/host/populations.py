@@ -1,0 +1,120 @@
+"""A host scenario's classes -> the flows of one run (a `HostPlan`).
+
+Each class has `count` slots. A slot's first connection opens at a drawn `start`; with a
+`lifetime`, it closes after a drawn lifetime and the slot's next connection opens at that
+moment (churn: the class keeps `count` connections open once all have started), until the
+run ends. Connection (class, slot, generation) draws its start, lifetime and `set` fields, in
+that order, from its own generator, seeded by the run's seed and those three -- so the
+same seed gives the same host, and changing one class's count does not move another class's
+draws. Its scenario gets its own seed the same way (link loss, jitter, application timing).
+
+Flows are numbered in opening order (ties: class order, slot, generation): connection 0 is
+the first to open, as both engines expect.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import random
+from dataclasses import replace
+from typing import Any
+
+from tcpsim.errors import ScenarioError
+from tcpsim.host.plan import Flow, HostPlan
+from tcpsim.host.scenario import MAX_CONNECTIONS, ConnClass, HostScenario
+from tcpsim.scenario import Scenario, scenario_from_dict, set_field, set_timing
+
+
+def _key(seed: int, cls: str, slot: int, gen: int) -> str:
+    return f"tcpsim-host/{seed}/{cls}/{slot}/{gen}"
+
+
+def conn_rng(seed: int, cls: str, slot: int, gen: int) -> random.Random:
+    """The generator of connection (cls, slot, gen)'s draws."""
+    return random.Random(_key(seed, cls, slot, gen))
+
+
+def conn_seed(seed: int, cls: str, slot: int, gen: int) -> int:
+    """Connection (cls, slot, gen)'s scenario seed (63 bits)."""
+    h = hashlib.sha256(_key(seed, cls, slot, gen).encode()).digest()
+    return int.from_bytes(h[:8], "big") >> 1
+
+
+class _ClassBuilder:
+    """Builds one class's scenarios: parsed once when no field is drawn per connection,
+    else once per distinct set of drawn values."""
+
+    def __init__(self, c: ConnClass, host: HostScenario, timing: str | None) -> None:
+        self.c = c
+        self.host = host
+        self.timing = timing
+        self.memo: dict[tuple[Any, ...], Scenario] = {}
+
+    def scenario(self, values: tuple[tuple[str, Any], ...]) -> Scenario:
+        key = tuple((k, repr(v)) for k, v in values)
+        sc = self.memo.get(key)
+        if sc is None:
+            doc = copy.deepcopy(self.c.doc)
+            for k, v in values:
+                set_field(doc, k, v, f"class.{self.c.name}.set.{k}")
+            if self.timing is not None:
+                set_timing(doc, self.timing)
+            doc["duration"] = f"{self.host.duration}ns"
+            if self.host.hz:
+                doc["hz"] = self.host.hz
+            try:
+                sc = scenario_from_dict(doc, source=self.host.source)
+            except ScenarioError as exc:
+                raise ScenarioError(f"class.{self.c.name} (base {self.c.base}): {exc}") from None
+            sc = replace(sc, name=f"{self.host.name}/{self.c.name}", profile=self.host.profile,
+                         policies=self.host.policies)
+            if len(self.memo) < 4096:
+                self.memo[key] = sc
+        return sc
+
+
+def _shift(sc: Scenario, start: int, seed: int) -> Scenario:
+    """The class scenario for a connection opening at `start` with `seed`: its applications'
+    own start times count from its opening."""
+    if not start:
+        return replace(sc, seed=seed)
+    apps = {k: replace(getattr(sc, k), start=getattr(sc, k).start + start)
+            for k in ("writer", "reader", "rev_writer", "rev_reader") if getattr(sc, k) is not None}
+    return replace(sc, seed=seed, **apps)
+
+
+def expand(host: HostScenario, timing: str | None = None) -> HostPlan:
+    """The host's flows for one run (`timing`: --timing, the run's application timing)."""
+    raw: list[tuple[int, int, int, int, Flow]] = []
+    for ci, c in enumerate(host.classes):
+        builder = _ClassBuilder(c, host, timing)
+        for slot in range(c.count):
+            start, gen = -1, 0
+            while True:
+                rng = conn_rng(host.seed, c.name, slot, gen)
+                if start < 0:
+                    start = min(int(c.start.draw(rng)), host.duration)
+                stop = 0
+                if c.lifetime is not None:
+                    life = max(1, int(c.lifetime.draw(rng)))
+                    stop = start + life if start + life < host.duration else 0
+                values = tuple((k, d.value(rng)) for k, d in c.sets)
+                seed = conn_seed(host.seed, c.name, slot, gen)
+                sc = _shift(builder.scenario(values), start, seed)
+                raw.append((start, ci, slot, gen, Flow(sc, start, stop, ci)))
+                if len(raw) > MAX_CONNECTIONS:
+                    raise ScenarioError(f"class.{c.name}: the host would open more than "
+                                        f"{MAX_CONNECTIONS:_} connections over its duration; "
+                                        "use fewer or longer-lived connections")
+                if not stop:
+                    break
+                start, gen = stop, gen + 1
+    if not raw:
+        raise ScenarioError("class: every class has count 0; give at least one connection")
+    raw.sort(key=lambda r: r[:4])
+    flows = tuple(r[4] for r in raw)
+    return HostPlan(flows=flows, duration=host.duration,
+                    classes=tuple(c.name for c in host.classes), sysctl=dict(host.sysctl),
+                    ncpus=host.cpus, sample_every=host.sample_every,
+                    traced=frozenset(host.trace_connections), name=host.name, seed=host.seed)
