@@ -38,7 +38,15 @@ fn int(d: &Bound<'_, PyDict>, key: &str) -> PyResult<i64> {
     item(d, key)?.extract()
 }
 
-fn app(d: &Bound<'_, PyDict>) -> PyResult<App> {
+fn app(d: &Bound<'_, PyDict>, sets: &[Vec<Arc<[i64]>>]) -> PyResult<App> {
+    let set: i64 = int(d, "latency_seq_set")?;
+    let latency_sequences = match usize::try_from(set) {
+        Ok(i) => sets
+            .get(i)
+            .cloned()
+            .ok_or_else(|| PyValueError::new_err(format!("no latency sequence set {i}")))?,
+        Err(_) => Vec::new(),
+    };
     Ok(App {
         kind: item(d, "kind")?.extract()?,
         bytes: int(d, "bytes")?,
@@ -51,11 +59,7 @@ fn app(d: &Bound<'_, PyDict>) -> PyResult<App> {
         fraction: item(d, "fraction")?.extract()?,
         start: int(d, "start")?,
         latency_table: item(d, "latency_quantiles")?.extract()?,
-        latency_sequences: item(d, "latency_sequences")?
-            .extract::<Vec<Vec<i64>>>()?
-            .into_iter()
-            .map(Into::into)
-            .collect(),
+        latency_sequences,
         latency_block: int(d, "latency_block")?,
         latency_ns: int(d, "latency_ns")?,
         call_cost: int(d, "call_cost")?,
@@ -266,10 +270,16 @@ impl PySimulation {
             .iter()
             .map(|side| Ok(Arc::new(socket_maker(cfg, &side.cast_into()?, &error)?)))
             .collect::<PyResult<Vec<_>>>()?;
+        // the captured latency sequences, once per set however many apps replay them
+        let sets: Vec<Vec<Arc<[i64]>>> = item(cfg, "latency_sequences")?
+            .extract::<Vec<Vec<Vec<i64>>>>()?
+            .into_iter()
+            .map(|set| set.into_iter().map(Into::into).collect())
+            .collect();
         let apps = item(cfg, "apps")?
             .cast_into::<PyList>()?
             .iter()
-            .map(|a| Ok(Arc::new(app(&a.cast_into()?)?)))
+            .map(|a| Ok(Arc::new(app(&a.cast_into()?, &sets)?)))
             .collect::<PyResult<Vec<_>>>()?;
         let specs = item(cfg, "flows")?
             .cast_into::<PyList>()?

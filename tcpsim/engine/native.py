@@ -14,6 +14,7 @@ Everything here is imported only when the native engine runs (start-up stays sma
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any, Callable
 
@@ -40,7 +41,7 @@ _CFG_NAMES = {"rcv": "receiver", "snd": "sender", "rev_writer": "receiver.writer
 # Keys the range check skips: the seed is checked apart; the captured latency sequences are
 # shipped data, bounded once when loaded (tcpsim.app_latency.load_sequences) -- walking their
 # million integers took longer than a short run.
-_UNCHECKED = ("seed", "latency_sequences")
+_UNCHECKED = ("seed", "latency_sequences", "latency_seq_set", "latency_quantiles")
 
 
 def _beyond_int64(cfg: Any, path: str = "") -> tuple[str, int] | None:
@@ -122,12 +123,27 @@ def _flows_cfg(plan: HostPlan, profile: Profile, wants: Callable[[str], bool]) -
             sockets.append(side)
         return socket_ids[key]
 
+    seq_sets: list[Any] = []
+    seq_ids: dict[int, int] = {}
+    app_memo: dict[App, dict[str, Any]] = {}
+
     def app_id(app: App | None) -> int | None:
         if app is None:
             return None
         if app not in app_ids:
             app_ids[app] = len(apps)
-            apps.append(_app(app))
+            base = replace(app, start=0)       # flows of a class differ in start times
+            if base not in app_memo:
+                app_memo[base] = _app(base)
+            d = dict(app_memo[base], start=app.start)
+            seqs = d["latency_sequences"]
+            d["latency_sequences"], d["latency_seq_set"] = [], -1
+            if seqs:          # the captures, handed over once however many apps replay them
+                if id(seqs) not in seq_ids:
+                    seq_ids[id(seqs)] = len(seq_sets)
+                    seq_sets.append(seqs)
+                d["latency_seq_set"] = seq_ids[id(seqs)]
+            apps.append(d)
         return app_ids[app]
 
     flows = []
@@ -148,21 +164,26 @@ def _flows_cfg(plan: HostPlan, profile: Profile, wants: Callable[[str], bool]) -
             "seed": sc.seed, "receiver_client": sc.receiver_role == "client",
             "duration": sc.duration, "start": f.start, "stop": f.stop, "cls": f.cls,
         })
-    return {"sockets": sockets, "apps": apps, "flows": flows}
+    return {"sockets": sockets, "apps": apps, "flows": flows, "latency_sequences": seq_sets}
 
 
 def _too_large(cfg: dict[str, Any]) -> tuple[str, int] | None:
     """(scenario field, value) of the first integer of a native run's config beyond
-    +-NATIVE_MAX, named as the scenario names it (the flows' sockets and apps by role)."""
-    found = _beyond_int64({k: v for k, v in cfg.items() if k not in ("sockets", "apps", "flows")})
+    +-NATIVE_MAX, named as the scenario names it (the flows' sockets and apps by role; each
+    socket and app checked once however many flows share it)."""
+    found = _beyond_int64({k: v for k, v in cfg.items()
+                           if k not in ("sockets", "apps", "flows", "latency_sequences")})
+    seen: set[tuple[str, int]] = set()
     for flow in cfg["flows"]:
         found = found or _beyond_int64(
             {k: v for k, v in flow.items() if k not in ("rcv", "snd") and not k.endswith(("writer", "reader"))})
-        for key in ("rcv", "snd"):
-            found = found or _beyond_int64(cfg["sockets"][flow[key]], _CFG_NAMES[key])
-        for key in ("writer", "reader", "rev_writer", "rev_reader"):
-            if flow[key] is not None:
-                found = found or _beyond_int64(cfg["apps"][flow[key]], _CFG_NAMES.get(key, key))
+        for key, table in (("rcv", "sockets"), ("snd", "sockets"), ("writer", "apps"),
+                           ("reader", "apps"), ("rev_writer", "apps"), ("rev_reader", "apps")):
+            i = flow[key]
+            if i is None or (table, i) in seen:
+                continue
+            seen.add((table, i))
+            found = found or _beyond_int64(cfg[table][i], _CFG_NAMES.get(key, key))
         if found:
             return found
     return found
