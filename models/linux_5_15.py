@@ -49,12 +49,16 @@ class Linux515(KernelPolicy):
         "tcp_invalid_ratelimit", "tcp_workaround_signed_windows", "tcp_comp_sack_nr",
         "tcp_comp_sack_delay_ns", "rmem_max", "wmem_max",
         "tcp_congestion_control", "tcp_notsent_lowat", "tcp_slow_start_after_idle",
+        "tcp_mem",
     })
 
     # -- profile-level facts ------------------------------------------------------------------
 
     def default_sysctls(self) -> Sysctls:
-        return Sysctls(tcp_rmem=(4096, 131072, self.RMEM2_DEFAULT))
+        """No per-CPU reserve of the TCP pool before 6.0: every page a socket charges goes
+        to tcp_memory_allocated at once (sk_memory_allocated_add() [include/net/sock.h,
+        5.15] is an atomic add), which `mem_pcpu_rsv = 0` models (core/protmem.py)."""
+        return Sysctls(tcp_rmem=(4096, 131072, self.RMEM2_DEFAULT), mem_pcpu_rsv=0)
 
     def initial_scaling_ratio(self) -> int:
         """No scaling_ratio before 6.6 (reported as -1)."""

@@ -5,6 +5,11 @@ Receive-path changes since 5.15 that a simulation can see: drop reasons on the d
 profile; nothing else. The window never shrinks: there is no tcp_shrink_window yet (see
 linux_6_1_59.py, or apply `--policy shrink-window`).
 
+The host's TCP pool: 3cd3399dd7a8 "net: implement per-cpu reserves for memory_allocated"
+(6.0) charges a socket's pages to a per-CPU counter first, flushed into the global
+tcp_memory_allocated at +-SK_MEMORY_PCPU_RESERVE (1 MB of pages) -- not tunable until 6.9's
+net.core.mem_pcpu_rsv (core/protmem.py).
+
 On the sending side: 65466904b015 "tcp: adjust TSO packet sizes based on min_rtt" (5.18)
 makes TSO skbs larger on short paths; 4bfe744ff164 "tcp: fix potential xmit stalls caused
 by TCP_NOTSENT_LOWAT" (5.18) runs tcp_check_space() -- and so the send buffer's growth --
@@ -13,20 +18,27 @@ after every skb of new data sent, not only after the push that follows an ACK.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from tcpsim.core.protmem import SK_MEMORY_PCPU_RESERVE
 from tcpsim.core.sender import SK_GSO_MAX_SIZE, TCP_TSO_RTT_LOG
 from tcpsim.models.linux_5_15 import Linux515, _ack_delay
 from tcpsim.policy import Profile
 
 if TYPE_CHECKING:
     from tcpsim.core.socket import TcpSocket
+    from tcpsim.core.sysctl import Sysctls
 
 
 class Linux61(Linux515):
     """Linux 6.1.14: 5.15's receive path."""
 
     RELEASE = "6.1"
+
+    def default_sysctls(self) -> Sysctls:
+        """Per-CPU reserves of the TCP pool (6.0+): SK_MEMORY_PCPU_RESERVE pages a CPU."""
+        return replace(super().default_sysctls(), mem_pcpu_rsv=SK_MEMORY_PCPU_RESERVE)
 
     def tso_rtt_bytes(self, sk: TcpSocket) -> int:
         """tcp_tso_autosize() [tcp_output.c, 5.18+]: add gso_max_size >> (min_rtt_us >>

@@ -8,6 +8,9 @@ Eric Dumazet, 8ee602c63520 "tcp: try to send bigger TSO packets" (April 2024, 6.
 tcp_write_xmit() first moves bytes from the second write-queue skb into a head skb that is
 shorter than what cwnd and tcp_tso_segs() would let it send (tcp_grow_skb), so the rest of
 an skb split at the window edge goes out whole with the next skb's bytes.
+
+Adam Li, "net: make SK_MEMORY_PCPU_RESERV tunable" (posted Feb 2024, 6.9): the per-CPU
+reserve of the TCP pool becomes net.core.mem_pcpu_rsv (default and minimum 256 pages).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ class Linux610(Linux68):
     """Linux 6.10: initial rcv_wnd no longer capped at 65535."""
 
     RELEASE = "6.10"
+    SYSCTLS = Linux68.SYSCTLS | {"mem_pcpu_rsv"}
 
     def initial_rcv_wnd(self, sk: TcpSocket, space: int) -> int:
         """tcp_select_initial_window() [6.10+]: rcv_wnd = space."""

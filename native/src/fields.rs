@@ -167,6 +167,7 @@ pub fn sysctl_set(s: &mut Sysctls, name: &str, v: &Value) -> Result<(), String> 
     match short {
         "tcp_rmem" => s.tcp_rmem = triple(v)?,
         "tcp_wmem" => s.tcp_wmem = triple(v)?,
+        "tcp_mem" => s.tcp_mem = triple(v)?,
         "tcp_congestion_control" => {
             let Value::Str(cc) = v else {
                 return Err(format!("sysctl {name}: expected a name, got {v:?}"));

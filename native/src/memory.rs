@@ -74,6 +74,14 @@ fn collapse_skb(start: i64, copy: i64) -> Skb {
 }
 
 impl TcpSocket {
+    /// Pages this socket holds in its pool: its forward-alloc quota and what the receive and
+    /// send queues charged to it (always whole pages: the quota is taken and given back in
+    /// pages) -- sk_forward_alloc + sk_rmem_alloc + sk_wmem_queued, in pages.
+    pub fn charged_pages(&self) -> i64 {
+        let m = &self.mem;
+        (m.sk_forward_alloc + m.sk_rmem_alloc + m.wmem_charged).div_euclid(PAGE_SIZE)
+    }
+
     /// Models `sk_rmem_schedule()` [include/net/sock.h]: make `size` bytes of quota
     /// available, charging whole pages to the protocol pool. The pool is never exhausted
     /// here (no global tcp_mem pressure is modelled), so this always succeeds.

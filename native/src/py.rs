@@ -17,6 +17,7 @@ use crate::fields::Record;
 use crate::memory::Tail;
 use crate::mib::{Mib, COUNTERS};
 use crate::models::kernel_for;
+use crate::protmem::{ProtoHandle, ProtoMemory};
 use crate::py_view::{from_py, to_py, MibView, RecordView, SkRef, SysctlView};
 use crate::segment::{self, Segment};
 use crate::sender;
@@ -739,6 +740,26 @@ impl PyTcpSocket {
         self.patch_ok()
     }
 
+    /// Charge this socket's memory to the shared pool `proto` on CPU `cpu` (socket.py
+    /// `set_proto`).
+    #[pyo3(signature = (proto, cpu=0))]
+    fn set_proto(&mut self, proto: &PyProtoMemory, cpu: usize) -> PyResult<()> {
+        self.sk
+            .set_proto(proto.0.clone(), cpu)
+            .map_err(PyValueError::new_err)
+    }
+
+    /// The pool this socket charges (shared with the socket: not a copy).
+    #[getter]
+    fn proto(&self) -> PyProtoMemory {
+        PyProtoMemory(self.sk.proto.clone())
+    }
+
+    #[getter]
+    fn cpu(&self) -> usize {
+        self.sk.cpu
+    }
+
     fn set_window_clamp(&mut self, val: i64) -> PyResult<()> {
         self.sk.set_window_clamp(val);
         self.patch_ok()
@@ -940,6 +961,87 @@ impl PyTcpSocket {
     }
 }
 
+impl PyProtoMemory {
+    fn cpu_ok(&self, cpu: usize) -> PyResult<()> {
+        if cpu < self.0.ncpus {
+            Ok(())
+        } else {
+            Err(PyValueError::new_err(format!(
+                "cpu {cpu} is not one of the pool's {} CPUs",
+                self.0.ncpus
+            )))
+        }
+    }
+}
+
+/// `tcpsim._native.ProtoMemory`: the host's TCP pool (src/protmem.rs), the twin of
+/// tcpsim/core/protmem.py `ProtoMemory`; sockets given it with `set_proto` share it.
+#[pyclass(name = "ProtoMemory", frozen)]
+pub(crate) struct PyProtoMemory(pub(crate) ProtoHandle);
+
+#[pymethods]
+impl PyProtoMemory {
+    #[new]
+    #[pyo3(signature = (tcp_mem, ncpus=1, pcpu_rsv=0))]
+    fn new(tcp_mem: (i64, i64, i64), ncpus: usize, pcpu_rsv: i64) -> PyResult<Self> {
+        let pool = ProtoMemory::new(tcp_mem, ncpus, pcpu_rsv).map_err(PyValueError::new_err)?;
+        Ok(PyProtoMemory(std::sync::Arc::new(pool)))
+    }
+
+    fn memory_allocated(&self) -> i64 {
+        self.0.memory_allocated()
+    }
+
+    fn total_pages(&self) -> i64 {
+        self.0.total_pages()
+    }
+
+    fn under_pressure(&self) -> bool {
+        self.0.under_pressure()
+    }
+
+    fn memory_allocated_add(&self, cpu: usize, pages: i64) -> PyResult<()> {
+        self.cpu_ok(cpu)?;
+        self.0.memory_allocated_add(cpu, pages);
+        Ok(())
+    }
+
+    fn memory_allocated_sub(&self, cpu: usize, pages: i64) -> PyResult<()> {
+        self.cpu_ok(cpu)?;
+        self.0.memory_allocated_sub(cpu, pages);
+        Ok(())
+    }
+
+    fn enter_pressure(&self, now: i64) {
+        self.0.enter_pressure(now)
+    }
+
+    fn leave_pressure(&self, now: i64) {
+        self.0.leave_pressure(now)
+    }
+
+    /// Whether two handles are the same pool.
+    fn same(&self, other: &PyProtoMemory) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Every field as plain data (protmem.py `ProtoMemory.snapshot()`).
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.0.snapshot();
+        let d = PyDict::new(py);
+        d.set_item("tcp_mem", vec![s.tcp_mem.0, s.tcp_mem.1, s.tcp_mem.2])?;
+        d.set_item("ncpus", s.ncpus)?;
+        d.set_item("pcpu_rsv", s.pcpu_rsv)?;
+        d.set_item("allocated", s.allocated)?;
+        d.set_item("per_cpu_fw_alloc", s.per_cpu_fw_alloc)?;
+        d.set_item("memory_pressure", s.memory_pressure)?;
+        d.set_item("sockets_allocated", s.sockets_allocated)?;
+        d.set_item("TCPMemoryPressures", s.TCPMemoryPressures)?;
+        d.set_item("TCPMemoryPressuresChrono", s.TCPMemoryPressuresChrono)?;
+        Ok(d)
+    }
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(module_constants, m)?)?;
@@ -968,6 +1070,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(initial_state, m)?)?;
     m.add_class::<PySocket>()?;
     m.add_class::<PyTcpSocket>()?;
+    m.add_class::<PyProtoMemory>()?;
     m.add("VALID_HZ", clock::VALID_HZ.to_vec())?;
     crate::py_kernel::register(m)?;
     crate::py_engine::register(m)?;

@@ -21,6 +21,7 @@ use crate::constants::{
 use crate::devices::{device, Device};
 use crate::kernel::KernelRef;
 use crate::mib::Mib;
+use crate::protmem::{ProtoHandle, ProtoMemory};
 use crate::segment::{Segment, ACK, RST, SYN};
 use crate::state::{AckState, ConnState, MemState, RcvState, SndState, TcpState};
 use crate::sysctl::Sysctls;
@@ -60,6 +61,10 @@ pub struct TcpSocket {
     pub sysctl: Sysctls,
     /// The ingress device that builds our skbs.
     pub dev: Device,
+    /// The host's TCP pool the socket charges its pages to (a private one unless a host
+    /// shares one with `set_proto`), and the CPU whose per-CPU counter takes them.
+    pub proto: ProtoHandle,
+    pub cpu: usize,
     pub mib: Mib,
     pub clock: Box<dyn Clock + Send + Sync>,
     pub now: i64,
@@ -144,7 +149,15 @@ impl TcpSocket {
         };
         let scaling_ratio = k.initial_scaling_ratio();
         let counters: Vec<&'static str> = k.counters().iter().map(|&(n, _)| n).collect();
+        // tcp_init_sock() -> sk_sockets_allocated_inc(): a private pool built from the
+        // socket's sysctls, so a single connection behaves as on a host of its own
+        let proto = ProtoMemory::handle(sysctl.tcp_mem, 1, sysctl.mem_pcpu_rsv);
+        proto
+            .sockets_allocated
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(TcpSocket {
+            proto,
+            cpu: 0,
             name: p.name.clone(),
             clock: clock_for(p.hz)?,
             conn: ConnState::new(p.mtu, p.init_rwnd),
@@ -171,6 +184,27 @@ impl TcpSocket {
 }
 
 impl TcpSocket {
+    /// Charge this socket's memory to the pool `proto` (shared by a host's sockets) on the
+    /// CPU `cpu` from now on: the socket leaves its pool's `sockets_allocated` for the new
+    /// one's, and the pages it holds move with it. Err for a CPU the pool does not have.
+    pub fn set_proto(&mut self, proto: ProtoHandle, cpu: usize) -> Result<(), String> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if cpu >= proto.ncpus {
+            return Err(format!(
+                "set_proto: cpu {cpu} is not one of the pool's {} CPUs",
+                proto.ncpus
+            ));
+        }
+        let pages = self.charged_pages();
+        self.proto.memory_allocated_sub(self.cpu, pages);
+        self.proto.sockets_allocated.fetch_sub(1, Relaxed);
+        proto.sockets_allocated.fetch_add(1, Relaxed);
+        proto.memory_allocated_add(cpu, pages);
+        self.proto = proto;
+        self.cpu = cpu;
+        Ok(())
+    }
+
     // -- socket options -------------------------------------------------------------------
 
     /// setsockopt(SO_RCVBUF): rcvbuf = 2 * min(val, rmem_max), locked against autotuning.

@@ -33,6 +33,13 @@ pub struct Sysctls {
     pub rmem_max: i64,
     /// net.core.wmem_max
     pub wmem_max: i64,
+    /// The host's TCP pool (min, pressure, max), pages (src/protmem.rs). The default is what
+    /// tcp_init_mem() [net/ipv4/tcp.c] computes on the 24 GB reference machine: limit =
+    /// max(nr_free_buffer_pages() / 16, 128), tcp_mem = (limit / 4 * 3, limit, 2 * that
+    /// first) -- 1.1 / 1.5 / 2.2 GB, which no single connection comes near.
+    pub tcp_mem: (i64, i64, i64),
+    /// net.core.mem_pcpu_rsv, pages (6.9+; 0 on an era without per-CPU reserves).
+    pub mem_pcpu_rsv: i64,
     /// Sysctls the applied patches add (Python's `patched`): (short name, value), in the
     /// order the patches declare them. Read with `patched(name)`.
     pub patched: Vec<(&'static str, i64)>,
@@ -73,6 +80,8 @@ impl Default for Sysctls {
             tcp_slow_start_after_idle: 1,
             rmem_max: 212992,
             wmem_max: 212992,
+            tcp_mem: (287901, 383868, 575802),
+            mem_pcpu_rsv: crate::protmem::SK_MEMORY_PCPU_RESERVE,
             patched: Vec::new(),
         }
     }
@@ -90,7 +99,7 @@ impl Sysctls {
     /// (short name, value) of every field, in declaration order (Python's `fields()`).
     pub fn values(&self) -> Vec<(&'static str, SysctlValue)> {
         use SysctlValue::{Int, Name, Triple};
-        let (r, w) = (self.tcp_rmem, self.tcp_wmem);
+        let (r, w, m) = (self.tcp_rmem, self.tcp_wmem, self.tcp_mem);
         vec![
             ("tcp_rmem", Triple(r.0, r.1, r.2)),
             ("tcp_wmem", Triple(w.0, w.1, w.2)),
@@ -122,6 +131,8 @@ impl Sysctls {
             ),
             ("rmem_max", Int(self.rmem_max)),
             ("wmem_max", Int(self.wmem_max)),
+            ("tcp_mem", Triple(m.0, m.1, m.2)),
+            ("mem_pcpu_rsv", Int(self.mem_pcpu_rsv)),
         ]
         .into_iter()
         .chain(self.patched.iter().map(|&(n, v)| (n, Int(v))))
@@ -179,6 +190,7 @@ impl Sysctls {
             "tcp_slow_start_after_idle" => &mut self.tcp_slow_start_after_idle,
             "rmem_max" => &mut self.rmem_max,
             "wmem_max" => &mut self.wmem_max,
+            "mem_pcpu_rsv" => &mut self.mem_pcpu_rsv,
             _ => return None,
         })
     }
@@ -195,7 +207,7 @@ impl Sysctls {
 pub use crate::cong::CongestionControl;
 
 /// Sysctls that live under net.core rather than net.ipv4.
-const CORE: [&str; 2] = ["rmem_max", "wmem_max"];
+const CORE: [&str; 3] = ["rmem_max", "wmem_max", "mem_pcpu_rsv"];
 
 /// "net.ipv4.tcp_rmem" -> "tcp_rmem"; "net.core.rmem_max" -> "rmem_max".
 pub fn short_name(name: &str) -> &str {

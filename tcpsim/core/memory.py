@@ -28,6 +28,13 @@ class MemoryMixin:
 
     # -- sk_rmem_schedule / skb_set_owner_r / sock_rfree -----------------------------------
 
+    def charged_pages(self: TcpSocket) -> int:
+        """Pages this socket holds in its pool: its forward-alloc quota and what the receive
+        and send queues charged to it (always whole pages: the quota is taken and given
+        back in pages) -- sk_forward_alloc + sk_rmem_alloc + sk_wmem_queued, in pages."""
+        mem = self.mem
+        return (mem.sk_forward_alloc + mem.sk_rmem_alloc + mem.wmem_charged) // PAGE_SIZE
+
     def rmem_schedule(self: TcpSocket, size: int) -> bool:
         """Models `sk_rmem_schedule()` [include/net/sock.h]: make `size` bytes of quota
         available, charging whole pages to the protocol pool. The pool is never exhausted

@@ -44,6 +44,7 @@ from tcpsim.core.clock import Clock, make_clock
 from tcpsim.core.cong import CongestionOps, ca_ops
 from tcpsim.core.memory import MemoryMixin
 from tcpsim.core.mib import Mib
+from tcpsim.core.protmem import ProtoMemory
 from tcpsim.core.receiver import ReceiveMixin
 from tcpsim.core.recovery import RecoveryMixin
 from tcpsim.core.segment import ACK, RST, SYN, Segment
@@ -105,6 +106,8 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
         "clock",
         # the congestion control, net.ipv4.tcp_congestion_control (tcpsim/core/cong)
         "ca",
+        # the host's TCP pool (tcpsim/core/protmem.py) and the CPU charging it
+        "proto", "cpu",
     )
     name: str
     k: KernelPolicy                     # the profile's policy: an era, patches first
@@ -127,6 +130,8 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
     snd: SndState
     clock: Clock
     ca: CongestionOps
+    proto: ProtoMemory
+    cpu: int
 
     def __init__(self, kernel: Any, sysctl: Sysctls | None = None, device: Device | None = None,
                  *, name: str = "rcv", sink: TraceSink | None = None, mtu: int = 1500,
@@ -154,6 +159,25 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
         self.conn, self.rcv, self.mem, self.ack, self.snd = initial_state(
             kernel, self.sysctl, mtu=mtu, initcwnd=initcwnd, nodelay=nodelay,
             init_rwnd=init_rwnd)
+        # tcp_init_sock() -> sk_sockets_allocated_inc(): a private pool built from the
+        # socket's sysctls, so a single connection behaves as on a host of its own
+        self.proto = ProtoMemory(self.sysctl.tcp_mem, 1, self.sysctl.mem_pcpu_rsv)
+        self.proto.sockets_allocated += 1
+        self.cpu = 0
+
+    def set_proto(self, proto: ProtoMemory, cpu: int = 0) -> None:
+        """Charge this socket's memory to the pool `proto` (shared by a host's sockets) on
+        the CPU `cpu` from now on: the socket leaves its pool's `sockets_allocated` for the
+        new one's, and the pages it holds move with it."""
+        if not 0 <= cpu < proto.ncpus:
+            raise ValueError(f"set_proto: cpu {cpu} is not one of the pool's "
+                             f"{proto.ncpus} CPUs")
+        pages = self.charged_pages()
+        self.proto.memory_allocated_sub(self.cpu, pages)
+        self.proto.sockets_allocated -= 1
+        proto.sockets_allocated += 1
+        proto.memory_allocated_add(cpu, pages)
+        self.proto, self.cpu = proto, cpu
 
     # -- socket options ---------------------------------------------------------------------
 

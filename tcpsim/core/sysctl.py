@@ -57,6 +57,12 @@ class Sysctls:
     tcp_slow_start_after_idle: int = 1
     rmem_max: int = 212992            # net.core.rmem_max
     wmem_max: int = 212992            # net.core.wmem_max
+    # the host's TCP pool (pages; tcpsim/core/protmem.py). The default is what
+    # tcp_init_mem() [net/ipv4/tcp.c] computes on the 24 GB reference machine: limit =
+    # max(nr_free_buffer_pages() / 16, 128), tcp_mem = (limit / 4 * 3, limit, 2 * that
+    # first) -- 1.1 / 1.5 / 2.2 GB, which no single connection comes near.
+    tcp_mem: tuple[int, int, int] = (287901, 383868, 575802)
+    mem_pcpu_rsv: int = 256           # net.core.mem_pcpu_rsv, pages (6.9+; see protmem.py)
     # sysctls the applied patches add (SysctlSpec, value); read as attributes like the others
     patched: tuple[tuple[SysctlSpec, int], ...] = ()
 
@@ -130,8 +136,10 @@ _MISSING_HINTS = {
     "tcp_shrink_window": "it arrived in 6.5 and 6.1.59: use -p linux-6.1.59 (or later) "
                          "or --policy shrink-window",
     "tcp_rcvbuf_low_rtt": "it arrived in 6.19, which tcpsim does not model yet",
+    "mem_pcpu_rsv": "it arrived in 6.9 (before, the per-CPU reserve is a fixed 256 pages "
+                    "from 6.0 and absent before): use -p linux-6.10 (or later)",
 }
-_CORE = {"rmem_max", "wmem_max"}
+_CORE = {"rmem_max", "wmem_max", "mem_pcpu_rsv"}
 _BOOLEAN = {"tcp_slow_start_after_idle", "tcp_moderate_rcvbuf", "tcp_shrink_window", "tcp_window_scaling", "tcp_sack",
             "tcp_workaround_signed_windows", "tcp_backlog_ack_defer"}
 _RANGES = {
@@ -146,6 +154,8 @@ _RANGES = {
     "tcp_notsent_lowat": (0, 2**32 - 1),
     "rmem_max": (1, 2**31 - 1),
     "wmem_max": (1, 2**31 - 1),
+    # proc_dointvec_minmax with extra1 = SK_MEMORY_PCPU_RESERVE [net/core/sysctl_net_core.c]
+    "mem_pcpu_rsv": (256, 2**31 - 1),
 }
 
 
@@ -169,6 +179,8 @@ STRING_SYSCTLS = {"tcp_congestion_control": ("cubic", "reno")}
 def _validate(full: str, short: str, value: Any) -> Any:
     if short in ("tcp_rmem", "tcp_wmem"):
         return _validate_triple(full, value)
+    if short == "tcp_mem":
+        return _validate_triple(full, value, "pages, e.g. [200, 400, 600]", hi=2**63 - 1)
     if short in STRING_SYSCTLS:
         return _validate_name(full, STRING_SYSCTLS[short], value)
     if isinstance(value, bool) or not isinstance(value, int):
@@ -198,19 +210,25 @@ def _validate_spec(full: str, spec: SysctlSpec, value: Any) -> int:
     return value
 
 
-def _validate_triple(full: str, value: Any) -> tuple[int, int, int]:
+def _validate_triple(full: str, value: Any, example: str = "e.g. [4096, 131072, 6291456]",
+                     hi: int | None = None) -> tuple[int, int, int]:
+    """Three positive integers, non-decreasing: tcp_rmem / tcp_wmem (min default max,
+    bytes) and tcp_mem (min pressure max, pages; the kernel itself takes any three longs,
+    but a pool whose pressure threshold lies below its minimum is a typo, not a what-if)."""
     if isinstance(value, str):
         value = value.split()
     try:
         triple = tuple(int(v) for v in value)
     except (TypeError, ValueError):
         raise SysctlError(f"sysctl {full}: expected three integers (min default max), "
-                          f"e.g. [4096, 131072, 6291456], got {value!r}") from None
+                          f"{example}, got {value!r}") from None
     if len(triple) != 3:
         raise SysctlError(f"sysctl {full}: expected three integers (min default max), got {len(triple)}")
-    lo, default, hi = triple
-    if lo < 1 or default < 1 or hi < 1:
+    lo, default, top = triple
+    if lo < 1 or default < 1 or top < 1:
         raise SysctlError(f"sysctl {full}: values must be positive, got {list(triple)}")
-    if not lo <= default <= hi:
+    if hi is not None and top > hi:
+        raise SysctlError(f"sysctl {full}: {top} is out of range; at most {hi}")
+    if not lo <= default <= top:
         raise SysctlError(f"sysctl {full}: needs min <= default <= max, got {list(triple)}")
-    return lo, default, hi
+    return lo, default, top

@@ -126,7 +126,7 @@ def replay_sysctls(sysctls: dict[str, Any], known: frozenset[str]) -> tuple[dict
         if short not in known:
             skipped.append(name)
             continue
-        if short in ("tcp_rmem", "tcp_wmem"):
+        if short in ("tcp_rmem", "tcp_wmem", "tcp_mem"):
             out[name] = [int(x) for x in (text.split() if isinstance(text, str) else text)]
         else:
             try:

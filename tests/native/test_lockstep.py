@@ -9,6 +9,7 @@ step (and after every timer run inside one) the two must agree on:
 
     snapshot()          every field of every state record, both queues skb by skb, the
                         MIB, the socket flags (tcpsim/core/snapshot.py)
+    proto.snapshot()    the TCP pool the socket charges (tcpsim/core/protmem.py)
     the outbox          every segment sent, every field and option
     take_events()       the trace events, field by field
     next_deadline()     and what read() returned
@@ -140,6 +141,7 @@ class LockstepMachine(ReceiverRules):
         """Everything one engine showed since the last comparison, as plain data."""
         return {
             "snapshot": sk.snapshot(),
+            "proto": sk.proto.snapshot(),       # the socket's TCP pool (core/protmem.py)
             "outbox": [segment_dict(s) for s in outbox],
             "events": [event_dict(e) for e in sk.take_events()],
             "next_deadline": sk.next_deadline(),

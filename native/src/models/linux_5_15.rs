@@ -56,6 +56,7 @@ pub const SYSCTLS: &[&str] = &[
     "tcp_congestion_control",
     "tcp_notsent_lowat",
     "tcp_slow_start_after_idle",
+    "tcp_mem",
 ];
 
 /// Linux 5.15: adv_win_scale windows, classic DRS, never-shrink windows.
@@ -178,10 +179,14 @@ impl Kernel for Linux515 {
         2000
     }
 
+    /// No per-CPU reserve of the TCP pool before 6.0: every page a socket charges goes to
+    /// tcp_memory_allocated at once (sk_memory_allocated_add() [include/net/sock.h, 5.15] is
+    /// an atomic add), which `mem_pcpu_rsv = 0` models (src/protmem.rs).
     fn default_sysctls(&self) -> Sysctls {
         let d = Sysctls::default();
         Sysctls {
             tcp_rmem: (4096, 131072, self.rmem2_default()),
+            mem_pcpu_rsv: 0,
             ..d
         }
     }

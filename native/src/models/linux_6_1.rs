@@ -6,13 +6,20 @@
 //! profile; nothing else. The window never shrinks: there is no tcp_shrink_window yet (see
 //! linux_6_1_59.rs, or apply `--policy shrink-window`).
 //!
+//! The host's TCP pool: 3cd3399dd7a8 "net: implement per-cpu reserves for memory_allocated"
+//! (6.0) charges a socket's pages to a per-CPU counter first, flushed into the global
+//! tcp_memory_allocated at +-SK_MEMORY_PCPU_RESERVE (1 MB of pages) -- not tunable until
+//! 6.9's net.core.mem_pcpu_rsv (src/protmem.rs).
+//!
 //! On the sending side: 65466904b015 "tcp: adjust TSO packet sizes based on min_rtt" (5.18)
 //! makes TSO skbs larger on short paths.
 
 use crate::kernel::Kernel;
 use crate::models::linux_5_15::{ack_delay, Linux515};
+use crate::protmem::SK_MEMORY_PCPU_RESERVE;
 use crate::sender::{SK_GSO_MAX_SIZE, TCP_TSO_RTT_LOG};
 use crate::socket::TcpSocket;
+use crate::sysctl::Sysctls;
 
 /// Linux 6.1.14: 5.15's receive path.
 #[derive(Debug, Clone, Copy, Default)]
@@ -29,6 +36,15 @@ impl Kernel for Linux61 {
 
     fn release(&self) -> &'static str {
         "6.1"
+    }
+
+    /// Per-CPU reserves of the TCP pool (6.0+): SK_MEMORY_PCPU_RESERVE pages a CPU.
+    fn default_sysctls(&self) -> Sysctls {
+        Sysctls {
+            tcp_rmem: (4096, 131072, self.rmem2_default()),
+            mem_pcpu_rsv: SK_MEMORY_PCPU_RESERVE,
+            ..Sysctls::default()
+        }
     }
 
     /// tcp_tso_autosize() [tcp_output.c, 5.18+]: add gso_max_size >> (min_rtt_us >>

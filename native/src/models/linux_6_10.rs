@@ -9,6 +9,9 @@
 //! tcp_write_xmit() first moves bytes from the second write-queue skb into a head skb that is
 //! shorter than what cwnd and tcp_tso_segs() would let it send (tcp_grow_skb), so the rest of
 //! an skb split at the window edge goes out whole with the next skb's bytes.
+//!
+//! Adam Li, "net: make SK_MEMORY_PCPU_RESERV tunable" (posted Feb 2024, 6.9): the per-CPU
+//! reserve of the TCP pool becomes net.core.mem_pcpu_rsv (default and minimum 256 pages).
 
 use std::collections::VecDeque;
 
@@ -31,6 +34,12 @@ impl Kernel for Linux610 {
 
     fn release(&self) -> &'static str {
         "6.10"
+    }
+
+    fn sysctls(&self) -> Vec<&'static str> {
+        let mut s = Linux68.sysctls();
+        s.push("mem_pcpu_rsv");
+        s
     }
 
     /// tcp_select_initial_window() [6.10+]: rcv_wnd = space.

@@ -1,0 +1,47 @@
+"""The host's TCP pool on both engines: the same operations leave the same pool
+(tcpsim/core/protmem.py and native/src/protmem.rs), and native sockets share a pool the
+way Python sockets do (set_proto)."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tcpsim.core.protmem import ProtoMemory
+
+from harness import established
+
+ops = st.lists(st.one_of(
+    st.tuples(st.sampled_from(["memory_allocated_add", "memory_allocated_sub"]),
+              st.integers(0, 1), st.integers(0, 700)),
+    st.tuples(st.sampled_from(["enter_pressure", "leave_pressure"]),
+              st.integers(0, 10**10))), max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=ops, rsv=st.sampled_from([0, 256, 300]))
+def test_same_pool_after_the_same_operations(native, ops, rsv):
+    """sk_memory_allocated_add/sub with per-CPU reserves, entering and leaving pressure: the
+    Rust twin's fields (per-CPU counters, pressure time, counters) equal the Python
+    model's after every operation."""
+    py = ProtoMemory((200, 400, 600), ncpus=2, pcpu_rsv=rsv)
+    rs = native.ProtoMemory((200, 400, 600), 2, rsv)
+    assert rs.snapshot() == py.snapshot()
+    for name, *args in ops:
+        getattr(py, name)(*args)
+        getattr(rs, name)(*args)
+        assert rs.snapshot() == py.snapshot(), (name, args)
+        assert rs.total_pages() == py.total_pages()
+        assert rs.under_pressure() == py.under_pressure()
+
+
+def test_native_sockets_share_one_pool(native):
+    """Two native sockets given one pool count in its sockets_allocated, as Python's do."""
+    pool_py = ProtoMemory((200, 400, 600), ncpus=2, pcpu_rsv=0)
+    pool_rs = native.ProtoMemory((200, 400, 600), 2, 0)
+    socks = []
+    for cpu, engine in ((0, "python"), (1, "python"), (0, "native"), (1, "native")):
+        sk = established("linux-6.18", engine=engine).sk
+        sk.set_proto(pool_py if engine == "python" else pool_rs, cpu)
+        socks.append(sk)
+    assert pool_rs.snapshot() == pool_py.snapshot()
+    assert socks[2].proto.same(socks[3].proto) and socks[3].cpu == 1
+    assert pool_rs.snapshot()["sockets_allocated"] == 2
