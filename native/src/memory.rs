@@ -123,10 +123,21 @@ impl TcpSocket {
         self.mem.sk_forward_alloc = fwd;
     }
 
-    /// memory.py `release_quota`: sk_mem_reclaim_final() [include/net/sock.h], the rest
-    /// of a freed socket's quota back to the pool.
-    pub fn release_quota(&mut self) {
+    /// memory.py `release_all`: the socket is freed -- sk_stream_kill_queues()
+    /// [net/core/stream.c] purges its queues, sk_mem_reclaim_final() [include/net/sock.h]
+    /// gives back the rest of its quota: every page it held back to its pool, one socket
+    /// less in it.
+    pub fn release_all(&mut self) {
+        let pages = self.charged_pages();
+        self.proto.memory_allocated_sub(self.cpu, pages);
+        self.proto
+            .sockets_allocated
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        self.mem.receive_queue.clear();
+        self.mem.ofo_queue.clear();
+        self.mem.sk_rmem_alloc = 0;
         self.mem.sk_forward_alloc = 0;
+        self.mem.wmem_charged = 0;
     }
 
     /// skb_set_owner_r() / the coalesce delta: rmem += size, quota -= size.

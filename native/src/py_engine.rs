@@ -286,12 +286,15 @@ impl PySimulation {
             .iter()
             .map(|f| flow_spec(&f.cast_into()?, &makers, &apps))
             .collect::<PyResult<Vec<_>>>()?;
+        let pool: Bound<'_, PyDict> = item(cfg, "pool")?.cast_into()?;
         let spec = RunSpec {
             duration: int(cfg, "duration")?,
             skip: item(cfg, "skip")?.extract()?,
             tap: item(cfg, "tap")?.extract()?,
             sample_every: int(cfg, "sample_every")?,
             ncpus: item(cfg, "ncpus")?.extract()?,
+            tcp_mem: item(&pool, "tcp_mem")?.extract()?,
+            pcpu_rsv: int(&pool, "pcpu_rsv")?,
         };
         let mut sim = Simulation::new(specs, spec).map_err(PyValueError::new_err)?;
         sim.halt = halt;
@@ -468,6 +471,16 @@ impl PySimulation {
             .map(|h| (h.t, h.inuse, h.mem, h.pressure))
             .collect();
         out.set_item("samples", samples)?;
+        let p = s.pool.snapshot();
+        let pool = PyDict::new(py);
+        pool.set_item("tcp_mem", p.tcp_mem)?;
+        pool.set_item("allocated", p.allocated)?;
+        pool.set_item("per_cpu_fw_alloc", p.per_cpu_fw_alloc)?;
+        pool.set_item("memory_pressure", p.memory_pressure)?;
+        pool.set_item("sockets_allocated", p.sockets_allocated)?;
+        pool.set_item("TCPMemoryPressures", p.TCPMemoryPressures)?;
+        pool.set_item("TCPMemoryPressuresChrono", p.TCPMemoryPressuresChrono)?;
+        out.set_item("pool", pool)?;
         let flows = PyList::empty(py);
         for c in 0..s.specs.len() {
             let end;

@@ -318,21 +318,12 @@ impl TcpSocket {
 
     /// socket.py `destroy`: the socket is freed with its connection (a host's churn):
     /// tcp_done() -> inet_csk_destroy_sock() [net/ipv4/inet_connection_sock.c] ->
-    /// sk_stream_kill_queues() [net/core/stream.c]. CLOSE, timers off, the receive and
-    /// out-of-order queues purged and uncharged, the rest of the quota reclaimed; the
-    /// applications see `error` "closed" and stop. No segment is sent.
+    /// sk_stream_kill_queues() [net/core/stream.c]. CLOSE, timers off, the queues purged
+    /// and every page back in the pool (release_all); the applications see `error`
+    /// "closed" and stop. No segment is sent.
     pub fn destroy(&mut self, now: i64) {
         self.set_clock(now);
-        let sizes: Vec<i64> = (self.mem.receive_queue.iter())
-            .chain(self.mem.ofo_queue.iter())
-            .map(|s| s.truesize)
-            .collect();
-        for size in sizes {
-            self.uncharge(size);
-        }
-        self.mem.receive_queue.clear();
-        self.mem.ofo_queue.clear();
-        self.release_quota();
+        self.release_all();
         self.error = "closed".to_string();
         self.closed();
         self.readable = true;

@@ -73,10 +73,18 @@ class MemoryMixin:
             fwd &= PAGE_SIZE - 1
         mem.sk_forward_alloc = fwd
 
-    def release_quota(self: TcpSocket) -> None:
-        """Models `sk_mem_reclaim_final()` [include/net/sock.h]: the socket is freed, the
-        rest of its quota goes back to the pool."""
-        self.mem.sk_forward_alloc = 0
+    def release_all(self: TcpSocket) -> None:
+        """The socket is freed: sk_stream_kill_queues() [net/core/stream.c] purges its
+        receive, out-of-order and write queues and sk_mem_reclaim_final()
+        [include/net/sock.h] gives back the rest of its quota -- every page it held goes
+        back to its pool (charged_pages), and the pool counts one socket less
+        (sk_sockets_allocated_dec, tcp_v4_destroy_sock)."""
+        mem = self.mem
+        self.proto.memory_allocated_sub(self.cpu, self.charged_pages())
+        self.proto.sockets_allocated -= 1
+        mem.receive_queue.clear()
+        mem.ofo_queue.clear()
+        mem.sk_rmem_alloc = mem.sk_forward_alloc = mem.wmem_charged = 0
 
     def charge(self: TcpSocket, size: int) -> None:
         """skb_set_owner_r() / the coalesce delta: rmem += size, quota -= size."""

@@ -266,17 +266,12 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
     def destroy(self, now: int) -> None:
         """The socket is freed with its connection (a host's churn, tcpsim/host/plan.py):
         tcp_done() -> inet_csk_destroy_sock() [net/ipv4/inet_connection_sock.c] ->
-        sk_stream_kill_queues() [net/core/stream.c]. CLOSE, timers off, the receive and
-        out-of-order queues purged and their memory uncharged, what is left of the quota
-        reclaimed, so a host's pool no longer counts it; the applications see `error`
-        "closed" and stop. No segment is sent: both ends go at once."""
+        sk_stream_kill_queues() [net/core/stream.c]. CLOSE, timers off, the queues purged
+        and every page the socket held back in its pool (release_all), so a host's pool no
+        longer counts it; the applications see `error` "closed" and stop. No segment is
+        sent: both ends go at once."""
         self._clock(now)
-        mem = self.mem
-        for skb in (*mem.receive_queue, *mem.ofo_queue):
-            self.uncharge(skb.truesize)
-        mem.receive_queue.clear()
-        mem.ofo_queue.clear()
-        self.release_quota()
+        self.release_all()
         self.error = "closed"
         self._closed()
         self.readable = self.writable = True

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from tcpsim.core.mib import COUNTERS, Mib
 from tcpsim.engine.result import Peaks, RunResult, Tally, few_gc_passes, summarize
 from tcpsim.engines import EngineError, base_profile_name, native_policy, native_socket_class
-from tcpsim.host.plan import HostPlan
+from tcpsim.host.plan import HostPlan, pool_config
 from tcpsim.policy import Profile
 from tcpsim.scenario import Scenario
 from tcpsim.workload import App
@@ -237,6 +237,7 @@ class NativeSimulation:
             "profile": base_profile_name(profile), "patches": patches, "py_policy": py_policy,
             "duration": plan.duration, "skip": skip, "tap": tap is not None,
             "sample_every": plan.sample_every, "ncpus": plan.ncpus,
+            "pool": pool_config(plan, profile),
             "replay_writer": (replay or {}).get("writer"),
             "replay_reader": (replay or {}).get("reader"),
         }

@@ -63,8 +63,7 @@ class Connection:
         sdev = device(scenario.sender_device)       # the sender end's ingress device
         self.rcv = TcpSocket(profile.policy(), sysctls, dev, name="rcv",
                              sink=sink, mtu=mtu, init_rwnd=scenario.initrwnd, hz=scenario.hz)
-        if host.pool is not None:
-            self.rcv.set_proto(host.pool, index % host.ncpus)
+        self.rcv.set_proto(host.pool, index % host.ncpus)       # the host's pool
         self.sender_sysctls = profile.default_sysctls().with_overrides(
             scenario.sender_sysctl, known=profile.known_sysctls(), profile=profile.name)
         self.snd = TcpSocket(profile.policy(), self.sender_sysctls, sdev,

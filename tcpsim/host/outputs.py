@@ -135,8 +135,8 @@ def host_result(plan: HostPlan, profile: str, samples: Sequence[HostSample],
         "onset_s": in_pressure[0].t / NS_PER_S if in_pressure else None,
         "peak_sockstat_mem": max((s.mem for s in samples), default=0),
         "peak_inuse": max((s.inuse for s in samples), default=0),
-        "tcp_mem": list(pool.tcp_mem) if pool is not None and hasattr(pool, "tcp_mem")
-        else (pool or {}).get("tcp_mem") if isinstance(pool, Mapping) else None,
+        "tcp_mem": None if pool is None else list(
+            pool["tcp_mem"] if isinstance(pool, Mapping) else pool.tcp_mem),
     }
     return HostResult(plan.name, profile, plan.duration, list(samples), nstat, pressure,
                       class_table(plan, flows), events, wall, flows, config or {})

@@ -72,26 +72,22 @@ def host_sysctls(plan: HostPlan, profile: Profile) -> Any:
 
 
 def make_pool(plan: HostPlan, profile: Profile) -> Any:
-    """The host's TCP memory pool (tcpsim.core.protmem.ProtoMemory: `tcp_mem` in pages,
-    the per-CPU reserve, the CPU count), shared by the host's sockets; None where the model
-    has no pool."""
-    try:
-        from tcpsim.core.protmem import ProtoMemory
-    except ImportError:
-        return None
-    d = host_sysctls(plan, profile).as_dict()
-    tcp_mem = d.get("net.ipv4.tcp_mem")
-    if tcp_mem is None:
-        return None
-    return ProtoMemory(tcp_mem=tuple(tcp_mem), ncpus=plan.ncpus,
-                       pcpu_rsv=int(d.get("net.core.mem_pcpu_rsv", 0) or 0))
+    """The host's TCP memory pool (tcpsim.core.protmem.ProtoMemory: `tcp_mem` in pages, the
+    per-CPU reserve `mem_pcpu_rsv`, the CPU count), shared by the host's sockets."""
+    from tcpsim.core.protmem import ProtoMemory
+    s = host_sysctls(plan, profile)
+    return ProtoMemory(tuple(s.tcp_mem), plan.ncpus, s.mem_pcpu_rsv)
+
+
+def pool_config(plan: HostPlan, profile: Profile) -> dict[str, Any]:
+    """The pool's parameters as the native engine takes them."""
+    s = host_sysctls(plan, profile)
+    return {"tcp_mem": tuple(s.tcp_mem), "pcpu_rsv": s.mem_pcpu_rsv}
 
 
 def pool_state(pool: Any) -> tuple[int, bool]:
-    """(pages allocated, under pressure) of a pool (None: (0, False))."""
-    if pool is None:
-        return 0, False
-    return int(pool.allocated), bool(pool.pressure)
+    """(pages allocated: sockstat's mem, under pressure) of a pool."""
+    return int(pool.memory_allocated()), bool(pool.under_pressure())
 
 
 def host_sample(t: int, inuse: int, pool: Any) -> HostSample:

@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use crate::devices::Device;
 use crate::kernel::KernelRef;
+use crate::protmem::{ProtoHandle, ProtoMemory};
 use crate::segment::Segment;
 use crate::socket::{SocketParams, TcpSocket};
 use crate::state::TcpState;
@@ -138,6 +139,9 @@ pub struct RunSpec {
     pub sample_every: i64,
     /// The host's CPU count: flow i's receiver charges the pool from CPU i % ncpus.
     pub ncpus: usize,
+    /// The host's pool: `net.ipv4.tcp_mem` (pages) and the per-CPU reserve.
+    pub tcp_mem: (i64, i64, i64),
+    pub pcpu_rsv: i64,
 }
 
 /// Extremes of a receiving socket's state over the run (sampled after every event).
@@ -193,10 +197,17 @@ pub struct Flow {
 }
 
 impl Flow {
-    /// Build flow `index` from its spec (simulation.py `Connection.__init__`).
-    pub fn new(index: usize, spec: &FlowSpec) -> Result<Self, String> {
+    /// Build flow `index` from its spec (simulation.py `Connection.__init__`): its
+    /// receiver charges the host's `pool` from CPU index % ncpus.
+    pub fn new(
+        index: usize,
+        spec: &FlowSpec,
+        pool: &ProtoHandle,
+        ncpus: usize,
+    ) -> Result<Self, String> {
         let l = &spec.link;
-        let rcv = spec.rcv.make()?;
+        let mut rcv = spec.rcv.make()?;
+        rcv.set_proto(Arc::clone(pool), index % ncpus)?;
         let snd = spec.snd.make()?;
         let shared_skbs = rcv.dev.shared;
         let rev_shared_skbs = spec.rev.is_some() && snd.dev.shared;
@@ -279,6 +290,8 @@ pub struct Simulation {
     pub sample_every: i64,
     next_sample: i64,
     pub ncpus: usize,
+    /// The host's TCP memory pool, shared by its sockets (the remote peers keep their own).
+    pub pool: ProtoHandle,
     /// The final numbers of closed flows (their sockets and apps dropped).
     pub ended: Vec<Option<FlowEnd>>,
     pub skip: bool,
@@ -347,7 +360,9 @@ impl Simulation {
         }
         // flow 0 is built now in any case (the one served before any event); a flow is
         // opened at its start
-        let first = Box::new(Flow::new(0, &specs[0])?);
+        let ncpus = spec.ncpus.max(1);
+        let pool = ProtoMemory::new(spec.tcp_mem, ncpus, spec.pcpu_rsv).map(Arc::new)?;
+        let first = Box::new(Flow::new(0, &specs[0], &pool, ncpus)?);
         let n = specs.len();
         let mut sim = Simulation {
             sched: Scheduler::new(),
@@ -360,7 +375,8 @@ impl Simulation {
             samples: Vec::new(),
             sample_every: spec.sample_every,
             next_sample: 0,
-            ncpus: spec.ncpus.max(1),
+            ncpus,
+            pool,
             ended: (0..n).map(|_| None).collect(),
             skip: spec.skip,
             duration: spec.duration,
@@ -387,7 +403,7 @@ impl Simulation {
 
     /// Build flow `i` and make it the one served (simulation.py `_build_due`, one flow).
     fn build(&mut self, i: usize) -> Result<(), String> {
-        let f = Box::new(Flow::new(i, &self.specs[i])?);
+        let f = Box::new(Flow::new(i, &self.specs[i], &self.pool, self.ncpus)?);
         let prev = std::mem::replace(&mut self.f, f);
         self.flows[self.cur] = Some(prev);
         self.cur = i;
@@ -789,8 +805,8 @@ impl Simulation {
         HostSample {
             t,
             inuse: self.live,
-            mem: 0,
-            pressure: false,
+            mem: self.pool.memory_allocated(),
+            pressure: self.pool.under_pressure(),
         }
     }
 
