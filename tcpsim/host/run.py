@@ -22,13 +22,23 @@ def load_host_with(path: str | Path, profile: str | None = None,
     """A host file with a run's options applied to its document before validation
     (--profile, --policy, --sysctl, --duration, --seed; `sets`: FIELD=VALUE settings as a
     sweep axis gives them, e.g. class.bad.count)."""
-    from tcpsim.scenario import set_field
     raw, source = read_scenario_file(path)
+    return host_with(raw, source, profile, policies, sysctl, duration, seed, sets)
+
+
+def host_with(raw: dict[str, Any], source: str, profile: str | None = None,
+              policies: tuple[str, ...] = (), sysctl: dict[str, Any] | None = None,
+              duration: int | None = None, seed: int | None = None,
+              sets: tuple[tuple[str, Any], ...] = ()) -> HostScenario:
+    """`load_host_with` on a parsed host document (a copy is changed)."""
+    import copy
+    from tcpsim.scenario import set_field
+    raw = copy.deepcopy(raw)
     if profile:
         raw["profile"] = profile
     if policies:
-        raw["policies"] = list(raw.get("policies", [])) + [p for p in policies
-                                                           if p not in raw.get("policies", [])]
+        have = list(raw.get("policies", []))
+        raw["policies"] = have + [p for p in policies if p not in have]
     for k, v in (sysctl or {}).items():
         raw.setdefault("sysctl", {})[k] = v
     if duration is not None:
@@ -36,11 +46,39 @@ def load_host_with(path: str | Path, profile: str | None = None,
     if seed is not None:
         raw["seed"] = seed
     for k, v in sets:
-        set_field(raw, k, v, k)
+        if k == "policy":
+            raw["policies"] = [x for x in str(v).split("+") if x.strip() and x != "none"]
+        else:
+            set_field(raw, k, v, k)
     try:
         return host_from_dict(raw, source)
     except ScenarioError as exc:
         raise ScenarioError(f"{source}: {exc}") from None
+
+
+def host_summary(r: HostResult) -> dict[str, Any]:
+    """A host run's numbers as one flat row (a sweep point's summary): the host's pressure
+    figures, then CLASS.FIELD for every class's."""
+    p = r.pressure
+    out: dict[str, Any] = {
+        "duration_s": r.duration / 1e9, "events": r.events, "connections": len(r.flows),
+        "pressure_onset_s": p["onset_s"], "in_pressure_ms": p["in_pressure_ms"],
+        "peak_sockstat_mem": p["peak_sockstat_mem"],
+        "memory_pressures": r.nstat.get("TcpExtTCPMemoryPressures", 0),
+    }
+    for row in r.classes:
+        for k, v in row.items():
+            if k != "class":
+                out[f"{row['class']}.{k}"] = v
+    return out
+
+
+def host_metrics(host: HostScenario) -> list[str]:
+    """The columns `tcpsim sweep HOST` shows by default."""
+    cols = ["pressure_onset_s", "in_pressure_ms", "peak_sockstat_mem", "memory_pressures"]
+    for c in host.classes:
+        cols += [f"{c.name}.goodput_mbps", f"{c.name}.read_latency_ms", f"{c.name}.drops"]
+    return cols
 
 
 def run_host(host: HostScenario, engine: str | None = None, skip: bool = True,
