@@ -114,5 +114,28 @@ def format_case(row: dict[str, Any]) -> str:
             f"peak RSS {row['rss_bytes'] / 2**20:.0f} MiB{g}")
 
 
+def host_benchmarks(quick: bool = False, echo: Any = print,
+                    sizes: tuple[int, ...] | None = None) -> dict[str, Any]:
+    """`tcpsim bench --hosts`: the host cases (1 000 and 10 000 connections, 60 s; --quick:
+    200 and 1 000 for 10 s), then the single-connection cases of `tcpsim bench` on the
+    native engine (--quick durations), measured in one invocation."""
+    from tcpsim.bench import run_benchmarks
+    duration = "10s" if quick else "60s"
+    sizes = sizes or ((200, 1000) if quick else (1000, 10000))
+    if echo:
+        echo(f"hosts of the seed mix (5 % reproducer sessions among request/response sessions "
+             f"with churn), {duration} simulated, native engine, each in a child process:")
+    hosts = []
+    for n in sizes:
+        row = run_case(n, duration, "native")
+        hosts.append(row)
+        if echo:
+            echo(format_case(row))
+    if echo:
+        echo("single connections, the same build (tcpsim bench --quick --engine native):")
+    single = run_benchmarks(quick=True, repeat=1, echo=echo, engine="native")
+    return {"hosts": hosts, "single": single}
+
+
 if __name__ == "__main__":
     print(json.dumps(child(int(sys.argv[1]), sys.argv[2], sys.argv[3])))

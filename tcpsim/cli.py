@@ -550,8 +550,21 @@ def bench(
                                 help="only the socket alone, per engine (us per segment)"),
     engine: Optional[str] = typer.Option(None, "--engine", help="one engine only (default: both, "
                                          "and their ratio)"),
+    hosts: bool = typer.Option(False, "--hosts", help="hosts of 1 000 and 10 000 connections of "
+                               "the seed mix (--quick: 200 and 1 000), beside the single-"
+                               "connection cases (docs/hosts.md)"),
 ) -> None:
     """Benchmark the simulator: packets/s, simulated s per wall s, peak RSS."""
+    if hosts:
+        from tcpsim.bench_host import host_benchmarks
+        try:
+            out = host_benchmarks(quick=quick, echo=None if as_json else typer.echo)
+        except EngineError as exc:
+            _fail(str(exc))
+            return
+        if as_json:
+            typer.echo(json.dumps(out, indent=2))
+        return
     if socket:
         from tcpsim.bench_socket import socket_benchmark
         row = socket_benchmark(2_000 if quick else 20_000, repeat=max(1, repeat),
