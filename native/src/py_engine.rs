@@ -149,7 +149,9 @@ fn flow_spec(
         (Some(w), Some(r)) => Some((w, r)),
         _ => None,
     };
+    let starts: (i64, i64, i64, i64) = item(d, "starts")?.extract()?;
     Ok(FlowSpec {
+        starts: [starts.0, starts.1, starts.2, starts.3],
         rcv: pick(makers, "rcv")?,
         snd: pick(makers, "snd")?,
         link: link_spec(&item(d, "link")?.cast_into()?)?,

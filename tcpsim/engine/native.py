@@ -21,7 +21,7 @@ from typing import Any, Callable
 from tcpsim.core.mib import COUNTERS, Mib
 from tcpsim.engine.result import Peaks, RunResult, Tally, few_gc_passes, summarize
 from tcpsim.engines import EngineError, base_profile_name, native_policy, native_socket_class
-from tcpsim.host.plan import HostPlan, pool_config
+from tcpsim.host.plan import HostPlan, pool_config, with_fields
 from tcpsim.policy import Profile
 from tcpsim.scenario import Scenario
 from tcpsim.workload import App
@@ -104,20 +104,20 @@ def _flows_cfg(plan: HostPlan, profile: Profile, wants: Callable[[str], bool]) -
     socket configuration or an application share its entry (a host of thousands of flows of
     a few classes holds a few of each, and the captured latency sequences once)."""
     sockets: list[dict[str, Any]] = []
-    socket_ids: dict[str, int] = {}
+    socket_ids: dict[Any, int] = {}
     apps: list[dict[str, Any]] = []
     app_ids: dict[App, int] = {}
-    sysctl_memo: dict[tuple[str, str], dict[str, Any]] = {}
+    # by the table object: a class's flows share their scenario's tables (kept alive here)
+    sysctl_memo: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
 
     def sysctls_of(table: dict[str, Any]) -> dict[str, Any]:
-        key = (repr(sorted(table.items())), "")
-        if key not in sysctl_memo:
-            sysctl_memo[key] = profile.default_sysctls().with_overrides(
-                table, known=profile.known_sysctls(), profile=profile.name).as_dict()
-        return sysctl_memo[key]
+        if id(table) not in sysctl_memo:
+            sysctl_memo[id(table)] = (table, profile.default_sysctls().with_overrides(
+                table, known=profile.known_sysctls(), profile=profile.name).as_dict())
+        return sysctl_memo[id(table)][1]
 
     def socket_id(side: dict[str, Any]) -> int:
-        key = repr(sorted(side.items()))
+        key = tuple((k, id(v) if isinstance(v, dict) else v) for k, v in side.items())
         if key not in socket_ids:
             socket_ids[key] = len(sockets)
             sockets.append(side)
@@ -125,17 +125,16 @@ def _flows_cfg(plan: HostPlan, profile: Profile, wants: Callable[[str], bool]) -
 
     seq_sets: list[Any] = []
     seq_ids: dict[int, int] = {}
-    app_memo: dict[App, dict[str, Any]] = {}
 
     def app_id(app: App | None) -> int | None:
+        """The app's entry without its start (flows of a class differ only in start times:
+        each flow gives its apps' starts)."""
         if app is None:
             return None
-        if app not in app_ids:
-            app_ids[app] = len(apps)
-            base = replace(app, start=0)       # flows of a class differ in start times
-            if base not in app_memo:
-                app_memo[base] = _app(base)
-            d = dict(app_memo[base], start=app.start)
+        base = with_fields(app, start=0)
+        if base not in app_ids:
+            app_ids[base] = len(apps)
+            d = _app(base)
             seqs = d["latency_sequences"]
             d["latency_sequences"], d["latency_seq_set"] = [], -1
             if seqs:          # the captures, handed over once however many apps replay them
@@ -144,13 +143,15 @@ def _flows_cfg(plan: HostPlan, profile: Profile, wants: Callable[[str], bool]) -
                     seq_sets.append(seqs)
                 d["latency_seq_set"] = seq_ids[id(seqs)]
             apps.append(d)
-        return app_ids[app]
+        return app_ids[base]
 
     flows = []
     for i, f in enumerate(plan.flows):
         sc = f.scenario
         traced = i in plan.traced
         two_way = sc.rev_writer is not None and sc.rev_reader is not None
+        roles = (sc.writer, sc.reader, sc.rev_writer if two_way else None,
+                 sc.rev_reader if two_way else None)
         flows.append({
             "rcv": socket_id(_side(sc, sysctls_of(sc.sysctl), True, traced and wants("rcv"))),
             "snd": socket_id(_side(sc, sysctls_of(sc.sender_sysctl), False,
@@ -158,9 +159,9 @@ def _flows_cfg(plan: HostPlan, profile: Profile, wants: Callable[[str], bool]) -
             "link": {k: getattr(sc.link, k) for k in
                      ("delay_ab", "delay_ba", "rate_bps", "queue_limit", "loss", "jitter",
                       "burst", "limit")},
-            "writer": app_id(sc.writer), "reader": app_id(sc.reader),
-            "rev_writer": app_id(sc.rev_writer) if two_way else None,
-            "rev_reader": app_id(sc.rev_reader) if two_way else None,
+            "writer": app_id(roles[0]), "reader": app_id(roles[1]),
+            "rev_writer": app_id(roles[2]), "rev_reader": app_id(roles[3]),
+            "starts": tuple(a.start if a is not None else 0 for a in roles),
             "seed": sc.seed, "receiver_client": sc.receiver_role == "client",
             "duration": sc.duration, "start": f.start, "stop": f.stop, "cls": f.cls,
         })
@@ -175,8 +176,11 @@ def _too_large(cfg: dict[str, Any]) -> tuple[str, int] | None:
                            if k not in ("sockets", "apps", "flows", "latency_sequences")})
     seen: set[tuple[str, int]] = set()
     for flow in cfg["flows"]:
-        found = found or _beyond_int64(
-            {k: v for k, v in flow.items() if k not in ("rcv", "snd") and not k.endswith(("writer", "reader"))})
+        found = found or _beyond_int64(flow["link"], "link") or _beyond_int64(
+            {k: flow[k] for k in ("start", "stop", "duration")})
+        for role, t in zip(("writer", "reader", "rev_writer", "rev_reader"), flow["starts"]):
+            if abs(t) > NATIVE_MAX:
+                return f"{_CFG_NAMES.get(role, role)}.start", t
         for key, table in (("rcv", "sockets"), ("snd", "sockets"), ("writer", "apps"),
                            ("reader", "apps"), ("rev_writer", "apps"), ("rev_reader", "apps")):
             i = flow[key]

@@ -65,6 +65,17 @@ class HostSample(NamedTuple):
     pressure: bool
 
 
+def with_fields(obj: Any, **changes: Any) -> Any:
+    """dataclasses.replace for the frozen records of a scenario (Scenario, Link, App: no
+    __post_init__, no derived fields) without re-running __init__: a host builds tens of
+    thousands of them."""
+    new = object.__new__(type(obj))
+    d = new.__dict__
+    d.update(obj.__dict__)
+    d.update(changes)
+    return new
+
+
 def host_sysctls(plan: HostPlan, profile: Profile) -> Any:
     """The host's own sysctls: the profile's defaults with the plan's overrides."""
     return profile.default_sysctls().with_overrides(

@@ -122,6 +122,9 @@ pub struct FlowSpec {
     pub writer: Arc<App>,
     pub reader: Arc<App>,
     pub rev: Option<(Arc<App>, Arc<App>)>,
+    /// The `start` of the writer, reader, reverse writer and reverse reader (the apps are
+    /// shared by a class's flows, which open at different times).
+    pub starts: [i64; 4],
     /// The scenario's duration (the readers' phases end there, as in Python).
     pub duration: i64,
     pub start: i64,
@@ -212,31 +215,37 @@ impl Flow {
         let shared_skbs = rcv.dev.shared;
         let rev_shared_skbs = spec.rev.is_some() && snd.dev.shared;
         let seed = spec.seed;
+        let st = &spec.starts;
+        let writer_app = started(&spec.writer, st[0]);
         let writer = Writer::new(
-            &spec.writer,
+            &writer_app,
             SND,
-            Timing::make(&spec.writer, seed, STREAM_WRITER),
+            Timing::make(&writer_app, seed, STREAM_WRITER),
         )?;
+        let reader_app = started(&spec.reader, st[1]);
         let reader = Reader::new(
-            &spec.reader,
+            &reader_app,
             RCV,
             spec.duration,
-            Timing::make(&spec.reader, seed, STREAM_READER),
+            Timing::make(&reader_app, seed, STREAM_READER),
         )?;
         let (rev_writer, rev_reader) = match &spec.rev {
-            Some((w, r)) => (
-                Some(Writer::new(
-                    w,
-                    RCV,
-                    Timing::make(w, seed, STREAM_REV_WRITER),
-                )?),
-                Some(Reader::new(
-                    r,
-                    SND,
-                    spec.duration,
-                    Timing::make(r, seed, STREAM_REV_READER),
-                )?),
-            ),
+            Some((w, r)) => {
+                let (w, r) = (started(w, st[2]), started(r, st[3]));
+                (
+                    Some(Writer::new(
+                        &w,
+                        RCV,
+                        Timing::make(&w, seed, STREAM_REV_WRITER),
+                    )?),
+                    Some(Reader::new(
+                        &r,
+                        SND,
+                        spec.duration,
+                        Timing::make(&r, seed, STREAM_REV_READER),
+                    )?),
+                )
+            }
             None => (None, None),
         };
         Ok(Flow {
@@ -267,6 +276,18 @@ impl Flow {
             q_area: 0,
             q_last: 0,
             q_t: spec.start,
+        })
+    }
+}
+
+/// `app` starting at `start` (a copy only when it differs).
+fn started(app: &Arc<App>, start: i64) -> Arc<App> {
+    if app.start == start {
+        Arc::clone(app)
+    } else {
+        Arc::new(App {
+            start,
+            ..(**app).clone()
         })
     }
 }
