@@ -47,9 +47,11 @@ class Dist:
     def low(self) -> int | float:
         """The smallest value it can draw (numbers/durations/sizes; 0 otherwise)."""
         if self.kind == "const":
-            return self.args[0] if isinstance(self.args[0], (int, float)) else 0
+            a = self.args[0]
+            return a if isinstance(a, (int, float)) else 0
         if self.kind in ("uniform", "loguniform"):
-            return self.args[0]
+            lo: int | float = self.args[0]
+            return lo
         if self.kind == "choice":
             nums = [a for a in self.args if isinstance(a, (int, float))]
             return min(nums) if nums else 0
@@ -62,9 +64,9 @@ class Dist:
         if k in ("const", "exponential"):
             return float(a[0]) if isinstance(a[0], (int, float)) else 0.0
         if k == "uniform":
-            return (a[0] + a[1]) / 2
+            return float(a[0] + a[1]) / 2
         if k == "loguniform":
-            return math.sqrt(a[0] * a[1])
+            return math.sqrt(float(a[0] * a[1]))
         return float(self.low())
 
     def draw(self, rng: random.Random) -> Any:

@@ -49,13 +49,15 @@ def _link(**kw: str) -> Callable[[Scenario, int], Scenario]:
     def apply(sc: Scenario, v: int) -> Scenario:
         changes = {k: (v // 2 if how == "half" else v - v // 2 if how == "rest" else v)
                    for k, how in kw.items()}
-        return with_fields(sc, link=with_fields(sc.link, **changes))
+        out: Scenario = with_fields(sc, link=with_fields(sc.link, **changes))
+        return out
     return apply
 
 
 def _app_field(app: str, name: str) -> Callable[[Scenario, int], Scenario]:
     def apply(sc: Scenario, v: int) -> Scenario:
-        return with_fields(sc, **{app: with_fields(getattr(sc, app), **{name: v})})
+        out: Scenario = with_fields(sc, **{app: with_fields(getattr(sc, app), **{name: v})})
+        return out
     return apply
 
 
@@ -152,11 +154,14 @@ def _extremes(drawn: list[tuple[str, Dist]]) -> list[tuple[tuple[str, Any], ...]
 def _shift(sc: Scenario, start: int, seed: int) -> Scenario:
     """The class scenario for a connection opening at `start` with `seed`: its applications'
     own start times count from its opening."""
+    out: Scenario
     if not start:
-        return with_fields(sc, seed=seed)
+        out = with_fields(sc, seed=seed)
+        return out
     apps = {k: with_fields(getattr(sc, k), start=getattr(sc, k).start + start)
             for k in ("writer", "reader", "rev_writer", "rev_reader") if getattr(sc, k) is not None}
-    return with_fields(sc, seed=seed, **apps)
+    out = with_fields(sc, seed=seed, **apps)
+    return out
 
 
 def expand(host: HostScenario, timing: str | None = None) -> HostPlan:
