@@ -230,7 +230,7 @@ class Linux515(KernelPolicy):
         room = min(rcv.window_clamp, sk.tcp_space()) - rcv.rcv_ssthresh
         if room <= 0:
             return
-        if sk.mem.memory_pressure:
+        if sk.under_memory_pressure():
             self.grow_under_pressure(sk)
             return
         truesize = skb.truesize
@@ -295,7 +295,7 @@ class Linux515(KernelPolicy):
             return self._select_window_shrink(sk, free, allowed, full, mss, unit)
         if free < full >> 1:
             sk.ack.ack_quick = 0
-            if sk.mem.memory_pressure:
+            if sk.under_memory_pressure():
                 self.pressure_adjust(sk)
             free = round_down(free, unit)
             if free < allowed >> 4 or free < mss:
@@ -318,7 +318,7 @@ class Linux515(KernelPolicy):
         free = round_down(free, unit)
         if free < full >> 1:
             sk.ack.ack_quick = 0
-            if sk.mem.memory_pressure:
+            if sk.under_memory_pressure():
                 self.pressure_adjust(sk)
             if free < allowed >> 4 or free < mss or free < unit:
                 return 0
@@ -398,7 +398,7 @@ class Linux515(KernelPolicy):
         receive queue always accepts (sk_forced_mem_schedule); otherwise
         tcp_try_rmem_schedule() decides and a failure drops silently (TCPRcvQDrop)."""
         if not sk.mem.receive_queue:
-            sk.rmem_schedule(skb.truesize)
+            sk.forced_mem_schedule(skb.truesize)
             return True
         return self.try_rmem_schedule(sk, skb, skb.truesize)
 
@@ -415,11 +415,14 @@ class Linux515(KernelPolicy):
 
     def clamp_window(self, sk: TcpSocket) -> None:
         """Models tcp_clamp_window(): leave quick-ack mode; raise sk_rcvbuf to the memory
-        in use (up to tcp_rmem[2]) unless locked or under pressure -- the ratchet behind
-        Cloudflare's unbounded buffers; if still over, rcv_ssthresh falls to 2 * advmss."""
+        in use (up to tcp_rmem[2]) unless locked, under pressure or with the host's pool at
+        tcp_mem[0] or more -- the ratchet behind Cloudflare's unbounded buffers; if still
+        over, rcv_ssthresh falls to 2 * advmss."""
         sk.ack.ack_quick = 0
         rmem2 = sk.sysctl.tcp_rmem[2]
-        if sk.mem.sk_rcvbuf < rmem2 and not sk.mem.rcvbuf_locked and not sk.mem.memory_pressure:
+        proto = sk.proto
+        if (sk.mem.sk_rcvbuf < rmem2 and not sk.mem.rcvbuf_locked
+                and proto.memory_pressure < 0 and proto.allocated < proto.tcp_mem[0]):
             raised = min(sk.mem.sk_rmem_alloc, rmem2)
             if raised != sk.mem.sk_rcvbuf:
                 sk.mem.sk_rcvbuf = raised
@@ -434,7 +437,7 @@ class Linux515(KernelPolicy):
         sk.trace("prune", "", truesize=skb.truesize)
         if self.needs_clamp(sk, skb):
             self.clamp_window(sk)
-        elif sk.mem.memory_pressure:
+        elif sk.under_memory_pressure():
             self.pressure_adjust(sk)
         if self.can_ingest(sk, skb):
             return 0
@@ -493,7 +496,7 @@ class Linux515(KernelPolicy):
             sk.trace("drop", "ofo prune", truesize=dropped.truesize,
                      reason="TCP_OFO_QUEUE_PRUNE")
             if not ofo or goal <= 0:
-                if self.can_ingest(sk, skb) and not sk.mem.memory_pressure:
+                if self.can_ingest(sk, skb) and not sk.under_memory_pressure():
                     break
                 goal = sk.mem.sk_rcvbuf >> 3
         sk.rcv.selective_acks = []

@@ -83,7 +83,7 @@ class Linux66(ShrinkWindowSysctl, Linux61):
         sk.data_ready()
         if sk.mem.receive_queue and skb.len:
             return False
-        sk.rmem_schedule(skb.truesize)
+        sk.forced_mem_schedule(skb.truesize)
         return True
 
     def advertise_window(self, sk: TcpSocket) -> int:
@@ -121,7 +121,7 @@ class Linux66(ShrinkWindowSysctl, Linux61):
             sk.trace("drop", "ofo prune", truesize=dropped.truesize,
                      reason="TCP_OFO_QUEUE_PRUNE")
             if not ofo or goal <= 0:
-                if self.ofo_prune_done(sk, dropped) and not sk.mem.memory_pressure:
+                if self.ofo_prune_done(sk, dropped) and not sk.under_memory_pressure():
                     break
                 goal = sk.mem.sk_rcvbuf >> 3
         if pruned:

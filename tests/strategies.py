@@ -241,7 +241,9 @@ nat_kernel_fields = st.fixed_dictionaries({                 # socket fields the 
     "rcv.rcv_rtt_time": st.one_of(st.just(0), st.integers(1, 1 << 32)),
     "rcv.rcv_rtt_last_tsecr": st.integers(-1, 1 << 20), "conn.rcv_tsecr": st.integers(-1, 1 << 20),
     "mem.sk_rcvbuf": st.integers(0, 1 << 28), "mem.sk_rmem_alloc": st.integers(0, 1 << 28),
-    "mem.memory_pressure": st.booleans(), "mem.rcvbuf_locked": st.booleans(),
+    "proto.memory_pressure": st.sampled_from([-1, -1, 0, 7_000_000]),  # the host's pool
+    "proto.allocated": st.sampled_from([0, 199, 200, 5000]),
+    "mem.rcvbuf_locked": st.booleans(),
     "ack.ack_pending": st.integers(0, 63), "ack.ack_quick": st.integers(0, 16),
     "ack.ack_ato": st.integers(0, 200_000_000), "ack.ack_rcv_mss": st.integers(1, 9000),
     "snd.snd_una": st.integers(0, 1 << 33), "snd.snd_wl1": st.integers(0, 1 << 33),
@@ -255,6 +257,7 @@ nat_kernel_sysctls = st.fixed_dictionaries({                # sysctls the decisi
     "tcp_rmem": nat_triple, "rmem_max": st.integers(1, 1 << 31),
     "tcp_moderate_rcvbuf": st.integers(0, 1), "tcp_shrink_window": st.integers(0, 1),
     "tcp_workaround_signed_windows": st.integers(0, 1),
+    "tcp_mem": st.sampled_from([(200, 400, 600), (287901, 383868, 575802)]),
 })
 
 nat_kernel_args = st.fixed_dictionaries({                   # decision arguments, by parameter

@@ -87,6 +87,7 @@ pub fn set(sk: &mut TcpSocket, rec: Record, name: &str, v: &Value) -> Result<(),
 /// "tcp_mstamp", "accepted").
 pub fn get_path(sk: &TcpSocket, path: &str) -> Option<Value> {
     match path.split_once('.') {
+        Some(("proto", name)) => proto_get(sk, name).map(Value::Int),
         Some((rec, name)) => get(sk, Record::from_name(rec)?, name),
         None => match path {
             "now" => Some(Value::Int(sk.now)),
@@ -100,6 +101,7 @@ pub fn get_path(sk: &TcpSocket, path: &str) -> Option<Value> {
 /// Set a field named by path (see `get_path`).
 pub fn set_path(sk: &mut TcpSocket, path: &str, v: &Value) -> Result<(), String> {
     match path.split_once('.') {
+        Some(("proto", name)) => proto_set(sk, name, i64::from_value(v)?),
         Some((rec, name)) => {
             let r = Record::from_name(rec).ok_or_else(|| format!("no record {rec}"))?;
             set(sk, r, name, v)
@@ -114,6 +116,32 @@ pub fn set_path(sk: &mut TcpSocket, path: &str, v: &Value) -> Result<(), String>
             Ok(())
         }
     }
+}
+
+/// The integer fields of the socket's pool (`sk.proto`, src/protmem.rs) a path may name.
+fn proto_slot<'a>(sk: &'a TcpSocket, name: &str) -> Option<&'a std::sync::atomic::AtomicI64> {
+    let p = &sk.proto;
+    Some(match name {
+        "allocated" => &p.allocated,
+        "memory_pressure" => &p.memory_pressure,
+        "sockets_allocated" => &p.sockets_allocated,
+        "pcpu_rsv" => &p.pcpu_rsv,
+        "TCPMemoryPressures" => &p.TCPMemoryPressures,
+        "TCPMemoryPressuresChrono" => &p.TCPMemoryPressuresChrono,
+        _ => return None,
+    })
+}
+
+/// `sk.proto.<name>` (None: no such integer field).
+pub fn proto_get(sk: &TcpSocket, name: &str) -> Option<i64> {
+    proto_slot(sk, name).map(|a| a.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// Set `sk.proto.<name>` (the pool is shared: every socket on it sees the change).
+pub fn proto_set(sk: &mut TcpSocket, name: &str, v: i64) -> Result<(), String> {
+    let slot = proto_slot(sk, name).ok_or_else(|| format!("sk.proto has no field {name}"))?;
+    slot.store(v, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
 }
 
 /// A MIB counter by its kernel name (core or patch counter).

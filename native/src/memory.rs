@@ -16,6 +16,17 @@ use crate::constants::{
 };
 use crate::skb::{Layout, Skb};
 use crate::socket::TcpSocket;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// The kinds of __sk_mem_schedule() [include/net/sock.h]: SK_MEM_SEND, SK_MEM_RECV.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemKind {
+    Send,
+    Recv,
+}
+
+/// SOCK_MIN_SNDBUF [include/net/sock.h]: 2 * TCP_SKB_MIN_TRUESIZE (2048 + the sk_buff).
+pub const SOCK_MIN_SNDBUF: i64 = 2 * (2048 + SKB_STRUCT);
 
 /// The queued skb a segment is coalesced into: the tail of sk_receive_queue or of the
 /// out-of-order queue (the Python callers pass `q[-1]` / `ofo[-1]`).
@@ -82,15 +93,94 @@ impl TcpSocket {
         (m.sk_forward_alloc + m.sk_rmem_alloc + m.wmem_charged).div_euclid(PAGE_SIZE)
     }
 
-    /// Models `sk_rmem_schedule()` [include/net/sock.h]: make `size` bytes of quota
-    /// available, charging whole pages to the protocol pool. The pool is never exhausted
-    /// here (no global tcp_mem pressure is modelled), so this always succeeds.
+    /// Models `sk_rmem_schedule()` [include/net/sock.h, 5.15-6.18]: make `size` bytes of
+    /// quota available -- at once if sk_forward_alloc covers them, else by taking whole pages
+    /// from the host's pool (`__sk_mem_schedule`, SK_MEM_RECV), which may refuse them under
+    /// tcp_mem (pfmemalloc emergency skbs are not modelled).
     pub fn rmem_schedule(&mut self, size: i64) -> bool {
         let need = size - self.mem.sk_forward_alloc;
-        if need > 0 {
-            self.mem.sk_forward_alloc += ceil_div(need, PAGE_SIZE) * PAGE_SIZE;
+        need <= 0 || self.mem_schedule(need, MemKind::Recv)
+    }
+
+    /// Models `__sk_mem_schedule()` [net/core/sock.c, 5.15-6.18]: add the pages that cover
+    /// `size` to sk_forward_alloc and raise the pool by them; take them back if the pool
+    /// refuses.
+    pub fn mem_schedule(&mut self, size: i64, kind: MemKind) -> bool {
+        let amt = ceil_div(size, PAGE_SIZE); // sk_mem_pages()
+        self.mem.sk_forward_alloc += amt * PAGE_SIZE;
+        if self.mem_raise_allocated(size, amt, kind) {
+            return true;
         }
-        true
+        self.mem.sk_forward_alloc -= amt * PAGE_SIZE;
+        false
+    }
+
+    /// Models `__sk_mem_raise_allocated()` [net/core/sock.c, 5.15-6.18] without a memcg
+    /// (memory.py `mem_raise_allocated`): add `amt` pages to the pool; with `allocated` the
+    /// global counter, at most tcp_mem[0] leaves pressure and grants, above tcp_mem[1]
+    /// enters pressure, above tcp_mem[2] refuses; otherwise granted under the guaranteed
+    /// minimum (tcp_rmem[0] / tcp_wmem[0]), outside pressure, or within the fair share
+    /// (sockets_allocated x this socket's pages < tcp_mem[2]). A refused send charge
+    /// moderates sk_sndbuf and is granted when the send queue is at its sndbuf; a refusal
+    /// takes the pages back out of the pool.
+    pub fn mem_raise_allocated(&mut self, size: i64, amt: i64, kind: MemKind) -> bool {
+        let proto = self.proto.clone();
+        proto.memory_allocated_add(self.cpu, amt);
+        let allocated = proto.memory_allocated();
+        if allocated <= proto.limit(0) {
+            proto.leave_pressure(self.now);
+            return true;
+        }
+        if allocated > proto.limit(1) {
+            proto.enter_pressure(self.now);
+        }
+        let mem = &self.mem;
+        if allocated <= proto.limit(2) {
+            let guaranteed = match kind {
+                MemKind::Recv => mem.sk_rmem_alloc < self.sysctl.tcp_rmem.0,
+                MemKind::Send => mem.wmem_charged < self.sysctl.tcp_wmem.0,
+            };
+            if guaranteed || !proto.under_pressure() {
+                return true;
+            }
+            let own = ceil_div(
+                mem.wmem_charged + mem.sk_rmem_alloc + mem.sk_forward_alloc,
+                PAGE_SIZE,
+            );
+            let sockets = proto.sockets_allocated.load(Relaxed);
+            if proto.limit(2) > sockets * own {
+                return true;
+            }
+        }
+        if kind == MemKind::Send {
+            self.moderate_sndbuf();
+            if self.mem.wmem_charged + size >= self.snd.sk_sndbuf {
+                return true;
+            }
+        }
+        proto.memory_allocated_sub(self.cpu, amt);
+        false
+    }
+
+    /// Models `sk_forced_mem_schedule()` [net/ipv4/tcp_output.c, 5.15-6.18]: cover `size`
+    /// with whole pages charged to the pool without any limit and without touching the
+    /// pressure state -- how tcp_data_queue() admits an in-order segment to an empty receive
+    /// queue, and why a host's pool can sit above tcp_mem[2].
+    pub fn forced_mem_schedule(&mut self, size: i64) {
+        let need = size - self.mem.sk_forward_alloc;
+        if need > 0 {
+            let amt = ceil_div(need, PAGE_SIZE);
+            self.mem.sk_forward_alloc += amt * PAGE_SIZE;
+            self.proto.memory_allocated_add(self.cpu, amt);
+        }
+    }
+
+    /// Models `sk_stream_moderate_sndbuf()` [include/net/sock.h]: a refused send charge cuts
+    /// sk_sndbuf to half the queued bytes (not below SOCK_MIN_SNDBUF; SO_SNDBUF locks are
+    /// not modelled).
+    pub fn moderate_sndbuf(&mut self) {
+        let half = self.mem.wmem_charged >> 1;
+        self.snd.sk_sndbuf = self.snd.sk_sndbuf.min(half).max(SOCK_MIN_SNDBUF);
     }
 
     /// Models the send queue's share of the socket's one memory quota (memory.py
@@ -100,12 +190,17 @@ impl TcpSocket {
     /// (sk_mem_uncharge(), which reclaims whole pages) [net/ipv4/tcp.c, include/net/sock.h,
     /// 6.18]. Run when an event has changed `sk_wmem_queued`: `sk_forward_alloc` ends as the
     /// kernel's, the part of a page the send and receive queues leave over -- what
-    /// tcp_rcv_established()'s fast path compares an arriving skb's truesize with.
+    /// tcp_rcv_established()'s fast path compares an arriving skb's truesize with. The pages
+    /// come from the host's pool (SK_MEM_SEND); a refusal cannot take back bytes already
+    /// queued, so they are charged anyway and the moderated sk_sndbuf holds the writer back.
     pub fn wmem_settle(&mut self) {
         let queued = self.wmem_queued();
         let delta = queued - self.mem.wmem_charged;
         if delta > 0 {
-            self.rmem_schedule(delta); // __sk_mem_schedule(), as for receive
+            let need = delta - self.mem.sk_forward_alloc;
+            if need > 0 && !self.mem_schedule(need, MemKind::Send) {
+                self.forced_mem_schedule(delta);
+            }
             self.mem.sk_forward_alloc -= delta;
         } else if delta < 0 {
             self.mem_reclaim(-delta);
@@ -113,14 +208,32 @@ impl TcpSocket {
         self.mem.wmem_charged = queued;
     }
 
-    /// Models `sk_mem_uncharge()` [include/net/sock.h, 6.x]: give `size` back to the quota
-    /// and reclaim whole pages of it (sk_mem_reclaim), keeping less than one page.
+    /// Models `sk_mem_uncharge()` + `sk_mem_reclaim()` [include/net/sock.h, 6.x]: give `size`
+    /// back to the quota and return its whole pages to the pool (`__sk_mem_reclaim`), keeping
+    /// less than one page.
     pub fn mem_reclaim(&mut self, size: i64) {
         let mut fwd = self.mem.sk_forward_alloc + size;
         if fwd >= PAGE_SIZE {
+            self.mem_reduce_allocated(fwd / PAGE_SIZE);
             fwd &= PAGE_SIZE - 1;
         }
         self.mem.sk_forward_alloc = fwd;
+    }
+
+    /// Models `__sk_mem_reduce_allocated()` [net/core/sock.c, 6.x]: give `pages` back to the
+    /// pool; leave pressure once the global counter is below tcp_mem[0].
+    pub fn mem_reduce_allocated(&mut self, pages: i64) {
+        let proto = &self.proto;
+        proto.memory_allocated_sub(self.cpu, pages);
+        if proto.under_pressure() && proto.memory_allocated() < proto.limit(0) {
+            proto.leave_pressure(self.now);
+        }
+    }
+
+    /// Models `tcp_under_memory_pressure()` [include/net/tcp.h] without a memcg: the host's
+    /// pool is under pressure.
+    pub fn under_memory_pressure(&self) -> bool {
+        self.proto.under_pressure()
     }
 
     /// memory.py `release_all`: the socket is freed -- sk_stream_kill_queues()
@@ -129,7 +242,7 @@ impl TcpSocket {
     /// less in it.
     pub fn release_all(&mut self) {
         let pages = self.charged_pages();
-        self.proto.memory_allocated_sub(self.cpu, pages);
+        self.mem_reduce_allocated(pages);
         self.proto
             .sockets_allocated
             .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);

@@ -262,6 +262,9 @@ fn kernel_decision<'py>(
             }
         }
     }
+    for f in ["allocated", "memory_pressure", "TCPMemoryPressures"] {
+        after.set_item(format!("proto.{f}"), fields::proto_get(&sk, f))?;
+    }
     let mib = PyDict::new(py);
     for (n, v) in sk.mib.values() {
         mib.set_item(n, v)?;

@@ -123,10 +123,13 @@ impl TcpSocket {
         }
     }
 
-    /// tcp_should_expand_sndbuf() [tcp_input.c, 6.18]: no SO_SNDBUF lock (the model has no
-    /// SO_SNDBUF), no tcp_mem pressure (not modelled), the flight below cwnd.
+    /// tcp_should_expand_sndbuf() [tcp_input.c, 5.15-6.18]: no SO_SNDBUF lock (the model has
+    /// no SO_SNDBUF), no tcp_mem pressure nor the host's pool at tcp_mem[0] or more, the
+    /// flight below cwnd.
     fn should_expand_sndbuf(&self) -> bool {
-        self.packets_in_flight() < self.snd.snd_cwnd
+        !self.proto.under_pressure()
+            && self.proto.memory_allocated() < self.proto.limit(0)
+            && self.packets_in_flight() < self.snd.snd_cwnd
     }
 
     /// __sk_stream_is_writeable(sk, 1) [include/net/sock.h, 6.18]: free space at least half

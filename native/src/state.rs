@@ -296,7 +296,6 @@ record! {
         /// sk_wmem_queued as last charged to sk_forward_alloc.
         pub wmem_charged: i64,
         pub rcvbuf_locked: bool,
-        pub memory_pressure: bool,
         pub receive_queue: VecDeque<Skb>,
         pub ofo_queue: Vec<Skb>,
         /// Payload bytes rewritten by tcp_collapse, ever.
@@ -318,7 +317,6 @@ impl MemState {
             sk_forward_alloc: 0,
             wmem_charged: 0,
             rcvbuf_locked: false,
-            memory_pressure: false,
             receive_queue: VecDeque::new(),
             ofo_queue: Vec::new(),
             collapsed_bytes: 0,
@@ -591,7 +589,7 @@ mod tests {
     fn field_lists_match_the_spec() {
         assert_eq!(ConnState::FIELDS.len(), 15);
         assert_eq!(RcvState::FIELDS.len(), 25);
-        assert_eq!(MemState::FIELDS.len(), 12);
+        assert_eq!(MemState::FIELDS.len(), 11);
         assert_eq!(AckState::FIELDS.len(), 13);
         // 45 + the SACK scoreboard, RACK, PRR (11) + struct bictcp (16) + tp->reordering and
         // SOCK_NOSPACE (the send buffer, 2)

@@ -17,6 +17,12 @@ from tcpsim.core.constants import (
 )
 from tcpsim.core.skb import Skb
 
+# the kinds of __sk_mem_schedule() [include/net/sock.h]
+SK_MEM_SEND = 0
+SK_MEM_RECV = 1
+# SOCK_MIN_SNDBUF [include/net/sock.h]: 2 * TCP_SKB_MIN_TRUESIZE (2048 + the sk_buff)
+SOCK_MIN_SNDBUF = 2 * (2048 + SKB_STRUCT)
+
 if TYPE_CHECKING:
     from tcpsim.core.socket import TcpSocket
 
@@ -36,13 +42,80 @@ class MemoryMixin:
         return (mem.sk_forward_alloc + mem.sk_rmem_alloc + mem.wmem_charged) // PAGE_SIZE
 
     def rmem_schedule(self: TcpSocket, size: int) -> bool:
-        """Models `sk_rmem_schedule()` [include/net/sock.h]: make `size` bytes of quota
-        available, charging whole pages to the protocol pool. The pool is never exhausted
-        here (no global tcp_mem pressure is modelled), so this always succeeds."""
+        """Models `sk_rmem_schedule()` [include/net/sock.h, 5.15-6.18]: make `size` bytes
+        of quota available -- at once if sk_forward_alloc covers them, else by taking
+        whole pages from the host's pool (`__sk_mem_schedule`, SK_MEM_RECV), which may
+        refuse them under tcp_mem (pfmemalloc emergency skbs are not modelled)."""
+        need = size - self.mem.sk_forward_alloc
+        return need <= 0 or self.mem_schedule(need, SK_MEM_RECV)
+
+    def mem_schedule(self: TcpSocket, size: int, kind: int) -> bool:
+        """Models `__sk_mem_schedule()` [net/core/sock.c, 5.15-6.18]: add the pages that
+        cover `size` to sk_forward_alloc and raise the pool by them; take them back if
+        the pool refuses."""
+        amt = -(-size // PAGE_SIZE)                 # sk_mem_pages()
+        self.mem.sk_forward_alloc += amt * PAGE_SIZE
+        if self.mem_raise_allocated(size, amt, kind):
+            return True
+        self.mem.sk_forward_alloc -= amt * PAGE_SIZE
+        return False
+
+    def mem_raise_allocated(self: TcpSocket, size: int, amt: int, kind: int) -> bool:
+        """Models `__sk_mem_raise_allocated()` [net/core/sock.c, 5.15-6.18] without a
+        memcg: add `amt` pages to the pool, then, with `allocated` the global counter
+        (per-CPU reserves not included): at most tcp_mem[0] -> leave pressure, granted;
+        above tcp_mem[1] -> enter pressure; above tcp_mem[2] -> refused. Otherwise
+        granted while this socket is under its guaranteed minimum (receive: sk_rmem_alloc
+        < tcp_rmem[0]; send: sk_wmem_queued < tcp_wmem[0]), while the host is not under
+        pressure, or while its fair share holds (sockets_allocated x this socket's pages
+        -- queues and forward alloc, the new pages included -- < tcp_mem[2]). A refused
+        send charge moderates sk_sndbuf and is granted anyway when the send queue is at
+        its (new) sndbuf; a refusal takes the pages back out of the pool."""
+        proto = self.proto
+        proto.memory_allocated_add(self.cpu, amt)
+        allocated = proto.allocated
+        lo, press, hi = proto.tcp_mem
+        if allocated <= lo:
+            proto.leave_pressure(self.now)
+            return True
+        if allocated > press:
+            proto.enter_pressure(self.now)
+        mem = self.mem
+        if allocated <= hi:
+            if kind == SK_MEM_RECV:
+                if mem.sk_rmem_alloc < self.sysctl.tcp_rmem[0]:
+                    return True
+            elif mem.wmem_charged < self.sysctl.tcp_wmem[0]:
+                return True
+            if not proto.under_pressure():
+                return True
+            own = -(-(mem.wmem_charged + mem.sk_rmem_alloc + mem.sk_forward_alloc) // PAGE_SIZE)
+            if hi > proto.sockets_allocated * own:
+                return True
+        if kind == SK_MEM_SEND:
+            self.moderate_sndbuf()
+            if mem.wmem_charged + size >= self.snd.sk_sndbuf:
+                return True
+        proto.memory_allocated_sub(self.cpu, amt)
+        return False
+
+    def forced_mem_schedule(self: TcpSocket, size: int) -> None:
+        """Models `sk_forced_mem_schedule()` [net/ipv4/tcp_output.c, 5.15-6.18]: cover
+        `size` with whole pages charged to the pool without any limit and without
+        touching the pressure state -- how tcp_data_queue() admits an in-order segment to
+        an empty receive queue, and why a host's pool can sit above tcp_mem[2]."""
         need = size - self.mem.sk_forward_alloc
         if need > 0:
-            self.mem.sk_forward_alloc += -(-need // PAGE_SIZE) * PAGE_SIZE
-        return True
+            amt = -(-need // PAGE_SIZE)
+            self.mem.sk_forward_alloc += amt * PAGE_SIZE
+            self.proto.memory_allocated_add(self.cpu, amt)
+
+    def moderate_sndbuf(self: TcpSocket) -> None:
+        """Models `sk_stream_moderate_sndbuf()` [include/net/sock.h]: a refused send charge
+        cuts sk_sndbuf to half the queued bytes (not below SOCK_MIN_SNDBUF; SO_SNDBUF
+        locks are not modelled)."""
+        snd = self.snd
+        snd.sk_sndbuf = max(min(snd.sk_sndbuf, self.mem.wmem_charged >> 1), SOCK_MIN_SNDBUF)
 
     def wmem_settle(self: TcpSocket) -> None:
         """Models the send queue's share of the socket's one memory quota: every skb
@@ -53,25 +126,48 @@ class MemoryMixin:
         event has changed `sk_wmem_queued`: the charges in between sum to the same, and
         `sk_forward_alloc` ends as the kernel's, the part of a page the send and receive
         queues leave over. That part is what tcp_rcv_established()'s fast path compares an
-        arriving skb's truesize with -- at a bulk sender, the send queue decides it."""
+        arriving skb's truesize with -- at a bulk sender, the send queue decides it.
+
+        The pages come from the host's pool (`__sk_mem_schedule`, SK_MEM_SEND). A refusal
+        cannot take back bytes the writer already queued here: the model charges them
+        anyway (as sk_forced_mem_schedule() does for the first skb of an empty queue and
+        tcp_wmem_schedule() up to tcp_wmem[0]), and the refusal's moderated sk_sndbuf is
+        what holds the writer back afterwards."""
         mem = self.mem
         queued = self.wmem_queued()
         delta = queued - mem.wmem_charged
         if delta > 0:
-            self.rmem_schedule(delta)          # __sk_mem_schedule(), as for receive
+            need = delta - mem.sk_forward_alloc
+            if need > 0 and not self.mem_schedule(need, SK_MEM_SEND):
+                self.forced_mem_schedule(delta)
             mem.sk_forward_alloc -= delta
         elif delta < 0:
             self.mem_reclaim(-delta)
         mem.wmem_charged = queued
 
     def mem_reclaim(self: TcpSocket, size: int) -> None:
-        """Models `sk_mem_uncharge()` [include/net/sock.h, 6.x]: give `size` back to the
-        quota and reclaim whole pages of it (sk_mem_reclaim), keeping less than one page."""
+        """Models `sk_mem_uncharge()` + `sk_mem_reclaim()` [include/net/sock.h, 6.x]:
+        give `size` back to the quota and return its whole pages to the pool
+        (`__sk_mem_reclaim`), keeping less than one page."""
         mem = self.mem
         fwd = mem.sk_forward_alloc + size
         if fwd >= PAGE_SIZE:
+            self.mem_reduce_allocated(fwd // PAGE_SIZE)
             fwd &= PAGE_SIZE - 1
         mem.sk_forward_alloc = fwd
+
+    def mem_reduce_allocated(self: TcpSocket, pages: int) -> None:
+        """Models `__sk_mem_reduce_allocated()` [net/core/sock.c, 6.x]: give `pages` back
+        to the pool; leave pressure once the global counter is below tcp_mem[0]."""
+        proto = self.proto
+        proto.memory_allocated_sub(self.cpu, pages)
+        if proto.memory_pressure >= 0 and proto.allocated < proto.tcp_mem[0]:
+            proto.leave_pressure(self.now)
+
+    def under_memory_pressure(self: TcpSocket) -> bool:
+        """Models `tcp_under_memory_pressure()` [include/net/tcp.h] without a memcg: the
+        host's pool is under pressure."""
+        return self.proto.memory_pressure >= 0
 
     def release_all(self: TcpSocket) -> None:
         """The socket is freed: sk_stream_kill_queues() [net/core/stream.c] purges its
@@ -80,7 +176,7 @@ class MemoryMixin:
         back to its pool (charged_pages), and the pool counts one socket less
         (sk_sockets_allocated_dec, tcp_v4_destroy_sock)."""
         mem = self.mem
-        self.proto.memory_allocated_sub(self.cpu, self.charged_pages())
+        self.mem_reduce_allocated(self.charged_pages())
         self.proto.sockets_allocated -= 1
         mem.receive_queue.clear()
         mem.ofo_queue.clear()

@@ -130,7 +130,6 @@ class MemState:
     sk_forward_alloc: int = 0
     wmem_charged: int = 0           # sk_wmem_queued as last charged to sk_forward_alloc
     rcvbuf_locked: bool = False     # SOCK_RCVBUF_LOCK
-    memory_pressure: bool = False
     receive_queue: deque[Skb] = field(default_factory=deque)
     ofo_queue: list[Skb] = field(default_factory=list)
     collapsed_bytes: int = 0        # payload bytes rewritten by tcp_collapse, ever

@@ -89,3 +89,143 @@ def test_tcp_mem_and_mem_pcpu_rsv_are_sysctls_of_their_eras():
         with pytest.raises(SysctlError, match="6.9"):
             prof.default_sysctls().with_overrides({"net.core.mem_pcpu_rsv": 512},
                                                   prof.known_sysctls(), old)
+
+
+# -- the pool at work: __sk_mem_raise_allocated / __sk_mem_reduce_allocated ------------------
+
+def _on_pool(pool, cpu=0, profile="linux-6.18"):
+    """A socket charging `pool` on `cpu` (no connection needed for the accounting)."""
+    prof = get_profile(profile)
+    sk = TcpSocket(prof.policy(), prof.default_sysctls())
+    sk.set_proto(pool, cpu)
+    return sk
+
+
+def _fill(sk, nbytes):
+    """Charge `nbytes` of receive memory the way skb_set_owner_r() does after a granted
+    sk_rmem_schedule(); False when the pool refused."""
+    if not sk.rmem_schedule(nbytes):
+        return False
+    sk.charge(nbytes)
+    return True
+
+
+def test_pressure_is_entered_above_tcp_mem1_and_left_below_tcp_mem0():
+    pool = ProtoMemory((10, 20, 30))
+    sk = _on_pool(pool)
+    sk.now = 3 * NS_PER_MS
+    assert _fill(sk, 20 * PAGE_SIZE) and not sk.under_memory_pressure()    # 20: not above
+    assert _fill(sk, PAGE_SIZE) and sk.under_memory_pressure()             # 21 > tcp_mem[1]
+    assert pool.TCPMemoryPressures == 1 and pool.memory_pressure == 3 * NS_PER_MS
+    sk.now = 10 * NS_PER_MS
+    sk.uncharge(11 * PAGE_SIZE)                 # 10 pages left: not below tcp_mem[0]
+    assert sk.under_memory_pressure() and pool.allocated == 10
+    sk.uncharge(PAGE_SIZE)
+    assert not sk.under_memory_pressure()
+    assert (pool.TCPMemoryPressures, pool.TCPMemoryPressuresChrono) == (1, 7)
+
+
+def test_hard_limit_refuses_and_undoes_the_add():
+    pool = ProtoMemory((10, 20, 30))
+    sk = _on_pool(pool)
+    assert _fill(sk, 30 * PAGE_SIZE)
+    fwd = sk.mem.sk_forward_alloc
+    assert not sk.rmem_schedule(PAGE_SIZE)               # 31 > tcp_mem[2]
+    assert pool.allocated == 30 and sk.mem.sk_forward_alloc == fwd
+    assert sk.under_memory_pressure()
+
+
+def test_receive_guarantee_below_tcp_rmem0_under_pressure():
+    """Under pressure and over the fair share, a socket holding less than tcp_rmem[0]
+    still gets its pages (the RFC 7323 minimum), below the hard limit."""
+    pool = ProtoMemory((1, 2, 40))
+    big, small = _on_pool(pool), _on_pool(pool)
+    assert _fill(big, 10 * PAGE_SIZE) and pool.under_pressure()
+    assert not _fill(big, 10 * PAGE_SIZE)                # 2 x 21 pages >= 40: over its share
+    assert _fill(small, 100)                             # guaranteed
+    assert _fill(small, 25 * PAGE_SIZE)                  # 100 < tcp_rmem[0]: still guaranteed
+    assert pool.allocated == 36
+    assert not _fill(small, PAGE_SIZE)                   # over tcp_rmem[0] and its share
+
+
+def test_fair_share_under_pressure():
+    """Under pressure, below tcp_mem[2]: granted while sockets_allocated x this socket's
+    pages < tcp_mem[2] -- the small socket gets pages the big one is refused."""
+    pool = ProtoMemory((1, 2, 100))
+    big, small = _on_pool(pool), _on_pool(pool)
+    assert pool.sockets_allocated == 2
+    assert _fill(big, 49 * PAGE_SIZE)                    # entered pressure (rmem was < tcp_rmem[0])
+    assert _fill(small, 2 * PAGE_SIZE)                   # 2 x 3 pages < 100
+    assert not _fill(big, PAGE_SIZE)                     # 2 x 50 pages = 100: not below
+    assert _fill(small, 40 * PAGE_SIZE)                  # 2 x 43 < 100
+    assert pool.allocated == 91 and pool.allocated <= pool.tcp_mem[2]
+
+
+def test_forced_charges_exceed_the_hard_limit_without_touching_pressure():
+    pool = ProtoMemory((10, 20, 30))
+    sk = _on_pool(pool)
+    sk.forced_mem_schedule(40 * PAGE_SIZE)
+    assert pool.allocated == 40 and not pool.under_pressure()
+    assert not sk.rmem_schedule(sk.mem.sk_forward_alloc + 1)
+
+
+def test_per_cpu_reserve_delays_pressure():
+    """6.0+: pages charged on a CPU reach the global counter only 256 at a time, so
+    pressure (and the hard limit) see them late -- and a CPU's leftover stays invisible."""
+    pool = ProtoMemory((200, 400, 600), ncpus=2, pcpu_rsv=256)
+    a, b = _on_pool(pool, 0), _on_pool(pool, 1)
+    assert _fill(a, 255 * PAGE_SIZE) and _fill(b, 255 * PAGE_SIZE)
+    assert pool.allocated == 0 and pool.total_pages() == 510      # 510 > 400: no pressure
+    assert not pool.under_pressure()
+    assert _fill(a, PAGE_SIZE)                                    # flush: 256 global
+    assert pool.allocated == 256 and not pool.under_pressure()
+    flat = ProtoMemory((200, 400, 600), ncpus=2, pcpu_rsv=0)     # 5.15: no reserve
+    c, d = _on_pool(flat, 0, "linux-5.15"), _on_pool(flat, 1, "linux-5.15")
+    assert _fill(c, 255 * PAGE_SIZE) and _fill(d, 255 * PAGE_SIZE)
+    assert flat.allocated == 510 and flat.under_pressure()
+
+
+def test_send_charge_refused_moderates_sndbuf():
+    """An SK_MEM_SEND charge the pool refuses (sk_wmem_schedule past tcp_mem[2]) cuts
+    sk_sndbuf to half the queue (sk_stream_moderate_sndbuf) and is then granted, the queue
+    being at its new sndbuf ("fail only if under sndbuf"): the writer is held back by the
+    buffer, not by a failed charge."""
+    pool = ProtoMemory((1, 2, 3))
+    sk = _on_pool(pool)
+    sk.forced_mem_schedule(4 * PAGE_SIZE)                # the pool is past tcp_mem[2]
+    sk.mem.sk_forward_alloc = 0
+    sk.mem.wmem_charged = 20000                          # queued before (above tcp_wmem[0])
+    sk.snd.sk_sndbuf = 87040
+    from tcpsim.core.memory import SK_MEM_SEND
+    assert sk.mem_schedule(PAGE_SIZE, SK_MEM_SEND)
+    assert sk.snd.sk_sndbuf == 10000 and pool.allocated == 5
+
+
+def test_pressure_stops_clamp_window_raising_rcvbuf():
+    """tcp_clamp_window() raises sk_rcvbuf to the memory in use -- not under pressure."""
+    for pressure, want in ((False, 300000), (True, 100000)):
+        pool = ProtoMemory((10**6, 2 * 10**6, 3 * 10**6))
+        sk = _on_pool(pool)
+        sk.mem.sk_rcvbuf, sk.mem.sk_rmem_alloc = 100000, 300000
+        if pressure:
+            pool.enter_pressure(0)
+        sk.k.clamp_window(sk)
+        assert sk.mem.sk_rcvbuf == want
+
+
+def test_loopback_host_goes_past_tcp_mem2_as_the_kernel_does():
+    """The kernel measurement (scripts/host_memory_capture.py on 6.18.44, 2 CPUs, tcp_mem
+    200 400 600, 40 loopback connections whose receivers never read, 1448-byte writes):
+    one pressure entry, drops on every connection, sockstat mem plateauing at 846 pages
+    (768 above the 78 the host held before) -- past tcp_mem[2]. The model's host gets there
+    the same way: the limits see only the global counter, which the per-CPU reserve keeps
+    up to 255 pages behind, and sk_forced_mem_schedule() charges the first segment of an
+    empty receive queue with no limit at all."""
+    from pool_host import run_host
+    r = run_host(40, 1.0)
+    pool = r["pool"]
+    assert pool["TCPMemoryPressures"] == 1
+    assert r["counters"]["TCPRcvQDrop"] >= 40 and r["counters"]["PruneCalled"] >= 40
+    assert r["peak_mem"] > pool["tcp_mem"][2]
+    assert 0.75 * 768 <= r["peak_mem"] <= 1.25 * 768
+    assert pool["per_cpu_fw_alloc"][0] > 0                    # charged, not yet global

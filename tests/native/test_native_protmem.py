@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tcpsim.core.protmem import ProtoMemory
+from tcpsim.core.snapshot import first_difference
 
 from harness import established
 
@@ -45,3 +46,18 @@ def test_native_sockets_share_one_pool(native):
     assert pool_rs.snapshot() == pool_py.snapshot()
     assert socks[2].proto.same(socks[3].proto) and socks[3].cpu == 1
     assert pool_rs.snapshot()["sockets_allocated"] == 2
+
+
+def test_engines_agree_on_a_host_sharing_a_tiny_pool(native):
+    """Three connection pairs (six sockets) on one pool of tcp_mem 8/12/16 pages, two CPUs
+    with per-CPU reserves: the pool and every socket (queues, windows, counters) end the
+    same on both engines -- pressure entered, drops, forced charges and all."""
+    from pool_host import run_host
+    kw = dict(tcp_mem=(8, 12, 16), ncpus=2, pcpu_rsv=4, seconds=0.6)
+    py = run_host(3, engine="python", **kw)
+    rs = run_host(3, engine="native", **kw)
+    assert py["pool"]["TCPMemoryPressures"] >= 1 and py["counters"]["TCPRcvQDrop"] > 0
+    assert rs["pool"] == py["pool"]
+    assert rs["samples"] == py["samples"]
+    for a, b in zip(py["sockets"], rs["sockets"]):
+        assert first_difference(a, b) is None, first_difference(a, b)

@@ -89,7 +89,7 @@ impl Linux515 {
         let mut free = round_down(free, unit);
         if free < full >> 1 {
             sk.ack.ack_quick = 0;
-            if sk.mem.memory_pressure {
+            if sk.under_memory_pressure() {
                 sk.k.clone().pressure_adjust(sk);
             }
             if free < allowed >> 4 || free < mss || free < unit {
@@ -415,7 +415,7 @@ impl Kernel for Linux515 {
         if room <= 0 {
             return;
         }
-        if sk.mem.memory_pressure {
+        if sk.under_memory_pressure() {
             sk.k.clone().grow_under_pressure(sk);
             return;
         }
@@ -478,7 +478,7 @@ impl Kernel for Linux515 {
         }
         if free < full >> 1 {
             sk.ack.ack_quick = 0;
-            if sk.mem.memory_pressure {
+            if sk.under_memory_pressure() {
                 sk.k.clone().pressure_adjust(sk);
             }
             free = round_down(free, unit);
@@ -569,7 +569,7 @@ impl Kernel for Linux515 {
     /// tcp_try_rmem_schedule() decides and a failure drops silently (TCPRcvQDrop).
     fn admit_in_order(&self, sk: &mut TcpSocket, skb: &Skb) -> bool {
         if sk.mem.receive_queue.is_empty() {
-            sk.rmem_schedule(skb.truesize);
+            sk.forced_mem_schedule(skb.truesize);
             return true;
         }
         sk.k.clone().try_rmem_schedule(sk, skb, skb.truesize)
@@ -593,13 +593,15 @@ impl Kernel for Linux515 {
     }
 
     /// Models tcp_clamp_window(): leave quick-ack mode; raise sk_rcvbuf to the memory
-    /// in use (up to tcp_rmem[2]) unless locked or under pressure -- the ratchet behind
-    /// Cloudflare's unbounded buffers; if still over, rcv_ssthresh falls to 2 * advmss.
+    /// in use (up to tcp_rmem[2]) unless locked, under pressure or with the host's pool at
+    /// tcp_mem[0] or more -- the ratchet behind Cloudflare's unbounded buffers; if still
+    /// over, rcv_ssthresh falls to 2 * advmss.
     fn clamp_window(&self, sk: &mut TcpSocket) {
         sk.ack.ack_quick = 0;
         let rmem2 = sk.sysctl.tcp_rmem.2;
         let mem = &sk.mem;
-        if mem.sk_rcvbuf < rmem2 && !mem.rcvbuf_locked && !mem.memory_pressure {
+        let pool_ok = !sk.proto.under_pressure() && sk.proto.memory_allocated() < sk.proto.limit(0);
+        if mem.sk_rcvbuf < rmem2 && !mem.rcvbuf_locked && pool_ok {
             let raised = mem.sk_rmem_alloc.min(rmem2);
             if raised != mem.sk_rcvbuf {
                 sk.mem.sk_rcvbuf = raised;
@@ -626,7 +628,7 @@ impl Kernel for Linux515 {
         let k = sk.k.clone();
         if k.needs_clamp(sk, skb) {
             k.clamp_window(sk);
-        } else if sk.mem.memory_pressure {
+        } else if sk.under_memory_pressure() {
             k.pressure_adjust(sk);
         }
         if k.can_ingest(sk, skb) {
@@ -699,7 +701,7 @@ impl Kernel for Linux515 {
             goal -= dropped.truesize;
             trace_ofo_prune(sk, &dropped);
             if sk.mem.ofo_queue.is_empty() || goal <= 0 {
-                if sk.k.can_ingest(sk, skb) && !sk.mem.memory_pressure {
+                if sk.k.can_ingest(sk, skb) && !sk.under_memory_pressure() {
                     break;
                 }
                 goal = sk.mem.sk_rcvbuf >> 3;

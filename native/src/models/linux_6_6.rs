@@ -112,7 +112,7 @@ impl Kernel for Linux66 {
         if !sk.mem.receive_queue.is_empty() && skb.len != 0 {
             return false;
         }
-        sk.rmem_schedule(skb.truesize);
+        sk.forced_mem_schedule(skb.truesize);
         true
     }
 
@@ -162,7 +162,7 @@ impl Kernel for Linux66 {
             goal -= dropped.truesize;
             trace_ofo_prune(sk, &dropped);
             if sk.mem.ofo_queue.is_empty() || goal <= 0 {
-                if sk.k.ofo_prune_done(sk, &dropped) && !sk.mem.memory_pressure {
+                if sk.k.ofo_prune_done(sk, &dropped) && !sk.under_memory_pressure() {
                     break;
                 }
                 goal = sk.mem.sk_rcvbuf >> 3;
