@@ -36,6 +36,6 @@ def test_the_seed_mix_reaches_pressure_and_the_fix_delays_or_avoids_it():
     onset, out = _onset()
     assert onset is not None, "the seed mix never reached memory pressure"
     assert out["nstat"]["TcpExtTCPMemoryPressures"] >= 1
-    assert out["pressure"]["peak_sockstat_mem"] >= 4000        # tcp_mem[1] of the file
+    assert out["pressure"]["peak_sockstat_mem"] > 1100         # tcp_mem[1] of the file
     fixed, _ = _onset(("shrink-window",))
     assert fixed is None or fixed > onset
