@@ -224,14 +224,11 @@ def _run_host(path: str, profile, policy, sysctl, sender_sysctl, duration, seed,
     table (tcpsim/host/outputs.py); --json carries it all."""
     from tcpsim.host.outputs import format_host
     from tcpsim.host.run import load_host_with, run_host
-    for flag, given in (("--pcap", pcap), ("--sender-sysctl", sender_sysctl), ("--hz", hz),
-                        ("--trace", trace)):
+    for flag, given in (("--pcap", pcap), ("--sender-sysctl", sender_sysctl), ("--hz", hz)):
         if given:
-            _fail(f"{flag}: not for a host run (set the field in the host file or its classes' "
-                  "base scenarios; a host's connections are traced with trace_connections)"
-                  if flag != "--trace" else "--trace: a host run writes no per-event trace yet; "
-                  "use --json (sockstat over time, per-class and with --connections "
-                  "per-connection rows)")
+            _fail(f"{flag}: not for a host run; set the field in the host file or its classes' "
+                  "base scenarios")
+    _check_out(trace, "--trace", "host.parquet")
     if runs != 1:
         _fail("--runs: run a host's seeds with --seed, or sweep them: tcpsim sweep HOST -x seed=1,2,3")
     try:
@@ -248,11 +245,18 @@ def _run_host(path: str, profile, policy, sysctl, sender_sysctl, duration, seed,
     except USER_ERRORS as exc:
         _fail(str(exc))
         return
+    written = []
+    if trace is not None:
+        from tcpsim.host.outputs import write_host_trace
+        written = write_host_trace(result, trace, connections)
     if as_json:
-        typer.echo(json.dumps(result.as_json(connections), indent=2, sort_keys=True))
+        typer.echo(json.dumps(dict(result.as_json(connections), trace=written or None),
+                              indent=2, sort_keys=True))
         return
     for line in format_host(result):
         typer.echo(line)
+    if written:
+        typer.echo("trace: " + ", ".join(written))
     if connections:
         typer.echo("connections (index class start_s stop_s read_bytes drops peak_rmem):")
         for f in result.flows:

@@ -203,3 +203,36 @@ def format_host(r: HostResult) -> list[str]:
             f"{r.samples[i].t / NS_PER_S:g}s:{mems[i]}{'*' if r.samples[i].pressure else ''}"
             for i in range(0, len(mems), step)) + "   (* under pressure)")
     return lines
+
+
+def write_host_trace(r: HostResult, path: Any, per_connection: bool = False) -> list[str]:
+    """A host's trace, small whatever its size: one row per sample (t_ns, inuse, mem,
+    pressure: sockstat's TCP line) in `path` (Parquet), the run's outputs (nstat, pressure,
+    per class, the host file) as its metadata under b"tcpsim"; with `per_connection`, one row
+    per connection in PATH's sibling NAME.connections.parquet. Returns the files written."""
+    import json
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    out = Path(path)
+    meta = {k: v for k, v in r.as_json().items() if k != "sockstat"}
+    table = pa.table({"t_ns": [x.t for x in r.samples], "inuse": [x.inuse for x in r.samples],
+                      "mem": [x.mem for x in r.samples],
+                      "pressure": [x.pressure for x in r.samples]})
+    table = table.replace_schema_metadata({b"tcpsim": json.dumps(meta, sort_keys=True).encode()})
+    pq.write_table(table, out)
+    written = [str(out)]
+    if per_connection:
+        rows = [vars(f) for f in r.flows]
+        names = ("index", "cls", "start", "stop", "established_at", "written", "read_bytes",
+                 "received", "q_area", "peak_rmem")
+        cols: dict[str, Any] = {n: [row[n] for row in rows] for n in names}
+        cols["class"] = [r.classes[row["cls"]]["class"] for row in rows]
+        cols["q_area"] = [float(x) for x in cols["q_area"]]        # bytes x ns overflows int64
+        for k in HOST_COUNTERS:
+            cols[k] = [row["counters"].get(k, 0) for row in rows]
+        conn = out.with_name(out.name.removesuffix(".parquet") + ".connections.parquet")
+        pq.write_table(pa.table(cols), conn)
+        written.append(str(conn))
+    return written

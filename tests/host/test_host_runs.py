@@ -140,3 +140,20 @@ def test_outputs_read_latency_and_table():
     text = "\n".join(format_host(r))
     assert "per class:" in text and "bad" in text and "memory pressure" in text
     assert "connections" in r.as_json(True) and "connections" not in r.as_json()
+
+
+def test_cli_host_run_writes_a_small_trace_and_json(tmp_path, monkeypatch, capsys):
+    import pyarrow.parquet as pq
+    from cli_entry import run_main
+    f = tmp_path / "h.toml"
+    f.write_text(SMALL.replace('duration = "3s"', 'duration = "1s"'))
+    out = tmp_path / "h.parquet"
+    code, stdout, err = run_main(["run", str(f), "--engine", "python", "--trace", str(out),
+                                  "--connections", "--json"], monkeypatch, capsys)
+    assert code == 0, err
+    doc = json.loads(stdout)
+    assert doc["classes"][0]["class"] == "bad" and len(doc["sockstat"]) == 11
+    assert len(doc["connections"]) == len(pq.read_table(tmp_path / "h.connections.parquet"))
+    t = pq.read_table(out)
+    assert t.column_names == ["t_ns", "inuse", "mem", "pressure"] and t.num_rows == 11
+    assert b"tcpsim" in t.schema.metadata
