@@ -482,12 +482,12 @@ impl Simulation {
         if let Some(tm) = wr.timing.as_mut() {
             let late = tm.late();
             wr.origin = t;
-            self.at(t + late, WRITER, Ev::WriterTimedTick(w));
+            self.at(t + late, WRITER, Ev::WriterTimedTick(w as u32));
             return;
         }
         let ev = match kind {
-            WriterKind::Periodic => Ev::WriterTick(w),
-            WriterKind::Bulk => Ev::WriterFill(w),
+            WriterKind::Periodic => Ev::WriterTick(w as u32),
+            WriterKind::Bulk => Ev::WriterFill(w as u32),
         };
         self.at(t, WRITER, ev);
     }
@@ -507,7 +507,7 @@ impl Simulation {
             return;
         }
         let period = self.writer(w).period;
-        self.at(now + period, WRITER, Ev::WriterTick(w));
+        self.at(now + period, WRITER, Ev::WriterTick(w as u32));
     }
 
     /// PeriodicWriter.timed_tick: a late wakeup runs every tick that fell due, back to
@@ -531,7 +531,7 @@ impl Simulation {
         let wr = self.writer(w);
         let next = wr.origin + wr.ticks * wr.period;
         let late = wr.timing.as_mut().map_or(0, Timing::late);
-        self.at(next + late, WRITER, Ev::WriterTimedTick(w));
+        self.at(next + late, WRITER, Ev::WriterTimedTick(w as u32));
     }
 
     /// PeriodicWriter._send: one send() of the rest of the pending write, or of a fresh
@@ -591,7 +591,7 @@ impl Simulation {
                 wr.blocked = false;
                 let k = ceil_div(now - wr.start, wr.period);
                 let t = wr.start + k * wr.period;
-                self.at(t, WRITER, Ev::WriterTick(w));
+                self.at(t, WRITER, Ev::WriterTick(w as u32));
             }
             WriterKind::Bulk => {
                 if wr.blocked && !wr.busy {
@@ -622,7 +622,7 @@ impl Simulation {
             id: rd.ids,
         };
         let id = rd.ids;
-        self.at(start.max(now), READER, Ev::ReaderEnter(r, id));
+        self.at(start.max(now), READER, Ev::ReaderEnter(r as u32, id));
     }
 
     /// Reader._enter(phase).
@@ -637,7 +637,7 @@ impl Simulation {
         rd.gen += 1;
         let p = rd.phase;
         if p.end < FAR {
-            self.at(p.end, READER, Ev::ReaderLeave(r, id));
+            self.at(p.end, READER, Ev::ReaderLeave(r as u32, id));
         }
         match p.kind {
             PhaseKind::Fast | PhaseKind::Relay => self.reader_on_readable(r, now),
@@ -716,7 +716,7 @@ impl Simulation {
         let mut t = rd.next_read;
         if let Some(tm) = rd.timing.as_mut() {
             let t = now.max(t + tm.late());
-            self.at(t, READER, Ev::ReaderTimedWake(r, gen));
+            self.at(t, READER, Ev::ReaderTimedWake(r as u32, gen));
             return;
         }
         if self.skip {
@@ -728,7 +728,7 @@ impl Simulation {
                 return;
             }
         }
-        self.at(t, READER, Ev::ReaderWake(r, gen));
+        self.at(t, READER, Ev::ReaderWake(r as u32, gen));
     }
 
     /// Reader._timed_wake(gen): a late periodic wakeup reads once per tick that fell due,
@@ -750,7 +750,7 @@ impl Simulation {
                 if rd.next_read <= now + busy {
                     rd.gen += 1;
                     let gen = rd.gen;
-                    self.at(now + busy, READER, Ev::ReaderTimedWake(r, gen));
+                    self.at(now + busy, READER, Ev::ReaderTimedWake(r as u32, gen));
                     return;
                 }
                 break;
@@ -779,7 +779,7 @@ impl Simulation {
             }
             let busy = rd.timing.as_ref().map_or(0, |tm| tm.busy(got));
             if busy != 0 {
-                self.at(now + busy, READER, Ev::ReaderTimedRead(r));
+                self.at(now + busy, READER, Ev::ReaderTimedRead(r as u32));
                 return;
             }
         }
@@ -815,7 +815,7 @@ impl Simulation {
             if rd.state == ASLEEP {
                 rd.state = WAKING;
                 let late = tm.late();
-                self.at(now + late, READER, Ev::ReaderTimedRead(r));
+                self.at(now + late, READER, Ev::ReaderTimedRead(r as u32));
             }
             return;
         }

@@ -42,18 +42,18 @@ const MAX_GROUP_ROWS: usize = 1 << 22;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ev {
     /// The head of link direction 0 (to the receiver) or 1 (to the sender) arrives.
-    Arrive(usize),
+    Arrive(u32),
     /// A timer wake-up of a socket for deadline `d` (simulation.py `_timer`).
-    Timer(usize, i64),
-    WriterTick(usize),
-    WriterFill(usize),
-    ReaderEnter(usize, u64),
-    ReaderLeave(usize, u64),
-    ReaderWake(usize, u64),
+    Timer(u32, i64),
+    WriterTick(u32),
+    WriterFill(u32),
+    ReaderEnter(u32, u64),
+    ReaderLeave(u32, u64),
+    ReaderWake(u32, u64),
     /// A timed application's late wakeup (apps.py `timed_tick`, `_timed_wake`, `_timed_read`).
-    WriterTimedTick(usize),
-    ReaderTimedWake(usize, u64),
-    ReaderTimedRead(usize),
+    WriterTimedTick(u32),
+    ReaderTimedWake(u32, u64),
+    ReaderTimedRead(u32),
     /// A tick of `tcpsim validate`'s (or `tcpsim replay`'s) replay writer / reader (replay.rs).
     ReplayWrite,
     ReplayRead,
@@ -448,10 +448,13 @@ impl Simulation {
     }
 
     /// Serve flow `c` (it becomes `f`). False when it is gone (closed and dropped).
+    #[inline]
     pub fn switch(&mut self, c: usize) -> bool {
-        if c == self.cur {
-            return true;
-        }
+        c == self.cur || self.switch_to(c)
+    }
+
+    #[cold]
+    fn switch_to(&mut self, c: usize) -> bool {
         let Some(next) = self.flows[c].take() else {
             return false;
         };
@@ -529,7 +532,7 @@ impl Simulation {
                 }
             }
             let f = &mut *self.f;
-            let ev = (self.cur as u32, Ev::Arrive(dir));
+            let ev = (self.cur as u32, Ev::Arrive(dir as u32));
             for seg in out {
                 f.links[dir].send(&mut self.sched, seg, &mut f.rng, &mut f.jitter_rng[dir], ev);
             }
@@ -604,7 +607,7 @@ impl Simulation {
             let pending = self.f.timer_at[i];
             if pending == 0 || d < pending {
                 self.f.timer_at[i] = d;
-                self.at(d, TIMER, Ev::Timer(i, d));
+                self.at(d, TIMER, Ev::Timer(i as u32, d));
             }
         }
     }
@@ -864,7 +867,7 @@ impl Simulation {
                 return;
             };
             n += 1;
-            if ev == Ev::OpenDue {
+            if matches!(ev, Ev::OpenDue) {
                 self.open_due();
             } else if self.switch(c as usize) && !self.f.closed {
                 self.dispatch(ev);
@@ -902,8 +905,9 @@ impl Simulation {
 
     fn dispatch(&mut self, ev: Ev) {
         match ev {
-            Ev::Arrive(dir) => {
-                let ev = (self.cur as u32, Ev::Arrive(dir));
+            Ev::Arrive(d) => {
+                let ev = (self.cur as u32, Ev::Arrive(d));
+                let dir = d as usize;
                 let seg = self.f.links[dir].arrive(&mut self.sched, ev);
                 if dir == 0 {
                     self.deliver_rcv(seg)
@@ -911,15 +915,15 @@ impl Simulation {
                     self.deliver_snd(seg)
                 }
             }
-            Ev::Timer(i, d) => self.timer(i, d),
-            Ev::WriterTick(w) => self.writer_tick(w),
-            Ev::WriterFill(w) => self.writer_fill(w),
-            Ev::ReaderEnter(r, id) => self.reader_enter(r, id),
-            Ev::ReaderLeave(r, id) => self.reader_leave(r, id),
-            Ev::ReaderWake(r, g) => self.reader_wake(r, g),
-            Ev::WriterTimedTick(w) => self.writer_timed_tick(w),
-            Ev::ReaderTimedWake(r, g) => self.reader_timed_wake(r, g),
-            Ev::ReaderTimedRead(r) => self.reader_timed_read(r),
+            Ev::Timer(i, d) => self.timer(i as usize, d),
+            Ev::WriterTick(w) => self.writer_tick(w as usize),
+            Ev::WriterFill(w) => self.writer_fill(w as usize),
+            Ev::ReaderEnter(r, id) => self.reader_enter(r as usize, id),
+            Ev::ReaderLeave(r, id) => self.reader_leave(r as usize, id),
+            Ev::ReaderWake(r, g) => self.reader_wake(r as usize, g),
+            Ev::WriterTimedTick(w) => self.writer_timed_tick(w as usize),
+            Ev::ReaderTimedWake(r, g) => self.reader_timed_wake(r as usize, g),
+            Ev::ReaderTimedRead(r) => self.reader_timed_read(r as usize),
             Ev::ReplayWrite => self.replay_write(),
             Ev::ReplayRead => self.replay_read(),
             Ev::OpenDue => self.open_due(),
