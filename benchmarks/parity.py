@@ -152,7 +152,34 @@ def cases(root: Path, full: bool = False) -> list[Case]:
         path = sdir / f"{name}.toml"
         path.write_text(f'name = "{name}"\nprofile = "linux-6.18"\n{body}')
         out.append(Case(name, str(path), None, "2s" if full else SHORT, args))
-    return out + python_patch_cases(root, sdir, full)
+    return out + era_cases(sdir, full) + python_patch_cases(root, sdir, full)
+
+
+# The eras after 6.18 (golden.py records only the older ones): each on the scenario its
+# change shows in, and with one case reaching its other paths.
+NEW_ERAS = ("linux-6.18.0", "linux-6.19", "linux-7.0", "linux-7.1")
+
+
+def era_cases(sdir: Path, full: bool) -> list[Case]:
+    """The new eras on both engines: unbounded growth (DRS, admission), the RPC-over-loopback
+    workload of the admission revert, a lossy link (SACK compression, tcp_comp_sack_rtt_percent),
+    never-reads with tcp_shrink_window=1 (7.1's retraction) and 6.19's own sysctls set."""
+    dur = "2s" if full else SHORT
+    unbounded = str(sdir / "seed-unbounded-growth.toml")
+    never = str(sdir / "seed-never-reads.toml")
+    lossy = str(sdir / "p-loss-jitter.toml")
+    rpc = str(ROOT / "tcpsim" / "experiments" / "rpc-loopback.toml")
+    shrink = ("-s", "net.ipv4.tcp_shrink_window=1")
+    out = []
+    for prof in NEW_ERAS:
+        out.append(Case(f"p-era-unbounded@{prof}", unbounded, prof, dur))
+        out.append(Case(f"p-era-rpc-loopback@{prof}", rpc, prof, dur))
+        out.append(Case(f"p-era-lossy@{prof}", lossy, prof, dur))
+        out.append(Case(f"p-era-never-reads-shrink@{prof}", never, prof, dur, shrink))
+    out.append(Case("p-era-lossy-sysctls@linux-6.19", lossy, "linux-6.19", dur,
+                    ("-s", "net.ipv4.tcp_comp_sack_rtt_percent=100",
+                     "-s", "net.ipv4.tcp_rcvbuf_low_rtt=50000", "-s", "net.core.bypass_prot_mem=1")))
+    return out
 
 
 def python_patch_cases(root: Path, sdir: Path, full: bool) -> list[Case]:

@@ -73,6 +73,12 @@ class Linux515(KernelPolicy):
         """icsk_delack_max: the delayed-ACK timeout cap (TCP_DELACK_MAX)."""
         return TCP_DELACK_MAX_NS
 
+    def comp_sack_delay_ns(self, sk: TcpSocket, rtt_us8: int) -> int:
+        """__tcp_ack_snd_check() [tcp_input.c, 5.15 .. 6.18]: compressed SACKs wait 5 % of
+        the RTT (the smaller of the receiver's estimate and srtt), at most
+        tcp_comp_sack_delay_ns."""
+        return min(sk.sysctl.tcp_comp_sack_delay_ns, (rtt_us8 >> 3) * 1000 // 20)
+
     # -- memory <-> window -----------------------------------------------------------------------
 
     def win_from_space(self, sk: TcpSocket, space: int) -> int:

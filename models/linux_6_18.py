@@ -3,7 +3,9 @@
 What 6.18 changed on top of 6.17 (autumn-2025 fixes), and what its stable series took back:
 * admission: 6.18.0 tested rmem + skb->len <= rcvbuf ("tcp: use skb->len instead of
   skb->truesize in tcp_can_ingest()"); 026dfef287c0 "tcp: give up on stronger sk_rcvbuf
-  checks (for now)" (Feb 2026, in 6.18.y stable) returned to rmem <= rcvbuf. 6.18.44
+  checks (for now)" (net 2026-02-28, mainline 7.0-rc) returned to rmem <= rcvbuf; the
+  6.18.y series took it in 6.18.17 (its release announcement lists it), so this profile models
+  6.18.17 and later, and linux-6.18.0 models 6.18.0-6.18.16. 6.18.44
   measured: 787 PruneCalled and 0 RcvPruned while tcp_clamp_window() dragged rcvbuf up
   (docs/kernel-measurements.md, E5), which only the reverted test allows.
 * aa251c84636c "tcp: fix too slow tcp_rcvbuf_grow() action": the slow-start growth term

@@ -1,10 +1,13 @@
-"""Build tcpsim/data/app_latency_blocks.json.gz from kept captures (docs/app-latency.md).
+"""Build tcpsim/data/app_latency_blocks.bin from kept captures (docs/app-latency.md).
 
     python scripts/app_latency_blocks.py /tmp/raw-runs [more folders] [-o FILE] [--block N]
         [--unit-us U] [--about TEXT]
 
 The default output is the default host preset's file (dev-vm-loaded); a host preset of
-tcpsim.app_latency.HOSTS is written with `-o tcpsim/data/<its file>`. `--unit-us 10` stores
+tcpsim.app_latency.HOSTS is written with `-o tcpsim/data/<its file>`. A `.bin` output is the
+compact format tcpsim reads (tcpsim.latency_file: each capture decoded only when a run
+replays it); `-o NAME.json.gz` writes the same document as gzipped JSON (readable by any
+tool, and by tcpsim, which then decodes the whole of it in every process). `--unit-us 10` stores
 the lateness in 10 us steps (about half the size; the outcome depends on ms-scale lateness:
 the ticks are 1 ms apart and the median lateness ~70 us).
 
@@ -35,10 +38,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout's tcpsim
 
+from tcpsim import latency_file  # noqa: E402
 from tcpsim.app_latency import SEQUENCE_UNIT_NS  # noqa: E402
 from tcpsim.capture import wakeups  # noqa: E402
 
-DEFAULT_OUT = Path(__file__).resolve().parents[1] / "tcpsim" / "data" / "app_latency_blocks.json.gz"
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "tcpsim" / "data" / "app_latency_blocks.bin"
 DEFAULT_BLOCK = 5000
 SIDES = (("sender", "writer"), ("receiver", "reader"))
 
@@ -120,8 +124,11 @@ def main(argv: list[str] | None = None) -> int:
               f"sequence ({short} wakeups)", file=sys.stderr)
         return 2
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(doc, separators=(",", ":")).encode()
-    args.out.write_bytes(gzip.compress(text, 9, mtime=0))
+    if args.out.name.endswith(".json.gz"):
+        text = json.dumps(doc, separators=(",", ":")).encode()
+        args.out.write_bytes(gzip.compress(text, 9, mtime=0))
+    else:
+        latency_file.write(doc, args.out)
     for c in doc["captures"]:
         print(c["run"], {k: round(v["late_4ms_per_1000"], 1) for k, v in c.items()
                          if k.startswith("periodic_")})

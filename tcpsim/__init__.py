@@ -17,7 +17,7 @@ The API loads on first use (PEP 562), so `import tcpsim` stays cheap.
 """
 
 __version__ = "0.1.0"
-__all__ = ("run compare sweep load_trace profiles patches scenarios scenario_dict Run "
+__all__ = ("run compare sweep search load_trace profiles patches scenarios scenario_dict Run "
            "Comparison ENGINES FIGURES").split()
 
 

@@ -2,7 +2,8 @@
 from tcpsim.api import (ENGINES as ENGINES, FIGURES as FIGURES, Comparison as Comparison,
                         Run as Run, compare as compare, scenarios as scenarios,
                         load_trace as load_trace, patches as patches, profiles as profiles,
-                        run as run, scenario_dict as scenario_dict, sweep as sweep)
+                        run as run, scenario_dict as scenario_dict, search as search,
+                        sweep as sweep)
 
 __version__: str
 __all__: list[str]

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # heavy imports stay out of `import tcpsim`
     from tcpsim.runner import RunOptions
     from tcpsim.scenario import Scenario
 
-__all__ = ["run", "compare", "sweep", "load_trace", "profiles", "patches", "scenarios",
+__all__ = ["run", "compare", "sweep", "search", "load_trace", "profiles", "patches", "scenarios",
            "scenario_dict", "Run", "Comparison", "ENGINES", "FIGURES"]
 
 ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any], "Scenario"]
@@ -221,11 +221,8 @@ class Run:
 
     def report(self, path: str | os.PathLike[str]) -> Path:
         """Write the interactive HTML report (what ``tcpsim report`` writes); returns the path."""
-        from tcpsim.report.html import report_html
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(report_html(self._as_report_run()), encoding="utf-8")
-        return out
+        from tcpsim.report.html import report_html, write_page
+        return write_page(Path(path), report_html(self._as_report_run()))
 
     def save_trace(self, path: str | os.PathLike[str]) -> Path:
         """Write the trace as Parquet with its metadata (what ``tcpsim run --trace`` writes)."""
@@ -430,11 +427,9 @@ class Comparison:
     def report(self, path: str | os.PathLike[str]) -> Path:
         """Write the comparison page (what ``tcpsim compare`` writes); returns the path."""
         from tcpsim.report.compare import comparison_html
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(comparison_html(self._report_runs(), self.rows, self._summaries()),
-                       encoding="utf-8")
-        return out
+        from tcpsim.report.html import write_page
+        return write_page(Path(path), comparison_html(self._report_runs(), self.rows,
+                                                      self._summaries()))
 
     def _report_runs(self) -> list["_ReportRun"]:
         if self._report_cache is None:
@@ -583,6 +578,57 @@ def sweep(scenario: str | os.PathLike[str] | Mapping[str, Any],
     for r in rows:
         columns.extend(k for k in r if k not in columns)
     return pa.table({c: [r.get(c) for r in rows] for c in columns})
+
+
+def search(spec: str | os.PathLike[str] | Mapping[str, Any], *, profile: str | None = None,
+           policy: PolicyLike = (), vs: str | None = None, vs_policy: PolicyLike = (),
+           budget: int | None = None, seed: int | None = None, duration: DurationLike = None,
+           threshold: float | None = None, jobs: int = 1, out: str | os.PathLike[str] | None = None,
+           executor: str = "local", minimise: bool = True, optimiser: str | None = None,
+           progress: Callable[[int, int, Any], None] | None = None) -> Any:
+    """Search a declared workload space for the one that breaks a policy; like ``tcpsim search``.
+
+    Args:
+        spec: a search file, a shipped search's name (``"rcvbuf-growth"``) or a dict shaped
+            like a search file ({"search": {...}, "space": {...}}).
+        profile: the searched profile (replaces the file's).
+        policy: patches added to the searched side.
+        vs: a profile to compare against (the objective becomes the difference).
+        vs_policy: patches on the `vs` side.
+        budget: workloads to evaluate (as the file's [search] budget).
+        seed: the optimiser's seed.
+        duration: every evaluation's simulated time, as for `run`.
+        threshold: an objective at or above it is a finding.
+        jobs: worker processes (1: this process).
+        executor: "local" or "dask".
+        out: a directory to store every run (a second call resumes) and the finding.
+        minimise: minimise the best when it is a finding.
+        optimiser: "tpe" (the default), "random" or "hypothesis" (as the file's).
+        progress: called after every batch as progress(done, budget, best evaluation).
+
+    Returns:
+        A `tcpsim.searching.SearchResult`: ``best``, ``finding`` (minimised, or None),
+        ``evaluations``; ``tcpsim.searching.summary(result)`` is the JSON record.
+    """
+    from pathlib import Path as _P
+
+    from tcpsim import searching
+    if isinstance(spec, Mapping):
+        parsed = searching.parse_search(dict(spec))
+    elif isinstance(spec, (str, os.PathLike)):
+        parsed = searching.load_search(spec)
+    else:
+        raise TypeError("spec: expected a search file, a shipped search's name or a dict")
+    if executor not in ("local", "dask"):
+        raise ValueError(f"executor: expected local or dask, got {executor!r}")
+    if not isinstance(jobs, int) or jobs < 0:
+        raise ValueError(f"jobs: expected 0 (one per CPU) or a positive number, got {jobs!r}")
+    parsed = searching.with_overrides(
+        parsed, profile=profile, policy=_policies(policy), vs_profile=vs,
+        vs_policy=_policies(vs_policy), budget=budget, seed=seed, threshold=threshold,
+        duration=_duration(duration), optimiser=optimiser)
+    return searching.run(parsed, _P(out) if out is not None else None, jobs=jobs,
+                         executor=executor, minimise=minimise, progress=progress)
 
 
 def _axes(vary: Mapping[str, Sequence[Any]]) -> list[Any]:

@@ -14,14 +14,16 @@ first exact step.
     load_tables() -> {name: [ns, ...]}
     table_lookup(table, u) -> ns
 
-Captured sequences (tcpsim/data/app_latency_blocks.json.gz, scripts/app_latency_blocks.py):
+Captured sequences (tcpsim/data/app_latency_blocks*.bin, format: tcpsim.latency_file; made by
+scripts/app_latency_blocks.py):
 the same captures' lateness in wakeup order, one sequence per capture. A draw does not pick
 each wakeup independently: a run replays one capture, in blocks of consecutive wakeups, the
 first from the capture's start, the later ones from random starting points (a moving-block
 bootstrap), so a busy second stays busy for its ticks and a run keeps its capture's level,
 as the host's did (docs/app-latency.md).
 
-    load_sequences(kind, host) -> ([ns, ...] per capture of that host)
+    load_sequences(kind, host) -> ([ns, ...] per capture of that host; each capture is
+        decoded when first indexed: a run replays one)
     pick_capture(k, n) -> which of n captures a run replays (k: a 53-bit draw)
     BlockSequence(seq, block).draw(k) -> ns
 
@@ -35,8 +37,10 @@ import gzip
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Any, Sequence
+
+DATA = Path(__file__).resolve().with_name("data")
 
 UNIT_BITS = 53                      # random.random() = k / 2**53, k an integer
 UNIT = 1 << UNIT_BITS
@@ -59,16 +63,16 @@ class Host:
 # The captured-sequence sets a run can replay (`[timing] host`); every set holds the seed
 # reproducer's 120 s captures on the development VM (Linux 6.18.44, 2 vCPUs, HZ 250).
 HOSTS = {
-    "dev-vm-loaded": Host("app_latency_blocks.json.gz",
+    "dev-vm-loaded": Host("app_latency_blocks.bin",
                           "six captures at load average ~15, other work uncontrolled "
                           "(02:10-02:24 UTC; shrink 0 and 1)"),
-    "dev-vm-quiet": Host("app_latency_blocks-dev-vm-quiet.json.gz",
+    "dev-vm-quiet": Host("app_latency_blocks-dev-vm-quiet.bin",
                          "three captures at load average 2.9-4.4, other work uncontrolled "
                          "(08:13-08:18 UTC; shrink 0)"),
-    "dev-vm-duty50": Host("app_latency_blocks-dev-vm-duty50.json.gz",
+    "dev-vm-duty50": Host("app_latency_blocks-dev-vm-duty50.bin",
                           "controlled: one process pinned to the apps' CPU, busy 5 ms of "
                           "every 10 ms, for the whole capture (shrink 0)"),
-    "dev-vm-spin": Host("app_latency_blocks-dev-vm-spin.json.gz",
+    "dev-vm-spin": Host("app_latency_blocks-dev-vm-spin.bin",
                         "controlled: one process pinned to the apps' CPU, never sleeping, "
                         "for the whole capture (shrink 0)"),
 }
@@ -142,8 +146,8 @@ def table_lookup(table: Sequence[int], u: float) -> int:
 @lru_cache(maxsize=1)
 def load() -> dict[str, Any]:
     """The whole calibration document (tables plus provenance)."""
-    text = resources.files("tcpsim").joinpath("data/app_latency.json").read_text()
-    return json.loads(text)
+    doc: dict[str, Any] = json.loads((DATA / "app_latency.json").read_text())
+    return doc
 
 
 def load_tables() -> dict[str, list[int]]:
@@ -153,24 +157,46 @@ def load_tables() -> dict[str, list[int]]:
 
 @lru_cache(maxsize=None)
 def load_blocks(host: str = DEFAULT_HOST) -> dict[str, Any]:
-    """The captured-sequence document of a host preset (sequences in its `unit_ns`,
-    provenance)."""
-    data = resources.files("tcpsim").joinpath(f"data/{HOSTS[check_host(host)].file}").read_bytes()
-    doc: dict[str, Any] = json.loads(gzip.decompress(data))
-    return doc
+    """The captured-sequence document of a host preset: its provenance and "sequences".
+
+    A format-1 file (`.bin`, tcpsim.latency_file) gives {kind: lazily decoded captures in
+    ns} with `"values": "ns"` and the file's index under "sequence_index"; a `.json.gz`
+    document (what scripts/app_latency_blocks.py --json writes) gives its lists in
+    `unit_ns` steps."""
+    path = DATA / HOSTS[check_host(host)].file     # a user preset's file is absolute (user_hosts)
+    data = path.read_bytes()
+    if path.name.endswith(".json.gz"):
+        doc: dict[str, Any] = json.loads(gzip.decompress(data))
+        return doc
+    from tcpsim import latency_file
+    packed = latency_file.read(data, path.name)
+    return {**packed.header, "values": "ns", "sequence_index": packed.header["sequences"],
+            "sequences": {kind: packed.captures(kind) for kind in packed.kinds()}}
 
 
 @lru_cache(maxsize=None)
-def load_sequences(kind: str, host: str = DEFAULT_HOST) -> tuple[tuple[int, ...], ...]:
+def load_sequences(kind: str, host: str = DEFAULT_HOST) -> Sequence[Sequence[int]]:
     """The captured lateness sequences (ns, wakeup order) of `kind` ("periodic_writer",
-    "periodic_reader") of a host preset, one per capture, in the document's capture order."""
+    "periodic_reader") of a host preset, one per capture, in the document's capture order.
+    Bounded and checked against the block length here (from a format-1 file's index, without
+    decoding a capture)."""
     doc = load_blocks(host)
-    unit, block = doc["unit_ns"], doc["block_wakeups"]
-    seqs = tuple(tuple(x * unit for x in seq) for seq in doc["sequences"][kind])
-    if not seqs or min(len(s) for s in seqs) < block:
+    block = doc["block_wakeups"]
+    if doc.get("values") == "ns":
+        seqs: Sequence[Sequence[int]] = doc["sequences"][kind]
+        index = doc["sequence_index"][kind]
+        counts = [e["count"] for e in index]
+        low, high = min(e["min_ns"] for e in index), max(e["max_ns"] for e in index)
+    else:
+        unit = doc["unit_ns"]
+        seqs = tuple(tuple(x * unit for x in seq) for seq in doc["sequences"][kind])
+        counts = [len(s) for s in seqs]
+        low = min((min(s) for s in seqs if s), default=0)
+        high = max((max(s) for s in seqs if s), default=0)
+    if not seqs or min(counts) < block:
         raise ValueError(f"app_latency_blocks: every {kind} sequence must hold a block "
                          f"({block} wakeups)")
-    if min(min(s) for s in seqs) < 0 or max(max(s) for s in seqs) >= MAX_LATENCY_NS:
+    if low < 0 or high >= MAX_LATENCY_NS:
         raise ValueError(f"app_latency_blocks: a {kind} lateness outside [0, {MAX_LATENCY_NS}) ns")
     return seqs
 
@@ -183,6 +209,16 @@ def block_wakeups(host: str = DEFAULT_HOST) -> int:
 def pick_capture(k: int, n: int) -> int:
     """The capture (0..n-1) a run replays, from a 53-bit draw k (random() = k / 2**53)."""
     return (k * n) >> UNIT_BITS
+
+
+HOST_STREAM = 7         # the host's generator: random.Random(seed * 8 + HOST_STREAM)
+
+
+def run_capture(seed: int, n: int) -> int:
+    """Which of a host preset's `n` captures the run of `seed` replays: the host stream's
+    first draw, the same for every app of the run (and in the native engine, `pick_capture`)."""
+    import random
+    return pick_capture(int(random.Random(seed * 8 + HOST_STREAM).random() * UNIT), n)
 
 
 class BlockSequence:
@@ -217,3 +253,44 @@ class BlockSequence:
     def needs_draw(self) -> bool:
         """The next wakeup begins a block after the first (and so consumes a draw)."""
         return self.left == 0
+
+
+# -- user presets (tcpsim timing measure / fit; tcpsim.timing) ----------------------------------
+USER_PREFIX, USER_SUFFIX = "app_latency_blocks-", ".json.gz"
+
+
+def user_hosts() -> dict[str, Host]:
+    """Host presets the user made (`tcpsim timing measure NAME`, `timing fit NAME`): files
+    app_latency_blocks-NAME.json.gz (the JSON document load_blocks reads), in TCPSIM_TIMING_DIR (default
+    ~/.local/share/tcpsim/timing). A name of a shipped preset is not taken over."""
+    import os
+    folder = Path(os.environ.get("TCPSIM_TIMING_DIR")
+                  or Path.home() / ".local" / "share" / "tcpsim" / "timing")
+    try:
+        files = sorted(folder.glob(f"{USER_PREFIX}*{USER_SUFFIX}"))
+    except OSError:
+        return {}
+    out = {}
+    for f in files:
+        name = f.name[len(USER_PREFIX):-len(USER_SUFFIX)]
+        if name and name not in _SHIPPED:
+            out[name] = Host(str(f.resolve()), f"measured on this machine ({f})")
+    return out
+
+
+def register_user_hosts() -> list[str]:
+    """Add the user's presets to HOSTS (periodic writer and reader replayed, as the shipped
+    presets); returns their names. Run at import, and again after `timing measure`."""
+    new = []
+    for name, host in user_hosts().items():
+        if name not in HOSTS:
+            new.append(name)
+        HOSTS[name] = host
+        DEFAULT_TIMING[name] = _PERIODIC
+        load_blocks.cache_clear()
+        load_sequences.cache_clear()
+    return new
+
+
+_SHIPPED = frozenset(HOSTS)
+register_user_hosts()

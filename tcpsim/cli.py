@@ -42,7 +42,8 @@ class _TcpsimGroup(TyperGroup):
         try:
             rv = super().main(args, prog_name, complete_var, False, **extra)
         except _CLICK_EXCEPTION as exc:
-            if type(exc).__name__ == "NoArgsIsHelpError":    # the help is printed already
+            if type(exc).__name__ == "NoArgsIsHelpError":    # the help, on stderr
+                exc.show()
                 sys.exit(exc.exit_code)
             typer.echo(f"tcpsim: error: {_click_error(exc, self._command_of(args))}", err=True)
             sys.exit(exc.exit_code)              # 2 for a usage error, as before
@@ -86,9 +87,14 @@ def _click_error(exc: Exception, fallback: list[str]) -> str:
     return f"{lead}{msg}; see {' '.join(['tcpsim', *names])} --help"
 
 
+# Help pages in click's plain layout (rich_markup_mode=None): typer's rich panels import
+# rich, ~70 ms of every `--help` (docs/performance.md, "Start-up").
+HELP_LAYOUT: Any = {"rich_markup_mode": None}
 app = typer.Typer(cls=_TcpsimGroup, add_completion=False, no_args_is_help=True,
-                  help="Simulate the Linux TCP receive path, per kernel version and patch.")
-profiles_app = typer.Typer(help="List kernel profiles and patches.", invoke_without_command=True)
+                  help="Simulate the Linux TCP receive path, per kernel version and patch.",
+                  **HELP_LAYOUT)
+profiles_app = typer.Typer(help="List kernel profiles and patches.", invoke_without_command=True,
+                           **HELP_LAYOUT)
 app.add_typer(profiles_app, name="profiles")
 
 USER_ERRORS = (ScenarioError, SysctlError, ProfileError, EngineError)
@@ -426,7 +432,8 @@ class _SweepGroup(TyperGroup):
 sweep_app = typer.Typer(cls=_SweepGroup, no_args_is_help=True,
                         help="Run a study or a scenario over a grid, in parallel, resumably: "
                              "`tcpsim sweep STUDY.toml`, `tcpsim sweep SCENARIO -x KEY=V1,V2` "
-                             "(both are `sweep run`); `tcpsim sweep report RESULTS`.")
+                             "(both are `sweep run`); `tcpsim sweep report RESULTS`.",
+                        **HELP_LAYOUT)
 app.add_typer(sweep_app, name="sweep")
 
 
@@ -546,6 +553,98 @@ def sweep_report(
 
 
 @app.command()
+def search(
+    target: str = typer.Argument(..., help="a search file (TOML with [search] and [space]) or a "
+                                 "shipped search's name (rcvbuf-growth, rpc-admission)"),
+    profile: Optional[str] = typer.Option(None, "--profile", "-p",
+                                          help="the profile searched (replaces the file's)"),
+    policy: List[str] = typer.Option([], "--policy", help="patch on the searched side "
+                                     "(repeatable; added to the file's)"),
+    vs: Optional[str] = typer.Option(None, "--vs", help="PROFILE to compare against: the "
+                                     "objective becomes (searched side) - (this side)"),
+    vs_policy: List[str] = typer.Option([], "--vs-policy", help="patch on the --vs side (repeatable)"),
+    budget: Optional[int] = typer.Option(None, "--budget", "-n", help="workloads to evaluate"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="the optimiser's seed"),
+    optimiser: Optional[str] = typer.Option(None, "--optimiser", help="tpe (Optuna, batches in "
+                                            "parallel; the default), random, or hypothesis "
+                                            "(targeted property search, shrunk; one process)"),
+    duration: Optional[str] = typer.Option(None, "--duration", "-d",
+                                           help="every evaluation's simulated time"),
+    threshold: Optional[float] = typer.Option(None, "--threshold",
+                                              help="an objective at or above it is a finding"),
+    jobs: int = typer.Option(0, "--jobs", "-j", help="worker processes (default: one per CPU)"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="results directory (default "
+                                       "searches/NAME); a re-run resumes it"),
+    fresh: bool = typer.Option(False, "--fresh", help="forget the runs stored in --out"),
+    no_minimise: bool = typer.Option(False, "--no-minimise", help="report the best, do not "
+                                     "minimise it or write the finding"),
+    executor: str = typer.Option("local", "--executor", "-e", help="local (a process pool) or "
+                                 "dask (a LocalCluster of --jobs workers)"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="an existing Dask "
+                                            "cluster, e.g. tcp://10.0.0.5:8786"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Search the workloads of a declared space for the one that breaks a policy.
+
+    Prints the best objective so far as it goes; a finding is minimised and written as a
+    scenario file with a comparison beside it (OUT/finding/). The same command run again
+    resumes from the runs stored in OUT; the same seed gives the same search."""
+    from tcpsim import searching
+    from tcpsim.sweeps.execute import ExecutorError
+    if jobs < 0:
+        _fail(f"--jobs {jobs}: use a positive number of workers (0 = one per CPU)")
+    if executor not in ("local", "dask"):
+        _fail(f"--executor {executor}: use local or dask")
+    if scheduler is not None:
+        if not scheduler.startswith(("tcp://", "tls://", "ws://", "wss://", "inproc://")):
+            _fail(f"--scheduler {scheduler}: give the scheduler's address, e.g. tcp://10.0.0.5:8786")
+        executor = "dask"
+    if budget is not None and budget < 1:
+        _fail(f"--budget {budget}: use a positive number of workloads")
+    if seed is not None and seed < 0:
+        _fail(f"--seed {seed}: use a number of at least 0")
+    try:
+        spec = searching.with_overrides(
+            searching.load_search(target), profile=profile, policy=tuple(policy), vs_profile=vs,
+            vs_policy=tuple(vs_policy), budget=budget, seed=seed, threshold=threshold,
+            duration=parse_duration(duration, "--duration", positive=True) if duration else None,
+            optimiser=optimiser)
+    except USER_ERRORS as exc:
+        _fail(str(exc))
+        return
+    root = out if out is not None else Path("searches") / spec.name
+
+    def progress(done: int, total: int, best: Any) -> None:
+        if as_json:
+            return
+        from tcpsim.searching.finding import pretty_duration
+        shown = "none yet" if best is None or best.objective is None else (
+            f"{best.objective:.4g}  (" + ", ".join(f"{k}={pretty_duration(v)}"
+                                                   for k, v in best.values.items()) + ")")
+        typer.echo(f"search {spec.name}: {done}/{total} workloads, best {spec.objective} "
+                   f"{shown}", err=True)
+    try:
+        result = searching.run(spec, root, jobs=jobs, executor=executor, scheduler=scheduler,
+                               fresh=fresh, minimise=not no_minimise, progress=progress)
+    except ExecutorError as exc:
+        _fail(str(exc))
+        return
+    except USER_ERRORS as exc:
+        _fail(str(exc))
+        return
+    except KeyboardInterrupt:
+        _fail(f"interrupted: the runs so far are stored in {root / 'runs'}; run the same "
+              "command again to resume")
+        return
+    record = searching.summary(result)
+    if as_json:
+        typer.echo(json.dumps(record, indent=2, sort_keys=True, default=str))
+        return
+    for line in searching.report_lines(result, root):
+        typer.echo(line)
+
+
+@app.command()
 def bench(
     quick: bool = typer.Option(False, "--quick", help="short durations (a smoke run)"),
     repeat: int = typer.Option(1, "--repeat", "-r", help="repetitions per case (median reported)"),
@@ -557,8 +656,16 @@ def bench(
     hosts: bool = typer.Option(False, "--hosts", help="hosts of 1 000 and 10 000 connections of "
                                "the seed mix (--quick: 200 and 1 000), beside the single-"
                                "connection cases (docs/hosts.md)"),
+    search_only: bool = typer.Option(False, "--search", help="only the search: evaluations per "
+                                     "second, local pool and 2-worker Dask"),
 ) -> None:
-    """Benchmark the simulator: packets/s, simulated s per wall s, peak RSS."""
+    """Benchmark the simulator: packets/s, simulated s per wall s, peak RSS, search evaluations/s."""
+    if search_only:
+        from tcpsim.bench import search_rows
+        rows = search_rows(quick, echo=None if as_json else typer.echo)
+        if as_json:
+            typer.echo(json.dumps(rows, indent=2))
+        return
     if hosts:
         from tcpsim.bench_host import host_benchmarks
         try:
@@ -973,6 +1080,10 @@ _PCAP_HELP = {
 }
 
 
+_SPLIT_GSO_HELP = ("cut GSO/GRO super-segments (data larger than the MSS) into MSS-sized ones "
+                   "instead of refusing the capture (approximate; see docs/pcap.md)")
+
+
 def _pcap_option(flag: str, prefix: str = "") -> Any:
     """The option `flag` of a command that reads a capture (default None); `prefix` heads
     its help in a command that reads other formats too ("pcap: " in `import`)."""
@@ -993,6 +1104,7 @@ def import_trace(
     workload: Optional[Path] = typer.Option(None, "--workload", help="pcap: the workload scenario "
                                             "to write (default: OUT with .toml)"),
     rcvbuf: Optional[str] = _pcap_option("--rcvbuf", "pcap: "),
+    split_gso: bool = typer.Option(False, "--split-gso", help="pcap: " + _SPLIT_GSO_HELP),
 ) -> None:
     """Convert another tool's trace (Cloudflare's bpftrace CSV, ss -tmi snapshots,
     tcp:tcp_rcvbuf_grow lines, a tcpdump/Wireshark capture) into a tcpsim trace for
@@ -1006,13 +1118,13 @@ def import_trace(
     _check_out(workload, "--workload", "workload.toml")
     if fmt == "pcap":
         try:
-            opts = _pcap_opts(flow, wscale, delay, reader, rcvbuf)
+            opts = _pcap_opts(flow, wscale, delay, reader, rcvbuf, split_gso)
         except ScenarioError as exc:
             _fail(str(exc))
             return
         _import_pcap(src, out, workload, **opts)
         return
-    if any(v is not None for v in (flow, wscale, delay, reader, workload, rcvbuf)):
+    if any(v is not None for v in (flow, wscale, delay, reader, workload, rcvbuf)) or split_gso:
         _fail(f"import {fmt}: --flow, --wscale, --delay, --reader, --rcvbuf and --workload are "
               "for pcap")
     try:
@@ -1024,12 +1136,13 @@ def import_trace(
 
 
 def _pcap_opts(flow: Optional[str], wscale: Optional[str], delay: Optional[str],
-               reader: Optional[str], rcvbuf: Optional[str]) -> dict:
+               reader: Optional[str], rcvbuf: Optional[str], split_gso: bool = False) -> dict:
     """The options every pcap command shares, checked (ScenarioError names the option)."""
     from tcpsim.scenario import parse_size
     return {"flow": flow, "wscale": wscale, "reader": reader,
             "delay_ns": parse_duration(delay, "--delay") if delay else None,
-            "rcvbuf": parse_size(rcvbuf, "--rcvbuf") if rcvbuf else None}
+            "rcvbuf": parse_size(rcvbuf, "--rcvbuf") if rcvbuf else None,
+            "split_gso": split_gso}
 
 
 def _pcap_flows_failure(src: Path, exc) -> None:
@@ -1067,7 +1180,7 @@ def _import_pcap(src: Path, out: Path, workload: Optional[Path], **opts) -> None
 
 @app.command()
 def replay(
-    capture: Path = typer.Argument(..., help="a pcap/pcapng file (tcpdump -w, Wireshark)"),
+    capture: Path = typer.Argument(..., help="a pcap/pcapng file (tcpdump -w, Wireshark), or gzipped"),
     profile: str = typer.Option("linux-6.18", "--profile", "-p", help="kernel profile to replay under"),
     policy: List[str] = typer.Option([], "--policy", help="patch name or FILE.py:Class (repeatable)"),
     sysctl: List[str] = typer.Option([], "--sysctl", "-s", help="NAME=VALUE receiver sysctl the "
@@ -1076,25 +1189,51 @@ def replay(
     delay: Optional[str] = _pcap_option("--delay"),
     reader: Optional[str] = _pcap_option("--reader"),
     rcvbuf: Optional[str] = _pcap_option("--rcvbuf"),
+    split_gso: bool = typer.Option(False, "--split-gso", help=_SPLIT_GSO_HELP),
     hz: Optional[int] = typer.Option(None, "--hz", help="the kernel's CONFIG_HZ (default: tcpsim's "
-                                     "1 ms clock)"),
+                                     "1 ms clock; with --fit: fitted)"),
+    fit: bool = typer.Option(False, "--fit", help="fit what the capture cannot say (reader, its "
+                             "phase, device, HZ, timing, tcp_rmem[1], tcp_shrink_window) by "
+                             "replaying candidates, then replay under --profile; --reader, --hz, "
+                             "--rcvbuf, --device, --timing pin"),
+    fit_profile: Optional[str] = typer.Option(None, "--fit-profile", help="--fit under this "
+                                              "profile (the capture's kernel), then replay under "
+                                              "--profile/--policy (default: --profile)"),
+    profiles: Optional[str] = typer.Option(None, "--profiles", help="rank kernels: 'all' or "
+                                           "P1,P2,...; each --policy is ranked too, on the "
+                                           "newest profile and linux-6.1 (with --fit: each fitted)"),
+    device: Optional[str] = typer.Option(None, "--device", help="pin the ingress device (veth, "
+                                         "veth-direct, loopback, nic-2k, nic-4k, tun)"),
+    timing: Optional[str] = typer.Option(None, "--timing", help="pin the application timing "
+                                         "(a host preset or exact)"),
     until: Optional[float] = typer.Option(None, "--until", help="compare only the first S seconds"),
     html: Optional[Path] = typer.Option(None, "--html", help="capture-vs-model overlay page"),
     as_json: bool = typer.Option(False, "--json"),
     engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
 ) -> None:
     """Run a capture's workload in the model and score its advertised windows against the
-    capture's (the scores and report of `tcpsim validate`)."""
+    capture's (the scores and report of `tcpsim validate`); --fit estimates what the wire
+    does not show first; --profiles ranks kernels by their best fit (docs/pcap.md)."""
     from tcpsim.importers import ImportFormatError
     from tcpsim.pcap.flows import TooManyFlows
     from tcpsim.pcap.replay import replay_capture
     if not capture.is_file():
         _fail(f"replay: {capture}: no such file")
     try:
+        opts = _pcap_opts(flow, None, delay, reader, rcvbuf, split_gso)
+        sysctls = parse_sysctl_options(sysctl)
+        eng = _check_engine(engine)
+        if fit or profiles:
+            pins = _fit_pins(opts, hz, device, timing, sysctls)
+            if profiles:
+                code = _rank_capture(capture, profiles, tuple(policy), sysctls, until, pins, fit,
+                                     eng, as_json, opts)
+            else:
+                code = _fit_capture(capture, profile, tuple(policy), fit_profile, sysctls, until,
+                                    pins, eng, as_json, html, opts)
+            raise typer.Exit(code)
         v = replay_capture(capture, profile=profile, policies=tuple(policy),
-                           sysctl=parse_sysctl_options(sysctl), until_s=until, hz=hz,
-                           engine=_check_engine(engine),
-                           **_pcap_opts(flow, None, delay, reader, rcvbuf))
+                           sysctl=sysctls, until_s=until, hz=hz, engine=eng, **opts)
     except TooManyFlows as exc:
         _pcap_flows_failure(capture, exc)
         return
@@ -1114,19 +1253,170 @@ def replay(
     raise typer.Exit(0 if v.score.passed else 1)
 
 
+def _fit_pins(opts: dict, hz: Optional[int], device: Optional[str], timing: Optional[str],
+              sysctls: dict) -> dict:
+    """The unknowns the user pinned (tcpsim.pcap.fit.Unknowns fields); the rest are fitted.
+    --reader/--rcvbuf are taken out of the import options: the fit replays them."""
+    from tcpsim.app_latency import timing_choices
+    from tcpsim.core.devices import DEVICES
+    from tcpsim.pcap.workload import parse_reader
+    pins: dict = {}
+    if opts.get("reader"):
+        parse_reader(opts["reader"])
+        pins["reader"] = opts.pop("reader")
+    if opts.get("rcvbuf"):
+        pins["so_rcvbuf"] = opts.pop("rcvbuf")
+    if hz is not None:
+        pins["hz"] = hz
+    if device is not None:
+        if device not in DEVICES:
+            from tcpsim.core.devices import device as parse_device
+            try:
+                parse_device(device)
+            except ValueError as exc:
+                raise ScenarioError(f"--device {device}: {exc} (a preset: {', '.join(DEVICES)}, "
+                                    "or a spec such as sender:head=384,shared=on)") from None
+        pins["device"] = device
+    if timing is not None:
+        if timing not in timing_choices():
+            raise ScenarioError(f"--timing {timing}: expected one of {', '.join(timing_choices())}")
+        pins["timing"] = timing
+    if any(k.endswith("tcp_rmem") for k in sysctls):
+        pins["rmem1"] = 0
+    if any(k.endswith("tcp_shrink_window") for k in sysctls):
+        pins["shrink"] = 0
+    return pins
+
+
+def _fit_capture(capture: Path, profile: str, policies: tuple, fit_profile: Optional[str],
+                 sysctls: dict, until: Optional[float], pins: dict, engine: Optional[str],
+                 as_json: bool, html: Optional[Path], opts: dict) -> int:
+    from tcpsim.pcap.fitreport import fit_json, fit_text
+    from tcpsim.pcap.replay import fit_capture
+    f, g, v = fit_capture(capture, profile, policies, fit_profile, sysctls, until, pins,
+                          engine=engine or "native", **opts)
+    if as_json:
+        typer.echo(json.dumps(fit_json(f, g, v), indent=1, default=str))
+    else:
+        typer.echo(fit_text(capture, f, g, v))
+    if html:
+        from tcpsim.validate.html import write_html
+        from tcpsim.validate.report import text
+        write_html(str(html), [(v.score, v.kernel, v.model, text(v.score))])
+    return 0
+
+
+def _rank_capture(capture: Path, profiles: str, policies: tuple, sysctls: dict,
+                  until: Optional[float], pins: dict, do_fit: bool, engine: Optional[str],
+                  as_json: bool, opts: dict) -> int:
+    from tcpsim.catalog import builtin_profiles
+    from tcpsim.pcap.fit import Capture, all_variants, rank
+    from tcpsim.pcap.fitreport import rank_text
+    variants = all_variants(policies)
+    if profiles.strip() != "all":
+        want = [p.strip() for p in profiles.split(",") if p.strip()]
+        bad = [p for p in want if p not in builtin_profiles()]
+        if bad:
+            raise ScenarioError(f"--profiles: unknown profile {bad[0]!r}; give 'all' or some of "
+                                + ", ".join(builtin_profiles()))
+        variants = [(p, ()) for p in want] + [(want[0], (pol,)) for pol in policies]
+    cap = Capture(capture, sysctl=sysctls, until_s=until, engine=engine or "native", **opts)
+    r = rank(cap, variants, pins, do_fit)
+    if as_json:
+        typer.echo(json.dumps({"capture": str(capture), "fit": do_fit, **r.as_dict()}, indent=1,
+                              default=str))
+    else:
+        typer.echo(rank_text(capture, r, do_fit))
+    return 0
+
+
+timing_app = typer.Typer(help="Your host's application timing as a preset for --timing "
+                         "(docs/app-latency.md, \"Your own host\").", no_args_is_help=True)
+app.add_typer(timing_app, name="timing")
+
+
+@timing_app.command("measure")
+def timing_measure(
+    name: str = typer.Argument(..., help="the preset's name (then --timing NAME)"),
+    seconds: float = typer.Option(20.0, "--seconds", help="how long to measure"),
+    period: str = typer.Option("1ms", "--period", help="the periodic applications' tick"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Measure this machine's wakeup lateness (periodic writer and reader, blocking reader;
+    no root needed) and write it as the timing preset NAME."""
+    from tcpsim.timing import TimingError, measure, summary
+    try:
+        period_ns = parse_duration(period, "--period")
+        path = measure(name, seconds, period_ns)
+    except (TimingError, ScenarioError) as exc:
+        _fail(str(exc))
+        return
+    _timing_done(name, path, summary(path), as_json)
+
+
+@timing_app.command("fit")
+def timing_fit(
+    name: str = typer.Argument(..., help="the preset's name (then --timing NAME)"),
+    runs: List[Path] = typer.Argument(..., help="tcpsim capture run folders kept raw "
+                                      "(<name>.raw with meta.json and <side>_events.csv)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Build the timing preset NAME from the application logs of tcpsim capture runs."""
+    from tcpsim.timing import TimingError, fit, summary
+    try:
+        path = fit(name, list(runs))
+    except TimingError as exc:
+        _fail(str(exc))
+        return
+    _timing_done(name, path, summary(path), as_json)
+
+
+@timing_app.command("list")
+def timing_list(as_json: bool = typer.Option(False, "--json")) -> None:
+    """The timing presets: shipped and your own."""
+    from tcpsim.app_latency import HOSTS, user_hosts
+    mine = user_hosts()
+    rows = [{"name": n, "about": h.about, "yours": n in mine} for n, h in sorted(HOSTS.items())]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+        return
+    for r in rows:
+        typer.echo(f"{r['name']:16} {'(yours) ' if r['yours'] else ''}{r['about']}")
+
+
+def _timing_done(name: str, path: Path, s: dict, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps({"name": name, **s}, indent=1))
+        return
+    typer.echo(f"timing preset {name}: {path}")
+    for k in ("periodic_writer", "periodic_reader"):
+        v = s.get(k) or {}
+        typer.echo(f"  {k}: {v.get('wakeups')} wakeups, median {v.get('p50_us'):.0f} us late, "
+                   f"99th percentile {v.get('p99_us'):.0f} us, "
+                   f"{v.get('late_2ms_per_1000'):.1f} per 1000 more than 2 ms late")
+    typer.echo(f"  use it: tcpsim run SCENARIO --timing {name}, or [timing] host = \"{name}\"")
+
+
 @app.command()
 def packetdrill(
     paths: List[Path] = typer.Argument(..., help=".pkt scripts or folders of them"),
     profile: str = typer.Option("linux-6.18", "--profile", "-p"),
     policy: List[str] = typer.Option([], "--policy", help="patch name or FILE.py:Class (repeatable)"),
+    baseline: Optional[str] = typer.Option(
+        None, "--baseline", help="also run under this profile and list the verdicts that change "
+                                 "(e.g. -p linux-6.18 --policy X --baseline linux-6.18)"),
     as_json: bool = typer.Option(False, "--json"),
     engine: str = typer.Option("python", "--engine",
                                help="socket implementation: python (the reference) or native"),
 ) -> None:
-    """Run the kernel's packetdrill receive tests against the model (no tun device, no root)."""
+    """Run the kernel's packetdrill receive tests against the model (no tun device, no root).
+
+    PATH: a kernel tree (its tools/testing/selftests/net/packetdrill), a google/packetdrill
+    checkout, a folder of scripts or a .pkt file. Each known receive-path script is compared
+    with the real kernel's known result for the profile's release."""
     from tcpsim.packetdrill.command import run_paths
     code = run_paths([str(p) for p in paths], profile, list(policy), as_json, typer.echo,
-                     engine=engine)
+                     engine=engine, baseline=baseline)
     raise typer.Exit(code)
 
 

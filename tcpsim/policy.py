@@ -389,6 +389,11 @@ class KernelPolicy(ABC):
         """The delayed-ACK timeout cap, in ns."""
 
     @abstractmethod
+    @decision("tcp_input.c:__tcp_ack_snd_check [5.15] (SACK compression timer)")
+    def comp_sack_delay_ns(self, sk: TcpSocket, rtt_us8: int) -> int:
+        """How long compressed SACKs wait (ns), for an RTT estimate rtt_us8 (us << 3)."""
+
+    @abstractmethod
     @procedure("tcp_output.c:tcp_dec_quickack_mode [5.15]")
     def dec_quickack_mode(self, sk: TcpSocket) -> None:
         """Use up quick ACKs as ACKs are sent."""

@@ -39,7 +39,7 @@ fast and blocking readers also take:
     latency       how late each wakeup is: "none" or 0 (exact), the name of a
                   measured table of tcpsim/data/app_latency.json ("periodic_writer",
                   "periodic_reader", "blocking_reader": a fresh draw per wakeup), the
-                  captured sequences of tcpsim/data/app_latency_blocks.json.gz
+                  captured sequences of tcpsim/data/app_latency_blocks.bin
                   ("periodic_writer_blocks", "periodic_reader_blocks": blocks of consecutive
                   captured wakeups, bursts kept), or a fixed duration ("2ms")
     call_cost     (readers) time one recv() call takes beyond its copy (default 0)

@@ -35,7 +35,7 @@ from strategies import (
 # (profile, net.ipv4.tcp_shrink_window). linux-6.1 is 6.1.14, which has no such sysctl (it
 # never shrinks); its shrink=1 configuration is linux-6.1.59, the stable backport of it.
 PROFILES = (("linux-6.1", 0), ("linux-6.1.59", 1), ("linux-6.6", 0), ("linux-6.6", 1),
-            ("linux-6.18", 0), ("linux-6.18", 1))
+            ("linux-6.18", 0), ("linux-6.18", 1), ("linux-6.19", 0), ("linux-7.1", 1))
 DEVICES = ("veth", "nic-2k", "tun")
 
 

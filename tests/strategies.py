@@ -237,7 +237,7 @@ nat_kernel_fields = st.fixed_dictionaries({                 # socket fields the 
     "rcv.last_seg_size": st.integers(0, 9000), "rcv.rcvq_space": st.integers(1, 1 << 26),
     "rcv.rcvq_seq": st.integers(0, 1 << 33), "rcv.rcvq_time": st.integers(0, 1 << 32),
     "rcv.rcv_rtt_us8": st.one_of(st.just(0), st.integers(1, 1 << 28)),
-    "rcv.rcv_rtt_seq": st.integers(0, 1 << 33),
+    "rcv.rcv_rtt_seq": st.integers(0, 1 << 33), "rcv.rcv_mwnd_seq": st.integers(0, 1 << 33),
     "rcv.rcv_rtt_time": st.one_of(st.just(0), st.integers(1, 1 << 32)),
     "rcv.rcv_rtt_last_tsecr": st.integers(-1, 1 << 20), "conn.rcv_tsecr": st.integers(-1, 1 << 20),
     "mem.sk_rcvbuf": st.integers(0, 1 << 28), "mem.sk_rmem_alloc": st.integers(0, 1 << 28),
@@ -258,6 +258,8 @@ nat_kernel_sysctls = st.fixed_dictionaries({                # sysctls the decisi
     "tcp_moderate_rcvbuf": st.integers(0, 1), "tcp_shrink_window": st.integers(0, 1),
     "tcp_workaround_signed_windows": st.integers(0, 1),
     "tcp_mem": st.sampled_from([(200, 400, 600), (287901, 383868, 575802)]),
+    "tcp_rcvbuf_low_rtt": st.integers(0, 5000),
+    "tcp_comp_sack_delay_ns": st.integers(0, 1 << 32),
 })
 
 nat_kernel_args = st.fixed_dictionaries({                   # decision arguments, by parameter
@@ -268,7 +270,7 @@ nat_kernel_args = st.fixed_dictionaries({                   # decision arguments
     "copied_seq": st.integers(0, 1 << 33), "rcvq_seq": st.integers(0, 1 << 33),
     "newval": st.integers(-(1 << 26), 1 << 26), "oldval": st.integers(-(1 << 26), 1 << 26),
     "ack": st.integers(0, 1 << 33), "nwin": st.integers(0, 1 << 30),
-    "srtt_ns": st.integers(0, 1 << 40),
+    "srtt_ns": st.integers(0, 1 << 40), "rtt_us8": st.integers(0, 1 << 30),
     "seg_seq": st.integers(0, 1 << 33), "seg_len": st.integers(0, 70_000),
     "seg_flags": nat_flags, "seg_gso_size": st.one_of(st.just(0), st.integers(1, 9000)),
     "skb_seq": st.integers(0, 1 << 33), "skb_len": st.integers(0, 70_000),
@@ -276,3 +278,10 @@ nat_kernel_args = st.fixed_dictionaries({                   # decision arguments
     "adjust": st.integers(0, 1), "missing": st.integers(0, 70_000),
     "q0": st.integers(1, 70_000), "q1": st.integers(1, 70_000), "q2": st.integers(1, 70_000),
 })
+
+
+# =========================================================================== search spaces
+# Workloads of a `tcpsim search` space for property tests: the strategy `tcpsim search`
+# itself uses with optimiser = "hypothesis" (defined once, in tcpsim.searching.strategy).
+
+from tcpsim.searching.strategy import search_workloads  # noqa: E402,F401

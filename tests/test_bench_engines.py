@@ -14,6 +14,7 @@ def _tiny(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bench, "CASES", (case,))
     monkeypatch.setattr(bench, "_sweep_once", lambda duration, engine: {
         "wall": 1.0, "cpu": 1.0, "points": 1, "packets": 1, "sim_s": 1.0})
+    monkeypatch.setattr(bench, "search_rows", lambda quick, echo: [])
 
 
 @pytest.mark.skipif(not native_available(), reason="tcpsim._native is not built")
@@ -33,3 +34,30 @@ def test_one_engine_and_a_bad_name(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [r["engine"] for r in rows] == ["python", "python"]
     with pytest.raises(EngineError, match="unknown engine 'rust'"):
         bench.run_benchmarks(quick=True, echo=None, engine="rust")
+
+
+def test_the_user_path_scenario_is_the_case_without_timing(tmp_path) -> None:
+    """The whole-process rows run the case as a file a user writes: same document, the
+    case's profile, sysctls and reader, and no [timing] (the CLI's default)."""
+    import tomllib
+
+    from tcpsim.scenario import read_scenario_file
+    case = bench.CASES[1]                  # b: linux-6.18, a fast reader
+    doc = tomllib.loads(open(bench.user_scenario(case, str(tmp_path))).read())
+    want, _ = read_scenario_file(case.experiment)
+    want.pop("timing", None)
+    want["profile"], want["reader"] = case.profile, {"kind": "fast", "bytes": 1 << 20}
+    assert doc == want
+
+
+@pytest.mark.skipif(not native_available(), reason="tcpsim._native is not built")
+def test_search_rows_report_evaluations_per_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench, "SEARCH_QUICK", 2)
+    real = bench.search_benchmark
+    monkeypatch.setattr(bench, "search_benchmark",
+                        lambda budget, executor="local", jobs=0: real(budget, "local", 1))
+    lines: list[str] = []
+    rows = bench.search_rows(True, lines.append)
+    assert len(rows) == 2 and all(r["evaluations"] == 2 and r["runs"] == 4 for r in rows)
+    assert all(r["evaluations_per_s"] > 0 for r in rows)
+    assert sum("evaluations/s" in line for line in lines) == 2

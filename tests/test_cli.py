@@ -72,6 +72,8 @@ def test_compare_writes_a_self_contained_report(tmp_path):
     page = out.read_text()
     assert "shrink-window" in r.output and "windows closed to zero" in r.output
     assert "<script src=\"http" not in page and "plotly" in page.lower()
+    from tcpsim.report.html import plotly_js_name
+    assert f'src="{plotly_js_name()}"' in page and (tmp_path / plotly_js_name()).is_file()
 
 
 def test_compare_sets_scenario_fields_per_variant_and_shows_both_directions(tmp_path):

@@ -21,7 +21,7 @@ import pytest
 pytestmark = pytest.mark.docs
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES_WITH_FIGURES = ("tour/windows.html", "seeds/unbounded-growth.html")
+PAGES_WITH_FIGURES = ("tour/windows.html", "seeds/unbounded-growth.html", "since-6-18.html")
 
 
 @pytest.fixture(scope="module")

@@ -121,7 +121,7 @@ impl TcpSocket {
     }
 
     /// Out-of-order data with SACK: the first dupACKs go out at once, then they are
-    /// compressed by a short timer (tcp_comp_sack_delay_ns, 5 % of the RTT).
+    /// compressed by a short timer (the profile's comp_sack_delay_ns).
     fn sack_compress(&mut self) {
         if !self.conn.sack_ok || self.ack.compressed_ack >= self.sysctl.tcp_comp_sack_nr {
             self.send_ack();
@@ -142,19 +142,16 @@ impl TcpSocket {
         if ack.comp_sack_deadline != 0 {
             return;
         }
-        let mut rtt_us = self.rcv.rcv_rtt_us8 >> 3;
+        let mut rtt_us8 = self.rcv.rcv_rtt_us8;
         let srtt = self.snd.srtt_us8;
         if srtt != 0 {
-            rtt_us = if rtt_us != 0 {
-                rtt_us.min(srtt >> 3)
+            rtt_us8 = if rtt_us8 != 0 {
+                rtt_us8.min(srtt)
             } else {
-                srtt >> 3
+                srtt
             };
         }
-        let delay = self
-            .sysctl
-            .tcp_comp_sack_delay_ns
-            .min((rtt_us * 1000).div_euclid(20));
+        let delay = self.k.clone().comp_sack_delay_ns(self, rtt_us8);
         self.ack.comp_sack_deadline = self.now + delay;
     }
 

@@ -404,6 +404,12 @@ pub trait Kernel: Send + Sync {
 
     // -- ACKs ----------------------------------------------------------------------------
 
+    /// How long compressed SACKs wait (ns), for an RTT estimate rtt_us8 (us << 3)
+    /// [tcp_input.c:__tcp_ack_snd_check [5.15] (SACK compression timer)].
+    fn comp_sack_delay_ns(&self, sk: &TcpSocket, rtt_us8: i64) -> i64 {
+        self.base().comp_sack_delay_ns(sk, rtt_us8)
+    }
+
     /// The delayed-ACK timeout cap, in ns
     /// [tcp_output.c:tcp_send_delayed_ack [5.15] (icsk_delack_max)].
     fn delack_max(&self, sk: &TcpSocket) -> i64 {
@@ -531,6 +537,7 @@ pub const DECISION_POINTS: &[&str] = &[
     "grow_rcvbuf",
     "rcvbuf_grow",
     "rcvbuf_grow_term",
+    "comp_sack_delay_ns",
     "delack_max",
     "dec_quickack_mode",
     "may_update_window",

@@ -14,6 +14,7 @@ use crate::clock;
 use crate::constants;
 use crate::devices;
 use crate::fields::Record;
+use crate::kernel::Kernel;
 use crate::memory::Tail;
 use crate::mib::{Mib, COUNTERS};
 use crate::models::kernel_for;
@@ -591,13 +592,10 @@ pub(crate) fn segment_to_py<'py>(
     Ok(obj)
 }
 
-/// A sysctl dict (`Sysctls.as_dict()` form, short or long names) onto the defaults, with
-/// the sysctls the kernel's patches add (`specs`).
-pub(crate) fn sysctls_from_py(
-    d: &Bound<'_, PyDict>,
-    specs: &[sysctl::SysctlSpec],
-) -> PyResult<Sysctls> {
-    let mut s = Sysctls::default().with_specs(specs);
+/// A sysctl dict (`Sysctls.as_dict()` form, short or long names) onto the kernel's defaults,
+/// with the sysctls its era (`default_sysctls`) and its patches (`new_sysctls`) add.
+pub(crate) fn sysctls_from_py(d: &Bound<'_, PyDict>, k: &dyn Kernel) -> PyResult<Sysctls> {
+    let mut s = k.default_sysctls().with_specs(&k.new_sysctls());
     for (k, v) in d.iter() {
         let name: String = k.extract()?;
         crate::fields::sysctl_set(&mut s, &name, &from_py(&v)?).map_err(PyKeyError::new_err)?;
@@ -655,7 +653,7 @@ impl PyTcpSocket {
             k = crate::py_patch::compose_python(py, profile, &patches, &layers, &slot)?;
             patch_error = Some(slot);
         }
-        let sysctl = sysctls_from_py(sysctl, &k.new_sysctls())?;
+        let sysctl = sysctls_from_py(sysctl, &*k)?;
         let dev = devices::device(device).map_err(PyValueError::new_err)?;
         let params = SocketParams {
             name: name.to_string(),
@@ -895,7 +893,7 @@ impl PyTcpSocket {
         } else {
             value.clone()
         };
-        self.sk.sysctl = sysctls_from_py(d.cast()?, &self.sk.k.new_sysctls())?;
+        self.sk.sysctl = sysctls_from_py(d.cast()?, &*self.sk.k)?;
         Ok(())
     }
 

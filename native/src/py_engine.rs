@@ -38,6 +38,20 @@ fn int(d: &Bound<'_, PyDict>, key: &str) -> PyResult<i64> {
     item(d, key)?.extract()
 }
 
+/// The captured lateness sequences: each an int64 buffer (the `array('q')` that
+/// tcpsim.latency_file decodes, copied at memory speed) or any sequence of ints.
+fn sequences(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<i64>>> {
+    let mut out = Vec::new();
+    for seq in obj.try_iter()? {
+        let seq = seq?;
+        match pyo3::buffer::PyBuffer::<i64>::get(&seq) {
+            Ok(buf) => out.push(buf.to_vec(seq.py())?),
+            Err(_) => out.push(seq.extract()?),
+        }
+    }
+    Ok(out)
+}
+
 fn app(d: &Bound<'_, PyDict>, sets: &[Vec<Arc<[i64]>>]) -> PyResult<App> {
     let set: i64 = int(d, "latency_seq_set")?;
     let latency_sequences = match usize::try_from(set) {
@@ -45,7 +59,10 @@ fn app(d: &Bound<'_, PyDict>, sets: &[Vec<Arc<[i64]>>]) -> PyResult<App> {
             .get(i)
             .cloned()
             .ok_or_else(|| PyValueError::new_err(format!("no latency sequence set {i}")))?,
-        Err(_) => Vec::new(),
+        Err(_) => sequences(&item(d, "latency_sequences")?)?
+            .into_iter()
+            .map(Into::into)
+            .collect(),
     };
     Ok(App {
         kind: item(d, "kind")?.extract()?,
@@ -84,7 +101,7 @@ fn socket_maker(
         None => compose_kernel(&profile, &patches)?,
         Some(l) => compose_python(cfg.py(), &profile, &patches, &l, error)?,
     };
-    let sysctl = sysctls_from_py(&item(side, "sysctl")?.cast_into()?, &k.new_sysctls())?;
+    let sysctl = sysctls_from_py(&item(side, "sysctl")?.cast_into()?, &*k)?;
     let dev_name: String = item(side, "device")?.extract()?;
     let dev = devices::device(&dev_name).map_err(PyValueError::new_err)?;
     let params = SocketParams {
@@ -273,11 +290,10 @@ impl PySimulation {
             .map(|side| Ok(Arc::new(socket_maker(cfg, &side.cast_into()?, &error)?)))
             .collect::<PyResult<Vec<_>>>()?;
         // the captured latency sequences, once per set however many apps replay them
-        let sets: Vec<Vec<Arc<[i64]>>> = item(cfg, "latency_sequences")?
-            .extract::<Vec<Vec<Vec<i64>>>>()?
-            .into_iter()
-            .map(|set| set.into_iter().map(Into::into).collect())
-            .collect();
+        let sets = item(cfg, "latency_sequences")?
+            .try_iter()?
+            .map(|set| Ok(sequences(&set?)?.into_iter().map(Into::into).collect()))
+            .collect::<PyResult<Vec<Vec<Arc<[i64]>>>>>()?;
         let apps = item(cfg, "apps")?
             .cast_into::<PyList>()?
             .iter()

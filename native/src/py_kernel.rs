@@ -188,6 +188,7 @@ fn call(k: &dyn Kernel, sk: &mut TcpSocket, name: &str, a: &Bound<'_, PyDict>) -
             Int(k.rcv_space_copied(sk, arg(a, "copied_seq")?, arg(a, "rcvq_seq")?))
         }
         "rcvbuf_grow_term" => Int(k.rcvbuf_grow_term(sk, arg(a, "newval")?, arg(a, "oldval")?)),
+        "comp_sack_delay_ns" => Int(k.comp_sack_delay_ns(sk, arg(a, "rtt_us8")?)),
         "delack_max" => Int(k.delack_max(sk)),
         "dec_quickack_mode" => {
             k.dec_quickack_mode(sk);

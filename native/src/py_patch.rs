@@ -613,6 +613,7 @@ py_points! {
     rw grow_rcvbuf(copied: i64) -> ();
     rw rcvbuf_grow(newval: i64) -> ();
     ro rcvbuf_grow_term(newval: i64, oldval: i64) -> i64;
+    ro comp_sack_delay_ns(rtt_us8: i64) -> i64;
     ro delack_max() -> i64;
     rw dec_quickack_mode() -> ();
     ro may_update_window(seg: &Segment, ack: i64, nwin: i64) -> bool;

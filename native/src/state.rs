@@ -250,6 +250,8 @@ record! {
         pub read_untraced: i64,
         /// See socket.py `on_peer_release()`: "infinite" (1 << 62) until the peer reports.
         pub peer_released: i64,
+        /// Highest right edge ever advertised (7.1, 0e24d17bd966; 0 before 7.1).
+        pub rcv_mwnd_seq: i64,
     }
 }
 
@@ -283,6 +285,7 @@ impl RcvState {
             bytes_received: 0,
             read_untraced: 0,
             peer_released: 1 << 62,
+            rcv_mwnd_seq: 0,
         }
     }
 }
@@ -304,6 +307,10 @@ record! {
         /// Modelled time spent collapsing (cost model).
         pub collapse_ns_total: i64,
         pub collapse_ns_max: i64,
+        /// sk->sk_bypass_prot_mem [6.19, 7c268eaeec63]: opted out of the protocol's global
+        /// memory accounting, from net.core.bypass_prot_mem at socket(2). Only the flag is
+        /// modelled: its effect on the host's TCP memory pool belongs to the host model.
+        pub sk_bypass_prot_mem: bool,
     }
 }
 
@@ -323,6 +330,7 @@ impl MemState {
             collapses: 0,
             collapse_ns_total: 0,
             collapse_ns_max: 0,
+            sk_bypass_prot_mem: sysctl.patched("bypass_prot_mem").unwrap_or(0) != 0,
         }
     }
 }
@@ -588,8 +596,8 @@ mod tests {
     #[test]
     fn field_lists_match_the_spec() {
         assert_eq!(ConnState::FIELDS.len(), 15);
-        assert_eq!(RcvState::FIELDS.len(), 25);
-        assert_eq!(MemState::FIELDS.len(), 11);
+        assert_eq!(RcvState::FIELDS.len(), 26);
+        assert_eq!(MemState::FIELDS.len(), 13);
         assert_eq!(AckState::FIELDS.len(), 13);
         // 45 + the SACK scoreboard, RACK, PRR (11) + struct bictcp (16) + tp->reordering and
         // SOCK_NOSPACE (the send buffer, 2)

@@ -109,7 +109,7 @@ class AckMixin:
 
     def _sack_compress(self: TcpSocket) -> None:
         """Out-of-order data with SACK: the first dupACKs go out at once, then they are
-        compressed by a short timer (tcp_comp_sack_delay_ns, 5 % of the RTT)."""
+        compressed by a short timer (the profile's comp_sack_delay_ns)."""
         rcv, ack, snd = self.rcv, self.ack, self.snd
         s = self.sysctl
         if not self.conn.sack_ok or ack.compressed_ack >= s.tcp_comp_sack_nr:
@@ -125,11 +125,10 @@ class AckMixin:
         ack.compressed_ack += 1
         if ack.comp_sack_deadline:
             return
-        rtt_us = rcv.rcv_rtt_us8 >> 3
+        rtt_us8 = rcv.rcv_rtt_us8
         if snd.srtt_us8:
-            rtt_us = min(rtt_us, snd.srtt_us8 >> 3) if rtt_us else snd.srtt_us8 >> 3
-        delay = min(s.tcp_comp_sack_delay_ns, rtt_us * 1000 // 20)
-        ack.comp_sack_deadline = self.now + delay
+            rtt_us8 = min(rtt_us8, snd.srtt_us8) if rtt_us8 else snd.srtt_us8
+        ack.comp_sack_deadline = self.now + self.k.comp_sack_delay_ns(self, rtt_us8)
 
     def compressed_ack_timer(self: TcpSocket) -> None:
         """tcp_compressed_ack_kick(): flush the compressed SACK."""

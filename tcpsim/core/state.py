@@ -118,6 +118,7 @@ class RcvState:
     bytes_received: int = 0
     read_untraced: int = 0          # bytes read since the last "read" trace row
     peer_released: int = 1 << 62    # see TcpSocket.on_peer_release()
+    rcv_mwnd_seq: int = 0           # highest right edge ever advertised (7.1, 0e24d17bd966)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -136,6 +137,11 @@ class MemState:
     collapses: int = 0
     collapse_ns_total: int = 0      # modelled time spent collapsing (cost model)
     collapse_ns_max: int = 0
+    # sk->sk_bypass_prot_mem [6.19, 7c268eaeec63]: the socket opts out of the protocol's
+    # global memory accounting (tcp_memory_allocated, tcp_mem pressure). Set once at
+    # socket(2) from net.core.bypass_prot_mem and inherited by children. Only the flag is
+    # modelled here: its effect on the host's TCP memory pool belongs to the host model.
+    sk_bypass_prot_mem: bool = False
 
 
 @dataclass(slots=True, kw_only=True)
@@ -252,7 +258,7 @@ def initial_state(kernel: Any, sysctl: Sysctls, *, mtu: int, initcwnd: int, node
     return (
         ConnState(mtu=mtu, advmss=mtu - 40, init_rwnd=init_rwnd),
         RcvState(scaling_ratio=kernel.initial_scaling_ratio()),
-        MemState(sk_rcvbuf=sysctl.tcp_rmem[1]),
+        MemState(sk_rcvbuf=sysctl.tcp_rmem[1], sk_bypass_prot_mem=bool(getattr(sysctl, "bypass_prot_mem", 0))),
         AckState(),
         SndState(initcwnd=initcwnd, snd_cwnd=initcwnd, nodelay=nodelay,
                  sk_sndbuf=sysctl.tcp_wmem[1]),

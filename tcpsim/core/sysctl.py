@@ -97,6 +97,9 @@ class Sysctls:
                 raise SysctlError(f"sysctl {full}: does not exist on {profile or 'this kernel'}; "
                                   f"the patch {PATCH_SYSCTLS[short]} adds it: "
                                   f"add --policy {PATCH_SYSCTLS[short]}")
+            if short not in _FIELD_TYPES and short in _MISSING_HINTS:
+                raise SysctlError(f"sysctl {full}: does not exist on {profile or 'this kernel'}; "
+                                  f"{_MISSING_HINTS[short]}")
             if short not in _FIELD_TYPES:
                 raise SysctlError(f"sysctl {full}: unknown to tcpsim; known: "
                                   + ", ".join(long_name(n) for n in sorted(_FIELD_TYPES)))
@@ -135,11 +138,13 @@ def declare_patch_sysctl(name: str, patch: str) -> None:
 _MISSING_HINTS = {
     "tcp_shrink_window": "it arrived in 6.5 and 6.1.59: use -p linux-6.1.59 (or later) "
                          "or --policy shrink-window",
-    "tcp_rcvbuf_low_rtt": "it arrived in 6.19, which tcpsim does not model yet",
+    "tcp_rcvbuf_low_rtt": "it arrived in 6.19: use -p linux-6.19 (or later)",
+    "tcp_comp_sack_rtt_percent": "it arrived in 6.19: use -p linux-6.19 (or later)",
+    "bypass_prot_mem": "it arrived in 6.19: use -p linux-6.19 (or later)",
     "mem_pcpu_rsv": "it arrived in 6.9 (before, the per-CPU reserve is a fixed 256 pages "
                     "from 6.0 and absent before): use -p linux-6.10 (or later)",
 }
-_CORE = {"rmem_max", "wmem_max", "mem_pcpu_rsv"}
+_CORE = {"rmem_max", "wmem_max", "mem_pcpu_rsv", "bypass_prot_mem"}
 _BOOLEAN = {"tcp_slow_start_after_idle", "tcp_moderate_rcvbuf", "tcp_shrink_window", "tcp_window_scaling", "tcp_sack",
             "tcp_workaround_signed_windows", "tcp_backlog_ack_defer"}
 _RANGES = {
@@ -205,7 +210,8 @@ def _validate_spec(full: str, spec: SysctlSpec, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise SysctlError(f"sysctl {full}: expected an integer, got {value!r}")
     if not spec.lo <= value <= spec.hi:
-        raise SysctlError(f"sysctl {full}: {value} is out of range; the patch accepts "
+        who = "patch" if spec.name in PATCH_SYSCTLS else "kernel"
+        raise SysctlError(f"sysctl {full}: {value} is out of range; the {who} accepts "
                           f"{spec.lo}..{spec.hi}")
     return value
 

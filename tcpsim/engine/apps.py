@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
 from tcpsim.app_latency import (
-    DEFAULT_HOST, SEQUENCES, UNIT, BlockSequence, block_wakeups, load_sequences, load_tables, pick_capture,
-    table_lookup)
+    DEFAULT_HOST, SEQUENCES, UNIT, BlockSequence, block_wakeups, load_sequences,
+    load_tables, run_capture, table_lookup)
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.engine.scheduler import READER, WRITER
 
@@ -55,8 +55,7 @@ if TYPE_CHECKING:
 
 _FAR = 1 << 62
 
-STREAMS = {"writer": 3, "reader": 4, "rev_writer": 5, "rev_reader": 6}
-HOST_STREAM = 7
+STREAMS = {"writer": 3, "reader": 4, "rev_writer": 5, "rev_reader": 6}   # the host: app_latency.HOST_STREAM
 
 
 def latency_rng(seed: int, role: str) -> random.Random:
@@ -99,12 +98,6 @@ def _block_sequence(name: str, seed: int, host: str) -> BlockSequence:
     host stream's first draw, the same for every app of the run) of the app's kind."""
     captures = load_sequences(SEQUENCES[name], host)
     return BlockSequence(captures[run_capture(seed, len(captures))], block_wakeups(host))
-
-
-def run_capture(seed: int, n: int) -> int:
-    """Which of a host preset's `n` captures the run of `seed` replays: the host stream's
-    first draw, the same for every app of the run (and in the native engine, `pick_capture`)."""
-    return pick_capture(int(random.Random(seed * 8 + HOST_STREAM).random() * UNIT), n)
 
 
 def make_timing(app: App, seed: int, role: str) -> Timing | None:

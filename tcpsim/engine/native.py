@@ -73,18 +73,31 @@ def native_engine_class() -> type:
     return cls
 
 
-def _app(app: App) -> dict[str, Any]:
+def _app(app: App, seed: int) -> dict[str, Any]:
+    """An application's config. A captured-sequence timing hands over only the capture the
+    run replays (app_latency.py `run_capture`: the host stream's first draw, the draw apps.rs
+    `block_sequence` makes, which picks the one capture it is given): a run replays one, and
+    decoding a preset's every capture cost more than a short run (tcpsim.latency_file)."""
     from tcpsim.app_latency import (
-        DEFAULT_HOST, SEQUENCES, block_wakeups, load_sequences, load_tables)
+        DEFAULT_HOST, SEQUENCES, block_wakeups, load_sequences, load_tables, run_capture)
     name = app.latency_table
     if name in SEQUENCES:
         host = app.latency_host or DEFAULT_HOST
+        captures = load_sequences(SEQUENCES[name], host)
         return {**app.as_dict(), "latency_quantiles": [],
-                "latency_sequences": load_sequences(SEQUENCES[name], host),
+                "latency_sequences": [captures[run_capture(seed, len(captures))]],
                 "latency_block": block_wakeups(host)}
     quantiles = load_tables()[name] if name else []
     return {**app.as_dict(), "latency_quantiles": quantiles, "latency_sequences": [],
             "latency_block": 0}
+
+
+def _captures(app: App) -> Any:
+    """Every captured sequence an app's timing may replay (empty: it replays none)."""
+    from tcpsim.app_latency import DEFAULT_HOST, SEQUENCES, load_sequences
+    if app.latency_table not in SEQUENCES:
+        return ()
+    return load_sequences(SEQUENCES[app.latency_table], app.latency_host or DEFAULT_HOST)
 
 
 def _side(sc: Scenario, sysctls: dict[str, Any], rcv: bool, trace: bool) -> dict[str, Any]:
@@ -134,8 +147,11 @@ def _flows_cfg(plan: HostPlan, profile: Profile, wants: Callable[[str], bool]) -
         base = with_fields(app, start=0)
         if base not in app_ids:
             app_ids[base] = len(apps)
-            d = _app(base)
-            seqs = d["latency_sequences"]
+            d = _app(base, 0)
+            # a class's flows have their own seeds, hence their own captures: every capture
+            # of the preset goes over once, and each flow's draw picks its own (apps.rs
+            # `block_sequence`, as app_latency.py `run_capture` does for the Python engine)
+            seqs = _captures(base)
             d["latency_sequences"], d["latency_seq_set"] = [], -1
             if seqs:          # the captures, handed over once however many apps replay them
                 if id(seqs) not in seq_ids:

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from tcpsim.importers import Row
+from tcpsim.pcap import PcapError, gso
 from tcpsim.pcap.flows import Connection, choose, connections
-from tcpsim.pcap.read import LINKTYPE_NAMES, read_capture
+from tcpsim.pcap.read import LINKTYPE_NAMES, Capture, read_capture
 from tcpsim.pcap.wirelog import describe, handshake, one_way, origin, parse_wscale, rows
 from tcpsim.pcap.workload import infer_reader, parse_reader, scenario, toml_text
 
@@ -33,15 +34,41 @@ class Imported:
 
 def load(path: str | Path, flow: str | None = None, wscale: str | None = None,
          delay_ns: int | None = None, reader: str | None = None,
-         rcvbuf: int | None = None) -> Imported:
+         rcvbuf: int | None = None, split_gso: bool = False) -> Imported:
     """Read a capture, pick its connection and build the trace and the workload (`rcvbuf`:
-    the receiver application's SO_RCVBUF, which the wire does not show).
+    the receiver application's SO_RCVBUF, which the wire does not show; `split_gso`: cut
+    super-segments into MSS-sized ones instead of refusing the capture, see tcpsim.pcap.gso).
     Raises PcapError (one line) or flows.TooManyFlows (list them and ask)."""
     cap = read_capture(path)
-    conn = choose(connections(cap), flow, cap.path)
-    hs = handshake(conn, parse_wscale(wscale), cap.path)
-    ab, ba = one_way(hs, delay_ns)
+    return load_connection(cap, choose(connections(cap), flow, cap.path), wscale, delay_ns,
+                           reader, rcvbuf, split_gso)
+
+
+def load_connection(cap: Capture, conn: Connection, wscale: str | None = None,
+                    delay_ns: int | None = None, reader: str | None = None,
+                    rcvbuf: int | None = None, split_gso: bool = False) -> Imported:
+    """One connection of a read capture -> trace and workload (see load())."""
+    hs = handshake(conn, parse_wscale(wscale), cap.path, cap.directions)
     notes = list(hs.notes)
+    big = gso.find(conn, hs)
+    if big is not None:
+        if split_gso or hs.capture_at == "sender":
+            conn = gso.split(conn, big.mss)
+            why = ("--split-gso" if split_gso else "captured next to the sender, whose NIC cut "
+                   "them into MSS-sized segments on the wire")
+            notes.append(f"{big.sentence()}; split into {big.mss} B segments ({why})")
+        else:
+            raise PcapError(cap.path, None, f"{big.sentence()}, as the receiver's stack took them "
+                            "(one skb, one ACK decision each), which tcpsim's MSS-sized sender "
+                            "cannot replay faithfully",
+                            "capture with offloads off on both ends (ethtool -K IFACE tso off gso "
+                            "off gro off; for loopback: ethtool -K lo tso off gso off), or give "
+                            "--split-gso to replay them as MSS-sized segments (approximate: ACKs "
+                            "and memory differ)")
+    if cap.options_cut:
+        notes.append(f"{cap.options_cut} segments had TCP options cut by the snaplen (their "
+                     "timestamps and SACK blocks are unknown; windows are whole)")
+    ab, ba = one_way(hs, delay_ns)
     if delay_ns is not None:
         notes.append(f"link delay {delay_ns / 1e6:g} ms each way from --delay")
     elif hs.rtt_ns is not None:
@@ -51,7 +78,9 @@ def load(path: str | Path, flow: str | None = None, wscale: str | None = None,
         notes.append("link delay unknown (no handshake): 0 assumed; give --delay")
     if hs.capture_at == "sender":
         notes.append("captured next to the sender: times moved to the receiver's side by the "
-                     "one-way delays")
+                     f"one-way delays ({hs.capture_at_basis})")
+    else:
+        notes.append(f"captured next to the receiver ({hs.capture_at_basis})")
     t0 = origin(conn, hs, ab, ba)
     trace_rows, counts = rows(conn, hs, ab, ba, t0)
     if reader is not None:
@@ -65,7 +94,7 @@ def load(path: str | Path, flow: str | None = None, wscale: str | None = None,
                    hs, trace_rows, (ab, ba), end, app)
     # what the wire cannot tell stays unknown in the report (None: shown as "—")
     unknown = dict.fromkeys(("peak_sk_rmem_alloc", "peak_sk_rcvbuf", "peak_recv_q",
-                             "final_sk_rmem_alloc"))
+                             "final_sk_rmem_alloc", "bytes_read"))
     if rcvbuf is not None:
         doc["receiver"]["so_rcvbuf"] = rcvbuf
         notes.append(f"receiver SO_RCVBUF {rcvbuf} from --rcvbuf")

@@ -20,7 +20,18 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_CORPUS = Path(__file__).resolve().parents[4] / "shared" / "peer-tests" / "packetdrill"
+def _find_corpus() -> Path:
+    """../shared/peer-tests/packetdrill next to the checkout (or a worktree of it): the first
+    ancestor of this file that has one."""
+    here = Path(__file__).resolve()
+    for up in here.parents:
+        cand = up / "shared" / "peer-tests" / "packetdrill"
+        if cand.is_dir():
+            return cand
+    return here.parents[3] / "shared" / "peer-tests" / "packetdrill"
+
+
+DEFAULT_CORPUS = _find_corpus()
 
 _HEADER = re.compile(r"^\|\s*script\s*\|\s*ipv4\s*\|\s*ipv6\s*\|\s*first failure line\s*\|")
 _LINE_NO = re.compile(r":(\d+):")

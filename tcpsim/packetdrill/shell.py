@@ -163,7 +163,10 @@ class Shell:
         return result
 
     def _find(self, name: str) -> Path | None:
-        """`name` relative to the script's folder, else the same file name in a parent."""
+        """`name` relative to the script's folder, else relative to a parent (google's
+        runner starts scripts one folder up: gtests/net/tcp/gro/x.pkt's
+        `../common/defaults.sh` is gtests/net/common/defaults.sh), else the same file name
+        in a parent."""
         first = (self.ctx.base_dir / name).resolve()
         if first.is_file():
             return first
@@ -171,9 +174,9 @@ class Shell:
         stop = self.ctx.stop_dir.resolve() if self.ctx.stop_dir else None
         while folder.parent != folder and folder != stop:
             folder = folder.parent
-            candidate = (folder / Path(name).name)
-            if candidate.is_file():
-                return candidate.resolve()
+            for candidate in (folder / name, folder / Path(name).name):
+                if candidate.is_file():
+                    return candidate.resolve()
         return None
 
 

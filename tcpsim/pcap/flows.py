@@ -36,7 +36,17 @@ class Connection:
 
     @property
     def receiver(self) -> Endpoint:
-        """The endpoint that received more payload (ties: the one that sent the first SYN)."""
+        """The endpoint that received more payload (ties: the one that sent the first SYN);
+        computed once per segment count (a connection is built, then read)."""
+        key = len(self.segments)
+        cached = self.__dict__.get("_receiver")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        r = self._receiver_of()
+        self.__dict__["_receiver"] = (key, r)
+        return r
+
+    def _receiver_of(self) -> Endpoint:
         got = self.payload_to
         a, b = self.ends
         if got[a] != got[b]:

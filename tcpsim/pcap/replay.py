@@ -68,4 +68,37 @@ def replay_capture(path: str | Path, profile: str = "linux-6.18", policies: tupl
     p.schedule = True
     p.notes = [*imp.notes, *p.notes]
     rp = run_plan(p, engine=engine)
-    return score_replay(Path(path), meta, k, rp, thresholds or Thresholds())
+    return unknown_unscored(score_replay(Path(path), meta, k, rp, thresholds or Thresholds()))
+
+
+def unknown_unscored(v: Validation) -> Validation:
+    """A capture has no receiver memory: the metrics of it are shown (the model's side) but
+    not scored, their kernel side unknown ("—" / null), never 0."""
+    from dataclasses import replace
+    v.score.metrics = [replace(m, scored=False, note="(not on the wire)")
+                       if m.kernel is None and not m.name.startswith("ack_match") else m
+                       for m in v.score.metrics]
+    return v
+
+
+def fit_capture(path: str | Path, profile: str = "linux-6.18", policies: tuple[str, ...] = (),
+                fit_profile: str | None = None, sysctl: dict[str, Any] | None = None,
+                until_s: float | None = None, pins: dict[str, Any] | None = None,
+                thresholds: Thresholds | None = None, engine: str | None = "native",
+                progress: Any = None, **import_opts: Any) -> tuple[Any, Any, Validation]:
+    """`tcpsim replay --fit`: fit the unknowns under `fit_profile` (default: `profile`
+    without patches), then replay the fitted workload under `profile` + `policies` and score
+    it. Returns (FitResult, the target's Grade, its Validation)."""
+    from dataclasses import replace as _replace
+    from tcpsim.pcap.fit import Capture, fit, for_profile
+    cap = Capture(path, sysctl=sysctl, until_s=until_s, engine=engine, **import_opts)
+    f = fit(cap, fit_profile or profile, () if fit_profile is None else (), pins, progress=progress)
+    target = for_profile(f.best, profile)
+    g, rp = cap.replay(profile, policies, target)
+    if target != f.best:
+        rp.plan.notes.append(f"tcp_shrink_window={f.best.shrink} fitted, but {profile} has no "
+                             "such sysctl: replayed without it (--policy shrink-window is the "
+                             "patch)")
+    k = _replace(cap.k, meta=cap._meta(cap.doc(target)))
+    v = unknown_unscored(score_replay(Path(path), k.meta, k, rp, thresholds or Thresholds()))
+    return f, g, v

@@ -22,6 +22,7 @@ workload is built (tcpsim.pcap.workload).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from tcpsim.importers import Row, blank
@@ -61,15 +62,23 @@ class Handshake:
     capture_at: str                 # "receiver" | "sender"
     syn_t: int | None
     notes: list[str] = field(default_factory=list)
+    capture_at_basis: str = ""      # how capture_at was decided (one phrase)
 
     @property
     def scaled(self) -> bool:
         return self.rcv.wscale >= 0 and self.snd.wscale >= 0
 
 
-def handshake(conn: Connection, wscale: tuple[int, int] | None, where: str) -> Handshake:
+CAPTURE_POINT_MIN_NS = 200_000     # a handshake gap shorter than this cannot place the capture
+CAPTURE_POINT_RATIO = 4            # ... nor one less than this many times the other gap
+
+
+def handshake(conn: Connection, wscale: tuple[int, int] | None, where: str,
+              directions: dict | None = None) -> Handshake:
     """Options and timing from the SYN, SYN-ACK and the ACK after them; `wscale` = (receiver,
-    sender) shift counts for a capture that starts after the handshake."""
+    sender) shift counts for a capture that starts after the handshake; `directions`: the link
+    layer's direction of each endpoint's frames (read.Capture.directions), which places the
+    capture when it is there."""
     rcv_ep = conn.receiver
     opts = {True: Options(), False: Options()}         # from receiver? -> options
     syn = synack = third = None
@@ -98,16 +107,50 @@ def handshake(conn: Connection, wscale: tuple[int, int] | None, where: str) -> H
         notes.append(f"no handshake in the capture: window scale {wscale[0]} (receiver) and "
                      f"{wscale[1]} (sender) from --wscale")
         role = "client"
-        return Handshake(opts[True], opts[False], role, None, "receiver", None, notes)
+        at, basis = _capture_point(conn, directions, None)
+        return Handshake(opts[True], opts[False], role, None, at, None, notes, basis)
     if wscale is not None:
         notes.append("--wscale ignored: the capture has the handshake")
     role = "client" if syn.a == rcv_ep else "server"
     rtt = (third.t_ns if third else synack.t_ns) - syn.t_ns
-    # next to the client the SYN-ACK comes a round trip after the SYN and the ACK right after
-    # it; next to the server the reverse
-    near_client = third is None or synack.t_ns - syn.t_ns >= third.t_ns - synack.t_ns
-    capture_at = "receiver" if near_client == (role == "client") else "sender"
-    return Handshake(opts[True], opts[False], role, rtt, capture_at, syn.t_ns, notes)
+    gaps = (synack.t_ns - syn.t_ns, None if third is None else third.t_ns - synack.t_ns)
+    capture_at, basis = _capture_point(conn, directions, (gaps, role))
+    return Handshake(opts[True], opts[False], role, rtt, capture_at, syn.t_ns, notes, basis)
+
+
+def _capture_point(conn: Connection, directions: dict | None,
+                   hs: tuple[tuple[int, int | None], str] | None) -> tuple[str, str]:
+    """Where the capture was taken ("receiver" | "sender") and on what basis.
+
+    The link layer's direction (`tcpdump -i any`: Linux cooked SLL marks the frames the host
+    sent) says it outright: the receiver's segments outgoing = its host. Else the handshake:
+    next to the client the SYN-ACK comes a round trip after the SYN and the ACK right after
+    it; next to the server the reverse. When neither gap is clearly the round trip (both short,
+    or alike: loopback, a veth pair) the ends cannot be told apart -- and then it does not
+    matter, the one-way delay being that short: the capture is taken as the receiver's."""
+    d = (directions or {}).get(conn.receiver)
+    if d and sum(d.values()):
+        at = "receiver" if d["out"] >= d["in"] else "sender"
+        return at, "the link layer marks the receiver's segments " + (
+            "outgoing" if at == "receiver" else "incoming")
+    if hs is None:
+        return "receiver", "no handshake: assumed the receiver's"
+    (g1, g2), role = hs
+    if g2 is None:
+        near_client = True
+        basis = "the handshake has no third ACK: assumed next to the client"
+    else:
+        big, small = max(g1, g2), max(1, min(g1, g2))
+        if big < CAPTURE_POINT_MIN_NS or big < CAPTURE_POINT_RATIO * small:
+            return "receiver", (f"place undetermined: handshake gaps {g1 / 1e3:.0f} and {g2 / 1e3:.0f} us, "
+                                "no clear round trip; taken as the receiver's, the ends being "
+                                f"at most {big / 1e3:.0f} us apart")
+        near_client = g1 > g2
+        basis = (f"the handshake: the {'SYN-ACK' if near_client else 'third ACK'} came "
+                 f"{big / 1e3:.0f} us after the segment before it, the other gap "
+                 f"{small / 1e3:.0f} us")
+    at = "receiver" if near_client == (role == "client") else "sender"
+    return at, basis
 
 
 def parse_wscale(text: str | None) -> tuple[int, int] | None:
@@ -249,6 +292,7 @@ def _seen_at(s: WireSegment, from_rcv: bool, at_sender: bool, delay_ab: int, del
     return s.t_ns - delay_ba if from_rcv else s.t_ns + delay_ab
 
 
+@lru_cache(maxsize=256)
 def _flags(bits: int) -> str:
     from tcpsim.capture.wire import flags_str
     return flags_str(bits) or "."
@@ -266,6 +310,7 @@ def describe(conn: Connection, hs: Handshake) -> dict[str, Any]:
     return {"flow": f"{show(conn.sender)} -> {show(conn.receiver)}",
             "receiver": show(conn.receiver), "sender": show(conn.sender),
             "receiver_role": hs.receiver_role, "capture_at": hs.capture_at,
+            "capture_at_basis": hs.capture_at_basis,
             "handshake_rtt_ns": hs.rtt_ns, "options": {"receiver": hs.rcv.as_dict(),
                                                        "sender": hs.snd.as_dict()},
             "window_scaling": hs.scaled, "packets": len(conn.segments)}

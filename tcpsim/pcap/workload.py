@@ -121,11 +121,14 @@ def receiver_sysctls(hs: Handshake) -> dict[str, Any]:
         out["net.ipv4.tcp_sack"] = 0
     if not hs.scaled:
         out["net.ipv4.tcp_window_scaling"] = 0
-    elif hs.rcv.wscale != 7:
+    else:
         # tcp_select_initial_window() shifts max(tcp_rmem[2], rmem_max) right until it fits
         # in 16 bits: 2^(15 + ws) takes exactly ws shifts (and is the power of two people
-        # set: 32 MiB for 10, 256 MiB for 13)
-        out["net.ipv4.tcp_rmem"] = [4096, 131072, 1 << (15 + max(hs.rcv.wscale, 2))]
+        # set: 32 MiB for 10 -- 6.17's default --, 256 MiB for 13); 7 is the 6 MiB default
+        # before 6.17. Always set: the profiles' defaults differ (6 MiB, 32 MiB), and a replay
+        # at another scale than the capture's rounds every window differently.
+        out["net.ipv4.tcp_rmem"] = [4096, 131072, DEFAULT_RMEM_MAX if hs.rcv.wscale == 7
+                                    else 1 << (15 + max(hs.rcv.wscale, 2))]
     return out
 
 

@@ -27,10 +27,8 @@ def build_report(trace_path: str | Path, out_html: str | Path) -> Path:
     """Write the HTML report of one trace file; returns the output path."""
     tr, meta = load_trace(trace_path)
     label = str(meta.get("profile") or Path(trace_path).stem)
-    out = Path(out_html)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(report_html(Run(label, tr, meta)), encoding="utf-8")
-    return out
+    from tcpsim.report.html import write_page
+    return write_page(Path(out_html), report_html(Run(label, tr, meta)))
 
 
 def build_comparison(trace_paths_with_labels: Sequence[tuple[str, str | Path]],
@@ -42,7 +40,6 @@ def build_comparison(trace_paths_with_labels: Sequence[tuple[str, str | Path]],
         tr, meta = load_trace(path)
         runs.append((label, tr, meta))
     page, rows = compare_runs(runs)
-    out = Path(out_html)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page, encoding="utf-8")
+    from tcpsim.report.html import write_page
+    write_page(Path(out_html), page)
     return rows

@@ -1,4 +1,9 @@
-"""One self-contained HTML page per report: plotly.js inline, no network needed.
+"""One HTML page per report, with plotly.js written once beside it, no network needed.
+
+plotly.js (~3.6 MB) is a file of its own, `plotly-VERSION.min.js` in the page's folder
+(`write_page` writes it when missing), shared by every report and comparison written
+there: a page is its data and its text, and opens without parsing the library again in
+each file. `standalone(page)` inlines it for a single file to send around.
 
 The page reads top to bottom: title and scenario, the summary table (the ten-second
 read), the charts with a line each on what to look for, then the nstat counters. Charts
@@ -10,9 +15,8 @@ from __future__ import annotations
 import html
 import json
 import re
+from pathlib import Path
 from typing import Any, Mapping, Sequence
-
-from plotly.offline import get_plotlyjs
 
 from tcpsim.report import collapse
 from tcpsim.report.figures import Chart, report_charts
@@ -88,7 +92,7 @@ def esc(text: Any) -> str:
 
 
 def chart_div(chart: Chart, div_id: str) -> str:
-    """One chart as a div (plotly.js itself is inlined once per page) and its note."""
+    """One chart as a div (plotly.js itself is loaded once per page) and its note."""
     div = chart.fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
                             config=PLOTLY_CONFIG)
     note = f'<p class="note">{esc(chart.note)}</p>' if chart.note else ""
@@ -107,12 +111,48 @@ def charts_html(charts: Sequence[Chart], prefix: str = "chart") -> str:
     return "\n".join(parts)
 
 
+def plotly_js_name() -> str:
+    """The file name a page loads plotly.js from (versioned: pages of another plotly
+    version in the same folder keep theirs)."""
+    import plotly
+    return f"plotly-{plotly.__version__}.min.js"
+
+
 def page(title: str, body: str) -> str:
-    """A complete HTML document with plotly.js inline."""
+    """A complete HTML document loading plotly.js from beside it (`write_page`)."""
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
             f"<title>{esc(title)}</title><style>{CSS}</style>"
-            f"<script type=\"text/javascript\">{get_plotlyjs()}</script></head>"
+            f"<script type=\"text/javascript\" src=\"{plotly_js_name()}\"></script></head>"
             f"<body>{body}</body></html>\n")
+
+
+def write_plotly_js(folder: Path) -> Path:
+    """plotly.js in `folder` under `plotly_js_name()`, written unless it is there whole."""
+    from plotly.offline import get_plotlyjs
+    js = get_plotlyjs().encode()
+    path = folder / plotly_js_name()
+    if not path.is_file() or path.stat().st_size != len(js):
+        tmp = path.with_name(path.name + ".partial")
+        tmp.write_bytes(js)
+        tmp.replace(path)
+    return path
+
+
+def write_page(out: Path, text: str) -> Path:
+    """Write an HTML page (`page`) to `out`, plotly.js beside it; returns `out`."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_plotly_js(out.parent)
+    out.write_text(text, encoding="utf-8")
+    return out
+
+
+def standalone(text: str) -> str:
+    """A page with plotly.js inlined instead of loaded from beside it: one file, ~3.6 MB
+    more."""
+    from plotly.offline import get_plotlyjs
+    tag = f'<script type="text/javascript" src="{plotly_js_name()}"></script>'
+    inline = f'<script type="text/javascript">{get_plotlyjs()}</script>'
+    return text.replace(tag, inline, 1)
 
 
 # -- tables -------------------------------------------------------------------------------------

@@ -46,7 +46,10 @@ def headline(summary: Mapping[str, Any], trend: tuple[str, float] = ("", 0.0)) -
     """Short phrases, most important first; `trend` is memory_trend()'s answer."""
     s = summary
     peak, final = s.get("peak_sk_rmem_alloc") or 0, s.get("final_sk_rmem_alloc") or 0
-    if trend[0] == "growing":
+    unknown = s.get("peak_sk_rmem_alloc") is None and s.get("final_sk_rmem_alloc") is None
+    if unknown:                    # a capture: the wire shows no receiver memory
+        mem = "skmem_r — (not on the wire)"
+    elif trend[0] == "growing":
         mem = f"skmem_r was still growing at the end ({fmt_bytes(final)})"
     elif trend[0] == "grew":
         mem = f"skmem_r grew to {fmt_bytes(peak)} (at {fmt_value(trend[1], 's')})"
@@ -68,7 +71,9 @@ def headline(summary: Mapping[str, Any], trend: tuple[str, float] = ("", 0.0)) -
     if s.get("stalls"):
         out.append(f"sender held up {fmt_value(s.get('stalled_s'), 's')} "
                    f"in {_plural(s['stalls'], 'stall')}")
-    out.append(f"goodput {fmt_rate(s.get('goodput_bps') or 0)}")
+    gp = s.get("goodput_bps")
+    out.append("goodput — (reads not on the wire)" if gp is None and unknown
+               else f"goodput {fmt_rate(gp or 0)}")
     if s.get("error") or s.get("died_at_s") is not None:
         when = s.get("died_at_s")
         out.append(f"connection died{f' at {when:g} s' if when is not None else ''}: "

@@ -133,7 +133,7 @@ def summarize(tr: Trace, meta: Mapping[str, Any] | None = None,
                                 end_s=min(duration, died) if died is not None else duration)
     drops = extract.drop_reasons(tr)
     read = s.get("bytes_read")
-    if read is None:
+    if read is None and "bytes_read" not in s:       # present and None: unknown (a capture)
         d = extract.delivered(tr)
         read = int(d.y[-1]) if len(d.y) else 0
     zw = counts.zero_windows_sent(c)
@@ -154,7 +154,7 @@ def summarize(tr: Trace, meta: Mapping[str, Any] | None = None,
         "collapses": len(extract.collapses(tr)),
         "stalls": len(stall_list),
         "stalled_s": round(sum(st.length_s for st in stall_list), 3),
-        "goodput_bps": round(read * 8 / duration) if duration else 0,
+        "goodput_bps": None if read is None else round(read * 8 / duration) if duration else 0,
         "bytes_read": read,
         "retransmits": s.get("retransmits", len(extract.retransmissions(tr))),
         "rto_timeouts": s.get("rto_timeouts", c.get("TcpExtTCPTimeouts")),

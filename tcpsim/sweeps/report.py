@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
-from plotly.offline import get_plotlyjs
+from tcpsim.report.html import plotly_js_name, write_plotly_js
 
 from tcpsim.report.html import CSS, PLOTLY_CONFIG
 from tcpsim.sweeps.dataset import Results, label
@@ -90,6 +90,7 @@ def write_report(root: Path, out: Path | None = None, metrics: list[str] | None 
                                   _heatmaps(rows, chosen, xdim, others[0], others[1:])))
     parts.append(_table(rows, meta, chosen, numeric))
     out.parent.mkdir(parents=True, exist_ok=True)
+    write_plotly_js(out.parent)
     out.write_text(_page(meta.get("name") or Path(root).name, "\n".join(parts)))
     return out
 
@@ -211,7 +212,7 @@ def _table(rows: list[dict[str, Any]], meta: dict[str, Any], metrics: list[str],
 def _page(title: str, body: str) -> str:
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'>"
             f"<title>tcpsim sweep: {html.escape(title)}</title><style>{CSS}</style>"
-            f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
+            f"<script type='text/javascript' src='{plotly_js_name()}'></script></head><body>"
             f"{body}</body></html>\n")
 
 

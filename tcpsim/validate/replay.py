@@ -511,12 +511,14 @@ class ReplayReader:
 
 # -- running ------------------------------------------------------------------------------------
 
-def run_plan(p: ReplayPlan, engine: str | None = None) -> ReplayResult:
+def run_plan(p: ReplayPlan, engine: str | None = None,
+             sink: MemoryRecorder | None = None) -> ReplayResult:
     """Run the model on a plan; returns its result and trace (model time axis). `engine`:
-    "python" or "native" (default: the run's default, runner.choose_engine)."""
+    "python" or "native" (default: the run's default, runner.choose_engine); `sink`: the
+    recorder of the receiver's rows (default: every row in memory)."""
     from tcpsim.runner import choose_engine
     profile = get_profile(p.profile, p.policies)
-    sink = MemoryRecorder(("rcv",))
+    sink = sink if sink is not None else MemoryRecorder(("rcv",))
     if choose_engine(engine, p.scenario) == "native":
         return _run_native(p, profile, sink)
     sim = Simulation(p.scenario, profile, sink=sink, skip=True)

@@ -9,7 +9,7 @@ from tcpsim.validate.scores import Metric, Score
 
 def _num(x: float | int | None) -> str:
     if x is None:
-        return "-"
+        return "—"
     if isinstance(x, float):
         if x == float("inf"):
             return "inf"
@@ -18,7 +18,7 @@ def _num(x: float | int | None) -> str:
 
 
 def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f} %"
+    return "—" if x is None else f"{100 * x:.1f} %"
 
 
 def _state(d: dict[str, Any] | None) -> str:
@@ -64,6 +64,8 @@ def text(s: Score) -> str:
     lines.append(f"  {'outcome':12} {'kernel':18} {'model':18}")
     for c, o in s.outcomes.items():
         mark = "ok" if o["match"] else ("DIFFERS" if o["scored"] else "differs (timing-dependent)")
+        if o["kernel"] == "unknown":
+            mark = "(not on the wire: not scored)"
         extra = ""
         if c == "stall" and (o.get("kernel_at_s") is not None or o.get("model_at_s") is not None):
             extra = f"  at {_num(o.get('kernel_at_s'))} s / {_num(o.get('model_at_s'))} s"
@@ -100,6 +102,8 @@ def text(s: Score) -> str:
 
 def _metric_line(m: Metric) -> str:
     verdict = {True: "ok", False: "FAIL", None: "(not scored)" if not m.scored else ""}[m.passed]
+    if m.note:
+        verdict = f"{verdict} {m.note}".strip()
     err = _pct(m.error) if m.name.startswith("ack_match") else _num(m.error)
     return (f"  {m.name:28} {_num(m.kernel):>12} {_num(m.model):>12} {err:>8} "
             f"{_num(m.limit):>6} {verdict}")

@@ -36,7 +36,7 @@ CALLABLE = [
     "rcv_rtt_update", "rcv_rtt_measure", "ts_rtt_sample_us", "measure_rcv_mss",
     "ofo_measure_rcv_mss", "pressure_adjust", "shrink_allowed", "end_beyond_window",
     "zero_window_accepts", "can_ingest", "needs_clamp", "collapse_cost_ns", "ofo_prune_done",
-    "ofo_dsack", "rcv_space_gate_us", "rcv_space_copied", "rcvbuf_grow_term", "delack_max",
+    "ofo_dsack", "rcv_space_gate_us", "rcv_space_copied", "rcvbuf_grow_term", "comp_sack_delay_ns", "delack_max",
     "dec_quickack_mode", "may_update_window", "rtx_probe0_timed_out", "tso_rtt_bytes",
     "new_data_checks_space",
     "tso_defer_ack_window", "grow_window", "grow_under_pressure", "select_window",

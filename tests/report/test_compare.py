@@ -68,9 +68,10 @@ def test_table_json_round_trips(compared) -> None:
     assert doc["rows"] == json.loads(json.dumps(rows))
 
 
-def test_comparison_page_is_self_contained_and_overlays_the_runs(compared) -> None:
+def test_comparison_page_loads_plotly_from_beside_it_and_overlays_the_runs(compared) -> None:
+    from tcpsim.report.html import plotly_js_name
     page, _, _ = compared
-    assert not re.search(r"<script[^>]+src\s*=", page, re.I)
+    assert re.findall(r"<script[^>]+src\s*=\s*[\"']([^\"']+)", page, re.I) == [plotly_js_name()]
     assert "6.1.59: skmem_r (sk_rmem_alloc)" in page and "6.1.59 shrink: skmem_r" in page
     assert "What differs" in page and "net.ipv4.tcp_shrink_window" in page
 

@@ -1,4 +1,4 @@
-"""The single-run report: one self-contained HTML file from a trace file."""
+"""The single-run report: one HTML file from a trace file, plotly.js beside it."""
 
 from __future__ import annotations
 
@@ -21,14 +21,27 @@ def fill_report(tmp_path_factory) -> tuple[str, dict]:
     return Path(out).read_text(encoding="utf-8"), result.summary
 
 
-def test_report_is_self_contained(fill_report) -> None:
+def test_report_needs_no_network_and_loads_plotly_from_beside_it(fill_report, tmp_path_factory) -> None:
+    from tcpsim.report.html import plotly_js_name, standalone
     page, _ = fill_report
     assert page.startswith("<!DOCTYPE html>")
-    assert not re.search(r"<script[^>]+src\s*=", page, re.I)
+    srcs = re.findall(r"<script[^>]+src\s*=\s*[\"']([^\"']+)", page, re.I)
+    assert srcs == [plotly_js_name()]     # one local file, written once per folder
     assert not re.search(r"<link[^>]+href\s*=\s*[\"']https?:", page, re.I)
     assert "Plotly.newPlot" in page
-    assert len(page) > 3_000_000          # plotly.js itself is inline
-    assert len(page) < 8_000_000
+    assert len(page) < 2_000_000          # the data and the text, not the library
+    one = standalone(page)                # a single file to send around
+    assert not re.search(r"<script[^>]+src\s*=", one, re.I) and len(one) > 3_000_000
+
+
+def test_write_page_writes_plotly_once_beside_the_pages(tmp_path) -> None:
+    from tcpsim.report.html import page, plotly_js_name, write_page
+    write_page(tmp_path / "a.html", page("a", "<p>a</p>"))
+    js = tmp_path / plotly_js_name()
+    first = js.stat().st_mtime_ns
+    write_page(tmp_path / "b.html", page("b", "<p>b</p>"))
+    assert js.stat().st_mtime_ns == first and js.stat().st_size > 3_000_000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.html", "b.html", js.name]
 
 
 def test_report_names_the_scenario_and_summarizes_it(fill_report) -> None:

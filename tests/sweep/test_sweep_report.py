@@ -40,8 +40,10 @@ def figures(page: str) -> list[dict]:
 def test_the_page_has_lines_heatmaps_and_the_table_and_needs_no_network(results, tmp_path):
     root, points = results
     page = write_report(root, tmp_path / "r.html").read_text()
+    from tcpsim.report.html import plotly_js_name
     assert "<script src" not in page and "cdn.plot.ly/plotly" not in page
-    assert "Plotly.newPlot" in page and len(page) > 1_000_000          # plotly.js inline
+    assert f"src='{plotly_js_name()}'" in page and (tmp_path / plotly_js_name()).is_file()
+    assert "Plotly.newPlot" in page and len(page) < 1_000_000          # plotly.js beside it
     lines, heat = figures(page)
     # a line per combination of link.rtt x policy, per metric; seeds averaged
     assert len(lines) == 2 * 4 and all(t["type"] == "scatter" for t in lines)

@@ -40,7 +40,7 @@ pub struct App {
     pub latency_table: Vec<i64>,
     /// The captured lateness sequences the app replays in blocks (ns, one per capture;
     /// empty: none) and the block length in wakeups: the captures of the run's host preset
-    /// (`[timing] host`, app_latency.py `HOSTS`; app_latency_blocks*.json.gz), chosen by
+    /// (`[timing] host`, app_latency.py `HOSTS`; app_latency_blocks*.bin), chosen by
     /// name where the run's config is built (engine/native.py `_app`, as apps.py `Timing`
     /// does for the Python engine), so both engines replay the same captures.
     /// Shared (`Arc`): a host's flows of one class replay the same captures.

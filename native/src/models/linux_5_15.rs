@@ -196,6 +196,15 @@ impl Kernel for Linux515 {
         -1
     }
 
+    /// __tcp_ack_snd_check() [tcp_input.c, 5.15 .. 6.18]: compressed SACKs wait 5 % of
+    /// the RTT (the smaller of the receiver's estimate and srtt), at most
+    /// tcp_comp_sack_delay_ns.
+    fn comp_sack_delay_ns(&self, sk: &TcpSocket, rtt_us8: i64) -> i64 {
+        sk.sysctl
+            .tcp_comp_sack_delay_ns
+            .min(((rtt_us8 >> 3) * 1000).div_euclid(20))
+    }
+
     /// icsk_delack_max: the delayed-ACK timeout cap (TCP_DELACK_MAX).
     fn delack_max(&self, _sk: &TcpSocket) -> i64 {
         TCP_DELACK_MAX_NS

@@ -18,6 +18,11 @@
 //! * "tcp: fix tcp_ofo_queue() to avoid including too much DUP SACK range" (June 2025): data
 //!   received again in order while held out of order is D-SACKed exactly, not up to the end of
 //!   the new data (tcp_dsack_mult.pkt is its test).
+//!
+//! Stable point: 6.17.0-6.17.2. The 6.17.y series took f017c1f768b6 ("tcp: use skb->len instead
+//! of skb->truesize in tcp_can_ingest()", stable review of 2025-10-13, so 6.17.3 -- the release
+//! number is inferred from the review date) and from then on admits as linux-6.18.0 does; it
+//! ended before 026dfef287c0 (Feb 2026) could reach it (UNVERIFIED: no 6.17.y revert found).
 
 use crate::kernel::Kernel;
 use crate::models::linux_5_15::{set_rcvbuf_grown, MIB};

@@ -7,9 +7,13 @@ pub mod linux_6_10;
 pub mod linux_6_14;
 pub mod linux_6_17;
 pub mod linux_6_18;
+pub mod linux_6_18_0;
+pub mod linux_6_19;
 pub mod linux_6_1_59;
 pub mod linux_6_6;
 pub mod linux_6_8;
+pub mod linux_7_0;
+pub mod linux_7_1;
 
 use std::sync::Arc;
 
@@ -64,8 +68,8 @@ pub const PROFILES: &[ProfileInfo] = &[
     },
     ProfileInfo {
         name: "linux-6.17",
-        summary: "6.17: tcp_rcvbuf_grow() autotuning, truesize admission, beyond-window drops, \
-                  tcp_rmem[2] 32 MiB",
+        summary: "6.17.0-6.17.2: tcp_rcvbuf_grow() autotuning, truesize admission, \
+                  beyond-window drops, tcp_rmem[2] 32 MiB",
         era: || Box::new(linux_6_17::Linux617),
     },
     ProfileInfo {
@@ -73,6 +77,29 @@ pub const PROFILES: &[ProfileInfo] = &[
         summary: "6.18.44 (development machines): proportional DRS growth, OFO-driven buffer \
                   growth, 6.17's stricter admission given up",
         era: || Box::new(linux_6_18::Linux618),
+    },
+    ProfileInfo {
+        name: "linux-6.18.0",
+        summary: "6.18.0-6.18.16: admission rmem + skb->len <= sk_rcvbuf, before the 6.18.17 \
+                  revert (026dfef287c0)",
+        era: || Box::new(linux_6_18_0::Linux6180),
+    },
+    ProfileInfo {
+        name: "linux-6.19",
+        summary: "6.19.7+: tcp_rcvbuf_low_rtt DRS damping, tcp_comp_sack_rtt_percent (33 %), \
+                  bypass_prot_mem flag; 6.18's admission revert",
+        era: || Box::new(linux_6_19::Linux619),
+    },
+    ProfileInfo {
+        name: "linux-7.0",
+        summary: "7.0: the receive path of 6.19.7 (stronger sk_rcvbuf checks given up)",
+        era: || Box::new(linux_7_0::Linux70),
+    },
+    ProfileInfo {
+        name: "linux-7.1",
+        summary: "7.1: RFC 7323 receive-side retraction -- data accepted up to the largest \
+                  right edge ever advertised (rcv_mwnd_seq), BeyondWindow for over-window drops",
+        era: || Box::new(linux_7_1::Linux71),
     },
 ];
 

@@ -11,6 +11,13 @@
 //! (e2b9c52a2b00). Apply it to linux-6.17 or later (it builds on their beyond-window checks):
 //! `--policy rfc7323-retraction`.
 //! Tests: the kernel selftests tcp_rcv_wnd_shrink_allowed / tcp_rcv_wnd_shrink_nomem.
+//!
+//! Upstream: merged for 7.1 as 0e24d17bd966 + e2b9c52a2b00, modelled by the linux-7.1 profile
+//! (models/linux_7_1.py). The same rcv_mwnd_seq tracking and BeyondWindow counting, one
+//! difference: this patch (the series as posted) lets a FIN one byte past the largest
+//! advertised edge through, where 7.1 checks the FIN against the live window (such a segment
+//! then goes only into an empty receive queue). Use the patch to see the idea on an older
+//! kernel; use -p linux-7.1 for what 7.1 does.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 

@@ -1,0 +1,457 @@
+"""Fit what a capture cannot say, by replaying candidates against it; rank kernels by the fit.
+
+A pcap shows the wire: the sender's data, the receiver's ACKs and windows. It does not show
+the receiving application (how much it reads, how often, how late it wakes), the ingress
+device's skb layout (truesize, hence the window on 6.6+ through scaling_ratio, and the
+memory), the kernel's CONFIG_HZ (delayed-ACK timers) or the initial tcp_rmem / SO_RCVBUF the
+handshake leaves open. `fit()` estimates them: each candidate value is replayed on the
+native engine (tcpsim.pcap.replay's plan: the wire's own data at its own times) and graded
+against the capture (tcpsim.pcap.grade); the search is a coordinate search -- one unknown at
+a time over its candidate grid, the others held at their best so far, two passes, then a
+refinement of the reader's size around the best -- because the unknowns act mostly on
+different things (the reader on the window's level and the zero windows, the device on the
+window's scale, HZ on ACK timing), so a joint grid (thousands of replays) buys little, and a
+coordinate search is deterministic and cheap (tens of replays per profile). Each value is
+reported with the grades of its alternatives: "determined" when the next-best value grades
+at least DETERMINED lower, else the set of values within that margin.
+
+`rank()` fits each profile (and patch) and orders them by their best grade: the capture is
+*consistent* with a kernel whose grade is within CONSISTENT of the best, and *rules out* one
+more than RULED_OUT below it (between: "less likely"). When the best and the worst grade are
+within CONSISTENT the capture does not tell the kernels apart, and says so.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from tcpsim.importers.pcap import Imported, load
+from tcpsim.pcap import PcapError
+from tcpsim.pcap.grade import Grade, grade
+from tcpsim.pcap.replay import WRITE_LEAD_NS, columns
+from tcpsim.pcap.workload import parse_reader
+from tcpsim.validate.replay import ReplayError, ReplayResult, plan, run_plan
+from tcpsim.trace.recorder import MemoryRecorder
+from tcpsim.validate.trace import TraceView, view
+
+DETERMINED = 0.01          # grade margin between a fitted value and the next best
+CONSISTENT = 0.02          # a profile within this of the best fits the capture as well
+FITS = 0.6                 # a best grade below this: no kernel fits, the ranking decides nothing
+RULED_OUT = 0.05           # ... more than this below the best: ruled out
+
+PERIODS_MS = (1, 2, 5, 10, 20, 50, 100)
+# the ingress device's skb layout: the presets, then the sender strategy (veth, loopback)
+# with other head sizes -- the head's truesize sets scaling_ratio (len / truesize) on 6.6+,
+# hence every window; a veth pair on the development machine fell between 320 and 384
+HEADS = (320, 352, 384, 448, 512)
+DEVICES = ("veth-direct", "loopback", "veth", "nic-2k", "nic-4k", "tun",
+           *(f"sender:head={h},shared=on" for h in HEADS))
+HZS = (0, 100, 250, 300, 1000)       # 0: tcpsim's default clock (1 ms jiffies, exact timers)
+TIMINGS = ("exact", "dev-vm-quiet", "dev-vm-loaded")
+RMEM1 = (0, 65536, 87380, 262144)     # tcp_rmem[1]; 0: the profile's default (131072)
+ORDER = ("reader", "phase_us", "device", "hz", "timing", "rmem1", "shrink")
+UNKNOWN_NAMES = {"reader": "reader", "device": "ingress device", "hz": "CONFIG_HZ",
+                 "timing": "application timing", "rmem1": "tcp_rmem[1]",
+                 "so_rcvbuf": "SO_RCVBUF", "phase_us": "reader phase",
+                 "shrink": "tcp_shrink_window"}
+
+
+@dataclass(frozen=True)
+class Unknowns:
+    """One candidate for everything the wire does not show."""
+
+    reader: str = "blocking"        # as --reader takes it
+    device: str = "veth-direct"
+    hz: int = 0
+    timing: str = "exact"
+    rmem1: int = 0
+    so_rcvbuf: int = 0
+    phase_us: int = 0               # the reader's first tick after its start (grid phase)
+    shrink: int = 0                 # net.ipv4.tcp_shrink_window (where the profile has it)
+
+    def show(self, name: str) -> str:
+        v = getattr(self, name)
+        if name == "hz":
+            return str(v) if v else "1 ms clock"
+        if name in ("rmem1", "so_rcvbuf"):
+            return str(v) if v else "default"
+        if name == "phase_us":
+            return f"{v / 1000:g} ms"
+        return str(v)
+
+
+@dataclass
+class Fitted:
+    """One fitted unknown: its value, how well the capture determines it, the alternatives."""
+
+    name: str
+    value: str
+    pinned: bool
+    determined: str                  # "well" | "loosely" | "not at all" | "pinned"
+    near: list[str]                  # values within DETERMINED of the best
+    grades: dict[str, float]         # every value tried in the last sweep -> grade
+
+
+@dataclass
+class FitResult:
+    """The fit of one profile (+ patches)."""
+
+    profile: str
+    policies: tuple[str, ...]
+    best: Unknowns
+    grade: Grade
+    fitted: list[Fitted]
+    replays: int
+    wall_s: float
+    result: ReplayResult | None = None
+
+    @property
+    def label(self) -> str:
+        return " + ".join((self.profile, *self.policies))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"profile": self.profile, "policies": list(self.policies), "label": self.label,
+                "best": asdict(self.best), "grade": self.grade.as_dict(),
+                "fitted": [asdict(f) for f in self.fitted], "replays": self.replays,
+                "wall_s": round(self.wall_s, 3)}
+
+
+class Capture:
+    """A capture imported once, replayed under any profile and candidate."""
+
+    def __init__(self, path: str | Path, sysctl: dict[str, Any] | None = None,
+                 until_s: float | None = None, engine: str | None = "native",
+                 **import_opts: Any) -> None:
+        self.path = Path(path)
+        self.imp: Imported = load(path, **import_opts)
+        self.sysctl = dict(sysctl or {})
+        self.until_ns = None if until_s is None else int(until_s * 1e9)
+        self.engine = engine
+        self.columns = columns(self.imp.rows)
+        self.k: TraceView = view(self.columns, self._meta(self.imp.scenario))
+        self.inferred_reader = self.imp.scenario["reader"]
+
+    def segment_time(self, n: int) -> int:
+        """The time (trace axis) of the capture's n-th segment, or past its end."""
+        t = [r["t_ns"] for r in self.imp.rows if r["event"] == "tx"]
+        return t[n - 1] if len(t) >= n else (t[-1] + 1 if t else 0)
+
+    def _meta(self, doc: dict[str, Any]) -> dict[str, Any]:
+        meta = dict(self.imp.meta)
+        meta["scenario"] = doc
+        return meta
+
+    def doc(self, u: Unknowns) -> dict[str, Any]:
+        doc = copy.deepcopy(self.imp.scenario)
+        doc["sysctl"] = {**doc.get("sysctl", {}), **self.sysctl}
+        doc["reader"] = parse_reader(u.reader)
+        if u.rmem1:
+            rmem = list(doc["sysctl"].get("net.ipv4.tcp_rmem") or [4096, 131072, 6291456])
+            doc["sysctl"]["net.ipv4.tcp_rmem"] = [rmem[0], u.rmem1, max(rmem[2], u.rmem1)]
+        if u.so_rcvbuf:
+            doc["receiver"]["so_rcvbuf"] = u.so_rcvbuf
+        if u.shrink:
+            doc["sysctl"]["net.ipv4.tcp_shrink_window"] = u.shrink
+        return doc
+
+    def replay(self, profile: str, policies: tuple[str, ...], u: Unknowns,
+               full: bool = True) -> tuple[Grade, ReplayResult]:
+        """Replay one candidate and grade it (`full`: keep the model's whole trace, for the
+        report; else only its segments, which is all the grade reads)."""
+        from tcpsim.app_latency import default_latency
+        doc = self.doc(u)
+        k = replace(self.k, meta=self._meta(doc))
+        try:
+            p = plan(k, profile, policies, self.until_ns, u.hz or None,
+                     "--hz" if u.hz else "a capture does not record its kernel's HZ")
+        except ReplayError as exc:
+            raise PcapError(str(self.path), None, str(exc).split(":")[0],
+                            "replay needs the connection's handshake: capture from before the "
+                            "connect") from None
+        sc = p.scenario.with_(device=u.device)
+        if u.phase_us and sc.reader.kind == "periodic":
+            sc = sc.with_(reader=replace(sc.reader, start=sc.reader.start + u.phase_us * 1000))
+        if u.timing != "exact":
+            side_kind = {"fast": "blocking"}.get(sc.reader.kind, sc.reader.kind)
+            name = default_latency(u.timing, "reader", side_kind)
+            if name:
+                sc = sc.with_(reader=replace(sc.reader, latency_table=name,
+                                             latency_host=u.timing))
+        p.scenario = sc
+        p.write_ticks = [(max(0, t + p.shift_ns - WRITE_LEAD_NS), n) for t, n, _ in k.writes
+                         if t <= p.end_ns]
+        p.schedule = True
+        p.notes = [*self.imp.notes, *p.notes]
+        rp = run_plan(p, engine=self.engine, sink=None if full else TxRecorder(("rcv",)))
+        m = view(rp.columns, {"source": "tcpsim"}).shifted(-p.shift_ns)
+        return grade(k, m, p.end_ns), rp
+
+    # -- candidates --------------------------------------------------------------------------
+
+    def read_rate(self) -> float:
+        """Bytes per ms the reader took: the inferred periodic rate, else the goodput."""
+        r = self.inferred_reader
+        if r.get("kind") == "periodic":
+            from tcpsim.units import parse_duration
+            return float(r["bytes"]) * 1e6 / parse_duration(r["every"], "reader.every")
+        s = self.imp.meta["summary"]
+        return max(1.0, float(s["bytes"]) / max(1e-3, float(s["duration_s"]) * 1000))
+
+    def reader_candidates(self) -> list[str]:
+        rate = self.read_rate()
+        out = ["never", "blocking"]
+        for p in PERIODS_MS:
+            want = rate * p
+            if want < 1:
+                continue
+            for n in sorted({nice(want), max(1, round(want / 256) * 256 or round(want))}):
+                out.append(f"periodic:{n}B/{p}ms")
+        return list(dict.fromkeys(out))
+
+    def start(self) -> Unknowns:
+        r = self.inferred_reader
+        kind = r.get("kind")
+        spec = {"fast": "blocking", "never": "never"}.get(kind, "")
+        if kind == "periodic":
+            from tcpsim.units import parse_duration
+            ns = parse_duration(r["every"], "reader.every")
+            spec = f"periodic:{r['bytes']}B/{ns}ns"
+        return Unknowns(reader=spec or "blocking")
+
+
+class TxRecorder(MemoryRecorder):
+    """Keeps only the 'tx' rows (the receiver's segments: what the grade reads), filtered in
+    Arrow before any row becomes Python objects: a fit's replays cost the engine's time, not
+    the trace's."""
+
+    def __init__(self, socks: tuple[str, ...] = ("rcv",)) -> None:
+        super().__init__(socks)
+        self.tables: list[Any] = []
+
+    def record_table(self, table: Any) -> None:
+        import pyarrow.compute as pc
+        self.tables.append(table.filter(pc.equal(table.column("event"), "tx")))
+
+    def columns(self) -> dict[str, list[Any]]:
+        import pyarrow as pa
+        if not self.tables:
+            return super().columns()
+        cols: dict[str, list[Any]] = pa.concat_tables(self.tables).to_pydict()
+        if self.rows:                          # rows recorded one by one (Python engine)
+            extra = super().columns()
+            cols = {k: v + extra[k] for k, v in cols.items()}
+        return cols
+
+
+def nice(x: float) -> int:
+    """The power of two nearest x when within 25 % of it (readers ask for 4096, 65536), else x."""
+    import math
+    p = 1 << max(0, round(math.log2(max(1.0, x))))
+    return p if abs(p - x) <= 0.25 * x else max(1, round(x))
+
+
+def candidates(cap: Capture, name: str, cur: Unknowns, profile: str = "linux-6.18") -> list[Any]:
+    if name == "reader":
+        return cap.reader_candidates()
+    if name == "device":
+        return list(DEVICES)
+    if name == "hz":
+        return list(HZS)
+    if name == "timing":
+        return list(TIMINGS) + [t for t in extra_timings() if t not in TIMINGS]
+    if name == "rmem1":
+        return list(RMEM1)
+    if name == "shrink":
+        from tcpsim.catalog import get_profile
+        return [0, 1] if "tcp_shrink_window" in get_profile(profile).known_sysctls() else [0]
+    if name == "phase_us":
+        period = reader_period_us(cur.reader)
+        return [round(period * j / 10) for j in range(10)] if period else [0]
+    return [getattr(cur, name)]
+
+
+def extra_timings() -> list[str]:
+    """Host presets beyond the shipped captures' (made by `tcpsim timing measure`)."""
+    from tcpsim.app_latency import HOSTS
+    return [h for h in HOSTS if h not in TIMINGS and not h.startswith("dev-vm-")]
+
+
+def reader_period_us(spec: str) -> int:
+    """A periodic reader's period in us (0 for others)."""
+    if not spec.startswith("periodic:"):
+        return 0
+    from tcpsim.units import parse_duration
+    return parse_duration(spec.partition("/")[2], "--reader every") // 1000
+
+
+def refine_reader(spec: str) -> list[str]:
+    """Sizes around a periodic reader's best: +-3, 6, 12 %."""
+    if not spec.startswith("periodic:"):
+        return [spec]
+    size, _, period = spec[len("periodic:"):].partition("/")
+    n = int(size.rstrip("B"))
+    return [f"periodic:{max(1, round(n * f))}B/{period}" for f in (0.88, 0.94, 0.97, 1.0, 1.03, 1.06, 1.12)]
+
+
+FIT_WINDOW_S = 2.0         # the search replays at most this much of a capture (see fit())
+FIT_MAX_SEGMENTS = 40_000  # ... and at most this many of its segments
+
+
+def fit(cap: Capture, profile: str, policies: tuple[str, ...] = (),
+        pinned: dict[str, Any] | None = None, passes: int = 2, start: Unknowns | None = None,
+        order: tuple[str, ...] = ORDER, progress: Callable[[str], None] | None = None,
+        window_s: float | None = FIT_WINDOW_S) -> FitResult:
+    """Coordinate search of the unknowns for one profile (see the module docstring). The
+    candidates are replayed over the capture's first `window_s` seconds (None: all of it):
+    the unknowns act from the first window on, and a long or fast capture's search then
+    costs a bounded number of seconds (at most FIT_MAX_SEGMENTS segments: 0.5 s of a 1 Gbit/s
+    transfer); the best is replayed over the whole capture."""
+    whole = cap.until_ns
+    if window_s is not None:
+        w = min(int(window_s * 1e9), cap.segment_time(FIT_MAX_SEGMENTS))
+        cap.until_ns = w if whole is None else min(whole, w)
+    try:
+        return _fit(cap, profile, policies, pinned, passes, start, order, progress, whole)
+    finally:
+        cap.until_ns = whole
+
+
+def _fit(cap: Capture, profile: str, policies: tuple[str, ...], pinned: dict[str, Any] | None,
+         passes: int, start: Unknowns | None, order: tuple[str, ...],
+         progress: Callable[[str], None] | None, whole: int | None) -> FitResult:
+    pinned = dict(pinned or {})
+    t0 = time.perf_counter()
+    cur = for_profile(replace(start or cap.start(), **pinned), profile)
+    cache: dict[Unknowns, tuple[Grade, ReplayResult]] = {}
+
+    def ev(u: Unknowns) -> Grade:
+        if u not in cache:
+            cache[u] = cap.replay(profile, policies, u, full=False)
+        return cache[u][0]
+
+    sweeps: dict[str, dict[Any, float]] = {}
+    free = [n for n in order if n not in pinned]
+    for i in range(passes):
+        before = cur
+        for name in free:
+            vals = candidates(cap, name, cur, profile)
+            if name == "reader" and i > 0:
+                vals = list(dict.fromkeys([*vals, *refine_reader(cur.reader)]))
+            if getattr(cur, name) not in vals:
+                vals = [getattr(cur, name), *vals]
+            scored = [(ev(replace(cur, **{name: v})).total, -j, v) for j, v in enumerate(vals)]
+            sweeps[name] = {v: g for g, _, v in scored}
+            best = max(scored)
+            # keep the current value unless another is strictly better (deterministic)
+            if best[0] > ev(cur).total:
+                cur = replace(cur, **{name: best[2]})
+            if progress:
+                progress(f"{profile}: {name} -> {cur.show(name)} ({ev(cur).total:.3f})")
+        if cur == before:
+            break
+    cap.until_ns = whole
+    g, rp = cap.replay(profile, policies, cur)
+    out = [_fitted(n, cur, sweeps.get(n, {}), n in pinned) for n in ORDER]
+    return FitResult(profile, tuple(policies), cur, g, out, len(cache), time.perf_counter() - t0, rp)
+
+
+def for_profile(u: Unknowns, profile: str) -> Unknowns:
+    """`u` made valid on `profile`: tcp_shrink_window off where the profile has no such sysctl
+    (before 6.5 and 6.1.59; the shrink-window patch is the way to ask for it there)."""
+    if u.shrink:
+        from tcpsim.catalog import get_profile
+        if "tcp_shrink_window" not in get_profile(profile).known_sysctls():
+            return replace(u, shrink=0)
+    return u
+
+
+def _fitted(name: str, cur: Unknowns, grades: dict[Any, float], pinned: bool) -> Fitted:
+    value = cur.show(name)
+    if pinned:
+        return Fitted(name, value, True, "pinned", [value], {})
+    shown = {replace(cur, **{name: v}).show(name): g for v, g in grades.items()}
+    best = shown.get(value, max(shown.values(), default=0.0))
+    near = [v for v, g in sorted(shown.items(), key=lambda kv: -kv[1]) if best - g < DETERMINED]
+    if len(shown) <= 1 or max(shown.values()) - min(shown.values()) < DETERMINED:
+        how = "not at all"
+    elif near == [value]:
+        how = "well"
+    else:
+        how = "loosely"
+    return Fitted(name, value, False, how, near, {k: round(v, 4) for k, v in shown.items()})
+
+
+@dataclass
+class Ranking:
+    """Every profile's best fit, best first, and what the capture says of each."""
+
+    fits: list[FitResult]
+    verdicts: dict[str, str] = field(default_factory=dict)
+    tells_apart: bool = True
+    fits_well: bool = True          # the best grade reaches FITS
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"tells_apart": self.tells_apart, "fits_well": self.fits_well,
+                "thresholds": {"consistent": CONSISTENT, "ruled_out": RULED_OUT,
+                               "determined": DETERMINED, "fits": FITS},
+                "profiles": [{**f.as_dict(), "verdict": self.verdicts[f.label]} for f in self.fits]}
+
+
+def rank(cap: Capture, variants: list[tuple[str, tuple[str, ...]]],
+         pinned: dict[str, Any] | None = None, do_fit: bool = True,
+         progress: Callable[[str], None] | None = None) -> Ranking:
+    """Fit (or, without do_fit, replay the start/pinned values under) every variant and rank
+    them by grade. The first variant's fit seeds the others' searches (one pass each)."""
+    fits: list[FitResult] = []
+    seed: Unknowns | None = None
+    for profile, policies in variants:
+        if do_fit:
+            f = fit(cap, profile, policies, pinned, passes=2 if seed is None else 1, start=seed,
+                    progress=progress)
+            if seed is None:
+                seed = f.best
+        else:
+            u = replace(cap.start(), **(pinned or {}))
+            t = time.perf_counter()
+            g, rp = cap.replay(profile, policies, u)
+            f = FitResult(profile, policies, u, g, [], 1, time.perf_counter() - t, rp)
+        fits.append(f)
+    fits.sort(key=lambda f: -f.grade.total)
+    best = fits[0].grade.total
+    worst = fits[-1].grade.total
+    r = Ranking(fits, tells_apart=best - worst >= CONSISTENT and best >= FITS,
+                fits_well=best >= FITS)
+    for f in fits:
+        gap = best - f.grade.total
+        if not r.fits_well:
+            r.verdicts[f.label] = "undecided"
+        elif not r.tells_apart or gap < CONSISTENT:
+            r.verdicts[f.label] = "consistent"
+        elif gap > RULED_OUT:
+            r.verdicts[f.label] = "ruled out"
+        else:
+            r.verdicts[f.label] = "less likely"
+    return r
+
+
+def all_variants(patches: tuple[str, ...] = ()) -> list[tuple[str, tuple[str, ...]]]:
+    """Every built-in profile, newest first, then each given patch on the newest and on 6.1."""
+    from tcpsim.catalog import builtin_profiles
+    names = sorted(builtin_profiles(), key=_version, reverse=True)
+    out: list[tuple[str, tuple[str, ...]]] = [(n, ()) for n in names]
+    for patch in patches:
+        for base in dict.fromkeys((names[0], "linux-6.1")):
+            out.append((base, (patch,)))
+    return out
+
+
+def _version(name: str) -> tuple[int, ...]:
+    import re
+    return tuple(int(x) for x in re.findall(r"\d+", name)) or (0,)
+
+
+UNKNOWN_FIELDS = tuple(f.name for f in fields(Unknowns))

@@ -1,0 +1,179 @@
+"""The eras after 6.18: each change against the era before it (models/linux_6_18_0.py,
+linux_6_19.py, linux_7_0.py, linux_7_1.py). Every test here fails on the previous era.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import tcpsim
+from tcpsim.catalog import get_profile
+from tcpsim.core.segment import ACK, FIN, PSH
+from tcpsim.core.skb import Skb
+from tcpsim.core.sysctl import SysctlError
+from tcpsim.engines import native_available
+
+from harness import established
+
+
+def _counters(profile: str, scenario: str = "rpc-loopback", engine: str = "python") -> dict:
+    return tcpsim.run(scenario, profile=profile, engine=engine, trace=False).counters
+
+
+# -- 6.18.0 .. 6.18.16 and the 026dfef287c0 revert (6.18.17, 6.19.7, 7.0) ---------------
+
+def test_6_18_0_admits_rmem_plus_len_and_6_18_only_rmem():
+    skb = Skb(1, 1000, 2280, head=0, linear=0, nfrags=0)
+    for prof, fits in (("linux-6.17", False), ("linux-6.18.0", False), ("linux-6.18", True)):
+        sk = established(prof).sk
+        sk.mem.sk_rcvbuf, sk.mem.sk_rmem_alloc = 10_000, 9_500
+        assert sk.k.can_ingest(sk, skb) is fits, prof
+        sk.mem.sk_rmem_alloc = 8_500          # room for the payload, not for its truesize
+        assert sk.k.can_ingest(sk, skb) is (prof != "linux-6.17"), prof
+
+
+@pytest.mark.parametrize("engine", [
+    "python", pytest.param("native", marks=pytest.mark.skipif(not native_available(),
+                                                              reason="tcpsim._native not built"))])
+def test_rpc_over_loopback_drops_before_the_revert_and_not_after(engine):
+    """80 kB RPCs over loopback read every 3 ms: spurious TCPRcvQDrop on 6.17 (truesize) and
+    6.18.0 (skb->len), none once tcp_can_ingest() is rmem <= sk_rcvbuf again."""
+    drops = {p: _counters(p, engine=engine)["TcpExtTCPRcvQDrop"]
+             for p in ("linux-6.17", "linux-6.18.0", "linux-6.18", "linux-6.19", "linux-7.0",
+                       "linux-7.1")}
+    assert drops["linux-6.17"] > 0 and drops["linux-6.18.0"] > 0
+    assert drops["linux-6.18"] == drops["linux-6.19"] == drops["linux-7.0"] == 0
+    assert drops["linux-7.1"] == 0
+
+
+# -- 6.19 ----------------------------------------------------------------------------------
+
+def _grow_term(profile: str, rtt_us: int, **sysctl) -> int:
+    p = established(profile, sysctl=sysctl)
+    p.sk.rcv.rcv_rtt_us8 = rtt_us << 3
+    return p.sk.k.rcvbuf_grow_term(p.sk, 3000, 1000)
+
+
+def test_6_19_damps_drs_growth_below_tcp_rcvbuf_low_rtt():
+    # rcvwin = 6000; 6.18: 2 * 6000 * 2000 / 1000 whatever the RTT
+    assert _grow_term("linux-6.18", 100) == _grow_term("linux-6.18", 5000) == 24000
+    assert _grow_term("linux-6.19", 100) == 6000 * 100 // 1000          # low RTT: damped
+    assert _grow_term("linux-6.19", 5000) == 24000                       # WAN: slow start
+    assert _grow_term("linux-6.19", 100, **{"net.ipv4.tcp_rcvbuf_low_rtt": 50}) == 24000
+
+
+def test_6_19_keeps_a_data_centre_flows_buffer_smaller():
+    """2 Gbit/s of 256 KiB writes over a 100 us, 10 Gbit/s path to a fast reader: 6.19's
+    damped growth leaves sk_rcvbuf at a quarter of 6.18's, for the same goodput."""
+    sc = {"name": "dc", "duration": "1s", "link": {"rtt": "100us", "rate": "10gbit"},
+          "writer": {"kind": "periodic", "bytes": 262144, "every": "1ms", "latency": "none"},
+          "reader": {"kind": "fast"}}
+    runs = {prof: tcpsim.run(sc, profile=prof, trace=False).summary
+            for prof in ("linux-6.18", "linux-6.19")}
+    assert runs["linux-6.19"]["peak_sk_rcvbuf"] < runs["linux-6.18"]["peak_sk_rcvbuf"] / 3
+    assert runs["linux-6.19"]["goodput_mbps"] == runs["linux-6.18"]["goodput_mbps"]
+
+
+def _comp_delay(profile: str, rtt_ms: float, **sysctl) -> int:
+    p = established(profile, sysctl=sysctl)
+    return p.sk.k.comp_sack_delay_ns(p.sk, int(rtt_ms * 1000) << 3)
+
+
+def test_6_19_sack_compression_waits_tcp_comp_sack_rtt_percent():
+    assert _comp_delay("linux-6.18", 1) == 50_000                  # 5 % of 1 ms
+    assert _comp_delay("linux-6.19", 1) == 330_000                 # 33 %
+    assert _comp_delay("linux-6.19", 10) == _comp_delay("linux-6.18", 30) == 1_000_000  # cap
+    assert _comp_delay("linux-6.19", 1, **{"net.ipv4.tcp_comp_sack_rtt_percent": 5}) == 50_000
+
+
+@pytest.mark.parametrize("name,value", [("net.ipv4.tcp_rcvbuf_low_rtt", 5),
+                                        ("net.ipv4.tcp_comp_sack_rtt_percent", 50),
+                                        ("net.core.bypass_prot_mem", 1)])
+def test_6_19_sysctls_exist_from_6_19_on(name, value):
+    new = get_profile("linux-6.19")
+    assert new.default_sysctls().with_overrides({name: value}, known=new.known_sysctls(),
+                                                 profile="linux-6.19").as_dict()[name] == value
+    old = get_profile("linux-6.18")
+    with pytest.raises(SysctlError, match="does not exist on linux-6.18; it arrived in 6.19"):
+        old.default_sysctls().with_overrides({name: value}, known=old.known_sysctls(),
+                                             profile="linux-6.18")
+
+
+def test_6_19_sysctl_ranges_are_the_kernels():
+    prof = get_profile("linux-6.19")
+    with pytest.raises(SysctlError, match="the kernel accepts 1..1000"):
+        prof.default_sysctls().with_overrides({"net.ipv4.tcp_comp_sack_rtt_percent": 0},
+                                              known=prof.known_sysctls())
+
+
+def test_6_19_bypass_prot_mem_flags_new_sockets():
+    """Only the flag: the host's memory pool is another model's (see linux_6_19.py)."""
+    on = established("linux-6.19", sysctl={"net.core.bypass_prot_mem": 1}).sk
+    assert on.mem.sk_bypass_prot_mem
+    assert not established("linux-6.19").sk.mem.sk_bypass_prot_mem
+    assert not established("linux-6.18").sk.mem.sk_bypass_prot_mem
+
+
+# -- 7.1: RFC 7323 retraction ----------------------------------------------------------
+
+def _retracted(profile: str, patches: tuple = ()):
+    """tcp_shrink_window=1: a first ACK offers ~66 KiB (wscale 10), then SO_RCVBUF = 2500
+    makes the next ACK retract the window to 1 KiB. Returns (peer, live right edge, largest
+    right edge advertised)."""
+    p = established(profile, sysctl={"net.ipv4.tcp_shrink_window": 1}, patches=patches)
+    sk = p.sk
+    p.at(2).send(1000)
+    first_edge = sk.rcv.rcv_wup + sk.rcv.rcv_wnd
+    sk.set_rcvbuf(2500)
+    p.at(3).send(1000)
+    p.at(50).tick()
+    live = sk.rcv.rcv_wup + sk.rcv.rcv_wnd
+    assert live < first_edge and sk.receive_window() > 0
+    return p, live, first_edge
+
+
+def test_7_1_accepts_data_inside_the_retracted_window():
+    p, live, first_edge = _retracted("linux-7.1")
+    sk = p.sk
+    assert sk.rcv.rcv_mwnd_seq == first_edge
+    n = live - sk.rcv.rcv_nxt + 500                     # ends beyond the live edge only
+    p.at(60).send(n)
+    assert sk.rcv.rcv_nxt == live + 500 and sk.mib.BeyondWindow == 0
+
+
+def test_6_18_with_tcp_shrink_window_drops_it_as_beyond_window():
+    p, live, _ = _retracted("linux-6.18")
+    sk = p.sk
+    nxt = sk.rcv.rcv_nxt
+    p.at(60).send(live - nxt + 500)
+    assert sk.rcv.rcv_nxt == nxt and sk.mib.BeyondWindow == 1
+    assert sk.rcv.rcv_mwnd_seq == 0                     # not tracked before 7.1
+
+
+def test_7_1_still_drops_beyond_the_largest_window():
+    p, _, first_edge = _retracted("linux-7.1")
+    sk = p.sk
+    nxt = sk.rcv.rcv_nxt
+    p.at(60).send(first_edge - nxt + 1)
+    assert sk.rcv.rcv_nxt == nxt and sk.mib.BeyondWindow == 1
+
+
+def test_7_1_and_the_retraction_patch_differ_on_the_fin_allowance():
+    """Data ending exactly at the largest edge with a FIN one byte beyond, into a non-empty
+    queue: 7.1 checks the FIN against the live window (TCP_INVALID_END_SEQUENCE); the posted
+    series (--policy rfc7323-retraction) against the largest one (accepted)."""
+    got = {}
+    for prof, patches in (("linux-7.1", ()), ("linux-7.0", ("rfc7323-retraction",))):
+        p, _, first_edge = _retracted(prof, patches)
+        sk = p.sk
+        nxt = sk.rcv.rcv_nxt
+        p.at(60).send(first_edge - nxt, flags=ACK | PSH | FIN)
+        got[prof] = (sk.rcv.rcv_nxt > nxt, sk.mib.BeyondWindow)
+    assert got == {"linux-7.1": (False, 1), "linux-7.0": (True, 0)}
+
+
+def test_7_1_counts_overwindow_drops_as_beyond_window():
+    for prof, counted in (("linux-7.0", 0), ("linux-7.1", 1)):
+        sk = established(prof).sk
+        sk.k.overwindow_drop(sk)
+        assert sk.mib.BeyondWindow == counted
