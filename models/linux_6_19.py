@@ -23,8 +23,8 @@ tcp_rcvbuf_grow()):
   created while net.core.bypass_prot_mem = 1 (or flagged by a BPF_CGROUP_INET_SOCK_CREATE
   program) has sk->sk_bypass_prot_mem set, inherited by its children, and is not charged to
   the protocol's memory_allocated nor held back by tcp_mem pressure. tcpsim records the
-  flag (sk.mem.sk_bypass_prot_mem, from the sysctl); its effect on the host's TCP memory
-  pool belongs to the host model and is NOT modelled by this era.
+  flag (sk.mem.sk_bypass_prot_mem, from the sysctl), and the host's pool honours it
+  (core/protmem.py, core/memory.py: no charge, no pressure for such a socket).
 
 Admission: 6.19.0-6.19.6 test rmem + skb->len <= sk_rcvbuf before queueing (as
 linux-6.18.0); 6.19.7 took 026dfef287c0 (stable review of 2026-03-10 read) and tests

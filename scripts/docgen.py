@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from pathlib import Path
 
@@ -25,8 +26,53 @@ def _first_line(obj: object) -> str:
     return " ".join(doc.split("\n\n")[0].split())
 
 
+DOCS = ROOT / "docs"
+KERNEL_COMMIT = "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git/commit/?id={}"
+
+
 def _module_doc(cls: type) -> str:
-    return inspect.getdoc(sys.modules[cls.__module__]) or ""
+    return as_markdown(inspect.getdoc(sys.modules[cls.__module__]) or "")
+
+
+def as_markdown(doc: str) -> str:
+    """A model's docstring as Markdown: its bullet lists as lists (a list needs a blank line
+    before it, and an item's wrapped lines join it), kernel commit ids as links to the
+    kernel's git, pages of this site as links, and citations of documents that are not on
+    the site left out (the reader could not follow them)."""
+    out: list[str] = []
+    for para in doc.split("\n\n"):
+        items: list[str] = []
+        for line in para.splitlines():
+            if line.startswith(("* ", "- ")) or not items:
+                items.append(line.strip())
+            else:
+                items[-1] += " " + line.strip()
+        if any(i.startswith(("* ", "- ")) for i in items):
+            head = [i for i in items if not i.startswith(("* ", "- "))]
+            body = [i for i in items if i.startswith(("* ", "- "))]
+            out.append("\n".join(head + ([""] if head else []) + body))
+        else:
+            out.append(" ".join(items))
+    return "\n\n".join(_links(p) for p in out)
+
+
+def _links(text: str) -> str:
+    # a document the site does not publish: drop the phrase citing it
+    def offsite(m: re.Match) -> str:
+        return "" if not (DOCS / m.group("file")).is_file() else m.group(0)
+    cite = r"(?:commits )?(?:cited|reconstructed|described) in (?:docs/)?(?P<file>[\w-]+\.md)"
+    text = re.sub(r"\s*\(" + cite + r"[^()]*\)", offsite, text)            # "(cited in X.md §12)"
+    text = re.sub(r"[;,]\s*" + cite + r"(?: §[\d.]+)?", offsite, text)      # "...; cited in X.md"
+    # a page of the site: a link (profile pages sit one folder down: the hook rewrites)
+    text = re.sub(r"\(?\bdocs/(?P<file>[\w-]+)\.md(?P<rest>[^)]*)\)?",
+                  lambda m: f"([{m.group('file')}]({m.group('file')}.md){m.group('rest')})"
+                  if (DOCS / f"{m.group('file')}.md").is_file() else m.group(0), text)
+    # kernel commits: 12 hex digits, not inside a word or a code span
+    text = re.sub(r"(?<![\w`/])([0-9a-f]{12})(?![\w`])",
+                  lambda m: f"[{m.group(1)}]({KERNEL_COMMIT.format(m.group(1))})"
+                  if re.search(r"[a-f]", m.group(1)) and re.search(r"\d", m.group(1))
+                  else m.group(1), text)
+    return text
 
 
 def _what(cls: type, name: str) -> str:
@@ -35,6 +81,12 @@ def _what(cls: type, name: str) -> str:
     if callable(value):
         return _first_line(value)
     return "the sysctls of this kernel" if name == "SYSCTLS" else f"= `{value!r}`"
+
+
+def _item(cls: type, name: str) -> str:
+    """A list item: "`NAME` = `value`" for a constant, "`name`: what it does" otherwise."""
+    what = _what(cls, name)
+    return f"* `{name}` {what}" if what.startswith("= ") else f"* `{name}`: {what}"
 
 
 def render() -> str:
@@ -63,14 +115,16 @@ def render() -> str:
     for name, p in profiles.items():
         cls = p.kernel
         out += ["", f"## `{name}` — `{cls.__module__.split('.')[-1]}.py`", "",
-                _module_doc(cls), ""]
+                _module_doc(cls), "",
+                f"What the class `{cls.__name__}` overrides (decision points and constants):", ""]
         for m in overrides(cls):
-            out.append(f"* `{m}`: {_what(cls, m)}")
+            out.append(_item(cls, m))
     out += ["", "## Patches (`--policy NAME`)", ""]
     for name, cls in builtin_patches().items():
-        out += [f"### `{name}` — `{cls.__module__.split('.')[-1]}.py`", "", _module_doc(cls), ""]
+        out += [f"### `{name}` — `{cls.__module__.split('.')[-1]}.py`", "", _module_doc(cls), "",
+                f"What the patch `{cls.__name__}` overrides or adds:", ""]
         for m in overrides(cls, object):
-            out.append(f"* `{m}`: {_what(cls, m)}")
+            out.append(_item(cls, m))
         for spec in cls.new_sysctls:
             out.append(f"* sysctl `net.ipv4.{spec.name}` (default {spec.default}, "
                        f"{spec.lo}..{spec.hi}): {spec.doc}")

@@ -19,10 +19,22 @@ What the hooks add to docs/:
   The hook runs it through the public API (tcpsim.run / tcpsim.compare), puts the plotly
   figures (plotly.js is served from the site: no network needed), an optional table of
   summary fields and counters, and the command and Python that reproduce it in the page's
-  place. A run or variant may also have `policy`, `sysctl` (a table), `hz`, and `set` (scenario
-  fields by their dotted names, e.g. `{"receiver.device" = "nic-4k"}`). Results are cached in
+  place. A single run may have a `label` (how the page names it; its profile otherwise). A run or variant may also have `policy`, `sysctl` (a table), `hz`, and `set` (scenario
+  fields by their dotted names, e.g. `{"receiver.device" = "nic-4k"}`) and `timing` (a host
+  preset or "exact", as `--timing`). Above the figures the page states each run's
+  conditions (scenario, profile and patches, timing, duration, seed), read from the run
+  itself. Results are cached in
   .cache/docs-figures/ (TCPSIM_DOCS_CACHE overrides) under the hash of the block, the scenario
   file and every source file of the simulator: a change to the model reruns the figures.
+* Numbers the prose states, taken from the run: `{{LABEL: key}}` anywhere on a page with a
+  figure block is replaced by that run's summary field or counter (LABEL: a variant's label,
+  or the profile of a single run), e.g. `{{linux-6.1: peak_sk_rcvbuf}}`; `{{LABEL: key |
+  exact}}` prints every digit. A block's `checks` are claims about its runs that the build
+  verifies (a false one fails the build) and the page lists as checked:
+  `checks = ["linux-6.1: zero_windows_sent == 0", "linux-6.1: peak_sk_rcvbuf > 100 *
+  linux-6.1 + shrink-window: peak_sk_rcvbuf"]` (sides: a number, or `[NUMBER *] LABEL:
+  key`; operators == != < <= > >=). tests/test_docs_numbers.py reruns every block and
+  holds each stated number, table cell and check against the fresh run.
 * One page per kernel profile and patch (profiles/NAME.md), cut from what scripts/docgen.py
   renders from the classes.
 * The command-line reference (cli.md), from the typer commands' options and help.
@@ -49,9 +61,12 @@ FIGURE_BLOCK = re.compile(r"<!--\s*tcpsim-figure\s*\n(.*?)-->", re.S)
 PLACEHOLDER = '<div class="tcpsim-placeholder" data-n="{n}"></div>'
 PLOTLY_JS = "assets/javascripts/plotly.min.js"
 SPEC_KEYS = {"scenario", "duration", "figures", "table", "variants", "profile", "policy",
-             "sysctl", "hz", "set", "seed"}
-VARIANT_KEYS = {"label", "profile", "policy", "sysctl", "hz", "set", "seed"}
+             "sysctl", "hz", "set", "seed", "timing", "checks", "label"}
+VARIANT_KEYS = {"label", "profile", "policy", "sysctl", "hz", "set", "seed", "timing"}
+VALUE = re.compile(r"\{\{\s*([^{}|]+?)\s*:\s*([A-Za-z_][\w.]*)\s*(?:\|\s*(exact)\s*)?\}\}")
+CHECK_OPS = {"==": "=", "!=": "≠", "<=": "≤", ">=": "≥", "<": "<", ">": ">"}
 
+RESULT_FORMAT = "2"                              # what run_spec returns; a change reruns
 _pending: dict[str, list[str]] = {}             # page src_uri -> figure HTML per placeholder
 _used: set[str] = set()                         # cache files this build read or wrote
 
@@ -98,7 +113,7 @@ def parse_spec(text: str, where: str) -> dict[str, Any]:
         raise FigureSpecError(f"{where}: tcpsim-figure: unknown key {', '.join(sorted(bad))}")
     if "scenario" not in spec or not spec.get("figures"):
         raise FigureSpecError(f"{where}: tcpsim-figure needs scenario and figures")
-    shadowed = sorted(set(spec) & (VARIANT_KEYS - {"label"})) if spec.get("variants") else []
+    shadowed = sorted(set(spec) & VARIANT_KEYS) if spec.get("variants") else []
     if shadowed:
         raise FigureSpecError(f"{where}: tcpsim-figure: {', '.join(shadowed)} at the top would be "
                               "ignored beside variants; give it to each variant")
@@ -122,11 +137,13 @@ def _scenario_of(spec: dict[str, Any], changes: dict[str, Any] | None) -> Any:
 
 
 def _run_kwargs(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: d[k] for k in ("profile", "policy", "sysctl", "hz", "seed") if k in d}
+    return {k: d[k] for k in ("profile", "policy", "sysctl", "hz", "seed", "timing") if k in d}
 
 
 def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    """Run the experiment; returns figures (plotly JSON) and table rows, as cached."""
+    """Run the experiment; returns figures (plotly JSON), table rows, every run's summary
+    (the simulator's, the report's and the counters, one dict per label) and conditions,
+    as cached."""
     import tcpsim
     if spec.get("variants"):
         variants = {v["label"]: {**_run_kwargs(v), "scenario": _scenario_of(spec, v.get("set"))}
@@ -136,12 +153,56 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     else:
         one = tcpsim.run(_scenario_of(spec, spec.get("set")), duration=spec.get("duration"),
                          **_run_kwargs(spec))
-        runs, figure = {one.profile: one}, one.figure
-    table = {label: {k: _metric(r, k) for k in spec.get("table", [])} for label, r in runs.items()}
-    return {"figures": [figure(name).to_json() for name in spec["figures"]], "table": table}
+        runs, figure = {spec.get("label") or one.profile: one}, one.figure
+    summaries = {label: _summary(r) for label, r in runs.items()}
+    keys = list(spec.get("table", []))
+    keys += [k for k in _shown_counts(spec["figures"]) if k not in keys
+             and any(summaries[lab].get(k) for lab in runs)]
+    table = {label: {k: _metric(r, k, summaries[label]) for k in keys}
+             for label, r in runs.items()}
+    return {"figures": [figure(name).to_json() for name in spec["figures"]], "table": table,
+            "summary": summaries,
+            "conditions": {label: _conditions(spec, label, r) for label, r in runs.items()}}
 
 
-def _metric(run: Any, key: str) -> Any:
+def _summary(run: Any) -> dict[str, Any]:
+    """Everything a page may state about a run: the report's summary (the names and counts
+    the figures use), the simulator's summary on top, and the counters."""
+    from tcpsim.report.summary import summarize
+    rr = run._as_report_run()
+    out = {k: v for k, v in summarize(rr.trace, rr.meta).items()}
+    out.update(run.summary)
+    out.update(run.counters)
+    return json.loads(json.dumps(out, default=str))
+
+
+def _shown_counts(figures: list[str]) -> list[str]:
+    """Summary fields whose counts the figures' legends and event strips print: the table
+    under them shows the same numbers under the same names."""
+    from tcpsim.report.summary import MARK_FIELDS
+    if not {"memory", "events", "window", "sender"} & set(figures):
+        return []
+    return list(dict.fromkeys(MARK_FIELDS.values()))
+
+
+def _conditions(spec: dict[str, Any], label: str, run: Any) -> dict[str, Any]:
+    """What a reader needs to reproduce the run, read from the run itself."""
+    from tcpsim.workload import describe_timing
+    sc = run.meta.get("scenario") or {}
+    patches = run.profile.split("+")[1:]
+    return {"scenario": spec["scenario"], "profile": run.profile.split("+")[0],
+            "patches": patches, "timing": describe_timing(sc) or "exact",
+            "timing_host": sc.get("timing") or "exact",
+            "duration_s": run.summary.get("duration_s"), "seed": sc.get("seed"),
+            "hz": run.summary.get("hz"),
+            "sysctl": {**(spec.get("sysctl") or {}), **_variant(spec, label).get("sysctl", {})}}
+
+
+def _variant(spec: dict[str, Any], label: str) -> dict[str, Any]:
+    return next((v for v in spec.get("variants") or [] if v["label"] == label), {})
+
+
+def _metric(run: Any, key: str, summary: dict[str, Any] | None = None) -> Any:
     """A summary field, a counter, or one of the trace measures the tour uses:
     `acks_sent` (segments the receiver sent) and `ack_gap_ms` (their median spacing over the
     second half of the run)."""
@@ -155,10 +216,9 @@ def _metric(run: Any, key: str) -> Any:
             return int(len(t_ms))
         late = t_ms[t_ms >= t_ms[-1] / 2] if len(t_ms) else t_ms
         return round(float(np.median(np.diff(late))), 2) if len(late) > 1 else None
-    if key in run.summary:
-        return run.summary[key]
-    if key in run.counters:
-        return run.counters[key]
+    for values in (summary or {}, run.summary, run.counters):
+        if key in values:
+            return values[key]
     raise FigureSpecError(f"tcpsim-figure table: {key}: not a summary field, counter, acks_sent "
                           "or ack_gap_ms")
 
@@ -167,7 +227,7 @@ def cached_run(spec: dict[str, Any]) -> dict[str, Any]:
     from tcpsim.scenario import read_scenario_file
     _, source = read_scenario_file(spec["scenario"])
     h = hashlib.sha256(json.dumps(spec, sort_keys=True).encode() + Path(source).read_bytes()
-                       + code_hash().encode())
+                       + code_hash().encode() + RESULT_FORMAT.encode())
     for run in spec.get("variants") or [spec]:           # a user patch file is part of the run
         pol = run.get("policy", [])
         for p in [pol] if isinstance(pol, str) else pol:
@@ -215,6 +275,10 @@ def cli_command(spec: dict[str, Any]) -> str | None:
             or any("seed" in r for r in runs):
         return None
     dur = ["-d", spec["duration"]] if spec.get("duration") else []
+    timings = {r.get("timing") for r in runs}
+    if len(timings) > 1:                             # --timing is one for all runs
+        return None
+    dur += ["--timing", str(timings.pop())] if runs[0].get("timing") else []
     if not spec.get("variants"):
         words = ["tcpsim", "run", spec["scenario"], *_cli_words(spec, "-p"), *dur,
                  "--trace", "run.parquet", "&&", "tcpsim", "report", "run.parquet"]
@@ -276,16 +340,137 @@ def _fmt(v: Any) -> str:
     return html.escape(str(v)) or "—"
 
 
+def _field(key: str) -> tuple[str, str]:
+    """(label, unit) of a summary field, a counter or a trace measure."""
+    from tcpsim.report.summary import FIELDS_BY_KEY
+    f = FIELDS_BY_KEY.get(key)
+    if f is not None:
+        return f.label, f.unit
+    return {"acks_sent": ("ACKs sent", "count"), "ack_gap_ms": ("median ACK gap, ms", "")}.get(
+        key, (key, "count"))
+
+
 def table_html(table: dict[str, dict[str, Any]]) -> str:
+    """The numbers under a figure: one row per field, its name as the figures and `tcpsim
+    run` print it and its key, one column per run; cells carry the value for the docs test."""
     labels = list(table)
     keys = list(next(iter(table.values()), {}))
     if not keys:
         return ""
     head = "".join(f"<th>{html.escape(lab)}</th>" for lab in labels)
-    rows = "".join(f"<tr><td><code>{html.escape(k)}</code></td>"
-                   + "".join(f"<td>{_fmt(table[lab][k])}</td>" for lab in labels) + "</tr>"
-                   for k in keys)
-    return f'<table class="tcpsim-numbers"><tr><th>this page\'s run</th>{head}</tr>{rows}</table>'
+    rows = []
+    for k in keys:
+        name, _ = _field(k)
+        cells = "".join(f'<td data-label="{html.escape(lab)}" data-key="{html.escape(k)}" '
+                        f'data-value="{html.escape(json.dumps(table[lab][k]))}">'
+                        f"{_fmt(table[lab][k])}</td>" for lab in labels)
+        shown = html.escape(name) if name == k else f"{html.escape(name)} <code>{html.escape(k)}</code>"
+        rows.append(f"<tr><td>{shown}</td>{cells}</tr>")
+    return (f'<table class="tcpsim-numbers"><tr><th>this page\'s run</th>{head}</tr>'
+            f'{"".join(rows)}</table>')
+
+
+def _seconds(s: Any) -> str:
+    if s is None:
+        return "?"
+    return f"{s / 60:g} min" if s >= 120 else f"{s:g} s"
+
+
+def conditions_html(conditions: dict[str, dict[str, Any]]) -> str:
+    """One line per run: scenario, profile and patches, timing, duration, seed (and HZ,
+    sysctls when set) -- read from the run, so the page cannot state other conditions."""
+    items = []
+    for label, c in conditions.items():
+        parts = [f"profile <code>{html.escape(c['profile'])}</code>",
+                 "patch " + ", ".join(f"<code>{html.escape(p)}</code>" for p in c["patches"])
+                 if c["patches"] else "no patch",
+                 f"timing <code>{html.escape(c['timing_host'])}</code>"
+                 + (" (applications on time)" if c["timing_host"] == "exact" else
+                    f" (applications woken with {html.escape(c['timing_host'])}'s measured latencies)"),
+                 f"{_seconds(c['duration_s'])} simulated", f"seed {c['seed']}"]
+        if c.get("hz"):
+            parts.append(f"HZ {c['hz']}")
+        for k, v in (c.get("sysctl") or {}).items():
+            parts.append(f"<code>{html.escape(k)}={html.escape(' '.join(map(str, v)) if isinstance(v, list) else str(v))}</code>")
+        items.append(f'<li data-label="{html.escape(label)}" data-profile="{html.escape(c["profile"])}" '
+                     f'data-patches="{html.escape(",".join(c["patches"]))}" '
+                     f'data-timing="{html.escape(c["timing_host"])}" '
+                     f'data-duration="{c["duration_s"]}" data-seed="{c["seed"]}">'
+                     f"<b>{html.escape(label)}</b>: {'; '.join(parts)}</li>")
+    scen = next(iter(conditions.values()))["scenario"]
+    return (f'<div class="tcpsim-conditions"><p>Conditions of the runs below (scenario '
+            f'<code>{html.escape(scen)}</code>):</p><ul>{"".join(items)}</ul></div>')
+
+
+def _side(text: str, summaries: dict[str, dict[str, Any]], where: str) -> tuple[float, str]:
+    """One side of a check: a number, or `[NUMBER *] LABEL: key` -> (value, words)."""
+    text = text.strip()
+    factor = 1.0
+    m = re.match(r"^([-\d.]+)\s*\*\s*(.+)$", text)
+    if m:
+        factor, text = float(m.group(1)), m.group(2).strip()
+    if ":" not in text:
+        try:
+            return factor * float(text), text
+        except ValueError:
+            raise FigureSpecError(f"{where}: check {text!r}: expected a number or LABEL: key") from None
+    label, key = (x.strip() for x in text.rsplit(":", 1))
+    value = _lookup(summaries, label, key, where)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise FigureSpecError(f"{where}: check: {label}: {key} is {value!r}, not a number")
+    words = f"{html.escape(label)}: {html.escape(_field(key)[0])} ({_fmt(value)})"
+    return factor * value, (f"{m.group(1)} × " if m else "") + words
+
+
+def _lookup(summaries: dict[str, dict[str, Any]], label: str, key: str, where: str) -> Any:
+    if label not in summaries:
+        raise FigureSpecError(f"{where}: {{{{{label}: {key}}}}}: no run labelled {label!r} on "
+                              f"this page; runs: {', '.join(summaries)}")
+    if key not in summaries[label]:
+        raise FigureSpecError(f"{where}: {{{{{label}: {key}}}}}: not a summary field or "
+                              "counter of the run")
+    return summaries[label][key]
+
+
+def evaluate_check(check: str, summaries: dict[str, dict[str, Any]],
+                   where: str) -> tuple[bool, str]:
+    """(holds, the check in words with the run's values)."""
+    m = re.match(r"^(.*?)\s*(==|!=|<=|>=|<|>)\s*(.*)$", check)
+    if not m:
+        raise FigureSpecError(f"{where}: check {check!r}: needs one of {' '.join(CHECK_OPS)}")
+    (a, wa), op, (b, wb) = _side(m.group(1), summaries, where), m.group(2), \
+        _side(m.group(3), summaries, where)
+    holds = {"==": a == b, "!=": a != b, "<=": a <= b, ">=": a >= b, "<": a < b, ">": a > b}[op]
+    return holds, f"{wa} {CHECK_OPS[op]} {wb}"
+
+
+def checks_html(spec: dict[str, Any], summaries: dict[str, dict[str, Any]], where: str) -> str:
+    items = []
+    for check in spec.get("checks", []):
+        holds, words = evaluate_check(check, summaries, where)
+        if not holds:
+            raise FigureSpecError(f"{where}: the page claims {check!r} but its run shows "
+                                  f"{words}")
+        items.append(f'<li data-check="{html.escape(check)}">{words} ✓</li>')
+    if not items:
+        return ""
+    return ('<div class="tcpsim-checks"><p>What the text says of these runs, checked against '
+            f'them when this site was built:</p><ul>{"".join(items)}</ul></div>')
+
+
+def value_html(summaries: dict[str, dict[str, Any]], label: str, key: str, exact: bool,
+               where: str) -> str:
+    """A number the prose states, from the run (the docs test holds it against a rerun)."""
+    v = _lookup(summaries, label, key, where)
+    _, unit = _field(key)
+    if exact or unit not in ("bytes", "bit/s", "s"):
+        text = _fmt(v)
+    else:
+        from tcpsim.report.tables import fmt_value
+        text = html.escape(fmt_value(v, unit))
+    return (f'<span class="tcpsim-value" data-label="{html.escape(label)}" '
+            f'data-key="{html.escape(key)}" data-value="{html.escape(json.dumps(v))}" '
+            f'title="{html.escape(label)}: {html.escape(key)} = {html.escape(str(v))}">{text}</span>')
 
 
 def figure_html(fig_json: str, div_id: str) -> str:
@@ -298,9 +483,12 @@ def figure_html(fig_json: str, div_id: str) -> str:
             f'{{responsive:true,displaylogo:false}});}});</script>')
 
 
-def block_html(spec: dict[str, Any], result: dict[str, Any], page_id: str, n: int) -> str:
-    out = [figure_html(f, f"tcpsim-fig-{page_id}-{n}-{i}") for i, f in enumerate(result["figures"])]
+def block_html(spec: dict[str, Any], result: dict[str, Any], page_id: str, n: int,
+               where: str = "page") -> str:
+    out = [conditions_html(result["conditions"])]
+    out += [figure_html(f, f"tcpsim-fig-{page_id}-{n}-{i}") for i, f in enumerate(result["figures"])]
     out.append(table_html(result["table"]))
+    out.append(checks_html(spec, result["summary"], where))
     cmd = cli_command(spec)
     dur = f" ({spec['duration']} simulated)" if spec.get("duration") else ""
     out.append(f'<p class="tcpsim-reproduce">Made by running the experiment when this site was '
@@ -334,10 +522,57 @@ def profile_pages() -> dict[str, str]:
             continue
         name, rest = m.group(1), part.split("\n", 1)[1] if "\n" in part else ""
         rest = rest.split("\n## Patches", 1)[0]
+        rest = re.sub(r"\]\((?!https?:|\.\./|#)([\w-]+\.md)", r"](../\1", rest)   # one folder down
         pages[f"profiles/{name}.md"] = (f"# `{name}`{m.group(2)}\n\nGenerated from the classes in "
                                         f"`models/` (see [all profiles](../profiles.md)).\n"
                                         f"{rest}\n")
     return pages
+
+
+def glossary_page() -> str:
+    """One name per quantity: every summary field (the name `tcpsim run`, `compare`, the
+    reports and the figures print, and its key in `--json`, `Run.summary` and sweeps), which
+    chart marks count which field, and every trace column -- from tcpsim/report/summary.py,
+    tcpsim/engine/counts.py and tcpsim/trace/schema.py."""
+    import inspect
+
+    from tcpsim.engine import counts
+    from tcpsim.report.summary import MARK_FIELDS, REVERSE_FIELDS, SUMMARY_FIELDS, mark_label
+    from tcpsim.report import style
+    from tcpsim.trace.schema import COLUMNS
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    out = ["# Glossary: one name per quantity", "",
+           "Generated from `tcpsim/report/summary.py`, `tcpsim/engine/counts.py` and "
+           "`tcpsim/trace/schema.py`. The *name* is what `tcpsim run`, `tcpsim compare`, the "
+           "reports, the figures' legends and event strips and these pages print; the *key* "
+           "is the same quantity in `--json`, `Run.summary`, sweep tables and the tables "
+           "under this site's figures.", "",
+           "## Summary fields", "", "| name | key | unit | what it counts |", "|---|---|---|---|"]
+    for f in SUMMARY_FIELDS + REVERSE_FIELDS:
+        out.append(f"| {cell(f.label)} | `{f.key}` | {f.unit} | {cell(f.hint) or '—'} |")
+    out += ["", "## Counts that could mean more than one thing", "",
+            "Each has one name and one definition (`tcpsim/engine/counts.py`):", "",
+            "```text", (inspect.getdoc(counts) or "").split("\n\n", 1)[1].strip(), "```", "",
+            "## What the figures mark", "",
+            "A legend entry or event-strip row reads *name (count)*; where a summary field "
+            "counts the same events, the name is that field's and the count is its value.", "",
+            "| mark | name in figures | summary key |", "|---|---|---|"]
+    for kind in style.MARK_STYLE:
+        if kind in ("queued", "coalesced", "ofo"):
+            continue
+        key = MARK_FIELDS.get(kind)
+        out.append(f"| {kind} | {mark_label(kind)} | {f'`{key}`' if key else '— (trace rows of this event)'} |")
+    out += ["", "Kinds with more than 60 marks are drawn as a density strip (one tick per time "
+            "bin, darker where more events fell) so they never cover a curve.", "",
+            "## Trace columns", "",
+            "One row per event at one socket; kernel field names, so a row can be held against "
+            "`ss -tmi`, bpftrace or `nstat`. -1 (or \"\") means unknown, never zero.", "",
+            "| column | type | meaning |", "|---|---|---|"]
+    out += [f"| `{name}` | {kind} | {cell(meaning)} |" for name, kind, meaning in COLUMNS]
+    return "\n".join(out) + "\n"
 
 
 def cli_page() -> str:
@@ -452,6 +687,7 @@ def on_files(files: Any, config: Any) -> Any:
     for uri, text in profile_pages().items():
         files.append(File.generated(config, uri, content=text))
     files.append(File.generated(config, "cli.md", content=cli_page()))
+    files.append(File.generated(config, "glossary.md", content=glossary_page()))
     files.append(File.generated(config, NOTEBOOK_PAGE, content="# The API in a notebook\n"))
     return files
 
@@ -466,16 +702,33 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         _pending[where] = blocks
         return markdown + "\n" + body
 
+    summaries: dict[str, dict[str, Any]] = {}
+
     def replace(m: re.Match) -> str:
         spec = parse_spec(m.group(1), where)
         try:
             result = cached_run(spec)
         except (ValueError, TypeError) as exc:      # the API's errors name the argument
             raise FigureSpecError(f"{where}: tcpsim-figure: {exc}") from None
-        blocks.append(block_html(spec, result, page_id, len(blocks)))
+        for label, summary in result["summary"].items():
+            if label in summaries and summaries[label] != summary:
+                summaries[label] = {}                 # two different runs under one label
+            else:
+                summaries[label] = summary
+        blocks.append(block_html(spec, result, page_id, len(blocks), where))
         return "\n\n" + PLACEHOLDER.format(n=len(blocks) - 1) + "\n\n"
 
     markdown = FIGURE_BLOCK.sub(replace, markdown)
+
+    def value(m: re.Match) -> str:
+        label = m.group(1).strip()
+        if label in summaries and not summaries[label]:
+            raise FigureSpecError(f"{where}: {m.group(0)}: two runs on this page are labelled "
+                                  f"{label!r}; label them apart")
+        return value_html(summaries, label, m.group(2), bool(m.group(3)), where)
+
+    if summaries:
+        markdown = VALUE.sub(value, markdown)
     if blocks:
         _pending[where] = blocks
     return markdown

@@ -18,7 +18,7 @@ The API loads on first use (PEP 562), so `import tcpsim` stays cheap.
 
 __version__ = "0.1.0"
 __all__ = ("run compare sweep search load_trace profiles patches scenarios scenario_dict Run "
-           "Comparison ENGINES FIGURES").split()
+           "Comparison SweepTable ENGINES FIGURES use_static_images").split()
 
 
 def __getattr__(name):

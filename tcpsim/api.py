@@ -35,7 +35,8 @@ if TYPE_CHECKING:  # heavy imports stay out of `import tcpsim`
     from tcpsim.scenario import Scenario
 
 __all__ = ["run", "compare", "sweep", "search", "load_trace", "profiles", "patches", "scenarios",
-           "scenario_dict", "Run", "Comparison", "ENGINES", "FIGURES"]
+           "scenario_dict", "Run", "Comparison", "SweepTable", "ENGINES", "FIGURES",
+           "use_static_images"]
 
 ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any], "Scenario"]
 DurationLike = Union[str, int, float, None]
@@ -248,6 +249,12 @@ class Run:
                 else f", trace in {self.trace_path}" if self.trace_path is not None else "")
         return f"<tcpsim.Run {self.scenario} under {self.profile}: {', '.join(parts)}{rows}>"
 
+    def _repr_html_(self) -> str:
+        from tcpsim.report.summary import FIELDS_BY_KEY
+        rows = [{"metric": f.label, "key": k, "unit": f.unit, "values": {self.label: self.summary[k]}}
+                for k, f in FIELDS_BY_KEY.items() if self.summary.get(k) not in (None, "")]
+        return _rows_html(rows, [self.label], f"tcpsim.Run {self.scenario}")
+
 
 def _figure(name: str, runs: list["_ReportRun"]) -> "go.Figure":
     from tcpsim.report import figures as f
@@ -409,16 +416,31 @@ class Comparison:
 
     @property
     def table(self) -> "pa.Table":
-        """What ``tcpsim compare`` prints, one row per metric (config differences, summary,
-        counters) and one column per run, as an Arrow table."""
+        """The numbers ``tcpsim compare`` prints (summary fields and counters), one row per
+        metric and one column per run, as an Arrow table of numbers (``int64`` where every
+        value is whole, else ``float64``; null where a run has no value), with ``section``,
+        ``metric`` (the key), ``label`` and ``unit`` columns. Text rows (profiles, sysctls
+        and other config differences, drop reasons, errors) are in `text`."""
         import pyarrow as pa
-        rows = self.rows
+        rows = [r for r in self.rows if r["unit"] != "text" and r["section"] != "config"]
         labels = list(self.runs)
-        cols: dict[str, list[Any]] = {"section": [r["section"] for r in rows],
-                                      "metric": [r["key"] for r in rows]}
+        cols: dict[str, Any] = {"section": [r["section"] for r in rows],
+                                "metric": [r["key"] for r in rows],
+                                "label": [r["metric"] for r in rows],
+                                "unit": [r["unit"] for r in rows]}
         for lab in labels:
-            cols[lab] = [_cell(r["values"].get(lab)) for r in rows]
+            values = [_number(r["values"].get(lab)) for r in rows]
+            whole = all(v is None or isinstance(v, int) or float(v).is_integer() for v in values)
+            cols[lab] = pa.array([None if v is None else (int(v) if whole else float(v))
+                                  for v in values], pa.int64() if whole else pa.float64())
         return pa.table(cols)
+
+    @property
+    def text(self) -> dict[str, dict[str, str]]:
+        """The rows of words, ``{metric: {label: value}}``: config differences (profile,
+        sysctls, ...), drop reasons, errors."""
+        return {r["key"]: {lab: _cell(v) for lab, v in r["values"].items()}
+                for r in self.rows if r["unit"] == "text" or r["section"] == "config"}
 
     def figure(self, name: str) -> "go.Figure":
         """A figure with every run overlaid (or as small multiples); names as `Run.figure`."""
@@ -449,11 +471,41 @@ class Comparison:
         return self._summaries_cache
 
     def __repr__(self) -> str:
-        return "<tcpsim.Comparison " + " | ".join(f"{k}: {v!r}" for k, v in self.runs.items()) + ">"
+        from tcpsim.report.tables import format_table
+        head = f"<tcpsim.Comparison of {len(self.runs)} runs: {', '.join(self.runs)}>"
+        return head + "\n" + format_table(self.rows)
+
+    def _repr_html_(self) -> str:
+        return _rows_html(self.rows, list(self.runs), "tcpsim.Comparison")
+
+
+def _rows_html(rows: Sequence[Mapping[str, Any]], labels: Sequence[str], title: str) -> str:
+    """A notebook table of summary rows: label (key) then one value per run, with units."""
+    import html as _html
+    from tcpsim.report.tables import fmt_value
+    head = "".join(f"<th>{_html.escape(lab)}</th>" for lab in labels)
+    body = "".join(
+        f"<tr><td>{_html.escape(str(r['metric']))} <code>{_html.escape(str(r['key']))}</code></td>"
+        + "".join(f"<td style='text-align:right'>"
+                  f"{_html.escape(fmt_value(r['values'].get(lab), str(r.get('unit', ''))))}</td>"
+                  for lab in labels) + "</tr>" for r in rows)
+    return (f"<table><caption style='text-align:left'><b>{_html.escape(title)}</b></caption>"
+            f"<thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
 def _cell(value: Any) -> str:
     return "" if value is None else str(value)
+
+
+def _number(value: Any) -> int | float | None:
+    if value is None or value == "" or isinstance(value, bool):
+        return None if value in (None, "") else int(value)
+    if isinstance(value, (int, float)):
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _variant_label(kw: Mapping[str, Any]) -> str:
@@ -462,7 +514,8 @@ def _variant_label(kw: Mapping[str, Any]) -> str:
     return " + ".join([str(kw.get("profile") or "scenario's profile"), *pol, *sysctl])
 
 
-_VARIANT_KEYS = frozenset({"scenario", "profile", "policy", "sysctl", "duration", "seed", "hz"})
+_VARIANT_KEYS = frozenset({"scenario", "profile", "policy", "sysctl", "duration", "seed", "hz",
+                           "timing"})
 
 
 def _variants(variants: Any) -> dict[str, dict[str, Any]]:
@@ -497,18 +550,20 @@ def _variants(variants: Any) -> dict[str, dict[str, Any]]:
 
 def compare(scenario: ScenarioLike, variants: Sequence[str | Mapping[str, Any]] | Mapping[str, Any],
             *, duration: DurationLike = None, seed: int | None = None, hz: int | None = None,
-            engine: str | None = None) -> Comparison:
+            engine: str | None = None, timing: str | None = None) -> Comparison:
     """Run one workload under several profiles, patches or sysctls; like ``tcpsim compare``.
 
     Args:
         scenario: as for `run` (a variant may bring its own with a ``scenario`` key).
         variants: a list of profile names or dicts of `run` arguments (``profile``,
-            ``policy``, ``sysctl``, ``scenario``, ``duration``, ``seed``, ``hz``), labelled
-            from their contents; or a dict ``{label: profile name or dict}``.
+            ``policy``, ``sysctl``, ``scenario``, ``duration``, ``seed``, ``hz``, ``timing``),
+            labelled from their contents; or a dict ``{label: profile name or dict}``.
         duration: for every variant (a variant's own value wins), as for `run`.
         seed: for every variant (a variant's own value wins).
         hz: for every variant (a variant's own value wins).
         engine: as for `run`.
+        timing: the applications' timing for every variant (a variant's own value wins), as
+            for `run`: a host preset or ``"exact"``.
 
     Example:
         ```python
@@ -520,7 +575,7 @@ def compare(scenario: ScenarioLike, variants: Sequence[str | Mapping[str, Any]] 
     """
     _engine(engine)
     specs = _variants(variants)
-    common = {"duration": duration, "seed": seed, "hz": hz}
+    common = {"duration": duration, "seed": seed, "hz": hz, "timing": timing}
     runs: dict[str, Run] = {}
     for label, kw in specs.items():
         kw = {**{k: v for k, v in common.items() if v is not None}, **kw}
@@ -533,7 +588,8 @@ def sweep(scenario: str | os.PathLike[str] | Mapping[str, Any],
           policy: PolicyLike = (), sysctl: Mapping[str, Any] | None = None,
           duration: DurationLike = None, seed: int | None = None, jobs: int = 0,
           trace_dir: str | os.PathLike[str] | None = None,
-          engine: str | None = None) -> "pa.Table":
+          engine: str | None = None, hz: int | None = None,
+          timing: str | None = None) -> "SweepTable":
     """Run a scenario over the product of several fields' values; like ``tcpsim sweep``.
 
     Args:
@@ -547,6 +603,9 @@ def sweep(scenario: str | os.PathLike[str] | Mapping[str, Any],
         duration: every point's simulated time, as for `run`.
         seed: every point's seed.
         engine: as for `run`.
+        hz: every point's CONFIG_HZ, as for `run` (unless ``hz`` is varied).
+        timing: every point's application timing, as for `run` (unless ``timing.host`` is
+            varied).
         jobs: worker processes (0: one per CPU; 1: in this process).
         trace_dir: write one Parquet trace per point there.
 
@@ -565,11 +624,14 @@ def sweep(scenario: str | os.PathLike[str] | Mapping[str, Any],
     axes = _axes(vary)
     if not isinstance(jobs, int) or jobs < 0:
         raise ValueError(f"jobs: expected 0 (one per CPU) or a positive number, got {jobs!r}")
-    base = _options(profile, policy, sysctl, duration, seed, None)
+    base = _options(profile, policy, sysctl, duration, seed, hz)
     base.engine = chosen
+    if timing is not None:
+        from tcpsim.scenario import set_timing
+        set_timing({}, timing, "timing")        # a bad value names `timing`
     with _scenario_file(scenario) as path:
         try:
-            points = build_points(path, axes, base)
+            points = build_points(path, axes, base, timing)
         except (ProfileError, SysctlError) as exc:
             raise _user_error(exc) from None
     run_sweep(points, jobs=jobs, trace_dir=Path(trace_dir) if trace_dir else None)
@@ -577,7 +639,52 @@ def sweep(scenario: str | os.PathLike[str] | Mapping[str, Any],
     columns: list[str] = []
     for r in rows:
         columns.extend(k for k in r if k not in columns)
-    return pa.table({c: [r.get(c) for r in rows] for c in columns})
+    from tcpsim.sweeps.table import SHOWN, table_lines
+    shown = ["point"] + [k for a in axes for k in a.fields] + [*SHOWN, "error"]
+    return SweepTable(pa.table({c: [r.get(c) for r in rows] for c in columns}),
+                      table_lines(points, axes), shown)
+
+
+class SweepTable:
+    """What `sweep` returns: the points as an Arrow table (every attribute of
+    ``pyarrow.Table`` works on it: ``.to_pandas()``, ``.column(...)``, ``.num_rows``), printed
+    as ``tcpsim sweep`` prints it (``print(t)``; an HTML table in a notebook). ``.arrow`` is
+    the ``pyarrow.Table`` itself."""
+
+    def __init__(self, table: "pa.Table", lines: Sequence[str], shown: Sequence[str]) -> None:
+        self.arrow = table
+        self._lines = list(lines)
+        self._shown = [c for c in shown if c in table.column_names]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("arrow", "_lines", "_shown"):
+            raise AttributeError(name)
+        return getattr(self.arrow, name)
+
+    def __len__(self) -> int:
+        return self.arrow.num_rows
+
+    def __eq__(self, other: object) -> bool:
+        return self.arrow.equals(other.arrow if isinstance(other, SweepTable) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        n = self.arrow.num_rows
+        return (f"<tcpsim.SweepTable: {n} point{'s' * (n != 1)}, {self.arrow.num_columns} columns "
+                "(.to_pandas(), .arrow)>\n" + "\n".join(self._lines))
+
+    def _repr_html_(self) -> str:
+        import html as _html
+        from tcpsim.report.tables import fmt_value
+        cells = "".join(f"<th>{_html.escape(c)}</th>" for c in self._shown)
+        data = {c: self.arrow.column(c).to_pylist() for c in self._shown}
+        rows = "".join("<tr>" + "".join(
+            f"<td>{_html.escape(fmt_value(data[c][i], 'bytes' if c.startswith(('peak_', 'final_')) else ''))}</td>"
+            for c in self._shown) + "</tr>" for i in range(self.arrow.num_rows))
+        return (f"<table class='tcpsim-sweep'><thead><tr>{cells}</tr></thead><tbody>{rows}"
+                f"</tbody></table><p>{self.arrow.num_rows} points; every summary field and "
+                "counter is in <code>.to_pandas()</code></p>")
 
 
 def search(spec: str | os.PathLike[str] | Mapping[str, Any], *, profile: str | None = None,
@@ -692,6 +799,28 @@ def _toml(doc: Mapping[str, Any]) -> str:
         if isinstance(body, Mapping):
             lines += ["", f"[{table}]"] + [f"{json.dumps(k)} = {_toml_value(v)}" for k, v in body.items()]
     return "\n".join(lines) + "\n"
+
+
+# -- notebooks ------------------------------------------------------------------------------------
+
+def use_static_images(enabled: bool = True) -> bool:
+    """Give every figure a notebook shows a static PNG beside its interactive version, for
+    viewers without JavaScript (GitHub's and VS Code's previews, nbconvert to PDF or
+    Markdown): Jupyter shows the interactive figure, the others the picture. Needs kaleido
+    (``pip install kaleido``) and a Chrome or Chromium it can drive; returns whether the
+    pictures are on (False, with nothing changed, when kaleido is missing).
+    ``use_static_images(False)`` turns them off."""
+    import plotly.io as pio
+    if not enabled:
+        pio.renderers.default = "plotly_mimetype"
+        return False
+    try:
+        import kaleido  # noqa: F401
+    except ImportError:
+        return False
+    pio.renderers["png"].width, pio.renderers["png"].height = 1000, None
+    pio.renderers.default = "plotly_mimetype+png"
+    return True
 
 
 # -- catalogues ----------------------------------------------------------------------------------

@@ -220,9 +220,12 @@ def _tb_codes(exc: BaseException) -> list[CodeType]:
 
 
 def load_policy_file(spec: str) -> type:
-    """Load `path.py:ClassName` (a user's patch) without touching the package."""
+    """Load `path.py:ClassName` (a user's patch) without touching the package; `path.py`
+    alone when the file defines one patch class (see `_the_patch_class`)."""
     path_s, _, cls_name = spec.rpartition(":")
-    if not path_s or not cls_name:
+    if not path_s and spec.endswith(".py"):
+        path_s, cls_name = spec, ""
+    if not path_s or (not cls_name and not path_s.endswith(".py")):
         raise ProfileError(f"--policy {spec}: expected a built-in patch name or FILE.py:ClassName")
     path = Path(path_s)
     if not path.is_file():
@@ -244,10 +247,38 @@ def load_policy_file(spec: str) -> type:
 
 
 def _class_of(spec: str, path: Path, module: ModuleType, cls_name: str) -> type:
+    if not cls_name:
+        return _the_patch_class(spec, path, module)
     cls = getattr(module, cls_name, None)
     if not isinstance(cls, type):
         raise ProfileError(f"--policy {spec}: {path} defines no class {cls_name}")
     return check_patch(cls, spec)
+
+
+def _the_patch_class(spec: str, path: Path, module: ModuleType) -> type:
+    """The one patch class a file defines (`--policy FILE.py`): a public class of the file
+    itself (not imported) that passes `check_patch` and overrides or declares something.
+    None or several: ProfileError naming the fix."""
+    found, refused = [], []
+    for name, cls in vars(module).items():
+        if name.startswith("_") or not isinstance(cls, type) or cls.__module__ != module.__name__:
+            continue
+        if issubclass(cls, KernelPolicy) or not any(
+                not k.startswith("_") for klass in own_classes(cls, object) for k in vars(klass)):
+            continue
+        try:
+            found.append(check_patch(cls, f"{path}:{name}"))
+        except ProfileError as exc:
+            refused.append(str(exc))
+    if len(found) == 1:
+        return found[0]
+    if found:
+        names = ", ".join(f"{path}:{c.__name__}" for c in found)
+        raise ProfileError(f"--policy {spec}: {path} defines {len(found)} patch classes; "
+                           f"name one: {names}")
+    why = f" ({refused[0]})" if len(refused) == 1 else ""
+    raise ProfileError(f"--policy {spec}: {path} defines no patch class{why}; "
+                       "see docs/writing-a-patch.md")
 
 
 def get_patch(spec: str) -> type:
@@ -255,10 +286,10 @@ def get_patch(spec: str) -> type:
     patches = builtin_patches()
     if spec in patches:
         return patches[spec]
-    if ":" in spec:
+    if ":" in spec or spec.endswith(".py"):
         return load_policy_file(spec)
     raise ProfileError(f"unknown patch {spec!r}; built-in patches: {', '.join(patches) or 'none'}; "
-                       "or give FILE.py:ClassName")
+                       "or give FILE.py:ClassName (FILE.py alone when it holds one patch class)")
 
 
 def get_profile(name: str, patches: list[str] | tuple[str, ...] = ()) -> Profile:

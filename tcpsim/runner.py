@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from tcpsim.core.constants import NS_PER_S
-from tcpsim.engine.result import RunResult, progress_bar
+from tcpsim.engine.result import RunResult, progress_bar, run_eta
 from tcpsim.catalog import ProfileError, get_profile
 from tcpsim.scenario import Scenario, check_hz
 from tcpsim.sysctl_parse import check as check_sysctls
@@ -100,6 +100,11 @@ def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, 
     finally:
         if tap is not None:
             tap.close()
+        # free the engine's state now: a frame kept by a profiler (Dask workers keep those of
+        # finished tasks) would otherwise hold the whole simulation for a while
+        close = getattr(sim, "close", None)
+        if close is not None:
+            close()
     if opts.progress:
         import sys
         sys.stderr.write("\n")
@@ -178,7 +183,7 @@ def pace_note(total_ns: int, note: Callable[[str], None],
         if wall < _PACE_AFTER_S:
             return
         said = True
-        left = wall * (total_ns - now) / now
+        left = run_eta(now, total_ns, wall) or 0.0
         if left > LONG_RUN_S:
             note(f"this run will take about {_human(left)} more at its pace so far "
                  f"({now / NS_PER_S:.10g} of {total_ns / NS_PER_S:.10g} simulated seconds in "

@@ -133,3 +133,14 @@ def seconds_option(option: str) -> Callable[[str], float]:
         except UnitError as exc:
             raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{option}: ")) from None
     return parse
+
+
+def fmt_duration(seconds: float) -> str:
+    """Wall time as people read it: 12.3 s, 4m05s, 2h03m (progress lines, ETAs)."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    m, s = divmod(int(round(seconds)), 60)
+    if m < 60:
+        return f"{m}m{s:02d}s"
+    h, m = divmod(m, 60)
+    return f"{h}h{m:02d}m"

@@ -29,7 +29,7 @@ from tcpsim.catalog import get_profile
 
 from strategies import (
     rx_back, rx_elapsed_ms, rx_gap, rx_gso_size, rx_handshake_rcvbuf, rx_mss, rx_oversize_length,
-    rx_read_size, rx_segment_length, rx_so_rcvbuf, rx_tcp_rmem, rx_window_clamp,
+    rx_read_size, rx_segment_length, rx_so_rcvbuf, rx_tcp_mem, rx_tcp_rmem, rx_window_clamp,
 )
 
 # (profile, net.ipv4.tcp_shrink_window). linux-6.1 is 6.1.14, which has no such sysctl (it
@@ -74,7 +74,8 @@ def checked(step):
     return run
 
 
-def sysctls_for(profile: str, shrink: int, tcp_rmem, window_scaling: int) -> dict:
+def sysctls_for(profile: str, shrink: int, tcp_rmem, window_scaling: int,
+                tcp_mem=None) -> dict:
     """The sysctl overrides of one drawn connection (tcp_shrink_window where it exists)."""
     sysctl = {"net.ipv4.tcp_window_scaling": window_scaling}
     if "tcp_shrink_window" in get_profile(profile).known_sysctls():
@@ -83,6 +84,8 @@ def sysctls_for(profile: str, shrink: int, tcp_rmem, window_scaling: int) -> dic
         assert not shrink, f"{profile} has no tcp_shrink_window"
     if tcp_rmem:
         sysctl["net.ipv4.tcp_rmem"] = list(tcp_rmem)
+    if tcp_mem:                       # a tiny pool: pressure, refusals, forced charges
+        sysctl["net.ipv4.tcp_mem"] = list(tcp_mem)
     return sysctl
 
 
@@ -124,10 +127,11 @@ class ReceiverRules(RuleBasedStateMachine):
     # -- set-up ------------------------------------------------------------------------------------
 
     @initialize(role=st.sampled_from(["client", "server"]), tcp_rmem=rx_tcp_rmem,
-                so_rcvbuf=rx_handshake_rcvbuf, window_scaling=st.sampled_from([1, 1, 1, 0]))
+                so_rcvbuf=rx_handshake_rcvbuf, window_scaling=st.sampled_from([1, 1, 1, 0]),
+                tcp_mem=rx_tcp_mem)
     @checked
-    def open_connection(self, role, tcp_rmem, so_rcvbuf, window_scaling):
-        sysctl = sysctls_for(self.PROFILE, self.SHRINK, tcp_rmem, window_scaling)
+    def open_connection(self, role, tcp_rmem, so_rcvbuf, window_scaling, tcp_mem=None):
+        sysctl = sysctls_for(self.PROFILE, self.SHRINK, tcp_rmem, window_scaling, tcp_mem)
         self.sent = Intervals()           # sequence ranges the peer has sent (data bytes)
         self.stream_end = 1               # one past the highest data byte sent
         self.fin_seq: int | None = None   # sequence number of the peer's FIN, once sent

@@ -143,6 +143,11 @@ rx_window_clamp = st.one_of(                             # setsockopt(TCP_WINDOW
 
 rx_elapsed_ms = st.one_of(st.integers(0, 5), st.integers(0, 250), st.sampled_from([40, 200, 1000]))
 
+rx_tcp_mem = st.sampled_from([                           # net.ipv4.tcp_mem: the socket's pool
+    None, None,                                          # the profile's default: never reached
+    (4, 8, 16),                                          # pressure within a few segments
+    (16, 24, 32),
+])
 rx_tcp_rmem = st.sampled_from([                          # net.ipv4.tcp_rmem at connect time
     None,                                                # the profile's default
     (4096, 8192, 65536),                                 # small, autotuned (wscale 2: rmem_max)

@@ -210,8 +210,16 @@ def test_compare_labels_table_figures_report(tmp_path):
     assert list(c.runs) == ["linux-6.1", "linux-6.1 + shrink-window"]
     assert c.runs["linux-6.1 + shrink-window"].profile == "linux-6.1+shrink-window"
     df = c.table.to_pandas()
-    assert list(df.columns) == ["section", "metric", "linux-6.1", "linux-6.1 + shrink-window"]
+    assert list(df.columns) == ["section", "metric", "label", "unit", "linux-6.1",
+                                "linux-6.1 + shrink-window"]
     assert "peak_sk_rcvbuf" in set(df["metric"])
+    # numbers as numbers: the table's values are the runs' summaries, typed
+    assert str(c.table.schema.field("linux-6.1").type) in ("int64", "double")
+    peak = df.set_index("metric").loc["peak_sk_rcvbuf", "linux-6.1"]
+    assert peak == c.runs["linux-6.1"].summary["peak_sk_rcvbuf"]
+    assert c.text["profile"] == {"linux-6.1": "linux-6.1",
+                                 "linux-6.1 + shrink-window": "linux-6.1+shrink-window"}
+    assert "peak limit (skmem_rb)" in repr(c) and "<table>" in c._repr_html_()
     fig = c.figure("memory")
     assert {t.legendgroup for t in fig.data} >= {"linux-6.1", "linux-6.1 + shrink-window"} or \
         any("linux-6.1 + shrink-window" in (t.name or "") for t in fig.data)
@@ -240,6 +248,28 @@ def test_sweep_rows_match_single_runs():
     assert rows[1]["peak_sk_rmem_alloc"] == single.summary["peak_sk_rmem_alloc"]
     assert rows[1]["counter.TcpExtTCPRcvCoalesce"] == single.counters["TcpExtTCPRcvCoalesce"]
     assert all(r["error"] == "" for r in rows)
+
+
+def test_compare_and_sweep_take_the_options_run_takes():
+    exact = tcpsim.run(NAME, profile="linux-6.1", duration="200ms", timing="exact", trace=False)
+    c = tcpsim.compare(NAME, ["linux-6.1", "linux-6.18"], duration="200ms", timing="exact")
+    assert c.runs["linux-6.1"].summary == {**exact.summary, "wall_s": c.runs["linux-6.1"].summary["wall_s"]}
+    t = tcpsim.sweep(NAME, {"profile": ["linux-6.1"]}, duration="200ms", timing="exact", jobs=1)
+    assert t.column("peak_sk_rmem_alloc").to_pylist() == [exact.summary["peak_sk_rmem_alloc"]]
+    with pytest.raises(ValueError, match="^timing"):
+        tcpsim.compare(NAME, ["linux-6.1", "linux-6.18"], duration="10ms", timing="warp")
+    with pytest.raises(ValueError, match="^timing"):
+        tcpsim.sweep(NAME, {"profile": ["linux-6.1"]}, duration="10ms", timing="warp", jobs=1)
+
+
+def test_a_sweep_prints_as_a_table():
+    t = tcpsim.sweep(NAME, {"profile": ["linux-6.1", "linux-6.18"]}, duration="50ms", jobs=1)
+    text = repr(t)
+    assert "2 points" in text and "rcvbuf" in text and "pyarrow.Table" not in text
+    rows = [ln.split() for ln in text.splitlines()[1:] if ln.split()[:1] in (["0"], ["1"])]
+    assert [r[1] for r in rows] == ["linux-6.1", "linux-6.18"]     # header: one or two lines
+    assert "<table" in t._repr_html_() and t.num_rows == len(t) == 2
+    assert isinstance(t.arrow, pa.Table) and t.to_pandas().shape[0] == 2
 
 
 def test_sweep_of_a_dict_scenario():
@@ -315,3 +345,20 @@ def test_sweep_in_worker_processes_gives_the_same_rows():
     one = tcpsim.sweep(NAME, vary, duration="50ms", jobs=1).drop_columns(["wall_s"])
     two = tcpsim.sweep(NAME, vary, duration="50ms", jobs=2).drop_columns(["wall_s"])
     assert one.equals(two)
+
+
+def test_static_images_for_viewers_without_javascript():
+    import plotly.io as pio
+    old = pio.renderers.default
+    try:
+        try:
+            import kaleido  # noqa: F401
+        except ImportError:
+            assert tcpsim.use_static_images() is False and pio.renderers.default == old
+            return
+        assert tcpsim.use_static_images() is True
+        assert "png" in pio.renderers.default.split("+")
+        assert tcpsim.use_static_images(False) is False
+        assert "png" not in pio.renderers.default.split("+")
+    finally:
+        pio.renderers.default = old

@@ -248,3 +248,12 @@ def test_help_and_no_arguments_still_show_the_help(capsys):
         out = capsys.readouterr()
         assert exit_.value.code == code, args
         assert "Usage:" in out.out + out.err and "tcpsim: error:" not in out.err, args
+
+
+def test_help_shows_no_value_after_a_flag():
+    from typer.testing import CliRunner
+    from tcpsim.cli import app
+    for command in (["run"], ["compare"], ["sweep", "run"]):
+        out = CliRunner().invoke(app, [*command, "--help"], terminal_width=160).output
+        assert "--json" in out or command == ["compare"], out
+        assert "<bool>" not in out, out

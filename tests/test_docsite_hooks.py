@@ -87,3 +87,50 @@ def test_cli_reference_lists_every_command_and_option():
         for p in cmd.params:
             if p.param_type_name == "option":
                 assert f"`{p.opts[0]}`" in page, (name, p.opts[0])
+
+
+SUMMARIES = {"6.1": {"drops": 0, "peak_sk_rcvbuf": 29927320, "zero_windows_sent": 0},
+             "6.1 + shrink": {"drops": 7, "peak_sk_rcvbuf": 131072, "zero_windows_sent": 1}}
+
+
+def test_a_false_claim_fails_the_build_and_says_what_the_run_shows():
+    ok = docsite.checks_html({"checks": ["6.1: peak_sk_rcvbuf > 100 * 6.1 + shrink: peak_sk_rcvbuf",
+                                         "6.1 + shrink: drops == 7"]}, SUMMARIES, "p.md")
+    assert ok.count("✓") == 2 and "data-check" in ok
+    with pytest.raises(docsite.FigureSpecError, match=r"p.md: the page claims '6.1: drops == 1' "
+                       r"but its run shows 6.1: drops for memory or window \(0\) = 1"):
+        docsite.checks_html({"checks": ["6.1: drops == 1"]}, SUMMARIES, "p.md")
+    with pytest.raises(docsite.FigureSpecError, match="no run labelled '6.18'"):
+        docsite.checks_html({"checks": ["6.18: drops == 0"]}, SUMMARIES, "p.md")
+
+
+def test_prose_numbers_come_from_the_run():
+    text = docsite.VALUE.sub(lambda m: docsite.value_html(SUMMARIES, m.group(1).strip(), m.group(2),
+                                                          bool(m.group(3)), "p.md"),
+                             "grows to {{6.1: peak_sk_rcvbuf}} ({{6.1: peak_sk_rcvbuf | exact}} B)")
+    assert ">28.5 MiB</span>" in text and "29\u202f927\u202f320</span>" in text
+    assert 'data-value="29927320"' in text
+    with pytest.raises(docsite.FigureSpecError, match="not a summary field"):
+        docsite.value_html(SUMMARIES, "6.1", "colour", False, "p.md")
+
+
+def test_the_conditions_are_stated_from_the_run():
+    out = docsite.conditions_html({"6.1": {"scenario": "s", "profile": "linux-6.1", "patches": [],
+                                           "timing_host": "exact", "duration_s": 20.0, "seed": 1,
+                                           "hz": None, "sysctl": {}}})
+    assert "timing <code>exact</code> (applications on time)" in out and "20 s simulated" in out
+    assert "seed 1" in out and "no patch" in out
+
+
+def test_the_glossary_names_every_quantity_once():
+    from tcpsim.report.summary import FIELDS_BY_KEY, MARK_FIELDS, mark_label
+    from tcpsim.trace.schema import COLUMN_NAMES
+    page = docsite.glossary_page()
+    for key, f in FIELDS_BY_KEY.items():
+        assert f"| {f.label} | `{key}` |" in page
+    for kind, key in MARK_FIELDS.items():
+        assert f"| {kind} | {mark_label(kind)} | `{key}` |" in page
+    for col in COLUMN_NAMES:
+        assert f"| `{col}` |" in page
+    labels = [f.label for f in FIELDS_BY_KEY.values()]
+    assert len(labels) == len(set(labels)), "two quantities share a name"

@@ -356,3 +356,71 @@ def test_the_interface_and_the_loader_are_mypy_strict_clean():
                            "--no-incremental", "tcpsim/policy.py", "tcpsim/catalog.py"],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
+
+
+# -- a patch file named without its class; the rules the docs state (issue 33) ----------------
+
+def _write_patch(tmp_path, body: str):
+    path = tmp_path / f"p{abs(hash(body))}.py"
+    path.write_text(body)
+    return str(path)
+
+
+def test_a_file_with_one_patch_class_needs_no_class_name(tmp_path):
+    from tcpsim.catalog import get_patch
+    path = _write_patch(tmp_path, "import math\nclass _Helper:\n    pass\n"
+                                 "class Only:\n    name = 'only'\n"
+                                 "    def shrink_allowed(self, sk):\n        return True\n")
+    assert get_patch(path).__name__ == "Only"
+
+
+def test_a_file_with_several_or_no_patch_classes_is_refused_naming_the_fix(tmp_path):
+    from tcpsim.catalog import ProfileError, get_patch
+    two = _write_patch(tmp_path, "class A:\n    def shrink_allowed(self, sk):\n        return True\n"
+                                "class B:\n    def shrink_allowed(self, sk):\n        return False\n")
+    with pytest.raises(ProfileError, match=r"defines 2 patch classes; name one: .*:A, .*:B"):
+        get_patch(two)
+    none = _write_patch(tmp_path, "class A:\n    MY_LIMIT = 3\n")
+    with pytest.raises(ProfileError, match=r"defines no patch class .*A.MY_LIMIT is not a constant"):
+        get_patch(none)
+
+
+def test_every_rule_the_loader_enforces_is_stated_in_the_patch_docs():
+    from pathlib import Path
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "writing-a-patch.md").read_text()
+    section = doc.split("## What the loader checks")[1].split("\n## ")[0]
+    for phrase in ("must not subclass a kernel era", "must be a declared decision point",
+                   "exactly its\n  declared parameters", "Upper-case attributes are the era's constants",
+                   "`MY_LIMIT = 3` is", "`counters` is a dict", "counters that are new",
+                   "`new_sysctls` a tuple", "A patch given twice is refused",
+                   "cannot be combined", "`FILE.py` alone must define\n  exactly one class"):
+        assert phrase in section, phrase
+    # and each rule is one the loader does enforce
+    from tcpsim.catalog import ProfileError, check_patch
+    from tcpsim.models.linux_6_1 import Linux61
+
+    class Kernel(Linux61):
+        pass
+
+    class Upper:
+        MY_LIMIT = 3
+
+    class Method:
+        def helper(self):
+            return 1
+
+    class Params:
+        def shrink_allowed(self, sk, extra):
+            return True
+
+    class Counters:
+        counters = {"TCPRcvCoalesce": "x"}
+
+    class Sysctls:
+        new_sysctls = ["tcp_x"]
+
+    for cls, words in ((Kernel, "subclasses the kernel class"), (Upper, "is not a constant"),
+                       (Method, "is not a decision point"), (Params, "the decision point is"),
+                       (Counters, "must be new"), (Sysctls, "new_sysctls must be a tuple")):
+        with pytest.raises(ProfileError, match=words):
+            check_patch(cls)

@@ -52,3 +52,15 @@ def test_compare_shows_each_run_on_a_terminal(tmp_path):
 def test_claims_shows_each_claim_on_a_terminal():
     err = _stderr_of(["claims", "--quick", "--only", "wscale8", "--only", "syn-6.6"])
     assert "claims: 1/2 wscale8\n" in err and "claims: 2/2 syn-6.6\n" in err
+
+
+def test_run_shows_an_eta_from_the_simulated_time_rate():
+    from tcpsim.engine.result import progress_bar, run_eta
+    assert run_eta(0, 10, 5.0) is None and run_eta(5, 10, 0.01) is None
+    assert run_eta(25 * 10**9, 100 * 10**9, 2.0) == 6.0      # a quarter in 2 s: 6 s to go
+    now = [0.0]
+    out = io.StringIO()
+    show = progress_bar(100 * 10**9, True, clock=lambda: now[0], stream=out)
+    now[0] = 2.0
+    show(25 * 10**9)
+    assert "25.0%" in out.getvalue() and "ETA 6.0 s" in out.getvalue()

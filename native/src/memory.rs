@@ -124,6 +124,9 @@ impl TcpSocket {
     /// moderates sk_sndbuf and is granted when the send queue is at its sndbuf; a refusal
     /// takes the pages back out of the pool.
     pub fn mem_raise_allocated(&mut self, size: i64, amt: i64, kind: MemKind) -> bool {
+        if self.mem.sk_bypass_prot_mem {
+            return true; // 6.19: outside the protocol's accounting
+        }
         let proto = self.proto.clone();
         proto.memory_allocated_add(self.cpu, amt);
         let allocated = proto.memory_allocated();
@@ -171,7 +174,9 @@ impl TcpSocket {
         if need > 0 {
             let amt = ceil_div(need, PAGE_SIZE);
             self.mem.sk_forward_alloc += amt * PAGE_SIZE;
-            self.proto.memory_allocated_add(self.cpu, amt);
+            if !self.mem.sk_bypass_prot_mem {
+                self.proto.memory_allocated_add(self.cpu, amt);
+            }
         }
     }
 
@@ -223,6 +228,9 @@ impl TcpSocket {
     /// Models `__sk_mem_reduce_allocated()` [net/core/sock.c, 6.x]: give `pages` back to the
     /// pool; leave pressure once the global counter is below tcp_mem[0].
     pub fn mem_reduce_allocated(&mut self, pages: i64) {
+        if self.mem.sk_bypass_prot_mem {
+            return;
+        }
         let proto = &self.proto;
         proto.memory_allocated_sub(self.cpu, pages);
         if proto.under_pressure() && proto.memory_allocated() < proto.limit(0) {
@@ -233,7 +241,7 @@ impl TcpSocket {
     /// Models `tcp_under_memory_pressure()` [include/net/tcp.h] without a memcg: the host's
     /// pool is under pressure.
     pub fn under_memory_pressure(&self) -> bool {
-        self.proto.under_pressure()
+        self.proto.under_pressure() && !self.mem.sk_bypass_prot_mem
     }
 
     /// memory.py `release_all`: the socket is freed -- sk_stream_kill_queues()

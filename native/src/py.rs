@@ -747,6 +747,11 @@ impl PyTcpSocket {
             .map_err(PyValueError::new_err)
     }
 
+    /// The socket is destroyed: its pages back to the pool (socket.py `release_memory`).
+    fn release_memory(&mut self, now: i64) {
+        self.sk.release_memory(now)
+    }
+
     /// The pool this socket charges (shared with the socket: not a copy).
     #[getter]
     fn proto(&self) -> PyProtoMemory {

@@ -268,7 +268,12 @@ impl Column {
 }
 
 /// A whole run in Rust (crate::engine::simulation).
-#[pyclass(name = "Simulation", unsendable)]
+///
+/// Not `unsendable`: everything it holds is `Send` (the compiler checks it), so Python may
+/// free it on any thread. A Dask worker does: its profiler keeps the frames of a finished
+/// task (and the simulation in their locals) and lets them go on the event-loop thread,
+/// where an `unsendable` class could only leak the run and print a traceback.
+#[pyclass(name = "Simulation")]
 struct PySimulation {
     sim: Simulation,
     segment_cls: Py<PyAny>,

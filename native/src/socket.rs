@@ -205,6 +205,24 @@ impl TcpSocket {
         Ok(())
     }
 
+    /// The socket is destroyed (socket.py `release_memory`): the memory part of
+    /// inet_csk_destroy_sock() / tcp_v4_destroy_sock() -- queues purged, every page back to
+    /// the pool (__sk_mem_reduce_allocated, which may end the host's pressure), the socket out
+    /// of sockets_allocated. Call once; the socket is not used afterwards.
+    pub fn release_memory(&mut self, now: i64) {
+        self.set_clock(now);
+        let pages = self.charged_pages();
+        self.mem.receive_queue.clear();
+        self.mem.ofo_queue.clear();
+        self.mem.sk_rmem_alloc = 0;
+        self.mem.sk_forward_alloc = 0;
+        self.mem.wmem_charged = 0;
+        self.mem_reduce_allocated(pages);
+        self.proto
+            .sockets_allocated
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
     // -- socket options -------------------------------------------------------------------
 
     /// setsockopt(SO_RCVBUF): rcvbuf = 2 * min(val, rmem_max), locked against autotuning.

@@ -207,7 +207,7 @@ impl Sysctls {
 pub use crate::cong::CongestionControl;
 
 /// Sysctls that live under net.core rather than net.ipv4.
-const CORE: [&str; 4] = ["rmem_max", "wmem_max", "mem_pcpu_rsv", "bypass_prot_mem"];
+const CORE: [&str; 4] = ["rmem_max", "wmem_max", "bypass_prot_mem", "mem_pcpu_rsv"];
 
 /// "net.ipv4.tcp_rmem" -> "tcp_rmem"; "net.core.rmem_max" -> "rmem_max".
 pub fn short_name(name: &str) -> &str {

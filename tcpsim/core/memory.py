@@ -71,6 +71,9 @@ class MemoryMixin:
         -- queues and forward alloc, the new pages included -- < tcp_mem[2]). A refused
         send charge moderates sk_sndbuf and is granted anyway when the send queue is at
         its (new) sndbuf; a refusal takes the pages back out of the pool."""
+        mem = self.mem
+        if mem.sk_bypass_prot_mem:          # 6.19: outside the protocol's accounting
+            return True
         proto = self.proto
         proto.memory_allocated_add(self.cpu, amt)
         allocated = proto.allocated
@@ -80,7 +83,6 @@ class MemoryMixin:
             return True
         if allocated > press:
             proto.enter_pressure(self.now)
-        mem = self.mem
         if allocated <= hi:
             if kind == SK_MEM_RECV:
                 if mem.sk_rmem_alloc < self.sysctl.tcp_rmem[0]:
@@ -108,7 +110,8 @@ class MemoryMixin:
         if need > 0:
             amt = -(-need // PAGE_SIZE)
             self.mem.sk_forward_alloc += amt * PAGE_SIZE
-            self.proto.memory_allocated_add(self.cpu, amt)
+            if not self.mem.sk_bypass_prot_mem:
+                self.proto.memory_allocated_add(self.cpu, amt)
 
     def moderate_sndbuf(self: TcpSocket) -> None:
         """Models `sk_stream_moderate_sndbuf()` [include/net/sock.h]: a refused send charge
@@ -159,6 +162,8 @@ class MemoryMixin:
     def mem_reduce_allocated(self: TcpSocket, pages: int) -> None:
         """Models `__sk_mem_reduce_allocated()` [net/core/sock.c, 6.x]: give `pages` back
         to the pool; leave pressure once the global counter is below tcp_mem[0]."""
+        if self.mem.sk_bypass_prot_mem:
+            return
         proto = self.proto
         proto.memory_allocated_sub(self.cpu, pages)
         if proto.memory_pressure >= 0 and proto.allocated < proto.tcp_mem[0]:
@@ -166,8 +171,8 @@ class MemoryMixin:
 
     def under_memory_pressure(self: TcpSocket) -> bool:
         """Models `tcp_under_memory_pressure()` [include/net/tcp.h] without a memcg: the
-        host's pool is under pressure."""
-        return self.proto.memory_pressure >= 0
+        host's pool is under pressure (never for a 6.19 socket that bypasses it)."""
+        return self.proto.memory_pressure >= 0 and not self.mem.sk_bypass_prot_mem
 
     def release_all(self: TcpSocket) -> None:
         """The socket is freed: sk_stream_kill_queues() [net/core/stream.c] purges its

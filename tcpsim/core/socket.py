@@ -179,6 +179,22 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
         proto.memory_allocated_add(cpu, pages)
         self.proto, self.cpu = proto, cpu
 
+    def release_memory(self, now: int) -> None:
+        """The socket is destroyed: models the memory part of inet_csk_destroy_sock() /
+        tcp_v4_destroy_sock() [net/ipv4/inet_connection_sock.c, tcp_ipv4.c]: its queues are
+        purged (sk_stream_kill_queues, tcp_write_queue_purge, the OFO queue), every page it
+        held goes back to the pool (__sk_mem_reduce_allocated, which may end the host's
+        pressure) and it leaves sockets_allocated. For a host's churn: call once, when the
+        connection is gone for good; the socket is not used afterwards."""
+        self._clock(now)
+        pages = self.charged_pages()
+        mem = self.mem
+        mem.receive_queue.clear()
+        mem.ofo_queue.clear()
+        mem.sk_rmem_alloc = mem.sk_forward_alloc = mem.wmem_charged = 0
+        self.mem_reduce_allocated(pages)
+        self.proto.sockets_allocated -= 1
+
     # -- socket options ---------------------------------------------------------------------
 
     def set_rcvbuf(self, val: int) -> None:

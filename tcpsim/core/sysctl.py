@@ -144,7 +144,7 @@ _MISSING_HINTS = {
     "mem_pcpu_rsv": "it arrived in 6.9 (before, the per-CPU reserve is a fixed 256 pages "
                     "from 6.0 and absent before): use -p linux-6.10 (or later)",
 }
-_CORE = {"rmem_max", "wmem_max", "mem_pcpu_rsv", "bypass_prot_mem"}
+_CORE = {"rmem_max", "wmem_max", "bypass_prot_mem", "mem_pcpu_rsv"}
 _BOOLEAN = {"tcp_slow_start_after_idle", "tcp_moderate_rcvbuf", "tcp_shrink_window", "tcp_window_scaling", "tcp_sack",
             "tcp_workaround_signed_windows", "tcp_backlog_ack_defer"}
 _RANGES = {

@@ -314,6 +314,12 @@ class NativeSimulation:
         """The host's samples and per-flow records (tcpsim/host/outputs.py)."""
         return dict(self.sim.host_stats())
 
+    def close(self) -> None:
+        """Free the native simulation now (its memory), not when the last frame referring to
+        this object goes. The result already returned by `run` stays valid; the simulation
+        cannot run again."""
+        self.sim = None
+
     def _feed_tap(self) -> None:
         segment = self.tap.segment
         for t, from_rcv, seg in self.sim.take_tap():

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.engine import counts
+from tcpsim.units import fmt_duration
 
 if TYPE_CHECKING:
     from tcpsim.policy import Profile
@@ -173,16 +174,30 @@ def few_gc_passes() -> Iterator[None]:
         gc.set_threshold(*old)
 
 
-def progress_bar(total_ns: int, enabled: bool) -> Callable[[int], None] | None:
-    """A one-line progress bar on stderr (simulated time), for long runs."""
+def progress_bar(total_ns: int, enabled: bool,
+                 clock: Callable[[], float] = time.perf_counter,
+                 stream: Any = None) -> Callable[[int], None] | None:
+    """A one-line progress bar on stderr (simulated time), for long runs, with an ETA from
+    the rate simulated time has advanced at so far (`run_eta`)."""
     if not enabled:
         return None
-    start = time.perf_counter()
+    start = clock()
 
     def show(now: int) -> None:
+        out = stream if stream is not None else sys.stderr
         frac = min(1.0, now / total_ns) if total_ns else 1.0
         bar = "#" * int(frac * 30)
-        sys.stderr.write(f"\r[{bar:<30}] {frac * 100:5.1f}%  {now / NS_PER_S:8.1f}s simulated "
-                         f"in {time.perf_counter() - start:6.1f}s")
-        sys.stderr.flush()
+        wall = clock() - start
+        eta = run_eta(now, total_ns, wall)
+        out.write(f"\r[{bar:<30}] {frac * 100:5.1f}%  {now / NS_PER_S:8.1f}s simulated "
+                  f"in {wall:6.1f}s" + (f", ETA {fmt_duration(eta)}   " if eta is not None else "   "))
+        out.flush()
     return show
+
+
+def run_eta(sim_ns: int, total_ns: int, wall_s: float) -> float | None:
+    """Wall seconds left of a run at the rate it has simulated so far (None until it has
+    run for a tenth of a second and simulated something)."""
+    if sim_ns <= 0 or wall_s < 0.1 or not total_ns:
+        return None
+    return max(0.0, (total_ns - sim_ns) * wall_s / sim_ns)

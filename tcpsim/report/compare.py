@@ -43,14 +43,16 @@ def comparison_rows(runs: Sequence[Run],
 
 
 def runs_legend(runs: Sequence[Run]) -> str:
-    """A table naming each run: colour, label, scenario, profile, description."""
+    """A table naming each run: colour, label, scenario, profile, conditions (timing,
+    duration, seed), description."""
     from tcpsim.report.style import run_color
     out = ['<table class="runs"><tr><th>run</th><th>scenario</th><th>profile</th>'
-           '<th>description</th></tr>']
+           '<th>conditions</th><th>description</th></tr>']
     for i, r in enumerate(runs):
         sw = f'<span class="swatch" style="background:{run_color(i)}"></span>'
         out.append(f"<tr><td>{sw}<b>{h.esc(r.label)}</b></td><td>{h.esc(r.scenario_name)}</td>"
                    f"<td>{h.esc(r.meta.get('profile', ''))}</td>"
+                   f"<td>{h.esc(h.conditions(r))}</td>"
                    f"<td>{h.esc(r.description)}</td></tr>")
     out.append("</table>")
     return "".join(out)

@@ -12,6 +12,7 @@ Long series are downsampled (tcpsim.report.downsample); marks are never dropped.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -28,6 +29,8 @@ from tcpsim.report.trace import Trace
 from tcpsim.report.summary import mark_label
 
 PACKET_VIEW_MAX = 3000         # ingress packets: above this a run gets no per-packet chart
+MARKS_ON_CURVE = 60            # more marks of a kind than this hide the curve: a density strip
+DENSITY_BINS = 200             # time bins of a density strip
 TIMELINE_KINDS = ("zero window", "drop", "collapse", "retransmit", "probe")
 TIMELINE_IF_PRESENT = ("prune", "RTO", "autotune")
 
@@ -82,33 +85,139 @@ def marks_scatter(m: Marks, name: str, color: str | None = None, y: np.ndarray |
                     line=dict(width=1.5, color=color)))
 
 
+def binary_ticks(lo: float, hi: float, log: bool = False,
+                 max_ticks: int = 8) -> tuple[list[float], list[str]]:
+    """Tick values and labels for a byte axis in binary units (B, KiB, MiB, GiB), which is
+    how the kernel's limits are written (tcp_rmem[2] = 256 MiB): linear ticks at 1, 2 or 5
+    x 10^k of one unit; log ticks at powers of two (every second or fourth one when the
+    range is wide)."""
+    hi = max(float(hi), 1.0)
+    if log:
+        lo = max(float(lo), 1.0)
+        k0, k1 = int(np.floor(np.log2(lo))), int(np.ceil(np.log2(hi)))
+        every = next(e for e in (1, 2, 4, 5, 10) if (k1 - k0) / e <= max_ticks + 1)
+        vals = [float(2 ** k) for k in range(k0 - k0 % every, k1 + 1, every)]
+    else:
+        unit = next(u for u in (2 ** 30, 2 ** 20, 2 ** 10, 1) if hi >= u or u == 1)
+        span = hi / unit
+        step = next(m * 10 ** e for e in range(-1, 7) for m in (1, 2, 5)
+                    if span / (m * 10 ** e) <= max_ticks - 1) * unit
+        if unit > 1 and step < unit and hi < 2 * unit:      # below 2 units: the smaller unit
+            unit //= 1024
+            step = next(m * 10 ** e for e in range(0, 7) for m in (1, 2, 5)
+                        if hi / unit / (m * 10 ** e) <= max_ticks - 1) * unit
+        vals = [float(v) for v in np.arange(0, hi * 1.0001 + step, step)]
+    return vals, [_binary_label(v) for v in vals]
+
+
+def _binary_label(v: float) -> str:
+    if v == 0:
+        return "0"
+    for unit, name in ((2 ** 30, "GiB"), (2 ** 20, "MiB"), (2 ** 10, "KiB")):
+        if v >= unit:
+            return f"{v / unit:g} {name}"
+    return f"{v:g} B"
+
+
+def _axis_extent(fig: go.Figure, axis: str) -> tuple[float, float] | None:
+    """(lowest positive, highest) y value drawn on one y axis ("yaxis", "yaxis2", ...)."""
+    ref = "y" + axis[5:]
+    lo, hi = np.inf, -np.inf
+    for tr in fig.data:
+        if (getattr(tr, "yaxis", None) or "y") != ref or getattr(tr, "y", None) is None:
+            continue
+        y = np.asarray(tr.y, dtype=float) if len(tr.y) else np.zeros(0)
+        y = y[np.isfinite(y)]
+        if len(y):
+            hi = max(hi, float(y.max()))
+            pos = y[y > 0]
+            if len(pos):
+                lo = min(lo, float(pos.min()))
+    return None if hi == -np.inf else (lo if lo != np.inf else 1.0, hi)
+
+
+def _byte_axes(fig: go.Figure) -> list[str]:
+    """The y axes that hold bytes: every y axis of a figure whose layout() said so
+    (layout.meta["bytes"]), but a density strip's and those made plain since."""
+    meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}
+    if not meta.get("bytes"):
+        return []
+    plain = set(meta.get("plain", []))
+    return [k for k in fig.layout.to_plotly_json() if k.startswith("yaxis") and k not in plain]
+
+
+def _mark_plain(fig: go.Figure, axis: str) -> None:
+    """Axis `axis` holds no bytes (a density strip, a packet-disposition strip)."""
+    meta = dict(fig.layout.meta) if isinstance(fig.layout.meta, dict) else {}
+    meta["plain"] = [*meta.get("plain", []), axis]
+    fig.update_layout(meta=meta)
+
+
+def apply_binary_ticks(fig: go.Figure, log: bool = False) -> go.Figure:
+    """Binary-unit ticks on every byte axis of a finished figure (for its data's range)."""
+    extent = _bytes_extent(fig)
+    if extent is not None:
+        vals, text = binary_ticks(*extent, log=log)
+        for axis in _byte_axes(fig):
+            fig.layout[axis].update(tickvals=vals, ticktext=text, tickformat=None)
+    return fig
+
+
+def _bytes_extent(fig: go.Figure) -> tuple[float, float] | None:
+    """The extent of the data on all byte axes together (small multiples share them)."""
+    found = [e for e in (_axis_extent(fig, a) for a in _byte_axes(fig)) if e is not None]
+    if not found:
+        return None
+    return min(e[0] for e in found), max(e[1] for e in found)
+
+
 def layout(fig: go.Figure, title: str, ytitle: str = "bytes", height: int = style.FIG_HEIGHT,
            bytes_axis: bool = True, xtitle: str = "time (s)") -> go.Figure:
     """Common layout: title, axis titles, compact margins, legend on the right."""
-    fig.update_layout(template=style.TEMPLATE, title=dict(text=title, x=0.01, font=dict(size=15)),
-                      height=height, margin=dict(l=70, r=20, t=48, b=40),
+    # the title keeps to the left; plotly's toolbar (top right, on hover) has the top margin's
+    # right end to itself, and the linear/log buttons sit below the legend
+    fig.update_layout(template=style.TEMPLATE,
+                      title=dict(text=title, x=0.01, xanchor="left", y=0.985, yanchor="top",
+                                 yref="container", font=dict(size=15)),
+                      height=height, margin=dict(l=70, r=20, t=56, b=40),
                       hovermode="closest", legend=dict(font=dict(size=11)))
     fig.update_xaxes(title_text=xtitle, showgrid=True)
     fig.update_yaxes(title_text=ytitle, tickformat=style.BYTES_FORMAT if bytes_axis else None,
                      rangemode="tozero")
+    fig.update_layout(meta={"bytes": bytes_axis})
     return fig
 
 
 def log_toggle(fig: go.Figure, log: bool = False) -> go.Figure:
-    """Buttons to switch every y axis between linear and log."""
-    axes = [k for k in fig.layout.to_plotly_json() if k.startswith("yaxis")] or ["yaxis"]
+    """Buttons (under the title, clear of plotly's toolbar and the legend) to switch every
+    y axis between linear and log; byte axes get binary-unit ticks in both."""
+    meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}
+    axes = [k for k in fig.layout.to_plotly_json()
+            if k.startswith("yaxis") and k not in meta.get("plain", [])] or ["yaxis"]
+    byte_axes = set(_byte_axes(fig))
+
     def args(kind: str) -> dict:
         out: dict = {f"{a}.type": kind for a in axes}
         # log: a tick per power of ten (SI labels on minor ticks overlap); linear: automatic
         out.update({f"{a}.dtick": 1 if kind == "log" else None for a in axes})
+        extent = _bytes_extent(fig)
+        for a in byte_axes:
+            if extent is not None:
+                vals, text = binary_ticks(*extent, log=kind == "log")
+                out.update({f"{a}.tickvals": vals, f"{a}.ticktext": text, f"{a}.dtick": None})
         return out
-    fig.update_layout(updatemenus=[dict(
-        type="buttons", direction="right", x=1.02, xanchor="left", y=1.0, yanchor="bottom",
-        showactive=True, active=1 if log else 0, pad=dict(r=2, t=2), font=dict(size=11),
+    # under the title at the left, in a top margin made for them: plotly's toolbar keeps the
+    # right end of the margin, the legend the right of the plot
+    fig.update_layout(margin=dict(t=max(84, fig.layout.margin.t or 0)), updatemenus=[dict(
+        type="buttons", direction="right", x=0.0, xanchor="left", y=1.0, yanchor="bottom",
+        showactive=True, active=1 if log else 0, pad=dict(b=6), font=dict(size=11),
         buttons=[dict(label="linear", method="relayout", args=[args("linear")]),
                  dict(label="log", method="relayout", args=[args("log")])])])
     if log:
         fig.update_yaxes(type="log", dtick=1)
+    for a in byte_axes:
+        fig.layout[a].update({k.split(".", 1)[1]: v for k, v in args("log" if log else "linear").items()
+                              if k.startswith(a + ".") and k.split(".", 1)[1] != "type"})
     return fig
 
 
@@ -136,14 +245,17 @@ def _width(runs: Sequence[Run], i: int, base: float = 1.8) -> float:
     return base if len(runs) == 1 else base + 1.6 * (len(runs) - 1 - i) / max(1, len(runs) - 1)
 
 
-def _peak_note(fig: go.Figure, s: Series, text: str, color: str, end_s: float) -> None:
-    """Label the highest point of a series (the label leans into the plot)."""
+def _peak_note(fig: go.Figure, s: Series, text: str, color: str, end_s: float,
+               nth: int = 0) -> None:
+    """Label the highest point of a series (the label leans into the plot; the nth label
+    of a figure sits a line lower than the one before, so labels of peaks close together
+    do not print over each other)."""
     if not len(s.y):
         return
     k = int(np.argmax(s.y))
     lean = -40 if s.t[k] > end_s / 2 else 40
     fig.add_annotation(x=s.t[k], y=s.y[k], text=text, showarrow=True, arrowhead=0, ax=lean,
-                       ay=-18, font=dict(size=11, color=color), arrowcolor=color,
+                       ay=-18 + 20 * nth, font=dict(size=11, color=color), arrowcolor=color,
                        xanchor="right" if lean < 0 else "left", bgcolor="rgba(255,255,255,0.8)")
 
 
@@ -176,49 +288,171 @@ def _add(fig: go.Figure, trace: go.BaseTraceType, runs: Sequence[Run], i: int) -
 
 # -- time charts --------------------------------------------------------------------------------
 
+def twins(runs: Sequence[Run],
+          columns: tuple[str, ...] = ("sk_rmem_alloc", "sk_rcvbuf")) -> dict[int, int]:
+    """{i: j} for each run i whose receiver drew exactly what an earlier run j drew (the same
+    `columns` at the same instants): a figure of those columns draws run j once, named for
+    both, instead of hiding one under the other."""
+    seen: dict[bytes, int] = {}
+    out: dict[int, int] = {}
+    for i, run in enumerate(runs):
+        tr = run.trace
+        idx = tr.rows(sock="rcv")
+        h = hashlib.sha256()
+        for col in ("t_ns", *columns):
+            h.update(np.ascontiguousarray(tr.col(col)[idx]).tobytes())
+        key = h.digest()
+        if key in seen:
+            out[i] = seen[key]
+        else:
+            seen[key] = i
+    return out
+
+
+def _merged_label(runs: Sequence[Run], i: int, same: dict[int, int]) -> str:
+    """The label of run i, with the runs identical to it: "linux-6.1 = linux-6.18"."""
+    return " = ".join([runs[i].label] + [runs[k].label for k, j in same.items() if j == i])
+
+
+def _twin_note(fig: go.Figure, runs: Sequence[Run], same: dict[int, int],
+               close: dict[int, int] | None = None) -> None:
+    """Say in the legend (never over the plot) which runs are drawn once or lie on another."""
+    notes = [f"{runs[k].label} is identical to {runs[j].label}: drawn once"
+             for k, j in same.items()]
+    notes += [f"{runs[k].label} lies on {runs[j].label} (within 1 %): dashed on top"
+              for k, j in (close or {}).items()]
+    for text in notes:
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=text, hoverinfo="skip",
+                                 line=dict(color="rgba(0,0,0,0)")))
+
+
+def lying_on(runs: Sequence[Run], key: str = "sk_rmem_alloc", tol: float = 0.01,
+             skip: Sequence[int] = ()) -> dict[int, int]:
+    """{i: j} for each run i whose `key` series stays within `tol` of the figure's peak of an
+    earlier run j's at every instant (on a common time grid): drawn solid, run i would hide
+    run j, so it is drawn dashed on top."""
+    grid = np.linspace(0, max(r.end_s for r in runs), 512)
+    sampled = []
+    for r in runs:
+        s = extract.rcv_series(r.trace, key)
+        if not len(s.t):
+            sampled.append(None)
+            continue
+        k = np.clip(np.searchsorted(s.t, grid, side="right") - 1, 0, len(s.t) - 1)
+        sampled.append(np.where(grid >= s.t[0], s.y[k], 0).astype(float))
+    peak = max((float(y.max()) for y in sampled if y is not None), default=0.0) or 1.0
+    out: dict[int, int] = {}
+    for i, yi in enumerate(sampled):
+        if yi is None or i in skip:
+            continue
+        for j in range(i):
+            yj = sampled[j]
+            if j not in skip and j not in out and yj is not None \
+                    and np.max(np.abs(yi - yj)) <= tol * peak:
+                out[i] = j
+                break
+    return out
+
+
+def density_strip(fig: go.Figure, m: Marks, name: str, color: str | None, row: int,
+                  end_s: float, group: str | None = None) -> None:
+    """Many marks of one kind as a density strip in a band above the plot (its own axis, so
+    it never covers a curve and ignores log scales): one tick per occupied time bin, darker
+    where more events fell in the bin, the count in the legend and hover."""
+    _, default_color, _ = style.MARK_STYLE.get(m.kind, ("circle", "#000", 8))
+    color = color or default_color
+    width = max(end_s, float(m.t[-1]) if len(m) else 0.0) / DENSITY_BINS or 1.0
+    b = np.minimum((m.t / width).astype(np.int64), DENSITY_BINS - 1)
+    bins, counts = np.unique(b, return_counts=True)
+    axis = "yaxis99"
+    if axis not in fig.layout.to_plotly_json():
+        fig.layout[axis] = dict(domain=[0.87, 1.0], anchor="x", range=[-0.5, 2.5], visible=False,
+                                fixedrange=True)
+        fig.layout["yaxis"].update(domain=[0.0, 0.84])
+        _mark_plain(fig, axis)
+    fig.add_trace(go.Scatter(
+        x=(bins + 0.5) * width, y=np.full(len(bins), float(row % 3)), yaxis="y99",
+        mode="markers", name=f"{name} ({len(m)}, density strip on top)", legendgroup=group,
+        text=[f"{c} {m.kind} events in {fmt_value(width, 's')}" for c in counts],
+        hovertemplate="%{text}<br>t≈%{x:.3f} s<extra></extra>",
+        marker=dict(symbol="line-ns", size=7, opacity=0.25 + 0.75 * counts / counts.max(),
+                    line=dict(width=2, color=color), color=color)))
+
+
 def memory_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> go.Figure:
     """skmem_rb (sk_rcvbuf), skmem_r (sk_rmem_alloc) and, for one run, Recv-Q over time
     (several runs get Recv-Q in a chart of its own), with drops, collapses and prunes
-    marked on skmem_r."""
+    marked on skmem_r -- or, for a kind with more than MARKS_ON_CURVE events, counted in a
+    density strip at the foot of the plot, so marks never hide the curve. Runs identical
+    to an earlier one are drawn once, named for both."""
     fig = layout(go.Figure(), "Receive memory: skmem_r against its limit skmem_rb")
     series = [("sk_rcvbuf", "skmem_rb (sk_rcvbuf)"), ("sk_rmem_alloc", "skmem_r (sk_rmem_alloc)")]
     if len(runs) == 1:
         series.append(("recv_q", "Recv-Q"))
     end = max(r.end_s for r in runs)
+    same = twins(runs) if len(runs) > 1 else {}
+    close = lying_on(runs, skip=list(same)) if len(runs) > 1 else {}
+    strips = 0
     for i, run in enumerate(runs):
-        tr, group = run.trace, run.label
-        for key, label in series:
+        if i in same:
+            continue
+        tr, group, label = run.trace, run.label, _merged_label(runs, i, same)
+        for key, name in series:
             color, dash = _look(runs, i, key)
+            if i in close and key == "sk_rmem_alloc":
+                dash = "dash"
             s = extract.rcv_series(tr, key)
-            fig.add_trace(line(s, _name(runs, run, label), color, dash, group,
-                               max_points=max_points, end_s=run.end_s,
+            fig.add_trace(line(s, name if len(runs) == 1 else f"{label}: {name}", color, dash,
+                               group, max_points=max_points, end_s=run.end_s,
                                width=_width(runs, i, 2.4 if key == "sk_rmem_alloc" else 1.4)))
             if key == "sk_rmem_alloc":
                 peak = fmt_value(int(s.y.max()) if len(s.y) else 0, "bytes")
-                _peak_note(fig, s, f"peak {peak}" if len(runs) == 1 else f"{run.label}: {peak}",
-                           color, end)
+                _peak_note(fig, s, f"peak {peak}" if len(runs) == 1 else f"{label}: {peak}",
+                           color, end, nth=i - len([k for k in same if k < i]))
         for m in (extract.drops(tr), extract.collapses(tr), extract.prunes(tr)):
-            if len(m):
-                color = None if len(runs) == 1 else style.run_color(i)
-                fig.add_trace(marks_scatter(m, _name(runs, run, mark_label(m.kind)), color,
-                                            group=group))
-    return log_toggle(fig)
+            if not len(m):
+                continue
+            color = None if len(runs) == 1 else style.run_color(i)
+            name = mark_label(m.kind) if len(runs) == 1 else f"{label}: {mark_label(m.kind)}"
+            if len(m) > MARKS_ON_CURVE:
+                density_strip(fig, m, name, color, strips, end, group)
+                strips += 1
+            else:
+                fig.add_trace(marks_scatter(m, name, color, group=group))
+    _twin_note(fig, runs, same, close)
+    fig = log_toggle(fig)
+    _legend_room(fig)
+    return fig
+
+
+def _legend_room(fig: go.Figure) -> None:
+    """A figure tall enough for its legend (plotly scrolls a legend taller than the plot)."""
+    entries = sum(1 for t in fig.data if t.showlegend is not False and t.name)
+    groups = len({t.legendgroup for t in fig.data if t.legendgroup})
+    margin = fig.layout.margin
+    need = (margin.t or 84) + (margin.b or 40) + 22 * entries + 12 * groups + 30
+    if need > (fig.layout.height or style.FIG_HEIGHT):
+        fig.update_layout(height=need)
 
 
 def recvq_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> go.Figure:
     """Recv-Q alone (bytes queued and unread), one line per run."""
     fig = layout(go.Figure(), "Recv-Q: bytes received and not yet read")
+    same = twins(runs, ("recv_q",)) if len(runs) > 1 else {}
     for i, run in enumerate(runs):
-        fig.add_trace(line(extract.rcv_series(run.trace, "recv_q"), run.label,
+        if i in same:
+            continue
+        fig.add_trace(line(extract.rcv_series(run.trace, "recv_q"), _merged_label(runs, i, same),
                            style.run_color(i), group=run.label, max_points=max_points,
                            end_s=run.end_s, width=_width(runs, i)))
+    _twin_note(fig, runs, same)
     return log_toggle(fig)
 
 
 def window_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> go.Figure:
     """The advertised window on the wire, rcv_ssthresh and window_clamp; zero windows
     marked at 0."""
-    fig = _multiples(runs, "Receive window: advertised (on the wire), rcv_ssthresh, window_clamp")
+    fig = _multiples(runs, "Receive window: advertised, rcv_ssthresh, window_clamp")
     for i, run in enumerate(runs):
         tr, first = run.trace, i == 0
         for s, key, label in ((extract.advertised_window(tr), "advertised", "advertised window"),
@@ -229,21 +463,27 @@ def window_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> 
             _add(fig, line(s, label, style.SERIES_COLORS[key], dash, key, first,
                            max_points, end_s=run.end_s), runs, i)
         zw = extract.zero_windows(tr)
-        _add(fig, marks_scatter(zw, mark_label("zero window"), group="zero window",
-                                showlegend=first or len(runs) == 1), runs, i)
-    return fig
+        if len(zw) or len(runs) == 1:          # each run's count under its own name
+            _add(fig, marks_scatter(zw, _name(runs, run, mark_label("zero window")),
+                                    group=f"zero window {i}"), runs, i)
+    return apply_binary_ticks(fig)
 
 
 def delivery_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> go.Figure:
     """Bytes handed to the application so far."""
     fig = layout(go.Figure(), "Delivered to the application (cumulative bytes read)")
     peak = 0
+    same = twins(runs, ("copied_seq",)) if len(runs) > 1 else {}
     for i, run in enumerate(runs):
+        if i in same:
+            continue
         color, _ = _look(runs, i, "delivered")
         d = extract.delivered(run.trace, run.end_s, run.bytes_read)
         peak = max(peak, int(d.y.max()) if len(d.y) else 0)
-        fig.add_trace(line(d, _name(runs, run, "delivered"), color,
+        name = "delivered" if len(runs) == 1 else f"{_merged_label(runs, i, same)}: delivered"
+        fig.add_trace(line(d, name, color,
                            group=run.label, max_points=max_points, width=_width(runs, i)))
+    _twin_note(fig, runs, same)
     _empty_bytes_axis(fig, peak)
     return log_toggle(fig)
 
@@ -254,7 +494,7 @@ def rate_figure(runs: Sequence[Run]) -> go.Figure:
     megabit sender."""
     width = extract.rate_width(max(r.end_s for r in runs))
     fig = layout(go.Figure(), f"Throughput on the wire and goodput (per {fmt_value(width, 's')})",
-                 "bit/s")
+                 "bit/s", bytes_axis=False)
     fig.update_yaxes(tickformat="~s", rangemode="normal")
     for i, run in enumerate(runs):
         d = extract.delivered(run.trace, run.end_s, run.bytes_read)
@@ -276,8 +516,8 @@ def rate_figure(runs: Sequence[Run]) -> go.Figure:
 def sender_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> go.Figure:
     """The sender's side: the window it was given (snd_wnd), bytes in flight, and its
     retransmissions, RTOs and zero-window probes."""
-    fig = _multiples(runs, "Sender: window it holds (snd_wnd), bytes in flight, "
-                           "retransmissions and probes")
+    fig = _multiples(runs, "Sender: its window (snd_wnd), bytes in flight, "
+                           "retransmissions, probes")
     for i, run in enumerate(runs):
         tr, first = run.trace, i == 0
         _add(fig, line(extract.sender_window(tr), "snd_wnd", style.SERIES_COLORS["snd_wnd"],
@@ -287,8 +527,9 @@ def sender_figure(runs: Sequence[Run], max_points: int = DEFAULT_MAX_POINTS) -> 
         for m in (extract.retransmissions(tr), extract.sender_timers(tr, "rto", "RTO"),
                   extract.sender_timers(tr, "probe", "probe")):
             if len(m):
-                _add(fig, marks_scatter(m, m.kind, group=m.kind), runs, i)
-    return fig
+                _add(fig, marks_scatter(m, _name(runs, run, mark_label(m.kind)),
+                                        group=f"{m.kind} {i}"), runs, i)
+    return apply_binary_ticks(fig)
 
 
 def segments_figure(runs: Sequence[Run]) -> go.Figure:
@@ -327,15 +568,36 @@ def timeline_figure(runs: Sequence[Run]) -> go.Figure:
             cats.append(cat)
             color = None if len(runs) == 1 else style.run_color(i)
             row = -float(len(cats) - 1)          # numeric rows: compact, first on top
-            fig.add_trace(marks_scatter(m, cat, color, y=np.full(len(m), row),
-                                        showlegend=False))
+            if len(m) > MARKS_ON_CURVE:          # a density row: one tick per time bin
+                fig.add_trace(_density_row(m, cat, color, row, max(r.end_s for r in runs)))
+            else:
+                fig.add_trace(marks_scatter(m, cat, color, y=np.full(len(m), row),
+                                            showlegend=False))
     height = 90 + 22 * len(cats)
-    layout(fig, "Events: when the receiver advertised zero windows, dropped or collapsed, "
-                "and the sender retransmitted or probed", "", height=height, bytes_axis=False)
+    layout(fig, "Events: zero windows, drops, collapses (receiver); retransmissions, "
+                "probes (sender)", "", height=height, bytes_axis=False)
     fig.update_yaxes(tickvals=[-float(k) for k in range(len(cats))], ticktext=cats,
                      range=[-len(cats) + 0.5, 0.5], rangemode=None, showgrid=True,
                      zeroline=False, tickfont=dict(size=11), fixedrange=True)
     return fig
+
+
+def _density_row(m: Marks, name: str, color: str | None, row: float,
+                 end_s: float) -> go.Scatter:
+    """A row of the event strip for a kind too frequent to mark one by one: one tick per
+    occupied time bin, darker where the bin holds more events, the count in the hover."""
+    _, default_color, _ = style.MARK_STYLE.get(m.kind, ("circle", "#000", 8))
+    color = color or default_color
+    width = max(end_s, float(m.t[-1])) / DENSITY_BINS or 1.0
+    b = np.minimum((m.t / width).astype(np.int64), DENSITY_BINS - 1)
+    bins, counts = np.unique(b, return_counts=True)
+    return go.Scatter(x=(bins + 0.5) * width, y=np.full(len(bins), row), mode="markers",
+                      name=name, showlegend=False,
+                      text=[f"{c} {m.kind} events in {fmt_value(width, 's')}" for c in counts],
+                      hovertemplate="%{text}<br>t≈%{x:.3f} s<extra></extra>",
+                      marker=dict(symbol="line-ns", size=14, color=color,
+                                  opacity=0.25 + 0.75 * counts / counts.max(),
+                                  line=dict(width=2, color=color)))
 
 
 # -- per-packet chart (short fills) -------------------------------------------------------------
@@ -363,7 +625,8 @@ def packet_figure(run: Run, max_packets: int = PACKET_VIEW_MAX) -> go.Figure | N
     layout(fig, f"Per ingress packet: {run.label}", height=520, xtitle="")
     fig.update_xaxes(title_text="ingress packet number", row=2, col=1)
     fig.update_yaxes(title_text=None, tickformat=None, rangemode=None, row=2, col=1)
-    return fig
+    _mark_plain(fig, "yaxis2")
+    return apply_binary_ticks(fig)
 
 
 def _packet_marks(fig: go.Figure, tr: Trace, ing: np.ndarray, x: np.ndarray) -> None:

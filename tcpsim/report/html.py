@@ -193,6 +193,31 @@ def _row_html(r: Row, labels: list[str], with_hints: bool) -> str:
             f'{"".join(cells)}{hint}</tr>')
 
 
+def _simulated(run: Run) -> bool:
+    """A tcpsim run (a capture's or an importer's trace has the real applications' timing)."""
+    return str(run.meta.get("source") or "tcpsim") == "tcpsim"
+
+
+def _timing_host(sc: Mapping[str, Any]) -> str:
+    """The applications' timing: the host preset, or "exact" (applications on time)."""
+    return str(sc.get("timing") or "exact")
+
+
+def conditions(run: Run) -> str:
+    """A run's conditions in one line: timing, duration, seed (what a reader needs beside
+    the profile to reproduce it)."""
+    sc = run.meta.get("scenario") or {}
+    if not sc or not _simulated(run):
+        return ""
+    dur = (run.meta.get("summary") or {}).get("duration_s")
+    parts = [f"timing {_timing_host(sc)}"]
+    if dur:
+        parts.append(f"{dur:g} s")
+    if "seed" in sc:
+        parts.append(f"seed {sc['seed']}")
+    return " · ".join(parts)
+
+
 def scenario_block(run: Run) -> str:
     """Scenario name, description and the knobs that define it."""
     sc = run.meta.get("scenario") or {}
@@ -208,6 +233,8 @@ def scenario_block(run: Run) -> str:
         bits.append(f"duration {dur / 1e9:g} s")
     if "seed" in sc:
         bits.append(f"seed {esc(sc['seed'])}")
+    if sc and _simulated(run):
+        bits.append(f"timing {esc(_timing_host(sc))}")
     desc = f'<p class="desc">{esc(run.description)}</p>' if run.description else ""
     return f'{desc}<p class="meta">{" · ".join(bits)}</p>'
 

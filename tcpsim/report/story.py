@@ -64,8 +64,11 @@ def headline(summary: Mapping[str, Any], trend: tuple[str, float] = ("", 0.0)) -
     else:
         out.append("no zero window advertised"
                    + (f" (wanted {want:,} times; never-shrink kept it open)" if want else ""))
+    # the summary's names (docs glossary): "data segments dropped" counts every reason, the
+    # table's "drops" only memory and window; "drops" here would contradict the table
     drops = s.get("data_segments_dropped") or 0
-    out.append(f"{_plural(drops, 'drop')} ({s.get('drop_reasons')})" if drops else "no drops")
+    out.append(f"{_plural(drops, 'data segment')} dropped ({s.get('drop_reasons')})" if drops
+               else "no data segment dropped")
     if s.get("collapses"):
         out.append(_plural(s["collapses"], "collapse"))
     if s.get("stalls"):

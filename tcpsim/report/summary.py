@@ -54,8 +54,14 @@ SUMMARY_FIELDS: tuple[Field, ...] = (
     Field("stalled_s", "time stalled", "s", "total length of the stalls"),
     Field("goodput_bps", "goodput", "bit/s", "bytes read by the application / duration"),
     Field("bytes_read", "delivered to the application", "bytes", "bytes read"),
-    Field("retransmits", "retransmitted segments", "count", ""),
-    Field("rto_timeouts", "RTO timeouts", "count", "TcpExtTCPTimeouts"),
+    Field("retransmits", "retransmitted segments", "count",
+          "TcpRetransSegs of the sender: segments sent again"),
+    Field("rto_timeouts", "RTO timeouts (TcpExtTCPTimeouts)", "count",
+          "TcpExtTCPTimeouts: expiries of the retransmission timer with the window open (an "
+          "expiry against a zero window acts as a probe and is not counted)"),
+    Field("rto_fired", "RTO timer expiries", "count",
+          "every expiry of the sender's retransmission timer (trace: timer rto), zero window "
+          "or not: the event strip's RTO row"),
     Field("window_probes", "zero-window probes", "count", "TcpExtTCPWinProbe"),
     Field("error", "error", "text", "socket error, if the connection died"),
     Field("died_at_s", "died at", "s", "when the connection died"),
@@ -78,7 +84,9 @@ REVERSE_FIELDS: tuple[Field, ...] = (
 )
 FIELDS_BY_KEY: dict[str, Field] = {f.key: f for f in SUMMARY_FIELDS + REVERSE_FIELDS}
 
-MARK_FIELDS: dict[str, str] = {"drop": "segments_dropped", "zero window": "zero_window_segments"}
+MARK_FIELDS: dict[str, str] = {"drop": "segments_dropped", "zero window": "zero_window_segments",
+                               "RTO": "rto_fired", "retransmit": "retransmits",
+                               "probe": "window_probes"}
 """Chart marks that a summary field counts: the chart names them with the field's label,
 so the legend's count and the table's are the same number under the same name."""
 
@@ -158,6 +166,7 @@ def summarize(tr: Trace, meta: Mapping[str, Any] | None = None,
         "bytes_read": read,
         "retransmits": s.get("retransmits", len(extract.retransmissions(tr))),
         "rto_timeouts": s.get("rto_timeouts", c.get("TcpExtTCPTimeouts")),
+        "rto_fired": len(extract.sender_timers(tr, "rto", "RTO")),
         "window_probes": s.get("window_probes", len(extract.sender_timers(tr, "probe", "probe"))),
         "error": s.get("error") or "",
         "died_at_s": s.get("died_at_s"),

@@ -36,7 +36,9 @@ def run_sweep(points: list[Point], jobs: int = 0, trace_dir: Path | None = None,
     todo = points if results is None or fresh else _resume(points, results, traces)
     state: dict[str, Any] = {"schema": None, "done": len(points) - len(todo)}
     if progress is not None:
-        progress.resumed = state["done"]
+        progress.set_resumed(state["done"])
+        progress.workers = min(jobs, len(todo)) if executor != "dask" or scheduler is None \
+            else progress.workers
 
     def finished(p: Point) -> None:
         if results is not None and p.summary is not None:
@@ -47,7 +49,7 @@ def run_sweep(points: list[Point], jobs: int = 0, trace_dir: Path | None = None,
             results.write(p, state["schema"])
         state["done"] += 1
         if progress is not None:
-            progress.point_done(bool(p.error))
+            progress.point_done(bool(p.error), (p.summary or {}).get("wall_s"))
         if on_done:
             on_done(p, state["done"])
 

@@ -133,17 +133,62 @@ def _lines(rows: list[dict[str, Any]], metrics: list[str], xdim: Dim, others: li
                 hovertemplate=f"{xdim.name}=%{{x}}<br>{metric}=%{{y:,}}<br>{html.escape(name)}"
                               "<br>seeds: %{customdata}<extra></extra>"))
     per = len(combos)
+    axes = {m: metric_axis(m, [r.get(m) for r in rows]) for m in metrics}
     buttons = [dict(label=m, method="update",
                     args=[{"visible": [i // per == mi for i in range(per * len(metrics))]},
-                          {"yaxis.title.text": m}]) for mi, m in enumerate(metrics)]
+                          {f"yaxis.{k}": v for k, v in _flat(axes[m]).items()}])
+               for mi, m in enumerate(metrics)]
     if len(combos) > 1:
         fig.update_layout(legend_title_text=(f"solid/dashed: {dashed.name}" if dashed else "lines"))
     fig.update_layout(
-        height=520, margin=dict(t=70, l=80, r=20, b=60), yaxis_title=metrics[0],
+        height=520, margin=dict(t=70, l=80, r=20, b=60), yaxis=axes[metrics[0]],
         xaxis_title=xdim.name, xaxis_type="category",
         updatemenus=[dict(buttons=buttons, x=0, y=1.16, xanchor="left", direction="down"),
                      _scale_menu()])
     return fig
+
+
+def metric_unit(metric: str) -> str:
+    """The unit of a sweep metric: a summary field's (bytes, count, s, bit/s), Mbit/s for
+    goodput_mbps, a count for a counter."""
+    from tcpsim.report.summary import FIELDS_BY_KEY
+    f = FIELDS_BY_KEY.get(metric)
+    if f is not None:
+        return f.unit
+    if metric.endswith("_mbps"):
+        return "Mbit/s"
+    if metric.endswith("_s"):
+        return "s"
+    if metric.endswith("_ms") or metric.endswith("_ms_max") or metric.endswith("_ms_total"):
+        return "ms"
+    if metric.startswith(("peak_", "final_")) or metric.startswith("bytes_"):
+        return "bytes"
+    return "count"
+
+
+def metric_axis(metric: str, values: list[Any]) -> dict[str, Any]:
+    """A y axis for `metric`: its name with its unit, and binary-unit ticks (KiB, MiB) for
+    bytes."""
+    unit = metric_unit(metric)
+    out: dict[str, Any] = {"title": {"text": f"{metric} ({unit})"}}
+    nums = [float(v) for v in values if _is_number(v)]
+    if unit == "bytes" and nums:
+        from tcpsim.report.figures import binary_ticks
+        vals, text = binary_ticks(min(nums), max(nums))
+        out.update(tickvals=vals, ticktext=text)
+    else:
+        out.update(tickvals=None, ticktext=None)
+    return out
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
 
 
 def _scale_menu() -> dict[str, Any]:
@@ -162,7 +207,7 @@ def _heatmaps(rows: list[dict[str, Any]], metrics: list[str], xdim: Dim, ydim: D
               for xl in xdim.labels] for yl in ydim.labels]
         fig.add_trace(go.Heatmap(
             x=xdim.labels, y=ydim.labels, z=z, visible=i == 0, colorscale="Viridis",
-            texttemplate="%{z:.3s}", colorbar=dict(title=dict(text=metric, side="right")),
+            texttemplate="%{z:.3s}", colorbar=dict(title=dict(text=f"{metric} ({metric_unit(metric)})", side="right")),
             hovertemplate=f"{xdim.name}=%{{x}}<br>{ydim.name}=%{{y}}<br>{metric}=%{{z:,}}<extra></extra>"))
     buttons = [dict(label=" ".join([m, *(f"{d.name}={c}" for d, c in zip(rest, combo))]),
                     method="update",

@@ -229,3 +229,17 @@ def test_loopback_host_goes_past_tcp_mem2_as_the_kernel_does():
     assert r["peak_mem"] > pool["tcp_mem"][2]
     assert 0.75 * 768 <= r["peak_mem"] <= 1.25 * 768
     assert pool["per_cpu_fw_alloc"][0] > 0                    # charged, not yet global
+
+
+def test_a_6_19_socket_bypassing_the_pool_is_not_charged_nor_pressured():
+    """net.core.bypass_prot_mem (6.19): the socket's pages stay out of the pool and the
+    host's pressure does not hold it back."""
+    prof = get_profile("linux-6.19")
+    sysctls = prof.default_sysctls().with_overrides({"net.core.bypass_prot_mem": 1},
+                                                    prof.known_sysctls(), "linux-6.19")
+    pool = ProtoMemory((1, 2, 3))
+    sk = TcpSocket(prof.policy(), sysctls)
+    sk.set_proto(pool, 0)
+    pool.enter_pressure(0)
+    assert _fill(sk, 10 * PAGE_SIZE) and pool.allocated == 0
+    assert not sk.under_memory_pressure()

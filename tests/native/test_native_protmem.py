@@ -61,3 +61,22 @@ def test_engines_agree_on_a_host_sharing_a_tiny_pool(native):
     assert rs["samples"] == py["samples"]
     for a, b in zip(py["sockets"], rs["sockets"]):
         assert first_difference(a, b) is None, first_difference(a, b)
+
+
+def test_release_memory_returns_pages_and_ends_pressure(native):
+    """A destroyed socket gives every page back (here: the whole host's, ending pressure)
+    and leaves sockets_allocated -- the same on both engines."""
+    out = {}
+    for engine, pool in (("python", ProtoMemory((2, 4, 6), 1, 0)),
+                         ("native", native.ProtoMemory((2, 4, 6), 1, 0))):
+        peer = established("linux-6.18", engine=engine)
+        sk = peer.sk
+        sk.set_proto(pool, 0)
+        for _ in range(20):
+            peer.send(1448)
+        assert pool.snapshot()["TCPMemoryPressures"] == 1 and pool.under_pressure()
+        sk.release_memory(peer.now + 5_000_000)
+        out[engine] = pool.snapshot()
+        assert out[engine]["allocated"] == 0 and not pool.under_pressure()
+        assert out[engine]["sockets_allocated"] == 0
+    assert out["python"] == out["native"]

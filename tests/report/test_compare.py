@@ -128,3 +128,11 @@ def test_build_comparison_from_trace_files(tmp_path) -> None:
     adv = _row(rows, "config", "net.ipv4.tcp_adv_win_scale")
     assert adv["values"] == {"32k": 0, "wscale0": 1} and adv["deltas"] == {"wscale0": 1}
     assert np.isfinite(len(rows))
+
+
+def test_the_comparison_names_each_runs_conditions(tmp_path):
+    import tcpsim
+    c = tcpsim.compare("seed-never-reads", ["linux-6.1", "linux-6.18"], duration="50ms",
+                       timing="exact")
+    page = c.report(tmp_path / "c.html").read_text()
+    assert "<th>conditions</th>" in page and "timing exact · 0.05 s · seed 1" in page

@@ -61,7 +61,7 @@ def test_probes_and_drops_are_marked(fill) -> None:
     probes = _rows(cols, sock="snd", event="timer", detail="probe")
     drops = _rows(cols, sock="rcv", event="drop")
     assert len(probes) >= 1 and len(drops) >= 1
-    assert len(_by_name(figures.sender_figure([run]), "probe").x) == len(probes)
+    assert len(_by_name(figures.sender_figure([run]), "zero-window probes").x) == len(probes)
     mem = figures.memory_figure([run])
     assert len(_by_name(mem, "segments dropped").x) == len(drops)
     assert _by_name(mem, "segments dropped").text[0].count("TCP_")     # the kernel reason is in the hover
@@ -72,7 +72,7 @@ def test_timeline_counts_each_kind(fill) -> None:
     fig = figures.timeline_figure([run])
     labels = list(fig.layout.yaxis.ticktext)
     n_probe = len(_rows(cols, sock="snd", event="timer", detail="probe"))
-    assert f"probe ({n_probe})" in labels
+    assert f"zero-window probes ({n_probe})" in labels
     assert "collapse (0)" in labels               # an empty strip says 'never'
 
 
@@ -108,8 +108,9 @@ def test_comparison_draws_one_line_per_run_and_small_multiples(growth_runs) -> N
     assert stock_peak > 4 * shrink_peak            # the story: growth without the patch
     win = figures.window_figure(runs)
     assert {t.xaxis for t in win.data} == {"x", "x2"}     # one row per run
-    zw = [t for t in win.data if (t.name or "").startswith("zero-window segments")]
-    assert len(zw[0].x) == 0 and len(zw[1].x) > 0        # zero windows only with the patch
+    zw = [t for t in win.data if "zero-window segments" in (t.name or "")]
+    assert len(zw) == 1 and zw[0].name.startswith("shrink: zero-window segments (")  # patch only
+    assert len(zw[0].x) > 0 and zw[0].xaxis == "x2"
 
 
 def test_long_trace_is_downsampled_but_keeps_extremes_and_marks(make_trace) -> None:
@@ -147,3 +148,52 @@ def test_comparison_gives_recv_q_a_chart_of_its_own(growth_runs) -> None:
     charts = {c.key: c for c in figures.report_charts(runs)}
     assert [t.name for t in charts["recvq"].fig.data] == ["stock", "shrink"]
     assert not any("Recv-Q" in (t.name or "") for t in charts["memory"].fig.data)
+
+
+# -- reading a figure at a glance (issue 33) ---------------------------------------------------
+
+def test_byte_axes_tick_in_binary_units():
+    assert figures.binary_ticks(0, 30 * 2 ** 20)[1][:3] == ["0", "5 MiB", "10 MiB"]
+    vals, text = figures.binary_ticks(0, 131072)
+    assert text[-1].endswith("KiB") and vals[-1] >= 131072
+    vals, text = figures.binary_ticks(1024, 2 ** 28, log=True)
+    assert all(v & (v - 1) == 0 for v in map(int, vals)) and "256 MiB" in text
+
+
+def _seed_compare(variants, duration="5s"):
+    import tcpsim
+    return tcpsim.compare("seed-unbounded-growth", variants, duration=duration, timing="exact")
+
+
+def test_many_marks_become_a_density_strip_clear_of_the_curve():
+    c = _seed_compare(["linux-6.1", {"profile": "linux-6.1", "policy": "shrink-window"}])
+    fig = c.figure("memory")
+    prunes = [t for t in fig.data if "prune" in (t.name or "")]
+    assert prunes and all(t.yaxis == "y99" for t in prunes)      # not on the curve's axis
+    assert "density strip" in prunes[0].name
+    n = int(prunes[0].name.split("(")[1].split(",")[0])
+    assert n > figures.MARKS_ON_CURVE and len(prunes[0].x) <= figures.DENSITY_BINS
+    assert fig.layout.yaxis.domain[1] < fig.layout.yaxis99.domain[0]  # a band above the plot
+    assert any("MiB" in t for t in fig.layout.yaxis.ticktext)
+    events = c.figure("events")
+    row = [t for t in events.data if "prune" in (t.name or "")][0]
+    assert len(row.x) <= figures.DENSITY_BINS
+
+
+def test_runs_that_lie_on_each_other_stay_distinguishable():
+    c = _seed_compare(["linux-6.1", "linux-6.18"])
+    fig = c.figure("memory")
+    later = [t for t in fig.data if t.name == "linux-6.18: skmem_r (sk_rmem_alloc)"][0]
+    assert later.line.dash == "dash"
+    assert any("lies on linux-6.1" in (t.name or "") for t in fig.data)
+    notes = [a for a in fig.layout.annotations if "7.09 MiB" in a.text]
+    assert len({a.ay for a in notes}) == len(notes) == 2           # end labels do not collide
+
+
+def test_identical_runs_are_drawn_once_and_named_for_both():
+    c = _seed_compare({"a": "linux-6.1", "b": "linux-6.1"}, duration="1s")
+    fig = c.figure("memory")
+    names = [t.name or "" for t in fig.data]
+    assert any(n.startswith("a = b: skmem_r") for n in names)
+    assert not any(n.startswith("b:") for n in names)
+    assert any("b is identical to a" in n for n in names)

@@ -16,7 +16,7 @@ def test_growth_without_the_patch_reads_as_growing(growth_runs) -> None:
     text = _story(*growth_runs["stock"])
     assert "still growing at the end" in text
     assert "no zero window advertised (wanted" in text
-    assert "no drops" in text
+    assert "no data segment dropped" in text
 
 
 def test_growth_with_the_patch_reads_as_bounded_with_zero_windows(growth_runs) -> None:
@@ -31,5 +31,5 @@ def test_a_dead_connection_says_so() -> None:
          "error": "ETIMEDOUT", "died_at_s": 1124.5, "goodput_bps": 8000}
     text = " · ".join(headline(s, ("grew", 179.5)))
     assert "grew to 300 MiB (at 180 s)" in text
-    assert "3 drops (PROTO_MEM 3)" in text
+    assert "3 data segments dropped (PROTO_MEM 3)" in text
     assert "connection died at 1124.5 s: ETIMEDOUT" in text

@@ -93,3 +93,23 @@ def test_an_unreachable_scheduler_is_one_error_line(tmp_path):
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("tcpsim: error: --scheduler tcp://127.0.0.1:9")
+
+
+@pytest.mark.parametrize("executor", ["local", "dask"])
+def test_a_sweep_prints_nothing_but_progress_and_the_summary(tmp_path, executor):
+    """No worker's traceback (an unsendable native simulation dropped on another thread),
+    no warning, no log line: stderr holds progress lines and the closing summary only."""
+    import subprocess
+    import sys
+    out = subprocess.run(
+        [sys.executable, "-m", "tcpsim.cli", "sweep", "seed-unbounded-growth",
+         "--vary", "profile=linux-6.1,linux-6.18", "--vary", "link.rtt=1ms,5ms", "-d", "2s",
+         "--executor", executor, "-j", "2", "--traces", "--results", str(tmp_path / "r")],
+        capture_output=True, text=True, timeout=300, cwd=os.path.dirname(os.path.dirname(
+            os.path.dirname(os.path.abspath(__file__)))))
+    assert out.returncode == 0, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert lines and lines[-1].startswith("sweep: 4/4 points in "), out.stderr
+    stray = [ln for ln in lines if not ln.startswith("sweep: ")]
+    assert not stray, "stderr holds more than progress and the summary:\n" + out.stderr
+    assert any(ln.split()[:2] == ["point", "profile"] for ln in out.stdout.splitlines()[:2])

@@ -154,3 +154,20 @@ def test_the_benchmark_grid_is_valid_and_has_100_points():
     assert len(points) == 100
     assert len({(p.scenario.profile, p.scenario.reader.bytes, p.scenario.link.delay_ab)
                 for p in points}) == 100
+
+
+def test_the_sweep_table_fits_a_terminal_by_breaking_long_headers():
+    from tcpsim.runner import RunOptions
+    from tcpsim.sweeps import build_points, parse_axis, run_sweep, table_lines
+    axes = [parse_axis("sysctl.net.ipv4.tcp_adv_win_scale=-2,1"),
+            parse_axis("profile=linux-6.1,linux-6.18"), parse_axis("link.rtt=1ms,20ms")]
+    pts = build_points("seed-unbounded-growth", axes, RunOptions(duration=10**7))
+    run_sweep(pts, jobs=1)
+    wide = table_lines(pts, axes, width=400)
+    assert len(wide) == 1 + len(pts) and max(map(len, wide)) > 160
+    narrow = table_lines(pts, axes, width=160)
+    assert max(map(len, narrow)) <= 160 and len(narrow) == 2 + len(pts)
+    assert narrow[0].split() == ["sysctl.net.ipv4.", "link.", "peak_sk_", "peak_sk_", "zero_",
+                                 "want_zero_", "goodput_", "died_"]
+    assert narrow[1].split()[:3] == ["point", "tcp_adv_win_scale", "profile"]
+    assert [r.split()[:2] for r in narrow[2:]] == [r.split()[:2] for r in wide[1:]]

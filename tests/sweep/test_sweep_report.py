@@ -91,3 +91,13 @@ def test_nothing_stored_yet_is_an_error(tmp_path):
     res.prepare(axes, build_points("seed-rcvbuf32k-fill", axes, RunOptions()), [])
     with pytest.raises(ReportError, match="no finished point stored yet"):
         write_report(tmp_path)
+
+
+def test_sweep_axes_name_their_units_and_tick_bytes_in_binary():
+    from tcpsim.sweeps.report import metric_axis, metric_unit
+    assert metric_unit("peak_sk_rcvbuf") == "bytes" and metric_unit("goodput_mbps") == "Mbit/s"
+    assert metric_unit("drops") == "count" and metric_unit("died_at_s") == "s"
+    axis = metric_axis("peak_sk_rcvbuf", [131072, 29927320, None])
+    assert axis["title"]["text"] == "peak_sk_rcvbuf (bytes)"
+    assert any("MiB" in t for t in axis["ticktext"])
+    assert metric_axis("drops", [0, 7])["tickvals"] is None

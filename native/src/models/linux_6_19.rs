@@ -17,8 +17,8 @@
 //!   the SACK-compression timer waits that percentage of the RTT (was 5 %), still capped by
 //!   tcp_comp_sack_delay_ns (1 ms). The kernel computes (rtt_us8 + rtt_us8 / 4) * percent ns.
 //! * 7c268eaeec63 / b46ab63181ff (net.core.bypass_prot_mem, sk->sk_bypass_prot_mem): the flag
-//!   is recorded (sk.mem.sk_bypass_prot_mem); its effect on the host's TCP memory pool belongs
-//!   to the host model and is NOT modelled by this era.
+//!   is recorded (sk.mem.sk_bypass_prot_mem) and the host's pool honours it (src/memory.rs,
+//!   src/protmem.rs: no charge, no pressure for such a socket).
 //!
 //! Admission: 6.19.0-6.19.6 test rmem + skb->len <= sk_rcvbuf before queueing (as
 //! linux-6.18.0); 6.19.7 took 026dfef287c0 and tests rmem <= sk_rcvbuf again, which this
