@@ -228,12 +228,23 @@ def run(
     timing: Optional[str] = _timing_option(),
     runs: int = typer.Option(1, "--runs", help="run N seeds (seed, seed+1, ...) and report how "
                              "often each outcome happened and the spread (tcpsim/runs.py)"),
+    connections: bool = typer.Option(False, "--connections", help="a host run: add one row per "
+                                     "connection to --json (and a table of them)"),
 ) -> None:
-    """Run one scenario and print its summary, counters and ss-style snapshot."""
+    """Run one scenario and print its summary, counters and ss-style snapshot; a host file
+    ([class.NAME] tables, docs/hosts.md): its host summary and per-class table."""
     from tcpsim.api import run_with
     from tcpsim.runner import RunOptions
     _check_trace_out("-o" if old_out is not None else "--trace", old_out or trace)
     trace = _renamed(old_out, "-o", trace, "--trace")
+    from tcpsim.host.scenario import is_host_file
+    if is_host_file(scenario):
+        _run_host(scenario, profile, policy, sysctl, sender_sysctl, duration, seed, hz, trace,
+                  pcap, no_skip, as_json, progress, engine, timing, runs, connections)
+        return
+    if connections:
+        _fail("--connections: per-connection rows are a host run's; this scenario is one "
+              "connection (its trace has its rows: --trace)")
     try:
         sc = load_scenario(scenario, timing)
         opts = RunOptions(profile=profile, policies=tuple(policy), sysctl=parse_sysctl_options(sysctl),
@@ -279,6 +290,57 @@ def _stopped(signame: str, what: str) -> None:
     """A command stopped by SIGINT/SIGTERM: one line saying what it kept; exit 128+signal."""
     typer.echo(f"tcpsim: interrupted by {signame}: {what}", err=True)
     raise typer.Exit(interrupt.exit_code(signame))
+
+
+def _run_host(path: str, profile, policy, sysctl, sender_sysctl, duration, seed, hz, trace,
+              pcap, no_skip: bool, as_json: bool, progress, engine, timing, runs: int,
+              connections: bool) -> None:
+    """`tcpsim run HOST.toml`: the host's summary (sockstat, nstat, pressure) and per-class
+    table (tcpsim/host/outputs.py); --json carries it all."""
+    from tcpsim.host.outputs import format_host
+    from tcpsim.host.run import load_host_with, run_host
+    for flag, given in (("--pcap", pcap), ("--sender-sysctl", sender_sysctl), ("--hz", hz)):
+        if given:
+            _fail(f"{flag}: not for a host run; set the field in the host file or its classes' "
+                  "base scenarios")
+    _check_out(trace, "--trace", "host.parquet")
+    if runs != 1:
+        _fail("--runs: run a host's seeds with --seed, or sweep them: tcpsim sweep HOST -x seed=1,2,3")
+    try:
+        host = load_host_with(
+            path, profile=profile, policies=tuple(policy), sysctl=parse_sysctl_options(sysctl),
+            duration=parse_duration(duration, "--duration", positive=True) if duration else None,
+            seed=seed)
+        show = sys.stderr.isatty() if progress is None else progress
+        from tcpsim.engine.result import progress_bar
+        result = run_host(host, engine=engine, skip=not no_skip, timing=timing,
+                          progress=progress_bar(host.duration, show))
+        if show:
+            sys.stderr.write("\n")
+    except USER_ERRORS as exc:
+        _fail(str(exc))
+        return
+    written = []
+    if trace is not None:
+        from tcpsim.host.outputs import write_host_trace
+        written = write_host_trace(result, trace, connections)
+    if as_json:
+        typer.echo(json.dumps(dict(result.as_json(connections), trace=written or None),
+                              indent=2, sort_keys=True))
+        return
+    for line in format_host(result):
+        typer.echo(line)
+    if written:
+        typer.echo("trace: " + ", ".join(written))
+    if connections:
+        typer.echo("connections (index class start_s stop_s read_bytes drops peak_rmem):")
+        for f in result.flows:
+            c = f.counters
+            drops = sum(c.get(k, 0) for k in ("TcpExtTCPRcvQDrop", "TcpExtTCPOFODrop",
+                                              "TcpExtTCPZeroWindowDrop", "TcpExtBeyondWindow"))
+            typer.echo(f"  {f.index:>6} {result.classes[f.cls]['class']:<12} "
+                       f"{f.start / 1e9:8.3f} {f'{f.stop / 1e9:.3f}' if f.stop else '-':>8} "
+                       f"{f.read_bytes:>12} {drops:>6} {f.peak_rmem:>10}")
 
 
 def _run_seeds(sc, opts, runs: int, trace: Optional[Path], pcap: Optional[Path],
@@ -412,8 +474,14 @@ def profiles_show(name: str, source: Optional[str] = typer.Option(
 @app.command()
 def experiments() -> None:
     """List the built-in experiments (scenario files shipped with tcpsim)."""
+    from tcpsim.host.scenario import is_host_file, load_host
     for name in builtin_experiments():
         try:
+            if is_host_file(name):
+                host = load_host(name)
+                typer.echo(f"  {name:<36} (host of {host.connections} connections) "
+                           f"{host.description}")
+                continue
             sc = load_scenario(name)
             typer.echo(f"  {name:<36} {sc.description}")
         except ScenarioError as exc:
@@ -656,6 +724,9 @@ def bench(
                                 help="only the socket alone, per engine (us per segment)"),
     engine: Optional[str] = typer.Option(None, "--engine", help="one engine only (default: both, "
                                          "and their ratio)"),
+    hosts: bool = typer.Option(False, "--hosts", help="hosts of 1 000 and 10 000 connections of "
+                               "the seed mix (--quick: 200 and 1 000), beside the single-"
+                               "connection cases (docs/hosts.md)"),
     search_only: bool = typer.Option(False, "--search", help="only the search: evaluations per "
                                      "second, local pool and 2-worker Dask"),
 ) -> None:
@@ -665,6 +736,16 @@ def bench(
         rows = search_rows(quick, echo=None if as_json else typer.echo)
         if as_json:
             typer.echo(json.dumps(rows, indent=2))
+        return
+    if hosts:
+        from tcpsim.bench_host import host_benchmarks
+        try:
+            out = host_benchmarks(quick=quick, echo=None if as_json else typer.echo)
+        except EngineError as exc:
+            _fail(str(exc))
+            return
+        if as_json:
+            typer.echo(json.dumps(out, indent=2))
         return
     if socket:
         from tcpsim.bench_socket import socket_benchmark

@@ -422,6 +422,10 @@ def load_scenario(path: str | Path, timing: str | None = None) -> Scenario:
         raise ScenarioError(f"{source}: the file sets nothing (an empty scenario would run the "
                             "defaults); give at least a [writer] and a [reader], or run a built-in "
                             f"experiment such as {builtin_experiments()[0]}")
+    if isinstance(raw.get("class"), dict):
+        raise ScenarioError(f"{source}: a host file ([class.NAME] tables, docs/hosts.md), not "
+                            f"a one-connection scenario; run it with `tcpsim run {path}` or sweep "
+                            "it with `tcpsim sweep`")
     if timing is not None:
         set_timing(raw, timing)
     try:

@@ -37,6 +37,10 @@ class ExecutorError(RuntimeError):
 
 
 def _run_point(point: Point, trace: str | None) -> tuple[dict[str, Any], dict[str, int]]:
+    if point.host is not None:
+        from tcpsim.host.run import host_summary, run_host
+        r = run_host(point.host, engine=point.scenario.engine, skip=point.skip)
+        return host_summary(r), dict(r.nstat)
     opts = RunOptions(skip=point.skip, trace=trace)
     result, _ = run(point.scenario, opts)
     return result.summary, result.counters

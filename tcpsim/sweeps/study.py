@@ -339,8 +339,11 @@ def plan_sweep(target: str, axes: list[Axis], base: RunOptions, timing: str | No
         if not axes:
             raise ScenarioError(f"sweep {target}: a scenario needs --vary KEY=V1,V2,... "
                                 "(or give a study file)")
-        return Plan(Path(target).stem, axes, build_points(target, axes, base, timing),
-                    list(SHOWN))
+        points = build_points(target, axes, base, timing)
+        if points and points[0].host is not None:
+            from tcpsim.host.run import host_metrics
+            return Plan(Path(target).stem, axes, points, host_metrics(points[0].host))
+        return Plan(Path(target).stem, axes, points, list(SHOWN))
     st = load_study(target)
     opts = RunOptions(profile=base.profile or st.profile, policies=st.policies + base.policies,
                       sysctl=base.sysctl, sender_sysctl=base.sender_sysctl, skip=base.skip,
