@@ -306,6 +306,30 @@ def _first_diff(a: Any, b: Any) -> str:
     return "types or chunking"
 
 
+# Hosts (tcpsim/host): both engines give the same host outputs, per-connection rows included.
+HOST_CASES = {
+    "host-seed-mix": ("host-seed-mix", "2s"),
+    "host-seed-mix-shrink": ("host-seed-mix", "2s", "shrink-window"),
+}
+
+
+def host_diffs(name: str) -> list[str]:
+    """A host case on both engines: [] when their JSON (per connection too) is the same."""
+    import json as _json
+    from tcpsim.host.run import load_host_with, run_host
+    from tcpsim.units import parse_duration
+    spec = HOST_CASES[name]
+    host = load_host_with(spec[0], duration=parse_duration(spec[1], "duration"),
+                          policies=tuple(spec[2:]))
+    out = [_json.dumps(run_host(host, engine=e).as_json(True), sort_keys=True, default=str)
+           for e in ("python", "native")]
+    if out[0] == out[1]:
+        return []
+    i = next(i for i, (x, y) in enumerate(zip(out[0] + " ", out[1] + "  ")) if x != y)
+    return [f"host outputs differ at {i}: python {out[0][i - 40:i + 40]!r}, "
+            f"native {out[1][i - 40:i + 40]!r}"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--full", action="store_true", help="the golden cases' full durations")
@@ -322,6 +346,12 @@ def main() -> int:
                 bad += bool(diffs)
                 print(f"  {case.key:<52} {'identical' if not diffs else '; '.join(diffs)}",
                       flush=True)
+        hosts = [h for h in HOST_CASES if not a.filter or h.startswith(a.filter)]
+        for h in hosts:
+            diffs = host_diffs(h)
+            bad += bool(diffs)
+            print(f"  {h:<52} {'identical' if not diffs else '; '.join(diffs)}", flush=True)
+        selected = selected + hosts      # type: ignore[operator]
         print(f"{len(selected) - bad}/{len(selected)} identical "
               f"({time.perf_counter() - t:.0f} s{', full durations' if a.full else ''})")
     return 1 if bad else 0

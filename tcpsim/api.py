@@ -372,7 +372,8 @@ def load_trace(path: str | os.PathLike[str]) -> Run:
     try:
         trace, meta = read_trace(p)
     except (OSError, ValueError) as exc:   # pyarrow's errors are these: the same user error
-        raise TraceFileError(p, str(exc)) from None
+        from tcpsim.trace.unreadable import reason
+        raise TraceFileError(p, reason(p, exc)) from None
     label = str(meta.get("profile") or p.stem)
     report_run = ReportRun(label, trace, meta)
     summary = dict(meta.get("summary") or {}) or summarize(trace, meta)

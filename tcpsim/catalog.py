@@ -24,6 +24,8 @@ from pathlib import Path
 from types import CodeType, ModuleType
 
 import tcpsim.models
+from tcpsim import answers
+from tcpsim.answers import PatchAnswerError
 import tcpsim.models.patches
 from tcpsim.core.sysctl import SysctlSpec
 from tcpsim.policy import (
@@ -60,7 +62,7 @@ def builtin_patches() -> dict[str, type]:
 
 
 # code object of a patch's method -> (patch, decision point), for patch_failure()
-_PATCH_CODE: dict[CodeType, tuple[str, str]] = {}
+_PATCH_CODE = answers.PATCH_CODE
 
 
 def check_patch(cls: type, spec: str = "") -> type:
@@ -84,7 +86,15 @@ def check_patch(cls: type, spec: str = "") -> type:
             elif name.isupper() and name not in POINTS:
                 raise ProfileError(f"{where}: {klass.__name__}.{name} is not a constant of the "
                                    f"era{_nearest(name)}")
+            elif name in POINTS and not answers.constant_ok(POINTS[name].signature, value):
+                decl = POINTS[name].signature.lstrip(": ")
+                raise ProfileError(f"{where}: {klass.__name__}.{name} = {value!r}: {name} is "
+                                   f"declared as {decl}; give a value of that type")
     _check_additions(where, cls)
+    if not any(name in POINTS for klass in own_classes(cls, object) for name in vars(klass)):
+        raise ProfileError(f"{where}: {cls.__name__} overrides no decision point, so it would "
+                           "change nothing; define one of the methods tcpsim profiles show "
+                           "lists (e.g. def shrink_allowed(self, sk) -> bool)")
     return cls
 
 
@@ -134,34 +144,17 @@ def patch_spec(klass: type, method: str) -> str:
     return _PATCH_CODE.get(code, (patch_label(klass), ""))[0]  # type: ignore[arg-type]
 
 
-class PatchAnswerError(TypeError):
-    """A patch's decision point returned what the native kernel cannot take (None where a
-    window is due): the message is the whole line, naming the patch, point and method."""
-
-
-def _method_at(method: object, point: str) -> tuple[str, str]:
-    """(patch as given, " at FILE:LINE") of a patch's bound method."""
-    fn = getattr(method, "__func__", method)
-    code = getattr(fn, "__code__", None)
-    patch, _ = _PATCH_CODE.get(code, (getattr(fn, "__qualname__", point), point))  # type: ignore[arg-type]
-    at = f" at {code.co_filename}:{code.co_firstlineno}" if isinstance(code, CodeType) else ""
-    return patch, at
-
-
 def wrong_answer(method: object, point: str, value: object, expected: str) -> PatchAnswerError:
-    """The error for a patch method `method` (bound) whose answer `value` at `point` is not
-    `expected` (native/src/py_patch.rs calls this: the native engine's counterpart of the
-    Python kernel failing on the answer, which patch_failure() reports below)."""
-    patch, at = _method_at(method, point)
-    return PatchAnswerError(
-        f"patch {patch} failed in decision point {point}{at}: it returned {value!r} "
-        f"({type(value).__name__}) where the kernel takes {expected}")
+    """The error for a patch method `method` (bound) whose answer `value` at `point` the
+    kernel does not take (native/src/py_patch.rs calls this; the Python engine's check makes
+    the same line: tcpsim/answers.py). `expected` is ignored: the declaration says."""
+    return answers.wrong_answer(method, point, value, POINTS[point].returns)
 
 
 def changed_argument(method: object, point: str, arg: str) -> PatchAnswerError:
     """The error for a patch method that changed its `seg`/`skb` argument on the native
     engine, where it is a copy (the change would be lost; native/src/py_patch.rs)."""
-    patch, at = _method_at(method, point)
+    patch, at = answers.method_at(method, point)
     return PatchAnswerError(
         f"patch {patch} failed in decision point {point}{at}: it changed its {arg} argument, "
         "a copy on the native engine (the kernel would not see the change); --engine python "
@@ -183,6 +176,9 @@ def patch_failure(exc: BaseException) -> str:
         raised = frames[-1]
         at = f"{frame.filename}:{frame.lineno}"
         deeper = "" if raised is frame else f" (raised at {raised.filename}:{raised.lineno})"
+        if isinstance(exc, answers.FieldWriteError):   # named as the Python engine names it
+            return (f"patch {patch} failed in decision point {point} at {frame.filename}:"
+                    f"{code.co_firstlineno}: {exc}")
         return (f"patch {patch} failed in decision point {point} at {at}{deeper}: "
                 f"{type(exc).__name__}: {exc}")
     applied = _patches_in_play(exc)

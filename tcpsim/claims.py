@@ -15,6 +15,7 @@ from typing import Any, Callable
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from tcpsim import interrupt
 from tcpsim.core.constants import NS_PER_S, NS_PER_US
 from tcpsim.runner import RunOptions, run
 from tcpsim.scenario import load_scenario, scenario_from_dict
@@ -63,6 +64,7 @@ class Runner:
         path = self.tmp / f"run{self.n}.parquet" if trace else None
         dur = parse_duration(duration, "duration") if duration else None
         result, _ = run(sc, RunOptions(duration=dur, trace=path, **opts))
+        interrupt.check()             # a claim's run a stop cut short proves nothing
         table = pq.read_table(path) if path else None
         return {**result.summary, **result.counters}, table
 
@@ -306,7 +308,12 @@ def run_claims(keys: list[str] | None = None, quick: bool = False,
             if progress:
                 progress(i, len(chosen), claim.key)
             runner.timing = claim.timing or None
-            out = claim.check(runner)
+            try:
+                out = claim.check(runner)
+            except interrupt.Interrupted as exc:
+                exc.kept = f"{len(rows)} of {len(chosen)} claims checked" + (
+                    ": their results above" if rows and echo else "")
+                raise
             row = {"claim": claim.key, "title": claim.title, "source": claim.source,
                    "seed": claim.seed_says, "measured": out.measured,
                    "result": "PASS" if out.ok else "FAIL", "timing": claim.timing or DEFAULT_HOST}

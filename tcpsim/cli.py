@@ -19,7 +19,9 @@ from typing import Any, List, Optional
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from tcpsim.cli_files import FileClash, check_files, command_files, guard_files
 from tcpsim.cli_params import plain_params
+from tcpsim import interrupt
 from tcpsim.core.sysctl import SysctlError
 from tcpsim.capture.placement import HELP as PLACEMENT_HELP
 from tcpsim.catalog import ProfileError, get_profile
@@ -37,8 +39,13 @@ class _TcpsimGroup(TyperGroup):
     def main(self, args=None, prog_name=None, complete_var=None,  # type: ignore[no-untyped-def]
              standalone_mode=True, **extra):
         plain_params(self)                     # no pydantic for plain values (cli_params.py)
+        guard_files(self, lambda msg: _fail(msg))   # outputs never clobber inputs (cli_files.py)
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
+        twice = self._repeated(list(sys.argv[1:] if args is None else args))
+        if twice:
+            typer.echo(f"tcpsim: error: {twice}", err=True)
+            sys.exit(2)
         try:
             rv = super().main(args, prog_name, complete_var, False, **extra)
         except _CLICK_EXCEPTION as exc:
@@ -47,10 +54,55 @@ class _TcpsimGroup(TyperGroup):
                 sys.exit(exc.exit_code)
             typer.echo(f"tcpsim: error: {_click_error(exc, self._command_of(args))}", err=True)
             sys.exit(exc.exit_code)              # 2 for a usage error, as before
-        except typer.Abort:
-            typer.echo("tcpsim: error: aborted", err=True)
-            sys.exit(1)
+        except typer.Abort:                  # click's form of KeyboardInterrupt
+            signame = interrupt.requested() or "SIGINT"
+            typer.echo(f"tcpsim: interrupted by {signame}: stopped before anything was kept",
+                       err=True)
+            sys.exit(interrupt.exit_code(signame))
         sys.exit(rv if isinstance(rv, int) else 0)
+
+    def _repeated(self, args: list[str]) -> str:
+        """A refusal if an option that takes one value is given twice (click keeps the last
+        without a word): "run: --seed given twice (1, then 2); give it once". Options that
+        may repeat (lists, compare's variant options) and flags are not counted."""
+        names = self._command_of(args)
+        command: Any = self
+        for n in names:
+            command = command.commands[n]
+        if isinstance(command, _SweepGroup):        # `sweep TARGET ...` is `sweep run`
+            command, names = command.commands["run"], [*names, "run"]
+            args = [*args[:len(names) - 1], "run", *args[len(names) - 1:]]
+        if getattr(command, "commands", None) or not names:
+            return ""
+        single: dict[str, str] = {}
+        takes_value: set[str] = set()
+        for param in getattr(command, "params", ()):
+            opts = [*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ())]
+            if getattr(param, "param_type_name", "") != "option" or getattr(param, "is_flag", False):
+                continue
+            takes_value.update(opts)
+            if not getattr(param, "multiple", False) and not (names == ["compare"] and
+                                                              param.opts[0] in _VARIANT_OPTIONS):
+                for o in opts:
+                    single[o] = param.opts[0]
+        seen: dict[str, str] = {}
+        it = iter(args[len(names):])
+        for arg in it:
+            if arg == "--":
+                break
+            opt, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+            if opt not in takes_value:
+                continue
+            if not eq:
+                value = next(it, "")
+            key = single.get(opt)
+            if key is None:
+                continue
+            if key in seen:
+                return (f"{' '.join(names)}: {opt} given twice ({seen[key]}, then {value}); "
+                        f"give it once")
+            seen[key] = value
+        return ""
 
     def _command_of(self, args) -> list[str]:  # type: ignore[no-untyped-def]
         """The (sub)command `args` name, `sweep report` included (for a refusal click raised
@@ -97,7 +149,7 @@ profiles_app = typer.Typer(help="List kernel profiles and patches.", invoke_with
                            **HELP_LAYOUT)
 app.add_typer(profiles_app, name="profiles")
 
-USER_ERRORS = (ScenarioError, SysctlError, ProfileError, EngineError)
+USER_ERRORS = (ScenarioError, SysctlError, ProfileError, EngineError, FileClash)
 ENGINE_HELP = "python (the reference) or native (Rust; the default where it is built)"
 TIMING_HELP = ("application timing: a host preset whose calibrated wakeup latencies the apps "
                "get (dev-vm-loaded, the default; dev-vm-quiet, dev-vm-duty50, dev-vm-spin) or "
@@ -176,12 +228,23 @@ def run(
     timing: Optional[str] = _timing_option(),
     runs: int = typer.Option(1, "--runs", help="run N seeds (seed, seed+1, ...) and report how "
                              "often each outcome happened and the spread (tcpsim/runs.py)"),
+    connections: bool = typer.Option(False, "--connections", help="a host run: add one row per "
+                                     "connection to --json (and a table of them)"),
 ) -> None:
-    """Run one scenario and print its summary, counters and ss-style snapshot."""
+    """Run one scenario and print its summary, counters and ss-style snapshot; a host file
+    ([class.NAME] tables, docs/hosts.md): its host summary and per-class table."""
     from tcpsim.api import run_with
     from tcpsim.runner import RunOptions
     _check_trace_out("-o" if old_out is not None else "--trace", old_out or trace)
     trace = _renamed(old_out, "-o", trace, "--trace")
+    from tcpsim.host.scenario import is_host_file
+    if is_host_file(scenario):
+        _run_host(scenario, profile, policy, sysctl, sender_sysctl, duration, seed, hz, trace,
+                  pcap, no_skip, as_json, progress, engine, timing, runs, connections)
+        return
+    if connections:
+        _fail("--connections: per-connection rows are a host run's; this scenario is one "
+              "connection (its trace has its rows: --trace)")
     try:
         sc = load_scenario(scenario, timing)
         opts = RunOptions(profile=profile, policies=tuple(policy), sysctl=parse_sysctl_options(sysctl),
@@ -193,23 +256,91 @@ def run(
                           engine=engine)
         _check_pcap_out(pcap)
         _check_out(trace, "--trace", "run.parquet")
-        if runs != 1:
-            _run_seeds(sc, opts, runs, trace, pcap, as_json)
-            return
-        result = run_with(sc, opts)
+        with interrupt.stoppable():
+            if runs != 1:
+                _run_seeds(sc, opts, runs, trace, pcap, as_json)
+                return
+            result = run_with(sc, opts)
     except USER_ERRORS as exc:
         _fail(str(exc))
         return
+    except interrupt.Interrupted as exc:      # run --runs, between seeds
+        _stopped(exc.signame, "no spread is printed (it needs every seed)")
+    cut = result.meta.get("cut_short")
     if as_json:
         typer.echo(json.dumps({"scenario": result.scenario, "profile": result.profile,
                                "summary": result.summary, "counters": result.counters,
                                "sender_counters": result.sender_counters, "ss": result.ss, "trace": str(trace) if trace else None,
-                               "pcap": str(pcap) if pcap else None},
+                               "pcap": str(pcap) if pcap else None,
+                               **({"cut_short": cut} if cut else {})},
+                              indent=2, sort_keys=True))
+    else:
+        _print_result(result, trace)
+        if pcap:
+            typer.echo(f"pcap: {pcap}")
+    if cut:
+        kept = ", ".join(k for k, on in ((f"the trace {trace} (valid, marked cut short)", trace),
+                                         (f"the pcap {pcap}", pcap), ("the summary above", True))
+                         if on)
+        _stopped(cut["signal"], f"the run stopped at {cut['at_s']:.6g} of {cut['duration_s']:.6g} "
+                 f"simulated s; kept {kept}")
+
+
+def _stopped(signame: str, what: str) -> None:
+    """A command stopped by SIGINT/SIGTERM: one line saying what it kept; exit 128+signal."""
+    typer.echo(f"tcpsim: interrupted by {signame}: {what}", err=True)
+    raise typer.Exit(interrupt.exit_code(signame))
+
+
+def _run_host(path: str, profile, policy, sysctl, sender_sysctl, duration, seed, hz, trace,
+              pcap, no_skip: bool, as_json: bool, progress, engine, timing, runs: int,
+              connections: bool) -> None:
+    """`tcpsim run HOST.toml`: the host's summary (sockstat, nstat, pressure) and per-class
+    table (tcpsim/host/outputs.py); --json carries it all."""
+    from tcpsim.host.outputs import format_host
+    from tcpsim.host.run import load_host_with, run_host
+    for flag, given in (("--pcap", pcap), ("--sender-sysctl", sender_sysctl), ("--hz", hz)):
+        if given:
+            _fail(f"{flag}: not for a host run; set the field in the host file or its classes' "
+                  "base scenarios")
+    _check_out(trace, "--trace", "host.parquet")
+    if runs != 1:
+        _fail("--runs: run a host's seeds with --seed, or sweep them: tcpsim sweep HOST -x seed=1,2,3")
+    try:
+        host = load_host_with(
+            path, profile=profile, policies=tuple(policy), sysctl=parse_sysctl_options(sysctl),
+            duration=parse_duration(duration, "--duration", positive=True) if duration else None,
+            seed=seed)
+        show = sys.stderr.isatty() if progress is None else progress
+        from tcpsim.engine.result import progress_bar
+        result = run_host(host, engine=engine, skip=not no_skip, timing=timing,
+                          progress=progress_bar(host.duration, show))
+        if show:
+            sys.stderr.write("\n")
+    except USER_ERRORS as exc:
+        _fail(str(exc))
+        return
+    written = []
+    if trace is not None:
+        from tcpsim.host.outputs import write_host_trace
+        written = write_host_trace(result, trace, connections)
+    if as_json:
+        typer.echo(json.dumps(dict(result.as_json(connections), trace=written or None),
                               indent=2, sort_keys=True))
         return
-    _print_result(result, trace)
-    if pcap:
-        typer.echo(f"pcap: {pcap}")
+    for line in format_host(result):
+        typer.echo(line)
+    if written:
+        typer.echo("trace: " + ", ".join(written))
+    if connections:
+        typer.echo("connections (index class start_s stop_s read_bytes drops peak_rmem):")
+        for f in result.flows:
+            c = f.counters
+            drops = sum(c.get(k, 0) for k in ("TcpExtTCPRcvQDrop", "TcpExtTCPOFODrop",
+                                              "TcpExtTCPZeroWindowDrop", "TcpExtBeyondWindow"))
+            typer.echo(f"  {f.index:>6} {result.classes[f.cls]['class']:<12} "
+                       f"{f.start / 1e9:8.3f} {f'{f.stop / 1e9:.3f}' if f.stop else '-':>8} "
+                       f"{f.read_bytes:>12} {drops:>6} {f.peak_rmem:>10}")
 
 
 def _run_seeds(sc, opts, runs: int, trace: Optional[Path], pcap: Optional[Path],
@@ -343,8 +474,14 @@ def profiles_show(name: str, source: Optional[str] = typer.Option(
 @app.command()
 def experiments() -> None:
     """List the built-in experiments (scenario files shipped with tcpsim)."""
+    from tcpsim.host.scenario import is_host_file, load_host
     for name in builtin_experiments():
         try:
+            if is_host_file(name):
+                host = load_host(name)
+                typer.echo(f"  {name:<36} (host of {host.connections} connections) "
+                           f"{host.description}")
+                continue
             sc = load_scenario(name)
             typer.echo(f"  {name:<36} {sc.description}")
         except ScenarioError as exc:
@@ -438,14 +575,15 @@ def sweep(
                 study.x if study else "")
     progress = Progress(len(points), 0, enabled=not as_json)
     try:
-        with progress:
+        with progress, interrupt.signals_interrupt():     # SIGTERM as Ctrl-C
             run_sweep(points, jobs=jobs, results=res, traces=traces, fresh=fresh,
                       executor=executor, scheduler=scheduler, progress=progress)
     except ExecutorError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
-        _fail(f"interrupted: {progress.done} of {len(points)} points stored in {res.root}; "
-              "run the same command again to finish")
+        _stopped(interrupt.requested() or "SIGINT",
+                 f"{progress.done} of {len(points)} points stored in {res.root}; run the same "
+                 "command again to finish")
     if out is not None:
         write_results(points, out)
     if as_json:
@@ -564,9 +702,10 @@ def search(
     except USER_ERRORS as exc:
         _fail(str(exc))
         return
-    except KeyboardInterrupt:
-        _fail(f"interrupted: the runs so far are stored in {root / 'runs'}; run the same "
-              "command again to resume")
+    except KeyboardInterrupt:           # SIGINT, or SIGTERM (main: interrupt.signals_interrupt)
+        _stopped(interrupt.requested() or "SIGINT",
+                 f"the runs so far are stored in {root / 'runs'}; run the same command again "
+                 "to resume")
         return
     record = searching.summary(result)
     if as_json:
@@ -585,6 +724,9 @@ def bench(
                                 help="only the socket alone, per engine (us per segment)"),
     engine: Optional[str] = typer.Option(None, "--engine", help="one engine only (default: both, "
                                          "and their ratio)"),
+    hosts: bool = typer.Option(False, "--hosts", help="hosts of 1 000 and 10 000 connections of "
+                               "the seed mix (--quick: 200 and 1 000), beside the single-"
+                               "connection cases (docs/hosts.md)"),
     search_only: bool = typer.Option(False, "--search", help="only the search: evaluations per "
                                      "second, local pool and 2-worker Dask"),
 ) -> None:
@@ -594,6 +736,16 @@ def bench(
         rows = search_rows(quick, echo=None if as_json else typer.echo)
         if as_json:
             typer.echo(json.dumps(rows, indent=2))
+        return
+    if hosts:
+        from tcpsim.bench_host import host_benchmarks
+        try:
+            out = host_benchmarks(quick=quick, echo=None if as_json else typer.echo)
+        except EngineError as exc:
+            _fail(str(exc))
+            return
+        if as_json:
+            typer.echo(json.dumps(out, indent=2))
         return
     if socket:
         from tcpsim.bench_socket import socket_benchmark
@@ -739,25 +891,42 @@ def compare(
         _check_pcap_out(pcap)
         _check_out(out, "--html", "compare.html")
         pcaps = []
+        if pcap is not None:
+            from tcpsim.pcap.export import variant_path
+            check_files(command_files(("compare",), {"scenario": scenario, "trace": trace})[0],
+                        [(f"--pcap {pcap} (side {i})", variant_path(pcap, v.label(), i))
+                         for i, v in enumerate(variants, start=1)])
         steps = StepProgress("compare")
-        for i, v in enumerate(variants, start=1):
-            steps.start(i, len(variants), v.label())
-            out_pcap = None
-            if pcap is not None:
-                from tcpsim.pcap.export import variant_path
-                out_pcap = variant_path(pcap, v.label(), i)
-                pcaps.append(out_pcap)
-            opts = RunOptions(profile=v.profile, policies=tuple(v.policies),
-                              sysctl=parse_sysctl_options(v.sysctl), duration=dur, hz=hz,
-                              pcap=out_pcap, memory_trace=True, engine=engine)
-            runs[v.label()] = api.run_with(
-                with_settings(scenario, v.sets, timing) if v.sets else sc, opts)
-        spreads = _variant_spreads(scenario, sc, variants, n_runs, dur, hz, engine, timing)
+        stopped: Optional[str] = None
+        with interrupt.stoppable():
+            for i, v in enumerate(variants, start=1):
+                steps.start(i, len(variants), v.label())
+                out_pcap = None
+                if pcap is not None:
+                    from tcpsim.pcap.export import variant_path
+                    out_pcap = variant_path(pcap, v.label(), i)
+                    pcaps.append(out_pcap)
+                opts = RunOptions(profile=v.profile, policies=tuple(v.policies),
+                                  sysctl=parse_sysctl_options(v.sysctl), duration=dur, hz=hz,
+                                  pcap=out_pcap, memory_trace=True, engine=engine)
+                side = api.run_with(with_settings(scenario, v.sets, timing) if v.sets else sc,
+                                    opts)
+                if side.meta.get("cut_short"):        # a stop: the sides run whole are kept
+                    stopped = side.meta["cut_short"]["signal"]
+                    break
+                runs[v.label()] = side
+            try:
+                spreads = {} if stopped else _variant_spreads(scenario, sc, variants, n_runs,
+                                                              dur, hz, engine, timing)
+            except interrupt.Interrupted as exc:
+                stopped, spreads = exc.signame, {}
     except USER_ERRORS as exc:
         _fail(str(exc))
         return
     comparison = api.Comparison(runs)
     target = out or Path(f"compare-{sc.name}.html")
+    if stopped:
+        _compare_stopped(stopped, comparison, target, len(runs), len(variants), pcaps)
     comparison.report(target)
     rows = comparison.rows
     if as_json and spreads:
@@ -773,6 +942,21 @@ def compare(
         typer.echo(f"report: {target}")
         for p in pcaps:
             typer.echo(f"pcap: {p}")
+
+
+def _compare_stopped(signame: str, comparison: Any, target: Path, done: int, total: int,
+                     pcaps: list) -> None:
+    """compare stopped by a signal: the sides run whole, in the table and the report."""
+    from tcpsim.report import format_table
+    kept = []
+    if comparison.runs:
+        comparison.report(target)
+        typer.echo(format_table(comparison.rows))
+        kept.append(f"the table above and the report {target} of those")
+    if pcaps:
+        kept.append(f"the pcaps {', '.join(map(str, pcaps))} (the last cut short)")
+    _stopped(signame, f"{done} of {total} sides ran whole; "
+             + ("kept " + "; ".join(kept) if kept else "nothing kept"))
 
 
 def _variant_spreads(scenario: str, sc: Scenario, variants: list, n_runs: int,
@@ -834,14 +1018,15 @@ def report(trace: Path = typer.Argument(..., help="a trace written by tcpsim run
                                               help="HTML file (default: TRACE with .html)")) -> None:
     """Write the interactive HTML report of one trace."""
     from tcpsim import api
+    from tcpsim.trace.unreadable import missing_file, reason
     if not trace.is_file():
-        _fail(f"{trace}: no such trace file")
+        _fail(f"{trace}: {missing_file(trace, 'no such trace file')}")
     _check_out(out, "--out", "report.html")
     try:
         path = api.load_trace(trace).report(out or trace.with_suffix(".html"))
     except (OSError, ValueError) as exc:
-        reason = exc.reason if isinstance(exc, api.TraceFileError) else exc
-        _fail(f"{trace}: not a readable tcpsim trace ({reason})")
+        why = exc.reason if isinstance(exc, api.TraceFileError) else reason(trace, exc)
+        _fail(f"{trace}: not a readable tcpsim trace ({why})")
         return
     typer.echo(f"report: {path}")
 
@@ -965,10 +1150,15 @@ def validate(
     except (ScenarioError, EngineError) as exc:
         _fail(str(exc))
         return
-    code = run_validate([str(t) for t in traces], profile=profile, thresholds=th,
-                        html_out=str(html) if html else None, as_json=as_json, echo=typer.echo,
-                        error=lambda msg: typer.echo(f"tcpsim: error: {msg}", err=True),
-                        until_s=until_s, policies=tuple(policy), hz=hz, engine=engine)
+    try:
+        with interrupt.stoppable():
+            code = run_validate([str(t) for t in traces], profile=profile, thresholds=th,
+                                html_out=str(html) if html else None, as_json=as_json,
+                                echo=typer.echo,
+                                error=lambda msg: typer.echo(f"tcpsim: error: {msg}", err=True),
+                                until_s=until_s, policies=tuple(policy), hz=hz, engine=engine)
+    except interrupt.Interrupted as exc:
+        _stopped(exc.signame, exc.kept)
     raise typer.Exit(code)
 
 
@@ -983,10 +1173,15 @@ def _validate_plain(traces: List[Path], runs: Optional[int], profile: Optional[s
     except EngineError as exc:
         _fail(str(exc))
         return
-    code = run_plain([str(t) for t in traces], DEFAULT_RUNS if runs is None else runs, as_json,
-                     echo=typer.echo, error=lambda msg: typer.echo(f"tcpsim: error: {msg}", err=True),
-                     profile=profile, policies=policies, host=host, sets=sets, hz=hz,
-                     engine=engine, seed=seed, required=required)
+    try:
+        with interrupt.stoppable():
+            code = run_plain([str(t) for t in traces], DEFAULT_RUNS if runs is None else runs,
+                             as_json, echo=typer.echo,
+                             error=lambda msg: typer.echo(f"tcpsim: error: {msg}", err=True),
+                             profile=profile, policies=policies, host=host, sets=sets, hz=hz,
+                             engine=engine, seed=seed, required=required)
+    except interrupt.Interrupted as exc:
+        _stopped(exc.signame, "nothing kept (the outcome distribution needs every seed)")
     raise typer.Exit(code)
 
 
@@ -1137,22 +1332,36 @@ def replay(
     from tcpsim.pcap.flows import TooManyFlows
     from tcpsim.pcap.replay import replay_capture
     if not capture.is_file():
-        _fail(f"replay: {capture}: no such file")
+        _fail(f"replay: {capture}: {'is a directory' if capture.is_dir() else 'no such file'}")
+    if until is not None and not until > 0:
+        _fail(f"--until {until:g}: give a positive number of seconds (the first S seconds "
+              "are compared)")
+    try:
+        if hz is not None:
+            from tcpsim.scenario import check_hz
+            check_hz(hz, "--hz")
+    except ScenarioError as exc:
+        _fail(str(exc))
     try:
         opts = _pcap_opts(flow, None, delay, reader, rcvbuf, split_gso)
         sysctls = parse_sysctl_options(sysctl)
         eng = _check_engine(engine)
-        if fit or profiles:
-            pins = _fit_pins(opts, hz, device, timing, sysctls)
-            if profiles:
-                code = _rank_capture(capture, profiles, tuple(policy), sysctls, until, pins, fit,
-                                     eng, as_json, opts)
-            else:
-                code = _fit_capture(capture, profile, tuple(policy), fit_profile, sysctls, until,
-                                    pins, eng, as_json, html, opts)
-            raise typer.Exit(code)
-        v = replay_capture(capture, profile=profile, policies=tuple(policy),
-                           sysctl=sysctls, until_s=until, hz=hz, engine=eng, **opts)
+        with interrupt.stoppable():
+            if fit or profiles:
+                pins = _fit_pins(opts, hz, device, timing, sysctls)
+                if profiles:
+                    code = _rank_capture(capture, profiles, tuple(policy), sysctls, until, pins,
+                                         fit, eng, as_json, opts)
+                else:
+                    code = _fit_capture(capture, profile, tuple(policy), fit_profile, sysctls,
+                                        until, pins, eng, as_json, html, opts)
+                raise typer.Exit(code)
+            v = replay_capture(capture, profile=profile, policies=tuple(policy),
+                               sysctl=sysctls, until_s=until, hz=hz, engine=eng, **opts)
+    except interrupt.Interrupted as exc:
+        _stopped(exc.signame, "nothing kept (a score needs the whole replay; --until S scores "
+                 "the first S seconds)")
+        return
     except TooManyFlows as exc:
         _pcap_flows_failure(capture, exc)
         return
@@ -1351,8 +1560,13 @@ def claims(
     from tcpsim.progress import StepProgress
     try:
         _set_engine(engine)
-        rows = run_claims(keys=only or None, quick=quick, echo=None if as_json else typer.echo,
-                          progress=StepProgress("claims").start)
+        with interrupt.stoppable():
+            rows = run_claims(keys=only or None, quick=quick,
+                              echo=None if as_json else typer.echo,
+                              progress=StepProgress("claims").start)
+    except interrupt.Interrupted as exc:
+        _stopped(exc.signame, exc.kept)
+        return
     except ValueError as exc:
         _fail(str(exc))
         return
@@ -1387,7 +1601,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     try:
-        app(args=[a for a in args if a != "--debug"])
+        with interrupt.signals_interrupt():   # SIGTERM as Ctrl-C; the engines' own below
+            app(args=[a for a in args if a != "--debug"])
     except USER_ERRORS as exc:  # pragma: no cover - safety net
         typer.echo(f"tcpsim: error: {exc}", err=True)
         sys.exit(2)

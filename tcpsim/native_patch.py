@@ -18,7 +18,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from tcpsim.policy import DECISION_POINTS, own_classes, patch_label
+from tcpsim.answers import INT64, RANGES
+from tcpsim.policy import DECISION_POINTS, POINTS, own_classes, patch_label
 
 if TYPE_CHECKING:
     from tcpsim.policy import Profile
@@ -70,6 +71,12 @@ CONSTANTS: dict[str, Any] = {
 CONSTANT_NAMES = frozenset({"RELEASE", "SYSCTLS", "RMEM2_DEFAULT", "PINGPONG_THRESH",
                             "DEFAULT_SCALING_RATIO", "COLLAPSE_NS_PER_BYTE", "COLLAPSE_NS_FIXED",
                             "default_sysctls", "initial_scaling_ratio", "pingpong_thresh"})
+
+
+def answer_range(point: str) -> tuple[int, int]:
+    """The inclusive [lo, hi] of `point`'s int answer, as the native layer checks it."""
+    lo, hi = RANGES.get(point, INT64)
+    return lo, hi - 1
 
 
 def split_patches(profile: Profile) -> tuple[list[str], list[tuple[int, tuple[type, ...]]]]:
@@ -151,6 +158,9 @@ def composed_class(user: tuple[type, ...]) -> type:
                         "runs it")
                 overrides.append(name)
     setattr(cls, "__native_overrides__", tuple(overrides))
+    setattr(cls, "__native_answers__", tuple(     # the int answers' ranges (tcpsim/answers.py)
+        (name, *answer_range(name)) for name in overrides
+        if name in POINTS and POINTS[name].returns == "int"))
     setattr(cls, "__native_defines_constants__", constants)
     setattr(cls, "__patch_counters__", tuple((n, m) for p in user
                                              for n, m in getattr(p, "counters", {}).items()))

@@ -45,12 +45,14 @@ the sysctls and counters they add.
 from __future__ import annotations
 
 import enum
+import functools
 import inspect
 from abc import ABC, abstractmethod
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Callable, TypeVar, get_type_hints
 
+from tcpsim.answers import checked_method
 from tcpsim.core.mib import declare_counter
 from tcpsim.core.sysctl import SysctlSpec, Sysctls, declare_patch_sysctl
 
@@ -460,6 +462,11 @@ class DecisionPoint:
     params: tuple[str, ...]     # parameter names after self; () for an attribute
     is_method: bool
 
+    @property
+    def returns(self) -> str:
+        """The declared return type ("int", "bool", "None", ...; "" for an attribute)."""
+        return self.signature.rpartition(" -> ")[2] if self.is_method else ""
+
 
 def _declare() -> dict[str, DecisionPoint]:
     """Read the points off KernelPolicy, in declaration order."""
@@ -576,8 +583,12 @@ class Profile:
         return type(name, (*reversed(self.patches), self.kernel), {})
 
     def policy(self) -> KernelPolicy:
-        """A fresh policy object for one socket."""
-        return self.policy_class()()
+        """A fresh policy object for one socket. The methods of patches from outside the
+        package have their answers and socket writes checked (tcpsim/answers.py); the
+        built-in eras and patches run as they are."""
+        if not self.patches or all(trusted(p) for p in self.patches):
+            return self.policy_class()()
+        return _checked_class(self)()
 
     def with_patches(self, *patches: type) -> Profile:
         """This profile with patches applied (later patches override earlier ones)."""
@@ -627,3 +638,31 @@ class Profile:
     def source_of(self, point: str) -> str:
         """The source of one decision point as this profile resolves it."""
         return inspect.getsource(getattr(self.policy_class(), point))
+
+
+def trusted(patch: type) -> bool:
+    """Whether `patch` ships with tcpsim (tcpsim/models): its answers are not checked."""
+    return patch.__module__.startswith("tcpsim.models.")
+
+
+@functools.lru_cache(maxsize=None)
+def _checked(patch: type) -> type:
+    """`patch` with each decision point it defines checked (tcpsim/answers.py), as a
+    subclass in its place (its own `super()` calls reach what they would)."""
+    attrs: dict[str, Any] = {}
+    for klass in own_classes(patch, object):
+        for name, fn in vars(klass).items():
+            point = POINTS.get(name)
+            if point is None or not point.is_method or name in attrs or not inspect.isfunction(fn):
+                continue
+            attrs[name] = checked_method(getattr(patch, name), name, point.returns)
+    return type(patch.__name__, (patch,), attrs)
+
+
+@functools.lru_cache(maxsize=None)
+def _checked_class(profile: Profile) -> type[KernelPolicy]:
+    """Profile.policy_class() with the untrusted patches checked."""
+    patches = [p if trusted(p) else _checked(p) for p in profile.patches]
+    name = f"{profile.kernel.__name__}+" + "+".join(p.__name__ for p in profile.patches)
+    return type(name, (*reversed(patches), profile.kernel), {})
+

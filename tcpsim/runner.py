@@ -79,6 +79,12 @@ def run(scenario: Scenario, opts: RunOptions | None = None) -> tuple[RunResult, 
     """Run one scenario; returns the result and, if asked, the in-memory trace."""
     opts = opts or RunOptions()
     sc, profile = prepare(scenario, opts)
+    if opts.note is not None:
+        from tcpsim.workload import idle_notes
+        for line in idle_notes({"writer": sc.writer, "reader": sc.reader,
+                                "receiver.writer": sc.rev_writer,
+                                "sender.reader": sc.rev_reader}, sc.duration):
+            opts.note(line)
     sink: MemoryRecorder | None = None
     if opts.trace:
         from tcpsim.trace.recorder import ParquetRecorder

@@ -75,6 +75,7 @@ def run_seeds(scenario: Any, opts: Any, runs: int,
     RunOutcome.measured; `tcpsim validate --plain` uses it."""
     from dataclasses import replace
 
+    from tcpsim import interrupt
     from tcpsim.api import run_with
     from tcpsim.runner import prepare
     from tcpsim.validate.trace import load, view
@@ -86,6 +87,7 @@ def run_seeds(scenario: Any, opts: Any, runs: int,
             trace = Path(tmp) / f"seed{i}.parquet"
             o = replace(opts, seed=seed, trace=trace, pcap=None, progress=False)
             result = run_with(scenario, o)
+            interrupt.check()                  # a run a stop cut short is not an outcome
             sc, _ = prepare(scenario, o)
             v = view(*load(trace))
             got, figs = classify(result.summary, result.counters, v, sc.duration)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from tcpsim.core.constants import NS_PER_S
-from tcpsim.core.devices import DEVICES, build as build_device
+from tcpsim.core.devices import DEVICES, FIELDS as DEVICE_FIELDS, build as build_device
 from tcpsim.core.clock import parse_hz
 from tcpsim.core.sysctl import SysctlError
 from tcpsim.errors import ScenarioError
@@ -200,6 +200,10 @@ def _parse_device(value: Any, link_mtu: int, where: str) -> str:
         raise ScenarioError(f"{where}: expected a preset name or a table, got {value!r}")
     fields = dict(value)
     preset, strategy = fields.pop("preset", None), fields.pop("strategy", None)
+    for key in fields:                       # a misspelt key is named before anything else
+        if key not in DEVICE_FIELDS:
+            raise ScenarioError(f"{where}.{key}: unknown field; allowed: preset, strategy, "
+                                + ", ".join(DEVICE_FIELDS))
     if (preset is None) == (strategy is None):
         raise ScenarioError(f'{where}: give either preset (one of {", ".join(DEVICES)}) or '
                             'strategy (sender, tun, page-frag, page, kmalloc), not both or neither')
@@ -418,6 +422,10 @@ def load_scenario(path: str | Path, timing: str | None = None) -> Scenario:
         raise ScenarioError(f"{source}: the file sets nothing (an empty scenario would run the "
                             "defaults); give at least a [writer] and a [reader], or run a built-in "
                             f"experiment such as {builtin_experiments()[0]}")
+    if isinstance(raw.get("class"), dict):
+        raise ScenarioError(f"{source}: a host file ([class.NAME] tables, docs/hosts.md), not "
+                            f"a one-connection scenario; run it with `tcpsim run {path}` or sweep "
+                            "it with `tcpsim sweep`")
     if timing is not None:
         set_timing(raw, timing)
     try:
@@ -434,15 +442,20 @@ def read_scenario_file(path: str | Path) -> tuple[dict[str, Any], str]:
         builtin = builtin_experiment(str(path))
         if builtin is not None:
             p = builtin
+    if p.is_dir():
+        raise ScenarioError(f"{path}: is a directory; give a scenario file (.toml) or the name "
+                            "of a built-in experiment (tcpsim experiments)")
     if not p.is_file():
         raise ScenarioError(f"{path}: no such scenario file (built-in experiments: "
                             f"{', '.join(builtin_experiments())})")
     try:
-        return tomllib.loads(p.read_text()), str(p)
+        return tomllib.loads(p.read_text(encoding="utf-8")), str(p)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{p}: not valid TOML: {exc}") from None
     except UnicodeDecodeError:
-        raise ScenarioError(f"{p}: not a text file") from None
+        raise ScenarioError(f"{p}: not a text file (not UTF-8): give a scenario TOML file") from None
+    except OSError as exc:
+        raise ScenarioError(f"{p}: cannot be read ({exc.strerror})") from None
 
 
 def builtin_experiments() -> list[str]:

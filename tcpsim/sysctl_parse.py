@@ -22,7 +22,8 @@ import re
 import tomllib
 from typing import Any
 
-from tcpsim.core.sysctl import STRING_SYSCTLS, SysctlError, Sysctls, long_name, short_name
+from tcpsim.core.sysctl import (STRING_SYSCTLS, SysctlError, Sysctls, known_name, long_name,
+                                short_name, unknown_sysctl)
 
 _INT = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0|[1-9][0-9]*)$")
 FORMS = "an integer, or three integers as [4096,131072,6291456] or \"4096 131072 6291456\""
@@ -41,9 +42,19 @@ def _int(word: str, name: str, raw: Any) -> int:
 def parse_value(value: Any, name: str) -> Any:
     """A value in any accepted form -> an int or a list of ints. TOML integers, booleans and
     lists pass through unchanged (the profile's validation refuses what it must, with its
-    own message); strings are read as the kernel would read them."""
+    own message); strings are read as the kernel would read them. A value that cannot be
+    read under a name tcpsim does not know blames the name (a misspelling), not the value."""
     if not isinstance(value, str) or short_name(name) in STRING_SYSCTLS:
         return value
+    try:
+        return _parse_text(value, name)
+    except SysctlError:
+        if not known_name(name):
+            raise SysctlError(unknown_sysctl(name)) from None
+        raise
+
+
+def _parse_text(value: str, name: str) -> Any:
     text = value.strip()
     if text.startswith("["):
         try:

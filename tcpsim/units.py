@@ -8,7 +8,8 @@ bit/s), or raises `UnitError` naming `where` and the accepted forms.
 * **Durations**: a number with a unit (`"250us"`, `"20ms"`, `"1.5s"`, `"35min"`, `"2h"`) or
   a bare number of seconds (`2`, `1.5`, `"2"`); never negative, NaN or infinite.
 * **Sizes**: bytes (`1448`) or an integer with a unit: `B`, `KiB`/`MiB`/`GiB` (and `k`/`K`,
-  `M`, `G`, also powers of 1024), `KB`/`MB`/`GB` (powers of 1000).
+  `M`, `G`, also powers of 1024), `kB` (the SI spelling) or `KB`, `MB`/`GB` (powers of
+  1000). The full table is SIZE_UNITS below and docs/scenarios.md "Units".
 * **Rates**: bits per second, in tc's spelling (`"100mbit"`, `"1gbit"`, `"Mbit"`,
   `"kbit"`, `"bit"`; any case) or a bare number of bit/s. The spellings `bps`, `kbps`,
   `mbps`, `gbps` are refused: tc reads `mbps` as megaBYTES per second, most other tools as
@@ -34,8 +35,9 @@ _VALUE = re.compile(rf"^\s*{_NUMBER}\s*([a-zA-Zµ]*)\s*$")
 
 DURATION_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": NS_PER_S,
                   "sec": NS_PER_S, "min": 60 * NS_PER_S, "h": 3600 * NS_PER_S}
-SIZE_UNITS = {"": 1, "B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "KB": 1000,
-              "MB": 1000**2, "GB": 1000**3, "k": 1024, "K": 1024, "M": 1024**2, "G": 1024**3}
+SIZE_UNITS = {"": 1, "B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "kB": 1000,
+              "KB": 1000, "MB": 1000**2, "GB": 1000**3, "k": 1024, "K": 1024, "M": 1024**2,
+              "G": 1024**3}
 RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}   # lower-cased
 AMBIGUOUS_RATES = {"bps": "bit", "kbps": "kbit", "mbps": "mbit", "gbps": "gbit"}
 

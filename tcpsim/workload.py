@@ -70,26 +70,28 @@ from tcpsim.units import parse_duration, parse_rate, parse_size
 
 @dataclass(frozen=True)
 class Kind:
-    """One application kind: its name, the fields it needs, its default `bytes`."""
+    """One application kind: its name, the fields it needs, the other fields it reads (a
+    field it does not read is an error, not silently ignored), its default `bytes`."""
 
     name: str
     required: tuple[str, ...] = ()
     default_bytes: int = 0
     min_bytes: int = 0               # `bytes` must be at least this (after the default)
+    reads: tuple[str, ...] = ()      # optional fields besides kind, start and the timing's
 
 
 WRITER_KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("periodic", ("bytes", "every"), min_bytes=1),
-    Kind("bulk", default_bytes=65536, min_bytes=1),
+    Kind("bulk", default_bytes=65536, min_bytes=1, reads=("bytes",)),
 )}
 READER_KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("never"),
     Kind("periodic", ("bytes", "every"), min_bytes=1),
-    Kind("fast", default_bytes=1 << 20),
-    Kind("blocking", default_bytes=1 << 20),
-    Kind("relay", default_bytes=1 << 20),
+    Kind("fast", default_bytes=1 << 20, reads=("bytes",)),
+    Kind("blocking", default_bytes=1 << 20, reads=("bytes",)),
+    Kind("relay", default_bytes=1 << 20, reads=("bytes",)),
     Kind("oscillating", ("bytes", "every", "bytes2", "every2", "period")),
-    Kind("oscil"),
+    Kind("oscil", reads=("fast_for", "slow_for", "fraction")),
 )}
 KINDS = {"writer": WRITER_KINDS, "reader": READER_KINDS}
 
@@ -166,6 +168,15 @@ def parse_app(table: dict[str, Any], side: str, default: App, where: str = "") -
         if key not in FIELDS:
             raise ScenarioError(f"{role}.{key}: unknown field; allowed here: "
                                 + ", ".join(sorted(FIELDS)))
+    spec = kinds[kind]
+    timed = TIMING_FIELDS if kind in TIMED_KINDS[side] else ()
+    if side == "writer":
+        timed = tuple(k for k in timed if k == "latency")   # call_cost, copy_rate: readers'
+    reads = ("kind", "start", *spec.required, *spec.reads, *timed)
+    for key in table:
+        if key not in reads and key not in TIMING_FIELDS:  # timing: _parse_timing says why
+            raise ScenarioError(f"{role}.{key}: a {side} of kind = \"{kind}\" does not read "
+                                f"{key}; its fields: {', '.join(reads)}")
     values: dict[str, Any] = {}
     for k in SIZE_FIELDS:
         if k in table:
@@ -192,6 +203,19 @@ def parse_app(table: dict[str, Any], side: str, default: App, where: str = "") -
     if app.bytes < spec.min_bytes:
         raise ScenarioError(f"{role}.bytes: must be at least {spec.min_bytes}")
     return app
+
+
+def idle_notes(apps: dict[str, "App | None"], duration: int) -> list[str]:
+    """A line for each application (`apps`: {role: App}) that can do nothing in a run of
+    `duration` ns: it starts at or after the end (a scenario's writer that writes nothing
+    without a word)."""
+    out = []
+    for role, app in apps.items():
+        if app is not None and app.kind != "never" and app.start >= duration:
+            out.append(f"{role}.start = {app.start / NS_PER_S:g} s is not before the end of the "
+                       f"run ({duration / NS_PER_S:g} s): the {role} does nothing in it; start "
+                       "it earlier or run longer (--duration)")
+    return out
 
 
 def _parse_timing(table: dict[str, Any], side: str, kind: str, role: str) -> dict[str, Any]:

@@ -230,23 +230,21 @@ def test_an_error_of_the_kernel_below_a_patch_names_both_places(tmp_path, capsys
 
 
 def test_a_wrong_answer_names_the_patch_point_and_value_on_either_engine(tmp_path, capsys):
-    """The native kernel cannot take None for a window: one line naming the method; the
-    Python kernel fails using it: one line naming the kernel's line and the point."""
+    """Neither kernel takes None for a window: the same line on both engines, naming the
+    patch, the point, the value and what the point takes (tcpsim/answers.py)."""
     from tcpsim.engines import native_available
     f = _patch_file(tmp_path, """
         class Wrong:
             def select_window(self, sk):
                 return None
     """)
-    line = one_error_line(*cli(capsys, *RUN, "--engine", "python",
-                               "--policy", f"{f}:Wrong")[::2])
-    assert "check what its decision points select_window return" in line
-    if native_available():
-        line = one_error_line(*cli(capsys, *RUN, "--engine", "native",
+    want = (f"tcpsim: error: patch {f}:Wrong failed in decision point select_window "
+            f"at {f}:3: it returned None (NoneType) where the kernel takes an int in "
+            "[0, 2**31) (a window) (--debug shows the traceback)")
+    for engine in ("python", *(["native"] if native_available() else [])):
+        line = one_error_line(*cli(capsys, *RUN, "--engine", engine,
                                    "--policy", f"{f}:Wrong")[::2])
-        assert line == (f"tcpsim: error: patch {f}:Wrong failed in decision point select_window "
-                        f"at {f}:3: it returned None (NoneType) where the kernel takes an int "
-                        "(--debug shows the traceback)")
+        assert line == want, engine
 
 
 def test_a_kernel_class_is_not_a_patch(tmp_path, capsys):

@@ -24,15 +24,23 @@ def test_value_forms(raw, value):
 
 
 @pytest.mark.parametrize("raw,needle", [
-    ("one", "sysctl x: expected an integer, or three integers as [4096,131072,6291456]"),
+    ("one", "sysctl tcp_rmem: expected an integer, or three integers as [4096,131072,6291456]"),
     ("1.5", "expected an integer"), ("[1, two]", "expected an integer"),
     ('["1", "2"]', "expected an integer"), ("4096 big 6291456", "expected an integer"),
-    ("010", "sysctl x: '010' has a leading zero (the kernel reads it as octal)"),
+    ("010", "sysctl tcp_rmem: '010' has a leading zero (the kernel reads it as octal)"),
 ])
 def test_value_refused(raw, needle):
     with pytest.raises(SysctlError) as e:
-        parse_value(raw, "x")
+        parse_value(raw, "tcp_rmem")
     assert needle in str(e.value)
+
+
+def test_a_misspelt_name_is_blamed_before_its_value():
+    """Issue 31: "net.ipv4.tcp_rmen" = "abc" was refused for its value."""
+    with pytest.raises(SysctlError) as e:
+        parse_value("abc", "net.ipv4.tcp_rmen")
+    assert str(e.value).startswith("sysctl net.ipv4.tcp_rmen: unknown to tcpsim (did you mean "
+                                   "net.ipv4.tcp_rmem?)")
 
 
 @pytest.mark.parametrize("item,name,value", [

@@ -244,6 +244,23 @@ impl TcpSocket {
         self.proto.under_pressure() && !self.mem.sk_bypass_prot_mem
     }
 
+    /// memory.py `release_all`: the socket is freed -- sk_stream_kill_queues()
+    /// [net/core/stream.c] purges its queues, sk_mem_reclaim_final() [include/net/sock.h]
+    /// gives back the rest of its quota: every page it held back to its pool, one socket
+    /// less in it.
+    pub fn release_all(&mut self) {
+        let pages = self.charged_pages();
+        self.mem_reduce_allocated(pages);
+        self.proto
+            .sockets_allocated
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        self.mem.receive_queue.clear();
+        self.mem.ofo_queue.clear();
+        self.mem.sk_rmem_alloc = 0;
+        self.mem.sk_forward_alloc = 0;
+        self.mem.wmem_charged = 0;
+    }
+
     /// skb_set_owner_r() / the coalesce delta: rmem += size, quota -= size.
     pub fn charge(&mut self, size: i64) {
         self.mem.sk_rmem_alloc += size;

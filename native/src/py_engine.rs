@@ -17,7 +17,9 @@ use crate::devices;
 use crate::engine::apps::App;
 use crate::engine::random::Random;
 use crate::engine::replay::{ReplayReader, ReplayWriter};
-use crate::engine::simulation::{LinkSpec, RunSpec, Simulation, RCV, SND};
+use crate::engine::simulation::{
+    FlowEnd, FlowSpec, LinkSpec, RunSpec, Simulation, SocketMaker, RCV, SND,
+};
 use crate::engine::trace::Spare;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -25,7 +27,7 @@ use std::sync::Arc;
 use crate::kernel::KernelRef;
 use crate::py::{compose_kernel, fields_dict, segment_to_py, sysctls_from_py};
 use crate::py_patch::{compose_python, take_error, PatchError, PatchFailure};
-use crate::socket::{SocketParams, TcpSocket};
+use crate::socket::SocketParams;
 
 fn item<'py>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Bound<'py, PyAny>> {
     d.get_item(key)?
@@ -50,7 +52,18 @@ fn sequences(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<i64>>> {
     Ok(out)
 }
 
-fn app(d: &Bound<'_, PyDict>) -> PyResult<App> {
+fn app(d: &Bound<'_, PyDict>, sets: &[Vec<Arc<[i64]>>]) -> PyResult<App> {
+    let set: i64 = int(d, "latency_seq_set")?;
+    let latency_sequences = match usize::try_from(set) {
+        Ok(i) => sets
+            .get(i)
+            .cloned()
+            .ok_or_else(|| PyValueError::new_err(format!("no latency sequence set {i}")))?,
+        Err(_) => sequences(&item(d, "latency_sequences")?)?
+            .into_iter()
+            .map(Into::into)
+            .collect(),
+    };
     Ok(App {
         kind: item(d, "kind")?.extract()?,
         bytes: int(d, "bytes")?,
@@ -63,7 +76,7 @@ fn app(d: &Bound<'_, PyDict>) -> PyResult<App> {
         fraction: item(d, "fraction")?.extract()?,
         start: int(d, "start")?,
         latency_table: item(d, "latency_quantiles")?.extract()?,
-        latency_sequences: sequences(&item(d, "latency_sequences")?)?,
+        latency_sequences,
         latency_block: int(d, "latency_block")?,
         latency_ns: int(d, "latency_ns")?,
         call_cost: int(d, "call_cost")?,
@@ -71,16 +84,16 @@ fn app(d: &Bound<'_, PyDict>) -> PyResult<App> {
     })
 }
 
-/// One of the run's sockets, as simulation.py builds it: the profile's built-in patches
-/// composed natively and, when the run has a user's Python patch (`py_policy`, the class
-/// tcpsim/native_patch.py composed), that class on top with one instance of its own
-/// (py_patch.rs), its exceptions kept in `error`.
-fn socket(
+/// The maker of one of the run's sockets, as simulation.py builds them: the profile's
+/// built-in patches composed natively and, when the run has a user's Python patch
+/// (`py_policy`, the class tcpsim/native_patch.py composed), that class on top with one
+/// instance per maker (py_patch.rs; a run with one has one flow), its exceptions kept in
+/// `error`.
+fn socket_maker(
     cfg: &Bound<'_, PyDict>,
     side: &Bound<'_, PyDict>,
-    name: &str,
     error: &PatchError,
-) -> PyResult<TcpSocket> {
+) -> PyResult<SocketMaker> {
     let profile: String = item(cfg, "profile")?.extract()?;
     let patches: Vec<String> = item(cfg, "patches")?.extract()?;
     let layers: Option<Vec<(usize, Bound<'_, PyAny>)>> = item(cfg, "py_policy")?.extract()?;
@@ -92,16 +105,83 @@ fn socket(
     let dev_name: String = item(side, "device")?.extract()?;
     let dev = devices::device(&dev_name).map_err(PyValueError::new_err)?;
     let params = SocketParams {
-        name: name.to_string(),
-        mtu: int(cfg, "mtu")?,
+        name: item(side, "name")?.extract()?,
+        mtu: int(side, "mtu")?,
         initcwnd: int(side, "initcwnd")?,
         nodelay: item(side, "nodelay")?.extract()?,
         init_rwnd: int(side, "init_rwnd")?,
-        hz: int(cfg, "hz")?,
+        hz: int(side, "hz")?,
     };
-    let mut sk = TcpSocket::new(k, sysctl, Some(dev), &params).map_err(PyValueError::new_err)?;
-    sk.tracing = item(side, "trace")?.extract()?;
-    Ok(sk)
+    let maker = SocketMaker {
+        k,
+        sysctl,
+        dev,
+        params,
+        so_rcvbuf: int(side, "so_rcvbuf")?,
+        tracing: item(side, "trace")?.extract()?,
+    };
+    maker.make().map_err(PyValueError::new_err)?; // a bad HZ is a bad configuration
+    Ok(maker)
+}
+
+/// A link of the config (scenario.py `Link`).
+fn link_spec(l: &Bound<'_, PyDict>) -> PyResult<LinkSpec> {
+    Ok(LinkSpec {
+        delay_ab: int(l, "delay_ab")?,
+        delay_ba: int(l, "delay_ba")?,
+        rate_bps: int(l, "rate_bps")?,
+        queue_limit: int(l, "queue_limit")?,
+        loss: item(l, "loss")?.extract()?,
+        jitter: int(l, "jitter")?,
+        burst: int(l, "burst")?,
+        limit: int(l, "limit")?,
+    })
+}
+
+/// One flow of the config: indices into its sockets and apps, and its own values.
+fn flow_spec(
+    d: &Bound<'_, PyDict>,
+    makers: &[Arc<SocketMaker>],
+    apps: &[Arc<App>],
+) -> PyResult<FlowSpec> {
+    let pick = |v: &[Arc<SocketMaker>], key: &str| -> PyResult<Arc<SocketMaker>> {
+        let i: usize = item(d, key)?.extract()?;
+        v.get(i)
+            .cloned()
+            .ok_or_else(|| PyValueError::new_err(format!("no socket {i}")))
+    };
+    let app_at = |key: &str| -> PyResult<Option<Arc<App>>> {
+        let i: Option<usize> = item(d, key)?.extract()?;
+        i.map(|i| {
+            apps.get(i)
+                .cloned()
+                .ok_or_else(|| PyValueError::new_err(format!("no app {i}")))
+        })
+        .transpose()
+    };
+    let need = |key: &str| -> PyResult<Arc<App>> {
+        app_at(key)?.ok_or_else(|| PyValueError::new_err(format!("flow without {key}")))
+    };
+    let rev = match (app_at("rev_writer")?, app_at("rev_reader")?) {
+        (Some(w), Some(r)) => Some((w, r)),
+        _ => None,
+    };
+    let starts: (i64, i64, i64, i64) = item(d, "starts")?.extract()?;
+    Ok(FlowSpec {
+        starts: [starts.0, starts.1, starts.2, starts.3],
+        rcv: pick(makers, "rcv")?,
+        snd: pick(makers, "snd")?,
+        link: link_spec(&item(d, "link")?.cast_into()?)?,
+        seed: item(d, "seed")?.extract()?,
+        receiver_client: item(d, "receiver_client")?.extract()?,
+        writer: need("writer")?,
+        reader: need("reader")?,
+        rev,
+        duration: int(d, "duration")?,
+        start: int(d, "start")?,
+        stop: int(d, "stop")?,
+        cls: item(d, "cls")?.extract()?,
+    })
 }
 
 /// The bytes of a slice of integers, little-endian (what Arrow buffers hold here).
@@ -205,47 +285,41 @@ struct PySimulation {
 impl PySimulation {
     #[new]
     fn new(py: Python<'_>, cfg: &Bound<'_, PyDict>) -> PyResult<Self> {
-        let rcv_side: Bound<'_, PyDict> = item(cfg, "rcv")?.cast_into()?;
-        let snd_side: Bound<'_, PyDict> = item(cfg, "snd")?.cast_into()?;
         let halt = Arc::new(AtomicBool::new(false));
         let error = PatchFailure::new(halt.clone());
-        let mut rcv = socket(cfg, &rcv_side, "rcv", &error)?;
-        let snd = socket(cfg, &snd_side, "snd", &error)?;
         // a patch that raised while the sockets were made: halted, raised by the first
         // run_some (not here, where the caller takes a ValueError for a bad configuration)
-        let so_rcvbuf = int(&rcv_side, "so_rcvbuf")?;
-        if so_rcvbuf != 0 {
-            rcv.set_rcvbuf(so_rcvbuf);
-        }
-        let l: Bound<'_, PyDict> = item(cfg, "link")?.cast_into()?;
-        let rev = match (
-            item(cfg, "rev_writer")?.cast_into::<PyDict>(),
-            item(cfg, "rev_reader")?.cast_into::<PyDict>(),
-        ) {
-            (Ok(w), Ok(r)) => Some((app(&w)?, app(&r)?)),
-            _ => None,
-        };
+        let makers = item(cfg, "sockets")?
+            .cast_into::<PyList>()?
+            .iter()
+            .map(|side| Ok(Arc::new(socket_maker(cfg, &side.cast_into()?, &error)?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        // the captured latency sequences, once per set however many apps replay them
+        let sets = item(cfg, "latency_sequences")?
+            .try_iter()?
+            .map(|set| Ok(sequences(&set?)?.into_iter().map(Into::into).collect()))
+            .collect::<PyResult<Vec<Vec<Arc<[i64]>>>>>()?;
+        let apps = item(cfg, "apps")?
+            .cast_into::<PyList>()?
+            .iter()
+            .map(|a| Ok(Arc::new(app(&a.cast_into()?, &sets)?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let specs = item(cfg, "flows")?
+            .cast_into::<PyList>()?
+            .iter()
+            .map(|f| flow_spec(&f.cast_into()?, &makers, &apps))
+            .collect::<PyResult<Vec<_>>>()?;
+        let pool: Bound<'_, PyDict> = item(cfg, "pool")?.cast_into()?;
         let spec = RunSpec {
-            link: LinkSpec {
-                delay_ab: int(&l, "delay_ab")?,
-                delay_ba: int(&l, "delay_ba")?,
-                rate_bps: int(&l, "rate_bps")?,
-                queue_limit: int(&l, "queue_limit")?,
-                loss: item(&l, "loss")?.extract()?,
-                jitter: int(&l, "jitter")?,
-                burst: int(&l, "burst")?,
-                limit: int(&l, "limit")?,
-            },
-            seed: item(cfg, "seed")?.extract()?,
             duration: int(cfg, "duration")?,
-            receiver_client: item(cfg, "receiver_client")?.extract()?,
             skip: item(cfg, "skip")?.extract()?,
-            writer: app(&item(cfg, "writer")?.cast_into()?)?,
-            reader: app(&item(cfg, "reader")?.cast_into()?)?,
-            rev,
             tap: item(cfg, "tap")?.extract()?,
+            sample_every: int(cfg, "sample_every")?,
+            ncpus: item(cfg, "ncpus")?.extract()?,
+            tcp_mem: item(&pool, "tcp_mem")?.extract()?,
+            pcpu_rsv: int(&pool, "pcpu_rsv")?,
         };
-        let mut sim = Simulation::new(rcv, snd, spec).map_err(PyValueError::new_err)?;
+        let mut sim = Simulation::new(specs, spec).map_err(PyValueError::new_err)?;
         sim.halt = halt;
         if let Some(w) = cfg.get_item("replay_writer")?.filter(|w| !w.is_none()) {
             let w: Bound<'_, PyDict> = w.cast_into()?;
@@ -364,19 +438,22 @@ impl PySimulation {
     /// per socket, its state records, MIB, error and `ss` line.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = &self.sim;
+        let f = s.flow(0).ok_or_else(|| {
+            PyValueError::new_err("flow 0 closed: a host's numbers are host_stats()")
+        })?;
         let out = PyDict::new(py);
         out.set_item("events", s.sched.steps)?;
-        out.set_item("packets", s.links[0].sent + s.links[1].sent)?;
-        out.set_item("established_at", s.established_at)?;
-        out.set_item("rcv_established_at", s.rcv_established_at)?;
-        out.set_item("died_at", s.died_at)?;
+        out.set_item("packets", f.links[0].sent + f.links[1].sent)?;
+        out.set_item("established_at", f.established_at)?;
+        out.set_item("rcv_established_at", f.rcv_established_at)?;
+        out.set_item("died_at", f.died_at)?;
         let written = |i: usize| match (&s.replay_writer, i) {
             (Some(w), 0) => Some(w.written),
-            _ => s.writers[i].as_ref().map(|w| w.written),
+            _ => f.writers[i].as_ref().map(|w| w.written),
         };
         let read = |i: usize| match (&s.replay_reader, i) {
             (Some(r), 0) => Some(r.read_bytes),
-            _ => s.readers[i].as_ref().map(|r| r.read_bytes),
+            _ => f.readers[i].as_ref().map(|r| r.read_bytes),
         };
         // `tcpsim validate`: the replay's ticks where the model differed from the kernel
         let w = s.replay_writer.as_ref().map_or(0, |w| w.size_mismatch);
@@ -387,7 +464,7 @@ impl PySimulation {
         out.set_item("read_bytes", read(0))?;
         out.set_item("rev_read_bytes", read(1))?;
         for (key, i) in [("rcv", RCV), ("snd", SND)] {
-            let sk = &s.socks[i];
+            let sk = &f.socks[i];
             let d = PyDict::new(py);
             d.set_item("conn", fields_dict(py, &sk.conn.fields())?)?;
             d.set_item("rcv", fields_dict(py, &sk.rcv.fields())?)?;
@@ -396,10 +473,63 @@ impl PySimulation {
             d.set_item("mib", sk.mib.values())?;
             d.set_item("error", &sk.error)?;
             d.set_item("ss", sk.ss_line())?;
-            let p = s.peaks[i];
+            let p = f.peaks[i];
             d.set_item("peaks", (p.rmem, p.rcvbuf, p.recv_q, p.t_rmem))?;
             out.set_item(key, d)?;
         }
+        Ok(out)
+    }
+
+    /// A host's numbers (tcpsim/host/outputs.py): its samples [(t, inuse, mem, pressure)],
+    /// events run, and per flow built (in index order) its record: class, start, stop,
+    /// established_at, written, read_bytes, queue area (bytes x ns), peak sk_rmem_alloc and
+    /// the receiver's MIB -- at its close for a closed flow, at the end for the others.
+    fn host_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = &self.sim;
+        let out = PyDict::new(py);
+        out.set_item("events", s.sched.steps)?;
+        let samples: Vec<(i64, i64, i64, bool)> = s
+            .samples
+            .iter()
+            .map(|h| (h.t, h.inuse, h.mem, h.pressure))
+            .collect();
+        out.set_item("samples", samples)?;
+        let p = s.pool.snapshot();
+        let pool = PyDict::new(py);
+        pool.set_item("tcp_mem", p.tcp_mem)?;
+        pool.set_item("allocated", p.allocated)?;
+        pool.set_item("per_cpu_fw_alloc", p.per_cpu_fw_alloc)?;
+        pool.set_item("memory_pressure", p.memory_pressure)?;
+        pool.set_item("sockets_allocated", p.sockets_allocated)?;
+        pool.set_item("TCPMemoryPressures", p.TCPMemoryPressures)?;
+        pool.set_item("TCPMemoryPressuresChrono", p.TCPMemoryPressuresChrono)?;
+        out.set_item("pool", pool)?;
+        let flows = PyList::empty(py);
+        for c in 0..s.specs.len() {
+            let end;
+            let rec = match (s.flow(c), &s.ended[c]) {
+                (_, Some(e)) => e,
+                (Some(f), None) => {
+                    end = FlowEnd::of(f);
+                    &end
+                }
+                (None, None) => continue,
+            };
+            let d = PyDict::new(py);
+            d.set_item("index", c)?;
+            d.set_item("cls", rec.cls)?;
+            d.set_item("start", rec.start)?;
+            d.set_item("stop", rec.stop)?;
+            d.set_item("established_at", rec.established_at)?;
+            d.set_item("written", rec.written)?;
+            d.set_item("read_bytes", rec.read_bytes)?;
+            d.set_item("received", rec.received)?;
+            d.set_item("q_area", rec.q_area)?;
+            d.set_item("peak_rmem", rec.peaks.rmem)?;
+            d.set_item("mib", rec.mib.clone())?;
+            flows.append(d)?;
+        }
+        out.set_item("flows", flows)?;
         Ok(out)
     }
 }

@@ -24,7 +24,7 @@
 //! native engine (`try_coalesce`, `grow_skb`: they change native objects in place) are
 //! refused when the patch is loaded.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -213,6 +213,10 @@ trait Answer: Sized {
     const WHAT: &'static str;
     fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self>;
     fn to_py(self, py: Python<'_>) -> PyResult<Py<PyAny>>;
+    /// Within the point's range (tcpsim/answers.py `RANGES`, inclusive bounds here)?
+    fn in_range(&self, _range: Option<&(i64, i64)>) -> bool {
+        true
+    }
 }
 
 impl Answer for () {
@@ -228,7 +232,13 @@ impl Answer for () {
 impl Answer for i64 {
     const WHAT: &'static str = "an int";
     fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if v.is_instance_of::<pyo3::types::PyBool>() {
+            return Err(PyTypeError::new_err("a bool where an int is due"));
+        }
         v.extract()
+    }
+    fn in_range(&self, range: Option<&(i64, i64)>) -> bool {
+        range.is_none_or(|&(lo, hi)| lo <= *self && *self <= hi)
     }
     fn to_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         Ok(self.into_pyobject(py)?.into_any().unbind())
@@ -238,7 +248,8 @@ impl Answer for i64 {
 impl Answer for bool {
     const WHAT: &'static str = "a bool";
     fn from_py(v: &Bound<'_, PyAny>) -> PyResult<Self> {
-        v.is_truthy()
+        // True or False only: "no" is not False (tcpsim/answers.py)
+        Ok(v.cast::<pyo3::types::PyBool>()?.is_true())
     }
     fn to_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         Ok(pyo3::types::PyBool::new(py, self)
@@ -482,6 +493,8 @@ pub struct PyPatch {
     class_name: &'static str,
     counters: Vec<(&'static str, &'static str)>,
     new_sysctls: Vec<SysctlSpec>,
+    /// The range of each int answer, inclusive (native_patch.py `__native_answers__`).
+    ranges: HashMap<&'static str, (i64, i64)>,
     error: PatchError,
 }
 
@@ -511,7 +524,18 @@ impl PyPatch {
                 if let Some(arg) = changed(&all[1..])? {
                     return Err(changed_argument(py, m, point, arg));
                 }
-                R::from_py(&out).map_err(|e| wrong_answer(py, m, point, &out, R::WHAT, e))
+                match R::from_py(&out) {
+                    Ok(v) if v.in_range(self.ranges.get(point)) => Ok(v),
+                    Ok(_) => Err(wrong_answer(
+                        py,
+                        m,
+                        point,
+                        &out,
+                        R::WHAT,
+                        PyValueError::new_err("out of range"),
+                    )),
+                    Err(e) => Err(wrong_answer(py, m, point, &out, R::WHAT, e)),
+                }
             };
             match run() {
                 Ok(v) => Some(v),
@@ -821,6 +845,13 @@ pub fn python_patch(
             doc: "",
         });
     }
+    let mut ranges = HashMap::new();
+    if let Ok(items) = cls.getattr("__native_answers__") {
+        for item in items.try_iter()? {
+            let (n, lo, hi): (String, i64, i64) = item?.extract()?;
+            ranges.insert(intern(&n), (lo, hi));
+        }
+    }
     let k = PyPatch {
         inner,
         view: Py::new(py, SocketView::new(py)?)?,
@@ -833,6 +864,7 @@ pub fn python_patch(
         class_name: intern(&cls.getattr("__name__")?.extract::<String>()?),
         counters,
         new_sysctls,
+        ranges,
         error,
     };
     Ok(Box::new(k))

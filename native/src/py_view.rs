@@ -269,11 +269,30 @@ impl RecordView {
     }
 
     fn __setattr__(&self, py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        let v = from_py(value)?;
         let rec = self.rec;
-        self.sk
-            .with_mut(py, |sk| fields::set(sk, rec, name, &v))?
-            .map_err(PyAttributeError::new_err)
+        let kind = match self.sk.with(py, |sk| fields::get(sk, rec, name))? {
+            Some(Value::Int(_)) => Some("int"),
+            Some(Value::Bool(_)) => Some("bool"),
+            _ => None,
+        };
+        // an int field takes an int (not a bool), a bool field a bool: tcpsim/answers.py
+        let fits = match kind {
+            Some("int") => !value.is_instance_of::<PyBool>() && value.extract::<i64>().is_ok(),
+            Some("bool") => value.is_instance_of::<PyBool>(),
+            _ => true,
+        };
+        match kind {
+            Some(kind) if !fits => Err(py
+                .import("tcpsim.answers")
+                .and_then(|a| a.call_method1("field_error", (rec.name(), name, value, kind)))
+                .map_or_else(|e| e, PyErr::from_value)),
+            _ => {
+                let v = from_py(value)?;
+                self.sk
+                    .with_mut(py, |sk| fields::set(sk, rec, name, &v))?
+                    .map_err(PyAttributeError::new_err)
+            }
+        }
     }
 
     fn __dir__(&self) -> Vec<&'static str> {
@@ -312,7 +331,17 @@ impl MibView {
             .ok_or_else(|| PyAttributeError::new_err(format!("sk.mib has no counter {name}")))
     }
 
-    fn __setattr__(&self, py: Python<'_>, name: &str, value: i64) -> PyResult<()> {
+    fn __setattr__(&self, py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        // a counter takes an int (not a bool) within 64 bits: tcpsim/answers.py
+        let value: i64 = match value.extract::<i64>() {
+            Ok(v) if !value.is_instance_of::<PyBool>() => v,
+            _ => {
+                return Err(py
+                    .import("tcpsim.answers")
+                    .and_then(|a| a.call_method1("field_error", ("mib", name, value, "int")))
+                    .map_or_else(|e| e, PyErr::from_value))
+            }
+        };
         // a patch's own counter may be set from any decision point (mib.rs `PatchCounter`)
         if self
             .sk

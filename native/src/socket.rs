@@ -334,6 +334,21 @@ impl TcpSocket {
         self.shutdown_write(now);
     }
 
+    /// socket.py `destroy`: the socket is freed with its connection (a host's churn):
+    /// tcp_done() -> inet_csk_destroy_sock() [net/ipv4/inet_connection_sock.c] ->
+    /// sk_stream_kill_queues() [net/core/stream.c]. CLOSE, timers off, the queues purged
+    /// and every page back in the pool (release_all); the applications see `error`
+    /// "closed" and stop. No segment is sent.
+    pub fn destroy(&mut self, now: i64) {
+        self.set_clock(now);
+        self.release_all();
+        self.error = "closed".to_string();
+        self.closed();
+        self.readable = true;
+        self.writable = true;
+        self.trace("state", "closed", TraceArgs::default());
+    }
+
     /// tcp_set_state(TCP_CLOSE) without an error for the application: timers off.
     fn closed(&mut self) {
         self.conn.state = TcpState::Closed;

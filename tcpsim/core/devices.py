@@ -50,6 +50,8 @@ SKB_SMALL_HEAD = 256
 STRATEGIES = ("sender", "tun", "page-frag", "page", "kmalloc")
 _NIC = ("page-frag", "page", "kmalloc")
 _ATTRS = ("buf", "mtu", "rx_copybreak", "gro", "head", "shared")
+# the fields a [...device] table may give besides preset/strategy (copybreak: rx_copybreak)
+FIELDS = (*_ATTRS, "copybreak")
 
 
 def netdev_alloc_skb(length: int) -> tuple[int, int, bool]:

@@ -174,6 +174,19 @@ class MemoryMixin:
         host's pool is under pressure (never for a 6.19 socket that bypasses it)."""
         return self.proto.memory_pressure >= 0 and not self.mem.sk_bypass_prot_mem
 
+    def release_all(self: TcpSocket) -> None:
+        """The socket is freed: sk_stream_kill_queues() [net/core/stream.c] purges its
+        receive, out-of-order and write queues and sk_mem_reclaim_final()
+        [include/net/sock.h] gives back the rest of its quota -- every page it held goes
+        back to its pool (charged_pages), and the pool counts one socket less
+        (sk_sockets_allocated_dec, tcp_v4_destroy_sock)."""
+        mem = self.mem
+        self.mem_reduce_allocated(self.charged_pages())
+        self.proto.sockets_allocated -= 1
+        mem.receive_queue.clear()
+        mem.ofo_queue.clear()
+        mem.sk_rmem_alloc = mem.sk_forward_alloc = mem.wmem_charged = 0
+
     def charge(self: TcpSocket, size: int) -> None:
         """skb_set_owner_r() / the coalesce delta: rmem += size, quota -= size."""
         self.mem.sk_rmem_alloc += size

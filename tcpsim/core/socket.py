@@ -279,6 +279,20 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
             return
         self.shutdown_write(now)
 
+    def destroy(self, now: int) -> None:
+        """The socket is freed with its connection (a host's churn, tcpsim/host/plan.py):
+        tcp_done() -> inet_csk_destroy_sock() [net/ipv4/inet_connection_sock.c] ->
+        sk_stream_kill_queues() [net/core/stream.c]. CLOSE, timers off, the queues purged
+        and every page the socket held back in its pool (release_all), so a host's pool no
+        longer counts it; the applications see `error` "closed" and stop. No segment is
+        sent: both ends go at once."""
+        self._clock(now)
+        self.release_all()
+        self.error = "closed"
+        self._closed()
+        self.readable = self.writable = True
+        self.trace("state", "closed")
+
     def _closed(self) -> None:
         """tcp_set_state(TCP_CLOSE) without an error for the application: timers off."""
         snd = self.snd

@@ -101,8 +101,7 @@ class Sysctls:
                 raise SysctlError(f"sysctl {full}: does not exist on {profile or 'this kernel'}; "
                                   f"{_MISSING_HINTS[short]}")
             if short not in _FIELD_TYPES:
-                raise SysctlError(f"sysctl {full}: unknown to tcpsim; known: "
-                                  + ", ".join(long_name(n) for n in sorted(_FIELD_TYPES)))
+                raise SysctlError(unknown_sysctl(full))
             if known is not None and short not in known:
                 hint = _MISSING_HINTS.get(short, "pick a profile that has it (tcpsim profiles) "
                                                  "or apply the patch that adds it (--policy)")
@@ -129,6 +128,21 @@ _FIELD_TYPES = {f.name: f.type for f in fields(Sysctls) if f.name != "patched"}
 # sysctl name -> the patch that adds it, for the error that names the patch (filled by
 # declare_patch_sysctl as patch classes are defined)
 PATCH_SYSCTLS: dict[str, str] = {}
+
+
+def unknown_sysctl(full: str) -> str:
+    """The error for a sysctl name tcpsim does not know (the nearest names first)."""
+    import difflib
+    names = [long_name(n) for n in sorted(_FIELD_TYPES)]
+    near = difflib.get_close_matches(short_name(full), sorted(_FIELD_TYPES), n=1, cutoff=0.7)
+    hint = f" (did you mean {long_name(near[0])}?)" if near else ""
+    return f"sysctl {full}: unknown to tcpsim{hint}; known: " + ", ".join(names)
+
+
+def known_name(full: str) -> bool:
+    """Whether tcpsim knows the sysctl `full` (a kernel's or a loaded patch's)."""
+    short = short_name(full)
+    return short in _FIELD_TYPES or short in PATCH_SYSCTLS
 
 
 def declare_patch_sysctl(name: str, patch: str) -> None:

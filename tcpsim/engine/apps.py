@@ -50,7 +50,7 @@ from tcpsim.engine.scheduler import READER, WRITER
 
 if TYPE_CHECKING:
     from tcpsim.core.socket import TcpSocket
-    from tcpsim.engine.simulation import Simulation
+    from tcpsim.engine.simulation import Connection as Simulation
     from tcpsim.workload import App
 
 _FAR = 1 << 62

@@ -14,12 +14,15 @@ Everything here is imported only when the native engine runs (start-up stays sma
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any, Callable
 
+from tcpsim import interrupt
 from tcpsim.core.mib import COUNTERS, Mib
 from tcpsim.engine.result import Peaks, RunResult, Tally, few_gc_passes, summarize
 from tcpsim.engines import EngineError, base_profile_name, native_policy, native_socket_class
+from tcpsim.host.plan import HostPlan, pool_config, with_fields
 from tcpsim.policy import Profile
 from tcpsim.scenario import Scenario
 from tcpsim.workload import App
@@ -39,7 +42,7 @@ _CFG_NAMES = {"rcv": "receiver", "snd": "sender", "rev_writer": "receiver.writer
 # Keys the range check skips: the seed is checked apart; the captured latency sequences are
 # shipped data, bounded once when loaded (tcpsim.app_latency.load_sequences) -- walking their
 # million integers took longer than a short run.
-_UNCHECKED = ("seed", "latency_sequences")
+_UNCHECKED = ("seed", "latency_sequences", "latency_seq_set", "latency_quantiles")
 
 
 def _beyond_int64(cfg: Any, path: str = "") -> tuple[str, int] | None:
@@ -90,6 +93,123 @@ def _app(app: App, seed: int) -> dict[str, Any]:
             "latency_block": 0}
 
 
+def _captures(app: App) -> Any:
+    """Every captured sequence an app's timing may replay (empty: it replays none)."""
+    from tcpsim.app_latency import DEFAULT_HOST, SEQUENCES, load_sequences
+    if app.latency_table not in SEQUENCES:
+        return ()
+    return load_sequences(SEQUENCES[app.latency_table], app.latency_host or DEFAULT_HOST)
+
+
+def _side(sc: Scenario, sysctls: dict[str, Any], rcv: bool, trace: bool) -> dict[str, Any]:
+    """One socket's config: what simulation.py's `TcpSocket(...)` of that end takes."""
+    if rcv:
+        return {"name": "rcv", "sysctl": sysctls, "device": sc.device, "initcwnd": 10,
+                "nodelay": True, "init_rwnd": sc.initrwnd, "so_rcvbuf": sc.so_rcvbuf,
+                "trace": trace, "mtu": sc.link.mtu, "hz": sc.hz}
+    return {"name": "snd", "sysctl": sysctls, "device": sc.sender_device,
+            "initcwnd": sc.initcwnd, "nodelay": sc.nodelay, "init_rwnd": 0, "so_rcvbuf": 0,
+            "trace": trace, "mtu": sc.link.mtu, "hz": sc.hz}
+
+
+def _flows_cfg(plan: HostPlan, profile: Profile, wants: Callable[[str], bool]) -> dict[str, Any]:
+    """The plan's flows as the native engine takes them: {"sockets": [socket configs],
+    "apps": [app configs], "flows": [flow configs indexing both]}. Flows that share a
+    socket configuration or an application share its entry (a host of thousands of flows of
+    a few classes holds a few of each, and the captured latency sequences once)."""
+    sockets: list[dict[str, Any]] = []
+    socket_ids: dict[Any, int] = {}
+    apps: list[dict[str, Any]] = []
+    app_ids: dict[App, int] = {}
+    # by the table object: a class's flows share their scenario's tables (kept alive here)
+    sysctl_memo: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+
+    def sysctls_of(table: dict[str, Any]) -> dict[str, Any]:
+        if id(table) not in sysctl_memo:
+            sysctl_memo[id(table)] = (table, profile.default_sysctls().with_overrides(
+                table, known=profile.known_sysctls(), profile=profile.name).as_dict())
+        return sysctl_memo[id(table)][1]
+
+    def socket_id(side: dict[str, Any]) -> int:
+        key = tuple((k, id(v) if isinstance(v, dict) else v) for k, v in side.items())
+        if key not in socket_ids:
+            socket_ids[key] = len(sockets)
+            sockets.append(side)
+        return socket_ids[key]
+
+    seq_sets: list[Any] = []
+    seq_ids: dict[int, int] = {}
+
+    def app_id(app: App | None) -> int | None:
+        """The app's entry without its start (flows of a class differ only in start times:
+        each flow gives its apps' starts)."""
+        if app is None:
+            return None
+        base = with_fields(app, start=0)
+        if base not in app_ids:
+            app_ids[base] = len(apps)
+            d = _app(base, 0)
+            # a class's flows have their own seeds, hence their own captures: every capture
+            # of the preset goes over once, and each flow's draw picks its own (apps.rs
+            # `block_sequence`, as app_latency.py `run_capture` does for the Python engine)
+            seqs = _captures(base)
+            d["latency_sequences"], d["latency_seq_set"] = [], -1
+            if seqs:          # the captures, handed over once however many apps replay them
+                if id(seqs) not in seq_ids:
+                    seq_ids[id(seqs)] = len(seq_sets)
+                    seq_sets.append(seqs)
+                d["latency_seq_set"] = seq_ids[id(seqs)]
+            apps.append(d)
+        return app_ids[base]
+
+    flows = []
+    for i, f in enumerate(plan.flows):
+        sc = f.scenario
+        traced = i in plan.traced
+        two_way = sc.rev_writer is not None and sc.rev_reader is not None
+        roles = (sc.writer, sc.reader, sc.rev_writer if two_way else None,
+                 sc.rev_reader if two_way else None)
+        flows.append({
+            "rcv": socket_id(_side(sc, sysctls_of(sc.sysctl), True, traced and wants("rcv"))),
+            "snd": socket_id(_side(sc, sysctls_of(sc.sender_sysctl), False,
+                                   traced and wants("snd"))),
+            "link": {k: getattr(sc.link, k) for k in
+                     ("delay_ab", "delay_ba", "rate_bps", "queue_limit", "loss", "jitter",
+                      "burst", "limit")},
+            "writer": app_id(roles[0]), "reader": app_id(roles[1]),
+            "rev_writer": app_id(roles[2]), "rev_reader": app_id(roles[3]),
+            "starts": tuple(a.start if a is not None else 0 for a in roles),
+            "seed": sc.seed, "receiver_client": sc.receiver_role == "client",
+            "duration": sc.duration, "start": f.start, "stop": f.stop, "cls": f.cls,
+        })
+    return {"sockets": sockets, "apps": apps, "flows": flows, "latency_sequences": seq_sets}
+
+
+def _too_large(cfg: dict[str, Any]) -> tuple[str, int] | None:
+    """(scenario field, value) of the first integer of a native run's config beyond
+    +-NATIVE_MAX, named as the scenario names it (the flows' sockets and apps by role; each
+    socket and app checked once however many flows share it)."""
+    found = _beyond_int64({k: v for k, v in cfg.items()
+                           if k not in ("sockets", "apps", "flows", "latency_sequences")})
+    seen: set[tuple[str, int]] = set()
+    for flow in cfg["flows"]:
+        found = found or _beyond_int64(flow["link"], "link") or _beyond_int64(
+            {k: flow[k] for k in ("start", "stop", "duration")})
+        for role, t in zip(("writer", "reader", "rev_writer", "rev_reader"), flow["starts"]):
+            if abs(t) > NATIVE_MAX:
+                return f"{_CFG_NAMES.get(role, role)}.start", t
+        for key, table in (("rcv", "sockets"), ("snd", "sockets"), ("writer", "apps"),
+                           ("reader", "apps"), ("rev_writer", "apps"), ("rev_reader", "apps")):
+            i = flow[key]
+            if i is None or (table, i) in seen:
+                continue
+            seen.add((table, i))
+            found = found or _beyond_int64(cfg[table][i], _CFG_NAMES.get(key, key))
+        if found:
+            return found
+    return found
+
+
 class _SockView:
     """A native socket's final state with the Python socket's attribute names (what
     `summarize` reads): records conn/rcv/mem/snd, mib, error, ss_line()."""
@@ -110,10 +230,12 @@ class _SockView:
 
 
 class NativeSimulation:
-    """A scenario run by the native engine (simulation.py `Simulation`'s interface)."""
+    """A host run by the native engine (simulation.py `Simulation`'s interface): one scenario
+    (a host of one flow) or a host plan (`of_host`)."""
 
     def __init__(self, scenario: Scenario, profile: Profile, sink: Any = None,
-                 skip: bool = True, tap: Any = None, replay: dict[str, Any] | None = None) -> None:
+                 skip: bool = True, tap: Any = None, replay: dict[str, Any] | None = None,
+                 plan: HostPlan | None = None) -> None:
         """`replay`: `tcpsim validate`'s (and `tcpsim replay`'s) applications in place of the
         scenario's writer and reader ({"writer": {"ticks", "n", "bulk", "schedule"} or None,
         "reader": {"ticks"} or None}; tcpsim/validate/replay.py, native/src/engine/replay.rs)."""
@@ -121,43 +243,36 @@ class NativeSimulation:
         self.profile = profile
         self.sink = sink
         self.tap = tap
+        self.plan = plan = plan or HostPlan.single(scenario)
         self._groups: Any = None              # TraceGroups, once the first group is taken
+        self.cut_at: int | None = None        # where a stop cut the run short (ns), if one did
         sysctls = profile.default_sysctls().with_overrides(
             scenario.sysctl, known=profile.known_sysctls(), profile=profile.name)
         self.sysctls = sysctls
-        sender_sysctls = profile.default_sysctls().with_overrides(
-            scenario.sender_sysctl, known=profile.known_sysctls(), profile=profile.name)
         patches, py_policy = native_policy(profile)
+        if py_policy is not None and len(plan.flows) > 1:
+            raise EngineError("engine 'native': a host of many connections cannot run a Python "
+                              "patch (--policy FILE.py:Class); use --engine python")
         cls = native_engine_class()
-        sc = scenario
         wants = sink.wants if sink is not None else (lambda name: False)
         cfg = {
             "profile": base_profile_name(profile), "patches": patches, "py_policy": py_policy,
-            "mtu": sc.link.mtu, "hz": sc.hz, "seed": sc.seed, "duration": sc.duration,
-            "receiver_client": sc.receiver_role == "client", "skip": skip,
-            "tap": tap is not None,
-            "rcv": {"sysctl": sysctls.as_dict(), "device": sc.device, "initcwnd": 10,
-                    "nodelay": True, "init_rwnd": sc.initrwnd, "so_rcvbuf": sc.so_rcvbuf,
-                    "trace": wants("rcv")},
-            "snd": {"sysctl": sender_sysctls.as_dict(), "device": sc.sender_device,
-                    "initcwnd": sc.initcwnd, "nodelay": sc.nodelay, "init_rwnd": 0,
-                    "so_rcvbuf": 0, "trace": wants("snd")},
-            "link": {k: getattr(sc.link, k) for k in
-                     ("delay_ab", "delay_ba", "rate_bps", "queue_limit", "loss", "jitter", "burst",
-                      "limit")},
-            "writer": _app(sc.writer, sc.seed), "reader": _app(sc.reader, sc.seed),
-            "rev_writer": _app(sc.rev_writer, sc.seed) if sc.rev_writer and sc.rev_reader else None,
-            "rev_reader": _app(sc.rev_reader, sc.seed) if sc.rev_writer and sc.rev_reader else None,
+            "duration": plan.duration, "skip": skip, "tap": tap is not None,
+            "sample_every": plan.sample_every, "ncpus": plan.ncpus,
+            "pool": pool_config(plan, profile),
             "replay_writer": (replay or {}).get("writer"),
             "replay_reader": (replay or {}).get("reader"),
         }
-        if not -(2**125) <= sc.seed < 2**125:
-            raise EngineError(f"seed {sc.seed}: the native engine takes seeds within +-2**125; "
-                              "use a smaller seed or --engine python")
-        too_large = _beyond_int64(cfg)
+        cfg.update(_flows_cfg(plan, profile, wants))
+        for f in plan.flows:
+            sc = f.scenario
+            if not -(2**125) <= sc.seed < 2**125:
+                raise EngineError(f"seed {sc.seed}: the native engine takes seeds within +-2**125; "
+                                  "use a smaller seed or --engine python")
+        too_large = _too_large(cfg)
         if too_large:
             field, value = too_large
-            where = f"{sc.source}: " if sc.source else ""
+            where = f"{scenario.source}: " if scenario.source else ""
             raise EngineError(f"{where}{field} = {value}: too large for the native engine's 64-bit "
                               f"integers (at most {NATIVE_MAX:_} ns or bytes, about 73 years); "
                               "use a smaller value or --engine python")
@@ -166,11 +281,24 @@ class NativeSimulation:
         except ValueError as exc:
             raise EngineError(f"engine 'native': {exc}; use --engine python") from None
 
+    @classmethod
+    def of_host(cls, plan: HostPlan, profile: Profile, skip: bool = True,
+                sink: Any = None) -> "NativeSimulation":
+        """A host of many connections (tcpsim/host/plan.py)."""
+        return cls(plan.flows[0].scenario, profile, sink=sink, skip=skip, plan=plan)
+
     def run(self, progress: Callable[[int], None] | None = None) -> RunResult:
         """Run for the scenario's duration; the trace goes to the sink group by group."""
+        self.run_loop(progress)
+        return self.result(self.wall)
+
+    def run_loop(self, progress: Callable[[int], None] | None = None) -> None:
+        """Run for the host's duration (`wall`: the seconds it took); a host's numbers are
+        then `host_stats()`."""
         sim = self.sim
         sink = self.sink
         rows = GROUP_ROWS if sink is not None else 1 << 62
+        stop = interrupt.requested if interrupt.active() else None
         wall = time.perf_counter()
         with few_gc_passes():
             while not sim.finished:
@@ -181,10 +309,16 @@ class NativeSimulation:
                     self._feed_sink(GROUP_ROWS)
                 if progress is not None:
                     progress(sim.now)
+                if stop is not None and stop() is not None and not sim.finished:
+                    self.cut_at = sim.now          # a stop asked for: end at this slice
+                    break
             if sink is not None and sim.rows():
                 self._feed_sink(sim.rows())
-        wall = time.perf_counter() - wall
-        return self.result(wall)
+        self.wall = time.perf_counter() - wall
+
+    def host_stats(self) -> dict[str, Any]:
+        """The host's samples and per-flow records (tcpsim/host/outputs.py)."""
+        return dict(self.sim.host_stats())
 
     def close(self) -> None:
         """Free the native simulation now (its memory), not when the last frame referring to
@@ -218,4 +352,4 @@ class NativeSimulation:
                       rev_read_bytes=st["rev_read_bytes"] if rev else None,
                       rev_peaks=Peaks(*st["snd"]["peaks"]))
         return summarize(self.scenario, self.profile, self.sysctls.as_dict(), rcv, snd, tally,
-                         wall)
+                         wall, self.cut_at)

@@ -58,6 +58,9 @@ class RunResult:
     """The scenario as it ran (`Scenario.as_dict()`, the run's options applied)."""
     sender_counters: dict[str, int] = field(default_factory=dict)
     """The sending socket's counters, keyed as nstat prints them (as `counters`)."""
+    cut_short: dict[str, Any] | None = None
+    """Set when a stop (SIGINT, SIGTERM: tcpsim/interrupt.py) ended the run early: {"signal",
+    "at_s" (simulated seconds run), "duration_s" (asked for)}; kept in the trace's metadata."""
 
     def metadata(self) -> dict[str, Any]:
         """The run's metadata: what a trace file's footer holds and what `tcpsim run
@@ -68,8 +71,11 @@ class RunResult:
         summary = {k: v for k, v in self.summary.items() if k != "wall_s"}
         if self.sender_counters:
             summary["sender"] = {"counters": self.sender_counters}
-        return {"source": "tcpsim", "profile": self.profile, "scenario": self.config,
+        meta = {"source": "tcpsim", "profile": self.profile, "scenario": self.config,
                 "sysctls": self.sysctls, "counters": self.counters, "summary": summary}
+        if self.cut_short is not None:
+            meta["cut_short"] = self.cut_short
+        return meta
 
 
 @dataclass
@@ -89,11 +95,13 @@ class Tally:
 
 
 def summarize(sc: Scenario, profile: Profile, sysctls: dict[str, Any], rcv: Any, snd: Any,
-              tally: Tally, wall: float) -> RunResult:
+              tally: Tally, wall: float, cut_at: int | None = None) -> RunResult:
     """A run's RunResult from its scenario, its two sockets' final state (anything with the
-    Python socket's records: conn, rcv, mem, snd, mib, error, ss_line()) and its tally."""
+    Python socket's records: conn, rcv, mem, snd, mib, error, ss_line()) and its tally.
+    `cut_at`: the simulated time (ns) a stop cut the run short at (tcpsim/interrupt.py):
+    the summary covers that much, and the result is marked `cut_short`."""
     c = rcv.mib.as_nstat(profile.counters())
-    dur_s = sc.duration / NS_PER_S
+    dur_s = (sc.duration if cut_at is None else cut_at) / NS_PER_S
     delivered = tally.read_bytes
     summary = {
         "duration_s": dur_s,
@@ -129,9 +137,14 @@ def summarize(sc: Scenario, profile: Profile, sysctls: dict[str, Any], rcv: Any,
         summary["hz"] = sc.hz
     if tally.rev_written is not None and tally.rev_read_bytes is not None:
         summary.update(_reverse_summary(profile, rcv, snd, tally, dur_s))
+    cut = None
+    if cut_at is not None:
+        from tcpsim.interrupt import requested
+        cut = {"signal": requested() or "stop", "at_s": cut_at / NS_PER_S,
+               "duration_s": sc.duration / NS_PER_S}
     return RunResult(sc.name, profile.name, summary, c,
                      {"rcv": rcv.ss_line(), "snd": snd.ss_line()}, sysctls, sc.as_dict(),
-                     snd.mib.as_nstat(profile.counters()))
+                     snd.mib.as_nstat(profile.counters()), cut)
 
 
 def _reverse_summary(profile: Profile, rcv: Any, snd: Any, tally: Tally,
@@ -157,6 +170,27 @@ def _reverse_summary(profile: Profile, rcv: Any, snd: Any, tally: Tally,
         "rev_retransmits": rcv.mib.TCPRetransSegs,
         "rev_window_probes": rcv.mib.TCPWinProbe,
     }
+
+
+class StopRun(Exception):
+    """Raised by `stop_hook`'s callback inside the Python engine's event loop when a stop
+    was requested: the loop ends after the event it ran last."""
+
+
+def stop_hook(progress: Callable[[int], None] | None) -> Callable[[int], None] | None:
+    """The Python engine's progress hook, which also ends the run (StopRun) once a stop is
+    requested -- inside a `tcpsim.interrupt.stoppable()` block only: elsewhere `progress`
+    itself, so an API run pays nothing."""
+    from tcpsim import interrupt
+    if not interrupt.active():
+        return progress
+
+    def hook(now: int) -> None:
+        if progress is not None:
+            progress(now)
+        if interrupt.requested() is not None:
+            raise StopRun
+    return hook
 
 
 @contextmanager

@@ -143,14 +143,16 @@ class Scheduler:
         env = self.env
         step = env.step
         n = 0
-        while queue and queue[0][0] <= until:
-            if queue[0][3].__class__ is _Call:
-                env.clock, _, _, call = heappop(queue)
-                call.callbacks = None                   # processed, as step() marks it
-                call.fn(*call.args)
-            else:
-                step()
-            n += 1
-            if progress is not None and not n & 0x3FFF:
-                progress(self.env.clock)
-        self.steps += n
+        try:            # `progress` may end the run (tcpsim.engine.result.stop_hook)
+            while queue and queue[0][0] <= until:
+                if queue[0][3].__class__ is _Call:
+                    env.clock, _, _, call = heappop(queue)
+                    call.callbacks = None                   # processed, as step() marks it
+                    call.fn(*call.args)
+                else:
+                    step()
+                n += 1
+                if progress is not None and not n & 0x3FFF:
+                    progress(self.env.clock)
+        finally:
+            self.steps += n

@@ -1,16 +1,19 @@
-"""One simulated run: two TCP endpoints, a link between them, a writer and a reader -- and,
-in a two-way scenario, a second writer at the receiver end and a reader at the sender end.
+"""One simulated host: its connections -- each two TCP endpoints, a link between them, a
+writer and a reader, and in a two-way scenario a second writer at the receiver end and a
+reader at the sender end -- on one scheduler, the host's sockets sharing one TCP memory pool.
 
 The simulation only moves things around: segments from a socket's outbox onto a link,
 deliveries and timer expiries into sockets, wake-ups to applications. Everything TCP does
-happens inside tcpsim.core.
+happens inside tcpsim.core. A scenario is a host of one connection (`Simulation(scenario,
+profile)`); a host scenario (tcpsim/host/) a host of many (`Simulation.of_host(plan,
+profile)`): the same `Connection`s on the same loop.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from tcpsim.core.constants import NS_PER_S
 from tcpsim.core.devices import device
@@ -21,26 +24,37 @@ from tcpsim.engine.apps import (
     BulkWriter, PeriodicWriter, Reader, couple, make_timing, make_writer, reader_phases,
 )
 from tcpsim.engine.link import LinkDirection
-from tcpsim.engine.result import (Peaks, RunResult, Tally, few_gc_passes, progress_bar,
-                                  summarize)
+from tcpsim.engine.result import (Peaks, RunResult, StopRun, Tally, few_gc_passes, progress_bar,
+                                  stop_hook, summarize)
 from tcpsim.engine.scheduler import TIMER, Scheduler
+from tcpsim.host.outputs import FlowRecord, flow_counters
+from tcpsim.host.plan import Flow, HostPlan, HostSample, host_sample, make_pool
 from tcpsim.policy import Profile
 from tcpsim.scenario import Scenario
 
 
 
-class Simulation:
-    """Wires a scenario to sockets, links and applications and runs it."""
+def _noop() -> None:
+    """What a closed connection's pending events become."""
 
-    def __init__(self, scenario: Scenario, profile: Profile, sink: Any = None,
-                 skip: bool = True, tap: Any = None) -> None:
+
+class Connection:
+    """One connection of a host: its receiver (the host's socket), its remote peer, both link
+    directions, its applications and its peaks. Events it schedules are plain callbacks on
+    the host's scheduler, in the order a run of it alone would make them."""
+
+    def __init__(self, host: "Simulation", scenario: Scenario, index: int = 0,
+                 flow: Flow | None = None, sink: Any = None, tap: Any = None) -> None:
         """`tap`: an observer of the receiver's wire (e.g. tcpsim.pcap.export.PcapTap): its
         `segment(t_ns, from_rcv, seg)` sees every segment the receiver gets or sends."""
+        self.host = host
+        self.index = index
+        self.flow = flow or Flow(scenario)
         self.scenario = scenario
         self.tap = tap
-        self.profile = profile
-        self.skip = skip
-        self.sched = Scheduler()
+        profile = self.profile = host.profile
+        self.skip = host.skip
+        self.sched = host.sched
         sysctls = profile.default_sysctls().with_overrides(
             scenario.sysctl, known=profile.known_sysctls(), profile=profile.name)
         self.sysctls = sysctls
@@ -49,6 +63,7 @@ class Simulation:
         sdev = device(scenario.sender_device)       # the sender end's ingress device
         self.rcv = TcpSocket(profile.policy(), sysctls, dev, name="rcv",
                              sink=sink, mtu=mtu, init_rwnd=scenario.initrwnd, hz=scenario.hz)
+        self.rcv.set_proto(host.pool, index % host.ncpus)       # the host's pool
         self.sender_sysctls = profile.default_sysctls().with_overrides(
             scenario.sender_sysctl, known=profile.known_sysctls(), profile=profile.name)
         self.snd = TcpSocket(profile.policy(), self.sender_sysctls, sdev,
@@ -93,6 +108,13 @@ class Simulation:
         self.peaks = Peaks()
         self.established_at = -1
         self.died_at = -1
+        self.closed = False
+        self.final: FlowRecord | None = None
+        # the receive queue's area (bytes x ns, Little's law: tcpsim/host/outputs.py
+        # read_latency) since the connection opened
+        self.q_area = 0
+        self.q_last = 0
+        self.q_t = self.flow.start
 
     # -- moving things around -------------------------------------------------------------------
 
@@ -111,6 +133,7 @@ class Simulation:
         self._arm(sk)
         if sk is self.rcv:
             self._note_peaks(sk, self.peaks)
+            self._note_queue(sk)
             if sk.readable:
                 self.reader.on_readable(self.sched.env.clock)
             rw = self.rev_writer
@@ -137,6 +160,13 @@ class Simulation:
         if q > peaks.recv_q:
             peaks.recv_q = q
 
+    def _note_queue(self, rcv: TcpSocket) -> None:
+        """Add the receive queue's bytes x time since the last look (after every event)."""
+        now = self.sched.env.clock
+        self.q_area += self.q_last * (now - self.q_t)
+        self.q_t = now
+        self.q_last = rcv.recv_q()
+
     def _arm(self, sk: TcpSocket) -> None:
         """Make sure a timer event is pending at or before the socket's next deadline."""
         d = sk.next_deadline()
@@ -147,6 +177,8 @@ class Simulation:
                 self.sched.at(d, TIMER, self._timer, sk, d)
 
     def _to_rcv(self, seg: Segment) -> None:
+        if self.closed:
+            return
         rcv = self.rcv
         now = self.sched.env.clock           # sched.now, without its property call
         if self.tap is not None:
@@ -162,6 +194,8 @@ class Simulation:
             self._rcv_established()
 
     def _to_snd(self, seg: Segment) -> None:
+        if self.closed:
+            return
         snd = self.snd
         now = self.sched.env.clock           # sched.now, without its property call
         rr = self.rev_reader
@@ -180,6 +214,8 @@ class Simulation:
     def _timer(self, sk: TcpSocket, d: int) -> None:
         if self._timer_at[sk] == d:
             self._timer_at[sk] = 0
+        if self.closed:
+            return
         due = sk.next_deadline()
         now = self.sched.now
         if not due or due > now:
@@ -211,39 +247,203 @@ class Simulation:
             if self.rev_writer is not None:
                 self.rev_writer.begin()
 
-    # -- running ----------------------------------------------------------------------------------
+    # -- opening and closing -----------------------------------------------------------------
 
-    def run(self, progress: Callable[[int], None] | None = None) -> RunResult:
-        """Open the connection, start the applications, run for the scenario's duration."""
+    def open(self) -> None:
+        """Open the connection and start its applications (at the flow's start); a flow with
+        a lifetime closes at its stop."""
         sc = self.scenario
+        now = self.sched.now
         client, server = (self.rcv, self.snd) if sc.receiver_role == "client" else (self.snd, self.rcv)
         server.listen()
-        client.connect(0)
+        client.connect(now)
         self.after(client)
         self.reader.begin()
         if self.rev_reader is not None:
             self.rev_reader.begin()
-        wall = time.perf_counter()
-        with few_gc_passes():
-            self.sched.run(sc.duration, progress)
-        self.reader.catch_up(sc.duration + 1)
-        if self.rev_reader is not None:
-            self.rev_reader.catch_up(sc.duration + 1)
-        wall = time.perf_counter() - wall
-        return self.result(wall)
+        if self.flow.stop:
+            self.sched.at(self.flow.stop, TIMER, self.close)
 
-    def result(self, wall: float) -> RunResult:
-        """Summary numbers a person can read in ten seconds."""
+    def close(self) -> None:
+        """The end of the flow's lifetime: both applications close at once and the host
+        forgets the connection -- its sockets are destroyed (tcp_done ->
+        inet_csk_destroy_sock [net/ipv4/inet_connection_sock.c]: queues purged, memory
+        back to the pool), segments still on the links are lost, its timers and
+        applications stop (tcpsim/host/plan.py: churn)."""
+        now = self.sched.now
+        self.reader.catch_up(now)
+        if self.rev_reader is not None:
+            self.rev_reader.catch_up(now)
+        self._note_queue(self.rcv)
+        self.closed = True
+        for sk in (self.rcv, self.snd):
+            sk.destroy(now)
+        self.host.closed(self)
+        self.final = self.record()
+        self.host.forget(self)
+
+    def record(self) -> FlowRecord:
+        """Its final numbers (tcpsim/host/outputs.py): as they were at its close, or now."""
+        if self.final is not None:
+            return self.final
+        f = self.flow
+        return FlowRecord(self.index, f.cls, f.start, f.stop, self.established_at,
+                          self.writer.written, self.reader.read_bytes,
+                          self.rcv.rcv.bytes_received, self.q_area,
+                          self.peaks.rmem, flow_counters(self.rcv.mib, self.profile.counters()))
+
+    def finish(self, end: int) -> None:
+        """The run is over: readers catch up to `end` (the last moment plus one)."""
+        if self.closed:
+            return
+        self.reader.catch_up(end)
+        if self.rev_reader is not None:
+            self.rev_reader.catch_up(end)
+        self._note_queue(self.rcv)
+
+    def tally(self) -> Tally:
+        """What the engine counted for this connection."""
         rev = self.rev_writer is not None and self.rev_reader is not None
-        tally = Tally(
-            events=self.sched.steps, packets=self.ab.sent + self.ba.sent,
+        return Tally(
+            events=self.host.sched.steps, packets=self.ab.sent + self.ba.sent,
             established_at=self.established_at, died_at=self.died_at,
             written=self.writer.written, read_bytes=self.reader.read_bytes, peaks=self.peaks,
             rev_written=self.rev_writer.written if rev else None,       # type: ignore[union-attr]
             rev_read_bytes=self.rev_reader.read_bytes if rev else None,  # type: ignore[union-attr]
             rev_peaks=self.rev_peaks)
-        return summarize(self.scenario, self.profile, self.sysctls.as_dict(), self.rcv,
-                         self.snd, tally, wall)
 
 
-__all__ = ["Peaks", "RunResult", "Simulation", "Tally", "progress_bar", "summarize"]
+class Simulation:
+    """A host: its connections on one scheduler, its TCP memory pool, its samples. Built from
+    one scenario (a host of one flow) or from a host plan (`of_host`)."""
+
+    conn_class: type[Connection] = Connection     # what a flow is built as (tests check it)
+
+    def __init__(self, scenario: Scenario, profile: Profile, sink: Any = None,
+                 skip: bool = True, tap: Any = None, plan: HostPlan | None = None) -> None:
+        """`tap`: an observer of the (first) receiver's wire, see `Connection`."""
+        self.scenario = scenario
+        self.profile = profile
+        self.skip = skip
+        self.sink = sink
+        self.sched = Scheduler()
+        self.plan = plan or HostPlan.single(scenario)
+        self.duration = self.plan.duration
+        self.ncpus = self.plan.ncpus
+        self.pool = make_pool(self.plan, profile)
+        self.conns: list[Connection] = []
+        self.live = 0                        # connections open now (sockstat's inuse)
+        self.samples: list[HostSample] = []
+        self.cut_at: int | None = None       # where a stop cut the run short (ns), if one did
+        self._tap = tap
+        self._pending = sorted(range(len(self.plan.flows)),
+                               key=lambda i: (self.plan.flows[i].start, i), reverse=True)
+        self._build_due()                     # the flows of time 0, opened by run()
+
+    @classmethod
+    def of_host(cls, plan: HostPlan, profile: Profile, skip: bool = True,
+                sink: Any = None) -> "Simulation":
+        """A host of many connections (tcpsim/host/plan.py)."""
+        return cls(plan.flows[0].scenario, profile, sink=sink, skip=skip, plan=plan)
+
+    # a host of one flow reads as that flow (the single-connection interface)
+    @property
+    def conn(self) -> Connection:
+        return self.conns[0]
+
+    @property
+    def rcv(self) -> TcpSocket:
+        return self.conns[0].rcv
+
+    @property
+    def snd(self) -> TcpSocket:
+        return self.conns[0].snd
+
+    @property
+    def sysctls(self) -> Any:
+        return self.conns[0].sysctls
+
+    def _build_due(self) -> list[Connection]:
+        """Build every flow whose start has come (in start, then index order)."""
+        now = self.sched.env.clock
+        pending = self._pending
+        built = []
+        while pending and self.plan.flows[pending[-1]].start <= now:
+            i = pending.pop()
+            flow = self.plan.flows[i]
+            sink = self.sink if i in self.plan.traced else None
+            built.append(self.conn_class(self, flow.scenario, i, flow, sink,
+                                    self._tap if i == 0 else None))
+        self.conns.extend(built)
+        return built
+
+    def _open(self, conns: Sequence[Connection]) -> None:
+        """Open connections just built; the next flow to start is woken at its start."""
+        for c in conns:
+            self.live += 1
+            c.open()
+        if self._pending:
+            self.sched.at(self.plan.flows[self._pending[-1]].start, TIMER, self._open_due)
+
+    def _open_due(self) -> None:
+        self._open(self._build_due())
+
+    def closed(self, conn: Connection) -> None:
+        """A connection's lifetime ended (Connection.close)."""
+        self.live -= 1
+
+    def forget(self, conn: Connection) -> None:
+        """A closed connection's events still on the schedule do nothing (the native engine
+        drops them with the connection): each is made a no-op in place, so the schedule's
+        order of everything else stays as it was."""
+        owners = {id(x) for x in (conn, conn.ab, conn.ba, conn.writer, conn.reader,
+                                  conn.rev_writer, conn.rev_reader) if x is not None}
+        for entry in self.sched.env.heap:
+            call = entry[3]
+            if id(getattr(getattr(call, "fn", None), "__self__", None)) in owners:
+                call.fn, call.args = _noop, ()
+
+    # -- running ----------------------------------------------------------------------------------
+
+    def run(self, progress: Callable[[int], None] | None = None) -> RunResult:
+        """Run for the scenario's duration; the summary of its (first) connection."""
+        self.run_loop(progress)
+        return self.result(self.wall)
+
+    def run_loop(self, progress: Callable[[int], None] | None = None) -> None:
+        """Run for the host's duration (`wall`: the seconds it took): open the flows of time
+        0, run the events, sample the host every `plan.sample_every`. A stop asked for
+        (tcpsim/interrupt.py) ends the run at that event: `cut_at` says when."""
+        self._open(self.conns)
+        wall = time.perf_counter()
+        every = self.plan.sample_every
+        hook = stop_hook(progress)
+        end = self.duration
+        with few_gc_passes():
+            try:
+                if every:
+                    t = 0
+                    while t <= self.duration:
+                        self.sched.run(t, hook)
+                        self.samples.append(self.sample(t))
+                        t += every
+                self.sched.run(self.duration, hook)
+            except StopRun:
+                end = self.cut_at = self.sched.now
+        for c in self.conns:
+            c.finish(end + 1)
+        self.wall = time.perf_counter() - wall
+
+    def sample(self, t: int) -> HostSample:
+        """The host at time `t` (after its events): sockstat's TCP line and the pool."""
+        return host_sample(t, self.live, self.pool)
+
+    def result(self, wall: float) -> RunResult:
+        """Summary numbers a person can read in ten seconds (of the first connection: a
+        host's own are tcpsim/host/outputs.py's)."""
+        c = self.conns[0]
+        return summarize(c.scenario, self.profile, c.sysctls.as_dict(), c.rcv, c.snd,
+                         c.tally(), wall, self.cut_at)
+
+
+__all__ = ["Connection", "Peaks", "RunResult", "Simulation", "Tally", "progress_bar", "summarize"]

@@ -130,13 +130,21 @@ def run_paths(paths: Iterable[str | Path], profile: str | None = None,
         return 2
     release = prof.kernel.RELEASE
     rows = []
+    broken: list[str] = []               # scripts that cannot be read or parsed: user errors
     for f in files:
         result = run_file(f.path, profile, policies, name=f.name, trace=trace, engine=engine)
+        if result.kind in ("syntax", "unreadable"):
+            broken.append(" ".join(result.message.replace(": error: ", ": ", 1).split()))
+            continue
         base = (run_file(f.path, baseline, (), name=f.name, engine=engine)
                 if base_prof is not None and baseline else None)
         rows.append((f, result, _known(f, release), base))
         if not as_json:
             echo(_text(result, trace, release, rows[-1][2]))
+    if broken and not rows:
+        for line in broken:
+            error(f"tcpsim: error: {line}")
+        return 2
     passed = sum(r.passed for _, r, _, _ in rows)
     failed = len(rows) - passed
     summary = f"{passed} passed, {failed} failed"
@@ -172,6 +180,10 @@ def run_paths(paths: Iterable[str | Path], profile: str | None = None,
         if baseline:
             for line in _baseline_text(baseline, profile, policies, release, rows, changes):
                 echo(line)
+    for line in broken:
+        error(f"tcpsim: error: {line}")
+    if broken:
+        return 2
     if known:
         return 0 if agree == len(known) else 1
     return 0 if failed == 0 else 1

@@ -81,7 +81,7 @@ class ScriptResult:
     passed: bool
     message: str = ""              # the first failure in packetdrill's words; '' on a pass
     line: int | None = None        # the script line of that failure
-    kind: str = ""                 # '', 'mismatch', 'unsupported', 'syntax', 'internal'
+    kind: str = ""                 # '', 'mismatch', 'unsupported', 'syntax', 'unreadable', 'internal'
     detail: str = ""               # more lines: the script and actual packets, a reason
     notes: list[str] = field(default_factory=list)   # harness decisions worth knowing
     trace: list[str] = field(default_factory=list)   # the run, event by event (trace=True)
@@ -410,12 +410,16 @@ def run_file(path: str | Path, profile: str = "linux-6.18",
     path = Path(path)
     shown = name or path.name
     try:
-        script = parse(path.read_text(), path.name)
+        script = parse(path.read_text(encoding="utf-8"), path.name)
     except PacketdrillSyntaxError as exc:
         kind = "unsupported" if exc.unsupported else "syntax"
         return ScriptResult(shown, False, str(exc), exc.line, kind)
+    except UnicodeDecodeError:
+        return ScriptResult(shown, False, f"{shown}: not a text file (not UTF-8): a packetdrill "
+                            "script is text", None, "unreadable")
     except OSError as exc:
-        return ScriptResult(shown, False, f"{path}: cannot read: {exc.strerror}", None, "internal")
+        return ScriptResult(shown, False, f"{shown}: cannot read: {exc.strerror}", None,
+                            "unreadable")
     kwargs.setdefault("base_dir", path.parent)
     result = run_script(script, profile, policies, **kwargs)
     result.name = shown

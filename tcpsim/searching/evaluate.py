@@ -198,8 +198,10 @@ class Evaluator:
         hands the batch to execute.run_local, which retries point by point."""
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self.jobs)
+        if self._pool is None:          # its workers die with this process (sweeps/lifeline.py)
+            from tcpsim.sweeps.lifeline import watch_parent
+            self._pool = ProcessPoolExecutor(max_workers=self.jobs, initializer=watch_parent,
+                                             initargs=(os.getpid(),))
         futures = [(p, self._pool.submit(execute.attempt, p, None)) for p in points]
         try:
             for p, fut in futures:

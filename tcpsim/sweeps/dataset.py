@@ -113,7 +113,8 @@ def row_of(point: Point) -> dict[str, Any]:
     for k, v in (("profile", sc.profile), ("policies", "+".join(sc.policies) or "none"),
                  ("seed", sc.seed), ("hz", sc.hz)):
         row.setdefault(k, v)
-    row["scenario"] = json.dumps({k: v for k, v in sc.as_dict().items() if k != "source"},
+    row["scenario"] = json.dumps(point.host.as_dict() if point.host is not None else
+                                 {k: v for k, v in sc.as_dict().items() if k != "source"},
                                  sort_keys=True, default=str)
     row["sysctls"] = json.dumps(point.sysctls, sort_keys=True)
     summary = {k: v for k, v in (point.summary or {}).items() if k != "hz"}
@@ -146,8 +147,9 @@ def schema_for(points: list[Point], sample: Point) -> pa.Schema:
     for key, value in row_of(sample).items():
         if key in names:
             continue
-        if key in _FLOAT_FIELDS:
-            typ = pa.float64()
+        if key in _FLOAT_FIELDS or (sample.host is not None and not isinstance(value, bool)
+                                    and (value is None or isinstance(value, float))):
+            typ = pa.float64()            # a host's figures: None where nothing was measured
         else:
             typ = _common_type([value])
         fields.append(pa.field(key, typ))

@@ -22,6 +22,7 @@ from tcpsim.catalog import ProfileError, patch_failure
 from tcpsim.runner import RunOptions, run
 from tcpsim.scenario import ScenarioError
 from tcpsim.sweeps.grid import Point
+from tcpsim.sweeps.lifeline import watch_parent
 
 MAX_ATTEMPTS = 3
 EXECUTORS = ("local", "dask")
@@ -36,6 +37,10 @@ class ExecutorError(RuntimeError):
 
 
 def _run_point(point: Point, trace: str | None) -> tuple[dict[str, Any], dict[str, int]]:
+    if point.host is not None:
+        from tcpsim.host.run import host_summary, run_host
+        r = run_host(point.host, engine=point.scenario.engine, skip=point.skip)
+        return host_summary(r), dict(r.nstat)
     opts = RunOptions(skip=point.skip, trace=trace)
     result, _ = run(point.scenario, opts)
     return result.summary, result.counters
@@ -81,7 +86,8 @@ def run_local(points: list[Point], jobs: int, trace_of: TraceOf, on_done: OnDone
             batch, width = [suspects.pop()], 1
         else:
             batch, width = todo, jobs
-        with ProcessPoolExecutor(max_workers=min(width, len(batch))) as pool:
+        with ProcessPoolExecutor(max_workers=min(width, len(batch)), initializer=watch_parent,
+                                 initargs=(os.getpid(),)) as pool:
             broken = _drain_pool(pool, batch, width, trace_of, on_done)
         if len(broken) > 1:
             suspects.extend(broken)
@@ -119,8 +125,21 @@ def _drain_pool(pool: ProcessPoolExecutor, todo: list[Point], jobs: int, trace_o
                 on_done(p)
     except KeyboardInterrupt:
         _cancel(pending)
+        _stop_workers(pool)
         raise
     return []
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """End the pool's workers now (a stopped sweep does not wait for the points they are
+    running: those are not stored and run again next time). A terminal's Ctrl-C reaches them
+    too; a SIGTERM sent to the sweep alone does not."""
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            proc.terminate()
+        except (OSError, ValueError):       # already gone
+            pass
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _cancel(pending: dict[Future, Point]) -> list[Point]:
@@ -156,7 +175,21 @@ def dask_client(jobs: int, scheduler: str | None):
     cluster = distributed.LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
                                        host="127.0.0.1", dashboard_address=None,
                                        silence_logs=logging.ERROR)
-    return distributed.Client(cluster), cluster
+    client = distributed.Client(cluster)
+    client.register_plugin(_lifeline(distributed, os.getpid()))   # workers die with us
+    return client, cluster
+
+
+def _lifeline(distributed: Any, parent: int) -> Any:
+    """A Dask worker plugin: each worker of a LocalCluster this process started (and any
+    worker its nanny restarts) dies with this process (tcpsim/sweeps/lifeline.py)."""
+
+    class Lifeline(distributed.WorkerPlugin):  # type: ignore[misc,name-defined]
+        name = "tcpsim-lifeline"
+
+        def setup(self, worker: Any) -> None:
+            watch_parent(parent)
+    return Lifeline()
 
 
 def _reachable(address: str) -> None:

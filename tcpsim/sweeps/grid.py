@@ -79,6 +79,7 @@ class Point:
     summary: dict[str, Any] | None = None
     counters: dict[str, int] = field(default_factory=dict)
     error: str = ""
+    host: Any = None                   # a host point: its HostScenario (tcpsim/host)
 
     def row(self) -> dict[str, Any]:
         """A flat record: point number, the axes' values, the summary (or the error)."""
@@ -118,10 +119,17 @@ def parse_axis(spec: str) -> Axis:
 def check_key(key: str, where: str) -> None:
     """Raise ScenarioError unless `key` names something a point can vary."""
     head = key.split(".", 1)[0]
+    if head in _HOST_TOP or (head == "class" and key.count(".") >= 2):
+        return                           # a host file's field (tcpsim/host, docs/hosts.md)
     if head not in _TABLES | _TOP_LEVEL | {"sysctl"} or (head == key and head in _TABLES | {"sysctl"}):
         raise ScenarioError(f"{where} {key}: not a scenario field; use profile, policy, duration, hz, "
                             "seed, engine, sysctl.NAME or TABLE.FIELD with TABLE one of "
-                            + ", ".join(sorted(_TABLES)))
+                            + ", ".join(sorted(_TABLES)) + " (a host file: class.NAME.FIELD, "
+                            "connections, cpus, sample too)")
+
+
+# the fields of a host file a sweep may vary besides the scenario's (docs/hosts.md)
+_HOST_TOP = {"connections", "cpus", "sample"}
 
 
 def _split_values(text: str) -> list[str]:
@@ -161,7 +169,8 @@ def build_points(scenario: str | Path, axes: list[Axis], base: RunOptions,
     naming the point on the first bad one). `timing` (`--timing`): every point's
     `[timing] host`, unless an axis varies it."""
     raw, source = read_scenario_file(scenario)
-    if timing is not None:
+    host = isinstance(raw.get("class"), dict)          # a host file (tcpsim/host)
+    if timing is not None and not host:
         set_timing(raw, timing)
     names = [k for a in axes for k in a.fields]
     if len(set(names)) != len(names):
@@ -171,7 +180,8 @@ def build_points(scenario: str | Path, axes: list[Axis], base: RunOptions,
         values = {k: v for step in combo for k, v in step.items()}
         where = ", ".join(f"{k}={_show(v)}" for k, v in values.items())
         try:
-            points.append(_build_point(i, raw, source, values, base))
+            build = _build_host_point if host else _build_point
+            points.append(build(i, raw, source, values, base))
         except (ScenarioError, ProfileError, SysctlError) as exc:
             raise type(exc)(f"sweep point {i} ({where}): {exc}") from None
     return points
@@ -202,6 +212,34 @@ def _build_point(i: int, raw: dict, source: str, values: dict[str, Any],
     sysctls = profile.default_sysctls().with_overrides(sc.sysctl, known=profile.known_sysctls(),
                                                        profile=profile.name).as_dict()
     return Point(i, values, sc, opts.skip, point_hash(sc, profile.name, sysctls), sysctls)
+
+
+def _build_host_point(i: int, raw: dict, source: str, values: dict[str, Any],
+                      base: RunOptions) -> Point:
+    """A point of a host file's grid: the axes set host fields (`class.bad.count`,
+    `sysctl.net.ipv4.tcp_mem`, `profile`, `policy`, `seed`, ...) on the host document."""
+    from tcpsim.catalog import get_profile
+    from tcpsim.host.populations import expand
+    from tcpsim.host.run import host_with
+    from tcpsim.host.scenario import HostScenario
+    host: HostScenario = host_with(
+        raw, source, profile=base.profile, policies=base.policies, sysctl=base.sysctl,
+        duration=base.duration, seed=base.seed, sets=tuple(values.items()))
+    if base.sender_sysctl or base.hz is not None:
+        raise ScenarioError("--sender-sysctl and --hz are not for a host; set them in its "
+                            "classes' base scenarios")
+    profile = get_profile(host.profile, host.policies)
+    plan = expand(host)                         # every point's population built and checked
+    first = plan.flows[0].scenario
+    sc = first.with_(name=host.name, engine=choose_engine(base.engine or host.engine or None, first),
+                     seed=host.seed, duration=host.duration)
+    sysctls = profile.default_sysctls().with_overrides(
+        host.sysctl, known=profile.known_sysctls(), profile=profile.name).as_dict()
+    text = json.dumps({"host": host.as_dict(), "profile": profile.name, "engine": sc.engine,
+                       "skip": base.skip, "tcpsim": tcpsim.__version__},
+                      sort_keys=True, default=str)
+    return Point(i, values, sc, base.skip, hashlib.sha256(text.encode()).hexdigest()[:32],
+                 sysctls, host=host)
 
 
 def _policies(value: Any) -> tuple[str, ...]:

@@ -163,8 +163,6 @@ def _parse(p: Path, doc: dict[str, Any]) -> Study:
     if dup:
         raise StudyError(f"{dup[0]}: set by more than one of [set], [axes], [paired.*] and "
                          "study.seeds; give each field once")
-    if not any(len(a.values) > 1 for a in st.axes):
-        raise StudyError("axes: nothing varies; add an [axes] table, e.g. \"link.rtt\" = [\"1ms\", \"20ms\"]")
     st.metrics = _metrics(head.get("metrics", []))
     st.x = _x(head.get("x", ""), fields)
     return st
@@ -341,8 +339,11 @@ def plan_sweep(target: str, axes: list[Axis], base: RunOptions, timing: str | No
         if not axes:
             raise ScenarioError(f"sweep {target}: a scenario needs --vary KEY=V1,V2,... "
                                 "(or give a study file)")
-        return Plan(Path(target).stem, axes, build_points(target, axes, base, timing),
-                    list(SHOWN))
+        points = build_points(target, axes, base, timing)
+        if points and points[0].host is not None:
+            from tcpsim.host.run import host_metrics
+            return Plan(Path(target).stem, axes, points, host_metrics(points[0].host))
+        return Plan(Path(target).stem, axes, points, list(SHOWN))
     st = load_study(target)
     opts = RunOptions(profile=base.profile or st.profile, policies=st.policies + base.policies,
                       sysctl=base.sysctl, sender_sysctl=base.sender_sysctl, skip=base.skip,
@@ -354,6 +355,9 @@ def plan_sweep(target: str, axes: list[Axis], base: RunOptions, timing: str | No
         points = build_points(st.scenario, axes, opts, timing)
     except (ScenarioError, ProfileError, SysctlError) as exc:
         raise type(exc)(f"{st.path}: {exc}") from None
+    if not any(len(a.values) > 1 for a in axes):   # after [set] is checked: a typo there first
+        raise StudyError(f"{st.path}: axes: nothing varies; add an [axes] table, e.g. "
+                         "\"link.rtt\" = [\"1ms\", \"20ms\"], or --vary KEY=V1,V2")
     if st.metrics:
         probe, _ = run(points[0].scenario.with_(duration=NS_PER_MS))
         check_metrics(st, set(probe.summary) | {f"counter.{k}" for k in probe.counters})

@@ -40,10 +40,11 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tcpsim import interrupt
 from tcpsim.validate.trace import TraceView
 from tcpsim.core.sysctl import short_name
 from tcpsim.engine.scheduler import READER, WRITER
-from tcpsim.engine.simulation import RunResult, Simulation
+from tcpsim.engine.simulation import Connection, RunResult, Simulation
 from tcpsim.catalog import builtin_profiles, get_profile
 from tcpsim.scenario import Link, Scenario, ScenarioError, scenario_from_dict
 from tcpsim.trace.recorder import MemoryRecorder
@@ -397,7 +398,7 @@ class ReplayWriter:
     `bytes`); a bulk writer's tick is a fresh send() of `bytes` (the real one offers its whole
     buffer each time and keeps no partial write)."""
 
-    def __init__(self, sim: Simulation, n: int, ticks: list[tuple[int, int]],
+    def __init__(self, sim: Connection, n: int, ticks: list[tuple[int, int]],
                  bulk: bool = False) -> None:
         self.sim, self.n, self.ticks, self.bulk = sim, n, ticks, bulk
         self.i = 0
@@ -439,7 +440,7 @@ class ScheduleWriter(ReplayWriter):
     `tcpsim replay FILE.pcap` (tcpsim/pcap/replay.py): the bytes that first appeared on the
     wire, each when it left the sender. ReplayWriter's clock, its own tick."""
 
-    def __init__(self, sim: Simulation, ticks: list[tuple[int, int]]) -> None:
+    def __init__(self, sim: Connection, ticks: list[tuple[int, int]]) -> None:
         super().__init__(sim, 0, ticks)
         self.size_mismatch = 0          # ticks whose bytes the socket did not take at once
 
@@ -470,7 +471,7 @@ class ScheduleWriter(ReplayWriter):
 class ReplayReader:
     """The scenario's periodic (or oscillating) reader, ticking at the trace's read times."""
 
-    def __init__(self, sim: Simulation, ticks: list[tuple[int, int, int]]) -> None:
+    def __init__(self, sim: Connection, ticks: list[tuple[int, int, int]]) -> None:
         self.sim, self.ticks = sim, ticks
         self.i = 0
         self.read_bytes = 0
@@ -522,21 +523,23 @@ def run_plan(p: ReplayPlan, engine: str | None = None,
     if choose_engine(engine, p.scenario) == "native":
         return _run_native(p, profile, sink)
     sim = Simulation(p.scenario, profile, sink=sink, skip=True)
+    conn = sim.conn                     # the host's one connection: its apps are replaced
     writer = reader = None
     if p.write_ticks is not None:
-        writer = _writer(sim, p)
-        sim.writer = writer  # type: ignore[assignment]
+        writer = _writer(conn, p)
+        conn.writer = writer  # type: ignore[assignment]
     if p.read_ticks is not None:
-        reader = ReplayReader(sim, p.read_ticks)
-        sim.reader = reader  # type: ignore[assignment]
+        reader = ReplayReader(conn, p.read_ticks)
+        conn.reader = reader  # type: ignore[assignment]
     result = sim.run()
+    interrupt.check()                 # a replay a stop cut short scores nothing
     return ReplayResult(
         p, result, sink.columns(),
         write_ticks=len(p.write_ticks or ()), write_size_mismatch=writer.size_mismatch if writer else 0,
         read_ticks=len(p.read_ticks or ()), read_size_mismatch=reader.size_mismatch if reader else 0)
 
 
-def _writer(sim: Simulation, p: ReplayPlan) -> ReplayWriter:
+def _writer(sim: Connection, p: ReplayPlan) -> ReplayWriter:
     """The plan's writer: its ticks' own byte counts (ScheduleWriter) or the scenario's."""
     assert p.write_ticks is not None
     if p.schedule:
@@ -557,6 +560,7 @@ def _run_native(p: ReplayPlan, profile: Any, sink: MemoryRecorder) -> ReplayResu
     }
     sim = NativeSimulation(p.scenario, profile, sink=sink, skip=True, replay=replay)
     result = sim.run()
+    interrupt.check()
     wm, rm = sim.replay_size_mismatch
     return ReplayResult(p, result, sink.columns(),
                         write_ticks=len(p.write_ticks or ()), write_size_mismatch=wm,

@@ -202,12 +202,17 @@ def run_validate(paths: Iterable[str | Path], profile: str | None = None,
         return 2
     results: list[Validation] = []
     errors: list[str] = []
+    from tcpsim import interrupt
+    stopped: interrupt.Interrupted | None = None
     for f in files:
         try:
             results.append(validate_trace(f, profile, thresholds, until_s, policies=policies, hz=hz,
                                           engine=engine))
         except ValidateError as exc:
             errors.append(f"validate: {exc}")
+        except interrupt.Interrupted as exc:      # the traces validated whole are reported
+            stopped = exc
+            break
     if as_json:
         echo(json.dumps({"traces": [r.score.as_dict() for r in results], "errors": errors},
                         indent=1, default=str))
@@ -226,8 +231,13 @@ def run_validate(paths: Iterable[str | Path], profile: str | None = None,
     if html_out and results:
         from tcpsim.validate.html import write_html
         write_html(html_out, [(r.score, r.kernel, r.model, text(r.score)) for r in results])
-    if write_docs and results:
+    if write_docs and results and stopped is None:
         update_docs(Path(write_docs), [r.score for r in results])
+    if stopped is not None:
+        stopped.kept = (f"{len(results)} of {len(files)} traces validated"
+                        + (": their reports above" if results else "")
+                        + (f" and in {html_out}" if html_out and results else ""))
+        raise stopped
     if errors:
         return 2
     return 0 if all(r.score.passed for r in results) else 1

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tcpsim.trace.unreadable import missing_file, reason
+
 # Fields of an observation of the receiver's state, in the order kept in `Obs.values`.
 STATE_FIELDS = ("sk_rmem_alloc", "sk_rcvbuf", "rcv_ssthresh", "window_clamp", "rcv_wnd",
                 "recv_q", "rcvq_len")
@@ -108,11 +110,11 @@ def load(path: str | Path) -> tuple[dict[str, list], dict[str, Any]]:
 
     p = Path(path)
     if not p.is_file():
-        raise TraceFileError(f"{p}: no such file")
+        raise TraceFileError(f"{p}: {missing_file(p)}")
     try:
         table = pq.read_table(p)
     except (pa.ArrowException, OSError) as exc:
-        raise TraceFileError(f"{p}: not a readable Parquet trace ({str(exc).splitlines()[0]}); "
+        raise TraceFileError(f"{p}: not a readable Parquet trace ({reason(p, exc)}); "
                              "give a file written by tcpsim run --trace, tcpsim.capture or an "
                              "importer") from None
     for col in OPTIONAL_COLUMNS - set(table.column_names):
@@ -133,11 +135,11 @@ def load_meta(path: str | Path) -> dict[str, Any]:
 
     p = Path(path)
     if not p.is_file():
-        raise TraceFileError(f"{p}: no such file")
+        raise TraceFileError(f"{p}: {missing_file(p)}")
     try:
         schema = pq.read_schema(p)
     except (pa.ArrowException, OSError) as exc:
-        raise TraceFileError(f"{p}: not a readable Parquet trace ({str(exc).splitlines()[0]}); "
+        raise TraceFileError(f"{p}: not a readable Parquet trace ({reason(p, exc)}); "
                              "give a file written by tcpsim run --trace, tcpsim.capture or an "
                              "importer") from None
     return _decode_meta(p, schema.metadata)

@@ -9,7 +9,7 @@ from unittest.mock import ANY
 import pytest
 
 from tcpsim.core.state import ESTABLISHED
-from tcpsim.engine.simulation import Simulation
+from tcpsim.engine.simulation import Connection, Simulation
 from tcpsim.catalog import get_profile
 from tcpsim.runner import RunOptions, run
 from tcpsim.scenario import ScenarioError, load_scenario, scenario_from_dict
@@ -29,7 +29,7 @@ REQUEST_RESPONSE = {
 }
 
 
-class CheckedSimulation(Simulation):
+class CheckedConnection(Connection):
     """After every event, the receive-side invariants of the state machine
     (tests/core/test_receiver_state_machine.py: check_byte_stream, check_receive_queue, the
     memory identity and the never-retreating window edge) for *both* sockets."""
@@ -75,6 +75,16 @@ class CheckedSimulation(Simulation):
                 assert v >= p[i], f"{where}: {name} went back from {p[i]} to {v}"
         self.prev[sk.name] = (r.rcv_nxt, r.copied_seq, r.bytes_received, edge, drops)
         self.checks += 1
+
+
+class CheckedSimulation(Simulation):
+    """A host whose connection checks its invariants after every event."""
+
+    conn_class = CheckedConnection
+
+    @property
+    def checks(self):
+        return self.conn.checks
 
 
 def test_request_response_both_receive_paths_hold_the_invariants():

@@ -155,6 +155,7 @@ PATCH_BODIES = [
 @example(PATCH_BODIES[0], "Q", "packetdrill")   # #18: the error went to stdout
 @example("raise SystemExit(0)\n", "P", "run")    # #18: exit 0, nothing run, not a word
 @example(PATCH_BODIES[13], "P", "run")    # #18: __init_subclass__ raising: a traceback
+@example(PATCH_BODIES[6], "P", "run")     # #31 (explore): PINGPONG_THRESH = 'x' a ValueError
 @given(st.sampled_from(PATCH_BODIES), st.sampled_from(["P", "Q", ""]),
        st.sampled_from(["run", "compare", "sweep", "packetdrill"]))
 def test_patch_files(body, cls, command):

@@ -76,8 +76,8 @@ def test_the_cli_report_and_its_errors(results, tmp_path):
 
 
 def test_a_sweep_with_one_axis_has_no_heatmap(tmp_path):
-    axes = [parse_axis("reader.bytes=1,1000")]
-    points = build_points("seed-rcvbuf32k-fill", axes, RunOptions(duration=NS_PER_S // 4))
+    axes = [parse_axis("reader.bytes=1,1000")]        # a reader that reads bytes (issue 31)
+    points = build_points("seed-unbounded-growth", axes, RunOptions(duration=NS_PER_S // 4))
     res = Results(tmp_path)
     res.prepare(axes, points, [])
     run_sweep(points, jobs=1, results=res)

@@ -22,6 +22,7 @@ x = "receiver.so_rcvbuf"
 
 [set]
 "link.rtt" = "10ms"
+"reader.kind" = "periodic"
 
 [axes]
 "receiver.so_rcvbuf" = [16384, 32768]
@@ -41,7 +42,8 @@ def write(tmp_path, text, name="s.toml"):
 def test_a_study_file_parses_into_axes(tmp_path):
     st = load_study(write(tmp_path, GOOD))
     assert st.scenario == "seed-rcvbuf32k-fill" and st.duration == 500_000_000
-    assert st.axes == [Axis("link.rtt", ("10ms",)), Axis("receiver.so_rcvbuf", (16384, 32768)),
+    assert st.axes == [Axis("link.rtt", ("10ms",)), Axis("reader.kind", ("periodic",)),
+                       Axis("receiver.so_rcvbuf", (16384, 32768)),
                        Axis("read", ((1, "1ms"), (1000, "2ms")), keys=("reader.bytes", "reader.every")),
                        Axis("seed", (1, 2))]
     assert st.metrics == ["peak_sk_rcvbuf", "counter.TcpExtTCPRcvCoalesce"]
@@ -91,6 +93,10 @@ def test_paired_and_ranges_build_the_grid_the_cli_runs(tmp_path):
      "paired.r: the fields need as many values each"),
     ('[study]\nscenario = "seed-wscale8"\nseeds = 0\n', "study.seeds: expected a count"),
     ('[study]\nscenario = "seed-wscale8"\n[set]\n"link.rtt" = "1ms"\n', "axes: nothing varies"),
+    # a typo in [set] is named before "nothing varies" (issue 31)
+    ('[study]\nscenario = "seed-wscale8"\n[set]\n"link.rtt" = "1xs"\n[axes]\n"reader.bytes" = [1]\n',
+     "link.rtt"),
+    ('[study]\nscenario = "seed-wscale8"\n[set]\n"link.rttt" = "1ms"\n', "link.rttt: unknown field"),
     ('[study]\nscenario = "seed-wscale8"\nmetrics = ["peak_memory"]\n[axes]\nseed = [1, 2]\n',
      "study.metrics: 'peak_memory' is neither a summary field nor counter.NAME"),
     ('[study]\nscenario = "seed-wscale8"\nduration = "soon"\n[axes]\nseed = [1, 2]\n', "study.duration"),

@@ -18,6 +18,7 @@ use super::random::Random;
 use super::scheduler::{READER, WRITER};
 use super::simulation::{Ev, Simulation};
 use crate::constants::NS_PER_S;
+use std::sync::Arc;
 
 /// Beyond any run (apps.py `_FAR`).
 pub const FAR: i64 = 1 << 62;
@@ -42,7 +43,8 @@ pub struct App {
     /// (`[timing] host`, app_latency.py `HOSTS`; app_latency_blocks*.bin), chosen by
     /// name where the run's config is built (engine/native.py `_app`, as apps.py `Timing`
     /// does for the Python engine), so both engines replay the same captures.
-    pub latency_sequences: Vec<Vec<i64>>,
+    /// Shared (`Arc`): a host's flows of one class replay the same captures.
+    pub latency_sequences: Vec<Arc<[i64]>>,
     pub latency_block: i64,
     pub latency_ns: i64,
     pub call_cost: i64,
@@ -74,14 +76,14 @@ pub fn pick_capture(k: u64, n: usize) -> usize {
 /// `block` consecutive wakeups from starts drawn uniformly among those with a whole block
 /// after them (docs/app-latency.md, "Why the memory sat at half the kernel's").
 pub struct BlockSequence {
-    seq: Vec<i64>,
+    seq: Arc<[i64]>,
     block: usize,
     pos: usize,
     left: usize,
 }
 
 impl BlockSequence {
-    pub fn new(seq: Vec<i64>, block: usize) -> Self {
+    pub fn new(seq: Arc<[i64]>, block: usize) -> Self {
         assert!(
             block > 0 && block <= seq.len(),
             "a block longer than its sequence"
@@ -191,7 +193,7 @@ fn block_sequence(app: &App, seed: i128) -> Option<BlockSequence> {
     let k = Random::new(seed * 8 + STREAM_HOST).random_k53();
     let c = pick_capture(k, app.latency_sequences.len());
     Some(BlockSequence::new(
-        app.latency_sequences[c].clone(),
+        Arc::clone(&app.latency_sequences[c]),
         app.latency_block as usize,
     ))
 }
@@ -464,11 +466,11 @@ impl Reader {
 
 impl Simulation {
     fn writer(&mut self, w: usize) -> &mut Writer {
-        self.writers[w].as_mut().expect("a writer")
+        self.f.writers[w].as_mut().expect("a writer")
     }
 
     fn reader(&mut self, r: usize) -> &mut Reader {
-        self.readers[r].as_mut().expect("a reader")
+        self.f.readers[r].as_mut().expect("a reader")
     }
 
     /// `begin()` of writer `w`: its first tick (periodic) or fill (bulk).
@@ -480,39 +482,39 @@ impl Simulation {
         if let Some(tm) = wr.timing.as_mut() {
             let late = tm.late();
             wr.origin = t;
-            self.sched.at(t + late, WRITER, Ev::WriterTimedTick(w));
+            self.at(t + late, WRITER, Ev::WriterTimedTick(w as u32));
             return;
         }
         let ev = match kind {
-            WriterKind::Periodic => Ev::WriterTick(w),
-            WriterKind::Bulk => Ev::WriterFill(w),
+            WriterKind::Periodic => Ev::WriterTick(w as u32),
+            WriterKind::Bulk => Ev::WriterFill(w as u32),
         };
-        self.sched.at(t, WRITER, ev);
+        self.at(t, WRITER, ev);
     }
 
     /// PeriodicWriter.tick: write (the rest of) `n` bytes; block when the buffer is full.
     pub fn writer_tick(&mut self, w: usize) {
         let sk = self.writer(w).sk;
-        if !self.socks[sk].error.is_empty() {
+        if !self.f.socks[sk].error.is_empty() {
             return;
         }
         let now = self.sched.now;
         let was_stalled = self.writer(w).pending > 0;
         let pending = self.writer_send(w, sk, now);
         self.writer_sent(w, sk, now, was_stalled);
-        if pending != 0 && self.skip && !self.socks[sk].can_queue() {
+        if pending != 0 && self.skip && !self.f.socks[sk].can_queue() {
             self.writer(w).blocked = true;
             return;
         }
         let period = self.writer(w).period;
-        self.sched.at(now + period, WRITER, Ev::WriterTick(w));
+        self.at(now + period, WRITER, Ev::WriterTick(w as u32));
     }
 
     /// PeriodicWriter.timed_tick: a late wakeup runs every tick that fell due, back to
     /// back, then sleeps until the next due tick plus a fresh draw.
     pub fn writer_timed_tick(&mut self, w: usize) {
         let sk = self.writer(w).sk;
-        if !self.socks[sk].error.is_empty() {
+        if !self.f.socks[sk].error.is_empty() {
             return;
         }
         let now = self.sched.now;
@@ -529,7 +531,7 @@ impl Simulation {
         let wr = self.writer(w);
         let next = wr.origin + wr.ticks * wr.period;
         let late = wr.timing.as_mut().map_or(0, Timing::late);
-        self.sched.at(next + late, WRITER, Ev::WriterTimedTick(w));
+        self.at(next + late, WRITER, Ev::WriterTimedTick(w as u32));
     }
 
     /// PeriodicWriter._send: one send() of the rest of the pending write, or of a fresh
@@ -559,7 +561,7 @@ impl Simulation {
     /// BulkWriter.fill: write `n`-byte pieces while the send buffer takes them whole.
     pub fn writer_fill(&mut self, w: usize) {
         let sk = self.writer(w).sk;
-        if self.writer(w).busy || !self.socks[sk].error.is_empty() {
+        if self.writer(w).busy || !self.f.socks[sk].error.is_empty() {
             return;
         }
         self.writer(w).busy = true;
@@ -589,7 +591,7 @@ impl Simulation {
                 wr.blocked = false;
                 let k = ceil_div(now - wr.start, wr.period);
                 let t = wr.start + k * wr.period;
-                self.sched.at(t, WRITER, Ev::WriterTick(w));
+                self.at(t, WRITER, Ev::WriterTick(w as u32));
             }
             WriterKind::Bulk => {
                 if wr.blocked && !wr.busy {
@@ -620,8 +622,7 @@ impl Simulation {
             id: rd.ids,
         };
         let id = rd.ids;
-        self.sched
-            .at(start.max(now), READER, Ev::ReaderEnter(r, id));
+        self.at(start.max(now), READER, Ev::ReaderEnter(r as u32, id));
     }
 
     /// Reader._enter(phase).
@@ -636,7 +637,7 @@ impl Simulation {
         rd.gen += 1;
         let p = rd.phase;
         if p.end < FAR {
-            self.sched.at(p.end, READER, Ev::ReaderLeave(r, id));
+            self.at(p.end, READER, Ev::ReaderLeave(r as u32, id));
         }
         match p.kind {
             PhaseKind::Fast | PhaseKind::Relay => self.reader_on_readable(r, now),
@@ -706,7 +707,7 @@ impl Simulation {
     fn reader_plan(&mut self, r: usize, now: i64) {
         let rd = self.reader(r);
         let (sk, p) = (rd.sk, rd.phase);
-        if rd.next_read >= p.end || !self.socks[sk].error.is_empty() {
+        if rd.next_read >= p.end || !self.f.socks[sk].error.is_empty() {
             return;
         }
         let rd = self.reader(r);
@@ -715,7 +716,7 @@ impl Simulation {
         let mut t = rd.next_read;
         if let Some(tm) = rd.timing.as_mut() {
             let t = now.max(t + tm.late());
-            self.sched.at(t, READER, Ev::ReaderTimedWake(r, gen));
+            self.at(t, READER, Ev::ReaderTimedWake(r as u32, gen));
             return;
         }
         if self.skip {
@@ -727,7 +728,7 @@ impl Simulation {
                 return;
             }
         }
-        self.sched.at(t, READER, Ev::ReaderWake(r, gen));
+        self.at(t, READER, Ev::ReaderWake(r as u32, gen));
     }
 
     /// Reader._timed_wake(gen): a late periodic wakeup reads once per tick that fell due,
@@ -749,8 +750,7 @@ impl Simulation {
                 if rd.next_read <= now + busy {
                     rd.gen += 1;
                     let gen = rd.gen;
-                    self.sched
-                        .at(now + busy, READER, Ev::ReaderTimedWake(r, gen));
+                    self.at(now + busy, READER, Ev::ReaderTimedWake(r as u32, gen));
                     return;
                 }
                 break;
@@ -779,7 +779,7 @@ impl Simulation {
             }
             let busy = rd.timing.as_ref().map_or(0, |tm| tm.busy(got));
             if busy != 0 {
-                self.sched.at(now + busy, READER, Ev::ReaderTimedRead(r));
+                self.at(now + busy, READER, Ev::ReaderTimedRead(r as u32));
                 return;
             }
         }
@@ -789,7 +789,7 @@ impl Simulation {
     /// unless its end's writer (writer 1 - r: reader 0 is the receiver end's) is stalled.
     pub fn reader_on_readable(&mut self, r: usize, now: i64) {
         let kind = self.reader(r).phase.kind;
-        let stalled = self.writers[1 - r].as_ref().is_some_and(|w| w.stalled());
+        let stalled = self.f.writers[1 - r].as_ref().is_some_and(|w| w.stalled());
         if kind == PhaseKind::Fast || (kind == PhaseKind::Relay && !stalled) {
             self.reader_drain(r, now);
         }
@@ -797,7 +797,7 @@ impl Simulation {
 
     /// Reader.after_write(now): the end's writer got out of send(); a relay drains.
     fn reader_after_write(&mut self, r: usize, now: i64) {
-        if self.readers[r]
+        if self.f.readers[r]
             .as_ref()
             .is_some_and(|rd| rd.phase.kind == PhaseKind::Relay)
         {
@@ -815,7 +815,7 @@ impl Simulation {
             if rd.state == ASLEEP {
                 rd.state = WAKING;
                 let late = tm.late();
-                self.sched.at(now + late, READER, Ev::ReaderTimedRead(r));
+                self.at(now + late, READER, Ev::ReaderTimedRead(r as u32));
             }
             return;
         }
@@ -865,8 +865,8 @@ mod tests {
     fn block_draws_match_python() {
         let app = App {
             latency_sequences: vec![
-                (0..20).map(|i| i * 10).collect(),
-                (0..20).map(|i| 1000 + i * 10).collect(),
+                (0..20).map(|i| i * 10).collect::<Vec<i64>>().into(),
+                (0..20).map(|i| 1000 + i * 10).collect::<Vec<i64>>().into(),
             ],
             latency_block: 3,
             ..App::default()

@@ -71,7 +71,7 @@ impl Simulation {
         let now = self.sched.now;
         if let Some(w) = &self.replay_writer {
             if let Some(&(t, _)) = w.ticks.get(w.i) {
-                self.sched.at(t.max(now), WRITER, Ev::ReplayWrite);
+                self.at(t.max(now), WRITER, Ev::ReplayWrite);
             }
         }
     }
@@ -87,7 +87,7 @@ impl Simulation {
         }
         let kernel_n = w.ticks[w.i].1;
         w.i += 1;
-        if self.socks[SND].error.is_empty() {
+        if self.f.socks[SND].error.is_empty() {
             if w.pending == 0 || w.bulk {
                 w.pending = w.n;
             }
@@ -124,7 +124,7 @@ impl Simulation {
         let Some(w) = self.replay_writer.as_ref() else {
             return;
         };
-        if !self.socks[SND].error.is_empty() || w.pending == 0 {
+        if !self.f.socks[SND].error.is_empty() || w.pending == 0 {
             return;
         }
         let pending = w.pending;
@@ -151,7 +151,7 @@ impl Simulation {
         let now = self.sched.now;
         if let Some(r) = &self.replay_reader {
             if let Some(&(t, _, _)) = r.ticks.get(r.i) {
-                self.sched.at(t.max(now), READER, Ev::ReplayRead);
+                self.at(t.max(now), READER, Ev::ReplayRead);
             }
         }
     }
@@ -165,7 +165,7 @@ impl Simulation {
         let (_, ask, kernel_got) = r.ticks[r.i];
         r.i += 1;
         let mut got = 0;
-        if self.socks[RCV].error.is_empty() {
+        if self.f.socks[RCV].error.is_empty() {
             got = self.sk_read(RCV, now, ask);
             if got != 0 {
                 self.replay_reader.as_mut().expect("replaying").read_bytes += got;

@@ -1,11 +1,15 @@
-//! One simulated run (tcpsim/engine/simulation.py): two TCP endpoints, a link between them, a
-//! writer and a reader -- and, in a two-way scenario, a second writer at the receiver end and
-//! a reader at the sender end.
+//! One simulated host (tcpsim/engine/simulation.py): its connections -- each two TCP
+//! endpoints, a link between them, a writer and a reader, and in a two-way scenario a second
+//! writer at the receiver end and a reader at the sender end -- on one scheduler, the host's
+//! sockets sharing one TCP memory pool.
 //!
 //! The simulation only moves things around: segments from a socket's outbox onto a link,
 //! deliveries and timer expiries into sockets, wake-ups to applications. Everything TCP does
-//! happens inside the socket. The run's summary is built in Python from `Stats`-like numbers
-//! (tcpsim/engine/native.py), by the same code as the Python engine's.
+//! happens inside the socket. Every event carries its connection (`Event`); the one being
+//! served is `f` (the others wait in `flows`), so the applications' code reads one
+//! connection's state as it did when a run had one. A scenario is a host of one flow. The
+//! run's summary is built in Python from `Stats`-like numbers (tcpsim/engine/native.py), by
+//! the same code as the Python engine's.
 
 use super::apps::{
     App, Reader, Timing, Writer, STREAM_READER, STREAM_REV_READER, STREAM_REV_WRITER, STREAM_WRITER,
@@ -18,9 +22,13 @@ use super::trace::TraceColumns;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::devices::Device;
+use crate::kernel::KernelRef;
+use crate::protmem::{ProtoHandle, ProtoMemory};
 use crate::segment::Segment;
-use crate::socket::TcpSocket;
+use crate::socket::{SocketParams, TcpSocket};
 use crate::state::TcpState;
+use crate::sysctl::Sysctls;
 
 /// The receiver under study (index into `Simulation::socks`).
 pub const RCV: usize = 0;
@@ -34,22 +42,29 @@ const MAX_GROUP_ROWS: usize = 1 << 22;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ev {
     /// The head of link direction 0 (to the receiver) or 1 (to the sender) arrives.
-    Arrive(usize),
+    Arrive(u32),
     /// A timer wake-up of a socket for deadline `d` (simulation.py `_timer`).
-    Timer(usize, i64),
-    WriterTick(usize),
-    WriterFill(usize),
-    ReaderEnter(usize, u64),
-    ReaderLeave(usize, u64),
-    ReaderWake(usize, u64),
+    Timer(u32, i64),
+    WriterTick(u32),
+    WriterFill(u32),
+    ReaderEnter(u32, u64),
+    ReaderLeave(u32, u64),
+    ReaderWake(u32, u64),
     /// A timed application's late wakeup (apps.py `timed_tick`, `_timed_wake`, `_timed_read`).
-    WriterTimedTick(usize),
-    ReaderTimedWake(usize, u64),
-    ReaderTimedRead(usize),
+    WriterTimedTick(u32),
+    ReaderTimedWake(u32, u64),
+    ReaderTimedRead(u32),
     /// A tick of `tcpsim validate`'s (or `tcpsim replay`'s) replay writer / reader (replay.rs).
     ReplayWrite,
     ReplayRead,
+    /// The flows whose start has come are built and opened (simulation.py `_open_due`).
+    OpenDue,
+    /// The end of a flow's lifetime (simulation.py `Connection.close`).
+    Close,
 }
+
+/// A scheduled event and the connection (flow index) it belongs to.
+pub type Event = (u32, Ev);
 
 /// The link of a scenario (scenario.py `Link`).
 #[derive(Clone, Debug, Default)]
@@ -65,18 +80,71 @@ pub struct LinkSpec {
     pub limit: i64,
 }
 
-/// What a run needs besides its two sockets: the scenario's other fields.
-pub struct RunSpec {
+/// How to build one socket of a flow (py_engine.rs reads it from the run's config): the
+/// kernel, sysctls, device and keyword arguments of simulation.py's `TcpSocket(...)`, and
+/// SO_RCVBUF. Flows of a host that share a configuration share one maker.
+#[derive(Clone)]
+pub struct SocketMaker {
+    pub k: KernelRef,
+    pub sysctl: Sysctls,
+    pub dev: Device,
+    pub params: SocketParams,
+    pub so_rcvbuf: i64,
+    pub tracing: bool,
+}
+
+impl SocketMaker {
+    /// A new socket, as simulation.py `Connection.__init__` builds it.
+    pub fn make(&self) -> Result<TcpSocket, String> {
+        let mut sk = TcpSocket::new(
+            self.k.clone(),
+            self.sysctl.clone(),
+            Some(self.dev.clone()),
+            &self.params,
+        )?;
+        if self.so_rcvbuf != 0 {
+            sk.set_rcvbuf(self.so_rcvbuf);
+        }
+        sk.tracing = self.tracing;
+        Ok(sk)
+    }
+}
+
+/// One flow of a host (host/plan.py `Flow`, its scenario's values): the makers of its two
+/// sockets, link, applications, seed, role, start and stop (0: lasts the run), class.
+#[derive(Clone)]
+pub struct FlowSpec {
+    pub rcv: Arc<SocketMaker>,
+    pub snd: Arc<SocketMaker>,
     pub link: LinkSpec,
     pub seed: i128,
-    pub duration: i64,
     pub receiver_client: bool,
+    pub writer: Arc<App>,
+    pub reader: Arc<App>,
+    pub rev: Option<(Arc<App>, Arc<App>)>,
+    /// The `start` of the writer, reader, reverse writer and reverse reader (the apps are
+    /// shared by a class's flows, which open at different times).
+    pub starts: [i64; 4],
+    /// The scenario's duration (the readers' phases end there, as in Python).
+    pub duration: i64,
+    pub start: i64,
+    pub stop: i64,
+    pub cls: usize,
+}
+
+/// What a host run needs besides its flows.
+pub struct RunSpec {
+    pub duration: i64,
     pub skip: bool,
-    pub writer: App,
-    pub reader: App,
-    pub rev: Option<(App, App)>,
-    /// Record the receiver's wire (the pcap tap).
+    /// Record the (first) receiver's wire (the pcap tap).
     pub tap: bool,
+    /// Sample the host every this many ns (0: never).
+    pub sample_every: i64,
+    /// The host's CPU count: flow i's receiver charges the pool from CPU i % ncpus.
+    pub ncpus: usize,
+    /// The host's pool: `net.ipv4.tcp_mem` (pages) and the per-CPU reserve.
+    pub tcp_mem: (i64, i64, i64),
+    pub pcpu_rsv: i64,
 }
 
 /// Extremes of a receiving socket's state over the run (sampled after every event).
@@ -88,18 +156,31 @@ pub struct Peaks {
     pub t_rmem: i64,
 }
 
-/// simulation.py `Simulation`.
-pub struct Simulation {
-    pub sched: Scheduler<Ev>,
+/// The host at one moment (host/plan.py `HostSample`): sockstat's inuse and mem (pages),
+/// and whether TCP is under memory pressure.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostSample {
+    pub t: i64,
+    pub inuse: i64,
+    pub mem: i64,
+    pub pressure: bool,
+}
+
+/// One connection of the host (simulation.py `Connection`).
+pub struct Flow {
+    pub index: usize,
+    pub cls: usize,
+    pub start: i64,
+    pub stop: i64,
     /// [receiver, sender].
     pub socks: [TcpSocket; 2],
     /// [to the receiver (ab), to the sender (ba)].
     pub links: [LinkDirection; 2],
-    rng: Random,
-    jitter_rng: [Random; 2],
-    timer_at: [i64; 2],
-    shared_skbs: bool,
-    rev_shared_skbs: bool,
+    pub rng: Random,
+    pub jitter_rng: [Random; 2],
+    pub timer_at: [i64; 2],
+    pub shared_skbs: bool,
+    pub rev_shared_skbs: bool,
     /// [the writer (to the sender socket), the receiver end's writer (two-way)].
     pub writers: [Option<Writer>; 2],
     /// [the reader (of the receiver socket), the sender end's reader (two-way)].
@@ -109,9 +190,133 @@ pub struct Simulation {
     pub established_at: i64,
     pub rcv_established_at: i64,
     pub died_at: i64,
+    pub receiver_client: bool,
+    pub closed: bool,
+    /// The receive queue's bytes x ns since the flow opened (Little's law; simulation.py
+    /// `_note_queue`), the queue at the last look and when that was.
+    pub q_area: i128,
+    pub q_last: i64,
+    pub q_t: i64,
+}
+
+impl Flow {
+    /// Build flow `index` from its spec (simulation.py `Connection.__init__`): its
+    /// receiver charges the host's `pool` from CPU index % ncpus.
+    pub fn new(
+        index: usize,
+        spec: &FlowSpec,
+        pool: &ProtoHandle,
+        ncpus: usize,
+    ) -> Result<Self, String> {
+        let l = &spec.link;
+        let mut rcv = spec.rcv.make()?;
+        rcv.set_proto(Arc::clone(pool), index % ncpus)?;
+        let snd = spec.snd.make()?;
+        let shared_skbs = rcv.dev.shared;
+        let rev_shared_skbs = spec.rev.is_some() && snd.dev.shared;
+        let seed = spec.seed;
+        let st = &spec.starts;
+        let writer_app = started(&spec.writer, st[0]);
+        let writer = Writer::new(
+            &writer_app,
+            SND,
+            Timing::make(&writer_app, seed, STREAM_WRITER),
+        )?;
+        let reader_app = started(&spec.reader, st[1]);
+        let reader = Reader::new(
+            &reader_app,
+            RCV,
+            spec.duration,
+            Timing::make(&reader_app, seed, STREAM_READER),
+        )?;
+        let (rev_writer, rev_reader) = match &spec.rev {
+            Some((w, r)) => {
+                let (w, r) = (started(w, st[2]), started(r, st[3]));
+                (
+                    Some(Writer::new(
+                        &w,
+                        RCV,
+                        Timing::make(&w, seed, STREAM_REV_WRITER),
+                    )?),
+                    Some(Reader::new(
+                        &r,
+                        SND,
+                        spec.duration,
+                        Timing::make(&r, seed, STREAM_REV_READER),
+                    )?),
+                )
+            }
+            None => (None, None),
+        };
+        Ok(Flow {
+            index,
+            cls: spec.cls,
+            start: spec.start,
+            stop: spec.stop,
+            socks: [rcv, snd],
+            links: [
+                LinkDirection::new(l.delay_ab, l.rate_bps, l.queue_limit, l.loss, l.jitter)
+                    .with_tbf(l.burst, l.limit),
+                LinkDirection::new(l.delay_ba, l.rate_bps, l.queue_limit, 0.0, l.jitter)
+                    .with_tbf(l.burst, l.limit),
+            ],
+            rng: Random::new(seed),
+            jitter_rng: [Random::new(seed * 2 + 1), Random::new(seed * 2 + 2)],
+            timer_at: [0, 0],
+            shared_skbs,
+            rev_shared_skbs,
+            writers: [Some(writer), rev_writer],
+            readers: [Some(reader), rev_reader],
+            peaks: [Peaks::default(); 2],
+            established_at: -1,
+            rcv_established_at: -1,
+            died_at: -1,
+            receiver_client: spec.receiver_client,
+            closed: false,
+            q_area: 0,
+            q_last: 0,
+            q_t: spec.start,
+        })
+    }
+}
+
+/// `app` starting at `start` (a copy only when it differs).
+fn started(app: &Arc<App>, start: i64) -> Arc<App> {
+    if app.start == start {
+        Arc::clone(app)
+    } else {
+        Arc::new(App {
+            start,
+            ..(**app).clone()
+        })
+    }
+}
+
+/// simulation.py `Simulation`: a host.
+pub struct Simulation {
+    pub sched: Scheduler<Event>,
+    /// The flow being served (events of others switch it: `switch`).
+    pub f: Box<Flow>,
+    /// Its index.
+    pub cur: usize,
+    /// Every flow by index: None while being served (it is `f`), not yet built, or closed
+    /// and dropped (its final numbers in `ended`).
+    pub flows: Vec<Option<Box<Flow>>>,
+    pub specs: Vec<FlowSpec>,
+    /// Flows not yet built, latest start first.
+    pending: Vec<usize>,
+    /// Connections open now (sockstat's inuse).
+    pub live: i64,
+    pub samples: Vec<HostSample>,
+    pub sample_every: i64,
+    next_sample: i64,
+    pub ncpus: usize,
+    /// The host's TCP memory pool, shared by its sockets (the remote peers keep their own).
+    pub pool: ProtoHandle,
+    /// The final numbers of closed flows (their sockets and apps dropped).
+    pub ended: Vec<Option<FlowEnd>>,
     pub skip: bool,
     pub duration: i64,
-    receiver_client: bool,
     pub trace: TraceColumns,
     /// The receiver's wire when tapped: (t_ns, sent by the receiver, segment).
     pub tap: Option<Vec<(i64, bool, Segment)>>,
@@ -126,67 +331,76 @@ pub struct Simulation {
     pub replay_reader: Option<ReplayReader>,
 }
 
+/// What is kept of a flow once it closed (tcpsim/host/outputs.py reads the same of a closed
+/// Python connection).
+pub struct FlowEnd {
+    pub cls: usize,
+    pub mib: Vec<(&'static str, i64)>,
+    pub written: i64,
+    pub read_bytes: i64,
+    pub received: i64,
+    pub q_area: i128,
+    pub peaks: Peaks,
+    pub established_at: i64,
+    pub start: i64,
+    pub stop: i64,
+}
+
+impl FlowEnd {
+    /// A flow's numbers now.
+    pub fn of(f: &Flow) -> Self {
+        FlowEnd {
+            cls: f.cls,
+            mib: f.socks[RCV].mib.values(),
+            written: f.writers[0].as_ref().map_or(0, |w| w.written),
+            read_bytes: f.readers[0].as_ref().map_or(0, |r| r.read_bytes),
+            received: f.socks[RCV].rcv.bytes_received,
+            q_area: f.q_area,
+            peaks: f.peaks[RCV],
+            established_at: f.established_at,
+            start: f.start,
+            stop: f.stop,
+        }
+    }
+}
+
 impl Simulation {
-    /// Wire a run: `rcv` and `snd` are the two sockets, built as the Python engine builds
-    /// them (the receiver with the scenario's sysctls, SO_RCVBUF already set).
-    pub fn new(rcv: TcpSocket, snd: TcpSocket, spec: RunSpec) -> Result<Self, String> {
-        let l = &spec.link;
-        let shared_skbs = rcv.dev.shared;
-        let rev_shared_skbs = spec.rev.is_some() && snd.dev.shared;
-        let seed = spec.seed;
-        let writer = Writer::new(
-            &spec.writer,
-            SND,
-            Timing::make(&spec.writer, seed, STREAM_WRITER),
-        )?;
-        let reader = Reader::new(
-            &spec.reader,
-            RCV,
-            spec.duration,
-            Timing::make(&spec.reader, seed, STREAM_READER),
-        )?;
-        let (rev_writer, rev_reader) = match &spec.rev {
-            Some((w, r)) => (
-                Some(Writer::new(
-                    w,
-                    RCV,
-                    Timing::make(w, seed, STREAM_REV_WRITER),
-                )?),
-                Some(Reader::new(
-                    r,
-                    SND,
-                    spec.duration,
-                    Timing::make(r, seed, STREAM_REV_READER),
-                )?),
-            ),
-            None => (None, None),
-        };
+    /// A host of `specs` (at least one): the flows of time 0 (and flow 0 in any case) built
+    /// now, opened by the first `run_some`.
+    pub fn new(specs: Vec<FlowSpec>, spec: RunSpec) -> Result<Self, String> {
+        if specs.is_empty() {
+            return Err("a host needs at least one flow".into());
+        }
+        let mut pending: Vec<usize> = (0..specs.len()).collect();
+        pending.sort_by_key(|&i| std::cmp::Reverse((specs[i].start, i)));
+        if pending.last() != Some(&0) {
+            return Err("flow 0 must be the first to start".into());
+        }
+        if specs[0].start <= 0 {
+            pending.pop();
+        }
+        // flow 0 is built now in any case (the one served before any event); a flow is
+        // opened at its start
+        let ncpus = spec.ncpus.max(1);
+        let pool = ProtoMemory::new(spec.tcp_mem, ncpus, spec.pcpu_rsv).map(Arc::new)?;
+        let first = Box::new(Flow::new(0, &specs[0], &pool, ncpus)?);
+        let n = specs.len();
         let mut sim = Simulation {
             sched: Scheduler::new(),
-            socks: [rcv, snd],
-            links: [
-                LinkDirection::new(l.delay_ab, l.rate_bps, l.queue_limit, l.loss, l.jitter)
-                    .with_tbf(l.burst, l.limit),
-                LinkDirection::new(l.delay_ba, l.rate_bps, l.queue_limit, 0.0, l.jitter)
-                    .with_tbf(l.burst, l.limit),
-            ],
-            rng: Random::new(spec.seed),
-            jitter_rng: [
-                Random::new(spec.seed * 2 + 1),
-                Random::new(spec.seed * 2 + 2),
-            ],
-            timer_at: [0, 0],
-            shared_skbs,
-            rev_shared_skbs,
-            writers: [Some(writer), rev_writer],
-            readers: [Some(reader), rev_reader],
-            peaks: [Peaks::default(); 2],
-            established_at: -1,
-            rcv_established_at: -1,
-            died_at: -1,
+            f: first,
+            cur: 0,
+            flows: (0..n).map(|_| None).collect(),
+            specs,
+            pending,
+            live: 0,
+            samples: Vec::new(),
+            sample_every: spec.sample_every,
+            next_sample: 0,
+            ncpus,
+            pool,
+            ended: (0..n).map(|_| None).collect(),
             skip: spec.skip,
             duration: spec.duration,
-            receiver_client: spec.receiver_client,
             trace: TraceColumns::new(),
             tap: if spec.tap { Some(Vec::new()) } else { None },
             started: false,
@@ -195,29 +409,78 @@ impl Simulation {
             replay_writer: None,
             replay_reader: None,
         };
-        sim.drain(RCV);
-        sim.drain(SND);
-        if sim.shared_skbs {
-            sim.socks[RCV].on_peer_release(0);
-            sim.drain(RCV);
+        sim.prepare();
+        while sim
+            .pending
+            .last()
+            .is_some_and(|&i| i != 0 && sim.specs[i].start <= 0)
+        {
+            let i = sim.pending.pop().expect("a pending flow");
+            sim.build(i)?;
         }
-        if sim.rev_shared_skbs {
-            sim.socks[SND].on_peer_release(0);
-            sim.drain(SND);
-        }
+        sim.switch(0);
         Ok(sim)
+    }
+
+    /// Build flow `i` and make it the one served (simulation.py `_build_due`, one flow).
+    fn build(&mut self, i: usize) -> Result<(), String> {
+        let f = Box::new(Flow::new(i, &self.specs[i], &self.pool, self.ncpus)?);
+        let prev = std::mem::replace(&mut self.f, f);
+        self.flows[self.cur] = Some(prev);
+        self.cur = i;
+        self.prepare();
+        Ok(())
+    }
+
+    /// The current flow's first moves after it is built (its trace rows, the shared-skb
+    /// release of veth and loopback).
+    fn prepare(&mut self) {
+        self.drain(RCV);
+        self.drain(SND);
+        if self.f.shared_skbs {
+            self.f.socks[RCV].on_peer_release(0);
+            self.drain(RCV);
+        }
+        if self.f.rev_shared_skbs {
+            self.f.socks[SND].on_peer_release(0);
+            self.drain(SND);
+        }
+    }
+
+    /// Serve flow `c` (it becomes `f`). False when it is gone (closed and dropped).
+    #[inline]
+    pub fn switch(&mut self, c: usize) -> bool {
+        c == self.cur || self.switch_to(c)
+    }
+
+    #[cold]
+    fn switch_to(&mut self, c: usize) -> bool {
+        let Some(next) = self.flows[c].take() else {
+            return false;
+        };
+        let prev = std::mem::replace(&mut self.f, next);
+        if !prev.closed {
+            self.flows[self.cur] = Some(prev);
+        }
+        self.cur = c;
+        true
+    }
+
+    /// Schedule `ev` of the current flow.
+    pub(crate) fn at(&mut self, t: i64, prio: u8, ev: Ev) {
+        self.sched.at(t, prio, (self.cur as u32, ev));
     }
 
     // -- the sockets, their events drained into the trace in the order they happen ---------
 
     /// Move socket `i`'s trace events into the columns.
     fn drain(&mut self, i: usize) {
-        if self.socks[i].events.is_empty() {
+        if self.f.socks[i].events.is_empty() {
             return;
         }
         // by reference, the socket's vector kept (an event is a few hundred bytes: moving
         // each twice was the largest cost of a traced run after the Parquet writing)
-        let sk = &mut self.socks[i];
+        let sk = &mut self.f.socks[i];
         for ev in &sk.events {
             self.trace.push(i, &sk.name, ev);
         }
@@ -225,13 +488,13 @@ impl Simulation {
     }
 
     pub(crate) fn sk_write(&mut self, i: usize, now: i64, n: i64) -> i64 {
-        let got = self.socks[i].write(now, n);
+        let got = self.f.socks[i].write(now, n);
         self.drain(i);
         got
     }
 
     pub(crate) fn sk_read(&mut self, i: usize, now: i64, n: i64) -> i64 {
-        let got = self.socks[i].read(now, n);
+        let got = self.f.socks[i].read(now, n);
         self.drain(i);
         got
     }
@@ -244,13 +507,13 @@ impl Simulation {
         n: i64,
         limit: i64,
     ) -> i64 {
-        let got = self.socks[i].count_inert_reads(t0, period, n, limit);
+        let got = self.f.socks[i].count_inert_reads(t0, period, n, limit);
         self.drain(i);
         got
     }
 
     pub(crate) fn sk_apply_inert_reads(&mut self, i: usize, t0: i64, period: i64, n: i64, c: i64) {
-        self.socks[i].apply_inert_reads(t0, period, n, c);
+        self.f.socks[i].apply_inert_reads(t0, period, n, c);
         self.drain(i);
     }
 
@@ -260,60 +523,64 @@ impl Simulation {
     /// wake-ups to the applications. Re-entered when a woken reader reads.
     pub fn after(&mut self, i: usize) {
         let now = self.sched.now;
-        if !self.socks[i].outbox.is_empty() {
-            let out = self.socks[i].take_outbox();
+        if !self.f.socks[i].outbox.is_empty() {
+            let out = self.f.socks[i].take_outbox();
             let dir = if i == SND { 0 } else { 1 };
-            if i == RCV {
+            if i == RCV && self.cur == 0 {
                 if let Some(tap) = self.tap.as_mut() {
                     tap.extend(out.iter().map(|s| (now, true, s.clone())));
                 }
             }
+            let f = &mut *self.f;
+            let ev = (self.cur as u32, Ev::Arrive(dir as u32));
             for seg in out {
-                self.links[dir].send(
-                    &mut self.sched,
-                    seg,
-                    &mut self.rng,
-                    &mut self.jitter_rng[dir],
-                    Ev::Arrive(dir),
-                );
+                f.links[dir].send(&mut self.sched, seg, &mut f.rng, &mut f.jitter_rng[dir], ev);
             }
         }
         self.arm(i);
         if i == RCV {
             self.note_peaks(RCV);
-            if self.socks[RCV].readable {
+            self.note_queue();
+            if self.f.socks[RCV].readable {
                 self.reader_on_readable(0, now);
             }
-            if self.writers[1].as_ref().is_some_and(|w| w.blocked) && self.socks[RCV].can_queue() {
+            if self.f.writers[1].as_ref().is_some_and(|w| w.blocked)
+                && self.f.socks[RCV].can_queue()
+            {
                 self.writer_on_writable(1, now);
             }
         } else {
-            if self.readers[1].is_some() {
+            if self.f.readers[1].is_some() {
                 self.note_peaks(SND);
-                if self.socks[SND].readable {
+                if self.f.socks[SND].readable {
                     self.reader_on_readable(1, now);
                 }
             }
-            if self.writers[0].as_ref().is_some_and(|w| w.blocked) && self.socks[SND].can_queue() {
+            if self.f.writers[0].as_ref().is_some_and(|w| w.blocked)
+                && self.f.socks[SND].can_queue()
+            {
                 self.writer_on_writable(0, now);
             }
-            if self.replay_writer.as_ref().is_some_and(|w| w.blocked) && self.socks[SND].can_queue()
+            if self.replay_writer.as_ref().is_some_and(|w| w.blocked)
+                && self.f.socks[SND].can_queue()
             {
                 self.replay_on_writable();
             }
         }
-        if !self.socks[i].error.is_empty() && self.died_at < 0 {
-            self.died_at = self.sched.now;
+        if !self.f.socks[i].error.is_empty() && self.f.died_at < 0 {
+            self.f.died_at = self.sched.now;
         }
     }
 
     /// Track a receiving socket's extremes.
     fn note_peaks(&mut self, i: usize) {
-        let sk = &self.socks[i];
-        let p = &mut self.peaks[i];
+        let now = self.sched.now;
+        let f = &mut *self.f;
+        let sk = &f.socks[i];
+        let p = &mut f.peaks[i];
         if sk.mem.sk_rmem_alloc > p.rmem {
             p.rmem = sk.mem.sk_rmem_alloc;
-            p.t_rmem = self.sched.now;
+            p.t_rmem = now;
         }
         if sk.mem.sk_rcvbuf > p.rcvbuf {
             p.rcvbuf = sk.mem.sk_rcvbuf;
@@ -324,35 +591,49 @@ impl Simulation {
         }
     }
 
+    /// simulation.py `_note_queue`: the receive queue's bytes x time since the last look.
+    fn note_queue(&mut self) {
+        let now = self.sched.now;
+        let f = &mut *self.f;
+        f.q_area += i128::from(f.q_last) * i128::from(now - f.q_t);
+        f.q_t = now;
+        f.q_last = f.socks[RCV].recv_q();
+    }
+
     /// Make sure a timer event is pending at or before the socket's next deadline.
     fn arm(&mut self, i: usize) {
-        let d = self.socks[i].next_deadline();
+        let d = self.f.socks[i].next_deadline();
         if d != 0 {
-            let pending = self.timer_at[i];
+            let pending = self.f.timer_at[i];
             if pending == 0 || d < pending {
-                self.timer_at[i] = d;
-                self.sched.at(d, TIMER, Ev::Timer(i, d));
+                self.f.timer_at[i] = d;
+                self.at(d, TIMER, Ev::Timer(i as u32, d));
             }
         }
     }
 
     fn established(&self, i: usize) -> bool {
-        self.socks[i].conn.state == TcpState::Established
+        self.f.socks[i].conn.state == TcpState::Established
     }
 
     /// simulation.py `_to_rcv`.
     fn deliver_rcv(&mut self, seg: Segment) {
+        if self.f.closed {
+            return;
+        }
         let now = self.sched.now;
-        if let Some(tap) = self.tap.as_mut() {
-            tap.push((now, false, seg.clone()));
+        if self.cur == 0 {
+            if let Some(tap) = self.tap.as_mut() {
+                tap.push((now, false, seg.clone()));
+            }
         }
         self.reader_catch_up(0, now);
         let was_open = self.established(RCV);
-        self.socks[RCV].on_segment(now, &seg);
+        self.f.socks[RCV].on_segment(now, &seg);
         self.drain(RCV);
-        if self.rev_shared_skbs {
-            let una = self.socks[RCV].snd.snd_una;
-            self.socks[SND].on_peer_release(una);
+        if self.f.rev_shared_skbs {
+            let una = self.f.socks[RCV].snd.snd_una;
+            self.f.socks[SND].on_peer_release(una);
             self.drain(SND);
         }
         self.after(RCV);
@@ -364,17 +645,20 @@ impl Simulation {
 
     /// simulation.py `_to_snd`.
     fn deliver_snd(&mut self, seg: Segment) {
+        if self.f.closed {
+            return;
+        }
         let now = self.sched.now;
-        let rr = self.readers[1].is_some();
+        let rr = self.f.readers[1].is_some();
         if rr {
             self.reader_catch_up(1, now);
         }
         let was_open = self.established(SND);
-        self.socks[SND].on_segment(now, &seg);
+        self.f.socks[SND].on_segment(now, &seg);
         self.drain(SND);
-        if self.shared_skbs {
-            let una = self.socks[SND].snd.snd_una;
-            self.socks[RCV].on_peer_release(una);
+        if self.f.shared_skbs {
+            let una = self.f.socks[SND].snd.snd_una;
+            self.f.socks[RCV].on_peer_release(una);
             self.drain(RCV);
         }
         self.after(SND);
@@ -388,22 +672,25 @@ impl Simulation {
 
     /// simulation.py `_timer`.
     fn timer(&mut self, i: usize, d: i64) {
-        if self.timer_at[i] == d {
-            self.timer_at[i] = 0;
+        if self.f.timer_at[i] == d {
+            self.f.timer_at[i] = 0;
         }
-        let due = self.socks[i].next_deadline();
+        if self.f.closed {
+            return;
+        }
+        let due = self.f.socks[i].next_deadline();
         let now = self.sched.now;
         if due == 0 || due > now {
             self.arm(i);
             return;
         }
         let r = if i == RCV { 0 } else { 1 };
-        let has_reader = self.readers[r].is_some();
+        let has_reader = self.f.readers[r].is_some();
         if has_reader {
             self.reader_catch_up(r, now);
         }
         let was_open = self.established(i);
-        self.socks[i].on_timer(now);
+        self.f.socks[i].on_timer(now);
         self.drain(i);
         self.after(i);
         if has_reader {
@@ -420,8 +707,8 @@ impl Simulation {
 
     /// simulation.py `_established`: the sender end is open, its writer starts.
     fn established_now(&mut self) {
-        if self.established_at < 0 {
-            self.established_at = self.sched.now;
+        if self.f.established_at < 0 {
+            self.f.established_at = self.sched.now;
             if self.replay_writer.is_some() {
                 self.replay_write_next();
             } else {
@@ -432,26 +719,28 @@ impl Simulation {
 
     /// The receiver end is open: its writer (two-way scenarios) may start.
     fn rcv_established(&mut self) {
-        if self.rcv_established_at < 0 {
-            self.rcv_established_at = self.sched.now;
-            if self.writers[1].is_some() {
+        if self.f.rcv_established_at < 0 {
+            self.f.rcv_established_at = self.sched.now;
+            if self.f.writers[1].is_some() {
                 self.writer_begin(1);
             }
         }
     }
 
-    // -- running ------------------------------------------------------------------------------
+    // -- opening and closing ----------------------------------------------------------------
 
-    /// Open the connection and start the applications (the head of simulation.py `run`).
-    fn start(&mut self) {
-        let (client, server) = if self.receiver_client {
+    /// simulation.py `Connection.open`: the current flow connects, its apps start.
+    fn open(&mut self) {
+        self.live += 1;
+        let (client, server) = if self.f.receiver_client {
             (RCV, SND)
         } else {
             (SND, RCV)
         };
-        self.socks[server].listen();
+        let now = self.sched.now;
+        self.f.socks[server].listen();
         self.drain(server);
-        self.socks[client].connect(0);
+        self.f.socks[client].connect(now);
         self.drain(client);
         self.after(client);
         if self.replay_reader.is_some() {
@@ -459,10 +748,99 @@ impl Simulation {
         } else {
             self.reader_next_phase(0);
         }
-        if self.readers[1].is_some() {
+        if self.f.readers[1].is_some() {
             self.reader_next_phase(1);
         }
+        if self.f.stop != 0 {
+            let stop = self.f.stop;
+            self.at(stop, TIMER, Ev::Close);
+        }
+    }
+
+    /// simulation.py `_open`: after opening flows, the next start is woken.
+    fn wake_next_start(&mut self) {
+        if let Some(&i) = self.pending.last() {
+            let t = self.specs[i].start;
+            self.sched.at(t, TIMER, (i as u32, Ev::OpenDue));
+        }
+    }
+
+    /// simulation.py `_open_due`: build and open every flow whose start has come.
+    fn open_due(&mut self) {
+        let now = self.sched.now;
+        let mut built = Vec::new();
+        while self
+            .pending
+            .last()
+            .is_some_and(|&i| self.specs[i].start <= now)
+        {
+            let i = self.pending.pop().expect("a pending flow");
+            if i == 0 {
+                built.push(0); // built with the host
+                continue;
+            }
+            if let Err(e) = self.build(i) {
+                // the specs were built by the same code as flow 0's: cannot fail here
+                panic!("flow {i}: {e}");
+            }
+            built.push(i);
+        }
+        for i in built {
+            self.switch(i);
+            self.open();
+        }
+        self.wake_next_start();
+    }
+
+    /// simulation.py `Connection.close`.
+    fn close(&mut self) {
+        let now = self.sched.now;
+        self.reader_catch_up(0, now);
+        if self.f.readers[1].is_some() {
+            self.reader_catch_up(1, now);
+        }
+        self.note_queue();
+        self.f.closed = true;
+        for i in [RCV, SND] {
+            self.f.socks[i].destroy(now);
+            self.drain(i);
+        }
+        self.live -= 1;
+        self.ended[self.cur] = Some(FlowEnd::of(&self.f));
+    }
+
+    // -- running ------------------------------------------------------------------------------
+
+    /// Open the flows built at time 0 (the head of simulation.py `run`).
+    fn start(&mut self) {
+        let first: Vec<usize> = (0..self.flows.len())
+            .filter(|&i| (i == self.cur || self.flows[i].is_some()) && self.specs[i].start <= 0)
+            .collect();
+        for i in first {
+            self.switch(i);
+            self.open();
+        }
+        self.wake_next_start();
         self.started = true;
+    }
+
+    /// The host at time `t` (simulation.py `sample`).
+    fn sample(&self, t: i64) -> HostSample {
+        HostSample {
+            t,
+            inuse: self.live,
+            mem: self.pool.memory_allocated(),
+            pressure: self.pool.under_pressure(),
+        }
+    }
+
+    /// Take the samples due before an event at `t` (the host's state is the same until it).
+    fn sample_until(&mut self, t: i64) {
+        while self.sample_every != 0 && self.next_sample < t && self.next_sample <= self.duration {
+            let s = self.sample(self.next_sample);
+            self.samples.push(s);
+            self.next_sample += self.sample_every;
+        }
     }
 
     /// Run events until the trace holds at least `max_rows` rows or `max_steps` events have
@@ -480,12 +858,20 @@ impl Simulation {
             if self.halt.load(Ordering::Relaxed) {
                 return;
             }
-            let Some(ev) = self.sched.pop_until(until) else {
+            if self.sample_every != 0 {
+                let t = self.sched.peek().unwrap_or(i64::MAX);
+                self.sample_until(t);
+            }
+            let Some((c, ev)) = self.sched.pop_until(until) else {
                 self.finish();
                 return;
             };
             n += 1;
-            self.dispatch(ev);
+            if matches!(ev, Ev::OpenDue) {
+                self.open_due();
+            } else if self.switch(c as usize) && !self.f.closed {
+                self.dispatch(ev);
+            }
         }
     }
 
@@ -493,35 +879,55 @@ impl Simulation {
         if self.finished {
             return;
         }
+        self.sample_until(i64::MAX);
         let end = self.duration + 1;
-        self.reader_catch_up(0, end);
-        if self.readers[1].is_some() {
-            self.reader_catch_up(1, end);
+        for c in 0..self.flows.len() {
+            if (c == self.cur || self.flows[c].is_some()) && self.switch(c) && !self.f.closed {
+                self.reader_catch_up(0, end);
+                if self.f.readers[1].is_some() {
+                    self.reader_catch_up(1, end);
+                }
+                self.note_queue();
+            }
         }
+        self.switch(0);
         self.finished = true;
+    }
+
+    /// Flow `c`, built and not dropped (the current one included).
+    pub fn flow(&self, c: usize) -> Option<&Flow> {
+        if c == self.cur {
+            Some(&self.f)
+        } else {
+            self.flows[c].as_deref()
+        }
     }
 
     fn dispatch(&mut self, ev: Ev) {
         match ev {
-            Ev::Arrive(dir) => {
-                let seg = self.links[dir].arrive(&mut self.sched, Ev::Arrive(dir));
+            Ev::Arrive(d) => {
+                let ev = (self.cur as u32, Ev::Arrive(d));
+                let dir = d as usize;
+                let seg = self.f.links[dir].arrive(&mut self.sched, ev);
                 if dir == 0 {
                     self.deliver_rcv(seg)
                 } else {
                     self.deliver_snd(seg)
                 }
             }
-            Ev::Timer(i, d) => self.timer(i, d),
-            Ev::WriterTick(w) => self.writer_tick(w),
-            Ev::WriterFill(w) => self.writer_fill(w),
-            Ev::ReaderEnter(r, id) => self.reader_enter(r, id),
-            Ev::ReaderLeave(r, id) => self.reader_leave(r, id),
-            Ev::ReaderWake(r, g) => self.reader_wake(r, g),
-            Ev::WriterTimedTick(w) => self.writer_timed_tick(w),
-            Ev::ReaderTimedWake(r, g) => self.reader_timed_wake(r, g),
-            Ev::ReaderTimedRead(r) => self.reader_timed_read(r),
+            Ev::Timer(i, d) => self.timer(i as usize, d),
+            Ev::WriterTick(w) => self.writer_tick(w as usize),
+            Ev::WriterFill(w) => self.writer_fill(w as usize),
+            Ev::ReaderEnter(r, id) => self.reader_enter(r as usize, id),
+            Ev::ReaderLeave(r, id) => self.reader_leave(r as usize, id),
+            Ev::ReaderWake(r, g) => self.reader_wake(r as usize, g),
+            Ev::WriterTimedTick(w) => self.writer_timed_tick(w as usize),
+            Ev::ReaderTimedWake(r, g) => self.reader_timed_wake(r as usize, g),
+            Ev::ReaderTimedRead(r) => self.reader_timed_read(r as usize),
             Ev::ReplayWrite => self.replay_write(),
             Ev::ReplayRead => self.replay_read(),
+            Ev::OpenDue => self.open_due(),
+            Ev::Close => self.close(),
         }
     }
 }

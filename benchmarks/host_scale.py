@@ -1,0 +1,30 @@
+"""The host benchmark: hosts of the seed mix at several sizes on the native engine, beside the
+single-connection cases (tcpsim/bench_host.py; `tcpsim bench --hosts` runs the same).
+
+    python benchmarks/host_scale.py [--quick] [--sizes 1000,10000] [--json]
+
+Numbers, never pass/fail: the machine is shared and noisy; compare figures of one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from tcpsim.bench_host import host_benchmarks
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="200 and 1 000 connections for 10 s")
+    ap.add_argument("--sizes", help="connection counts, e.g. 1000,10000")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    sizes = tuple(int(x) for x in a.sizes.split(",")) if a.sizes else None
+    out = host_benchmarks(quick=a.quick, echo=None if a.json else print, sizes=sizes)
+    if a.json:
+        print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""The host benchmark (`tcpsim bench --hosts`, benchmarks/host_scale.py): a host of the seed's
+mix -- 5 % reproducer sessions (seed-unbounded-growth) among request/response sessions with
+churn (experiments/host-seed-mix.toml's classes) -- of 1 000 and 10 000 connections for
+60 simulated seconds on the native engine, each case in a child process: wall time of
+building the population (Python), of building the engine and of the run, events, and the
+child's peak RSS. Beside them, single-connection cases of `tcpsim bench` for the same
+build (no regression). Numbers, never pass/fail: the machine is shared and noisy.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+from typing import Any
+
+# the goals of issue 27 (wall seconds, RSS bytes), printed beside the figures
+GOALS = {1000: (10.0, None), 10000: (60.0, 4 << 30)}
+
+
+def host_text(n: int, duration: str = "60s", tcp_mem_pages: int = 0) -> str:
+    """The seed mix as a host file of `n` connections (5 % bad). `tcp_mem_pages`: the
+    pressure threshold (default: ~40 pages per connection, so the bad ones tip it)."""
+    bad = max(1, n // 20)
+    p = tcp_mem_pages or max(300, 40 * n)
+    return f"""
+name = "bench-seed-mix-{n}"
+profile = "linux-6.1"
+duration = "{duration}"
+seed = 1
+cpus = 2
+connections = {n}
+[sysctl]
+"net.ipv4.tcp_mem" = [{p * 3 // 4}, {p}, {p * 5 // 4}]
+[class.bad]
+base = "seed-unbounded-growth"
+count = {bad}
+start = {{uniform = ["0s", "2s"]}}
+[class.bad.set]
+"link.rtt" = {{uniform = ["10ms", "40ms"]}}
+[class.good]
+base = "request-response"
+count = {n - bad}
+start = {{uniform = ["0s", "1s"]}}
+lifetime = {{exponential = "10s"}}
+[class.good.set]
+"link.rtt" = {{loguniform = ["2ms", "80ms"]}}
+"writer.every" = {{choice = ["20ms", "50ms", "100ms"]}}
+"""
+
+
+def child(n: int, duration: str, engine: str) -> dict[str, Any]:
+    """One case, in this process: the timings, events and peak RSS."""
+    from tcpsim.catalog import get_profile
+    from tcpsim.host.outputs import host_result
+    from tcpsim.host.plan import HostSample
+    from tcpsim.host.populations import expand
+    from tcpsim.host.scenario import read_host_text
+    t0 = time.perf_counter()
+    text = host_text(n, duration)
+    if "tcp_mem" not in get_profile("linux-6.1").known_sysctls():     # a model without a pool
+        text = "\n".join(ln for ln in text.splitlines() if "tcp_mem" not in ln and "[sysctl]" != ln)
+    host = read_host_text(text)
+    plan = expand(host)
+    t1 = time.perf_counter()
+    profile = get_profile(host.profile)
+    cpu0 = time.process_time()
+    if engine == "native":
+        from tcpsim.engine.native import NativeSimulation
+        sim: Any = NativeSimulation.of_host(plan, profile)
+        t2 = time.perf_counter()
+        sim.run_loop()
+        st = sim.host_stats()
+        events, samples = st["events"], [HostSample(*s) for s in st["samples"]]
+    else:
+        from tcpsim.engine.simulation import Simulation
+        sim = Simulation.of_host(plan, profile)
+        t2 = time.perf_counter()
+        sim.run_loop()
+        events, samples = sim.sched.steps, sim.samples
+    t3 = time.perf_counter()
+    cpu = time.process_time() - cpu0
+    r = host_result(plan, profile.name, samples, [], None, events, t3 - t2)
+    return {"connections": n, "flows": len(plan.flows), "duration": duration, "engine": engine,
+            "population_s": round(t1 - t0, 3), "build_s": round(t2 - t1, 3),
+            "run_s": round(t3 - t2, 3), "total_s": round(t3 - t0, 3), "events": events,
+            "build_run_cpu_s": round(cpu, 3),
+            "us_per_event": round((t3 - t2) / max(1, events) * 1e6, 3),
+            "peak_sockstat_mem": r.pressure["peak_sockstat_mem"],
+            "onset_s": r.pressure["onset_s"],
+            "rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
+def run_case(n: int, duration: str = "60s", engine: str = "native") -> dict[str, Any]:
+    """One case in a child process (its own peak RSS)."""
+    out = subprocess.run([sys.executable, "-m", "tcpsim.bench_host", str(n), duration, engine],
+                         capture_output=True, text=True, check=True)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def format_case(row: dict[str, Any]) -> str:
+    goal = GOALS.get(row["connections"])
+    g = ""
+    if goal is not None:
+        wall, rss = goal
+        g = f"   goal <= {wall:g} s" + (f", RSS <= {rss >> 30} GB" if rss else "")
+    return (f"  {row['connections']:>6} connections ({row['flows']} with churn), "
+            f"{row['duration']} on {row['engine']}: run {row['run_s']:.2f} s "
+            f"(+ population {row['population_s']:.2f} s, build {row['build_s']:.2f} s; total "
+            f"{row['total_s']:.2f} s; build + run CPU {row['build_run_cpu_s']:.2f} s), "
+            f"{row['events']} events, {row['us_per_event']} us/event, "
+            f"peak RSS {row['rss_bytes'] / 2**20:.0f} MiB{g}")
+
+
+def host_benchmarks(quick: bool = False, echo: Any = print,
+                    sizes: tuple[int, ...] | None = None) -> dict[str, Any]:
+    """`tcpsim bench --hosts`: the host cases (1 000 and 10 000 connections, 60 s; --quick:
+    200 and 1 000 for 10 s), then the single-connection cases of `tcpsim bench` on the
+    native engine (--quick durations), measured in one invocation."""
+    from tcpsim.bench import run_benchmarks
+    duration = "10s" if quick else "60s"
+    sizes = sizes or ((200, 1000) if quick else (1000, 10000))
+    if echo:
+        echo(f"hosts of the seed mix (5 % reproducer sessions among request/response sessions "
+             f"with churn), {duration} simulated, native engine, each in a child process:")
+    hosts = []
+    for n in sizes:
+        row = run_case(n, duration, "native")
+        hosts.append(row)
+        if echo:
+            echo(format_case(row))
+    if echo:
+        echo("single connections, the same build (tcpsim bench --quick --engine native):")
+    single = run_benchmarks(quick=True, repeat=1, echo=echo, engine="native")
+    return {"hosts": hosts, "single": single}
+
+
+if __name__ == "__main__":
+    print(json.dumps(child(int(sys.argv[1]), sys.argv[2], sys.argv[3])))

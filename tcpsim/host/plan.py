@@ -1,0 +1,107 @@
+"""What an engine runs: a host plan -- the flows (one connection each: its scenario, start,
+stop and class) and what the host shares (its sysctls, hence `tcp_mem`, and its CPUs).
+
+A scenario is the plan of one flow (`HostPlan.single`); a host scenario expands into many
+(tcpsim/host/populations.py). Both engines take the same plan (tcpsim/engine/simulation.py,
+tcpsim/engine/native.py), so the flows, their seeds and their times are decided once, here
+and in populations.py, never inside an engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from tcpsim.policy import Profile
+    from tcpsim.scenario import Scenario
+
+SAMPLE_EVERY_NS = 100_000_000      # sockstat/nstat sampling period of a host run (100 ms)
+
+
+@dataclass(frozen=True)
+class Flow:
+    """One connection of a host: its scenario (with its own seed), when it opens (`start`,
+    ns: the receiver end's connect() or listen()) and when both ends close (`stop`, ns; 0:
+    it lasts the run), and the index of its class in the plan (0 for a plain scenario)."""
+
+    scenario: Scenario
+    start: int = 0
+    stop: int = 0
+    cls: int = 0
+
+
+@dataclass(frozen=True)
+class HostPlan:
+    """A host run: its flows, its classes' names, its own sysctls (what the shared pool reads:
+    `net.ipv4.tcp_mem`, `net.core.mem_pcpu_rsv`), CPUs, duration, sampling period and which
+    flows' sockets are traced (indices)."""
+
+    flows: tuple[Flow, ...]
+    duration: int
+    classes: tuple[str, ...] = ("",)
+    sysctl: dict[str, Any] = field(default_factory=dict)
+    ncpus: int = 1
+    sample_every: int = 0
+    traced: frozenset[int] = frozenset({0})
+    name: str = ""
+    seed: int = 1
+
+    @classmethod
+    def single(cls, scenario: Scenario) -> "HostPlan":
+        """A scenario as a host of one flow (its sockets traced when the run has a trace)."""
+        return cls(flows=(Flow(scenario),), duration=scenario.duration,
+                   sysctl=dict(scenario.sysctl), name=scenario.name, seed=scenario.seed)
+
+
+class HostSample(NamedTuple):
+    """The host at one moment: `/proc/net/sockstat`'s TCP line (inuse: the host's open TCP
+    sockets; mem: `sk_memory_allocated` in pages) and whether TCP is under memory pressure
+    (`tcp_memory_pressure`)."""
+
+    t: int
+    inuse: int
+    mem: int
+    pressure: bool
+
+
+def with_fields(obj: Any, **changes: Any) -> Any:
+    """dataclasses.replace for the frozen records of a scenario (Scenario, Link, App: no
+    __post_init__, no derived fields) without re-running __init__: a host builds tens of
+    thousands of them."""
+    new = object.__new__(type(obj))
+    d = new.__dict__
+    d.update(obj.__dict__)
+    d.update(changes)
+    return new
+
+
+def host_sysctls(plan: HostPlan, profile: Profile) -> Any:
+    """The host's own sysctls: the profile's defaults with the plan's overrides."""
+    return profile.default_sysctls().with_overrides(
+        plan.sysctl, known=profile.known_sysctls(), profile=profile.name)
+
+
+def make_pool(plan: HostPlan, profile: Profile) -> Any:
+    """The host's TCP memory pool (tcpsim.core.protmem.ProtoMemory: `tcp_mem` in pages, the
+    per-CPU reserve `mem_pcpu_rsv`, the CPU count), shared by the host's sockets."""
+    from tcpsim.core.protmem import ProtoMemory
+    s = host_sysctls(plan, profile)
+    return ProtoMemory(tuple(s.tcp_mem), plan.ncpus, s.mem_pcpu_rsv)
+
+
+def pool_config(plan: HostPlan, profile: Profile) -> dict[str, Any]:
+    """The pool's parameters as the native engine takes them."""
+    s = host_sysctls(plan, profile)
+    return {"tcp_mem": tuple(s.tcp_mem), "pcpu_rsv": s.mem_pcpu_rsv}
+
+
+def pool_state(pool: Any) -> tuple[int, bool]:
+    """(pages allocated: sockstat's mem, under pressure) of a pool."""
+    return int(pool.memory_allocated()), bool(pool.under_pressure())
+
+
+def host_sample(t: int, inuse: int, pool: Any) -> HostSample:
+    """The host's sample at `t`."""
+    mem, pressure = pool_state(pool)
+    return HostSample(t, inuse, mem, pressure)
