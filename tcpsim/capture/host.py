@@ -1,46 +1,36 @@
 """Many connections on the real kernel sharing its TCP memory: a host capture.
 
-    python -m tcpsim.capture.host SPEC.toml -o OUT.json [--duration 5s]      (root)
+    python -m tcpsim.capture.host HOST.toml -o OUT.json [--duration 5s]      (root)
 
-The question a host capture answers is the one issue 27's model answers: with this mix of
-connections and this `net.ipv4.tcp_mem`, does the host reach TCP memory pressure, when, how
-far does `/proc/net/sockstat`'s `mem` go, and what does each class of connection get
-delivered. Every connection runs over loopback inside one fresh network namespace (so its
-per-namespace counters and `sockstat inuse` count only these sockets), server and client
-sockets on the same kernel: both ends' memory is charged to the one TCP pool, as on a
-machine whose peers are local. The pool itself (`tcp_memory_allocated`, `tcp_mem`) is
-global, not per namespace: the capture sets `net.ipv4.tcp_mem`, and restores it on every
-exit path (normal end, an exception, SIGINT, SIGTERM) -- as it does `net.core.mem_pcpu_rsv`
-when the spec sets it; a run that was SIGKILLed leaves the saved values in `SAVED_TCP_MEM`,
-which the next capture restores first.
+A host capture runs a host file (docs/hosts.md) -- the same file the model runs -- over the
+real kernel, and records what issue 27's model is held to: whether the host reaches TCP
+memory pressure and when, how far `/proc/net/sockstat`'s `mem` goes, and what each class of
+connection gets delivered. The host file's flows are expanded exactly as the engines expand
+them (tcpsim.host.populations.expand: same seed, same starts, lifetimes and drawn fields);
+each flow opens at its start over loopback inside one fresh network namespace (so the
+namespace's counters and `sockstat inuse` count only these sockets) and closes at its stop.
+Both ends of every connection are on this kernel, so both ends' memory is charged to the
+one TCP pool: the model's counterpart is a host file with `peers = "local"`, the ingress
+device `loopback` and a loopback-sized RTT. The link's other fields are not emulated.
 
-The spec file:
+The pool (`tcp_memory_allocated`, `net.ipv4.tcp_mem`, `net.core.mem_pcpu_rsv`) is global, not
+per namespace: the host file's `[sysctl]` values of those two are set for the run and
+restored on every exit path (normal end, an exception, SIGINT, SIGTERM); a run that was
+SIGKILLed leaves the saved values in `SAVED_TCP_MEM`, which the next capture restores
+first. Every other sysctl is set inside the namespace (which otherwise inherits the root
+namespace's); the flows must agree on them.
 
-    [host]
-    duration = "5s"
-    tcp_mem = [200, 400, 600]        # pages (net.ipv4.tcp_mem), set for the run
-    mem_pcpu_rsv = 256               # optional: net.core.mem_pcpu_rsv (global), for the run
-    mtu = 1500                       # loopback MTU; TSO/GSO/GRO are switched off
-    sample = "100ms"                 # sockstat + nstat + per-class sample period
-    [host.sysctl]                    # set inside the namespace (it inherits the root's)
-    "net.ipv4.tcp_rmem" = [4096, 131072, 6291456]
+Writers are `periodic` or `bulk`, readers `never`, `periodic` or `fast` (tcpsim/workload.py's
+kinds), one way (no `receiver.writer`); the receiving end of each connection is its accepting
+socket. One process drives every socket from one epoll loop, so its charges mostly land on
+one CPU's reserve: a late periodic tick runs once, late (no catch-up burst).
 
-    [class.bad]
-    count = 40
-    start = "1s"                     # connections open evenly over [0, start)
-    writer = { kind = "periodic", bytes = 1448, every = "10ms" }
-    reader = { kind = "never" }
-
-Writers are `periodic` or `bulk`, readers `never`, `periodic` or `fast`
-(tcpsim/workload.py's kinds, parsed by its parser); the receiving side of each connection is
-the accepting (server) socket. One process drives every socket from one epoll loop: a
-periodic application's tick that comes late runs once, late (no catch-up burst).
-
-The output JSON holds the spec, the kernel and host, and one sample per period: time since
-the first connection opened, `sockstat` (`TCP: inuse orphan tw alloc mem`), the namespace's
-counters since the start (`TcpExt*`), and per class the receivers' `tcpi_bytes_received`,
-bytes read, `sk_rmem_alloc` and `sk_drops` summed. `summary()` derives what a model is held
-to: pressure onset, peak `sockstat mem`, pressure entries, per-class delivered bytes.
+The output JSON holds the host file's record, the kernel, and one sample per `sample`
+period: time since the start, `sockstat` (`TCP: inuse orphan tw alloc mem`), the
+namespace's counters since the start (`TcpExt*`), and per class the receivers'
+`tcpi_bytes_received`, bytes read, `sk_rmem_alloc` and `sk_drops` summed (a closed
+connection's as at its close). `summary()` derives what a model is scored on
+(tcpsim.validate.host).
 """
 
 from __future__ import annotations
@@ -55,9 +45,8 @@ import signal
 import socket
 import sys
 import time
-import tomllib
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -65,11 +54,15 @@ from tcpsim.capture import nstat
 from tcpsim.capture.netns import in_netns, run
 from tcpsim.capture.sockinfo import meminfo, tcp_info
 from tcpsim.errors import ScenarioError
+from tcpsim.host.plan import SAMPLE_EVERY_NS, Flow, HostPlan
+from tcpsim.host.populations import expand
+from tcpsim.host.scenario import HostScenario, load_host
 from tcpsim.units import parse_duration
-from tcpsim.workload import App, parse_app
+from tcpsim.workload import App
 
 TCP_MEM = Path("/proc/sys/net/ipv4/tcp_mem")
 PCPU_RSV = Path("/proc/sys/net/core/mem_pcpu_rsv")
+GLOBAL_SYSCTLS = {"net.ipv4.tcp_mem": TCP_MEM, "net.core.mem_pcpu_rsv": PCPU_RSV}
 SAVED_TCP_MEM = Path("/run/tcpsim-host-capture.globals.json")
 WRITERS = ("periodic", "bulk")
 READERS = ("never", "periodic", "fast")
@@ -78,114 +71,43 @@ MAX_CONNECTIONS = 5000
 PORT = 47000
 
 
-@dataclass(frozen=True)
-class ConnClass:
-    """A class of connections: how many, when they open, what each end's application does."""
-
-    name: str
-    count: int
-    start_ns: int
-    writer: App
-    reader: App
+def _app_ok(app: App | None, kinds: tuple[str, ...], where: str) -> None:
+    if app is None or app.kind not in kinds:
+        got = "none" if app is None else app.kind
+        raise ScenarioError(f"{where}.kind: a host capture runs {', '.join(kinds)}, not {got}")
 
 
-@dataclass(frozen=True)
-class HostCaptureSpec:
-    """What a host capture runs (see the module doc for the file)."""
-
-    duration_ns: int
-    tcp_mem: tuple[int, int, int]
-    classes: tuple[ConnClass, ...]
-    mtu: int = 1500
-    sample_ns: int = 100_000_000
-    sysctl: dict[str, Any] = field(default_factory=dict)
-    mem_pcpu_rsv: int = 0            # net.core.mem_pcpu_rsv for the run (0: leave it)
-
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON record of the spec (the fixture keeps it beside the samples)."""
-        return {"duration_ns": self.duration_ns, "tcp_mem": list(self.tcp_mem), "mtu": self.mtu,
-                "sample_ns": self.sample_ns, "sysctl": self.sysctl,
-                "mem_pcpu_rsv": self.mem_pcpu_rsv,
-                "classes": [{"name": c.name, "count": c.count, "start_ns": c.start_ns,
-                             "writer": c.writer.as_dict(), "reader": c.reader.as_dict()}
-                            for c in self.classes]}
-
-
-def _tcp_mem(value: Any, where: str) -> tuple[int, int, int]:
-    if (not isinstance(value, list) or len(value) != 3
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)):
-        raise ScenarioError(f"{where}: expected three positive page counts, e.g. [200, 400, 600]")
-    lo, mid, hi = value
-    if not lo <= mid <= hi:
-        raise ScenarioError(f"{where}: must not decrease (min <= pressure <= max), got {value}")
-    return lo, mid, hi
+def load(path: str | Path, duration: str | None = None) -> tuple[HostScenario, HostPlan]:
+    """A host file -> (host, its flows as the engines expand them), checked capturable:
+    writer and reader kinds the capture runs, one-way flows, one set of namespace
+    sysctls."""
+    host = load_host(path)
+    if duration:
+        host = replace(host, duration=parse_duration(duration, "--duration", positive=True))
+    if host.connections > MAX_CONNECTIONS:
+        raise ScenarioError(f"{host.source}: {host.connections} connections; a host capture "
+                            f"runs at most {MAX_CONNECTIONS} (each is two sockets here)")
+    plan = expand(host, "exact")
+    netns: dict[str, Any] | None = None
+    for f in plan.flows:
+        sc, where = f.scenario, f"{host.source}: class.{plan.classes[f.cls]}"
+        _app_ok(sc.writer, WRITERS, f"{where}.writer")
+        _app_ok(sc.reader, READERS, f"{where}.reader")
+        if sc.rev_writer is not None:
+            raise ScenarioError(f"{where}: a host capture runs one-way flows (no "
+                                "receiver.writer)")
+        own = namespace_sysctls(sc.sysctl)
+        if netns is None:
+            netns = own
+        elif own != netns:
+            raise ScenarioError(f"{where}: its sysctls differ from another class's; a host "
+                                "capture's connections share one namespace")
+    return host, plan
 
 
-def _class(name: str, table: Any) -> ConnClass:
-    where = f"class.{name}"
-    if not isinstance(table, dict):
-        raise ScenarioError(f"{where}: expected a table with count, writer and reader")
-    unknown = sorted(set(table) - {"count", "start", "writer", "reader"})
-    if unknown:
-        raise ScenarioError(f"{where}.{unknown[0]}: unknown field; allowed: count, start, "
-                            "writer, reader")
-    count = table.get("count")
-    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        raise ScenarioError(f"{where}.count: expected a positive integer, got {count!r}")
-    for side in ("writer", "reader"):
-        if not isinstance(table.get(side), dict) or not table[side]:
-            raise ScenarioError(f"{where}.{side}: required (a table with its kind)")
-    writer = parse_app(table["writer"], "writer", App("bulk"), f"{where}.writer")
-    reader = parse_app(table["reader"], "reader", App("never"), f"{where}.reader")
-    if writer.kind not in WRITERS:
-        raise ScenarioError(f"{where}.writer.kind: a host capture runs {', '.join(WRITERS)}")
-    if reader.kind not in READERS:
-        raise ScenarioError(f"{where}.reader.kind: a host capture runs {', '.join(READERS)}")
-    start = parse_duration(table.get("start", 0), f"{where}.start")
-    return ConnClass(name, count, start, writer, reader)
-
-
-def parse(source: dict[str, Any] | str | Path) -> HostCaptureSpec:
-    """A spec file (or its dict) -> HostCaptureSpec; bad fields raise ScenarioError naming
-    them."""
-    d = source if isinstance(source, dict) else tomllib.loads(Path(source).read_text())
-    unknown = sorted(set(d) - {"host", "class"})
-    if unknown:
-        raise ScenarioError(f"{unknown[0]}: unknown table; a host capture has [host] and "
-                            "[class.NAME]")
-    host = d.get("host", {})
-    bad = sorted(set(host) - {"duration", "tcp_mem", "mem_pcpu_rsv", "mtu", "sample", "sysctl"})
-    if bad:
-        raise ScenarioError(f"host.{bad[0]}: unknown field; allowed: duration, tcp_mem, "
-                            "mem_pcpu_rsv, mtu, sample, sysctl")
-    rsv = host.get("mem_pcpu_rsv", 0)
-    if not isinstance(rsv, int) or isinstance(rsv, bool) or (rsv and rsv < 256):
-        raise ScenarioError(f"host.mem_pcpu_rsv: expected pages, at least 256 (the kernel's "
-                            f"minimum), got {rsv!r}")
-    classes = d.get("class")
-    if not isinstance(classes, dict) or not classes:
-        raise ScenarioError("class: a host capture needs at least one [class.NAME] table")
-    cls = tuple(_class(name, t) for name, t in classes.items())
-    total = sum(c.count for c in cls)
-    if total > MAX_CONNECTIONS:
-        raise ScenarioError(f"class: {total} connections; a host capture runs at most "
-                            f"{MAX_CONNECTIONS} (each is two sockets on this machine)")
-    mtu = host.get("mtu", 1500)
-    if not isinstance(mtu, int) or isinstance(mtu, bool) or not 576 <= mtu <= 65536:
-        raise ScenarioError(f"host.mtu: expected an integer in 576..65536, got {mtu!r}")
-    sysctl = host.get("sysctl", {})
-    if not isinstance(sysctl, dict):
-        raise ScenarioError("host.sysctl: expected a table of sysctl names and values")
-    for name in ("net.ipv4.tcp_mem", "net.core.mem_pcpu_rsv"):
-        if name in sysctl:
-            raise ScenarioError(f"host.sysctl.{name}: give it as host.{name.split('.')[-1]} "
-                                "(it is global, not per namespace, and restored after the run)")
-    return HostCaptureSpec(
-        duration_ns=parse_duration(host.get("duration", "5s"), "host.duration", positive=True),
-        tcp_mem=_tcp_mem(host.get("tcp_mem"), "host.tcp_mem"),
-        classes=cls, mtu=mtu,
-        sample_ns=parse_duration(host.get("sample", "100ms"), "host.sample", positive=True),
-        sysctl=dict(sysctl), mem_pcpu_rsv=rsv)
+def namespace_sysctls(sysctl: dict[str, Any]) -> dict[str, Any]:
+    """The per-namespace sysctls of a flow (the global ones removed)."""
+    return {k: v for k, v in sysctl.items() if k not in GLOBAL_SYSCTLS}
 
 
 # -- the global sysctls (tcp_mem, mem_pcpu_rsv), always restored ------------------------------
@@ -202,12 +124,13 @@ def restore_saved_tcp_mem() -> dict[str, str] | None:
     return saved
 
 
-def global_settings(spec: HostCaptureSpec) -> dict[Path, str]:
-    """The global (not per-namespace) sysctls the spec sets: tcp_mem, and mem_pcpu_rsv when
-    given."""
-    out = {TCP_MEM: " ".join(str(p) for p in spec.tcp_mem)}
-    if spec.mem_pcpu_rsv:
-        out[PCPU_RSV] = str(spec.mem_pcpu_rsv)
+def global_settings(host: HostScenario) -> dict[Path, str]:
+    """The global (not per-namespace) sysctls the host file sets: tcp_mem, mem_pcpu_rsv."""
+    out = {}
+    for name, path in GLOBAL_SYSCTLS.items():
+        if name in host.sysctl:
+            v = host.sysctl[name]
+            out[path] = " ".join(str(x) for x in v) if isinstance(v, (list, tuple)) else str(v)
     return out
 
 
@@ -257,48 +180,78 @@ def _read_counters() -> dict[str, int]:
 
 @dataclass
 class Conn:
-    """One connection: its client (writing) and server (receiving) socket, its class."""
+    """One connection: its flow, its client (writing) and server (receiving) socket, what its
+    reader read, and its receiver's numbers as at its close."""
 
-    cls: ConnClass
+    flow: Flow
     client: socket.socket
     server: socket.socket
     left: int = 0            # bytes of the writer's current periodic write still to go
     read: int = 0
+    closed: dict[str, int] | None = None
+
+    def numbers(self) -> dict[str, int]:
+        """The receiver's bytes received, read, sk_rmem_alloc and drops now (or at close)."""
+        if self.closed is not None:
+            return self.closed
+        info, mem = tcp_info(self.server), meminfo(self.server)
+        return {"bytes_received": info["bytes_received"], "read": self.read,
+                "rmem_alloc": mem["rmem_alloc"], "drops": mem["drops"]}
+
+    def close(self) -> None:
+        self.closed = dict(self.numbers(), rmem_alloc=0)
+        self.client.close()
+        self.server.close()
 
 
 class Loop:
-    """Ticks of periodic applications on a heap, bulk writers and fast readers on epoll."""
+    """The flows' applications: periodic ticks on a heap, bulk writers and fast readers on
+    epoll; flows open and close at their times (heap events too)."""
 
-    def __init__(self, t0: int) -> None:
+    def __init__(self, t0: int, listener: socket.socket) -> None:
         self.t0 = t0
+        self.listener = listener
         self.heap: list[tuple[int, int, str, int]] = []     # (due, seq, what, conn index)
         self.seq = 0
         self.ep = select.epoll()
         self.conns: list[Conn] = []
         self.fd_role: dict[int, tuple[str, int]] = {}
 
-    def at(self, t: int, what: str, i: int) -> None:
+    def at(self, t_rel: int, what: str, i: int) -> None:
+        """Schedule `what` for connection i at t_rel ns after the start."""
         self.seq += 1
-        heapq.heappush(self.heap, (t, self.seq, what, i))
+        heapq.heappush(self.heap, (self.t0 + t_rel, self.seq, what, i))
 
-    def add(self, conn: Conn, now: int) -> None:
-        i = len(self.conns)
-        self.conns.append(conn)
-        w, r = conn.cls.writer, conn.cls.reader
-        if w.kind == "periodic":
-            self.at(now, "w", i)
-        else:
-            self.ep.register(conn.client.fileno(), select.EPOLLOUT)
-            self.fd_role[conn.client.fileno()] = ("w", i)
+    def plan(self, flows: tuple[Flow, ...]) -> None:
+        for i, f in enumerate(flows):
+            self.at(f.start, "open", i)
+            if f.stop:
+                self.at(f.stop, "close", i)
+
+    def open(self, i: int, flow: Flow) -> None:
+        client = socket.create_connection(self.listener.getsockname())
+        server, _ = self.listener.accept()
+        for s in (client, server):
+            s.setblocking(False)
+        assert i == len(self.conns)
+        self.conns.append(Conn(flow, client, server))
+        w, r = flow.scenario.writer, flow.scenario.reader
+        self.at(max(w.start, flow.start), "w" if w.kind == "periodic" else "wb", i)
         if r.kind == "periodic":
-            self.at(now + r.every, "r", i)
+            self.at(max(r.start, flow.start) + r.every, "r", i)
         elif r.kind == "fast":
-            self.ep.register(conn.server.fileno(), select.EPOLLIN)
-            self.fd_role[conn.server.fileno()] = ("r", i)
+            self.at(max(r.start, flow.start), "rf", i)
 
-    def write(self, i: int) -> None:
+    def close(self, i: int) -> None:
         c = self.conns[i]
-        w = c.cls.writer
+        for fd in (c.client.fileno(), c.server.fileno()):
+            if fd in self.fd_role:
+                self.ep.unregister(fd)
+                del self.fd_role[fd]
+        c.close()
+
+    def write(self, c: Conn) -> None:
+        w = c.flow.scenario.writer
         if c.left == 0:
             c.left = w.bytes
         try:
@@ -308,110 +261,101 @@ class Loop:
         if w.kind == "bulk":
             c.left = 0
 
-    def read(self, i: int, limit: int) -> None:
-        c = self.conns[i]
+    def read(self, c: Conn, limit: int, once: bool) -> None:
         try:
             while True:
                 got = len(c.server.recv(limit))
                 c.read += got
-                if got == 0 or c.cls.reader.kind == "periodic":
+                if got == 0 or once:
                     return
         except (BlockingIOError, ConnectionError):
             return
 
-    def run_until(self, t_end: int) -> None:
-        """Run the applications until monotonic time t_end (ns)."""
+    def _due(self, due: int, what: str, i: int, now: int, flows: tuple[Flow, ...]) -> None:
+        if what == "open":
+            self.open(i, flows[i])
+            return
+        c = self.conns[i]
+        if what == "close" or c.closed is not None:
+            if what == "close":
+                self.close(i)
+            return
+        if what == "w":
+            self.write(c)
+            self.seq += 1
+            heapq.heappush(self.heap, (max(due + c.flow.scenario.writer.every, now),
+                                       self.seq, "w", i))
+        elif what == "r":
+            r = c.flow.scenario.reader
+            b, every = r.rate_at(due - self.t0 - r.start)
+            self.read(c, b, once=True)
+            self.seq += 1
+            heapq.heappush(self.heap, (max(due + every, now), self.seq, "r", i))
+        else:                               # a bulk writer or fast reader starts: epoll
+            fd, ev = ((c.client.fileno(), select.EPOLLOUT) if what == "wb"
+                      else (c.server.fileno(), select.EPOLLIN))
+            self.ep.register(fd, ev)
+            self.fd_role[fd] = ("w" if what == "wb" else "r", i)
+
+    def run_until(self, t_end: int, flows: tuple[Flow, ...]) -> None:
+        """Run the flows until monotonic time t_end (ns)."""
         while True:
             now = time.monotonic_ns()
             if now >= t_end:
                 return
             while self.heap and self.heap[0][0] <= now:
                 due, _, what, i = heapq.heappop(self.heap)
-                c = self.conns[i]
-                if what == "w":
-                    self.write(i)
-                    self.at(max(due + c.cls.writer.every, now), "w", i)
-                else:
-                    b, every = c.cls.reader.rate_at(due - self.t0)
-                    self.read(i, b)
-                    self.at(max(due + every, now), "r", i)
+                self._due(due, what, i, now, flows)
             nxt = self.heap[0][0] if self.heap else t_end
             timeout = max(0, min(nxt, t_end) - time.monotonic_ns()) / 1e9
             for fd, _ in self.ep.poll(timeout):
                 what, i = self.fd_role[fd]
+                c = self.conns[i]
                 if what == "w":
-                    self.write(i)
+                    self.write(c)
                 else:
-                    self.read(i, self.conns[i].cls.reader.bytes)
+                    self.read(c, c.flow.scenario.reader.bytes, once=False)
 
 
 _PAYLOAD = b"x" * (1 << 20)
 
 
-def open_pair(listener: socket.socket, rcvbuf_lock: int = 0) -> tuple[socket.socket, socket.socket]:
-    """A connected (client, server) pair over loopback, both non-blocking."""
-    client = socket.create_connection(listener.getsockname())
-    server, _ = listener.accept()
-    for s in (client, server):
-        s.setblocking(False)
-    return client, server
-
-
-def sample(loop: Loop, t0: int, base: dict[str, int]) -> dict[str, Any]:
+def sample(loop: Loop, classes: tuple[str, ...], base: dict[str, int]) -> dict[str, Any]:
     """One sample: time, sockstat, counters since the start, per-class receiver sums."""
-    per: dict[str, dict[str, int]] = {}
+    per = {name: {"connections": 0, "bytes_received": 0, "read": 0, "rmem_alloc": 0,
+                  "drops": 0} for name in classes}
     for c in loop.conns:
-        row = per.setdefault(c.cls.name, {"connections": 0, "bytes_received": 0, "read": 0,
-                                           "rmem_alloc": 0, "drops": 0})
-        info, mem = tcp_info(c.server), meminfo(c.server)
+        row = per[classes[c.flow.cls]]
         row["connections"] += 1
-        row["bytes_received"] += info["bytes_received"]
-        row["read"] += c.read
-        row["rmem_alloc"] += mem["rmem_alloc"]
-        row["drops"] += mem["drops"]
+        for k, v in c.numbers().items():
+            row[k] += v
     counters = _read_counters()
-    return {"t_ns": time.monotonic_ns() - t0,
+    return {"t_ns": time.monotonic_ns() - loop.t0,
             "sockstat": parse_sockstat(Path("/proc/net/sockstat").read_text()),
-            "counters": {k: v - base.get(k, 0) for k, v in counters.items()},
+            "counters": {k: v - base.get(k, 0) for k, v in counters.items()
+                         if v != base.get(k, 0)},
             "classes": per}
 
 
-def drive(spec: HostCaptureSpec) -> list[dict[str, Any]]:
-    """Run the spec's connections in the current namespace; the samples."""
+def drive(plan: HostPlan) -> list[dict[str, Any]]:
+    """Run the plan's flows in the current namespace; the samples."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", PORT))
     listener.listen(4096)
-    opens: list[tuple[int, ConnClass]] = []
-    for c in spec.classes:
-        for k in range(c.count):
-            opens.append((c.start_ns * k // c.count, c))
-    opens.sort(key=lambda o: o[0])
     base = _read_counters()
-    t0 = time.monotonic_ns()
-    loop = Loop(t0)
+    loop = Loop(time.monotonic_ns(), listener)
+    loop.plan(plan.flows)
+    every = plan.sample_every or SAMPLE_EVERY_NS
     samples: list[dict[str, Any]] = []
-    next_sample = t0
-    end = t0 + spec.duration_ns
-    k = 0
     try:
-        while True:
-            now = time.monotonic_ns()
-            while k < len(opens) and t0 + opens[k][0] <= now:
-                client, server = open_pair(listener)
-                loop.add(Conn(opens[k][1], client, server), now)
-                k += 1
-            if now >= next_sample:
-                samples.append(sample(loop, t0, base))
-                next_sample += spec.sample_ns
-            if now >= end:
-                break
-            horizon = min(next_sample, end, t0 + opens[k][0] if k < len(opens) else end)
-            loop.run_until(horizon)
+        for k in range(plan.duration // every + 1):
+            loop.run_until(loop.t0 + k * every, plan.flows)
+            samples.append(sample(loop, plan.classes, base))
     finally:
-        for c in loop.conns:
-            c.client.close()
-            c.server.close()
+        for i, c in enumerate(loop.conns):
+            if c.closed is None:
+                loop.close(i)
         listener.close()
     return samples
 
@@ -437,56 +381,90 @@ def summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
 
 # -- one capture, in a namespace ---------------------------------------------------------------
 
-def capture(spec: HostCaptureSpec) -> dict[str, Any]:
-    """Run the spec in a fresh namespace with the spec's tcp_mem; the fixture record."""
+def capture(host: HostScenario, plan: HostPlan, runs: int = 1) -> dict[str, Any]:
+    """Run the host's flows `runs` times, each in a fresh namespace under its tcp_mem; the
+    fixture record: every run's samples and summary, and their median summary."""
     if os.geteuid() != 0:
         raise PermissionError("a host capture needs root (namespaces, the global tcp_mem)")
     restored = restore_saved_tcp_mem()
     if restored:
         print(f"host capture: restored {restored} left changed by a killed capture",
               file=sys.stderr)
+    records = [capture_once(host, plan) for _ in range(runs)]
+    return {"kind": "tcpsim-host-capture", "version": 2, "host": host.as_dict(),
+            "kernel": platform.release(), "cpus": os.cpu_count(),
+            "globals_before": records[0][0], "runs": [r[1] for r in records],
+            "summary": median_summary([r[1]["summary"] for r in records])}
+
+
+def capture_once(host: HostScenario, plan: HostPlan) -> tuple[dict[str, str], dict[str, Any]]:
+    """One run in a fresh namespace: (the global sysctls as found, {samples, summary})."""
     ns = f"tcs-host-{os.getpid()}"
     run(["ip", "netns", "add", ns])
     try:
-        return _in_namespace(ns, spec)
+        run(["ip", "-n", ns, "link", "set", "lo", "mtu", str(plan.flows[0].scenario.link.mtu),
+             "up"])
+        run(["ip", "netns", "exec", ns, "ethtool", "-K", "lo", "tso", "off", "gso", "off",
+             "gro", "off"], check=False)
+        for name, value in namespace_sysctls(plan.flows[0].scenario.sysctl).items():
+            v = " ".join(str(x) for x in value) if isinstance(value, list) else str(value)
+            run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"{name}={v}"])
+        with lowered_tcp_mem(global_settings(host)) as original, in_netns(ns):
+            samples = drive(plan)
+            time.sleep(0.2)     # the closed sockets' memory drains before tcp_mem goes back up
     finally:
         run(["ip", "netns", "del", ns], check=False)
+    return original, {"samples": samples, "summary": summary(samples)}
 
 
-def _in_namespace(ns: str, spec: HostCaptureSpec) -> dict[str, Any]:
-    run(["ip", "-n", ns, "link", "set", "lo", "mtu", str(spec.mtu), "up"])
-    run(["ip", "netns", "exec", ns, "ethtool", "-K", "lo", "tso", "off", "gso", "off", "gro",
-         "off"], check=False)
-    for name, value in spec.sysctl.items():
-        v = " ".join(str(x) for x in value) if isinstance(value, list) else str(value)
-        run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"{name}={v}"])
-    with lowered_tcp_mem(global_settings(spec)) as original, in_netns(ns):
-        samples = drive(spec)
-        time.sleep(0.2)     # the closed sockets' memory drains before tcp_mem goes back up
-    return {"kind": "tcpsim-host-capture", "version": 1, "spec": spec.as_dict(),
-            "kernel": platform.release(), "cpus": os.cpu_count(), "globals_before": original,
-            "samples": samples, "summary": summary(samples)}
+def median_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several runs' summaries as one: the median of each number (onset: of the runs that
+    entered pressure, None if fewer than half did), the majority pressure class, and each
+    number's range over the runs (`spread`)."""
+    from statistics import median
+
+    def med(vals: list[Any]) -> Any:
+        vals = [v for v in vals if v is not None]
+        return median(vals) if vals and 2 * len(vals) >= len(summaries) else None
+
+    classes = [s["pressure_class"] for s in summaries]
+    names = sorted({k for s in summaries for k in s["delivered"]})
+    out = {
+        "runs": len(summaries),
+        "pressure_onset_s": med([s["pressure_onset_s"] for s in summaries]),
+        "peak_sockstat_mem": med([s["peak_sockstat_mem"] for s in summaries]),
+        "pressures": med([s["pressures"] for s in summaries]),
+        "pressure_class": max(set(classes), key=classes.count),
+        "delivered": {n: med([s["delivered"].get(n, 0) for s in summaries]) for n in names},
+    }
+    out["spread"] = {
+        "peak_sockstat_mem": [min(s["peak_sockstat_mem"] for s in summaries),
+                              max(s["peak_sockstat_mem"] for s in summaries)],
+        "delivered": {n: [min(s["delivered"].get(n, 0) for s in summaries),
+                          max(s["delivered"].get(n, 0) for s in summaries)] for n in names},
+    }
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m tcpsim.capture.host", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("spec", type=Path)
+    p.add_argument("host", help="a host file (docs/hosts.md)")
     p.add_argument("-o", "--out", type=Path, required=True)
-    p.add_argument("--duration", help="override [host] duration")
+    p.add_argument("--duration", help="override the host's duration")
+    p.add_argument("--runs", type=int, default=1, help="capture the host N times (median)")
     a = p.parse_args(argv)
     try:
-        d = tomllib.loads(a.spec.read_text())
-        if a.duration:
-            d.setdefault("host", {})["duration"] = a.duration
-        spec = parse(d)
-    except (OSError, tomllib.TOMLDecodeError, ScenarioError) as e:
-        sys.exit(f"tcpsim: error: {a.spec}: {e}")
-    rec = capture(spec)
+        host, plan = load(a.host, a.duration)
+    except (OSError, ScenarioError) as e:
+        sys.exit(f"tcpsim: error: {e}")
+    if a.runs < 1:
+        sys.exit("tcpsim: error: --runs: give at least 1")
+    rec = capture(host, plan, a.runs)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(rec, indent=1) + "\n")
     s = rec["summary"]
-    print(f"host capture: {len(rec['samples'])} samples -> {a.out}; pressure onset "
+    print(f"host capture: {a.runs} run(s) -> {a.out}; median pressure onset "
           f"{s['pressure_onset_s']} s, peak sockstat mem {s['peak_sockstat_mem']} pages, "
           f"{s['pressures']} pressure entries")
 

@@ -35,3 +35,12 @@ def test_a_class_missing_from_the_model_fails():
     m = score(KERNEL, {**KERNEL, "delivered": {"slow": 2_000_000}})
     assert not passed(m)
     assert pressure_class(0) == "0" and pressure_class(7) == "many"
+
+
+def test_a_model_inside_the_kernels_own_spread_passes():
+    kernel = {**KERNEL, "spread": {"peak_sockstat_mem": [3000, 6000],
+                                   "delivered": {"slow": [1_000_000, 2_100_000]}}}
+    m = score(kernel, {**KERNEL, "peak_sockstat_mem": 5900,
+                       "delivered": {**KERNEL["delivered"], "slow": 1_100_000}})
+    assert passed(m)
+    assert not passed(score(kernel, {**KERNEL, "peak_sockstat_mem": 6100}))
