@@ -434,7 +434,13 @@ impl Simulation {
 
     /// Build flow `i` and make it the one served (simulation.py `_build_due`, one flow).
     fn build(&mut self, i: usize) -> Result<(), String> {
-        let f = Box::new(Flow::new(i, &self.specs[i], &self.pool, self.ncpus, self.local_peers)?);
+        let f = Box::new(Flow::new(
+            i,
+            &self.specs[i],
+            &self.pool,
+            self.ncpus,
+            self.local_peers,
+        )?);
         let prev = std::mem::replace(&mut self.f, f);
         self.flows[self.cur] = Some(prev);
         self.cur = i;
@@ -838,7 +844,11 @@ impl Simulation {
     fn sample(&self, t: i64) -> HostSample {
         HostSample {
             t,
-            inuse: if self.local_peers { 2 * self.live } else { self.live },
+            inuse: if self.local_peers {
+                2 * self.live
+            } else {
+                self.live
+            },
             mem: self.pool.memory_allocated(),
             pressure: self.pool.under_pressure(),
         }
