@@ -1123,8 +1123,15 @@ def validate(
                                       "(repeatable)"),
 ) -> None:
     """Replay a kernel trace's workload in the model and score the agreement (--plain: run
-    its scenario over N seeds and compare outcome distributions)."""
+    its scenario over N seeds and compare outcome distributions). Host captures
+    (tcpsim.capture.host) are scored as hosts: pressure onset, peak sockstat mem, pressure
+    entries, delivered bytes per class."""
     from dataclasses import replace as dc_replace
+
+    from tcpsim.validate.host import host_captures, validate_hosts
+    hosts = host_captures(traces)
+    if hosts is not None:
+        raise typer.Exit(0 if validate_hosts(hosts, engine, profile, as_json) else 1)
 
     from tcpsim.validate import run_validate
     from tcpsim.validate.scores import Thresholds

@@ -3,7 +3,7 @@ ProtoMemory, stepped by a minimal event loop (segments delivered after a fixed o
 delay, timers at their deadlines, writers writing whenever the socket takes bytes,
 receivers that never read). Not an engine -- the host engine is tcpsim's, this only drives
 sockets so the pool tests can hold the model against the kernel's loopback measurement
-(scripts/host_memory_capture.py)."""
+(tests/fixtures/host/stuck-40, recorded by tcpsim.capture.host)."""
 
 from __future__ import annotations
 

@@ -316,6 +316,7 @@ impl PySimulation {
             tap: item(cfg, "tap")?.extract()?,
             sample_every: int(cfg, "sample_every")?,
             ncpus: item(cfg, "ncpus")?.extract()?,
+            local_peers: item(cfg, "local_peers")?.extract()?,
             tcp_mem: item(&pool, "tcp_mem")?.extract()?,
             pcpu_rsv: int(&pool, "pcpu_rsv")?,
         };

@@ -259,6 +259,7 @@ class NativeSimulation:
             "profile": base_profile_name(profile), "patches": patches, "py_policy": py_policy,
             "duration": plan.duration, "skip": skip, "tap": tap is not None,
             "sample_every": plan.sample_every, "ncpus": plan.ncpus,
+            "local_peers": plan.local_peers,
             "pool": pool_config(plan, profile),
             "replay_writer": (replay or {}).get("writer"),
             "replay_reader": (replay or {}).get("reader"),

@@ -69,6 +69,8 @@ class Connection:
         self.snd = TcpSocket(profile.policy(), self.sender_sysctls, sdev,
                              name="snd", sink=sink, mtu=mtu, initcwnd=scenario.initcwnd,
                              nodelay=scenario.nodelay, hz=scenario.hz)
+        if host.plan.local_peers:             # both ends on this host (loopback): one CPU
+            self.snd.set_proto(host.pool, index % host.ncpus)
         if scenario.so_rcvbuf:
             self.rcv.set_rcvbuf(scenario.so_rcvbuf)
         rng = random.Random(scenario.seed)
@@ -436,7 +438,7 @@ class Simulation:
 
     def sample(self, t: int) -> HostSample:
         """The host at time `t` (after its events): sockstat's TCP line and the pool."""
-        return host_sample(t, self.live, self.pool)
+        return host_sample(t, self.live * (2 if self.plan.local_peers else 1), self.pool)
 
     def result(self, wall: float) -> RunResult:
         """Summary numbers a person can read in ten seconds (of the first connection: a

@@ -44,6 +44,7 @@ class HostPlan:
     ncpus: int = 1
     sample_every: int = 0
     traced: frozenset[int] = frozenset({0})
+    local_peers: bool = False        # the peers' sockets share the host's pool too
     name: str = ""
     seed: int = 1
 

@@ -38,7 +38,8 @@ MAX_CPUS = 4096
 _HOST_OWNED = ("name", "description", "duration", "seed", "profile", "policies", "engine", "hz")
 
 _TOP = {"name", "description", "profile", "hz", "duration", "seed", "cpus", "connections",
-        "sample", "sysctl", "class", "policies", "trace_connections", "engine"}
+        "sample", "sysctl", "class", "policies", "trace_connections", "engine", "peers"}
+PEERS = ("remote", "local")
 _CLASS = {"base", "count", "share", "start", "lifetime", "set", "description"}
 
 
@@ -71,6 +72,7 @@ class HostScenario:
     duration: int = 10 * NS_PER_S
     seed: int = 1
     cpus: int = 1
+    peers: str = "remote"            # "local": the peers are this host's sockets too
     sample_every: int = SAMPLE_EVERY_NS
     sysctl: dict[str, Any] = field(default_factory=dict)
     policies: tuple[str, ...] = ()
@@ -87,7 +89,7 @@ class HostScenario:
         """A JSON-friendly record (the run's metadata)."""
         return {"name": self.name, "description": self.description, "profile": self.profile,
                 "duration": self.duration, "seed": self.seed, "cpus": self.cpus,
-                "sample_every": self.sample_every, "sysctl": self.sysctl,
+                "peers": self.peers, "sample_every": self.sample_every, "sysctl": self.sysctl,
                 "policies": list(self.policies),
                 "classes": [{"name": c.name, "base": c.base, "count": c.count,
                              "start": c.start.describe(),
@@ -148,6 +150,11 @@ def host_from_dict(raw: dict[str, Any], source: str = "") -> HostScenario:
         kw["seed"] = raw["seed"]
     if "cpus" in raw:
         kw["cpus"] = _int(raw, "cpus", 1, MAX_CPUS, "a number of CPUs")
+    if "peers" in raw:
+        if raw["peers"] not in PEERS:
+            raise ScenarioError(f'peers: expected "remote" (other machines) or "local" (both '
+                                f'ends on this host, as over loopback), got {raw["peers"]!r}')
+        kw["peers"] = raw["peers"]
     if "sample" in raw:
         kw["sample_every"] = parse_duration(raw["sample"], "sample", positive=True)
     if "engine" in raw:

@@ -1,6 +1,9 @@
 """The host's TCP pool (tcpsim/core/protmem.py): per-CPU reserves, pressure bookkeeping,
 and sockets sharing one pool (TcpSocket.set_proto)."""
 
+import json
+from pathlib import Path
+
 import pytest
 
 from tcpsim.catalog import get_profile
@@ -8,6 +11,8 @@ from tcpsim.core.constants import NS_PER_MS, PAGE_SIZE
 from tcpsim.core.protmem import SK_MEMORY_PCPU_RESERVE, ProtoMemory
 from tcpsim.core.socket import TcpSocket
 from tcpsim.core.sysctl import SysctlError
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "host"
 
 
 def test_per_cpu_reserve_lags_the_global_counter():
@@ -214,20 +219,21 @@ def test_pressure_stops_clamp_window_raising_rcvbuf():
 
 
 def test_loopback_host_goes_past_tcp_mem2_as_the_kernel_does():
-    """The kernel measurement (scripts/host_memory_capture.py on 6.18.44, 2 CPUs, tcp_mem
-    200 400 600, 40 loopback connections whose receivers never read, 1448-byte writes):
-    one pressure entry, drops on every connection, sockstat mem plateauing at 846 pages
-    (768 above the 78 the host held before) -- past tcp_mem[2]. The model's host gets there
+    """The kernel measurement (tests/fixtures/host/stuck-40: `python -m tcpsim.capture.host`
+    on 6.18.44, 2 CPUs, tcp_mem 200 400 600, 40 loopback connections whose receivers never
+    read, 1448-byte writes): one pressure entry, drops on every connection, sockstat mem
+    plateauing past tcp_mem[2] (765-846 pages over several runs). The model's host gets there
     the same way: the limits see only the global counter, which the per-CPU reserve keeps
     up to 255 pages behind, and sk_forced_mem_schedule() charges the first segment of an
     empty receive queue with no limit at all."""
     from pool_host import run_host
+    kernel = json.loads((FIXTURES / "stuck-40.json").read_text())["summary"]
     r = run_host(40, 1.0)
     pool = r["pool"]
-    assert pool["TCPMemoryPressures"] == 1
+    assert pool["TCPMemoryPressures"] == kernel["pressures"] == 1
     assert r["counters"]["TCPRcvQDrop"] >= 40 and r["counters"]["PruneCalled"] >= 40
     assert r["peak_mem"] > pool["tcp_mem"][2]
-    assert 0.75 * 768 <= r["peak_mem"] <= 1.25 * 768
+    assert 0.75 * kernel["peak_sockstat_mem"] <= r["peak_mem"] <= 1.25 * kernel["peak_sockstat_mem"]
     assert pool["per_cpu_fw_alloc"][0] > 0                    # charged, not yet global
 
 

@@ -142,6 +142,9 @@ pub struct RunSpec {
     pub sample_every: i64,
     /// The host's CPU count: flow i's receiver charges the pool from CPU i % ncpus.
     pub ncpus: usize,
+    /// The peers are this host's sockets too (loopback): they charge its pool, from their
+    /// receiver's CPU (host/plan.py `HostPlan.local_peers`).
+    pub local_peers: bool,
     /// The host's pool: `net.ipv4.tcp_mem` (pages) and the per-CPU reserve.
     pub tcp_mem: (i64, i64, i64),
     pub pcpu_rsv: i64,
@@ -207,11 +210,15 @@ impl Flow {
         spec: &FlowSpec,
         pool: &ProtoHandle,
         ncpus: usize,
+        local_peers: bool,
     ) -> Result<Self, String> {
         let l = &spec.link;
         let mut rcv = spec.rcv.make()?;
         rcv.set_proto(Arc::clone(pool), index % ncpus)?;
-        let snd = spec.snd.make()?;
+        let mut snd = spec.snd.make()?;
+        if local_peers {
+            snd.set_proto(Arc::clone(pool), index % ncpus)?;
+        }
         let shared_skbs = rcv.dev.shared;
         let rev_shared_skbs = spec.rev.is_some() && snd.dev.shared;
         let seed = spec.seed;
@@ -311,7 +318,9 @@ pub struct Simulation {
     pub sample_every: i64,
     next_sample: i64,
     pub ncpus: usize,
-    /// The host's TCP memory pool, shared by its sockets (the remote peers keep their own).
+    /// The peers share the host's pool too (RunSpec `local_peers`).
+    pub local_peers: bool,
+    /// The host's TCP memory pool, shared by its sockets (remote peers keep their own).
     pub pool: ProtoHandle,
     /// The final numbers of closed flows (their sockets and apps dropped).
     pub ended: Vec<Option<FlowEnd>>,
@@ -383,7 +392,7 @@ impl Simulation {
         // opened at its start
         let ncpus = spec.ncpus.max(1);
         let pool = ProtoMemory::new(spec.tcp_mem, ncpus, spec.pcpu_rsv).map(Arc::new)?;
-        let first = Box::new(Flow::new(0, &specs[0], &pool, ncpus)?);
+        let first = Box::new(Flow::new(0, &specs[0], &pool, ncpus, spec.local_peers)?);
         let n = specs.len();
         let mut sim = Simulation {
             sched: Scheduler::new(),
@@ -397,6 +406,7 @@ impl Simulation {
             sample_every: spec.sample_every,
             next_sample: 0,
             ncpus,
+            local_peers: spec.local_peers,
             pool,
             ended: (0..n).map(|_| None).collect(),
             skip: spec.skip,
@@ -424,7 +434,13 @@ impl Simulation {
 
     /// Build flow `i` and make it the one served (simulation.py `_build_due`, one flow).
     fn build(&mut self, i: usize) -> Result<(), String> {
-        let f = Box::new(Flow::new(i, &self.specs[i], &self.pool, self.ncpus)?);
+        let f = Box::new(Flow::new(
+            i,
+            &self.specs[i],
+            &self.pool,
+            self.ncpus,
+            self.local_peers,
+        )?);
         let prev = std::mem::replace(&mut self.f, f);
         self.flows[self.cur] = Some(prev);
         self.cur = i;
@@ -828,7 +844,11 @@ impl Simulation {
     fn sample(&self, t: i64) -> HostSample {
         HostSample {
             t,
-            inuse: self.live,
+            inuse: if self.local_peers {
+                2 * self.live
+            } else {
+                self.live
+            },
             mem: self.pool.memory_allocated(),
             pressure: self.pool.under_pressure(),
         }

@@ -1,0 +1,39 @@
+"""`peers = "local"`: both ends of every connection are the host's sockets (loopback), so the
+peers' send queues charge the host's pool too -- as on the real kernel of the host captures."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tcpsim.errors import ScenarioError
+from tcpsim.host.run import run_host
+from tcpsim.host.scenario import host_from_dict, load_host
+
+STUCK = Path(__file__).resolve().parents[1] / "fixtures" / "host" / "stuck-40.toml"
+
+
+def _run(peers: str, engine: str):
+    host = replace(load_host(STUCK), peers=peers, duration=300_000_000)
+    return run_host(host, engine=engine, timing="exact")
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_local_peers_charge_the_hosts_pool(engine):
+    remote, local = _run("remote", engine), _run("local", engine)
+    assert local.pressure["peak_sockstat_mem"] > remote.pressure["peak_sockstat_mem"]
+    assert local.pressure["peak_inuse"] == 2 * remote.pressure["peak_inuse"] == 80
+
+
+def test_both_engines_agree_with_local_peers():
+    py, nat = _run("local", "python"), _run("local", "native")
+    assert [tuple(s) for s in py.samples] == [tuple(s) for s in nat.samples]
+    assert py.nstat == nat.nstat
+
+
+def test_peers_must_be_remote_or_local():
+    with pytest.raises(ScenarioError, match='peers: expected "remote"'):
+        host_from_dict({"peers": "lan", "class": {"a": {"base": "seed-never-reads",
+                                                         "count": 1}}})
