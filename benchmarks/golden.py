@@ -42,6 +42,8 @@ EXPERIMENTS = {
     "seed-rcvbuf32k-fill": "2s",
     "seed-unbounded-growth": "20s",
     "seed-wscale8": "20s",
+    "rpc-loopback": "2s",                  # the 6.17 admission revert's workload (6.18.0)
+    "request-response": "5s",              # two-way, the host experiments' healthy session
 }
 
 # Extra scenarios (TOML bodies, written to DIR/scenarios/NAME.toml).
@@ -147,8 +149,11 @@ def cases(root: Path) -> list[Case]:
                     "linux-6.1", "20s", ("--policy", "collapse-max-bytes")))
     out.append(Case("seed-never-reads@linux-6.18+shrink", str(sdir / "seed-never-reads.toml"),
                     "linux-6.18", "20s", shrink))
-    for prof in ("linux-5.15", "linux-6.6", "linux-6.8", "linux-6.10", "linux-6.14", "linux-6.17"):
+    for prof in ("linux-5.15", "linux-6.6", "linux-6.8", "linux-6.10", "linux-6.14", "linux-6.17",
+                 "linux-6.18.0", "linux-6.19", "linux-7.0", "linux-7.1"):
         out.append(Case(f"seed-unbounded-growth@{prof}", unbounded, prof, "10s"))
+    out.append(Case("seed-never-reads@linux-7.1+shrink", str(sdir / "seed-never-reads.toml"),
+                    "linux-7.1", "20s", shrink))
     out.append(Case("seed-wscale8@linux-6.1+noskip", str(sdir / "seed-wscale8.toml"),
                     "linux-6.1", "5s", ("--no-skip",)))
     out.append(Case("seed-oscillating-reader@linux-6.6+noskip", oscillating,

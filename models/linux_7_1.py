@@ -69,25 +69,14 @@ class Linux71(Linux70):
         rcv = sk.rcv
         return max(0, max(rcv.rcv_mwnd_seq, rcv.rcv_wup + rcv.rcv_wnd) - rcv.rcv_nxt)
 
-    def tcp_sequence(self, sk: TcpSocket, seg: Segment) -> str:
-        """Models tcp_sequence() [7.1, 0e24d17bd966]: the end is checked against the largest
-        window advertised; the FIN allowance against the live one; a segment starting
-        beyond, or ending beyond while data is queued, is BeyondWindow."""
-        rcv = sk.rcv
-        if seg.end_seq < rcv.rcv_wup:
-            return "TCP_OLD_SEQUENCE"
-        right = rcv.rcv_nxt + self.sequence_window(sk)
-        if seg.end_seq > right:
-            fin = 1 if seg.flags & FIN else 0
-            if seg.end_seq - fin <= rcv.rcv_nxt + sk.receive_window():
-                return ""
-            if seg.seq > right:
-                sk.mib.BeyondWindow += 1
-                return "TCP_INVALID_SEQUENCE"
-            if sk.mem.receive_queue:
-                sk.mib.BeyondWindow += 1
-                return "TCP_INVALID_END_SEQUENCE"
-        return ""
+    def end_beyond_window(self, sk: TcpSocket, seg: Segment, right: int) -> bool:
+        """Models tcp_sequence()'s end check [7.1, 0e24d17bd966]: `right` is the largest
+        edge advertised (sequence_window); a segment ending past it is still in the window
+        when it ends, FIN byte left out, within the live window (the FIN allowance keeps
+        the live edge). The rest of tcp_sequence() -- a segment starting beyond, or ending
+        beyond while data is queued, is BeyondWindow -- is 6.17's."""
+        fin = 1 if seg.flags & FIN else 0
+        return seg.end_seq > right and seg.end_seq - fin > sk.rcv.rcv_nxt + sk.receive_window()
 
     def overwindow_drop(self, sk: TcpSocket) -> None:
         """tcp_data_queue() TCP_OVERWINDOW [7.1, e2b9c52a2b00]: counted as BeyondWindow."""

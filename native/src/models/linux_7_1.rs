@@ -65,29 +65,14 @@ impl Kernel for Linux71 {
         (rcv.rcv_mwnd_seq.max(rcv.rcv_wup + rcv.rcv_wnd) - rcv.rcv_nxt).max(0)
     }
 
-    /// Models tcp_sequence() [7.1, 0e24d17bd966]: the end is checked against the largest
-    /// window advertised; the FIN allowance against the live one; a segment starting beyond,
-    /// or ending beyond while data is queued, is BeyondWindow.
-    fn tcp_sequence(&self, sk: &mut TcpSocket, seg: &Segment) -> &'static str {
-        if seg.end_seq() < sk.rcv.rcv_wup {
-            return "TCP_OLD_SEQUENCE";
-        }
-        let right = sk.rcv.rcv_nxt + sk.k.sequence_window(sk);
-        if seg.end_seq() > right {
-            let fin = i64::from(seg.flags & FIN != 0);
-            if seg.end_seq() - fin <= sk.rcv.rcv_nxt + sk.receive_window() {
-                return "";
-            }
-            if seg.seq > right {
-                sk.mib.BeyondWindow += 1;
-                return "TCP_INVALID_SEQUENCE";
-            }
-            if !sk.mem.receive_queue.is_empty() {
-                sk.mib.BeyondWindow += 1;
-                return "TCP_INVALID_END_SEQUENCE";
-            }
-        }
-        ""
+    /// Models tcp_sequence()'s end check [7.1, 0e24d17bd966]: `right` is the largest edge
+    /// advertised (sequence_window); a segment ending past it is still in the window when
+    /// it ends, FIN byte left out, within the live window (the FIN allowance keeps the live
+    /// edge). The rest of tcp_sequence() -- a segment starting beyond, or ending beyond
+    /// while data is queued, is BeyondWindow -- is 6.17's.
+    fn end_beyond_window(&self, sk: &TcpSocket, seg: &Segment, right: i64) -> bool {
+        let fin = i64::from(seg.flags & FIN != 0);
+        seg.end_seq() > right && seg.end_seq() - fin > sk.rcv.rcv_nxt + sk.receive_window()
     }
 
     /// tcp_data_queue() TCP_OVERWINDOW [7.1, e2b9c52a2b00]: counted as BeyondWindow.
