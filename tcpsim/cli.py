@@ -175,6 +175,20 @@ def _fail(msg: str) -> None:
     raise typer.Exit(2)
 
 
+def _executor_options(jobs: int, executor: str, scheduler: str | None) -> str:
+    """--jobs, --executor and --scheduler of `sweep` and `search` checked; the executor
+    (a scheduler's address implies dask)."""
+    if jobs < 0:
+        _fail(f"--jobs {jobs}: use a positive number of workers (0 = one per CPU)")
+    if executor not in ("local", "dask"):
+        _fail(f"--executor {executor}: use local or dask")
+    if scheduler is not None:
+        if not scheduler.startswith(("tcp://", "tls://", "ws://", "wss://", "inproc://")):
+            _fail(f"--scheduler {scheduler}: give the scheduler's address, e.g. tcp://10.0.0.5:8786")
+        return "dask"
+    return executor
+
+
 def _renamed(old_value: Optional[Path], old_name: str, value: Optional[Path],
              name: str) -> Optional[Path]:
     """An output option under its old name (`-o`, which wrote a trace in `run`, a table in
@@ -552,14 +566,7 @@ def sweep(
         _fail(f"{'-o/--out' if old_out else '--table'} {old_out or table}: use a .csv or .json "
               "file name")
     out = _renamed(old_out, "-o/--out", table, "--table")
-    if jobs < 0:
-        _fail(f"--jobs {jobs}: use a positive number of workers (0 = one per CPU)")
-    if executor not in ("local", "dask"):
-        _fail(f"--executor {executor}: use local or dask")
-    if scheduler is not None:
-        if not scheduler.startswith(("tcp://", "tls://", "ws://", "wss://", "inproc://")):
-            _fail(f"--scheduler {scheduler}: give the scheduler's address, e.g. tcp://10.0.0.5:8786")
-        executor = "dask"
+    executor = _executor_options(jobs, executor, scheduler)
     try:
         base = RunOptions(profile=profile, policies=tuple(policy), sysctl=parse_sysctl_options(sysctl),
                           sender_sysctl=parse_sysctl_options(sender_sysctl, "--sender-sysctl"),
@@ -661,14 +668,7 @@ def search(
     resumes from the runs stored in OUT; the same seed gives the same search."""
     from tcpsim import searching
     from tcpsim.sweeps.execute import ExecutorError
-    if jobs < 0:
-        _fail(f"--jobs {jobs}: use a positive number of workers (0 = one per CPU)")
-    if executor not in ("local", "dask"):
-        _fail(f"--executor {executor}: use local or dask")
-    if scheduler is not None:
-        if not scheduler.startswith(("tcp://", "tls://", "ws://", "wss://", "inproc://")):
-            _fail(f"--scheduler {scheduler}: give the scheduler's address, e.g. tcp://10.0.0.5:8786")
-        executor = "dask"
+    executor = _executor_options(jobs, executor, scheduler)
     if budget is not None and budget < 1:
         _fail(f"--budget {budget}: use a positive number of workloads")
     if seed is not None and seed < 0:

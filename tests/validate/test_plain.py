@@ -241,7 +241,7 @@ def test_docs_block_replaces_only_its_own_part(tmp_path: Path) -> None:
     r = validate_plain(FILL, runs=1, engine="python")
     doc = tmp_path / "v.md"
     doc.write_text(f"intro\n\n{BEGIN}\nreplay\n{END}\n\n{PLAIN_BEGIN}\nold\n{PLAIN_END}\n\ntail\n")
-    block = docs_block([("scenario's own", [r])], "python scripts/issue14_figures.py --write-docs")
+    block = docs_block([("scenario's own", [r])], "python scripts/plain_fixture_figures.py --write-docs")
     replace_block(doc, block, PLAIN_BEGIN, PLAIN_END)
     once = doc.read_text()
     assert "old" not in once and f"{BEGIN}\nreplay\n{END}" in once and once.endswith("tail\n")

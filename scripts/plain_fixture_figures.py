@@ -1,8 +1,8 @@
 """Issue 14's done-means figures: each new fixture validated as a plain scenario over N seeds
 against every capture of it, with `tcpsim validate --plain` (tcpsim/validate/plain.py).
 
-    python scripts/issue14_figures.py [--runs N] [--json] [--only NAME,...] [--engine E]
-    python scripts/issue14_figures.py --write-docs     # the generated block of docs/validation.md
+    python scripts/plain_fixture_figures.py [--runs N] [--json] [--only NAME,...] [--engine E]
+    python scripts/plain_fixture_figures.py --write-docs     # the generated block of docs/validation.md
 
 Two timings: the scenario's own (what `tcpsim validate FIXTURE --plain` runs), and the
 captured application timing where the model has it (`--set writer.latency=... --set
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({label: [r.as_dict() for r in rs] for label, rs in done}, indent=1,
                          default=str))
     if args.write_docs:
-        cmd = f"python scripts/issue14_figures.py --runs {args.runs} --write-docs"
+        cmd = f"python scripts/plain_fixture_figures.py --runs {args.runs} --write-docs"
         print(replace_block(Path(args.write_docs), docs_block(done, cmd), PLAIN_BEGIN, PLAIN_END))
     return 0
 
