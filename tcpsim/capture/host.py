@@ -462,7 +462,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit("tcpsim: error: --runs: give at least 1")
     rec = capture(host, plan, a.runs)
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(rec, indent=1) + "\n")
+    a.out.write_text(json.dumps(rec, separators=(",", ":")) + "\n")     # compact: fixtures
     s = rec["summary"]
     print(f"host capture: {a.runs} run(s) -> {a.out}; median pressure onset "
           f"{s['pressure_onset_s']} s, peak sockstat mem {s['peak_sockstat_mem']} pages, "

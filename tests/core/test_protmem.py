@@ -233,7 +233,8 @@ def test_loopback_host_goes_past_tcp_mem2_as_the_kernel_does():
     assert pool["TCPMemoryPressures"] == kernel["pressures"] == 1
     assert r["counters"]["TCPRcvQDrop"] >= 40 and r["counters"]["PruneCalled"] >= 40
     assert r["peak_mem"] > pool["tcp_mem"][2]
-    assert 0.75 * kernel["peak_sockstat_mem"] <= r["peak_mem"] <= 1.25 * kernel["peak_sockstat_mem"]
+    lo, hi = kernel["spread"]["peak_sockstat_mem"]          # the kernel's runs: 523-846
+    assert 0.75 * lo <= r["peak_mem"] <= 1.25 * hi            # pages over all captures so far
     assert pool["per_cpu_fw_alloc"][0] > 0                    # charged, not yet global
 
 
