@@ -463,6 +463,21 @@ def builtin_experiments() -> list[str]:
     return sorted(e.stem for e in EXPERIMENTS.glob("*.toml"))
 
 
+def shipped_file(folder: str, arg: str | Path) -> Path | None:
+    """A study or search argument: a file, or the name of one shipped in experiments/FOLDER
+    (no suffix); None when it is neither."""
+    p = Path(arg)
+    if p.is_file():
+        return p
+    cand = EXPERIMENTS / folder / f"{arg}.toml"
+    return cand if not p.suffix and cand.is_file() else None
+
+
+def shipped_names(folder: str) -> list[str]:
+    """Names of the files shipped in experiments/FOLDER (studies, searches)."""
+    return sorted(e.stem for e in (EXPERIMENTS / folder).glob("*.toml"))
+
+
 def builtin_experiment(name: str) -> Path | None:
     """Path of a shipped experiment by name (without .toml)."""
     cand = EXPERIMENTS / f"{name}.toml"

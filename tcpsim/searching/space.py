@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from tcpsim.errors import ScenarioError
+from tcpsim.scenario import shipped_file, shipped_names
 from tcpsim.units import DURATION_UNITS, RATE_UNITS, SIZE_UNITS, parse_duration, parse_rate, parse_size
 
 _SEARCH_KEYS = {"scenario", "name", "description", "objective", "profile", "policy", "sysctl",
@@ -142,21 +143,12 @@ class SearchSpec:
 
 def resolve(path: str | Path) -> Path | None:
     """A search argument: a file, or a shipped search's name (experiments/searches/)."""
-    p = Path(path)
-    if p.is_file():
-        return p
-    if not p.suffix:
-        from importlib import resources
-        cand = resources.files("tcpsim.experiments") / "searches" / f"{path}.toml"
-        if cand.is_file():
-            return Path(str(cand))
-    return None
+    return shipped_file("searches", path)
 
 
 def builtin_searches() -> list[str]:
-    from importlib import resources
-    root = resources.files("tcpsim.experiments") / "searches"
-    return sorted(Path(str(e)).stem for e in root.iterdir() if str(e).endswith(".toml"))
+    """Names of the shipped searches (experiments/searches/)."""
+    return shipped_names("searches")
 
 
 def load_search(path: str | Path) -> SearchSpec:

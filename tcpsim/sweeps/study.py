@@ -35,7 +35,6 @@ import math
 import re
 import tomllib
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +42,8 @@ from tcpsim.core.constants import NS_PER_MS
 from tcpsim.core.sysctl import SysctlError
 from tcpsim.catalog import ProfileError
 from tcpsim.runner import RunOptions, run
-from tcpsim.scenario import ScenarioError, builtin_experiment, parse_duration
+from tcpsim.scenario import (ScenarioError, builtin_experiment, parse_duration, shipped_file,
+                             shipped_names)
 from tcpsim.sweeps.grid import Axis, Point, build_points, check_key
 from tcpsim.sweeps.table import SHOWN
 
@@ -95,19 +95,12 @@ def is_study(path: str | Path) -> bool:
 
 def resolve(path: str | Path) -> Path | None:
     """The file a study argument names: a path, or a shipped study's name."""
-    p = Path(path)
-    if p.is_file():
-        return p
-    if not p.suffix:
-        cand = resources.files("tcpsim.experiments") / "studies" / f"{path}.toml"
-        if cand.is_file():
-            return Path(str(cand))
-    return None
+    return shipped_file("studies", path)
 
 
 def builtin_studies() -> list[str]:
-    root = resources.files("tcpsim.experiments") / "studies"
-    return sorted(Path(str(e)).stem for e in root.iterdir() if str(e).endswith(".toml"))
+    """Names of the shipped studies (experiments/studies/)."""
+    return shipped_names("studies")
 
 
 def load_study(path: str | Path) -> Study:
