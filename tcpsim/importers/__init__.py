@@ -69,7 +69,17 @@ def write(rows: list[Row], meta: dict[str, Any], path: str | Path) -> Path:
     from tcpsim.trace.recorder import SCHEMA
 
     rows = sorted(rows, key=lambda r: r["t_ns"])
-    cols = {name: [r[name] for r in rows] for name in COLUMN_NAMES}
+    return write_columns({name: [r[name] for r in rows] for name in COLUMN_NAMES}, meta, path)
+
+
+def write_columns(cols: dict[str, list], meta: dict[str, Any], path: str | Path) -> Path:
+    """Write trace columns (every schema column, in time order) and metadata as a trace
+    Parquet file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tcpsim.trace.recorder import SCHEMA
+
     table = pa.Table.from_pydict(cols, schema=SCHEMA)
     full = {"source": "", "profile": "", "scenario": {}, "sysctls": {}, "counters": {},
             "summary": {}, **meta}

@@ -23,6 +23,7 @@ within CONSISTENT the capture does not tell the kernels apart, and says so.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -32,7 +33,7 @@ from typing import Any, Callable
 from tcpsim.importers.pcap import Imported, load
 from tcpsim.pcap import PcapError
 from tcpsim.pcap.grade import Grade, grade
-from tcpsim.pcap.replay import WRITE_LEAD_NS, columns
+from tcpsim.pcap.replay import WRITE_LEAD_NS
 from tcpsim.pcap.workload import parse_reader
 from tcpsim.validate.replay import ReplayError, ReplayResult, plan, run_plan
 from tcpsim.trace.recorder import MemoryRecorder
@@ -131,14 +132,40 @@ class Capture:
         self.sysctl = dict(sysctl or {})
         self.until_ns = None if until_s is None else int(until_s * 1e9)
         self.engine = engine
-        self.columns = columns(self.imp.rows)
+        self.columns = self.imp.columns
         self.k: TraceView = view(self.columns, self._meta(self.imp.scenario))
         self.inferred_reader = self.imp.scenario["reader"]
+        self._cut: dict[int | None, TraceView] = {}
+        self._ticks: dict[tuple[int, int], list[tuple[int, int]]] = {}
 
     def segment_time(self, n: int) -> int:
         """The time (trace axis) of the capture's n-th segment, or past its end."""
-        t = [r["t_ns"] for r in self.imp.rows if r["event"] == "tx"]
+        t = [t for t, e in zip(self.columns["t_ns"], self.columns["event"]) if e == "tx"]
         return t[n - 1] if len(t) >= n else (t[-1] + 1 if t else 0)
+
+    def view_until(self, end_ns: int | None) -> TraceView:
+        """The capture's view cut after end_ns (None: all of it), made once per end: what a
+        replay of the first window plans and is graded by (plan() and grade() read nothing
+        after their end) -- the ACKs, data and writes of a long capture are not walked again
+        for each of the fit's candidates."""
+        if end_ns is None:
+            return self.k
+        if end_ns not in self._cut:
+            k = self.k
+            na = bisect.bisect_right([a.t_ns for a in k.acks], end_ns)
+            self._cut[end_ns] = replace(
+                k, acks=k.acks[:na], data_t=k.data_t[:bisect.bisect_right(k.data_t, end_ns)],
+                writes=[w for w in k.writes if w[0] <= end_ns])
+        return self._cut[end_ns]
+
+    def write_ticks(self, k: TraceView, shift_ns: int, end_ns: int) -> list[tuple[int, int]]:
+        """The ScheduleWriter's ticks: each write of the wire's data WRITE_LEAD_NS before it
+        left (model axis), up to end_ns; made once per (shift, end)."""
+        key = (shift_ns, end_ns)
+        if key not in self._ticks:
+            self._ticks[key] = [(max(0, t + shift_ns - WRITE_LEAD_NS), n) for t, n, _ in k.writes
+                                if t <= end_ns]
+        return self._ticks[key]
 
     def _meta(self, doc: dict[str, Any]) -> dict[str, Any]:
         meta = dict(self.imp.meta)
@@ -164,7 +191,7 @@ class Capture:
         report; else only its segments, which is all the grade reads)."""
         from tcpsim.app_latency import default_latency
         doc = self.doc(u)
-        k = replace(self.k, meta=self._meta(doc))
+        k = replace(self.view_until(self.until_ns), meta=self._meta(doc))
         try:
             p = plan(k, profile, policies, self.until_ns, u.hz or None,
                      "--hz" if u.hz else "a capture does not record its kernel's HZ")
@@ -182,11 +209,11 @@ class Capture:
                 sc = sc.with_(reader=replace(sc.reader, latency_table=name,
                                              latency_host=u.timing))
         p.scenario = sc
-        p.write_ticks = [(max(0, t + p.shift_ns - WRITE_LEAD_NS), n) for t, n, _ in k.writes
-                         if t <= p.end_ns]
+        p.write_ticks = self.write_ticks(k, p.shift_ns, p.end_ns)
         p.schedule = True
         p.notes = [*self.imp.notes, *p.notes]
-        rp = run_plan(p, engine=self.engine, sink=None if full else TxRecorder(("rcv",)))
+        rp = run_plan(p, engine=self.engine,
+                      sink=TableRecorder(("rcv",), None if full else ("tx",)))
         m = view(rp.columns, {"source": "tcpsim"}).shifted(-p.shift_ns)
         return grade(k, m, p.end_ns), rp
 
@@ -223,18 +250,25 @@ class Capture:
         return Unknowns(reader=spec or "blocking")
 
 
-class TxRecorder(MemoryRecorder):
-    """Keeps only the 'tx' rows (the receiver's segments: what the grade reads), filtered in
-    Arrow before any row becomes Python objects: a fit's replays cost the engine's time, not
-    the trace's."""
+class TableRecorder(MemoryRecorder):
+    """Keeps the native engine's row groups as Arrow tables and makes the columns in one
+    conversion at the end (MemoryRecorder makes a tuple per row, then columns of them: 3 s of
+    a whole 1 Gbit/s capture's replay); `events`: keep only these (the fit's candidates keep
+    the 'tx' rows, the receiver's segments: all the grade reads), filtered in Arrow before any
+    row becomes Python objects: a fit's replays cost the engine's time, not the trace's."""
 
-    def __init__(self, socks: tuple[str, ...] = ("rcv",)) -> None:
+    def __init__(self, socks: tuple[str, ...] = ("rcv",),
+                 events: tuple[str, ...] | None = None) -> None:
         super().__init__(socks)
+        self.events = events
         self.tables: list[Any] = []
 
     def record_table(self, table: Any) -> None:
-        import pyarrow.compute as pc
-        self.tables.append(table.filter(pc.equal(table.column("event"), "tx")))
+        if self.events is not None:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+            table = table.filter(pc.is_in(table.column("event"), pa.array(self.events)))
+        self.tables.append(table)
 
     def columns(self) -> dict[str, list[Any]]:
         import pyarrow as pa
