@@ -37,7 +37,7 @@ from tcpsim.pcap.replay import WRITE_LEAD_NS
 from tcpsim.pcap.workload import parse_reader
 from tcpsim.validate.replay import ReplayError, ReplayResult, plan, run_plan
 from tcpsim.trace.recorder import MemoryRecorder
-from tcpsim.validate.trace import TraceView, view
+from tcpsim.validate.trace import STATE_FIELDS, Ack, Series, TraceView, view
 
 DETERMINED = 0.01          # grade margin between a fitted value and the next best
 CONSISTENT = 0.02          # a profile within this of the best fits the capture as well
@@ -212,9 +212,9 @@ class Capture:
         p.write_ticks = self.write_ticks(k, p.shift_ns, p.end_ns)
         p.schedule = True
         p.notes = [*self.imp.notes, *p.notes]
-        rp = run_plan(p, engine=self.engine,
-                      sink=TableRecorder(("rcv",), None if full else ("tx",)))
-        m = view(rp.columns, {"source": "tcpsim"}).shifted(-p.shift_ns)
+        rp = run_plan(p, engine=self.engine, sink=TableRecorder(("rcv",), acks_only=not full))
+        m = (view(rp.columns, {"source": "tcpsim"}).shifted(-p.shift_ns) if full
+             else acks_view(rp.columns, -p.shift_ns))
         return grade(k, m, p.end_ns), rp
 
     # -- candidates --------------------------------------------------------------------------
@@ -250,35 +250,57 @@ class Capture:
         return Unknowns(reader=spec or "blocking")
 
 
+ACK_COLUMNS = ("t_ns", "ack_seq", "win_scaled", "win_raw")
+
+
 class TableRecorder(MemoryRecorder):
     """Keeps the native engine's row groups as Arrow tables and makes the columns in one
     conversion at the end (MemoryRecorder makes a tuple per row, then columns of them: 3 s of
-    a whole 1 Gbit/s capture's replay); `events`: keep only these (the fit's candidates keep
-    the 'tx' rows, the receiver's segments: all the grade reads), filtered in Arrow before any
-    row becomes Python objects: a fit's replays cost the engine's time, not the trace's."""
+    a whole 1 Gbit/s capture's replay). `acks_only`: keep only the receiver's ACKs (what
+    validate.trace.view takes as one: a 'tx' row of 'rcv', no SYN or RST, an ack_seq) and
+    their ACK_COLUMNS, filtered in Arrow before any row becomes a Python object -- all the
+    grade reads: a fit's candidate replays cost the engine's time, not the trace's."""
 
-    def __init__(self, socks: tuple[str, ...] = ("rcv",),
-                 events: tuple[str, ...] | None = None) -> None:
+    def __init__(self, socks: tuple[str, ...] = ("rcv",), acks_only: bool = False) -> None:
         super().__init__(socks)
-        self.events = events
+        self.acks_only = acks_only
         self.tables: list[Any] = []
 
     def record_table(self, table: Any) -> None:
-        if self.events is not None:
+        if self.acks_only:
             import pyarrow as pa
             import pyarrow.compute as pc
-            table = table.filter(pc.is_in(table.column("event"), pa.array(self.events)))
+            flags = pc.cast(table.column("flags"), pa.string())
+            keep = pc.and_(pc.and_(pc.equal(table.column("event"), "tx"),
+                                   pc.equal(table.column("sock"), "rcv")),
+                           pc.and_(pc.greater_equal(table.column("ack_seq"), 0),
+                                   pc.invert(pc.match_substring_regex(flags, "[SR]"))))
+            table = table.filter(keep).select(list(ACK_COLUMNS))
         self.tables.append(table)
 
     def columns(self) -> dict[str, list[Any]]:
         import pyarrow as pa
-        if not self.tables:
-            return super().columns()
-        cols: dict[str, list[Any]] = pa.concat_tables(self.tables).to_pydict()
-        if self.rows:                          # rows recorded one by one (Python engine)
+        cols: dict[str, list[Any]] = pa.concat_tables(self.tables).to_pydict() if self.tables \
+            else {}
+        if self.rows or not self.tables:        # rows recorded one by one (Python engine)
             extra = super().columns()
-            cols = {k: v + extra[k] for k, v in cols.items()}
+            if self.acks_only:
+                keep = [i for i, (s, e, a, f) in enumerate(zip(
+                    extra["sock"], extra["event"], extra["ack_seq"], extra["flags"]))
+                    if s == "rcv" and e == "tx" and a >= 0 and "S" not in f and "R" not in f]
+                extra = {c: [extra[c][i] for i in keep] for c in ACK_COLUMNS}
+            cols = {k: cols.get(k, []) + v for k, v in extra.items()}
         return cols
+
+
+def acks_view(cols: dict[str, list[Any]], delta: int) -> TraceView:
+    """A model view of only its ACKs (TableRecorder(acks_only=True)'s columns), every time
+    moved by delta: what grade() reads of the model, as view(...).shifted(delta) would give
+    it, without a pass over every row of the trace."""
+    acks = sorted((Ack(t + delta, a, w, r) for t, a, w, r in zip(*(cols[c] for c in ACK_COLUMNS))),
+                  key=lambda a: a.t_ns)
+    return TraceView("tcpsim", "after", acks, {f: Series() for f in STATE_FIELDS}, [], [], [],
+                     [], None, {}, {"source": "tcpsim"}, len(acks))
 
 
 def nice(x: float) -> int:

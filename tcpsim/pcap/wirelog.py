@@ -176,9 +176,11 @@ class _Side:
         if self.base is None:
             self.base = (raw - 1) % WRAP         # mid-connection: the first byte seen is 1
         r = (raw - self.base) % WRAP
-        while r + (1 << 31) < self.last:
+        last = self.last
+        while r + (1 << 31) < last:
             r += WRAP
-        self.last = max(self.last, r)
+        if r > last:
+            self.last = r
         return r
 
 
@@ -199,9 +201,9 @@ FILLED = ("t_ns", "sock", "event", "detail", "seq", "end_seq", "len", "flags", "
 def rows(conn: Connection, hs: Handshake, delay_ab: int, delay_ba: int,
          t0: int) -> tuple[dict[str, list], dict[str, int]]:
     """The trace as columns ({schema column: values}, time order; the receiver's time axis,
-    t0 = 0) and counts of what was annotated. Built column by column, not as a dict per row:
-    a 5-second 1 Gbit/s capture has 800 000 rows. The columns the wire cannot fill are one
-    shared list of -1 (or "") each: read them, do not change them in place."""
+    t0 = 0) and counts of what was annotated. Built as a tuple per row, transposed once -- not
+    a dict per row: a 5-second 1 Gbit/s capture has 800 000 rows. The columns the wire cannot
+    fill are one shared list of -1 (or "") each: read them, do not change them in place."""
     rcv_ep = conn.receiver
     at_sender = hs.capture_at == "sender"
     side = {True: _Side(hs.rcv.isn), False: _Side(hs.snd.isn)}
@@ -209,29 +211,23 @@ def rows(conn: Connection, hs: Handshake, delay_ab: int, delay_ba: int,
     counts = {"acks": 0, "zero_windows": 0, "window_updates": 0, "right_edge_retreats": 0,
               "retransmissions": 0, "probes": 0, "window_full": 0, "data_segments": 0,
               "bytes": 0}
-    col: dict[str, list] = {c: [] for c in FILLED}
-    T, SOCK, EV, DET = col["t_ns"], col["sock"], col["event"], col["detail"]
-    SEQ, END, LEN, FL = col["seq"], col["end_seq"], col["len"], col["flags"]
-    ACKS, WR, WS, NXT, WND = (col["ack_seq"], col["win_raw"], col["win_scaled"], col["rcv_nxt"],
-                              col["rcv_wnd"])
-
-    def add(t: int, sock: str, event: str, detail: str, seq: int, end: int, n: int, fl: str,
-            ack: int, wr: int, ws: int, nxt: int, wnd: int) -> None:
-        T.append(t); SOCK.append(sock); EV.append(event); DET.append(detail)   # noqa: E702
-        SEQ.append(seq); END.append(end); LEN.append(n); FL.append(fl)          # noqa: E702
-        ACKS.append(ack); WR.append(wr); WS.append(ws); NXT.append(nxt)         # noqa: E702
-        WND.append(wnd)
-
-    segs = sorted(conn.segments, key=lambda s: _seen_at(s, s.a == rcv_ep, at_sender,
-                                                        delay_ab, delay_ba))
+    out: list[tuple] = []          # rows, each the FILLED columns' values
+    add = out.append
+    raddr, rport = rcv_ep
+    segs = conn.segments
+    if at_sender:
+        segs = sorted(segs, key=lambda s: _seen_at(s, s.sport == rport and s.src == raddr,
+                                                   at_sender, delay_ab, delay_ba))
+    else:       # seen as captured: sorted only if the file's order is not the time order
+        segs = sorted(segs, key=lambda s: s.t_ns)
     edge = -1                      # the receiver's highest right edge so far
     last_ack: tuple[int, int] | None = None     # (ack, scaled window) of its last segment
     high = 0                       # highest end_seq the sender sent
     holes: list[tuple[int, int]] = []   # ranges below `high` not seen yet (_first_seen)
     rcv_side, snd_side = side[True], side[False]
     for s in segs:
-        mine = s.a == rcv_ep
-        t = _seen_at(s, mine, at_sender, delay_ab, delay_ba) - t0
+        mine = s.sport == rport and s.src == raddr
+        t = (_seen_at(s, mine, at_sender, delay_ab, delay_ba) if at_sender else s.t_ns) - t0
         fbits = s.flags
         seq = (rcv_side if mine else snd_side).rel(s.seq)
         ack = (snd_side if mine else rcv_side).rel(s.ack) if fbits & ACK else -1
@@ -254,7 +250,8 @@ def rows(conn: Connection, hs: Handshake, delay_ab: int, delay_ba: int,
                 if right < edge:
                     notes.append(f"retreat {edge - right}")
                     counts["right_edge_retreats"] += 1
-                edge = max(edge, right)
+                if right > edge:
+                    edge = right
                 last_ack = (ack, scaled)
         else:
             closed = last_ack is not None and last_ack[1] == 0
@@ -264,7 +261,8 @@ def rows(conn: Connection, hs: Handshake, delay_ab: int, delay_ba: int,
                                                          and seq == acked)):
                 notes.append("probe")
                 counts["probes"] += 1
-            elif s.payload and not (new := _first_seen(seq, seq + s.payload, high, holes)):
+            elif s.payload and not (new := s.payload if seq == high and not holes
+                                    else _first_seen(seq, seq + s.payload, high, holes)):
                 notes.append("retransmission")
                 counts["retransmissions"] += 1
             elif s.payload:
@@ -272,27 +270,29 @@ def rows(conn: Connection, hs: Handshake, delay_ab: int, delay_ba: int,
                     notes.append("out of order")
                 counts["data_segments"] += 1
                 counts["bytes"] += new
-                add(t - delay_ab, "snd", "write", "first seen on the wire", -1, -1, new, "", -1,
-                    -1, -1, -1, -1)
+                add((t - delay_ab, "snd", "write", "first seen on the wire", -1, -1, new, "", -1,
+                     -1, -1, -1, -1))
             if s.payload and edge >= 0 and end == edge:
                 notes.append("window full")
                 counts["window_full"] += 1
-            high = max(high, end)
-        add(t, "rcv" if mine else "snd", "tx", ", ".join(notes), seq, end, s.payload,
-            _flags(fbits), ack, s.win, scaled, nxt, wnd)
-    return _in_time_order(col), counts
+            if end > high:
+                high = end
+        add((t, "rcv" if mine else "snd", "tx", ", ".join(notes), seq, end, s.payload,
+             _flags(fbits), ack, s.win, scaled, nxt, wnd))
+    return _in_time_order(out), counts
 
 
-def _in_time_order(col: dict[str, list]) -> dict[str, list]:
-    """The columns sorted by time (stable: a write row stays before its segment's row at the
-    same time), with the schema's other columns added as unknown."""
+def _in_time_order(out: list[tuple]) -> dict[str, list]:
+    """Rows of the FILLED columns -> every schema column, sorted by time (stable: a write row
+    stays before its segment's row at the same time); the columns the wire cannot fill are
+    unknown."""
+    from operator import itemgetter
+
     from tcpsim.trace.schema import COLUMN_NAMES, INT_COLUMNS
-    t = col["t_ns"]
-    n = len(t)
-    if any(a > b for a, b in zip(t, t[1:])):
-        import numpy as np
-        order = np.argsort(np.asarray(t, dtype=np.int64), kind="stable")
-        col = {k: np.asarray(v, dtype=object)[order].tolist() for k, v in col.items()}
+    if any(a[0] > b[0] for a, b in zip(out, out[1:])):
+        out.sort(key=itemgetter(0))
+    n = len(out)
+    col = dict(zip(FILLED, map(list, zip(*out)))) if out else {c: [] for c in FILLED}
     unknown_int, unknown_str = [-1] * n, [""] * n
     return {c: col[c] if c in col else unknown_int if c in INT_COLUMNS else unknown_str
             for c in COLUMN_NAMES}
@@ -333,9 +333,11 @@ def _flags(bits: int) -> str:
 
 def origin(conn: Connection, hs: Handshake, delay_ab: int, delay_ba: int) -> int:
     """The time axis' zero: the SYN (as the receiver saw it), else the first segment."""
-    rcv_ep = conn.receiver
-    at_sender = hs.capture_at == "sender"
-    return min(_seen_at(s, s.a == rcv_ep, at_sender, delay_ab, delay_ba) for s in conn.segments)
+    raddr, rport = conn.receiver
+    if hs.capture_at != "sender":
+        return min(s.t_ns for s in conn.segments)
+    return min(_seen_at(s, s.sport == rport and s.src == raddr, True, delay_ab, delay_ba)
+               for s in conn.segments)
 
 
 def describe(conn: Connection, hs: Handshake) -> dict[str, Any]:
