@@ -127,15 +127,18 @@ class Capture:
     def __init__(self, path: str | Path, sysctl: dict[str, Any] | None = None,
                  until_s: float | None = None, engine: str | None = "native",
                  **import_opts: Any) -> None:
+        from tcpsim.engine.result import few_gc_passes
         self.path = Path(path)
-        self.imp: Imported = load(path, **import_opts)
+        with few_gc_passes():           # a long capture: millions of objects, no cycles
+            self.imp: Imported = load(path, **import_opts)
+            self.columns = self.imp.columns
+            self.k: TraceView = view(self.columns, self._meta(self.imp.scenario))
         self.sysctl = dict(sysctl or {})
         self.until_ns = None if until_s is None else int(until_s * 1e9)
         self.engine = engine
-        self.columns = self.imp.columns
-        self.k: TraceView = view(self.columns, self._meta(self.imp.scenario))
         self.inferred_reader = self.imp.scenario["reader"]
         self._cut: dict[int | None, TraceView] = {}
+        self.last_full: tuple[ReplayResult, TraceView] | None = None   # the last full replay
         self._ticks: dict[tuple[int, int], list[tuple[int, int]]] = {}
 
     def segment_time(self, n: int) -> int:
@@ -193,8 +196,10 @@ class Capture:
         doc = self.doc(u)
         k = replace(self.view_until(self.until_ns), meta=self._meta(doc))
         try:
-            p = plan(k, profile, policies, self.until_ns, u.hz or None,
-                     "--hz" if u.hz else "a capture does not record its kernel's HZ")
+            # plan() makes write ticks of every write, replaced below by the capture's own
+            # (made once): it is given the first write only, all it reads of them otherwise
+            p = plan(replace(k, writes=k.writes[:1]), profile, policies, self.until_ns,
+                     u.hz or None, "--hz" if u.hz else "a capture does not record its kernel's HZ")
         except ReplayError as exc:
             raise PcapError(str(self.path), None, str(exc).split(":")[0],
                             "replay needs the connection's handshake: capture from before the "
@@ -213,8 +218,13 @@ class Capture:
         p.schedule = True
         p.notes = [*self.imp.notes, *p.notes]
         rp = run_plan(p, engine=self.engine, sink=TableRecorder(("rcv",), acks_only=not full))
-        m = (view(rp.columns, {"source": "tcpsim"}).shifted(-p.shift_ns) if full
-             else acks_view(rp.columns, -p.shift_ns))
+        if full:
+            # the view validate.run.score_replay makes of it: kept for it (last_full)
+            m = view(rp.columns, {"source": "tcpsim", "counters": rp.result.counters}
+                     ).shifted(-p.shift_ns)
+            self.last_full = (rp, m)
+        else:
+            m = acks_view(rp.columns, -p.shift_ns)
         return grade(k, m, p.end_ns), rp
 
     # -- candidates --------------------------------------------------------------------------
@@ -366,12 +376,16 @@ def fit(cap: Capture, profile: str, policies: tuple[str, ...] = (),
     the unknowns act from the first window on, and a long or fast capture's search then
     costs a bounded number of seconds (at most FIT_MAX_SEGMENTS segments: 0.5 s of a 1 Gbit/s
     transfer); the best is replayed over the whole capture."""
+    from tcpsim.engine.result import few_gc_passes
     whole = cap.until_ns
     if window_s is not None:
         w = min(int(window_s * 1e9), cap.segment_time(FIT_MAX_SEGMENTS))
         cap.until_ns = w if whole is None else min(whole, w)
     try:
-        return _fit(cap, profile, policies, pinned, passes, start, order, progress, whole)
+        # the capture's millions of objects stay alive through every replay: the collector's
+        # default passes would walk them again and again, finding no cycles
+        with few_gc_passes():
+            return _fit(cap, profile, policies, pinned, passes, start, order, progress, whole)
     finally:
         cap.until_ns = whole
 

@@ -97,5 +97,7 @@ def fit_capture(path: str | Path, profile: str = "linux-6.18", policies: tuple[s
                              "such sysctl: replayed without it (--policy shrink-window is the "
                              "patch)")
     k = _replace(cap.k, meta=cap._meta(cap.doc(target)))
-    v = unknown_unscored(score_replay(Path(path), k.meta, k, rp, thresholds or Thresholds()))
+    m = cap.last_full[1] if cap.last_full and cap.last_full[0] is rp else None
+    v = unknown_unscored(score_replay(Path(path), k.meta, k, rp, thresholds or Thresholds(),
+                                      model=m))
     return f, g, v
