@@ -200,6 +200,14 @@ def user_process(case: Case, duration: str, engine: str, trace: str | None,
             "-d", duration, "--engine", engine, "--json"]
     if trace:
         args += ["--trace", trace]
+    text, m = measure_process(args)
+    summary = json.loads(text)
+    return {**m, "packets": summary.get("summary", summary).get("packets", 0)}
+
+
+def measure_process(args: list[str]) -> tuple[bytes, dict]:
+    """Run one process to its end: (its stdout, {wall, cpu (user + sys), rss_mb}) of that
+    process alone (wait4); a RuntimeError with the end of its stderr when it fails."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t = time.perf_counter()
         proc = subprocess.Popen(args, stdout=out, stderr=err)
@@ -211,9 +219,7 @@ def user_process(case: Case, duration: str, engine: str, trace: str | None,
         text, problem = out.read(), err.read().decode(errors="replace")
     if proc.returncode:
         raise RuntimeError(f"bench: {' '.join(args[2:])}: {problem.strip()[-300:]}")
-    summary = json.loads(text)
-    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024,
-            "packets": summary.get("summary", summary).get("packets", 0)}
+    return text, {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024}
 
 
 def bench_engines(engine: str | None) -> tuple[str, ...]:
@@ -271,7 +277,15 @@ def run_benchmarks(quick: bool = False, repeat: int = 1,
              f"CPU {row['cpu_s']:8.2f} s  {row['packets_per_s']:>9,} pkt/s  "
              f"{row['sim_s_per_wall_s']:>8} sim-s/s  ({row['workers']} workers, whole sweep)")
     rows += search_rows(quick, echo)
+    if engines[0] == "native":          # a fit replays its candidates on the native engine
+        rows += pcap_rows(quick, echo)
     return rows
+
+
+def pcap_rows(quick: bool, echo: Callable[[str], None] | None = print) -> list[dict]:
+    """(h): import plus a fitted replay of a 5-second 1 Gbit/s capture (tcpsim.bench_pcap)."""
+    from tcpsim.bench_pcap import pcap_benchmark
+    return pcap_benchmark(seconds=1.0 if quick else 5.0, echo=echo)
 
 
 def search_rows(quick: bool, echo: Callable[[str], None] | None = print) -> list[dict]:

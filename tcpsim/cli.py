@@ -729,8 +729,17 @@ def bench(
                                "connection cases (docs/hosts.md)"),
     search_only: bool = typer.Option(False, "--search", help="only the search: evaluations per "
                                      "second, local pool and 2-worker Dask"),
+    pcap_only: bool = typer.Option(False, "--pcap", help="only the capture: import plus a fitted "
+                                   "replay of a 5-second 1 Gbit/s capture (--quick: 1 s)"),
 ) -> None:
-    """Benchmark the simulator: packets/s, simulated s per wall s, peak RSS, search evaluations/s."""
+    """Benchmark the simulator: packets/s, simulated s per wall s, peak RSS, search evaluations/s,
+    import and fit of a capture."""
+    if pcap_only:
+        from tcpsim.bench_pcap import pcap_benchmark
+        rows = pcap_benchmark(seconds=1.0 if quick else 5.0, echo=None if as_json else typer.echo)
+        if as_json:
+            typer.echo(json.dumps(rows, indent=2))
+        return
     if search_only:
         from tcpsim.bench import search_rows
         rows = search_rows(quick, echo=None if as_json else typer.echo)

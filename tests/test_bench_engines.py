@@ -15,6 +15,7 @@ def _tiny(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bench, "_sweep_once", lambda duration, engine: {
         "wall": 1.0, "cpu": 1.0, "points": 1, "packets": 1, "sim_s": 1.0})
     monkeypatch.setattr(bench, "search_rows", lambda quick, echo: [])
+    monkeypatch.setattr(bench, "pcap_rows", lambda quick, echo: [])
 
 
 @pytest.mark.skipif(not native_available(), reason="tcpsim._native is not built")
@@ -61,3 +62,17 @@ def test_search_rows_report_evaluations_per_second(monkeypatch: pytest.MonkeyPat
     assert len(rows) == 2 and all(r["evaluations"] == 2 and r["runs"] == 4 for r in rows)
     assert all(r["evaluations_per_s"] > 0 for r in rows)
     assert sum("evaluations/s" in line for line in lines) == 2
+
+
+@pytest.mark.skipif(not native_available(), reason="tcpsim._native is not built")
+def test_the_capture_row_times_the_users_command_and_the_stages() -> None:
+    """(h) makes its capture (a simulated 1 Gbit/s transfer written as a pcap), then times
+    `tcpsim replay --fit` as a process and the import and the fit in this one."""
+    from tcpsim.bench_pcap import pcap_benchmark
+    lines: list[str] = []
+    [row] = pcap_benchmark(seconds=0.05, echo=lines.append)
+    st = row["stages"]
+    assert st["packets"] > 1000 and st["replays"] > 20 and row["goal_s"] == 15.0
+    assert row["wall_s"] > 0 and row["cpu_s"] > 0 and st["import_cpu_s"] > 0
+    assert row["fit_grade"] == pytest.approx(st["grade"])       # the same fit both ways
+    assert len(lines) == 2 and "tcpsim replay --fit" in lines[0]
