@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 GOAL_S = 15.0
 CASE = "h: import + fitted replay of a {s:g} s 1 Gbit/s capture"
@@ -60,7 +60,7 @@ def make_capture(out: Path, seconds: float) -> Path:
     return out
 
 
-def stages(path: Path, profile: str = "linux-6.18") -> dict:
+def stages(path: Path, profile: str = "linux-6.18") -> dict[str, Any]:
     """Import, then fit, in this process: wall and CPU of each (the fit's includes the best
     candidate replayed over the whole capture)."""
     from tcpsim.pcap.fit import Capture, fit
@@ -77,7 +77,7 @@ def stages(path: Path, profile: str = "linux-6.18") -> dict:
             "fitted": {x.name: x.value for x in f.fitted}, "grade": f.grade.total}
 
 
-def user_command(path: Path) -> dict:
+def user_command(path: Path) -> dict[str, Any]:
     """`tcpsim replay CAPTURE --fit --json` as a whole process."""
     from tcpsim.bench import measure_process
     text, m = measure_process([sys.executable, "-m", "tcpsim.cli", "replay", str(path),
@@ -88,7 +88,7 @@ def user_command(path: Path) -> dict:
 
 
 def pcap_benchmark(capture: str | Path | None = None, seconds: float = 5.0,
-                   echo: Callable[[str], None] | None = print) -> list[dict]:
+                   echo: Callable[[str], None] | None = print) -> list[dict[str, Any]]:
     """The benchmark's one row (printed when echo is given)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(capture) if capture else make_capture(Path(tmp) / "bulk.pcap", seconds)

@@ -312,7 +312,7 @@ def pylist(col: Any) -> list[Any]:
     import numpy as np
     import pyarrow as pa
     if not pa.types.is_dictionary(col.type) or col.null_count:
-        return col.to_pylist()
+        return list(col.to_pylist())
     out: list[Any] = []
     for chunk in col.chunks:
         words = np.asarray(chunk.dictionary.to_pylist(), dtype=object)
