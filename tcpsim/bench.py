@@ -201,8 +201,9 @@ def user_process(case: Case, duration: str, engine: str, trace: str | None,
     if trace:
         args += ["--trace", trace]
     text, m = measure_process(args)
-    summary = json.loads(text)
-    return {**m, "packets": summary.get("summary", summary).get("packets", 0)}
+    summary = json.loads(text).get("summary", {})
+    return {**m, "packets": summary.get("packets", 0),
+            "peak_sk_rcvbuf": summary.get("peak_sk_rcvbuf")}
 
 
 def measure_process(args: list[str]) -> tuple[bytes, dict]:
