@@ -26,6 +26,7 @@ from tcpsim.validate.scores import Thresholds
 from tcpsim.validate.trace import view
 from tcpsim.importers.pcap import load
 from tcpsim.pcap import PcapError
+from tcpsim.pcap.tables import TableRecorder
 
 
 WRITE_LEAD_NS = 1_000
@@ -60,7 +61,7 @@ def replay_capture(path: str | Path, profile: str = "linux-6.18", policies: tupl
                      if t <= p.end_ns]
     p.schedule = True
     p.notes = [*imp.notes, *p.notes]
-    rp = run_plan(p, engine=engine)
+    rp = run_plan(p, engine=engine, sink=TableRecorder(("rcv",)))
     return unknown_unscored(score_replay(Path(path), meta, k, rp, thresholds or Thresholds()))
 
 
