@@ -1365,8 +1365,8 @@ def replay(
     html: Optional[Path] = typer.Option(None, "--html", help="capture-vs-model overlay page"),
     as_json: bool = typer.Option(False, "--json"),
     engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
-    jobs: int = typer.Option(1, "--jobs", "-j", help="--fit/--profiles: worker processes for the "
-                             "candidate replays (default 1: none; 0: one per CPU)"),
+    jobs: int = typer.Option(0, "--jobs", "-j", help="--fit/--profiles: worker processes for the "
+                             "candidate replays (default: one per CPU; 1: none)"),
 ) -> None:
     """Run a capture's workload in the model and score its advertised windows against the
     capture's (the scores and report of `tcpsim validate`); --fit estimates what the wire
