@@ -1365,8 +1365,6 @@ def replay(
     html: Optional[Path] = typer.Option(None, "--html", help="capture-vs-model overlay page"),
     as_json: bool = typer.Option(False, "--json"),
     engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
-    jobs: int = typer.Option(0, "--jobs", "-j", help="--fit/--profiles: worker processes for the "
-                             "candidate replays (default: one per CPU; 1: none)"),
 ) -> None:
     """Run a capture's workload in the model and score its advertised windows against the
     capture's (the scores and report of `tcpsim validate`); --fit estimates what the wire
@@ -1379,10 +1377,6 @@ def replay(
     if until is not None and not until > 0:
         _fail(f"--until {until:g}: give a positive number of seconds (the first S seconds "
               "are compared)")
-    if jobs < 0:
-        _fail(f"--jobs {jobs}: use a positive number of workers (0 = one per CPU)")
-    import os
-    workers = jobs or os.cpu_count() or 1
     try:
         if hz is not None:
             from tcpsim.scenario import check_hz
@@ -1398,10 +1392,10 @@ def replay(
                 pins = _fit_pins(opts, hz, device, timing, sysctls)
                 if profiles:
                     code = _rank_capture(capture, profiles, tuple(policy), sysctls, until, pins,
-                                         fit, eng, as_json, opts, workers)
+                                         fit, eng, as_json, opts)
                 else:
                     code = _fit_capture(capture, profile, tuple(policy), fit_profile, sysctls,
-                                        until, pins, eng, as_json, html, opts, workers)
+                                        until, pins, eng, as_json, html, opts)
                 raise typer.Exit(code)
             v = replay_capture(capture, profile=profile, policies=tuple(policy),
                                sysctl=sysctls, until_s=until, hz=hz, engine=eng, **opts)
@@ -1465,11 +1459,11 @@ def _fit_pins(opts: dict, hz: Optional[int], device: Optional[str], timing: Opti
 
 def _fit_capture(capture: Path, profile: str, policies: tuple, fit_profile: Optional[str],
                  sysctls: dict, until: Optional[float], pins: dict, engine: Optional[str],
-                 as_json: bool, html: Optional[Path], opts: dict, jobs: int = 1) -> int:
+                 as_json: bool, html: Optional[Path], opts: dict) -> int:
     from tcpsim.pcap.fitreport import fit_json, fit_text
     from tcpsim.pcap.replay import fit_capture
     f, g, v = fit_capture(capture, profile, policies, fit_profile, sysctls, until, pins,
-                          engine=engine or "native", jobs=jobs, **opts)
+                          engine=engine or "native", **opts)
     if as_json:
         typer.echo(json.dumps(fit_json(f, g, v), indent=1, default=str))
     else:
@@ -1483,7 +1477,7 @@ def _fit_capture(capture: Path, profile: str, policies: tuple, fit_profile: Opti
 
 def _rank_capture(capture: Path, profiles: str, policies: tuple, sysctls: dict,
                   until: Optional[float], pins: dict, do_fit: bool, engine: Optional[str],
-                  as_json: bool, opts: dict, jobs: int = 1) -> int:
+                  as_json: bool, opts: dict) -> int:
     from tcpsim.catalog import builtin_profiles
     from tcpsim.pcap.fit import Capture, all_variants, rank
     from tcpsim.pcap.fitreport import rank_text
@@ -1496,7 +1490,7 @@ def _rank_capture(capture: Path, profiles: str, policies: tuple, sysctls: dict,
                                 + ", ".join(builtin_profiles()))
         variants = [(p, ()) for p in want] + [(want[0], (pol,)) for pol in policies]
     cap = Capture(capture, sysctl=sysctls, until_s=until, engine=engine or "native", **opts)
-    r = rank(cap, variants, pins, do_fit, jobs=jobs)
+    r = rank(cap, variants, pins, do_fit)
     if as_json:
         typer.echo(json.dumps({"capture": str(capture), "fit": do_fit, **r.as_dict()}, indent=1,
                               default=str))

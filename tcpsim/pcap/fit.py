@@ -317,14 +317,12 @@ FIT_MAX_SEGMENTS = 40_000  # ... and at most this many of its segments
 def fit(cap: Capture, profile: str, policies: tuple[str, ...] = (),
         pinned: dict[str, Any] | None = None, passes: int = 2, start: Unknowns | None = None,
         order: tuple[str, ...] = ORDER, progress: Callable[[str], None] | None = None,
-        window_s: float | None = FIT_WINDOW_S, jobs: int = 1) -> FitResult:
+        window_s: float | None = FIT_WINDOW_S) -> FitResult:
     """Coordinate search of the unknowns for one profile (see the module docstring). The
     candidates are replayed over the capture's first `window_s` seconds (None: all of it):
     the unknowns act from the first window on, and a long or fast capture's search then
     costs a bounded number of seconds (at most FIT_MAX_SEGMENTS segments: 0.5 s of a 1 Gbit/s
-    transfer); the best is replayed over the whole capture. `jobs` > 1: the candidates of
-    each unknown are replayed in that many worker processes (CandidatePool); the search
-    and its answer are the same."""
+    transfer); the best is replayed over the whole capture."""
     from tcpsim.engine.result import few_gc_passes
     whole = cap.until_ns
     if window_s is not None:
@@ -333,86 +331,24 @@ def fit(cap: Capture, profile: str, policies: tuple[str, ...] = (),
     try:
         # the capture's millions of objects stay alive through every replay: the collector's
         # default passes would walk them again and again, finding no cycles
-        with few_gc_passes(), CandidatePool(cap, profile, policies, jobs) as pool:
-            return _fit(cap, profile, policies, pinned, passes, start, order, progress, whole,
-                        pool)
+        with few_gc_passes():
+            return _fit(cap, profile, policies, pinned, passes, start, order, progress, whole)
     finally:
         cap.until_ns = whole
 
 
-# what a CandidatePool's workers replay: set before they are forked, read in them
-_WORK: tuple[Capture, str, tuple[str, ...]] | None = None
-
-
-def _grade_candidate(u: Unknowns) -> Grade:
-    assert _WORK is not None
-    cap, profile, policies = _WORK
-    return cap.replay(profile, policies, u, full=False)[0]
-
-
-class CandidatePool:
-    """Worker processes that replay a fit's candidates (its window) and return their grades.
-    Forked from this process once the capture is imported and cut: each worker has it
-    without a copy or a pickle (the native engine holds the GIL, so threads would not run
-    side by side). The workers die with this process (tcpsim.sweeps.lifeline, as the sweep's
-    and the search's pools); a pool that breaks (a worker killed) leaves the candidates to
-    this process. jobs <= 1: no workers, every replay here."""
-
-    def __init__(self, cap: Capture, profile: str, policies: tuple[str, ...], jobs: int) -> None:
-        self.work = (cap, profile, tuple(policies))
-        self.jobs = jobs
-        self.ex: Any = None
-
-    def __enter__(self) -> "CandidatePool":
-        global _WORK
-        if self.jobs > 1:
-            import os
-            from concurrent.futures import ProcessPoolExecutor
-            from multiprocessing import get_context
-
-            from tcpsim.sweeps.lifeline import watch_parent
-            _WORK = self.work
-            self.ex = ProcessPoolExecutor(max_workers=self.jobs, mp_context=get_context("fork"),
-                                          initializer=watch_parent, initargs=(os.getpid(),))
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        global _WORK
-        if self.ex is not None:
-            self.ex.shutdown(cancel_futures=True)
-            self.ex = None
-        _WORK = None
-
-    def grades(self, us: list[Unknowns]) -> list[Grade]:
-        """The grades of `us`, in order."""
-        if self.ex is not None and len(us) > 1:
-            from concurrent.futures.process import BrokenProcessPool
-            try:
-                return list(self.ex.map(_grade_candidate, us))
-            except BrokenProcessPool:
-                self.ex.shutdown(cancel_futures=True)
-                self.ex = None
-        cap, profile, policies = self.work
-        return [cap.replay(profile, policies, u, full=False)[0] for u in us]
-
-
 def _fit(cap: Capture, profile: str, policies: tuple[str, ...], pinned: dict[str, Any] | None,
          passes: int, start: Unknowns | None, order: tuple[str, ...],
-         progress: Callable[[str], None] | None, whole: int | None,
-         pool: CandidatePool) -> FitResult:
+         progress: Callable[[str], None] | None, whole: int | None) -> FitResult:
     pinned = dict(pinned or {})
     t0 = time.perf_counter()
     cur = for_profile(replace(start or cap.start(), **pinned), profile)
-    cache: dict[Unknowns, Grade] = {}
+    cache: dict[Unknowns, tuple[Grade, ReplayResult]] = {}
 
     def ev(u: Unknowns) -> Grade:
         if u not in cache:
-            cache[u] = pool.grades([u])[0]
-        return cache[u]
-
-    def ev_all(us: list[Unknowns]) -> None:
-        todo = [u for u in dict.fromkeys(us) if u not in cache]
-        cache.update(zip(todo, pool.grades(todo)))
+            cache[u] = cap.replay(profile, policies, u, full=False)
+        return cache[u][0]
 
     sweeps: dict[str, dict[Any, float]] = {}
     free = [n for n in order if n not in pinned]
@@ -424,7 +360,6 @@ def _fit(cap: Capture, profile: str, policies: tuple[str, ...], pinned: dict[str
                 vals = list(dict.fromkeys([*vals, *refine_reader(cur.reader)]))
             if getattr(cur, name) not in vals:
                 vals = [getattr(cur, name), *vals]
-            ev_all([cur, *(replace(cur, **{name: v}) for v in vals)])
             scored = [(ev(replace(cur, **{name: v})).total, -j, v) for j, v in enumerate(vals)]
             sweeps[name] = {v: g for g, _, v in scored}
             best = max(scored)
@@ -485,7 +420,7 @@ class Ranking:
 
 def rank(cap: Capture, variants: list[tuple[str, tuple[str, ...]]],
          pinned: dict[str, Any] | None = None, do_fit: bool = True,
-         progress: Callable[[str], None] | None = None, jobs: int = 1) -> Ranking:
+         progress: Callable[[str], None] | None = None) -> Ranking:
     """Fit (or, without do_fit, replay the start/pinned values under) every variant and rank
     them by grade. The first variant's fit seeds the others' searches (one pass each)."""
     fits: list[FitResult] = []
@@ -493,7 +428,7 @@ def rank(cap: Capture, variants: list[tuple[str, tuple[str, ...]]],
     for profile, policies in variants:
         if do_fit:
             f = fit(cap, profile, policies, pinned, passes=2 if seed is None else 1, start=seed,
-                    progress=progress, jobs=jobs)
+                    progress=progress)
             if seed is None:
                 seed = f.best
         else:

@@ -79,17 +79,14 @@ def fit_capture(path: str | Path, profile: str = "linux-6.18", policies: tuple[s
                 fit_profile: str | None = None, sysctl: dict[str, Any] | None = None,
                 until_s: float | None = None, pins: dict[str, Any] | None = None,
                 thresholds: Thresholds | None = None, engine: str | None = "native",
-                progress: Any = None, jobs: int = 1,
-                **import_opts: Any) -> tuple[Any, Any, Validation]:
+                progress: Any = None, **import_opts: Any) -> tuple[Any, Any, Validation]:
     """`tcpsim replay --fit`: fit the unknowns under `fit_profile` (default: `profile`
     without patches), then replay the fitted workload under `profile` + `policies` and score
-    it (`jobs`: worker processes for the fit's candidates). Returns (FitResult, the target's
-    Grade, its Validation)."""
+    it. Returns (FitResult, the target's Grade, its Validation)."""
     from dataclasses import replace as _replace
     from tcpsim.pcap.fit import Capture, fit, for_profile
     cap = Capture(path, sysctl=sysctl, until_s=until_s, engine=engine, **import_opts)
-    f = fit(cap, fit_profile or profile, () if fit_profile is None else (), pins, progress=progress,
-            jobs=jobs)
+    f = fit(cap, fit_profile or profile, () if fit_profile is None else (), pins, progress=progress)
     target = for_profile(f.best, profile)
     if f.result is not None and (profile, tuple(policies), target) == (f.profile, f.policies,
                                                                       f.best):

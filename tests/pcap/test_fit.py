@@ -175,13 +175,3 @@ def test_the_never_reading_capture_ranks_6_14_and_later_first_window_for_window(
     assert best.profile == "linux-6.18" and r.fits_well and r.tells_apart
     assert best.grade.within_unit_fraction >= 0.8
     assert r.verdicts["linux-6.1"] == r.verdicts["linux-6.6"] == "ruled out"
-
-
-def test_the_fit_in_worker_processes_finds_the_same_answer():
-    """jobs > 1 replays each unknown's candidates in forked workers: same search, same
-    grades, same answer as in one process."""
-    cap = Capture(PCAPS / "veth-never.pcap.gz")
-    one = fit(cap, "linux-6.18", order=("reader", "device", "hz"))
-    two = fit(cap, "linux-6.18", order=("reader", "device", "hz"), jobs=2)
-    assert two.best == one.best and two.grade == one.grade and two.replays == one.replays
-    assert [x.grades for x in two.fitted] == [x.grades for x in one.fitted]
