@@ -13,10 +13,9 @@ same reader, importer and fit as a real one; the frames a real capture adds (SAC
 reordering, super-segments) are a small share that goes through the frame-by-frame decoder.
 Give a capture of your own with `benchmarks/pcap_fit.py FILE`.
 
-Two measurements, in one invocation: the user's command, `tcpsim replay CAPTURE --fit --json`
-(its default: a worker per CPU for the candidates), as a whole process (wall, CPU = user +
-sys of it and its workers, peak RSS: the figure held to the goal), and the stages in this
-process, in one process (import, the fit's candidate replays of its window and the best one
+Two measurements, in one invocation: the user's command, `tcpsim replay CAPTURE --fit --json`,
+as a whole process (wall, CPU = user + sys, peak RSS: the figure held to the goal), and the
+stages in this process (import, the fit's candidate replays of its window and the best one
 over the whole capture). Numbers, never pass/fail: the machine is shared and noisy -- on a
 loaded machine the wall time is a multiple of the CPU time; compare CPU, or ratios measured
 in one run.
