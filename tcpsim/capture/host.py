@@ -53,6 +53,7 @@ from typing import Any, Iterator
 from tcpsim.capture import nstat
 from tcpsim.capture.netns import in_netns, run
 from tcpsim.capture.sockinfo import meminfo, tcp_info
+from tcpsim.core.sysctl import Sysctls
 from tcpsim.errors import ScenarioError
 from tcpsim.host.plan import SAMPLE_EVERY_NS, Flow, HostPlan
 from tcpsim.host.populations import expand
@@ -63,6 +64,10 @@ from tcpsim.workload import App
 TCP_MEM = Path("/proc/sys/net/ipv4/tcp_mem")
 PCPU_RSV = Path("/proc/sys/net/core/mem_pcpu_rsv")
 GLOBAL_SYSCTLS = {"net.ipv4.tcp_mem": TCP_MEM, "net.core.mem_pcpu_rsv": PCPU_RSV}
+# Set per socket (TCP_CONGESTION), not in the namespace: a namespace inherits the root
+# namespace's default (bbr on the development machine), and a non-root namespace may not
+# select a restricted default (capturing.md).
+CC_SYSCTL = "net.ipv4.tcp_congestion_control"
 SAVED_TCP_MEM = Path("/run/tcpsim-host-capture.globals.json")
 WRITERS = ("periodic", "bulk")
 READERS = ("never", "periodic", "fast")
@@ -106,8 +111,19 @@ def load(path: str | Path, duration: str | None = None) -> tuple[HostScenario, H
 
 
 def namespace_sysctls(sysctl: dict[str, Any]) -> dict[str, Any]:
-    """The per-namespace sysctls of a flow (the global ones removed)."""
-    return {k: v for k, v in sysctl.items() if k not in GLOBAL_SYSCTLS}
+    """The per-namespace sysctls of a flow (the global ones and the congestion control,
+    set per socket, removed)."""
+    return {k: v for k, v in sysctl.items() if k not in GLOBAL_SYSCTLS and k != CC_SYSCTL}
+
+
+def congestion_control(flow: Flow) -> str:
+    """The congestion control the model's sender of `flow` runs: its `sender.sysctl`, else
+    the host's `[sysctl]` (both ends are on this host), else the model's default (CUBIC,
+    the kernel's own default) -- set on each socket, so the kernel runs what the model
+    does whatever the machine's default is."""
+    sc = flow.scenario
+    return str(sc.sender_sysctl.get(CC_SYSCTL) or sc.sysctl.get(CC_SYSCTL)
+               or Sysctls().tcp_congestion_control)
 
 
 # -- the global sysctls (tcp_mem, mem_pcpu_rsv), always restored ------------------------------
@@ -229,8 +245,11 @@ class Loop:
                 self.at(f.stop, "close", i)
 
     def open(self, i: int, flow: Flow) -> None:
-        client = socket.create_connection(self.listener.getsockname())
-        server, _ = self.listener.accept()
+        client = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION,
+                          congestion_control(flow).encode())
+        client.connect(self.listener.getsockname())
+        server, _ = self.listener.accept()       # the listener's congestion control
         for s in (client, server):
             s.setblocking(False)
         assert i == len(self.conns)
@@ -341,6 +360,8 @@ def drive(plan: HostPlan) -> list[dict[str, Any]]:
     """Run the plan's flows in the current namespace; the samples."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION,
+                        congestion_control(plan.flows[0]).encode())
     listener.bind(("127.0.0.1", PORT))
     listener.listen(4096)
     base = _read_counters()
