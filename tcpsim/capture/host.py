@@ -383,15 +383,25 @@ def drive(plan: HostPlan) -> list[dict[str, Any]]:
 
 def summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
     """What a model is scored on: pressure onset (first sample with an entry, s; None if
-    never), peak sockstat mem (pages), pressure entries and their class (0, 1, many), time
-    in pressure (ms, the kernel's chrono), per-class delivered bytes at the end."""
+    never), peak sockstat mem (pages) above the baseline, pressure entries and their class
+    (0, 1, many), time in pressure (ms, the kernel's chrono), per-class delivered bytes at
+    the end.
+
+    sockstat's `mem` is the machine's whole TCP pool: the first sample, taken before any
+    flow opens, shows what the machine's other sockets held (0 to ~500 pages on the shared
+    development machine, varying from run to run). That `baseline_sockstat_mem` is taken
+    off the peak, so the peak is what the host's own flows added -- what a model, whose
+    pool starts empty, shows. (The baseline still counts against tcp_mem on the kernel.)"""
     onset = next((s["t_ns"] / 1e9 for s in samples
                   if s["counters"].get("TcpExtTCPMemoryPressures", 0) > 0), None)
     last = samples[-1] if samples else {"counters": {}, "classes": {}}
     entries = last["counters"].get("TcpExtTCPMemoryPressures", 0)
+    base = samples[0]["sockstat"].get("mem", 0) if samples else 0
     return {
         "pressure_onset_s": onset,
-        "peak_sockstat_mem": max((s["sockstat"].get("mem", 0) for s in samples), default=0),
+        "peak_sockstat_mem": max((s["sockstat"].get("mem", 0) for s in samples),
+                                 default=0) - base,
+        "baseline_sockstat_mem": base,
         "pressures": entries,
         "pressure_class": "0" if entries == 0 else "1" if entries == 1 else "many",
         "pressure_chrono_ms": last["counters"].get("TcpExtTCPMemoryPressuresChrono", 0),
