@@ -140,12 +140,17 @@ def restore_saved_tcp_mem() -> dict[str, str] | None:
     return saved
 
 
-def global_settings(host: HostScenario) -> dict[Path, str]:
-    """The global (not per-namespace) sysctls the host file sets: tcp_mem, mem_pcpu_rsv."""
+def global_settings(host: HostScenario, baseline: int = 0) -> dict[Path, str]:
+    """The global (not per-namespace) sysctls the host file sets: tcp_mem, mem_pcpu_rsv.
+    `baseline`: pages the machine's other sockets hold (sockstat `mem` before the run),
+    added to each tcp_mem limit so the host's own flows meet the file's limits as on an
+    otherwise empty host -- the model's pool starts empty."""
     out = {}
     for name, path in GLOBAL_SYSCTLS.items():
         if name in host.sysctl:
             v = host.sysctl[name]
+            if name == "net.ipv4.tcp_mem":
+                v = [int(x) + baseline for x in v]
             out[path] = " ".join(str(x) for x in v) if isinstance(v, (list, tuple)) else str(v)
     return out
 
@@ -440,12 +445,15 @@ def capture_once(host: HostScenario, plan: HostPlan) -> tuple[dict[str, str], di
         for name, value in namespace_sysctls(plan.flows[0].scenario.sysctl).items():
             v = " ".join(str(x) for x in value) if isinstance(value, list) else str(value)
             run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"{name}={v}"])
-        with lowered_tcp_mem(global_settings(host)) as original, in_netns(ns):
+        baseline = parse_sockstat(Path("/proc/net/sockstat").read_text()).get("mem", 0)
+        settings = global_settings(host, baseline)
+        with lowered_tcp_mem(settings) as original, in_netns(ns):
             samples = drive(plan)
             time.sleep(0.2)     # the closed sockets' memory drains before tcp_mem goes back up
     finally:
         run(["ip", "netns", "del", ns], check=False)
-    return original, {"samples": samples, "summary": summary(samples)}
+    return original, {"samples": samples, "summary": summary(samples),
+                      "globals_set": {str(k): v for k, v in settings.items()}}
 
 
 def median_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:

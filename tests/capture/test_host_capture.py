@@ -42,6 +42,9 @@ def test_the_fixtures_load_as_the_engines_expand_them():
     assert len(plan.flows) == 200 and plan.local_peers
     assert {plan.classes[f.cls] for f in plan.flows} == {"slow", "healthy"}
     assert host.global_settings(h) == {host.TCP_MEM: "1500 2000 2500"}
+    # the machine's other sockets' pages are added to each limit (the model's pool is empty)
+    assert host.global_settings(h, 300) == {host.TCP_MEM: "1800 2300 2800"}
+    assert host.congestion_control(plan.flows[0]) == "cubic"    # not the machine's default
     assert host.namespace_sysctls(plan.flows[0].scenario.sysctl)["net.ipv4.tcp_rmem"] == [
         4096, 131072, 6291456]
 
