@@ -130,18 +130,10 @@ impl Device {
         self.make_gso_skb(seq, length, fin, 0)
     }
 
-    /// `make_skb` for a segment that is a software-GSO piece or not (`Segment.gso_piece`).
-    pub fn make_piece_skb(&self, seq: i64, length: i64, fin: bool, piece: bool) -> Skb {
-        if self.strategy == "sender" {
-            return self.sender_skb(seq, length, fin, piece);
-        }
-        self.make_skb(seq, length, fin)
-    }
-
     /// `make_skb` for a segment of a GSO train of `gso_size`-byte frames (0 = one frame).
     pub fn make_gso_skb(&self, seq: i64, length: i64, fin: bool, gso_size: i64) -> Skb {
         match self.strategy.as_str() {
-            "sender" => return self.sender_skb(seq, length, fin, false),
+            "sender" => return self.sender_skb(seq, length, fin),
             "tun" => return self.tun_skb(seq, length, fin),
             _ => {}
         }
@@ -164,18 +156,15 @@ impl Device {
     /// (docs/kernel-measurements.md, E1, E4) -- 16 when one of them crosses a page of the
     /// writer's page frag and so holds two fragments (`sender_frags`). `shared`: the
     /// receiver's skb is a clone of the
-    /// sender's retransmit-queue skb; skb_try_coalesce() refuses a cloned skb. Only a
-    /// one-segment transmission arrives as that clone: the segments software GSO cuts from
-    /// a larger skb (`piece`) are fresh skbs over the sender's pages (skb_segment()
-    /// [net/core/skbuff.c, 6.18]).
-    fn sender_skb(&self, seq: i64, length: i64, fin: bool, piece: bool) -> Skb {
+    /// sender's retransmit-queue skb; skb_try_coalesce() refuses a cloned skb.
+    fn sender_skb(&self, seq: i64, length: i64, fin: bool) -> Skb {
         let layout = Layout {
             head: self.head,
             nfrags: sender_frags(seq, length),
             ..Layout::default()
         };
         let mut skb = Skb::new(seq, length, skb_truesize(self.head) + length, layout, fin);
-        if self.shared && !piece {
+        if self.shared {
             skb.cloned_until = seq + length + i64::from(fin);
         }
         skb

@@ -569,7 +569,6 @@ pub(crate) fn segment_from_py(seg: &Bound<'_, PyAny>) -> PyResult<Segment> {
         sacks,
         gso_size: int("gso_size")?,
         tx_ns: int("tx_ns")?,
-        gso_piece: seg.getattr("gso_piece")?.is_truthy()?,
     })
 }
 
@@ -590,7 +589,6 @@ pub(crate) fn segment_to_py<'py>(
     kw.set_item("gso_size", seg.gso_size)?;
     let obj = cls.call((seg.seq, seg.len, seg.flags, seg.ack, seg.win), Some(&kw))?;
     obj.setattr("tx_ns", seg.tx_ns)?;
-    obj.setattr("gso_piece", seg.gso_piece)?;
     Ok(obj)
 }
 

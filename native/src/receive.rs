@@ -70,9 +70,7 @@ impl TcpSocket {
                 return;
             }
             if seg.seq + seg.len <= rcv.rcv_nxt + self.receive_window() {
-                let skb = self
-                    .dev
-                    .make_piece_skb(seg.seq, seg.len, false, seg.gso_piece);
+                let skb = self.dev.make_skb(seg.seq, seg.len, false);
                 if skb.truesize <= self.mem.sk_forward_alloc {
                     self.fast_path_data(seg, skb, !fast);
                     return;
@@ -231,7 +229,7 @@ impl TcpSocket {
         let k = self.k.clone();
         let skb = match skb {
             Some(s) => s,
-            None => self.dev.make_piece_skb(seq, length, fin, seg.gso_piece),
+            None => self.dev.make_skb(seq, length, fin),
         };
         if !k.admit_in_order(self, &skb) {
             self.mib.TCPRcvQDrop += 1;
@@ -289,9 +287,7 @@ impl TcpSocket {
     /// Models tcp_data_queue_ofo(): admission, SACK, insert/merge in sequence order.
     pub fn data_queue_ofo(&mut self, seg: &Segment) {
         let k = self.k.clone();
-        let skb = self
-            .dev
-            .make_piece_skb(seg.seq, seg.len, seg.flags & FIN != 0, seg.gso_piece);
+        let skb = self.dev.make_skb(seg.seq, seg.len, seg.flags & FIN != 0);
         if !k.try_rmem_schedule(self, &skb, skb.truesize) {
             self.mib.TCPOFODrop += 1;
             self.trace_seg("drop", "ofo full", seg, skb.truesize, "PROTO_MEM");

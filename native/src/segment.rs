@@ -61,10 +61,6 @@ pub struct Segment {
     pub gso_size: i64,
     /// Set by the link: when the segment left the sender.
     pub tx_ns: i64,
-    /// One of the wire segments software GSO cut from a multi-segment transmission (a
-    /// fresh skb, skb_segment()); a one-segment transmission is the sender's skb itself
-    /// (segment.py `Segment.gso_piece`).
-    pub gso_piece: bool,
 }
 
 impl Segment {
@@ -84,7 +80,6 @@ impl Segment {
             sacks: Vec::new(),
             gso_size: 0,
             tx_ns: 0,
-            gso_piece: false,
         }
     }
 

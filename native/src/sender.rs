@@ -442,10 +442,9 @@ impl TcpSocket {
                 self.mss_split_point(skb_len, is_tail, wnd_end, quota, probe)
             };
             let mut sent = 0;
-            let piece = limit > mss; // software GSO cuts the skb (Segment.gso_piece)
             while sent < limit {
                 let seg_len = mss.min(limit - sent);
-                self.send_new(self.snd.snd_nxt, seg_len, inflight, piece);
+                self.send_new(self.snd.snd_nxt, seg_len, inflight);
                 sent += seg_len;
                 inflight += 1;
             }
@@ -551,16 +550,14 @@ impl TcpSocket {
     }
 
     /// Send new data [seq, seq + length); `inflight`: packets_in_flight() before it (the
-    /// caller's count: write_xmit keeps one for its cwnd test); `piece`: one of several wire
-    /// segments of one transmitted skb (Segment.gso_piece).
-    fn send_new(&mut self, seq: i64, length: i64, inflight: i64, piece: bool) {
+    /// caller's count: write_xmit keeps one for its cwnd test).
+    fn send_new(&mut self, seq: i64, length: i64, inflight: i64) {
         let psh = if seq + length == self.snd.write_seq {
             PSH
         } else {
             0
         };
-        let mut seg = self.make_segment(seq, length, ACK | psh);
-        seg.gso_piece = piece;
+        let seg = self.make_segment(seq, length, ACK | psh);
         if inflight == 0 {
             self.ca_cwnd_event(CA_EVENT_TX_START); // tcp_event_data_sent()
         }
@@ -1242,7 +1239,7 @@ impl TcpSocket {
                 self.snd.write_queue.pop_front();
             }
             let inflight = self.packets_in_flight();
-            self.send_new(self.snd.snd_nxt, seg_len, inflight, false);
+            self.send_new(self.snd.snd_nxt, seg_len, inflight);
             if self.k.clone().new_data_checks_space(self) {
                 self.check_space(); // tcp_event_new_data_sent()
             }

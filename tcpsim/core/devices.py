@@ -105,13 +105,11 @@ class Device:
                 parts.append(f"{attr}={('on' if v else 'off') if isinstance(v, bool) else v}")
         return self.strategy + (":" + ",".join(parts) if parts else "")
 
-    def make_skb(self, seq: int, length: int, fin: bool, gso_size: int = 0,
-                 piece: bool = False) -> Skb:
+    def make_skb(self, seq: int, length: int, fin: bool, gso_size: int = 0) -> Skb:
         """The skb this device builds for an arriving segment of `length` payload bytes
-        (`gso_size`: the per-frame payload of a GSO train, 0 = one frame; `piece`: the
-        segment is a software-GSO piece, Segment.gso_piece)."""
+        (`gso_size`: the per-frame payload of a GSO train, 0 = one frame)."""
         if self.strategy == "sender":
-            return self.sender_skb(seq, length, fin, piece)
+            return self.sender_skb(seq, length, fin)
         if self.strategy == "tun":
             return self.tun_skb(seq, length, fin)
         frame = ETH_HLEN + IP_HLEN + self.tcp_hlen + length
@@ -121,7 +119,7 @@ class Device:
             return self.linear_skb(seq, length, fin, frame, gso_size)
         return self.page_frag_skb(seq, length, fin, frame, gso_size)
 
-    def sender_skb(self, seq: int, length: int, fin: bool, piece: bool = False) -> Skb:
+    def sender_skb(self, seq: int, length: int, fin: bool) -> Skb:
         """veth / loopback: the receiver gets the sender's own skb (TSO/GSO/GRO off).
 
         tcp_sendmsg() builds a small kmalloc'd head for the headers (`head` bytes of data area,
@@ -136,13 +134,10 @@ class Device:
         a cloned skb, so nothing coalesces into it until the sender frees its copy on ACK -- with
         delayed ACKs most small segments then become new skbs (measured, E1). A forwarding hop
         (the capture's delay router) gives the receiver private skbs: coalescing as usual (E4).
-        Only a one-segment transmission arrives as that clone: the segments software GSO
-        cuts from a larger skb (`piece`, Segment.gso_piece) are fresh skbs over the sender's
-        pages (skb_segment() [net/core/skbuff.c, 6.18]), which coalescing may grow at once.
         """
         skb = Skb(seq, length, skb_truesize(self.head) + length, head=self.head, linear=0,
                   nfrags=sender_frags(seq, length), fin=fin)
-        if self.shared and not piece:
+        if self.shared:
             skb.cloned_until = seq + length + (1 if fin else 0)
         return skb
 

@@ -27,18 +27,12 @@ class Segment:
 
     `gso_size` > 0 marks a GRO/GSO aggregate of `len // gso_size` wire segments (packetdrill's
     `--mss` option, or a GRO-enabled ingress device).
-
-    `gso_piece`: one of the wire segments software GSO cut from a multi-segment transmission
-    (skb_segment() [net/core/skbuff.c] builds each a fresh skb over the sender's pages); a
-    one-segment transmission is the sender's skb itself, a clone of its retransmit-queue copy
-    (tcp_transmit_skb()). Matters on a device whose receiver gets the sender's skbs (loopback,
-    veth-direct: `Device.sender_skb`).
     """
 
     __slots__ = (
         "seq", "len", "flags", "ack", "win",
         "mss", "wscale", "sack_ok", "tsval", "tsecr", "sacks", "gso_size",
-        "tx_ns", "gso_piece",
+        "tx_ns",
     )
 
     def __init__(
@@ -70,7 +64,6 @@ class Segment:
         self.sacks = sacks        # SACK blocks (start, end), first block may be a D-SACK
         self.gso_size = gso_size
         self.tx_ns = 0            # set by the link: when the segment left the sender
-        self.gso_piece = False    # cut by software GSO from a multi-segment transmission
 
     @property
     def end_seq(self) -> int:

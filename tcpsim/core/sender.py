@@ -362,10 +362,9 @@ class SendMixin:
                         break
                 limit = self._mss_split_point(skb_len, is_tail, wnd_end, quota, probe)
             sent = 0
-            piece = limit > mss                 # software GSO cuts the skb (Segment)
             while sent < limit:
                 seg_len = min(mss, limit - sent)
-                self._send_new(snd.snd_nxt, seg_len, inflight, piece)
+                self._send_new(snd.snd_nxt, seg_len, inflight)
                 sent += seg_len
                 inflight += 1
             if sent < skb_len:
@@ -439,15 +438,12 @@ class SendMixin:
             return DEFER_CWND_LIMITED                # *is_cwnd_limited = true
         return DEFER
 
-    def _send_new(self: TcpSocket, seq: int, length: int, inflight: int,
-                  piece: bool = False) -> None:
+    def _send_new(self: TcpSocket, seq: int, length: int, inflight: int) -> None:
         """Send new data [seq, seq + length); `inflight`: packets_in_flight() before it (the
-        caller's count: write_xmit keeps one for its cwnd test); `piece`: one of several
-        wire segments of one transmitted skb (Segment.gso_piece)."""
+        caller's count: write_xmit keeps one for its cwnd test)."""
         snd = self.snd
         flags = ACK | (PSH if seq + length == snd.write_seq else 0)
         seg = self.make_segment(seq, length, flags)
-        seg.gso_piece = piece
         if not inflight:
             self.ca.cwnd_event(self, CA_EVENT_TX_START)    # tcp_event_data_sent()
         snd.snd_nxt = seq + length

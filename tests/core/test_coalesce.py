@@ -1,9 +1,7 @@
 """tcp_try_coalesce / skb_try_coalesce: delta charging, the 17-fragment limit, tailroom, clones,
 the sender's page layout."""
 
-from tcpsim.core.constants import NS_PER_MS
 from tcpsim.core.devices import device
-from tcpsim.core.segment import ACK, Segment
 from tcpsim.core.skb import Skb
 
 from harness import established
@@ -67,25 +65,6 @@ def test_shared_skb_is_not_coalesced_until_the_peer_releases_it():
     sk.on_peer_release(sk.rcv.rcv_nxt)
     p.at(4).send(100)
     assert sk.mib.TCPRcvCoalesce == 1
-
-
-def test_a_software_gso_piece_is_a_fresh_skb_that_coalesces_at_once():
-    """Segments cut by software GSO from a multi-segment transmission are new skbs over the
-    sender's pages (skb_segment()), not clones of its retransmit-queue skb: the receiver
-    coalesces them before the sender has freed anything."""
-    p = established("linux-6.18", dev="veth-direct")
-    sk = p.sk
-    sk.on_peer_release(0)
-    for _ in range(3):
-        p.now += 1000
-        seg = Segment(p.seq, 1448, ACK, 1, 502, tsval=p.now // NS_PER_MS + 1, tsecr=p.echo)
-        seg.gso_piece = True
-        sk.on_segment(p.now, seg)
-        p.seq += 1448
-        p.take()
-    assert sk.mib.TCPRcvCoalesce == 2 and len(sk.mem.receive_queue) == 1
-    assert device("loopback").make_skb(1, 1448, False).cloned_until == 1449
-    assert device("loopback").make_skb(1, 1448, False, piece=True).cloned_until == 0
 
 
 def test_tun_linear_head_cannot_be_stolen():
