@@ -94,7 +94,7 @@ def test_summary_onset_peak_and_class():
 
 
 def test_median_of_runs_with_their_spread():
-    runs = [host.summary([_sample(0, m, p, d)]) for m, p, d in
+    runs = [host.summary([_sample(0, 0, 0, 0), _sample(1, m, p, d)]) for m, p, d in
             ((500, 1, 10), (800, 1, 30), (520, 0, 20))]
     med = host.median_summary(runs)
     assert med["peak_sockstat_mem"] == 520 and med["pressure_class"] == "1"
