@@ -22,7 +22,7 @@ from tcpsim.runner import RunOptions
 from tcpsim.scenario import read_scenario_file, set_field
 from tcpsim.searching.objective import OBJECTIVES, Objective, Outcome, evaluate
 from tcpsim.searching.reference import reference_spec
-from tcpsim.searching.space import PolicySpec, SearchSpec
+from tcpsim.searching.space import PolicySpec, SearchSpec, active_values
 from tcpsim.sweeps import execute
 from tcpsim.sweeps.grid import Point, _build_point
 
@@ -115,7 +115,7 @@ class Evaluator:
         parallel; results in the order given."""
         evals = []
         for v, d in batch:
-            vals = dict(v)
+            vals = active_values(self.spec.dims, dict(v), self.base_value)
             if "duration" in vals:            # a searched duration is the evaluation's own
                 from tcpsim.units import parse_duration
                 d = parse_duration(vals.pop("duration"), "space.duration", positive=True)

@@ -52,6 +52,17 @@ def test_ranges_take_units_and_scales() -> None:
      "search.keep"),
     ({"search": {"objective": "drops", "vs": 3}, "space": {"link.rtt": {"range": "1ms..5ms"}}},
      "search.vs"),
+    # a condition names a choice dim declared above, and values among its choices
+    ({"search": {"objective": "drops"}, "space": {
+        "reader.every": {"range": "1ms..5ms", "when": {"reader.kind": "periodic"}}}},
+     "space.reader.every.when.reader.kind"),
+    ({"search": {"objective": "drops"}, "space": {
+        "reader.kind": {"choices": ["fast", "periodic"]},
+        "reader.every": {"range": "1ms..5ms", "when": {"reader.kind": "slow"}}}},
+     "space.reader.every.when.reader.kind: 'slow'"),
+    ({"search": {"objective": "drops"}, "space": {
+        "reader.kind": {"choices": ["fast", "periodic"]},
+        "reader.every": {"range": "1ms..5ms", "when": "periodic"}}}, "space.reader.every.when"),
 ])
 def test_bad_documents_name_the_field(doc: dict, field: str) -> None:
     with pytest.raises(SearchError, match=field.replace("[", r"\[").replace(".", r"\.")):
@@ -96,3 +107,19 @@ def test_cli_bad_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         assert len(err.strip().splitlines()) == 1
     code, _, err = run_main(["search", "no-such-search"], monkeypatch, capsys)
     assert code != 0 and "no-such-search" in err and len(err.strip().splitlines()) == 1
+
+
+def test_conditional_fields_apply_only_in_their_setting() -> None:
+    """`when`: a periodic reader's period is part of a workload only while the reader is
+    periodic -- also when the reader kind is left at the base scenario's value."""
+    spec = parse_search({"search": {"objective": "drops"}, "space": {
+        "reader.kind": {"choices": ["blocking", "periodic"]},
+        "reader.every": {"range": "1ms..5ms", "when": {"reader.kind": ["periodic"]}}}})
+    every = spec.dims[1]
+    assert every.when == (("reader.kind", ("periodic",)),)
+    from tcpsim.searching.space import active_values
+    base = {"reader.kind": "periodic"}.get
+    assert active_values(spec.dims, {"reader.kind": "blocking", "reader.every": "2ms"}, base) \
+        == {"reader.kind": "blocking"}
+    assert active_values(spec.dims, {"reader.every": "2ms"}, base) == {"reader.every": "2ms"}
+    assert active_values(spec.dims, {"reader.every": "2ms"}, {}.get) == {}
