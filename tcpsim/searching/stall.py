@@ -108,24 +108,21 @@ def attempt(point: Any, trace: str | None = None) -> tuple[dict[str, Any] | None
                                                           dict[str, int], str]:
     """tcpsim.sweeps.execute.attempt for a search whose objective needs the stall times:
     the run keeps its trace in memory and its summary gains STALL_FIELDS."""
-    from tcpsim.catalog import ProfileError, patch_failure
-    from tcpsim.core.sysctl import SysctlError
+    from tcpsim.sweeps.execute import guarded
+    return guarded(_run_with_stalls, point, trace)
+
+
+def _run_with_stalls(point: Any, trace: str | None) -> tuple[dict[str, Any], dict[str, int]]:
     from tcpsim.runner import RunOptions, choose_engine, make_simulation, prepare
-    from tcpsim.scenario import ScenarioError
+    sc, profile = prepare(point.scenario, RunOptions(skip=point.skip))
+    sink = _trace_sink()
+    sim = make_simulation(choose_engine(None, sc), sc, profile, sink=sink, skip=point.skip)
     try:
-        sc, profile = prepare(point.scenario, RunOptions(skip=point.skip))
-        sink = _trace_sink()
-        sim = make_simulation(choose_engine(None, sc), sc, profile, sink=sink, skip=point.skip)
-        try:
-            result = sim.run(None)
-        finally:
-            close = getattr(sim, "close", None)
-            if close is not None:
-                close()
-        summary = dict(result.summary)
-        summary.update(stall_fields(sink.trace(), summary, result.ss.get("snd", "")))
-        return summary, dict(result.counters), ""
-    except (ScenarioError, ProfileError, SysctlError) as exc:
-        return None, {}, str(exc)
-    except Exception as exc:  # noqa: BLE001 -- a model bug in one point must not lose the rest
-        return None, {}, patch_failure(exc) or f"internal error: {type(exc).__name__}: {exc}"
+        result = sim.run(None)
+    finally:
+        close = getattr(sim, "close", None)
+        if close is not None:
+            close()
+    summary = dict(result.summary)
+    summary.update(stall_fields(sink.trace(), summary, result.ss.get("snd", "")))
+    return summary, dict(result.counters)

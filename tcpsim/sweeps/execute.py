@@ -49,8 +49,16 @@ def _run_point(point: Point, trace: str | None) -> tuple[dict[str, Any], dict[st
 
 def attempt(point: Point, trace: str | None) -> Outcome:
     """Run one point where it lands (a worker); the model's exceptions become its error."""
+    return guarded(_run_point, point, trace)
+
+
+def guarded(run_point: Callable[[Point, "str | None"], tuple[dict[str, Any], dict[str, int]]],
+            point: Point, trace: str | None) -> Outcome:
+    """`run_point(point, trace)` as an Outcome: a scenario, profile or sysctl error, or any
+    exception the model raises, becomes the point's error (a model bug in one point must not
+    lose the rest)."""
     try:
-        summary, counters = _run_point(point, trace)
+        summary, counters = run_point(point, trace)
         return summary, counters, ""
     except (ScenarioError, ProfileError, SysctlError) as exc:
         return None, {}, str(exc)
