@@ -32,11 +32,20 @@ def with_overrides(spec: SearchSpec, *, profile: str | None = None,
                    vs_policy: tuple[str, ...] = (), budget: int | None = None,
                    seed: int | None = None, batch: int | None = None,
                    duration: int | None = None, threshold: float | None = None,
-                   optimiser: str | None = None) -> SearchSpec:
+                   optimiser: str | None = None, objective: str | None = None) -> SearchSpec:
     """The search with the command line's (or the API's) changes: `profile` replaces the
     searched profile, `policy` adds patches to it; `vs_profile`/`vs_policy` make (or change)
-    the `vs` side."""
+    the `vs` side; `objective` searches the same space for another objective (its own
+    default threshold unless `threshold` is given too; named NAME-OBJECTIVE)."""
     out = replace(spec)
+    if objective is not None:
+        from tcpsim.searching.objective import OBJECTIVES
+        if objective not in OBJECTIVES:
+            raise SearchError(f"objective: expected one of {', '.join(OBJECTIVES)}, "
+                              f"got {objective!r}")
+        if objective != spec.objective:        # its own results folder (searches/NAME-OBJECTIVE)
+            out.objective, out.threshold = objective, None
+            out.name = f"{spec.name}-{objective}"
     if profile is not None or policy:
         out.policy = PolicySpec(profile or spec.policy.profile, (*spec.policy.policy, *policy),
                                 spec.policy.sysctl)

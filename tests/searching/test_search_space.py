@@ -69,6 +69,18 @@ def test_bad_documents_name_the_field(doc: dict, field: str) -> None:
         parse_search(doc)
 
 
+def test_another_objective_over_the_same_space() -> None:
+    """--objective / objective=: the file's space and policies, another objective with its own
+    default threshold, and its own results folder name."""
+    spec = load_search("rpc-admission")
+    other = with_overrides(spec, objective="time_stalled")
+    assert (other.objective, other.threshold, other.name) == \
+        ("time_stalled", None, "rpc-admission-time_stalled")
+    assert other.dims == spec.dims and other.vs == spec.vs and spec.objective == "inwindow_drops"
+    assert with_overrides(spec, objective="inwindow_drops").name == "rpc-admission"
+    assert with_overrides(spec, objective="time_stalled", threshold=2.0).threshold == 2.0
+
+
 def test_goodput_lost_needs_two_sides() -> None:
     spec = parse_search({"search": {"objective": "goodput_lost"},
                          "space": {"link.rtt": {"range": "1ms..5ms"}}})
@@ -101,7 +113,8 @@ def test_cli_bad_search_files_one_error_line(tmp_path: Path, body: str, field: s
 def test_cli_bad_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                          capsys: pytest.CaptureFixture[str]) -> None:
     for args, word in ((["--budget", "0"], "--budget"), (["--executor", "mpi"], "--executor"),
-                       (["--policy", "no-such-patch"], "no-such-patch")):
+                       (["--policy", "no-such-patch"], "no-such-patch"),
+                       (["--objective", "time_wasted"], "time_stalled")):
         code, _, err = run_main(["search", GENERIC, "-o", str(tmp_path), *args], monkeypatch, capsys)
         assert code != 0 and err.startswith("tcpsim: error:") and word in err, err
         assert len(err.strip().splitlines()) == 1
