@@ -161,7 +161,11 @@ def report_lines(result: SearchResult, out: Path | None = None) -> list[str]:
     lines.append(f"best: {best.objective:.4g} ({sides}) at {fields(best)}, "
                  f"{best.duration / 1e9:g} s")
     if result.finding is None:
-        lines.append(f"no finding: nothing reached the threshold {result.threshold:g}")
+        if (best.objective or 0.0) >= result.threshold:     # --no-minimise
+            lines.append(f"the best reached the threshold {result.threshold:g}; not minimised "
+                         "(--no-minimise), no finding written")
+        else:
+            lines.append(f"no finding: nothing reached the threshold {result.threshold:g}")
         return lines
     f = result.finding
     sides = ", ".join(f"{k} {v:.4g}" for k, v in f.sides.items())

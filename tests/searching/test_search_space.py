@@ -136,3 +136,17 @@ def test_conditional_fields_apply_only_in_their_setting() -> None:
         == {"reader.kind": "blocking"}
     assert active_values(spec.dims, {"reader.every": "2ms"}, base) == {"reader.every": "2ms"}
     assert active_values(spec.dims, {"reader.every": "2ms"}, {}.get) == {}
+
+
+def test_an_unminimised_best_over_the_threshold_is_not_called_nothing() -> None:
+    from tcpsim.searching import report_lines
+    from tcpsim.searching.driver import SearchResult
+    from tcpsim.searching.evaluate import Evaluation
+    spec = load_search("rpc-admission")
+    best = Evaluation({"link.rtt": "1ms"}, 2_000_000_000, objective=3.0,
+                      sides={"policy": 3.0, "vs": 0.0})
+    text = "\n".join(report_lines(SearchResult(spec, [best], best, threshold=1.0)))
+    assert "not minimised" in text and "nothing reached" not in text
+    below = Evaluation({}, 2_000_000_000, objective=0.5, sides={"policy": 0.5, "vs": 0.0})
+    assert "nothing reached the threshold 1" in "\n".join(
+        report_lines(SearchResult(spec, [below], below, threshold=1.0)))
