@@ -96,3 +96,19 @@ def test_stall_search_finds_617_autotuning_holding_the_sender_back(tmp_path: Pat
     assert record["objective"] == "time_stalled"
     assert record["peaks"]["policy"]["rwnd_limited_s"] == f.sides["policy"]
     assert (tmp_path / "finding" / "compare.txt").is_file()
+
+
+@pytest.mark.parametrize("experiment, profile", [("rpc-loopback", "linux-6.17"),
+                                                 ("seed-rcvbuf32k-fill", "linux-6.1")])
+def test_both_engines_give_the_same_stall_times(experiment: str, profile: str) -> None:
+    """The stall times come from the trace both engines write: the Python engine's rows and
+    the native engine's Arrow groups read the same (rpc-loopback: a partial window;
+    seed-rcvbuf32k-fill: a zero window)."""
+    got = []
+    for engine in ("native", "python"):
+        raw, src = read_scenario_file(experiment)
+        raw.update(engine=engine, duration="0.5s")
+        summary, _, err = attempt(_build_point(0, raw, src, {}, RunOptions(profile=profile)))
+        assert not err and summary is not None
+        got.append((summary["rwnd_limited_s"], summary["zero_window_s"]))
+    assert got[0] == got[1] and got[0][0] > 0.4
