@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import tcpsim
+from tcpsim.engines import native_available
 from tcpsim.report.trace import Trace
 from tcpsim.runner import RunOptions
 from tcpsim.scenario import read_scenario_file
@@ -98,6 +99,7 @@ def test_stall_search_finds_617_autotuning_holding_the_sender_back(tmp_path: Pat
     assert (tmp_path / "finding" / "compare.txt").is_file()
 
 
+@pytest.mark.skipif(not native_available(), reason="tcpsim._native is not built")
 @pytest.mark.parametrize("experiment, profile", [("rpc-loopback", "linux-6.17"),
                                                  ("seed-rcvbuf32k-fill", "linux-6.1")])
 def test_both_engines_give_the_same_stall_times(experiment: str, profile: str) -> None:
