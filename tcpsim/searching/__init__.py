@@ -3,8 +3,11 @@
     space      search files: [search] (objective, policies, budget, seed), [set], [space]
     objective  the objectives (higher = worse for the policy), differences of two policies
     reference  "what autotuning alone would give": the reference run of the ratio objectives
+    stall      time stalled (the sender's tcpi_rwnd_limited, zero-window time) from a trace
     evaluate   candidate workloads -> validated scenarios -> runs (local pool, Dask), cached
-    driver     the optimiser loop (Optuna TPE / random, seeded, batched) and the minimiser
+    driver     the optimiser loop (Optuna TPE / random / Hypothesis, seeded, batched) and the
+               minimiser
+    strategy   the space as a Hypothesis strategy, and Hypothesis as the optimiser
     finding    the minimised finding on disk: scenario file, numbers, comparison
 
 OUT (default searches/NAME) holds runs/<hash>.json (every run, by content hash: a search run
