@@ -632,7 +632,8 @@ def sweep_report(
 @app.command()
 def search(
     target: str = typer.Argument(..., help="a search file (TOML with [search] and [space]) or a "
-                                 "shipped search's name (rcvbuf-growth, rpc-admission)"),
+                                 "shipped search's name (rcvbuf-growth, rpc-admission, "
+                                 "sender-stalls)"),
     profile: Optional[str] = typer.Option(None, "--profile", "-p",
                                           help="the profile searched (replaces the file's)"),
     policy: List[str] = typer.Option([], "--policy", help="patch on the searched side "
@@ -649,6 +650,8 @@ def search(
                                            help="every evaluation's simulated time"),
     threshold: Optional[float] = typer.Option(None, "--threshold",
                                               help="an objective at or above it is a finding"),
+    objective: Optional[str] = typer.Option(None, "--objective", help="search the same space "
+                                            "for another objective, e.g. time_stalled"),
     jobs: int = typer.Option(0, "--jobs", "-j", help="worker processes (default: one per CPU)"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="results directory (default "
                                        "searches/NAME); a re-run resumes it"),
@@ -678,7 +681,7 @@ def search(
             searching.load_search(target), profile=profile, policy=tuple(policy), vs_profile=vs,
             vs_policy=tuple(vs_policy), budget=budget, seed=seed, threshold=threshold,
             duration=parse_duration(duration, "--duration", positive=True) if duration else None,
-            optimiser=optimiser)
+            optimiser=optimiser, objective=objective)
     except USER_ERRORS as exc:
         _fail(str(exc))
         return
