@@ -1391,8 +1391,14 @@ def replay(
                     code = _fit_capture(capture, profile, tuple(policy), fit_profile, sysctls,
                                         until, pins, eng, as_json, html, opts)
                 raise typer.Exit(code)
+            if timing is not None:
+                raise ScenarioError(f"--timing {timing}: pins the application timing of a "
+                                    "fit; give --fit (or --profiles) with it")
+            if device is not None:
+                _check_device(device)
             v = replay_capture(capture, profile=profile, policies=tuple(policy),
-                               sysctl=sysctls, until_s=until, hz=hz, engine=eng, **opts)
+                               sysctl=sysctls, until_s=until, hz=hz, engine=eng,
+                               device=device, **opts)
     except interrupt.Interrupted as exc:
         _stopped(exc.signame, "nothing kept (a score needs the whole replay; --until S scores "
                  "the first S seconds)")
@@ -1416,6 +1422,18 @@ def replay(
     raise typer.Exit(0 if v.score.passed else 1)
 
 
+def _check_device(device: str) -> None:
+    """--device: a preset or a device spec, else one ScenarioError line."""
+    from tcpsim.core.devices import DEVICES
+    if device not in DEVICES:
+        from tcpsim.core.devices import device as parse_device
+        try:
+            parse_device(device)
+        except ValueError as exc:
+            raise ScenarioError(f"--device {device}: {exc} (a preset: {', '.join(DEVICES)}, "
+                                "or a spec such as sender:head=384,shared=on)") from None
+
+
 def _fit_pins(opts: dict, hz: Optional[int], device: Optional[str], timing: Optional[str],
               sysctls: dict) -> dict:
     """The unknowns the user pinned (tcpsim.pcap.fit.Unknowns fields); the rest are fitted.
@@ -1432,13 +1450,7 @@ def _fit_pins(opts: dict, hz: Optional[int], device: Optional[str], timing: Opti
     if hz is not None:
         pins["hz"] = hz
     if device is not None:
-        if device not in DEVICES:
-            from tcpsim.core.devices import device as parse_device
-            try:
-                parse_device(device)
-            except ValueError as exc:
-                raise ScenarioError(f"--device {device}: {exc} (a preset: {', '.join(DEVICES)}, "
-                                    "or a spec such as sender:head=384,shared=on)") from None
+        _check_device(device)
         pins["device"] = device
     if timing is not None:
         if timing not in timing_choices():
