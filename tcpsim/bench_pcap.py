@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 GOAL_S = 15.0
-CASE = "h: import + fitted replay of a {s:g} s 1 Gbit/s capture"
+CASE = "i: import + fitted replay of a {s:g} s 1 Gbit/s capture"
 SCENARIO = """
 name = "bulk-1gbit-capture"
 description = "bulk sender through a 1 Gbit/s link, a reader taking 64 KiB every 0.5 ms"
@@ -96,7 +96,7 @@ def pcap_benchmark(capture: str | Path | None = None, seconds: float = 5.0,
         st = stages(path)
     mbit = st["bytes"] * 8 / max(1e-9, st["duration_s"]) / 1e6
     row = {"case": CASE.format(s=st["duration_s"]) if capture is None else
-           f"h: import + fitted replay of {Path(capture).name}",
+           f"i: import + fitted replay of {Path(capture).name}",
            "capture": str(capture) if capture else f"simulated, {seconds:g} s",
            "goal_s": GOAL_S, **user, "stages": st, "goodput_mbit_s": round(mbit, 1)}
     if echo:
