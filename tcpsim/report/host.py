@@ -403,3 +403,42 @@ def write_host_report(runs: Sequence[HostRun], out: str | Path) -> Path:
     from tcpsim.report.compare import check_labels
     check_labels([r.label for r in runs])
     return h.write_page(Path(out), host_report_html(runs))
+
+
+# -- by name: what docs pages and the Python API ask for ---------------------------------------
+
+FIGURES = ("host-memory", "host-classes", "host-sweep")
+
+
+def host_figure(name: str, runs: Sequence[HostRun],
+                sweep: tuple[str, Sequence[tuple[str, float, HostRun]]] | None = None) -> go.Figure:
+    """A host figure by name (`FIGURES`); "host-sweep" needs `sweep`: (the field, its
+    points as sweep_figure takes them)."""
+    if name == "host-memory":
+        return memory_figure(runs)
+    if name == "host-classes":
+        return classes_figure(runs)
+    if name == "host-sweep":
+        if sweep is None:
+            raise ValueError("host-sweep: a figure of runs over one field; give sweep = "
+                             "{field = \"class.bad.count\", values = [0, 5, 10, 20]}")
+        return sweep_figure(sweep[1], sweep[0])
+    raise ValueError(f"{name}: not a host figure; choose one of {', '.join(FIGURES)}")
+
+
+def summary_field(key: str) -> tuple[str, str] | None:
+    """(label, unit) of a host summary key (tcpsim/host/run.py host_summary: the host's
+    pressure figures, CLASS.FIELD), None when it is not one."""
+    host = {"pressure_onset_s": ("memory pressure onset", "s"),
+            "in_pressure_ms": ("time in memory pressure, ms", "count"),
+            "peak_sockstat_mem": ("peak sockstat mem, pages", "count"),
+            "memory_pressures": ("entries into memory pressure", "count"),
+            "connections": ("connections over the run", "count")}
+    if key in host:
+        return host[key]
+    cls, dot, field = key.partition(".")
+    if dot:
+        for k, label, unit, _ in CLASS_ROWS:
+            if k == field:
+                return f"{cls}: {label}", unit
+    return None
