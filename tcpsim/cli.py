@@ -244,6 +244,11 @@ def run(
                              "often each outcome happened and the spread (tcpsim/runs.py)"),
     connections: bool = typer.Option(False, "--connections", help="a host run: add one row per "
                                      "connection to --json (and a table of them)"),
+    trace_conns: List[str] = typer.Option([], "--trace-connections", help="a host run with "
+                                          "--trace: also write these connections' per-event "
+                                          "traces, one file each (HOST.conn-N.parquet): class "
+                                          "names and connection numbers, e.g. bad,17 "
+                                          "(repeatable)"),
     report_out: Optional[Path] = typer.Option(None, "--report", help="also write the run's HTML "
                                               "report (a host's: sockstat mem against tcp_mem, "
                                               "per class; plotly.js beside it)"),
@@ -257,8 +262,12 @@ def run(
     from tcpsim.host.scenario import is_host_file
     if is_host_file(scenario):
         _run_host(scenario, profile, policy, sysctl, sender_sysctl, duration, seed, hz, trace,
-                  pcap, no_skip, as_json, progress, engine, timing, runs, connections, report_out)
+                  pcap, no_skip, as_json, progress, engine, timing, runs, connections, report_out,
+                  trace_conns)
         return
+    if trace_conns:
+        _fail("--trace-connections: selects a host's connections; this scenario is one "
+              "connection (its --trace has its rows)")
     if connections:
         _fail("--connections: per-connection rows are a host run's; this scenario is one "
               "connection (its trace has its rows: --trace)")
@@ -318,7 +327,8 @@ def _stopped(signame: str, what: str) -> None:
 
 def _run_host(path: str, profile, policy, sysctl, sender_sysctl, duration, seed, hz, trace,
               pcap, no_skip: bool, as_json: bool, progress, engine, timing, runs: int,
-              connections: bool, report_out: Optional[Path] = None) -> None:
+              connections: bool, report_out: Optional[Path] = None,
+              trace_conns: Optional[List[str]] = None) -> None:
     """`tcpsim run HOST.toml`: the host's summary (sockstat, nstat, pressure) and per-class
     table (tcpsim/host/outputs.py); --json carries it all."""
     from tcpsim.host.outputs import format_host
@@ -331,6 +341,17 @@ def _run_host(path: str, profile, policy, sysctl, sender_sysctl, duration, seed,
     _check_out(report_out, "--report", "host.html")
     if runs != 1:
         _fail("--runs: run a host's seeds with --seed, or sweep them: tcpsim sweep HOST -x seed=1,2,3")
+    if trace_conns and trace is None:
+        _fail("--trace-connections: the connections' traces go beside the host's: add "
+              "--trace host.parquet")
+    sink = plan = None
+    if trace is not None:
+        from tcpsim.host.traces import ConnectionTraces
+        sink = ConnectionTraces(trace)
+
+    def keep_plan(p: Any) -> None:
+        nonlocal plan
+        plan = p
     try:
         host = load_host_with(
             path, profile=profile, policies=tuple(policy), sysctl=parse_sysctl_options(sysctl),
@@ -339,7 +360,10 @@ def _run_host(path: str, profile, policy, sysctl, sender_sysctl, duration, seed,
         show = sys.stderr.isatty() if progress is None else progress
         from tcpsim.engine.result import progress_bar
         result = run_host(host, engine=engine, skip=not no_skip, timing=timing,
-                          progress=progress_bar(host.duration, show))
+                          progress=progress_bar(host.duration, show), sink=sink,
+                          traced=tuple(trace_conns) if trace_conns else (
+                              None if host.trace_connections else ()),
+                          plan_ready=keep_plan)
         if show:
             sys.stderr.write("\n")
     except USER_ERRORS as exc:
@@ -349,6 +373,8 @@ def _run_host(path: str, profile, policy, sysctl, sender_sysctl, duration, seed,
     if trace is not None:
         from tcpsim.host.outputs import write_host_trace
         written = write_host_trace(result, trace, connections)
+        if sink is not None and plan is not None and plan.traced:
+            written += sink.close(result, plan)
     if report_out is not None:
         from tcpsim.report.host import host_run, run_label, write_host_report
         write_host_report([host_run(run_label(result.as_json()), result)], report_out)
