@@ -100,6 +100,8 @@ def run_host(host: HostScenario, engine: str | None = None, skip: bool = True,
         plan = dataclasses.replace(plan, traced=select_connections(traced, plan))
     if plan_ready is not None:
         plan_ready(plan)
+    if not plan.traced:
+        sink = None           # no rows for it: the native engine runs in one go
     profile = get_profile(host.profile, host.policies)
     eng = choose_engine(engine or host.engine or None, plan.flows[0].scenario)
     if eng == "native":
