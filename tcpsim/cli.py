@@ -1128,6 +1128,11 @@ def _recorded_runs(paths: List[Path]) -> dict:
     from tcpsim.validate.trace import TraceFileError, load
     runs = {}
     for p in paths:
+        from tcpsim.report.host import host_file_kind
+        if host_file_kind(p) is not None:
+            _fail(f"--trace {p}: a host run's, not a connection's trace; tcpsim report {p} "
+                  "writes its page, tcpsim compare HOST --profile A --vs B compares hosts, and "
+                  "--trace-connections writes connections' traces to compare")
         try:
             columns, meta = load(p)
         except TraceFileError as exc:
@@ -1149,7 +1154,14 @@ def report(trace: Path = typer.Argument(..., help="a trace written by tcpsim run
     if not trace.is_file():
         _fail(f"{trace}: {missing_file(trace, 'no such trace file')}")
     _check_out(out, "--out", "report.html")
-    if _host_trace(trace):
+    from tcpsim.report.host import host_file_kind
+    kind = host_file_kind(trace)
+    if kind == "connections":
+        host = trace.with_name(trace.name.removesuffix(".connections.parquet") + ".parquet")
+        _fail(f"{trace}: a host run's table of its connections (--connections), not a trace; "
+              f"the host's report is tcpsim report {host}, a connection's needs its trace "
+              "(tcpsim run HOST --trace ... --trace-connections N)")
+    if kind == "trace":
         from tcpsim.report.host import host_doc, host_run, run_label, write_host_report
         doc = host_doc(trace)
         typer.echo(f"report: {write_host_report([host_run(run_label(doc), doc)], out or trace.with_suffix('.html'))}")
@@ -1161,17 +1173,6 @@ def report(trace: Path = typer.Argument(..., help="a trace written by tcpsim run
         _fail(f"{trace}: not a readable tcpsim trace ({why})")
         return
     typer.echo(f"report: {path}")
-
-
-def _host_trace(path: Path) -> bool:
-    """A host trace (`tcpsim run HOST --trace`): its sockstat rows and outputs, no events."""
-    try:
-        import pyarrow.parquet as pq
-
-        from tcpsim.report.host import is_host_trace
-        return is_host_trace(pq.read_schema(path).metadata)
-    except Exception:          # not Parquet at all: the trace reader says why
-        return False
 
 
 @app.command()

@@ -116,6 +116,21 @@ def is_host_trace(meta: Mapping[bytes, bytes] | None) -> bool:
     return bool(meta) and b"tcpsim" in meta and b"scenario" not in meta  # type: ignore[operator]
 
 
+def host_file_kind(path: str | Path) -> str | None:
+    """"trace" for a host trace, "connections" for its per-connection table
+    (HOST.connections.parquet), None for anything else (a connection's trace included)."""
+    import pyarrow.parquet as pq
+    try:
+        schema = pq.read_schema(path)
+    except Exception:          # not Parquet, missing: the trace reader says why
+        return None
+    if is_host_trace(schema.metadata):
+        return "trace"
+    if {"index", "cls", "q_area", "read_bytes"} <= set(schema.names):
+        return "connections"
+    return None
+
+
 def host_doc(path: str | Path) -> dict[str, Any]:
     """A host trace (`tcpsim run HOST --trace`) as the document `as_json()` gives: its
     metadata and its sockstat rows. ValueError: not a host trace."""

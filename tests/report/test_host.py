@@ -172,3 +172,22 @@ def test_compare_host_bad_input_one_line(tmp_path, monkeypatch, capsys, args, ne
 def test_load_host_with_sets_is_what_compare_uses():
     h = load_host_with("host-seed-mix", sets=(("class.bad.count", 2),))
     assert h.classes[0].count == 2
+
+
+def test_host_files_that_are_not_traces_say_what_they_are(tmp_path, monkeypatch, capsys):
+    from cli_entry import run_main
+    f = tmp_path / "tiny.toml"
+    f.write_text(TINY)
+    code, out, err = run_main(["run", str(f), "--engine", "python", "--trace",
+                               str(tmp_path / "h.parquet"), "--connections"], monkeypatch, capsys)
+    assert code == 0, err
+    code, out, err = run_main(["report", str(tmp_path / "h.connections.parquet")], monkeypatch,
+                              capsys)
+    lines = err.strip().splitlines()
+    assert code != 0 and len(lines) == 1 and "table of its connections" in lines[0]
+    assert f"tcpsim report {tmp_path / 'h.parquet'}" in lines[0]
+    code, out, err = run_main(["compare", "seed-never-reads", "-d", "50ms", "--trace",
+                               str(tmp_path / "h.parquet"), "--profile", "linux-6.1", "--html",
+                               str(tmp_path / "x.html")], monkeypatch, capsys)
+    lines = err.strip().splitlines()
+    assert code != 0 and len(lines) == 1 and "a host run's, not a connection's trace" in lines[0]
