@@ -126,6 +126,15 @@ def parse_spec(text: str, where: str) -> dict[str, Any]:
                               or not sweep["values"] or not _is_host(spec)):
         raise FigureSpecError(f"{where}: tcpsim-figure: sweep is a host block's "
                               "{field = \"class.bad.count\", values = [0, 5, 10, 20]}")
+    if _is_host(spec):
+        from tcpsim.report.host import FIGURES as HOST_FIGURES
+        for name in spec["figures"]:
+            if name not in HOST_FIGURES:
+                raise FigureSpecError(f"{where}: tcpsim-figure: {name}: not a host figure; a "
+                                      f"host block draws {', '.join(HOST_FIGURES)}")
+            if name == "host-sweep" and not sweep:
+                raise FigureSpecError(f"{where}: tcpsim-figure: host-sweep: needs sweep = "
+                                      "{field = \"class.bad.count\", values = [0, 5, 10]}")
     shadowed = sorted(set(spec) & VARIANT_KEYS) if spec.get("variants") else []
     if shadowed:
         raise FigureSpecError(f"{where}: tcpsim-figure: {', '.join(shadowed)} at the top would be "
