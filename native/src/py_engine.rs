@@ -383,17 +383,18 @@ impl PySimulation {
 
     /// The first `n` buffered rows, taken out: ([int64 column values], int32 codes,
     /// [the string tuples (sock, event, detail, flags, drop_reason) first seen since the
-    /// last call]). The columns are `Column`s, buffers Arrow wraps without a copy; a row's
+    /// last call], int32 flow of each row). The columns are `Column`s, buffers Arrow wraps without a copy; a row's
     /// code indexes all the tuples handed over so far, in order.
     fn take_rows<'py>(&mut self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyTuple>> {
         let tr = &mut self.sim.trace;
-        let (ints, codes) = tr.take(n);
+        let (ints, codes, flows) = tr.take(n);
         let spare = tr.spare();
         let ints = ints
             .into_iter()
             .map(|v| Bound::new(py, Column(Values::I64(v), Some(spare.clone()))))
             .collect::<PyResult<Vec<_>>>()?;
         let codes = Bound::new(py, Column(Values::I32(codes), None))?;
+        let flows = Bound::new(py, Column(Values::I32(flows), None))?;
         let distinct = tr
             .take_distinct()
             .into_iter()
@@ -405,6 +406,7 @@ impl PySimulation {
                 PyList::new(py, ints)?.into_any(),
                 codes.into_any(),
                 PyList::new(py, distinct)?.into_any(),
+                flows.into_any(),
             ],
         )
     }
