@@ -729,8 +729,26 @@ def bench(
                                "connection cases (docs/hosts.md)"),
     search_only: bool = typer.Option(False, "--search", help="only the search: evaluations per "
                                      "second, local pool and 2-worker Dask"),
+    against: Optional[str] = typer.Option(None, "--against", metavar="DIR", help="only the "
+                                          "cases as `tcpsim run` processes (default timing, "
+                                          "trace on and off), this checkout and the tcpsim "
+                                          "checkout DIR alternating run by run: CPU ratios "
+                                          "measured under the same load"),
+    cases: str = typer.Option("abcd", "--cases", help="with --against: which cases (letters)"),
 ) -> None:
     """Benchmark the simulator: packets/s, simulated s per wall s, peak RSS, search evaluations/s."""
+    if against is not None:
+        from tcpsim.bench import against as bench_against
+        try:
+            rows = bench_against(against, repeat=max(1, repeat),
+                                 quick=quick, engine=engine or "native", cases=cases,
+                                 echo=None if as_json else typer.echo)
+        except (ValueError, RuntimeError) as exc:
+            _fail(str(exc))
+            return
+        if as_json:
+            typer.echo(json.dumps(rows, indent=2))
+        return
     if search_only:
         from tcpsim.bench import search_rows
         rows = search_rows(quick, echo=None if as_json else typer.echo)
