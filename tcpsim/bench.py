@@ -214,7 +214,8 @@ def user_process(case: Case, duration: str, engine: str, trace: str | None,
         err.seek(0)
         text, problem = out.read(), err.read().decode(errors="replace")
     if proc.returncode:
-        raise RuntimeError(f"bench: {' '.join(args[2:])}: {problem.strip()[-300:]}")
+        raise RuntimeError(f"bench: {' '.join(args[2:])}: exit status {proc.returncode}"
+                           f"{': ' + problem.strip()[-300:] if problem.strip() else ''}")
     summary = json.loads(text)
     return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024,
             "packets": summary.get("summary", summary).get("packets", 0)}
@@ -370,7 +371,11 @@ def against(tree: str, repeat: int = 3, quick: bool = False, engine: str = "nati
                 for _ in range(max(1, repeat)):
                     for name, root in sides:
                         path = os.path.join(tmp, f"{name}.parquet") if kind == "trace" else None
-                        runs[name].append(user_process(case, duration, engine, path, tmp, root))
+                        try:
+                            got = user_process(case, duration, engine, path, tmp, root)
+                        except RuntimeError:      # killed by the shared machine: once more
+                            got = user_process(case, duration, engine, path, tmp, root)
+                        runs[name].append(got)
                         if path:
                             size[name] = os.path.getsize(path)
                 load1 = os.getloadavg()[0]
