@@ -11,8 +11,13 @@ simulated seconds per wall-second, the tick-by-tick engine's time for the same c
 and the peak RSS of a child process running it; for the first engine, the same case as users
 run it: whole `tcpsim run` processes with the default timing, trace written and not (wall,
 CPU and peak RSS of that process); then (e), a 100-point `tcpsim sweep` grid with the
-CLI's default timing, timed as a whole. Numbers, never pass/fail: the machine is
-noisy, compare ratios measured in one invocation.
+CLI's default timing, timed as a whole; beside each case the load average before and
+after it. Numbers, never pass/fail: the machine is noisy, compare ratios measured in one
+invocation -- `--against DIR` runs the user-path cases in this checkout and another one
+alternating run by run (`against`), the way to measure a change on a shared machine.
+
+No ns-3 column: no ns-3 build is looked for or run here; the ns-3 figures the issues
+cite are recorded in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -242,16 +247,19 @@ def run_benchmarks(quick: bool = False, repeat: int = 1,
             for eng in engines:
                 duration = case.quick if quick or (eng == "python" and len(engines) > 1) \
                     else case.duration
+                load0 = os.getloadavg()[0]
                 row = _case_row(i, case, duration, repeat, eng, os.path.join(tmp, "t.parquet"))
                 if eng == engines[0]:
                     row.update(_user_path(case, duration, repeat, eng, tmp))
+                row["load"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
                 rows.append(row)
                 rates[eng] = row["sim_s"] / row["wall_s"] if row["wall_s"] else 0.0
                 if echo:
                     echo(f"{row['case']:<44} {eng:<6} {duration:>6}  wall {row['wall_s']:8.2f} s  "
                          f"CPU {row['cpu_s']:8.2f} s  "
                          f"{row['packets_per_s']:>9,} pkt/s  {row['sim_s_per_wall_s']:>8} sim-s/s  "
-                         f"tick/skip {row['tick_over_skip']}  RSS {row['peak_rss_mb']} MB")
+                         f"tick/skip {row['tick_over_skip']}  RSS {row['peak_rss_mb']} MB  "
+                         f"load {row['load'][0]}->{row['load'][1]}")
                     for kind in ("trace", "no_trace") if eng == engines[0] else ():
                         u = row[f"user_{kind}"]
                         echo(f"{'':<44} {eng:<6} {duration:>6}  as `tcpsim run`, default timing, "
