@@ -16,8 +16,8 @@ after it. Numbers, never pass/fail: the machine is noisy, compare ratios measure
 invocation -- `--against DIR` runs the user-path cases in this checkout and another one
 alternating run by run (`against`), the way to measure a change on a shared machine.
 
-No ns-3 column: no ns-3 build is looked for or run here; the ns-3 figures the issues
-cite are recorded in docs/performance.md.
+ns-3 beside tcpsim on the same cases: `--ns3` (tcpsim/bench_ns3.py), when an ns-3 build
+is present.
 """
 
 from __future__ import annotations
@@ -221,9 +221,9 @@ def user_process(case: Case, duration: str, engine: str, trace: str | None,
     if proc.returncode:
         raise RuntimeError(f"bench: {' '.join(args[2:])}: exit status {proc.returncode}"
                            f"{': ' + problem.strip()[-300:] if problem.strip() else ''}")
-    summary = json.loads(text)
+    summary = json.loads(text).get("summary", {})
     return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024,
-            "packets": summary.get("summary", summary).get("packets", 0)}
+            "packets": summary.get("packets", 0), "peak_sk_rcvbuf": summary.get("peak_sk_rcvbuf")}
 
 
 def bench_engines(engine: str | None) -> tuple[str, ...]:
