@@ -193,8 +193,9 @@ class _Reducer:
         ev = {e: is_("event", e) for e in ("rx", "tx", "drop", "write", "timer", "collapse",
                                           "prune", "autotune")}
         ln = col("len")
-        sbin = np.minimum(t * STATE_BINS // self.end_ns, STATE_BINS - 1)
-        fbin = np.minimum(t // self.fine_ns, self.nfine - 1)
+        sbin = np.clip(t * STATE_BINS // self.end_ns, 0, STATE_BINS - 1)
+        fbin = np.clip(t // self.fine_ns, 0, self.nfine - 1)   # (a capture's times may
+        # start below 0 or run past the duration)
 
         # the sender's backlog, its own column (the stall test reads it)
         written_col = np.full(n, -1, dtype=np.int64)
@@ -264,7 +265,7 @@ class _Reducer:
             for c, k in zip(*np.unique(strs["drop_reason"][drop_rows], return_counts=True)):
                 r = vals[c] or "?"
                 self.drop_reasons[r] = self.drop_reasons.get(r, 0) + int(k)
-        mark_bins = np.minimum(t * MAX_MARKS // self.end_ns, MAX_MARKS - 1)
+        mark_bins = np.clip((t / self.end_ns * MAX_MARKS).astype(np.int64), 0, MAX_MARKS - 1)
         for kind, idx in marks.items():
             total = self.mark_total.get(kind, 0)
             room = max(0, MAX_MARKS + 1 - total)
