@@ -693,7 +693,8 @@ def search(spec: str | os.PathLike[str] | Mapping[str, Any], *, profile: str | N
            budget: int | None = None, seed: int | None = None, duration: DurationLike = None,
            threshold: float | None = None, jobs: int = 1, out: str | os.PathLike[str] | None = None,
            executor: str = "local", minimise: bool = True, optimiser: str | None = None,
-           progress: Callable[[int, int, Any], None] | None = None) -> Any:
+           progress: Callable[[int, int, Any], None] | None = None,
+           objective: str | None = None) -> Any:
     """Search a declared workload space for the one that breaks a policy; like ``tcpsim search``.
 
     Args:
@@ -713,6 +714,9 @@ def search(spec: str | os.PathLike[str] | Mapping[str, Any], *, profile: str | N
         minimise: minimise the best when it is a finding.
         optimiser: "tpe" (the default), "random" or "hypothesis" (as the file's).
         progress: called after every batch as progress(done, budget, best evaluation).
+        objective: search the same space for another objective (``"time_stalled"``, ...;
+            tcpsim.searching.objective.OBJECTIVES), with its default threshold unless
+            `threshold` is given.
 
     Returns:
         A `tcpsim.searching.SearchResult`: ``best``, ``finding`` (minimised, or None),
@@ -734,7 +738,7 @@ def search(spec: str | os.PathLike[str] | Mapping[str, Any], *, profile: str | N
     parsed = searching.with_overrides(
         parsed, profile=profile, policy=_policies(policy), vs_profile=vs,
         vs_policy=_policies(vs_policy), budget=budget, seed=seed, threshold=threshold,
-        duration=_duration(duration), optimiser=optimiser)
+        duration=_duration(duration), optimiser=optimiser, objective=objective)
     return searching.run(parsed, _P(out) if out is not None else None, jobs=jobs,
                          executor=executor, minimise=minimise, progress=progress)
 

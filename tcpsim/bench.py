@@ -92,21 +92,26 @@ def _sweep_once(duration: str, engine: str) -> dict:
 # (f), (g): `tcpsim search` throughput -- the shipped rcvbuf-growth search (generic periodic
 # workloads, linux-6.1, a reference run per workload), no minimising, on a local pool of one
 # worker per CPU and on a 2-worker Dask LocalCluster; evaluations (workloads) per wall second.
+# (h): an objective read from the run's trace (sender-stalls: time_stalled, each run keeps
+# an in-memory trace on its worker), on the local pool: what reading the trace costs.
 SEARCH_NAME = "rcvbuf-growth"
+TRACE_SEARCH_NAME = "sender-stalls"
 SEARCH_BUDGET, SEARCH_QUICK = 96, 24
+_SEARCH_CASES = (("f", SEARCH_NAME, "local", 0), ("g", SEARCH_NAME, "dask", 2),
+                 ("h", TRACE_SEARCH_NAME, "local", 0))
 
 
-def search_benchmark(budget: int, executor: str = "local", jobs: int = 0) -> dict:
+def search_benchmark(budget: int, executor: str = "local", jobs: int = 0,
+                     name: str = SEARCH_NAME, letter: str = "f") -> dict:
     """One search of `budget` workloads from scratch; wall time, evaluations and runs per s."""
     from tcpsim import searching
-    spec = searching.with_overrides(searching.load_search(SEARCH_NAME), budget=budget)
+    spec = searching.with_overrides(searching.load_search(name), budget=budget)
     jobs = jobs or os.cpu_count() or 1
     t = time.perf_counter()
     result = searching.run(spec, None, jobs=jobs, executor=executor, minimise=False)
     wall = time.perf_counter() - t
     evals = len(result.evaluations)
-    return {"case": f"{'f' if executor == 'local' else 'g'}: search {SEARCH_NAME}, {executor} "
-                    f"({jobs} workers)",
+    return {"case": f"{letter}: search {name}, {executor} ({jobs} workers)",
             "engine": "native", "duration": f"{evals} x {spec.duration / 1e9:g}s",
             "wall_s": round(wall, 3), "evaluations": evals, "runs": result.runs,
             "evaluations_per_s": round(evals / wall, 1), "runs_per_s": round(result.runs / wall, 1),
@@ -289,14 +294,16 @@ def run_benchmarks(quick: bool = False, repeat: int = 1,
 
 def search_rows(quick: bool, echo: Callable[[str], None] | None = print) -> list[dict]:
     """(f) the search on a local pool and (g) on a 2-worker Dask cluster (when Dask and
-    Optuna are installed; else the row says why it is missing)."""
+    Optuna are installed; else the row says why it is missing); (h) a search whose objective
+    reads each run's trace, on the local pool."""
     rows = []
     budget = SEARCH_QUICK if quick else SEARCH_BUDGET
-    for executor, jobs in (("local", 0), ("dask", 2)):
+    for letter, name, executor, jobs in _SEARCH_CASES:
         try:
-            row = search_benchmark(budget, executor, jobs)
+            row = search_benchmark(budget, executor, jobs, name, letter)
         except Exception as exc:  # noqa: BLE001 -- a missing optional dependency: say so, go on
-            row = {"case": f"search on {executor}", "skipped": f"{type(exc).__name__}: {exc}"}
+            row = {"case": f"{letter}: search {name} on {executor}",
+                   "skipped": f"{type(exc).__name__}: {exc}"}
             if echo:
                 echo(f"{row['case']:<44} skipped: {row['skipped']}")
             rows.append(row)

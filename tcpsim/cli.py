@@ -632,7 +632,8 @@ def sweep_report(
 @app.command()
 def search(
     target: str = typer.Argument(..., help="a search file (TOML with [search] and [space]) or a "
-                                 "shipped search's name (rcvbuf-growth, rpc-admission)"),
+                                 "shipped search's name (rcvbuf-growth, rpc-admission, "
+                                 "sender-stalls)"),
     profile: Optional[str] = typer.Option(None, "--profile", "-p",
                                           help="the profile searched (replaces the file's)"),
     policy: List[str] = typer.Option([], "--policy", help="patch on the searched side "
@@ -649,6 +650,8 @@ def search(
                                            help="every evaluation's simulated time"),
     threshold: Optional[float] = typer.Option(None, "--threshold",
                                               help="an objective at or above it is a finding"),
+    objective: Optional[str] = typer.Option(None, "--objective", help="search the same space "
+                                            "for another objective, e.g. time_stalled"),
     jobs: int = typer.Option(0, "--jobs", "-j", help="worker processes (default: one per CPU)"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="results directory (default "
                                        "searches/NAME); a re-run resumes it"),
@@ -678,7 +681,7 @@ def search(
             searching.load_search(target), profile=profile, policy=tuple(policy), vs_profile=vs,
             vs_policy=tuple(vs_policy), budget=budget, seed=seed, threshold=threshold,
             duration=parse_duration(duration, "--duration", positive=True) if duration else None,
-            optimiser=optimiser)
+            optimiser=optimiser, objective=objective)
     except USER_ERRORS as exc:
         _fail(str(exc))
         return
@@ -1406,8 +1409,14 @@ def replay(
                     code = _fit_capture(capture, profile, tuple(policy), fit_profile, sysctls,
                                         until, pins, eng, as_json, html, opts)
                 raise typer.Exit(code)
+            if timing is not None:
+                raise ScenarioError(f"--timing {timing}: pins the application timing of a "
+                                    "fit; give --fit (or --profiles) with it")
+            if device is not None:
+                _check_device(device)
             v = replay_capture(capture, profile=profile, policies=tuple(policy),
-                               sysctl=sysctls, until_s=until, hz=hz, engine=eng, **opts)
+                               sysctl=sysctls, until_s=until, hz=hz, engine=eng,
+                               device=device, **opts)
     except interrupt.Interrupted as exc:
         _stopped(exc.signame, "nothing kept (a score needs the whole replay; --until S scores "
                  "the first S seconds)")
@@ -1431,6 +1440,18 @@ def replay(
     raise typer.Exit(0 if v.score.passed else 1)
 
 
+def _check_device(device: str) -> None:
+    """--device: a preset or a device spec, else one ScenarioError line."""
+    from tcpsim.core.devices import DEVICES
+    if device not in DEVICES:
+        from tcpsim.core.devices import device as parse_device
+        try:
+            parse_device(device)
+        except ValueError as exc:
+            raise ScenarioError(f"--device {device}: {exc} (a preset: {', '.join(DEVICES)}, "
+                                "or a spec such as sender:head=384,shared=on)") from None
+
+
 def _fit_pins(opts: dict, hz: Optional[int], device: Optional[str], timing: Optional[str],
               sysctls: dict) -> dict:
     """The unknowns the user pinned (tcpsim.pcap.fit.Unknowns fields); the rest are fitted.
@@ -1447,13 +1468,7 @@ def _fit_pins(opts: dict, hz: Optional[int], device: Optional[str], timing: Opti
     if hz is not None:
         pins["hz"] = hz
     if device is not None:
-        if device not in DEVICES:
-            from tcpsim.core.devices import device as parse_device
-            try:
-                parse_device(device)
-            except ValueError as exc:
-                raise ScenarioError(f"--device {device}: {exc} (a preset: {', '.join(DEVICES)}, "
-                                    "or a spec such as sender:head=384,shared=on)") from None
+        _check_device(device)
         pins["device"] = device
     if timing is not None:
         if timing not in timing_choices():

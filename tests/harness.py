@@ -37,11 +37,13 @@ class Peer:
         return self
 
     def send(self, length: int, *, seq: int | None = None, flags: int = ACK | PSH,
-             ack: int = 1, win: int = 502) -> list[Segment]:
-        """Deliver a data segment; returns the segments the socket sent back."""
+             ack: int = 1, win: int = 502, tx_segs: int = 0) -> list[Segment]:
+        """Deliver a data segment; returns the segments the socket sent back (`tx_segs`: the
+        segment count of the peer's skb it was cut from, 0 = unknown)."""
         s = self.seq if seq is None else seq
         seg = Segment(s, length, flags, ack, win, tsval=self.now // NS_PER_MS + 1,
                       tsecr=self.echo if conn_field(self.sk, "ts_ok") else -1)
+        seg.tx_segs = tx_segs
         self.sk.on_segment(self.now, seg)
         if seq is None:
             self.seq += length + (1 if flags & FIN else 0)

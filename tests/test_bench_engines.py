@@ -55,12 +55,16 @@ def test_search_rows_report_evaluations_per_second(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(bench, "SEARCH_QUICK", 2)
     real = bench.search_benchmark
     monkeypatch.setattr(bench, "search_benchmark",
-                        lambda budget, executor="local", jobs=0: real(budget, "local", 1))
+                        lambda budget, executor="local", jobs=0, name=bench.SEARCH_NAME,
+                        letter="f": real(budget, "local", 1, name, letter))
     lines: list[str] = []
     rows = bench.search_rows(True, lines.append)
-    assert len(rows) == 2 and all(r["evaluations"] == 2 and r["runs"] == 4 for r in rows)
+    # each workload: two runs (rcvbuf-growth: the policy and its reference; sender-stalls:
+    # 6.17 and 6.14, each with its trace read)
+    assert len(rows) == 3 and all(r["evaluations"] == 2 and r["runs"] == 4 for r in rows)
     assert all(r["evaluations_per_s"] > 0 for r in rows)
-    assert sum("evaluations/s" in line for line in lines) == 2
+    assert rows[2]["case"].startswith("h: search sender-stalls")
+    assert sum("evaluations/s" in line for line in lines) == 3
 
 
 @pytest.mark.skipif(not native_available(), reason="tcpsim._native is not built")

@@ -35,7 +35,8 @@ pub const SKB_SMALL_HEAD: i64 = 256;
 /// The buffer strategies, as scenarios spell them.
 pub const STRATEGIES: &[&str] = &["sender", "tun", "page-frag", "page", "kmalloc"];
 const NIC: &[&str] = &["page-frag", "page", "kmalloc"];
-const ATTRS: &[&str] = &["buf", "mtu", "rx_copybreak", "gro", "head", "shared"];
+const ATTRS: &[&str] = &["buf", "mtu", "rx_copybreak", "gro", "head", "shared", "tso"];
+const FLAGS: &[&str] = &["gro", "shared", "tso"];
 
 /// (data area, truesize, head_frag) of netdev_alloc_skb(dev, length).
 ///
@@ -61,8 +62,9 @@ pub fn netdev_alloc_skb(length: i64) -> (i64, i64, bool) {
 /// An ingress device described by its buffer strategy (Python: `Device`).
 ///
 /// `buf`: bytes per receive buffer (page-frag: the fragment size; kmalloc: the length asked
-/// of netdev_alloc_skb). `head`, `shared`: the sender strategy's kmalloc'd header area and
-/// whether the skb is a clone of the sender's.
+/// of netdev_alloc_skb). `head`, `shared`, `tso`: the sender strategy's kmalloc'd header area,
+/// whether the skb is a clone of the sender's, and whether the sending device takes
+/// multi-segment skbs whole.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Device {
     pub name: String,
@@ -73,6 +75,7 @@ pub struct Device {
     pub gro: bool,
     pub head: i64,
     pub shared: bool,
+    pub tso: bool,
     /// TCP header with the timestamp option.
     pub tcp_hlen: i64,
 }
@@ -89,6 +92,7 @@ impl Device {
             gro: true,
             head: 256,
             shared: false,
+            tso: true,
             tcp_hlen: 32,
         }
     }
@@ -106,7 +110,8 @@ impl Device {
             "rx_copybreak" => self.rx_copybreak.to_string(),
             "gro" => flag(self.gro),
             "head" => self.head.to_string(),
-            _ => flag(self.shared),
+            "shared" => flag(self.shared),
+            _ => flag(self.tso),
         }
     }
 
@@ -125,15 +130,19 @@ impl Device {
         }
     }
 
-    /// The skb this device builds for an arriving segment of `length` payload bytes.
-    pub fn make_skb(&self, seq: i64, length: i64, fin: bool) -> Skb {
+    /// The skb this device builds for an arriving segment of `length` payload bytes
+    /// (`tx_segs`: the segment count of the sender's skb it was sent from, 0 = unknown).
+    pub fn make_skb(&self, seq: i64, length: i64, fin: bool, tx_segs: i64) -> Skb {
+        if self.strategy == "sender" {
+            return self.sender_skb(seq, length, fin, tx_segs);
+        }
         self.make_gso_skb(seq, length, fin, 0)
     }
 
     /// `make_skb` for a segment of a GSO train of `gso_size`-byte frames (0 = one frame).
     pub fn make_gso_skb(&self, seq: i64, length: i64, fin: bool, gso_size: i64) -> Skb {
         match self.strategy.as_str() {
-            "sender" => return self.sender_skb(seq, length, fin),
+            "sender" => return self.sender_skb(seq, length, fin, 0),
             "tun" => return self.tun_skb(seq, length, fin),
             _ => {}
         }
@@ -156,15 +165,19 @@ impl Device {
     /// (docs/kernel-measurements.md, E1, E4) -- 16 when one of them crosses a page of the
     /// writer's page frag and so holds two fragments (`sender_frags`). `shared`: the
     /// receiver's skb is a clone of the
-    /// sender's retransmit-queue skb; skb_try_coalesce() refuses a cloned skb.
-    fn sender_skb(&self, seq: i64, length: i64, fin: bool) -> Skb {
+    /// sender's retransmit-queue skb; skb_try_coalesce() refuses a cloned skb. Only a
+    /// one-segment skb reaches the receiver as that clone (tcp_transmit_skb() [tcp_output.c,
+    /// 6.18] clones what it sends); a multi-segment (GSO) skb is cut by skb_segment()
+    /// [net/core/skbuff.c, 6.18] into fresh skbs when the device does not take it whole
+    /// (`tso` off: software GSO), so there `tx_segs` > 1 is never a clone.
+    fn sender_skb(&self, seq: i64, length: i64, fin: bool, tx_segs: i64) -> Skb {
         let layout = Layout {
             head: self.head,
             nfrags: sender_frags(seq, length),
             ..Layout::default()
         };
         let mut skb = Skb::new(seq, length, skb_truesize(self.head) + length, layout, fin);
-        if self.shared {
+        if self.shared && (self.tso || tx_segs <= 1) {
             skb.cloned_until = seq + length + i64::from(fin);
         }
         skb
@@ -283,7 +296,8 @@ impl Device {
             "rx_copybreak" => self.rx_copybreak = v,
             "gro" => self.gro = v != 0,
             "head" => self.head = v,
-            _ => self.shared = v != 0,
+            "shared" => self.shared = v != 0,
+            _ => self.tso = v != 0,
         }
     }
 }
@@ -358,7 +372,7 @@ fn unknown(name: &str) -> String {
 }
 
 /// Python `build()`: a device from a strategy (or preset) and field values, validated; named
-/// by its spec string. `fields` are (attr, value) with gro/shared as 0/1.
+/// by its spec string. `fields` are (attr, value) with gro/shared/tso as 0/1.
 pub fn build(strategy: &str, fields: &[(String, i64)], where_: &str) -> Result<Device, String> {
     let presets = devices();
     let base = if let Some(p) = presets.iter().find(|d| d.name == strategy) {
@@ -418,16 +432,16 @@ pub fn check(dev: &Device, where_: &str) -> Result<(), String> {
                 ));
             }
         }
-        if s == "tun" && (dev.shared || dev.head != 256) {
+        if s == "tun" && (dev.shared || dev.head != 256 || !dev.tso) {
             return Err(format!(
-                "{where_}: head and shared belong to the sender strategy"
+                "{where_}: head, shared and tso belong to the sender strategy"
             ));
         }
         return Ok(());
     }
-    if dev.shared || dev.head != 256 {
+    if dev.shared || dev.head != 256 || !dev.tso {
         return Err(format!(
-            "{where_}: head and shared belong to the sender strategy"
+            "{where_}: head, shared and tso belong to the sender strategy"
         ));
     }
     if s == "page" && dev.buf != PAGE_SIZE {
@@ -468,7 +482,7 @@ pub fn parse_spec(spec: &str) -> Result<Device, String> {
     let mut fields = Vec::new();
     for item in rest.split(',').filter(|i| !i.is_empty()) {
         let (key, val) = item.split_once('=').unwrap_or((item, ""));
-        let flag = key == "gro" || key == "shared";
+        let flag = FLAGS.contains(&key);
         let number = !val.is_empty() && val.bytes().all(|b| b.is_ascii_digit());
         let v = match (flag, val) {
             (true, "on") => 1,
@@ -478,7 +492,7 @@ pub fn parse_spec(spec: &str) -> Result<Device, String> {
                 .map_err(|_| format!("device '{spec}': {key} is out of range"))?,
             _ => {
                 return Err(format!(
-                    "device '{spec}': expected key=number (or gro=on|off), got '{item}'"
+                    "device '{spec}': expected key=number (or gro/shared/tso=on|off), got '{item}'"
                 ))
             }
         };
@@ -517,7 +531,7 @@ mod tests {
         ] {
             assert_eq!(sender_frags(seq, len), frags, "seq {seq} len {len}");
             assert_eq!(
-                device("veth").unwrap().make_skb(seq, len, false).nfrags,
+                device("veth").unwrap().make_skb(seq, len, false, 0).nfrags,
                 frags
             );
         }
@@ -525,32 +539,50 @@ mod tests {
 
     #[test]
     fn veth_charges_len_plus_832() {
-        let skb = device("veth").unwrap().make_skb(1, 1448, false);
+        let skb = device("veth").unwrap().make_skb(1, 1448, false, 0);
         assert_eq!(
             (skb.truesize, skb.nfrags, skb.cloned_until),
             (1448 + 832, 1, 0)
         );
-        let shared = device("loopback").unwrap().make_skb(1, 1448, true);
+        let shared = device("loopback").unwrap().make_skb(1, 1448, true, 0);
         assert_eq!(shared.cloned_until, 1450);
+    }
+
+    #[test]
+    fn without_tso_only_a_one_segment_skb_is_a_clone() {
+        let lo = device("loopback").unwrap();
+        assert_eq!(lo.make_skb(1, 1448, false, 22).cloned_until, 1449);
+        let soft = device("loopback:tso=off").unwrap();
+        assert_eq!(soft.spec(), "sender:shared=on,tso=off");
+        assert_eq!(soft.make_skb(1, 1448, false, 22).cloned_until, 0);
+        assert_eq!(soft.make_skb(1, 1448, false, 1).cloned_until, 1449);
+        assert_eq!(soft.make_skb(1, 1448, false, 0).cloned_until, 1449);
+        assert!(device("tun:tso=off").is_err());
     }
 
     #[test]
     fn nic_truesize_is_buffer_plus_struct() {
         assert_eq!(
-            device("nic-2k").unwrap().make_skb(0, 1448, false).truesize,
+            device("nic-2k")
+                .unwrap()
+                .make_skb(0, 1448, false, 0)
+                .truesize,
             2304
         );
         assert_eq!(
-            device("nic-4k").unwrap().make_skb(0, 1448, false).truesize,
+            device("nic-4k")
+                .unwrap()
+                .make_skb(0, 1448, false, 0)
+                .truesize,
             4352
         );
-        let jumbo = device("nic-2k").unwrap().make_skb(0, 9000, false);
+        let jumbo = device("nic-2k").unwrap().make_skb(0, 9000, false, 0);
         assert!(jumbo.nfrags > 0 && jumbo.head_frag);
     }
 
     #[test]
     fn tun_keeps_kmalloc_slack_as_tailroom() {
-        let skb = device("tun").unwrap().make_skb(0, 100, false);
+        let skb = device("tun").unwrap().make_skb(0, 100, false, 0);
         // 52 header bytes + 100: data_align(64 + 152) + 320 = 576 -> the 1024-byte bucket
         assert_eq!(
             (skb.head, skb.linear, skb.tailroom, skb.nfrags),
@@ -576,7 +608,7 @@ mod tests {
         assert_eq!(
             device("page:buf=4096")
                 .unwrap()
-                .make_skb(0, 1448, false)
+                .make_skb(0, 1448, false, 0)
                 .truesize,
             4352
         );
@@ -587,11 +619,11 @@ mod tests {
         // ntb_netdev at a 64 KiB MTU: netdev_alloc_skb(65550) is a 128 KiB kmalloc object
         let ntb = device("kmalloc:mtu=65536").unwrap();
         assert_eq!(ntb.name, "kmalloc:buf=65550,mtu=65536");
-        assert_eq!(ntb.make_skb(0, 0, false).truesize, 131072 - 320 + 576);
+        assert_eq!(ntb.make_skb(0, 0, false, 0).truesize, 131072 - 320 + 576);
         let cb = device("kmalloc:mtu=65536,rx_copybreak=256").unwrap();
-        let ack = cb.make_skb(0, 0, false);
+        let ack = cb.make_skb(0, 0, false, 0);
         assert_eq!((ack.truesize, ack.head, ack.tailroom), (832, 256, 126));
-        assert_eq!(cb.make_skb(0, 1448, false).truesize, 131328);
+        assert_eq!(cb.make_skb(0, 1448, false, 0).truesize, 131328);
         // between the small-head cache and a page: a page fragment, head_frag
         assert_eq!(netdev_alloc_skb(1000), (1088, 1088 + 576, true));
     }

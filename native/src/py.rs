@@ -160,7 +160,7 @@ fn make_skb<'py>(
     fin: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let dev = devices::device(device).map_err(PyValueError::new_err)?;
-    let skb = dev.make_skb(seq, length, fin);
+    let skb = dev.make_skb(seq, length, fin, 0);
     let Value::Record(fields) = skb.to_value() else {
         unreachable!("an skb is a record")
     };
@@ -569,6 +569,7 @@ pub(crate) fn segment_from_py(seg: &Bound<'_, PyAny>) -> PyResult<Segment> {
         sacks,
         gso_size: int("gso_size")?,
         tx_ns: int("tx_ns")?,
+        tx_segs: int("tx_segs")?,
     })
 }
 
@@ -589,6 +590,7 @@ pub(crate) fn segment_to_py<'py>(
     kw.set_item("gso_size", seg.gso_size)?;
     let obj = cls.call((seg.seq, seg.len, seg.flags, seg.ack, seg.win), Some(&kw))?;
     obj.setattr("tx_ns", seg.tx_ns)?;
+    obj.setattr("tx_segs", seg.tx_segs)?;
     Ok(obj)
 }
 

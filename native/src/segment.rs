@@ -61,6 +61,10 @@ pub struct Segment {
     pub gso_size: i64,
     /// Set by the link: when the segment left the sender.
     pub tx_ns: i64,
+    /// Set by the sender: tcp_skb_pcount() of the skb this wire segment was sent from (0 = not
+    /// from the model's sender). Above 1 the stack segmented a GSO skb in software and the wire
+    /// segment is a fresh skb, not a clone of the sender's (see `Device::sender_skb`).
+    pub tx_segs: i64,
 }
 
 impl Segment {
@@ -80,6 +84,7 @@ impl Segment {
             sacks: Vec::new(),
             gso_size: 0,
             tx_ns: 0,
+            tx_segs: 0,
         }
     }
 

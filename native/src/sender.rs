@@ -49,7 +49,7 @@ pub const ALL: &[(&str, i64)] = &[
     ("SK_PACING_SHIFT", SK_PACING_SHIFT),
 ];
 
-use crate::arith::floor_div;
+use crate::arith::{ceil_div, floor_div};
 use crate::cong::{CA_EVENT_CWND_RESTART, CA_EVENT_TX_START, TCP_CA_LOSS};
 use crate::constants::{
     NS_PER_MS, NS_PER_US, TCP_MSS_DEFAULT, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS, TCP_SYNACK_RETRIES,
@@ -442,9 +442,10 @@ impl TcpSocket {
                 self.mss_split_point(skb_len, is_tail, wnd_end, quota, probe)
             };
             let mut sent = 0;
+            let segs = ceil_div(limit, mss); // tcp_skb_pcount() sent
             while sent < limit {
                 let seg_len = mss.min(limit - sent);
-                self.send_new(self.snd.snd_nxt, seg_len, inflight);
+                self.send_new(self.snd.snd_nxt, seg_len, inflight, segs);
                 sent += seg_len;
                 inflight += 1;
             }
@@ -550,14 +551,16 @@ impl TcpSocket {
     }
 
     /// Send new data [seq, seq + length); `inflight`: packets_in_flight() before it (the
-    /// caller's count: write_xmit keeps one for its cwnd test).
-    fn send_new(&mut self, seq: i64, length: i64, inflight: i64) {
+    /// caller's count: write_xmit keeps one for its cwnd test); `segs`: the segment count of
+    /// the skb it is cut from (above 1: software GSO makes each a fresh skb).
+    fn send_new(&mut self, seq: i64, length: i64, inflight: i64, segs: i64) {
         let psh = if seq + length == self.snd.write_seq {
             PSH
         } else {
             0
         };
-        let seg = self.make_segment(seq, length, ACK | psh);
+        let mut seg = self.make_segment(seq, length, ACK | psh);
+        seg.tx_segs = segs;
         if inflight == 0 {
             self.ca_cwnd_event(CA_EVENT_TX_START); // tcp_event_data_sent()
         }
@@ -1239,7 +1242,7 @@ impl TcpSocket {
                 self.snd.write_queue.pop_front();
             }
             let inflight = self.packets_in_flight();
-            self.send_new(self.snd.snd_nxt, seg_len, inflight);
+            self.send_new(self.snd.snd_nxt, seg_len, inflight, 1);
             if self.k.clone().new_data_checks_space(self) {
                 self.check_space(); // tcp_event_new_data_sent()
             }

@@ -53,6 +53,7 @@ from typing import Any, Iterator
 from tcpsim.capture import nstat
 from tcpsim.capture.netns import in_netns, run
 from tcpsim.capture.sockinfo import meminfo, tcp_info
+from tcpsim.core.sysctl import Sysctls
 from tcpsim.errors import ScenarioError
 from tcpsim.host.plan import SAMPLE_EVERY_NS, Flow, HostPlan
 from tcpsim.host.populations import expand
@@ -63,6 +64,10 @@ from tcpsim.workload import App
 TCP_MEM = Path("/proc/sys/net/ipv4/tcp_mem")
 PCPU_RSV = Path("/proc/sys/net/core/mem_pcpu_rsv")
 GLOBAL_SYSCTLS = {"net.ipv4.tcp_mem": TCP_MEM, "net.core.mem_pcpu_rsv": PCPU_RSV}
+# Set per socket (TCP_CONGESTION), not in the namespace: a namespace inherits the root
+# namespace's default (bbr on the development machine), and a non-root namespace may not
+# select a restricted default (capturing.md).
+CC_SYSCTL = "net.ipv4.tcp_congestion_control"
 SAVED_TCP_MEM = Path("/run/tcpsim-host-capture.globals.json")
 WRITERS = ("periodic", "bulk")
 READERS = ("never", "periodic", "fast")
@@ -106,8 +111,19 @@ def load(path: str | Path, duration: str | None = None) -> tuple[HostScenario, H
 
 
 def namespace_sysctls(sysctl: dict[str, Any]) -> dict[str, Any]:
-    """The per-namespace sysctls of a flow (the global ones removed)."""
-    return {k: v for k, v in sysctl.items() if k not in GLOBAL_SYSCTLS}
+    """The per-namespace sysctls of a flow (the global ones and the congestion control,
+    set per socket, removed)."""
+    return {k: v for k, v in sysctl.items() if k not in GLOBAL_SYSCTLS and k != CC_SYSCTL}
+
+
+def congestion_control(flow: Flow) -> str:
+    """The congestion control the model's sender of `flow` runs: its `sender.sysctl`, else
+    the host's `[sysctl]` (both ends are on this host), else the model's default (CUBIC,
+    the kernel's own default) -- set on each socket, so the kernel runs what the model
+    does whatever the machine's default is."""
+    sc = flow.scenario
+    return str(sc.sender_sysctl.get(CC_SYSCTL) or sc.sysctl.get(CC_SYSCTL)
+               or Sysctls().tcp_congestion_control)
 
 
 # -- the global sysctls (tcp_mem, mem_pcpu_rsv), always restored ------------------------------
@@ -124,12 +140,17 @@ def restore_saved_tcp_mem() -> dict[str, str] | None:
     return saved
 
 
-def global_settings(host: HostScenario) -> dict[Path, str]:
-    """The global (not per-namespace) sysctls the host file sets: tcp_mem, mem_pcpu_rsv."""
+def global_settings(host: HostScenario, baseline: int = 0) -> dict[Path, str]:
+    """The global (not per-namespace) sysctls the host file sets: tcp_mem, mem_pcpu_rsv.
+    `baseline`: pages the machine's other sockets hold (sockstat `mem` before the run),
+    added to each tcp_mem limit so the host's own flows meet the file's limits as on an
+    otherwise empty host -- the model's pool starts empty."""
     out = {}
     for name, path in GLOBAL_SYSCTLS.items():
         if name in host.sysctl:
             v = host.sysctl[name]
+            if name == "net.ipv4.tcp_mem":
+                v = [int(x) + baseline for x in v]
             out[path] = " ".join(str(x) for x in v) if isinstance(v, (list, tuple)) else str(v)
     return out
 
@@ -229,8 +250,11 @@ class Loop:
                 self.at(f.stop, "close", i)
 
     def open(self, i: int, flow: Flow) -> None:
-        client = socket.create_connection(self.listener.getsockname())
-        server, _ = self.listener.accept()
+        client = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION,
+                          congestion_control(flow).encode())
+        client.connect(self.listener.getsockname())
+        server, _ = self.listener.accept()       # the listener's congestion control
         for s in (client, server):
             s.setblocking(False)
         assert i == len(self.conns)
@@ -341,6 +365,8 @@ def drive(plan: HostPlan) -> list[dict[str, Any]]:
     """Run the plan's flows in the current namespace; the samples."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION,
+                        congestion_control(plan.flows[0]).encode())
     listener.bind(("127.0.0.1", PORT))
     listener.listen(4096)
     base = _read_counters()
@@ -362,15 +388,25 @@ def drive(plan: HostPlan) -> list[dict[str, Any]]:
 
 def summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
     """What a model is scored on: pressure onset (first sample with an entry, s; None if
-    never), peak sockstat mem (pages), pressure entries and their class (0, 1, many), time
-    in pressure (ms, the kernel's chrono), per-class delivered bytes at the end."""
+    never), peak sockstat mem (pages) above the baseline, pressure entries and their class
+    (0, 1, many), time in pressure (ms, the kernel's chrono), per-class delivered bytes at
+    the end.
+
+    sockstat's `mem` is the machine's whole TCP pool: the first sample, taken before any
+    flow opens, shows what the machine's other sockets held (0 to ~500 pages on the shared
+    development machine, varying from run to run). That `baseline_sockstat_mem` is taken
+    off the peak, so the peak is what the host's own flows added -- what a model, whose
+    pool starts empty, shows. (The baseline still counts against tcp_mem on the kernel.)"""
     onset = next((s["t_ns"] / 1e9 for s in samples
                   if s["counters"].get("TcpExtTCPMemoryPressures", 0) > 0), None)
     last = samples[-1] if samples else {"counters": {}, "classes": {}}
     entries = last["counters"].get("TcpExtTCPMemoryPressures", 0)
+    base = samples[0]["sockstat"].get("mem", 0) if samples else 0
     return {
         "pressure_onset_s": onset,
-        "peak_sockstat_mem": max((s["sockstat"].get("mem", 0) for s in samples), default=0),
+        "peak_sockstat_mem": max((s["sockstat"].get("mem", 0) for s in samples),
+                                 default=0) - base,
+        "baseline_sockstat_mem": base,
         "pressures": entries,
         "pressure_class": "0" if entries == 0 else "1" if entries == 1 else "many",
         "pressure_chrono_ms": last["counters"].get("TcpExtTCPMemoryPressuresChrono", 0),
@@ -409,12 +445,15 @@ def capture_once(host: HostScenario, plan: HostPlan) -> tuple[dict[str, str], di
         for name, value in namespace_sysctls(plan.flows[0].scenario.sysctl).items():
             v = " ".join(str(x) for x in value) if isinstance(value, list) else str(value)
             run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"{name}={v}"])
-        with lowered_tcp_mem(global_settings(host)) as original, in_netns(ns):
+        baseline = parse_sockstat(Path("/proc/net/sockstat").read_text()).get("mem", 0)
+        settings = global_settings(host, baseline)
+        with lowered_tcp_mem(settings) as original, in_netns(ns):
             samples = drive(plan)
             time.sleep(0.2)     # the closed sockets' memory drains before tcp_mem goes back up
     finally:
         run(["ip", "netns", "del", ns], check=False)
-    return original, {"samples": samples, "summary": summary(samples)}
+    return original, {"samples": samples, "summary": summary(samples),
+                      "globals_set": {str(k): v for k, v in settings.items()}}
 
 
 def median_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:

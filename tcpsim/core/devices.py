@@ -49,7 +49,8 @@ SKB_SMALL_HEAD = 256
 
 STRATEGIES = ("sender", "tun", "page-frag", "page", "kmalloc")
 _NIC = ("page-frag", "page", "kmalloc")
-_ATTRS = ("buf", "mtu", "rx_copybreak", "gro", "head", "shared")
+_ATTRS = ("buf", "mtu", "rx_copybreak", "gro", "head", "shared", "tso")
+_FLAGS = ("gro", "shared", "tso")
 # the fields a [...device] table may give besides preset/strategy (copybreak: rx_copybreak)
 FIELDS = (*_ATTRS, "copybreak")
 
@@ -80,8 +81,9 @@ class Device:
     """An ingress device described by its buffer strategy (see the module docstring).
 
     `buf`: bytes per receive buffer (page-frag: the fragment size; kmalloc: the length asked
-    of netdev_alloc_skb, 0 = mtu + ETH_HLEN). `head`, `shared`: the sender strategy's
-    kmalloc'd header area and whether the skb is a clone of the sender's (see `sender_skb`).
+    of netdev_alloc_skb, 0 = mtu + ETH_HLEN). `head`, `shared`, `tso`: the sender strategy's
+    kmalloc'd header area, whether the skb is a clone of the sender's, and whether the sending
+    device takes multi-segment skbs whole (see `sender_skb`).
     """
 
     name: str = "veth"
@@ -92,6 +94,7 @@ class Device:
     gro: bool = True
     head: int = 256
     shared: bool = False
+    tso: bool = True
     tcp_hlen: int = 32  # TCP header with the timestamp option
 
     @property
@@ -105,11 +108,13 @@ class Device:
                 parts.append(f"{attr}={('on' if v else 'off') if isinstance(v, bool) else v}")
         return self.strategy + (":" + ",".join(parts) if parts else "")
 
-    def make_skb(self, seq: int, length: int, fin: bool, gso_size: int = 0) -> Skb:
+    def make_skb(self, seq: int, length: int, fin: bool, gso_size: int = 0,
+                 tx_segs: int = 0) -> Skb:
         """The skb this device builds for an arriving segment of `length` payload bytes
-        (`gso_size`: the per-frame payload of a GSO train, 0 = one frame)."""
+        (`gso_size`: the per-frame payload of a GSO train, 0 = one frame; `tx_segs`: the
+        segment count of the sender's skb it was sent from, 0 = unknown)."""
         if self.strategy == "sender":
-            return self.sender_skb(seq, length, fin)
+            return self.sender_skb(seq, length, fin, tx_segs)
         if self.strategy == "tun":
             return self.tun_skb(seq, length, fin)
         frame = ETH_HLEN + IP_HLEN + self.tcp_hlen + length
@@ -119,7 +124,7 @@ class Device:
             return self.linear_skb(seq, length, fin, frame, gso_size)
         return self.page_frag_skb(seq, length, fin, frame, gso_size)
 
-    def sender_skb(self, seq: int, length: int, fin: bool) -> Skb:
+    def sender_skb(self, seq: int, length: int, fin: bool, tx_segs: int = 0) -> Skb:
         """veth / loopback: the receiver gets the sender's own skb (TSO/GSO/GRO off).
 
         tcp_sendmsg() builds a small kmalloc'd head for the headers (`head` bytes of data area,
@@ -134,10 +139,22 @@ class Device:
         a cloned skb, so nothing coalesces into it until the sender frees its copy on ACK -- with
         delayed ACKs most small segments then become new skbs (measured, E1). A forwarding hop
         (the capture's delay router) gives the receiver private skbs: coalescing as usual (E4).
+        Only a one-segment skb reaches the receiver as that clone: tcp_transmit_skb()
+        [tcp_output.c, 6.18] clones the skb it sends, and a device without TSO gets it whole
+        only when it is one segment; a multi-segment (GSO) skb is cut by skb_segment()
+        [net/core/skbuff.c, 6.18] (validate_xmit_skb() [net/core/dev.c]) into freshly
+        allocated skbs that share the payload pages but are not clones -- so a bulk sender's
+        segments coalesce on a shared device too (measured: veth-periodic-1448-1ms in
+        tests/fixtures/pcaps, whose closed window stays shut for ~14 reads of 1448 B, one
+        17-fragment skb; docs/bring-your-own-capture.md). `tx_segs` > 1 marks such a segment.
+        `tso` (on by default, as veth and loopback come up): the sending device takes a
+        multi-segment skb whole, so the receiver's skb is that clone (rpc-loopback's 64 KB
+        loopback); `tso=off` (`ethtool -K lo tso off gso off`, the plain captures): software
+        GSO, so only one-segment skbs arrive as clones.
         """
         skb = Skb(seq, length, skb_truesize(self.head) + length, head=self.head, linear=0,
                   nfrags=sender_frags(seq, length), fin=fin)
-        if self.shared:
+        if self.shared and (self.tso or tx_segs <= 1):
             skb.cloned_until = seq + length + (1 if fin else 0)
         return skb
 
@@ -273,9 +290,9 @@ def build(strategy: str, fields: dict[str, object], link_mtu: int = 0,
           where: str = "device") -> Device:
     """A Device from a strategy (or preset name) and field values, validated.
 
-    `fields` keys: buf, mtu, rx_copybreak (or copybreak), gro, head, shared -- byte counts,
-    and bools for gro/shared. `link_mtu`: the MTU of the link the device sits on (0: unknown),
-    the default for `mtu`. A preset with no fields is the preset; anything else is named by
+    `fields` keys: buf, mtu, rx_copybreak (or copybreak), gro, head, shared, tso -- byte
+    counts, and bools for gro/shared/tso. `link_mtu`: the MTU of the link the device sits on
+    (0: unknown), the default for `mtu`. A preset with no fields is the preset; anything else is named by
     its spec string. Errors are one-line ValueErrors naming `where.field`.
     """
     if strategy in DEVICES:
@@ -293,7 +310,7 @@ def build(strategy: str, fields: dict[str, object], link_mtu: int = 0,
         if attr not in _ATTRS:
             raise ValueError(f"{where}.{key}: unknown field; allowed: preset, strategy, "
                              + ", ".join(_ATTRS))
-        want_bool = attr in ("gro", "shared")
+        want_bool = attr in _FLAGS
         if want_bool != isinstance(v, bool) or not isinstance(v, int) or v < 0:
             kind = "true or false" if want_bool else "a byte count >= 0"
             raise ValueError(f"{where}.{key}: expected {kind}, got {v!r}")
@@ -320,11 +337,11 @@ def check(dev: Device, where: str = "device") -> None:
             if getattr(dev, attr):
                 raise ValueError(f"{where}.{attr}: the {dev.strategy} strategy has no receive "
                                  "buffers; use strategy page-frag, page or kmalloc")
-        if dev.strategy == "tun" and (dev.shared or dev.head != 256):
-            raise ValueError(f"{where}: head and shared belong to the sender strategy")
+        if dev.strategy == "tun" and (dev.shared or dev.head != 256 or not dev.tso):
+            raise ValueError(f"{where}: head, shared and tso belong to the sender strategy")
         return
-    if dev.shared or dev.head != 256:
-        raise ValueError(f"{where}: head and shared belong to the sender strategy")
+    if dev.shared or dev.head != 256 or not dev.tso:
+        raise ValueError(f"{where}: head, shared and tso belong to the sender strategy")
     if dev.strategy == "page" and dev.buf != PAGE_SIZE:
         raise ValueError(f"{where}.buf: the page strategy uses one {PAGE_SIZE}-byte page per "
                          f"frame; use page-frag for {dev.buf}-byte buffers")
@@ -350,12 +367,12 @@ def parse_spec(spec: str) -> Device:
     fields: dict[str, object] = {}
     for item in filter(None, rest.split(",")):
         key, eq, val = item.partition("=")
-        if key in ("gro", "shared") and eq and val in ("on", "off"):
+        if key in _FLAGS and eq and val in ("on", "off"):
             fields[key] = val == "on"
-        elif key not in ("gro", "shared") and eq and val.isdigit():
+        elif key not in _FLAGS and eq and val.isdigit():
             fields[key] = int(val)
         else:
-            raise ValueError(f"device {spec!r}: expected key=number (or gro=on|off), "
+            raise ValueError(f"device {spec!r}: expected key=number (or gro/shared/tso=on|off), "
                              f"got {item!r}")
     return build(base, fields, where=f"device {spec!r}")
 

@@ -73,7 +73,7 @@ class ReceiveMixin:
                 self.tcp_ack(seg, slowpath=not fast)
                 return
             if seg.seq + seg.len <= rcv.rcv_nxt + self.receive_window():
-                skb = self.dev.make_skb(seg.seq, seg.len, False, seg.gso_size)
+                skb = self.dev.make_skb(seg.seq, seg.len, False, seg.gso_size, seg.tx_segs)
                 if skb.truesize <= self.mem.sk_forward_alloc:
                     self._fast_path_data(seg, skb, not fast)
                     return
@@ -185,7 +185,7 @@ class ReceiveMixin:
     def _queue_in_order(self: TcpSocket, seg: Segment, seq: int, length: int, fin: bool,
                         skb: Skb | None = None) -> None:
         if skb is None:
-            skb = self.dev.make_skb(seq, length, fin, seg.gso_size)
+            skb = self.dev.make_skb(seq, length, fin, seg.gso_size, seg.tx_segs)
         if not self.k.admit_in_order(self, skb):
             self.mib.TCPRcvQDrop += 1
             self.trace("drop", "rcvq full", seg, skb.truesize, reason="PROTO_MEM")
@@ -223,7 +223,8 @@ class ReceiveMixin:
 
     def data_queue_ofo(self: TcpSocket, seg: Segment) -> None:
         """Models tcp_data_queue_ofo(): admission, SACK, insert/merge in sequence order."""
-        skb = self.dev.make_skb(seg.seq, seg.len, bool(seg.flags & FIN), seg.gso_size)
+        skb = self.dev.make_skb(seg.seq, seg.len, bool(seg.flags & FIN), seg.gso_size,
+                                 seg.tx_segs)
         if not self.k.try_rmem_schedule(self, skb, skb.truesize):
             self.mib.TCPOFODrop += 1
             self.trace("drop", "ofo full", seg, skb.truesize, reason="PROTO_MEM")

@@ -27,12 +27,16 @@ class Segment:
 
     `gso_size` > 0 marks a GRO/GSO aggregate of `len // gso_size` wire segments (packetdrill's
     `--mss` option, or a GRO-enabled ingress device).
+    `tx_segs`: set by the model's sender, the segment count (tcp_skb_pcount) of the skb this
+    wire segment was sent from; 0 = not from the model's sender (injected). Above 1 the stack
+    segmented a GSO skb in software and the wire segment is a fresh skb, not a clone of the
+    sender's retransmit-queue skb (see `Device.sender_skb`).
     """
 
     __slots__ = (
         "seq", "len", "flags", "ack", "win",
         "mss", "wscale", "sack_ok", "tsval", "tsecr", "sacks", "gso_size",
-        "tx_ns",
+        "tx_ns", "tx_segs",
     )
 
     def __init__(
@@ -64,6 +68,7 @@ class Segment:
         self.sacks = sacks        # SACK blocks (start, end), first block may be a D-SACK
         self.gso_size = gso_size
         self.tx_ns = 0            # set by the link: when the segment left the sender
+        self.tx_segs = 0          # set by the sender: tcp_skb_pcount() of the skb sent
 
     @property
     def end_seq(self) -> int:

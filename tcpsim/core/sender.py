@@ -362,9 +362,10 @@ class SendMixin:
                         break
                 limit = self._mss_split_point(skb_len, is_tail, wnd_end, quota, probe)
             sent = 0
+            segs = -(-limit // mss)                                # tcp_skb_pcount() sent
             while sent < limit:
                 seg_len = min(mss, limit - sent)
-                self._send_new(snd.snd_nxt, seg_len, inflight)
+                self._send_new(snd.snd_nxt, seg_len, inflight, segs)
                 sent += seg_len
                 inflight += 1
             if sent < skb_len:
@@ -438,12 +439,15 @@ class SendMixin:
             return DEFER_CWND_LIMITED                # *is_cwnd_limited = true
         return DEFER
 
-    def _send_new(self: TcpSocket, seq: int, length: int, inflight: int) -> None:
+    def _send_new(self: TcpSocket, seq: int, length: int, inflight: int,
+                  segs: int = 1) -> None:
         """Send new data [seq, seq + length); `inflight`: packets_in_flight() before it (the
-        caller's count: write_xmit keeps one for its cwnd test)."""
+        caller's count: write_xmit keeps one for its cwnd test); `segs`: the segment count
+        of the skb it is cut from (above 1: software GSO makes each a fresh skb)."""
         snd = self.snd
         flags = ACK | (PSH if seq + length == snd.write_seq else 0)
         seg = self.make_segment(seq, length, flags)
+        seg.tx_segs = segs
         if not inflight:
             self.ca.cwnd_event(self, CA_EVENT_TX_START)    # tcp_event_data_sent()
         snd.snd_nxt = seq + length

@@ -194,7 +194,17 @@ class PeriodicWriter:
 
 
 class BulkWriter:
-    """Writes `chunk`-byte pieces whenever the send buffer has room."""
+    """Writes `chunk`-byte pieces whenever the send buffer has room.
+
+    `inline` (ns, 0 = off): the connection is a loopback between two sockets of one host
+    (`peers = "local"`, a device whose receiver gets the sender's own skb). There a send()
+    delivers what it transmits before it returns: loopback_xmit() hands the skb to the
+    backlog, the softirq run at local_bh_enable() [net/core/dev.c] gives it to the
+    receiving socket, whose ACK waits in the sending socket's backlog until release_sock()
+    at the end of tcp_sendmsg() [net/core/sock.c, net/ipv4/tcp.c, 6.18] processes it. So
+    the writer's next send() finds its previous segments received and acknowledged: the
+    model lets a write that put segments on the wire be followed by the next one a round
+    trip (`inline` = the link's RTT) later, instead of at the same instant."""
 
     def __init__(self, sim: Simulation, chunk: int, start: int,
                  sk: TcpSocket | None = None) -> None:
@@ -203,6 +213,7 @@ class BulkWriter:
         self.blocked = False
         self.written = 0
         self._busy = False
+        self.inline = 0
         self.relay: Reader | None = None        # this end's relay reader (see Reader)
 
     @property
@@ -225,6 +236,11 @@ class BulkWriter:
             self.written += w
             if w < self.chunk:
                 break
+            if self.inline and sk.outbox:       # loopback: the round trip is in the send()
+                self._busy = False
+                sim.sched.at(now + self.inline, WRITER, self.fill)
+                sim.after(sk)
+                return
         self.blocked = True
         self._busy = False
         sim.after(sk)

@@ -91,6 +91,8 @@ class Connection:
         seed = scenario.seed
         self.writer: PeriodicWriter | BulkWriter = make_writer(
             self, scenario.writer, timing=make_timing(scenario.writer, seed, "writer"))
+        if host.plan.local_peers and self.shared_skbs and isinstance(self.writer, BulkWriter):
+            self.writer.inline = link.delay_ab + link.delay_ba      # see BulkWriter
         self.reader = Reader(self, iter(()), timing=make_timing(scenario.reader, seed, "reader"))
         self.reader.phases = reader_phases(scenario.reader, self.reader, scenario.duration)
         # two-way: the receiver end writes, the sender end reads (None: one-way data)

@@ -45,10 +45,12 @@ def columns(rows: list[dict[str, Any]]) -> dict[str, list]:
 def replay_capture(path: str | Path, profile: str = "linux-6.18", policies: tuple[str, ...] = (),
                    sysctl: dict[str, Any] | None = None, until_s: float | None = None,
                    hz: int | None = None, thresholds: Thresholds | None = None,
-                   engine: str | None = None, **import_opts: Any) -> Validation:
+                   engine: str | None = None, device: str | None = None,
+                   **import_opts: Any) -> Validation:
     """Import one connection of a capture, run its workload under `profile` (+ patches,
-    + receiver sysctls) on `engine` ("python" | "native", default: the run's default) and
-    score the model against it."""
+    + receiver sysctls, + the ingress `device`: a preset or spec, default the import's) on
+    `engine` ("python" | "native", default: the run's default) and score the model against
+    it."""
     imp = load(path, **import_opts)
     meta = dict(imp.meta)
     doc = dict(imp.scenario)
@@ -63,6 +65,9 @@ def replay_capture(path: str | Path, profile: str = "linux-6.18", policies: tupl
         raise PcapError(str(path), None, str(exc).split(":")[0],
                         "replay needs the connection's handshake: capture from before the "
                         "connect, or import it (tcpsim import pcap) to look at it") from None
+    if device:
+        p.scenario = p.scenario.with_(device=device)
+        p.notes.append(f"device given: --device {device}")
     p.write_ticks = [(max(0, t + p.shift_ns - WRITE_LEAD_NS), n) for t, n, _ in k.writes
                      if t <= p.end_ns]
     p.schedule = True

@@ -3,8 +3,11 @@
     space      search files: [search] (objective, policies, budget, seed), [set], [space]
     objective  the objectives (higher = worse for the policy), differences of two policies
     reference  "what autotuning alone would give": the reference run of the ratio objectives
+    stall      time stalled (the sender's tcpi_rwnd_limited, zero-window time) from a trace
     evaluate   candidate workloads -> validated scenarios -> runs (local pool, Dask), cached
-    driver     the optimiser loop (Optuna TPE / random, seeded, batched) and the minimiser
+    driver     the optimiser loop (Optuna TPE / random / Hypothesis, seeded, batched) and the
+               minimiser
+    strategy   the space as a Hypothesis strategy, and Hypothesis as the optimiser
     finding    the minimised finding on disk: scenario file, numbers, comparison
 
 OUT (default searches/NAME) holds runs/<hash>.json (every run, by content hash: a search run
@@ -32,11 +35,20 @@ def with_overrides(spec: SearchSpec, *, profile: str | None = None,
                    vs_policy: tuple[str, ...] = (), budget: int | None = None,
                    seed: int | None = None, batch: int | None = None,
                    duration: int | None = None, threshold: float | None = None,
-                   optimiser: str | None = None) -> SearchSpec:
+                   optimiser: str | None = None, objective: str | None = None) -> SearchSpec:
     """The search with the command line's (or the API's) changes: `profile` replaces the
     searched profile, `policy` adds patches to it; `vs_profile`/`vs_policy` make (or change)
-    the `vs` side."""
+    the `vs` side; `objective` searches the same space for another objective (its own
+    default threshold unless `threshold` is given too; named NAME-OBJECTIVE)."""
     out = replace(spec)
+    if objective is not None:
+        from tcpsim.searching.objective import OBJECTIVES
+        if objective not in OBJECTIVES:
+            raise SearchError(f"objective: expected one of {', '.join(OBJECTIVES)}, "
+                              f"got {objective!r}")
+        if objective != spec.objective:        # its own results folder (searches/NAME-OBJECTIVE)
+            out.objective, out.threshold = objective, None
+            out.name = f"{spec.name}-{objective}"
     if profile is not None or policy:
         out.policy = PolicySpec(profile or spec.policy.profile, (*spec.policy.policy, *policy),
                                 spec.policy.sysctl)
@@ -152,7 +164,11 @@ def report_lines(result: SearchResult, out: Path | None = None) -> list[str]:
     lines.append(f"best: {best.objective:.4g} ({sides}) at {fields(best)}, "
                  f"{best.duration / 1e9:g} s")
     if result.finding is None:
-        lines.append(f"no finding: nothing reached the threshold {result.threshold:g}")
+        if (best.objective or 0.0) >= result.threshold:     # --no-minimise
+            lines.append(f"the best reached the threshold {result.threshold:g}; not minimised "
+                         "(--no-minimise), no finding written")
+        else:
+            lines.append(f"no finding: nothing reached the threshold {result.threshold:g}")
         return lines
     f = result.finding
     sides = ", ".join(f"{k} {v:.4g}" for k, v in f.sides.items())

@@ -65,8 +65,11 @@ def _sampler(spec: SearchSpec) -> Any:
         return optuna, optuna.samplers.RandomSampler(seed=spec.seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")          # multivariate TPE is marked experimental
+        # group: conditional fields (`when`) make the space dynamic; TPE then models each
+        # set of fields that occur together (a static space is one group, as before)
         return optuna, optuna.samplers.TPESampler(
-            seed=spec.seed, multivariate=True, n_startup_trials=max(10, 2 * spec.batch))
+            seed=spec.seed, multivariate=True, n_startup_trials=max(10, 2 * spec.batch),
+            group=any(d.when for d in spec.dims))
 
 
 def _suggest(trial: Any, dim: Dim) -> Any:
@@ -75,6 +78,16 @@ def _suggest(trial: Any, dim: Dim) -> Any:
     if dim.kind == "integer" and not dim.log:
         return dim.value(trial.suggest_int(dim.key, int(dim.lo), int(dim.hi)))
     return dim.value(trial.suggest_float(dim.key, dim.lo, dim.hi, log=dim.log))
+
+
+def _propose(trial: Any, spec: SearchSpec, ev: Evaluator) -> dict[str, Any]:
+    """One workload from an Optuna trial, define-by-run: a conditional field is asked for
+    only when its condition holds on the fields chosen before it."""
+    values: dict[str, Any] = {}
+    for d in spec.dims:
+        if d.applies(values, ev.base_value):
+            values[d.key] = _suggest(trial, d)
+    return values
 
 
 def check_space(spec: SearchSpec, ev: Evaluator) -> None:
@@ -91,9 +104,14 @@ def check_space(spec: SearchSpec, ev: Evaluator) -> None:
     for dim in spec.dims:
         ends = ([dim.value(i) for i in range(len(dim.choices))] if dim.kind == "choice"
                 else [dim.value(dim.lo), dim.value(dim.hi)])
+        cond = {k: allowed[0] for k, allowed in dim.when}   # a conditional field in its setting
         for v in ends:
+            values = {**cond, dim.key: v}
+            for other in spec.dims:          # and the fields that come with that setting
+                if other.when and other.key not in values and other.applies(values, ev.base_value):
+                    values[other.key] = other.value(0 if other.kind == "choice" else other.lo)
             try:
-                ev.build({dim.key: v}, spec.duration)
+                ev.build(values, spec.duration)
             except USER_ERRORS as exc:
                 raise SearchError(f"{where}space.{dim.key}: {v!r} is not a valid value here "
                                   f"({exc})") from None
@@ -111,7 +129,7 @@ def run_search(spec: SearchSpec, ev: Evaluator, progress: Progress | None = None
     while len(result.evaluations) < spec.budget:
         n = min(spec.batch, spec.budget - len(result.evaluations))
         trials = [study.ask() for _ in range(n)]
-        batch = [({d.key: _suggest(t, d) for d in spec.dims}, spec.duration) for t in trials]
+        batch = [(_propose(t, spec, ev), spec.duration) for t in trials]
         for trial, e in zip(trials, ev.evaluate(batch)):
             if e.objective is None or not math.isfinite(e.objective):
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)

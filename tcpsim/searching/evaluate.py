@@ -22,7 +22,9 @@ from tcpsim.runner import RunOptions
 from tcpsim.scenario import read_scenario_file, set_field
 from tcpsim.searching.objective import OBJECTIVES, Objective, Outcome, evaluate
 from tcpsim.searching.reference import reference_spec
-from tcpsim.searching.space import PolicySpec, SearchSpec
+from tcpsim.searching import stall
+from tcpsim.searching.space import PolicySpec, SearchSpec, active_values
+from tcpsim.searching.stall import STALL_FIELDS
 from tcpsim.sweeps import execute
 from tcpsim.sweeps.grid import Point, _build_point
 
@@ -115,7 +117,7 @@ class Evaluator:
         parallel; results in the order given."""
         evals = []
         for v, d in batch:
-            vals = dict(v)
+            vals = active_values(self.spec.dims, dict(v), self.base_value)
             if "duration" in vals:            # a searched duration is the evaluation's own
                 from tcpsim.units import parse_duration
                 d = parse_duration(vals.pop("duration"), "space.duration", positive=True)
@@ -160,9 +162,18 @@ class Evaluator:
             if path.is_file():
                 doc = json.loads(path.read_text())
                 out = (doc["summary"], doc["counters"])
+                if self.objective.trace and not doc["summary"].get("error") and not all(
+                        f in doc["summary"] for f in STALL_FIELDS):
+                    return None          # stored by a search that kept no trace: run again
                 self.memo[key] = out
                 return out
         return None
+
+    @property
+    def _attempt(self) -> Any:
+        """What runs one point on a worker: with the stall times when the objective reads
+        them (tcpsim.searching.stall), else the sweeps' plain run."""
+        return stall.attempt if self.objective.trace else execute.attempt
 
     def _store(self, p: Point) -> None:
         summary = dict(p.summary or {})
@@ -186,11 +197,11 @@ class Evaluator:
         if self.executor == "dask":
             if self._client is None:
                 self._client, self._cluster = execute.dask_client(self.jobs, self.scheduler)
-            execute.run_dask(points, self._client, lambda p: None, self._store)
+            execute.run_dask(points, self._client, lambda p: None, self._store, self._attempt)
         elif self.jobs > 1 and len(points) > 1:
             self._run_pool(points)
         else:
-            execute.run_local(points, 1, lambda p: None, self._store)
+            execute.run_local(points, 1, lambda p: None, self._store, self._attempt)
 
     def _run_pool(self, points: list[Point]) -> None:
         """On a process pool kept for the whole search (a pool per batch would spend more
@@ -202,7 +213,7 @@ class Evaluator:
             from tcpsim.sweeps.lifeline import watch_parent
             self._pool = ProcessPoolExecutor(max_workers=self.jobs, initializer=watch_parent,
                                              initargs=(os.getpid(),))
-        futures = [(p, self._pool.submit(execute.attempt, p, None)) for p in points]
+        futures = [(p, self._pool.submit(self._attempt, p, None)) for p in points]
         try:
             for p, fut in futures:
                 p.summary, p.counters, p.error = fut.result()
@@ -211,7 +222,8 @@ class Evaluator:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
             left = [p for p in points if p.hash not in self.memo]
-            execute.run_local(left, min(self.jobs, len(left)), lambda p: None, self._store)
+            execute.run_local(left, min(self.jobs, len(left)), lambda p: None, self._store,
+                              self._attempt)
 
     def close(self) -> None:
         if self._pool is not None:

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from tcpsim.searching.evaluate import Evaluation, Evaluator
 from tcpsim.searching.space import PolicySpec
+from tcpsim.searching.stall import STALL_FIELDS
 
 _BARE = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -108,7 +109,8 @@ def write_finding(out: Path, ev: Evaluator, e: Evaluation, best: Evaluation,
         "search_fields": {k: pretty_duration(v) for k, v in best.values.items()},
         "duration_s": e.duration / 1e9, "search_duration_s": best.duration / 1e9,
         "peaks": {role: {k: s.get(k) for k in ("peak_sk_rmem_alloc", "peak_sk_rcvbuf", "drops",
-                                                "zero_windows_sent", "goodput_mbps", "died_at_s")}
+                                                "zero_windows_sent", "goodput_mbps", "died_at_s",
+                                                *STALL_FIELDS) if k in s or k not in STALL_FIELDS}
                   for role, s in e.summaries.items()},
     }
     (folder / "finding.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")

@@ -29,6 +29,7 @@ class Objective:
     threshold: float
     reference: bool = False
     needs_vs: bool = False
+    trace: bool = False           # reads what only the run's trace tells (searching/stall.py)
 
 
 def _num(x: Any) -> float:
@@ -76,6 +77,11 @@ OBJECTIVES: dict[str, Objective] = {o.name: o for o in (
               "stalls", lambda r, _: _num(r[0].get("zero_windows_sent")), 1.0),
     Objective("window_probes", "zero-window probes the sender sent: time stalled, in probes",
               lambda r, _: _num(r[0].get("window_probes")), 1.0),
+    Objective("time_stalled", "seconds the sender was held up by the receiver's window: "
+              "tcpi_rwnd_limited (TCP_CHRONO_RWND_LIMITED), zero windows included",
+              lambda r, _: _num(r[0].get("rwnd_limited_s")), 0.1, trace=True),
+    Objective("zero_window_time", "seconds the receiver's advertised window was zero",
+              lambda r, _: _num(r[0].get("zero_window_s")), 0.1, trace=True),
     Objective("death", "the connection died (1 + the share of the run it was dead)", _death, 1.0),
     Objective("goodput_lost", "goodput lost against [search.vs] (Mbit/s)", _goodput, 0.1,
               needs_vs=True),

@@ -36,7 +36,10 @@ not searchable: it is the policy). A range is "LO..HI" with one unit on both end
 (B, KiB, KB, MiB), a duration (ns, us, ms, s), a rate (kbit, mbit, gbit) or none (a plain
 number; integers stay integers); scale "log" (the default for units, which span decades) or "lin". A dimension may
 give `default = VALUE`: the value minimisation returns the field to (else: the base
-scenario's own value, or no value at all -- the scenario's default). Every point the
+scenario's own value, or no value at all -- the scenario's default), and `when = { FIELD =
+VALUE or [VALUES] }`: the field is searched only while FIELD (a choice dim declared above it)
+has one of those values -- `"reader.every" = { range = "0.1ms..100ms", when = { "reader.kind"
+= "periodic" } }`. Every point the
 optimiser proposes is built and validated as a scenario before it runs; a space whose
 points cannot be valid (a range beyond what the field takes) is reported before the search
 starts, with the field's name.
@@ -52,7 +55,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from tcpsim.errors import ScenarioError
 from tcpsim.scenario import shipped_file, shipped_names
@@ -62,7 +65,7 @@ _SEARCH_KEYS = {"scenario", "name", "description", "objective", "profile", "poli
                 "budget", "batch", "seed", "duration", "threshold", "keep", "vs", "optimiser"}
 _VS_KEYS = {"profile", "policy", "sysctl"}
 _TOP_KEYS = {"search", "set", "space"}
-_DIM_KEYS = {"range", "scale", "choices", "default"}
+_DIM_KEYS = {"range", "scale", "choices", "default", "when"}
 _RANGE = re.compile(r"^\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*([A-Za-z]*)\s*$")
 _TIME_UNITS = set(DURATION_UNITS) - {""}
 _SIZE_UNITS = set(SIZE_UNITS) - {""}
@@ -85,6 +88,15 @@ class Dim:
     log: bool = True
     choices: tuple[Any, ...] = ()
     default: Any = None           # None: the base scenario's own value (or unset)
+    when: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    """Searched only while each named field (a choice dim declared earlier) has one of the
+    listed values: `when = { "reader.kind" = "periodic" }` -- a periodic reader's period
+    means nothing to a blocking reader (and is not a valid field of one)."""
+
+    def applies(self, values: dict[str, Any], base: "Callable[[str], Any]") -> bool:
+        """Whether this field is part of the workload `values` (a field left out there has
+        the base scenario's value, `base(key)`)."""
+        return all((values[k] if k in values else base(k)) in allowed for k, allowed in self.when)
 
     def value(self, x: Any) -> Any:
         """The scenario-file value for the optimiser's number (or choice index) `x`."""
@@ -224,8 +236,33 @@ def parse_search(doc: dict[str, Any], path: Path | None = None) -> SearchSpec:
         _check_key(k, "space.")
         if k in spec.fixed:
             raise SearchError(f"space.{k}: also in [set]; give each field once")
-        spec.dims.append(parse_dim(k, v, f"space.{k}"))
+        dim = parse_dim(k, v, f"space.{k}")
+        _check_when(dim, spec.dims, f"space.{k}.when")
+        spec.dims.append(dim)
     return spec
+
+
+def _check_when(dim: Dim, before: list[Dim], where: str) -> None:
+    """A condition names a choice dim declared above this one and values among its choices."""
+    earlier = {d.key: d for d in before}
+    for key, allowed in dim.when:
+        d = earlier.get(key)
+        if d is None or d.kind != "choice":
+            raise SearchError(f"{where}.{key}: a condition names a field searched by choices "
+                              "and declared above this one in [space]")
+        for a in allowed:
+            if a not in d.choices:
+                raise SearchError(f"{where}.{key}: {a!r} is not one of its choices "
+                                  f"({', '.join(map(repr, d.choices))})")
+
+
+def active_values(dims: list[Dim], values: dict[str, Any],
+                  base: Callable[[str], Any]) -> dict[str, Any]:
+    """`values` without the fields whose `when` does not hold (e.g. a reader period once the
+    reader is no longer periodic): what a workload actually sets."""
+    by_key = {d.key: d for d in dims}
+    return {k: v for k, v in values.items()
+            if k not in by_key or by_key[k].applies(values, base)}
 
 
 def _only(table: dict[str, Any], allowed: set[str], prefix: str) -> None:
@@ -318,6 +355,7 @@ def parse_dim(key: str, v: Any, where: str) -> Dim:
         if k not in _DIM_KEYS:
             raise SearchError(f"{where}.{k}: unknown field; use range, scale, choices, default")
     default = v.get("default")
+    when = _when(v.get("when", {}), f"{where}.when")
     if ("range" in v) == ("choices" in v):
         raise SearchError(f"{where}: give either range or choices")
     if "choices" in v:
@@ -326,7 +364,7 @@ def parse_dim(key: str, v: Any, where: str) -> Dim:
             raise SearchError(f"{where}.choices: expected a non-empty list")
         if "scale" in v:
             raise SearchError(f"{where}.scale: only a range has a scale")
-        return Dim(key, "choice", choices=tuple(ch), default=default)
+        return Dim(key, "choice", choices=tuple(ch), default=default, when=when)
     text = v["range"]
     if not isinstance(text, str) or ".." not in text:
         raise SearchError(f'{where}.range: expected "LO..HI", e.g. "0.1ms..100ms"')
@@ -360,4 +398,17 @@ def parse_dim(key: str, v: Any, where: str) -> Dim:
         raise SearchError(f'{where}.scale: expected "lin" or "log", got {scale!r}')
     if scale == "log" and lo <= 0:
         raise SearchError(f"{where}.scale: a log scale needs a range above zero")
-    return Dim(key, kind, float(lo), float(hi), scale == "log", default=default)
+    return Dim(key, kind, float(lo), float(hi), scale == "log", default=default, when=when)
+
+
+def _when(v: Any, where: str) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    """`when = { FIELD = VALUE or [VALUES] }` -> ((FIELD, (VALUES...)), ...)."""
+    if not isinstance(v, dict):
+        raise SearchError(f'{where}: expected a table, e.g. when = {{ "reader.kind" = "periodic" }}')
+    out = []
+    for k, allowed in v.items():
+        vals = tuple(allowed) if isinstance(allowed, list) else (allowed,)
+        if not vals:
+            raise SearchError(f"{where}.{k}: expected a value or a non-empty list of values")
+        out.append((k, vals))
+    return tuple(out)

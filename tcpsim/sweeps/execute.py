@@ -30,6 +30,7 @@ EXECUTORS = ("local", "dask")
 Outcome = tuple[dict[str, Any] | None, dict[str, int], str]     # summary, counters, error
 TraceOf = Callable[[Point], "str | None"]
 OnDone = Callable[[Point], None]
+Attempt = Callable[[Point, "str | None"], Outcome]   # runs one point on a worker
 
 
 class ExecutorError(RuntimeError):
@@ -48,8 +49,16 @@ def _run_point(point: Point, trace: str | None) -> tuple[dict[str, Any], dict[st
 
 def attempt(point: Point, trace: str | None) -> Outcome:
     """Run one point where it lands (a worker); the model's exceptions become its error."""
+    return guarded(_run_point, point, trace)
+
+
+def guarded(run_point: Callable[[Point, "str | None"], tuple[dict[str, Any], dict[str, int]]],
+            point: Point, trace: str | None) -> Outcome:
+    """`run_point(point, trace)` as an Outcome: a scenario, profile or sysctl error, or any
+    exception the model raises, becomes the point's error (a model bug in one point must not
+    lose the rest)."""
     try:
-        summary, counters = _run_point(point, trace)
+        summary, counters = run_point(point, trace)
         return summary, counters, ""
     except (ScenarioError, ProfileError, SysctlError) as exc:
         return None, {}, str(exc)
@@ -68,14 +77,16 @@ def _gave_up(point: Point, why: str) -> None:
 
 # -- in this process / local pool ---------------------------------------------------------------
 
-def run_local(points: list[Point], jobs: int, trace_of: TraceOf, on_done: OnDone) -> None:
+def run_local(points: list[Point], jobs: int, trace_of: TraceOf, on_done: OnDone,
+              fn: Attempt = attempt) -> None:
     """`jobs` worker processes (1: in this process). At most `jobs` points are in flight. A
     dying worker breaks the whole pool: the points in flight then are suspects, each run
     again alone in a pool of its own, so that only the point that kills its worker is
-    charged an attempt (and fails after MAX_ATTEMPTS)."""
+    charged an attempt (and fails after MAX_ATTEMPTS). `fn` runs a point (`attempt`, or a
+    module-level function of the same signature: a search's run that keeps its trace)."""
     if jobs == 1:
         for p in points:
-            _settle(p, attempt(p, trace_of(p)))
+            _settle(p, fn(p, trace_of(p)))
             on_done(p)
         return
     todo = list(reversed(points))
@@ -88,7 +99,7 @@ def run_local(points: list[Point], jobs: int, trace_of: TraceOf, on_done: OnDone
             batch, width = todo, jobs
         with ProcessPoolExecutor(max_workers=min(width, len(batch)), initializer=watch_parent,
                                  initargs=(os.getpid(),)) as pool:
-            broken = _drain_pool(pool, batch, width, trace_of, on_done)
+            broken = _drain_pool(pool, batch, width, trace_of, on_done, fn)
         if len(broken) > 1:
             suspects.extend(broken)
             continue
@@ -102,7 +113,7 @@ def run_local(points: list[Point], jobs: int, trace_of: TraceOf, on_done: OnDone
 
 
 def _drain_pool(pool: ProcessPoolExecutor, todo: list[Point], jobs: int, trace_of: TraceOf,
-                on_done: OnDone) -> list[Point]:
+                on_done: OnDone, fn: Attempt = attempt) -> list[Point]:
     """Feed the pool from the end of `todo` until it is empty; returns the points in flight
     when the pool broke ([] if it did not)."""
     pending: dict[Future, Point] = {}
@@ -111,7 +122,7 @@ def _drain_pool(pool: ProcessPoolExecutor, todo: list[Point], jobs: int, trace_o
             while todo and len(pending) < jobs:
                 p = todo.pop()
                 try:
-                    pending[pool.submit(attempt, p, trace_of(p))] = p
+                    pending[pool.submit(fn, p, trace_of(p))] = p
                 except BrokenProcessPool:      # broke since the last wait: p never ran
                     todo.append(p)
                     return _cancel(pending)
@@ -203,7 +214,8 @@ def _reachable(address: str) -> None:
     socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
 
 
-def run_dask(points: list[Point], client: Any, trace_of: TraceOf, on_done: OnDone) -> None:
+def run_dask(points: list[Point], client: Any, trace_of: TraceOf, on_done: OnDone,
+             fn: Attempt = attempt) -> None:
     """Submit every point to the cluster and settle them as they complete. The scheduler
     already reschedules the tasks of a worker that died; a point it gives up on (KilledWorker)
     is submitted again under a new key, up to MAX_ATTEMPTS submissions."""
@@ -211,7 +223,7 @@ def run_dask(points: list[Point], client: Any, trace_of: TraceOf, on_done: OnDon
     tries = {p.index: 1 for p in points}
 
     def submit(p: Point) -> Any:
-        return client.submit(attempt, p, trace_of(p), pure=False,
+        return client.submit(fn, p, trace_of(p), pure=False,
                              key=f"tcpsim-point-{p.hash}-{tries[p.index]}-{os.getpid()}")
 
     by_key = {}

@@ -42,6 +42,9 @@ def test_the_fixtures_load_as_the_engines_expand_them():
     assert len(plan.flows) == 200 and plan.local_peers
     assert {plan.classes[f.cls] for f in plan.flows} == {"slow", "healthy"}
     assert host.global_settings(h) == {host.TCP_MEM: "1500 2000 2500"}
+    # the machine's other sockets' pages are added to each limit (the model's pool is empty)
+    assert host.global_settings(h, 300) == {host.TCP_MEM: "1800 2300 2800"}
+    assert host.congestion_control(plan.flows[0]) == "cubic"    # not the machine's default
     assert host.namespace_sysctls(plan.flows[0].scenario.sysctl)["net.ipv4.tcp_rmem"] == [
         4096, 131072, 6291456]
 
@@ -83,7 +86,7 @@ def test_summary_onset_peak_and_class():
     s = host.summary([_sample(0, 10, 0, 0), _sample(100_000_000, 700, 1, 5),
                       _sample(200_000_000, 650, 3, 9)])
     assert s["pressure_onset_s"] == 0.1
-    assert s["peak_sockstat_mem"] == 700
+    assert s["peak_sockstat_mem"] == 690 and s["baseline_sockstat_mem"] == 10   # above it
     assert (s["pressures"], s["pressure_class"]) == (3, "many")
     assert s["delivered"] == {"a": 9}
     never = host.summary([_sample(0, 10, 0, 4)])
@@ -91,7 +94,7 @@ def test_summary_onset_peak_and_class():
 
 
 def test_median_of_runs_with_their_spread():
-    runs = [host.summary([_sample(0, m, p, d)]) for m, p, d in
+    runs = [host.summary([_sample(0, 0, 0, 0), _sample(1, m, p, d)]) for m, p, d in
             ((500, 1, 10), (800, 1, 30), (520, 0, 20))]
     med = host.median_summary(runs)
     assert med["peak_sockstat_mem"] == 520 and med["pressure_class"] == "1"

@@ -1,6 +1,8 @@
 """tcp_try_coalesce / skb_try_coalesce: delta charging, the 17-fragment limit, tailroom, clones,
 the sender's page layout."""
 
+import pytest
+
 from tcpsim.core.devices import device
 from tcpsim.core.skb import Skb
 
@@ -65,6 +67,20 @@ def test_shared_skb_is_not_coalesced_until_the_peer_releases_it():
     sk.on_peer_release(sk.rcv.rcv_nxt)
     p.at(4).send(100)
     assert sk.mib.TCPRcvCoalesce == 1
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_without_tso_a_gso_skbs_segments_are_not_clones(engine):
+    # tcp_transmit_skb() clones what it sends; a device without TSO has skb_segment() cut a
+    # multi-segment skb into fresh skbs, so only a one-segment skb arrives as a clone
+    # (the plain captures' closed window stays shut ~14 reads: their segments coalesced)
+    for dev, segs, coalesced in (("loopback", 2, 0), ("loopback:tso=off", 2, 2),
+                                 ("loopback:tso=off", 1, 0), ("loopback:tso=off", 0, 0)):
+        p = established("linux-6.18", dev=dev, engine=engine)
+        p.sk.on_peer_release(0)
+        for i in range(3):
+            p.at(2 + i).send(1448, tx_segs=segs)
+        assert p.sk.mib.TCPRcvCoalesce == coalesced, (dev, segs)
 
 
 def test_tun_linear_head_cannot_be_stolen():

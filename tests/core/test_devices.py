@@ -98,6 +98,8 @@ def test_scenario_device_table_and_string():
     assert sc({"strategy": "kmalloc", "rx_copybreak": 256}, 65536).device == \
         "kmalloc:buf=65550,mtu=65536,rx_copybreak=256"
     assert sc({"preset": "nic-2k", "gro": False}).device == "page-frag:buf=2048,mtu=9000,gro=off"
+    assert sc({"preset": "loopback", "tso": False}).device == "sender:shared=on,tso=off"
+    assert device("loopback:tso=off").spec == "sender:shared=on,tso=off"
 
 
 @pytest.mark.parametrize("dev,msg", [
@@ -109,6 +111,9 @@ def test_scenario_device_table_and_string():
     ({"strategy": "page-frag", "buf": 100}, "receiver.device.buf: a page fragment holds"),
     ({"strategy": "tun", "rx_copybreak": 64}, "receiver.device.rx_copybreak: the tun strategy"),
     ({"strategy": "kmalloc", "bufsize": 1}, "receiver.device.bufsize: unknown field"),
+    ({"strategy": "tun", "tso": False}, "receiver.device: head, shared and tso belong to the "
+                                        "sender strategy"),
+    ({"preset": "loopback", "tso": 0}, "receiver.device.tso: expected true or false"),
     ("e1000", "receiver.device: expected one of veth"),
 ])
 def test_bad_device_descriptions_give_one_line(dev, msg):

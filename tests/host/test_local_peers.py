@@ -37,3 +37,15 @@ def test_peers_must_be_remote_or_local():
     with pytest.raises(ScenarioError, match='peers: expected "remote"'):
         host_from_dict({"peers": "lan", "class": {"a": {"base": "seed-never-reads",
                                                          "count": 1}}})
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_a_bulk_writer_over_local_loopback_writes_a_round_trip_apart(engine):
+    """Loopback delivers within the send(): each 1448-byte write is received and acknowledged
+    before the next, so the never-read receivers coalesce what they get into two skbs and
+    take 26 segments each before the pool stops them (the kernel's stuck-40 runs: 23-42);
+    written all at once, the send queues took the pool first and the receivers got 10."""
+    local = _run("local", engine)
+    assert {f.received for f in local.flows} == {26 * 1448}
+    remote = _run("remote", engine)            # a remote peer's writer is not held back
+    assert all(f.written > f.received for f in remote.flows)

@@ -52,10 +52,33 @@ def test_ranges_take_units_and_scales() -> None:
      "search.keep"),
     ({"search": {"objective": "drops", "vs": 3}, "space": {"link.rtt": {"range": "1ms..5ms"}}},
      "search.vs"),
+    # a condition names a choice dim declared above, and values among its choices
+    ({"search": {"objective": "drops"}, "space": {
+        "reader.every": {"range": "1ms..5ms", "when": {"reader.kind": "periodic"}}}},
+     "space.reader.every.when.reader.kind"),
+    ({"search": {"objective": "drops"}, "space": {
+        "reader.kind": {"choices": ["fast", "periodic"]},
+        "reader.every": {"range": "1ms..5ms", "when": {"reader.kind": "slow"}}}},
+     "space.reader.every.when.reader.kind: 'slow'"),
+    ({"search": {"objective": "drops"}, "space": {
+        "reader.kind": {"choices": ["fast", "periodic"]},
+        "reader.every": {"range": "1ms..5ms", "when": "periodic"}}}, "space.reader.every.when"),
 ])
 def test_bad_documents_name_the_field(doc: dict, field: str) -> None:
     with pytest.raises(SearchError, match=field.replace("[", r"\[").replace(".", r"\.")):
         parse_search(doc)
+
+
+def test_another_objective_over_the_same_space() -> None:
+    """--objective / objective=: the file's space and policies, another objective with its own
+    default threshold, and its own results folder name."""
+    spec = load_search("rpc-admission")
+    other = with_overrides(spec, objective="time_stalled")
+    assert (other.objective, other.threshold, other.name) == \
+        ("time_stalled", None, "rpc-admission-time_stalled")
+    assert other.dims == spec.dims and other.vs == spec.vs and spec.objective == "inwindow_drops"
+    assert with_overrides(spec, objective="inwindow_drops").name == "rpc-admission"
+    assert with_overrides(spec, objective="time_stalled", threshold=2.0).threshold == 2.0
 
 
 def test_goodput_lost_needs_two_sides() -> None:
@@ -90,9 +113,40 @@ def test_cli_bad_search_files_one_error_line(tmp_path: Path, body: str, field: s
 def test_cli_bad_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                          capsys: pytest.CaptureFixture[str]) -> None:
     for args, word in ((["--budget", "0"], "--budget"), (["--executor", "mpi"], "--executor"),
-                       (["--policy", "no-such-patch"], "no-such-patch")):
+                       (["--policy", "no-such-patch"], "no-such-patch"),
+                       (["--objective", "time_wasted"], "time_stalled")):
         code, _, err = run_main(["search", GENERIC, "-o", str(tmp_path), *args], monkeypatch, capsys)
         assert code != 0 and err.startswith("tcpsim: error:") and word in err, err
         assert len(err.strip().splitlines()) == 1
     code, _, err = run_main(["search", "no-such-search"], monkeypatch, capsys)
     assert code != 0 and "no-such-search" in err and len(err.strip().splitlines()) == 1
+
+
+def test_conditional_fields_apply_only_in_their_setting() -> None:
+    """`when`: a periodic reader's period is part of a workload only while the reader is
+    periodic -- also when the reader kind is left at the base scenario's value."""
+    spec = parse_search({"search": {"objective": "drops"}, "space": {
+        "reader.kind": {"choices": ["blocking", "periodic"]},
+        "reader.every": {"range": "1ms..5ms", "when": {"reader.kind": ["periodic"]}}}})
+    every = spec.dims[1]
+    assert every.when == (("reader.kind", ("periodic",)),)
+    from tcpsim.searching.space import active_values
+    base = {"reader.kind": "periodic"}.get
+    assert active_values(spec.dims, {"reader.kind": "blocking", "reader.every": "2ms"}, base) \
+        == {"reader.kind": "blocking"}
+    assert active_values(spec.dims, {"reader.every": "2ms"}, base) == {"reader.every": "2ms"}
+    assert active_values(spec.dims, {"reader.every": "2ms"}, {}.get) == {}
+
+
+def test_an_unminimised_best_over_the_threshold_is_not_called_nothing() -> None:
+    from tcpsim.searching import report_lines
+    from tcpsim.searching.driver import SearchResult
+    from tcpsim.searching.evaluate import Evaluation
+    spec = load_search("rpc-admission")
+    best = Evaluation({"link.rtt": "1ms"}, 2_000_000_000, objective=3.0,
+                      sides={"policy": 3.0, "vs": 0.0})
+    text = "\n".join(report_lines(SearchResult(spec, [best], best, threshold=1.0)))
+    assert "not minimised" in text and "nothing reached" not in text
+    below = Evaluation({}, 2_000_000_000, objective=0.5, sides={"policy": 0.5, "vs": 0.0})
+    assert "nothing reached the threshold 1" in "\n".join(
+        report_lines(SearchResult(spec, [below], below, threshold=1.0)))

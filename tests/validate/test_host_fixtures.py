@@ -14,16 +14,16 @@ from tcpsim.host.scenario import load_host
 from tcpsim.validate.host import validate_fixture
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "host"
-CAPTURES = ("stuck-40", "seed-mix-200", "seed-mix-200-shrink1")
-# Where today's model differs from the kernel on these captures (docs/hosts.md): the
-# slow writers' send queues, which fill the kernel's pool, stay small in the model, so the
-# seed mixes never reach pressure; the never-read receivers of stuck-40 hold less data.
+CAPTURES = ("stuck-40", "seed-mix-200", "seed-mix-200-shrink1", "seed-mix-200-tight")
+# Where today's model differs from the kernel on these captures (docs/hosts.md): in the tight
+# mix the healthy class collapses in both, but earlier in the model (0.75 s, the kernel's at
+# 0.9-1.0 s), which then lets less through (its senders wait out retransmission timeouts
+# where the kernel's reopen on window updates): 11 MB where the kernel's got 31-36 MB.
 KNOWN_DIVERGENCE = {
-    "stuck-40": {"delivered: stuck (bytes)"},
-    "seed-mix-200": {"pressure onset (s)", "peak sockstat mem (pages)",
-                     "pressure entries (class)"},
-    "seed-mix-200-shrink1": {"pressure onset (s)", "peak sockstat mem (pages)",
-                             "pressure entries (class)"},
+    "stuck-40": set(),
+    "seed-mix-200": set(),
+    "seed-mix-200-shrink1": set(),
+    "seed-mix-200-tight": {"delivered: healthy (bytes)"},
 }
 
 

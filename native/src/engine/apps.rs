@@ -235,6 +235,9 @@ pub struct Writer {
     pub blocked: bool,
     pub written: i64,
     busy: bool,
+    /// Bulk on a loopback between two sockets of the host: the round trip (ns) a send()
+    /// that transmits takes before the next one (apps.py `BulkWriter.inline`); 0 = off.
+    pub inline: i64,
     pub timing: Option<Timing>,
     /// Timed: the grid's first tick, and the ticks run so far.
     origin: i64,
@@ -268,6 +271,7 @@ impl Writer {
             blocked: false,
             written: 0,
             busy: false,
+            inline: 0,
             timing: if kind == WriterKind::Periodic {
                 timing
             } else {
@@ -572,6 +576,14 @@ impl Simulation {
             self.writer(w).written += got;
             if got < chunk {
                 break;
+            }
+            let inline = self.writer(w).inline;
+            if inline > 0 && !self.f.socks[sk].outbox.is_empty() {
+                // loopback: the round trip is in the send() (apps.py BulkWriter)
+                self.writer(w).busy = false;
+                self.at(now + inline, WRITER, Ev::WriterFill(w as u32));
+                self.after(sk);
+                return;
             }
         }
         let wr = self.writer(w);

@@ -12,7 +12,8 @@
 //! the same code as the Python engine's.
 
 use super::apps::{
-    App, Reader, Timing, Writer, STREAM_READER, STREAM_REV_READER, STREAM_REV_WRITER, STREAM_WRITER,
+    App, Reader, Timing, Writer, WriterKind, STREAM_READER, STREAM_REV_READER, STREAM_REV_WRITER,
+    STREAM_WRITER,
 };
 use super::link::LinkDirection;
 use super::random::Random;
@@ -224,11 +225,14 @@ impl Flow {
         let seed = spec.seed;
         let st = &spec.starts;
         let writer_app = started(&spec.writer, st[0]);
-        let writer = Writer::new(
+        let mut writer = Writer::new(
             &writer_app,
             SND,
             Timing::make(&writer_app, seed, STREAM_WRITER),
         )?;
+        if local_peers && shared_skbs && writer.kind == WriterKind::Bulk {
+            writer.inline = l.delay_ab + l.delay_ba; // apps.py BulkWriter.inline
+        }
         let reader_app = started(&spec.reader, st[1]);
         let reader = Reader::new(
             &reader_app,
