@@ -779,12 +779,30 @@ def bench(
                                   "cases (whole processes; an ns-3 build: $TCPSIM_NS3 or "
                                   "`pip install ns3`). Without it, a full run adds these rows "
                                   "when ns-3 is present"),
+    against: Optional[str] = typer.Option(None, "--against", metavar="DIR", help="only the "
+                                          "cases as `tcpsim run` processes (default timing, "
+                                          "trace on and off), this checkout and the tcpsim "
+                                          "checkout DIR alternating run by run: CPU ratios "
+                                          "measured under the same load"),
+    cases: str = typer.Option("abcd", "--cases", help="with --against: which cases (letters)"),
 ) -> None:
     """Benchmark the simulator: packets/s, simulated s per wall s, peak RSS, search evaluations/s."""
     if ns3_only:
         ns3 = _bench_ns3(quick, repeat, None if as_json else typer.echo, required=True)
         if as_json and ns3 is not None:
             typer.echo(json.dumps(ns3, indent=2))
+        return
+    if against is not None:
+        from tcpsim.bench import against as bench_against
+        try:
+            rows = bench_against(against, repeat=max(1, repeat),
+                                 quick=quick, engine=engine or "native", cases=cases,
+                                 echo=None if as_json else typer.echo)
+        except (ValueError, RuntimeError) as exc:
+            _fail(str(exc))
+            return
+        if as_json:
+            typer.echo(json.dumps(rows, indent=2))
         return
     if search_only:
         from tcpsim.bench import search_rows

@@ -84,8 +84,19 @@ fn key(sock: u8, flags: u8, event: u32, detail: u32, reason: u32) -> u128 {
 /// A row's strings as the model passed them, all literals: the address and length of its
 /// event, detail and drop reason, its socket and flags. Equal literals mean equal strings,
 /// so a recent row's code is found by comparing six words, without hashing a text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Literals([usize; 7]);
+
+impl Literals {
+    /// Equal words (or-ed differences: a derived `==` on the array called `memcmp` per row).
+    fn same(&self, other: &Self) -> bool {
+        self.0
+            .iter()
+            .zip(&other.0)
+            .fold(0, |acc, (a, b)| acc | (a ^ b))
+            == 0
+    }
+}
 
 /// Recent string tuples remembered (`TraceColumns::recent`; a power of two).
 const RECENT: usize = 64;
@@ -247,7 +258,7 @@ impl TraceColumns {
             Some(lit) => {
                 let slot = lit.slot();
                 match self.recent[slot] {
-                    (l, c) if l == lit && c >= 0 => c,
+                    (l, c) if c >= 0 && l.same(&lit) => c,
                     _ => {
                         let c = self.code(sock, name, flags, ev);
                         self.recent[slot] = (lit, c);
