@@ -314,15 +314,29 @@ HOST_CASES = {
 
 
 def host_diffs(name: str) -> list[str]:
-    """A host case on both engines: [] when their JSON (per connection too) is the same."""
+    """A host case on both engines: [] when their JSON (per connection too) and the
+    per-connection traces of the reproducers (`--trace-connections bad`,
+    tcpsim/host/traces.py) are the same."""
     import json as _json
+
+    import pyarrow.parquet as pq
+
     from tcpsim.host.run import load_host_with, run_host
+    from tcpsim.host.traces import ConnectionTraces
     from tcpsim.units import parse_duration
     spec = HOST_CASES[name]
     host = load_host_with(spec[0], duration=parse_duration(spec[1], "duration"),
                           policies=tuple(spec[2:]))
-    out = [_json.dumps(run_host(host, engine=e).as_json(True), sort_keys=True, default=str)
-           for e in ("python", "native")]
+    out, traces = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for e in ("python", "native"):
+            sink, plans = ConnectionTraces(Path(tmp) / e / "h.parquet"), []
+            r = run_host(host, engine=e, sink=sink, traced=["bad"], plan_ready=plans.append)
+            out.append(_json.dumps(r.as_json(True), sort_keys=True, default=str))
+            traces.append([pq.read_table(p) for p in sink.close(r, plans[0])])
+    for i, (a, b) in enumerate(zip(*traces)):
+        if not a.equals(b, check_metadata=True):
+            return [f"connection trace {i} differs: {_first_diff(a, b)}"]
     if out[0] == out[1]:
         return []
     i = next(i for i, (x, y) in enumerate(zip(out[0] + " ", out[1] + "  ")) if x != y)

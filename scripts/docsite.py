@@ -26,6 +26,14 @@ What the hooks add to docs/:
   itself. Results are cached in
   .cache/docs-figures/ (TCPSIM_DOCS_CACHE overrides) under the hash of the block, the scenario
   file and every source file of the simulator: a change to the model reruns the figures.
+* Host figures: a block whose `scenario` is a host file (docs/hosts.md) runs the host on
+  each variant (`set` may change the host's fields, e.g. `{"class.bad.count" = 20}`) and
+  draws the host report's figures (tcpsim/report/host.py): `host-memory` (sockstat mem
+  against tcp_mem, pressure shaded), `host-classes` (per class: goodput, read latency, drops,
+  zero windows) and, with `sweep = {field = "class.bad.count", values = [0, 5, 10, 20]}`
+  (every variant at every value, labelled `LABEL @ VALUE`), `host-sweep`. A host run's
+  summary keys are tcpsim/host/run.py `host_summary`'s (`pressure_onset_s`,
+  `in_pressure_ms`, `peak_sockstat_mem`, `memory_pressures`, `CLASS.FIELD`) and its nstat.
 * Numbers the prose states, taken from the run: `{{LABEL: key}}` anywhere on a page with a
   figure block is replaced by that run's summary field or counter (LABEL: a variant's label,
   or the profile of a single run), e.g. `{{linux-6.1: peak_sk_rcvbuf}}`; `{{LABEL: key |
@@ -61,7 +69,7 @@ FIGURE_BLOCK = re.compile(r"<!--\s*tcpsim-figure\s*\n(.*?)-->", re.S)
 PLACEHOLDER = '<div class="tcpsim-placeholder" data-n="{n}"></div>'
 PLOTLY_JS = "assets/javascripts/plotly.min.js"
 SPEC_KEYS = {"scenario", "duration", "figures", "table", "variants", "profile", "policy",
-             "sysctl", "hz", "set", "seed", "timing", "checks", "label"}
+             "sysctl", "hz", "set", "seed", "timing", "checks", "label", "sweep"}
 VARIANT_KEYS = {"label", "profile", "policy", "sysctl", "hz", "set", "seed", "timing"}
 VALUE = re.compile(r"\{\{\s*([^{}|]+?)\s*:\s*([A-Za-z_][\w.]*)\s*(?:\|\s*(exact)\s*)?\}\}")
 CHECK_OPS = {"==": "=", "!=": "≠", "<=": "≤", ">=": "≥", "<": "<", ">": ">"}
@@ -113,6 +121,20 @@ def parse_spec(text: str, where: str) -> dict[str, Any]:
         raise FigureSpecError(f"{where}: tcpsim-figure: unknown key {', '.join(sorted(bad))}")
     if "scenario" not in spec or not spec.get("figures"):
         raise FigureSpecError(f"{where}: tcpsim-figure needs scenario and figures")
+    sweep = spec.get("sweep")
+    if sweep is not None and (not isinstance(sweep, dict) or set(sweep) != {"field", "values"}
+                              or not sweep["values"] or not _is_host(spec)):
+        raise FigureSpecError(f"{where}: tcpsim-figure: sweep is a host block's "
+                              "{field = \"class.bad.count\", values = [0, 5, 10, 20]}")
+    if _is_host(spec):
+        from tcpsim.report.host import FIGURES as HOST_FIGURES
+        for name in spec["figures"]:
+            if name not in HOST_FIGURES:
+                raise FigureSpecError(f"{where}: tcpsim-figure: {name}: not a host figure; a "
+                                      f"host block draws {', '.join(HOST_FIGURES)}")
+            if name == "host-sweep" and not sweep:
+                raise FigureSpecError(f"{where}: tcpsim-figure: host-sweep: needs sweep = "
+                                      "{field = \"class.bad.count\", values = [0, 5, 10]}")
     shadowed = sorted(set(spec) & VARIANT_KEYS) if spec.get("variants") else []
     if shadowed:
         raise FigureSpecError(f"{where}: tcpsim-figure: {', '.join(shadowed)} at the top would be "
@@ -145,6 +167,8 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     (the simulator's, the report's and the counters, one dict per label) and conditions,
     as cached."""
     import tcpsim
+    if _is_host(spec):
+        return run_host_spec(spec)
     if spec.get("variants"):
         variants = {v["label"]: {**_run_kwargs(v), "scenario": _scenario_of(spec, v.get("set"))}
                     for v in spec["variants"]}
@@ -163,6 +187,77 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     return {"figures": [figure(name).to_json() for name in spec["figures"]], "table": table,
             "summary": summaries,
             "conditions": {label: _conditions(spec, label, r) for label, r in runs.items()}}
+
+
+def _is_host(spec: dict[str, Any]) -> bool:
+    from tcpsim.host.scenario import is_host_file
+    return is_host_file(spec["scenario"])
+
+
+def _host_sides(spec: dict[str, Any]) -> list[tuple[str | None, dict[str, Any], Any]]:
+    """(label, run options, sweep value) of every host run of a block, in order."""
+    sides = spec.get("variants") or [{k: v for k, v in spec.items() if k in VARIANT_KEYS}]
+    sweep = spec.get("sweep")
+    out = []
+    for side in sides:
+        if "hz" in side:
+            raise FigureSpecError(f"tcpsim-figure {spec['scenario']}: hz is not a host's option; "
+                                  "set it in the host's classes")
+        for value in (sweep["values"] if sweep else [None]):
+            out.append((side.get("label"), side, value))
+    return out
+
+
+def run_host_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """run_spec of a host block: the host on every variant (and sweep value), its figures,
+    table, summaries (host_summary and the host's nstat) and conditions."""
+    from tcpsim.host.populations import expand
+    from tcpsim.host.run import host_summary, load_host_with, run_host
+    from tcpsim.report.host import host_figure, host_run, run_label
+    from tcpsim.units import parse_duration
+    dur = parse_duration(spec["duration"], "duration") if spec.get("duration") else None
+    sweep = spec.get("sweep")
+    runs: dict[str, Any] = {}
+    summaries: dict[str, dict[str, Any]] = {}
+    conditions: dict[str, dict[str, Any]] = {}
+    points = []
+    for label, side, value in _host_sides(spec):
+        sets = tuple((side.get("set") or {}).items())
+        if sweep:
+            sets += ((sweep["field"], value),)
+        pol = side.get("policy", [])
+        host = load_host_with(spec["scenario"], profile=side.get("profile"),
+                              policies=tuple([pol] if isinstance(pol, str) else pol),
+                              sysctl=side.get("sysctl"), duration=dur, seed=side.get("seed"),
+                              sets=sets)
+        res = run_host(host, timing=side.get("timing"))
+        base = label or run_label(res.as_json())
+        full = f"{base} @ {value}" if sweep else base
+        runs[full] = host_run(full, res)
+        if sweep:
+            points.append((base, value, runs[full]))
+        summaries[full] = json.loads(json.dumps({**host_summary(res), **res.nstat}))
+        timings = {f.scenario.timing or "exact" for f in expand(host, side.get("timing")).flows}
+        conditions[full] = {
+            "scenario": spec["scenario"], "profile": host.profile, "patches": list(host.policies),
+            "timing": " / ".join(sorted(timings)), "timing_host": " / ".join(sorted(timings)),
+            "duration_s": res.duration / 1e9, "seed": host.seed, "hz": None,
+            "sysctl": {**host.sysctl, **(side.get("sysctl") or {}),
+                       **({sweep["field"]: value} if sweep else {}),
+                       **dict(side.get("set") or {})}}
+    order = list(runs.values())
+    figures = [host_figure(name, order, (sweep["field"], points) if sweep else None).to_json()
+               for name in spec["figures"]]
+    table = {}
+    for label in runs:
+        row = {}
+        for key in spec.get("table", []):
+            if key not in summaries[label]:
+                raise FigureSpecError(f"tcpsim-figure table: {key}: not a host summary field "
+                                      "(tcpsim/host/run.py host_summary) or nstat counter")
+            row[key] = summaries[label][key]
+        table[label] = row
+    return {"figures": figures, "table": table, "summary": summaries, "conditions": conditions}
 
 
 def _summary(run: Any) -> dict[str, Any]:
@@ -270,6 +365,8 @@ def _quote(word: str) -> str:
 def cli_command(spec: dict[str, Any]) -> str | None:
     """The tcpsim command that shows the same runs, or None when a run changes scenario
     fields other than sysctls (the Python snippet does that)."""
+    if _is_host(spec):
+        return host_cli_command(spec)
     runs = spec.get("variants") or [spec]
     if any(not k.startswith("sysctl.") for r in runs for k in r.get("set") or {}) \
             or any("seed" in r for r in runs):
@@ -291,8 +388,89 @@ def cli_command(spec: dict[str, Any]) -> str | None:
     return " ".join(_quote(w) for w in words)
 
 
+def host_cli_command(spec: dict[str, Any]) -> str | None:
+    """The command that shows a host block's runs: `tcpsim run HOST --report`, `tcpsim
+    compare HOST --profile A ... --vs B ...`, or (a sweep whose variants differ only in
+    their patches) `tcpsim sweep HOST -x FIELD=... -x policy=...`."""
+    runs = spec.get("variants") or [spec]
+    dur = ["-d", spec["duration"]] if spec.get("duration") else []
+    if len({str(r.get("timing")) for r in runs}) > 1 or any("seed" in r for r in runs):
+        return None
+    dur += ["--timing", str(runs[0]["timing"])] if runs[0].get("timing") else []
+
+    def side(r: dict[str, Any], flag: str) -> list[str]:
+        words = _cli_words(r, flag)
+        for k, v in (r.get("set") or {}).items():
+            if not k.startswith("sysctl."):
+                words += ["--set", f"{k}={v}"]
+        return words
+
+    sweep = spec.get("sweep")
+    if sweep:
+        if len({r.get("profile") for r in runs}) > 1 or any(r.get("set") or r.get("sysctl")
+                                                           for r in runs):
+            return None
+        words = ["tcpsim", "sweep", spec["scenario"], *dur]
+        words += ["-p", runs[0]["profile"]] if runs[0].get("profile") else []
+        words += ["-x", f"{sweep['field']}={','.join(map(str, sweep['values']))}"]
+        pols = ["+".join([r["policy"]] if isinstance(r.get("policy"), str) else r.get("policy") or [])
+                or "none" for r in runs]
+        if len(runs) > 1:
+            words += ["-x", f"policy={','.join(pols)}"]
+        elif pols[0] != "none":
+            words += ["--policy", pols[0]]
+        return " ".join(_quote(w) for w in words)
+    if not spec.get("variants"):
+        words = ["tcpsim", "run", spec["scenario"], *side(spec, "-p"), *dur, "--report",
+                 "host.html"]
+        if any(w == "--set" for w in words):
+            return None
+    else:
+        words = ["tcpsim", "compare", spec["scenario"], *dur]
+        for i, v in enumerate(runs):
+            words += side(v, "--profile" if i == 0 else "--vs")
+    return " ".join(_quote(w) for w in words)
+
+
+def host_python_snippet(spec: dict[str, Any]) -> str:
+    """A host block through the Python modules the commands use."""
+    sweep = spec.get("sweep")
+    lines = ["from tcpsim.host.run import load_host_with, run_host",
+             "from tcpsim.report.host import host_figure, host_run, run_label", "",
+             "runs, points = [], []"]
+    dur = f", duration={spec['duration']!r}" if spec.get("duration") else ""
+    if dur:
+        lines.insert(0, "from tcpsim.units import parse_duration")
+        dur = f", duration=parse_duration({spec['duration']!r}, 'duration')"
+    sides = spec.get("variants") or [{k: v for k, v in spec.items() if k in VARIANT_KEYS}]
+    lines.append("for label, kw, sets in [")
+    for s in sides:
+        pol = s.get("policy", [])
+        kw = {"profile": s.get("profile"), "policies": tuple([pol] if isinstance(pol, str) else pol)}
+        kw.update({k: s[k] for k in ("sysctl", "seed") if k in s})
+        lines.append(f"        ({s.get('label')!r}, {kw!r}, {tuple((s.get('set') or {}).items())!r}),")
+    lines.append("]:")
+    if sweep:
+        lines += [f"    for value in {sweep['values']!r}:",
+                  f"        host = load_host_with({spec['scenario']!r}, **kw{dur}, "
+                  f"sets=sets + (({sweep['field']!r}, value),))",
+                  "        r = run_host(host)",
+                  "        base = label or run_label(r.as_json())",
+                  "        run = host_run(f'{base} @ {value}', r)",
+                  "        runs.append(run)", "        points.append((base, value, run))"]
+        lines += [f"host_figure({n!r}, runs, ({sweep['field']!r}, points))" for n in spec["figures"]]
+    else:
+        lines += [f"    host = load_host_with({spec['scenario']!r}, **kw{dur}, sets=sets)",
+                  "    r = run_host(host)",
+                  "    runs.append(host_run(label or run_label(r.as_json()), r))"]
+        lines += [f"host_figure({n!r}, runs)" for n in spec["figures"]]
+    return "\n".join(lines)
+
+
 def python_snippet(spec: dict[str, Any]) -> str:
     """The same experiment through the public API."""
+    if _is_host(spec):
+        return host_python_snippet(spec)
     lines = ["import tcpsim", ""]
     sc = repr(spec["scenario"])
 
@@ -342,10 +520,14 @@ def _fmt(v: Any) -> str:
 
 def _field(key: str) -> tuple[str, str]:
     """(label, unit) of a summary field, a counter or a trace measure."""
+    from tcpsim.report.host import summary_field
     from tcpsim.report.summary import FIELDS_BY_KEY
     f = FIELDS_BY_KEY.get(key)
     if f is not None:
         return f.label, f.unit
+    host = summary_field(key)
+    if host is not None:
+        return host
     return {"acks_sent": ("ACKs sent", "count"), "ack_gap_ms": ("median ACK gap, ms", "")}.get(
         key, (key, "count"))
 

@@ -11,8 +11,13 @@ simulated seconds per wall-second, the tick-by-tick engine's time for the same c
 and the peak RSS of a child process running it; for the first engine, the same case as users
 run it: whole `tcpsim run` processes with the default timing, trace written and not (wall,
 CPU and peak RSS of that process); then (e), a 100-point `tcpsim sweep` grid with the
-CLI's default timing, timed as a whole. Numbers, never pass/fail: the machine is
-noisy, compare ratios measured in one invocation.
+CLI's default timing, timed as a whole; beside each case the load average before and
+after it. Numbers, never pass/fail: the machine is noisy, compare ratios measured in one
+invocation -- `--against DIR` runs the user-path cases in this checkout and another one
+alternating run by run (`against`), the way to measure a change on a shared machine.
+
+ns-3 beside tcpsim on the same cases: `--ns3` (tcpsim/bench_ns3.py), when an ns-3 build
+is present.
 """
 
 from __future__ import annotations
@@ -198,25 +203,30 @@ def user_scenario(case: Case, folder: str) -> str:
 
 
 def user_process(case: Case, duration: str, engine: str, trace: str | None,
-                 folder: str) -> dict:
+                 folder: str, tree: str | None = None) -> dict:
     """One whole `tcpsim run` process of the case as a user runs it (default timing, the
-    trace written or not): wall, CPU (user + sys) and peak RSS of that process (wait4)."""
+    trace written or not): wall, CPU (user + sys) and peak RSS of that process (wait4).
+    `tree`: the root of another tcpsim checkout to run instead of this one (`--against`)."""
     args = [sys.executable, "-m", "tcpsim.cli", "run", user_scenario(case, folder),
             "-d", duration, "--engine", engine, "--json"]
     if trace:
         args += ["--trace", trace]
-    text, m = measure_process(args)
+    text, m = measure_process(args, tree)
     summary = json.loads(text).get("summary", {})
     return {**m, "packets": summary.get("packets", 0),
             "peak_sk_rcvbuf": summary.get("peak_sk_rcvbuf")}
 
 
-def measure_process(args: list[str]) -> tuple[bytes, dict]:
-    """Run one process to its end: (its stdout, {wall, cpu (user + sys), rss_mb}) of that
-    process alone (wait4); a RuntimeError with the end of its stderr when it fails."""
+def measure_process(args: list[str], tree: str | None = None) -> tuple[bytes, dict]:
+    """Run one process to its end (`tree`: with another tcpsim checkout's code, from its
+    root): (its stdout, {wall, cpu (user + sys), rss_mb}) of that process alone (wait4); a
+    RuntimeError with its exit status and the end of its stderr when it fails."""
+    env = None
+    if tree is not None:
+        env = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t = time.perf_counter()
-        proc = subprocess.Popen(args, stdout=out, stderr=err)
+        proc = subprocess.Popen(args, stdout=out, stderr=err, cwd=tree, env=env)
         _, status, ru = os.wait4(proc.pid, 0)       # this process's own rusage
         wall = time.perf_counter() - t
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -224,7 +234,8 @@ def measure_process(args: list[str]) -> tuple[bytes, dict]:
         err.seek(0)
         text, problem = out.read(), err.read().decode(errors="replace")
     if proc.returncode:
-        raise RuntimeError(f"bench: {' '.join(args[2:])}: {problem.strip()[-300:]}")
+        raise RuntimeError(f"bench: {' '.join(args[2:])}: exit status {proc.returncode}"
+                           f"{': ' + problem.strip()[-300:] if problem.strip() else ''}")
     return text, {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024}
 
 
@@ -249,16 +260,19 @@ def run_benchmarks(quick: bool = False, repeat: int = 1,
             for eng in engines:
                 duration = case.quick if quick or (eng == "python" and len(engines) > 1) \
                     else case.duration
+                load0 = os.getloadavg()[0]
                 row = _case_row(i, case, duration, repeat, eng, os.path.join(tmp, "t.parquet"))
                 if eng == engines[0]:
                     row.update(_user_path(case, duration, repeat, eng, tmp))
+                row["load"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
                 rows.append(row)
                 rates[eng] = row["sim_s"] / row["wall_s"] if row["wall_s"] else 0.0
                 if echo:
                     echo(f"{row['case']:<44} {eng:<6} {duration:>6}  wall {row['wall_s']:8.2f} s  "
                          f"CPU {row['cpu_s']:8.2f} s  "
                          f"{row['packets_per_s']:>9,} pkt/s  {row['sim_s_per_wall_s']:>8} sim-s/s  "
-                         f"tick/skip {row['tick_over_skip']}  RSS {row['peak_rss_mb']} MB")
+                         f"tick/skip {row['tick_over_skip']}  RSS {row['peak_rss_mb']} MB  "
+                         f"load {row['load'][0]}->{row['load'][1]}")
                     for kind in ("trace", "no_trace") if eng == engines[0] else ():
                         u = row[f"user_{kind}"]
                         echo(f"{'':<44} {eng:<6} {duration:>6}  as `tcpsim run`, default timing, "
@@ -354,3 +368,76 @@ def _case_row(i: int, case: Case, duration: str, repeat: int, engine: str, trace
 if __name__ == "__main__":
     quick = "--quick" in sys.argv
     print(json.dumps(run_benchmarks(quick=quick), indent=2))
+
+
+def _spread(values: list[float], digits: int = 3) -> dict[str, float]:
+    """Median, min and max of `values`."""
+    return {"median": round(statistics.median(values), digits),
+            "min": round(min(values), digits), "max": round(max(values), digits)}
+
+
+def against(tree: str, repeat: int = 3, quick: bool = False, engine: str = "native",
+            cases: str = "abcd", echo: Callable[[str], None] | None = print) -> list[dict]:
+    """The user-path cases as whole `tcpsim run` processes (default timing, trace written
+    and not), this checkout and `tree` (another tcpsim checkout: the base of a change)
+    alternating run by run, so both see the same machine load. Per case and side: wall and
+    CPU (user + sys) median [min-max], peak RSS, CPU and wall per simulated packet, the
+    trace file's size; per case, this checkout's CPU over the other's (medians). The load
+    average before and after each case is printed beside it: on a shared machine, read CPU
+    and the ratios, not wall."""
+    import glob
+    if not glob.glob(os.path.join(tree, "tcpsim", "cli.py")):
+        raise ValueError(f"--against {tree}: not a tcpsim checkout (no tcpsim/cli.py)")
+    sides = (("base", os.path.abspath(tree)), ("this", None))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in CASES:
+            if case.name[0] not in cases:
+                continue
+            duration = case.quick if quick else case.duration
+            for kind in ("trace", "no_trace"):
+                load0 = os.getloadavg()[0]
+                runs: dict[str, list[dict]] = {name: [] for name, _ in sides}
+                size: dict[str, int] = {}
+                for _ in range(max(1, repeat)):
+                    for name, root in sides:
+                        path = os.path.join(tmp, f"{name}.parquet") if kind == "trace" else None
+                        try:
+                            got = user_process(case, duration, engine, path, tmp, root)
+                        except RuntimeError:      # killed by the shared machine: once more
+                            got = user_process(case, duration, engine, path, tmp, root)
+                        runs[name].append(got)
+                        if path:
+                            size[name] = os.path.getsize(path)
+                load1 = os.getloadavg()[0]
+                row: dict[str, Any] = {"case": case.name, "duration": duration, "kind": kind,
+                                       "load": [round(load0, 2), round(load1, 2)]}
+                for name, _ in sides:
+                    rs = runs[name]
+                    pk = rs[0]["packets"] or 1
+                    row[name] = {"wall_s": _spread([r["wall"] for r in rs]),
+                                 "cpu_s": _spread([r["cpu"] for r in rs]),
+                                 "peak_rss_mb": round(max(r["rss_mb"] for r in rs), 1),
+                                 "packets": rs[0]["packets"],
+                                 "cpu_us_per_packet": round(
+                                     statistics.median(r["cpu"] for r in rs) / pk * 1e6, 3),
+                                 "wall_us_per_packet": round(
+                                     statistics.median(r["wall"] for r in rs) / pk * 1e6, 3)}
+                    if name in size:
+                        row[name]["trace_mb"] = round(size[name] / 1e6, 1)
+                base_cpu = row["base"]["cpu_s"]["median"]
+                row["cpu_this_over_base"] = round(row["this"]["cpu_s"]["median"] / base_cpu, 3) \
+                    if base_cpu else None
+                rows.append(row)
+                if echo:
+                    echo(f"{case.name:<44} {duration:>6} {kind:<8} load {load0:.1f}->{load1:.1f}  "
+                         f"CPU this/base {row['cpu_this_over_base']}")
+                    for name, _ in sides:
+                        r = row[name]
+                        w, c = r["wall_s"], r["cpu_s"]
+                        echo(f"{'':<10}{name:<5} wall {w['median']:.2f} s [{w['min']:.2f}-{w['max']:.2f}]"
+                             f"  CPU {c['median']:.2f} s [{c['min']:.2f}-{c['max']:.2f}]"
+                             f"  RSS {r['peak_rss_mb']} MiB  {r['cpu_us_per_packet']} us CPU/packet"
+                             f"  {r['wall_us_per_packet']} us wall/packet"
+                             + (f"  trace {r['trace_mb']} MB" if "trace_mb" in r else ""))
+    return rows

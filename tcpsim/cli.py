@@ -244,6 +244,14 @@ def run(
                              "often each outcome happened and the spread (tcpsim/runs.py)"),
     connections: bool = typer.Option(False, "--connections", help="a host run: add one row per "
                                      "connection to --json (and a table of them)"),
+    trace_conns: List[str] = typer.Option([], "--trace-connections", help="a host run with "
+                                          "--trace: also write these connections' per-event "
+                                          "traces, one file each (HOST.conn-N.parquet): class "
+                                          "names and connection numbers, e.g. bad,17 "
+                                          "(repeatable)"),
+    report_out: Optional[Path] = typer.Option(None, "--report", help="also write the run's HTML "
+                                              "report (a host's: sockstat mem against tcp_mem, "
+                                              "per class; plotly.js beside it)"),
 ) -> None:
     """Run one scenario and print its summary, counters and ss-style snapshot; a host file
     ([class.NAME] tables, docs/hosts.md): its host summary and per-class table."""
@@ -254,8 +262,12 @@ def run(
     from tcpsim.host.scenario import is_host_file
     if is_host_file(scenario):
         _run_host(scenario, profile, policy, sysctl, sender_sysctl, duration, seed, hz, trace,
-                  pcap, no_skip, as_json, progress, engine, timing, runs, connections)
+                  pcap, no_skip, as_json, progress, engine, timing, runs, connections, report_out,
+                  trace_conns)
         return
+    if trace_conns:
+        _fail("--trace-connections: selects a host's connections; this scenario is one "
+              "connection (its --trace has its rows)")
     if connections:
         _fail("--connections: per-connection rows are a host run's; this scenario is one "
               "connection (its trace has its rows: --trace)")
@@ -267,9 +279,12 @@ def run(
                           seed=seed, hz=hz, skip=not no_skip, trace=trace, pcap=pcap,
                           progress=sys.stderr.isatty() if progress is None else progress,
                           note=lambda msg: typer.echo(f"tcpsim: note: {msg}", err=True),
-                          engine=engine)
+                          engine=engine, memory_trace=report_out is not None)
         _check_pcap_out(pcap)
         _check_out(trace, "--trace", "run.parquet")
+        _check_out(report_out, "--report", "run.html")
+        if report_out is not None and runs != 1:
+            _fail("--report: one run's; with --runs, report one seed (--seed N --report ...)")
         with interrupt.stoppable():
             if runs != 1:
                 _run_seeds(sc, opts, runs, trace, pcap, as_json)
@@ -281,6 +296,8 @@ def run(
     except interrupt.Interrupted as exc:      # run --runs, between seeds
         _stopped(exc.signame, "no spread is printed (it needs every seed)")
     cut = result.meta.get("cut_short")
+    if report_out is not None:
+        result.report(report_out)
     if as_json:
         typer.echo(json.dumps({"scenario": result.scenario, "profile": result.profile,
                                "summary": result.summary, "counters": result.counters,
@@ -292,6 +309,8 @@ def run(
         _print_result(result, trace)
         if pcap:
             typer.echo(f"pcap: {pcap}")
+        if report_out is not None:
+            typer.echo(f"report: {report_out}")
     if cut:
         kept = ", ".join(k for k, on in ((f"the trace {trace} (valid, marked cut short)", trace),
                                          (f"the pcap {pcap}", pcap), ("the summary above", True))
@@ -308,7 +327,8 @@ def _stopped(signame: str, what: str) -> None:
 
 def _run_host(path: str, profile, policy, sysctl, sender_sysctl, duration, seed, hz, trace,
               pcap, no_skip: bool, as_json: bool, progress, engine, timing, runs: int,
-              connections: bool) -> None:
+              connections: bool, report_out: Optional[Path] = None,
+              trace_conns: Optional[List[str]] = None) -> None:
     """`tcpsim run HOST.toml`: the host's summary (sockstat, nstat, pressure) and per-class
     table (tcpsim/host/outputs.py); --json carries it all."""
     from tcpsim.host.outputs import format_host
@@ -318,8 +338,20 @@ def _run_host(path: str, profile, policy, sysctl, sender_sysctl, duration, seed,
             _fail(f"{flag}: not for a host run; set the field in the host file or its classes' "
                   "base scenarios")
     _check_out(trace, "--trace", "host.parquet")
+    _check_out(report_out, "--report", "host.html")
     if runs != 1:
         _fail("--runs: run a host's seeds with --seed, or sweep them: tcpsim sweep HOST -x seed=1,2,3")
+    if trace_conns and trace is None:
+        _fail("--trace-connections: the connections' traces go beside the host's: add "
+              "--trace host.parquet")
+    sink = plan = None
+    if trace is not None:
+        from tcpsim.host.traces import ConnectionTraces
+        sink = ConnectionTraces(trace)
+
+    def keep_plan(p: Any) -> None:
+        nonlocal plan
+        plan = p
     try:
         host = load_host_with(
             path, profile=profile, policies=tuple(policy), sysctl=parse_sysctl_options(sysctl),
@@ -328,7 +360,10 @@ def _run_host(path: str, profile, policy, sysctl, sender_sysctl, duration, seed,
         show = sys.stderr.isatty() if progress is None else progress
         from tcpsim.engine.result import progress_bar
         result = run_host(host, engine=engine, skip=not no_skip, timing=timing,
-                          progress=progress_bar(host.duration, show))
+                          progress=progress_bar(host.duration, show), sink=sink,
+                          traced=tuple(trace_conns) if trace_conns else (
+                              None if host.trace_connections else ()),
+                          plan_ready=keep_plan)
         if show:
             sys.stderr.write("\n")
     except USER_ERRORS as exc:
@@ -338,14 +373,22 @@ def _run_host(path: str, profile, policy, sysctl, sender_sysctl, duration, seed,
     if trace is not None:
         from tcpsim.host.outputs import write_host_trace
         written = write_host_trace(result, trace, connections)
+        if sink is not None and plan is not None and plan.traced:
+            written += sink.close(result, plan)
+    if report_out is not None:
+        from tcpsim.report.host import host_run, run_label, write_host_report
+        write_host_report([host_run(run_label(result.as_json()), result)], report_out)
     if as_json:
-        typer.echo(json.dumps(dict(result.as_json(connections), trace=written or None),
+        typer.echo(json.dumps(dict(result.as_json(connections), trace=written or None,
+                                   report=str(report_out) if report_out else None),
                               indent=2, sort_keys=True))
         return
     for line in format_host(result):
         typer.echo(line)
     if written:
         typer.echo("trace: " + ", ".join(written))
+    if report_out is not None:
+        typer.echo(f"report: {report_out}")
     if connections:
         typer.echo("connections (index class start_s stop_s read_bytes drops peak_rmem):")
         for f in result.flows:
@@ -736,6 +779,12 @@ def bench(
                                   "cases (whole processes; an ns-3 build: $TCPSIM_NS3 or "
                                   "`pip install ns3`). Without it, a full run adds these rows "
                                   "when ns-3 is present"),
+    against: Optional[str] = typer.Option(None, "--against", metavar="DIR", help="only the "
+                                          "cases as `tcpsim run` processes (default timing, "
+                                          "trace on and off), this checkout and the tcpsim "
+                                          "checkout DIR alternating run by run: CPU ratios "
+                                          "measured under the same load"),
+    cases: str = typer.Option("abcd", "--cases", help="with --against: which cases (letters)"),
     pcap_only: bool = typer.Option(False, "--pcap", help="only the capture: import plus a fitted "
                                    "replay of a 5-second 1 Gbit/s capture (--quick: 1 s)"),
 ) -> None:
@@ -751,6 +800,18 @@ def bench(
         ns3 = _bench_ns3(quick, repeat, None if as_json else typer.echo, required=True)
         if as_json and ns3 is not None:
             typer.echo(json.dumps(ns3, indent=2))
+        return
+    if against is not None:
+        from tcpsim.bench import against as bench_against
+        try:
+            rows = bench_against(against, repeat=max(1, repeat),
+                                 quick=quick, engine=engine or "native", cases=cases,
+                                 echo=None if as_json else typer.echo)
+        except (ValueError, RuntimeError) as exc:
+            _fail(str(exc))
+            return
+        if as_json:
+            typer.echo(json.dumps(rows, indent=2))
         return
     if search_only:
         from tcpsim.bench import search_rows
@@ -846,7 +907,7 @@ def _parse_variants(args: list[str], minimum: int = 2) -> list[Variant]:
     return variants
 
 
-_VARIANT_OPTIONS = ("--profile", "-p", "--vs", "--policy", "--sysctl", "-s")
+_VARIANT_OPTIONS = ("--profile", "-p", "--vs", "--policy", "--sysctl", "-s", "--set")
 
 
 def _unknown_in_compare(arg: str) -> str:
@@ -921,6 +982,16 @@ def compare(
     out = _renamed(old_out, "-o/--out", html, "--html")
     variants = _parse_variants([*ctx.meta.get("variants", ()), *ctx.args],
                                minimum=1 if trace else 2)
+    from tcpsim.host.scenario import is_host_file
+    if is_host_file(scenario):
+        for flag, given in (("--pcap", pcap), ("--trace", trace), ("--hz", hz),
+                            ("--runs", n_runs != 1)):
+            if given:
+                _fail(f"{flag}: not for a host comparison; compare a host's seeds with tcpsim "
+                      "sweep HOST -x seed=1,2,3" if flag == "--runs" else
+                      f"{flag}: not for a host comparison; set it in the host file")
+        _compare_hosts(scenario, variants, out, duration, as_json, engine, timing)
+        return
     try:
         sc = load_scenario(scenario, timing)
         dur = parse_duration(duration, "--duration", positive=True) if duration else None
@@ -981,6 +1052,55 @@ def compare(
             typer.echo(f"pcap: {p}")
 
 
+def _compare_hosts(path: str, variants: list, out: Optional[Path], duration: Optional[str],
+                   as_json: bool, engine: Optional[str], timing: Optional[str]) -> None:
+    """`tcpsim compare HOST --profile A ... --vs B ...`: the host under each variant, one
+    page (tcpsim/report/host.py) and the table of the host's and each class's numbers."""
+    from tcpsim.host.run import load_host_with, run_host
+    from tcpsim.progress import StepProgress
+    from tcpsim.report import format_table, table_json
+    from tcpsim.report.host import host_rows, host_run, write_host_report
+    _check_out(out, "--html", "compare.html")
+    runs = []
+    try:
+        dur = parse_duration(duration, "--duration", positive=True) if duration else None
+        steps = StepProgress("compare")
+        with interrupt.stoppable():
+            for i, v in enumerate(variants, start=1):
+                steps.start(i, len(variants), v.label())
+                sets = tuple(_setting(x) for x in v.sets)
+                host = load_host_with(path, profile=v.profile, policies=tuple(v.policies),
+                                      sysctl=parse_sysctl_options(v.sysctl), duration=dur,
+                                      sets=sets)
+                runs.append(host_run(v.label(), run_host(host, engine=engine, timing=timing)))
+    except USER_ERRORS as exc:
+        _fail(str(exc))
+        return
+    except interrupt.Interrupted as exc:
+        _stopped(exc.signame, f"{len(runs)} of {len(variants)} sides ran whole; no report "
+                 "written (run them one by one: tcpsim run HOST --report)")
+    target = out or Path(f"compare-{runs[0].name}.html")
+    write_host_report(runs, target)
+    rows = host_rows(runs)
+    typer.echo(table_json(rows) if as_json else format_table(rows))
+    if not as_json:
+        typer.echo(f"report: {target}")
+
+
+def _setting(text: str) -> tuple[str, Any]:
+    """--set FIELD=VALUE of a host side, as a sweep axis gives it (tcpsim/host/run.py
+    host_with): VALUE read as TOML where it parses (numbers, lists, booleans), else text."""
+    import tomllib
+    name, eq, value = text.partition("=")
+    if not eq or not name.strip():
+        raise ScenarioError(f"--set {text}: expected FIELD=VALUE, e.g. class.bad.count=20")
+    try:
+        parsed: Any = tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        parsed = value
+    return name.strip(), parsed
+
+
 def _compare_stopped(signame: str, comparison: Any, target: Path, done: int, total: int,
                      pcaps: list) -> None:
     """compare stopped by a signal: the sides run whole, in the table and the report."""
@@ -1038,6 +1158,11 @@ def _recorded_runs(paths: List[Path]) -> dict:
     from tcpsim.validate.trace import TraceFileError, load
     runs = {}
     for p in paths:
+        from tcpsim.report.host import host_file_kind
+        if host_file_kind(p) is not None:
+            _fail(f"--trace {p}: a host run's, not a connection's trace; tcpsim report {p} "
+                  "writes its page, tcpsim compare HOST --profile A --vs B compares hosts, and "
+                  "--trace-connections writes connections' traces to compare")
         try:
             columns, meta = load(p)
         except TraceFileError as exc:
@@ -1059,6 +1184,18 @@ def report(trace: Path = typer.Argument(..., help="a trace written by tcpsim run
     if not trace.is_file():
         _fail(f"{trace}: {missing_file(trace, 'no such trace file')}")
     _check_out(out, "--out", "report.html")
+    from tcpsim.report.host import host_file_kind
+    kind = host_file_kind(trace)
+    if kind == "connections":
+        host = trace.with_name(trace.name.removesuffix(".connections.parquet") + ".parquet")
+        _fail(f"{trace}: a host run's table of its connections (--connections), not a trace; "
+              f"the host's report is tcpsim report {host}, a connection's needs its trace "
+              "(tcpsim run HOST --trace ... --trace-connections N)")
+    if kind == "trace":
+        from tcpsim.report.host import host_doc, host_run, run_label, write_host_report
+        doc = host_doc(trace)
+        typer.echo(f"report: {write_host_report([host_run(run_label(doc), doc)], out or trace.with_suffix('.html'))}")
+        return
     try:
         path = api.load_trace(trace).report(out or trace.with_suffix(".html"))
     except (OSError, ValueError) as exc:

@@ -68,6 +68,33 @@ def test_search_rows_report_evaluations_per_second(monkeypatch: pytest.MonkeyPat
     assert sum("evaluations/s" in line for line in lines) == 3
 
 
+@pytest.mark.skipif(not native_available(), reason="tcpsim._native is not built")
+def test_against_another_checkout_alternates_and_compares(monkeypatch, tmp_path) -> None:
+    """`bench --against DIR`: both sides run the same case, each row has both sides'
+    spreads, the load before and after, and the CPU ratio; DIR here is this checkout."""
+    from pathlib import Path
+    _tiny(monkeypatch)
+    here = str(Path(bench.__file__).resolve().parents[1])
+    lines: list[str] = []
+    rows = bench.against(here, repeat=1, quick=True, cases="t", echo=lines.append)
+    assert [r["kind"] for r in rows] == ["trace", "no_trace"]
+    for r in rows:
+        assert r["base"]["packets"] == r["this"]["packets"] > 0
+        assert set(r["this"]["cpu_s"]) == {"median", "min", "max"} and len(r["load"]) == 2
+        assert r["cpu_this_over_base"] > 0
+    assert "trace_mb" in rows[0]["this"] and "trace_mb" not in rows[1]["this"]
+    assert any("CPU this/base" in line for line in lines)
+    with pytest.raises(ValueError, match="not a tcpsim checkout"):
+        bench.against(str(tmp_path), repeat=1, quick=True, cases="t", echo=None)
+
+
+def test_against_a_folder_that_is_not_a_checkout_is_one_error_line(tmp_path) -> None:
+    from typer.testing import CliRunner
+    from tcpsim.cli import app
+    out = CliRunner().invoke(app, ["bench", "--against", str(tmp_path)])
+    assert out.exit_code != 0
+    assert "not a tcpsim checkout" in out.output and "Traceback" not in out.output
+
 
 @pytest.mark.skipif(not native_available(), reason="tcpsim._native is not built")
 def test_the_capture_row_times_the_users_command_and_the_stages() -> None:

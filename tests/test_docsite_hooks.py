@@ -29,14 +29,18 @@ def test_the_tour_and_the_seeds_have_figures():
 @pytest.mark.parametrize("page, text", BLOCKS, ids=[f"{p}#{i}" for i, (p, _) in enumerate(BLOCKS)])
 def test_every_figure_block_is_valid(page, text):
     import tcpsim
+    from tcpsim.host.scenario import is_host_file
+    from tcpsim.report.host import FIGURES as HOST_FIGURES
     spec = docsite.parse_spec(text, page)
-    assert set(spec["figures"]) <= set(tcpsim.FIGURES)
+    host = is_host_file(spec["scenario"])
+    assert set(spec["figures"]) <= set(HOST_FIGURES if host else tcpsim.FIGURES)
     assert spec["scenario"] in tcpsim.scenarios()
     compile(docsite.python_snippet(spec), page, "exec")
     cmd = docsite.cli_command(spec)
     if cmd is not None:
         words = shlex.split(cmd)
-        assert words[:2] in (["tcpsim", "run"], ["tcpsim", "compare"])
+        assert words[:2] in (["tcpsim", "run"], ["tcpsim", "compare"]) + (
+            (["tcpsim", "sweep"],) if host else ())
         assert spec["scenario"] in words
 
 
@@ -47,6 +51,12 @@ def test_every_figure_block_is_valid(page, text):
     ('scenario = "x"\nfigures = ["memory"]\nprofile = "linux-6.1"\nvariants = [{label = "a"}]',
      "profile at the top would be ignored"),
     ("scenario = ", "not valid TOML"),
+    ('scenario = "seed-never-reads"\nfigures = ["memory"]\nsweep = {field = "x", values = [1]}',
+     "sweep is a host block's"),
+    ('scenario = "host-seed-mix"\nfigures = ["host-memory"]\nsweep = {field = "x"}',
+     "sweep is a host block's"),
+    ('scenario = "host-seed-mix"\nfigures = ["memory"]', "memory: not a host figure"),
+    ('scenario = "host-seed-mix"\nfigures = ["host-sweep"]', "host-sweep: needs sweep"),
 ])
 def test_bad_figure_blocks_name_the_page_and_the_problem(text, message):
     with pytest.raises(docsite.FigureSpecError, match=f"page.md: .*{message}"):
@@ -134,3 +144,47 @@ def test_the_glossary_names_every_quantity_once():
         assert f"| `{col}` |" in page
     labels = [f.label for f in FIELDS_BY_KEY.values()]
     assert len(labels) == len(set(labels)), "two quantities share a name"
+
+
+def test_commands_for_host_blocks():
+    spec = {"scenario": "host-seed-mix", "duration": "5s", "figures": ["host-classes"],
+            "variants": [{"label": "a", "profile": "linux-6.1"},
+                         {"label": "b", "profile": "linux-6.1", "policy": "shrink-window",
+                          "set": {"class.bad.count": 20}}]}
+    assert docsite.cli_command(spec) == (
+        "tcpsim compare host-seed-mix -d 5s --profile linux-6.1 --vs linux-6.1 "
+        "--policy shrink-window --set class.bad.count=20")
+    sweep = {**spec, "figures": ["host-sweep"], "sweep": {"field": "class.bad.count",
+                                                          "values": [0, 10]}}
+    del sweep["variants"][1]["set"]
+    assert docsite.cli_command(sweep) == (
+        "tcpsim sweep host-seed-mix -d 5s -p linux-6.1 -x class.bad.count=0,10 "
+        "-x policy=none,shrink-window")
+    one = {"scenario": "host-seed-mix", "figures": ["host-memory"], "profile": "linux-6.18"}
+    assert docsite.cli_command(one) == ("tcpsim run host-seed-mix -p linux-6.18 --report "
+                                        "host.html")
+    snippet = docsite.python_snippet(sweep)
+    assert "host_figure('host-sweep', runs, ('class.bad.count', points))" in snippet
+
+
+def test_a_host_block_runs_and_labels_its_sweep(tmp_path):
+    host = tmp_path / "tiny.toml"
+    host.write_text('name = "tiny"\nprofile = "linux-6.1"\nduration = "500ms"\nseed = 3\n'
+                    '[sysctl]\n"net.ipv4.tcp_mem" = [30, 40, 60]\n'
+                    '[class.bad]\nbase = "seed-unbounded-growth"\ncount = 1\n'
+                    '[class.good]\nbase = "request-response"\ncount = 2\n')
+    spec = docsite.parse_spec(f'scenario = "{host}"\nfigures = ["host-sweep", "host-classes"]\n'
+                              'sweep = {field = "class.bad.count", values = [0, 2]}\n'
+                              'table = ["peak_sockstat_mem", "bad.drops"]\n'
+                              'variants = [{label = "6.1", profile = "linux-6.1"}]', "page.md")
+    out = docsite.run_spec(spec)
+    assert list(out["summary"]) == ["6.1 @ 0", "6.1 @ 2"]
+    assert out["summary"]["6.1 @ 2"]["bad.connections"] == 2
+    assert out["table"]["6.1 @ 0"] == {"peak_sockstat_mem": out["summary"]["6.1 @ 0"]["peak_sockstat_mem"],
+                                       "bad.drops": 0}
+    c = out["conditions"]["6.1 @ 2"]
+    assert (c["profile"], c["seed"], c["duration_s"]) == ("linux-6.1", 3, 0.5)
+    assert len(out["figures"]) == 2
+    holds, words = docsite.evaluate_check("6.1 @ 2: peak_sockstat_mem >= 6.1 @ 0: peak_sockstat_mem",
+                                          out["summary"], "page.md")
+    assert holds and "peak sockstat mem, pages" in words

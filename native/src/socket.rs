@@ -665,7 +665,8 @@ impl TcpSocket {
         let event = event.into();
         self.events.push(TraceEvent {
             t_ns: self.now,
-            win_scale: if event == "tx" {
+            // a byte pattern, not `==`: the string compare called memcmp on every row
+            win_scale: if matches!(event.as_bytes(), b"tx") {
                 conn.rcv_wscale
             } else {
                 conn.snd_wscale

@@ -355,7 +355,13 @@ class NativeSimulation:
             from tcpsim.trace.columns import TraceGroups
             self._groups = TraceGroups()
         self.sink.ready()         # the group before written: this one is held alone
-        self.sink.record_table(self._groups.table(*self.sim.take_rows(n)))
+        ints, codes, distinct, flows = self.sim.take_rows(n)
+        table = self._groups.table(ints, codes, distinct)
+        by_flow = getattr(self.sink, "record_flows", None)
+        if by_flow is not None:   # a host's per-connection traces (tcpsim/host/traces.py)
+            by_flow(table, flows)
+        else:
+            self.sink.record_table(table)
 
     def result(self, wall: float) -> RunResult:
         """The RunResult, built by simulation.py's `summarize`."""

@@ -375,11 +375,17 @@ class Simulation:
         while pending and self.plan.flows[pending[-1]].start <= now:
             i = pending.pop()
             flow = self.plan.flows[i]
-            sink = self.sink if i in self.plan.traced else None
+            sink = self._sink_of(i) if i in self.plan.traced else None
             built.append(self.conn_class(self, flow.scenario, i, flow, sink,
                                     self._tap if i == 0 else None))
         self.conns.extend(built)
         return built
+
+    def _sink_of(self, i: int) -> Any:
+        """Flow i's trace sink: the run's, or its own where the sink keeps one per flow (a
+        host's per-connection traces, tcpsim/host/traces.py)."""
+        for_flow = getattr(self.sink, "for_flow", None)
+        return for_flow(i) if for_flow is not None else self.sink
 
     def _open(self, conns: Sequence[Connection]) -> None:
         """Open connections just built; the next flow to start is woken at its start."""

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from tcpsim.host.outputs import FlowRecord, HostResult, host_result
 from tcpsim.host.plan import HostPlan, HostSample
@@ -83,12 +83,25 @@ def host_metrics(host: HostScenario) -> list[str]:
 
 def run_host(host: HostScenario, engine: str | None = None, skip: bool = True,
              timing: str | None = None, sink: Any = None,
-             progress: Callable[[int], None] | None = None) -> HostResult:
+             progress: Callable[[int], None] | None = None,
+             traced: Sequence[str] | None = None,
+             plan_ready: Callable[[HostPlan], None] | None = None) -> HostResult:
     """Expand the host into its flows and run them on `engine` (default: the native engine
-    where built)."""
+    where built). `traced`: the connections whose sockets' rows go to `sink`, as class
+    names and connection numbers (tcpsim/host/traces.py `select_connections`; default: the
+    host file's `trace_connections`); `plan_ready` sees the plan before the run."""
     from tcpsim.catalog import get_profile
     from tcpsim.runner import choose_engine
     plan = expand(host, timing)
+    if traced is not None:
+        import dataclasses
+
+        from tcpsim.host.traces import select_connections
+        plan = dataclasses.replace(plan, traced=select_connections(traced, plan))
+    if plan_ready is not None:
+        plan_ready(plan)
+    if not plan.traced:
+        sink = None           # no rows for it: the native engine runs in one go
     profile = get_profile(host.profile, host.policies)
     eng = choose_engine(engine or host.engine or None, plan.flows[0].scenario)
     if eng == "native":

@@ -12,7 +12,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from tcpsim.report.downsample import bin_sums, nice_width
+from tcpsim.report.downsample import nice_width
 from tcpsim.report.trace import Trace
 
 # The marks a report knows, in the order the event timeline lists them.
@@ -41,9 +41,13 @@ class Marks:
     t: np.ndarray
     y: np.ndarray
     text: np.ndarray | None       # hover text per mark; None when there are too many
+    # a reduced trace's kind of more than MAX_MARKS events: one mark per time bin, with
+    # the events each stands for, and the kind's total (None: one mark per event)
+    counts: np.ndarray | None = None
+    total: int | None = None
 
     def __len__(self) -> int:
-        return len(self.t)
+        return len(self.t) if self.total is None else self.total
 
 
 @dataclass
@@ -134,12 +138,45 @@ def wire_rate(tr: Trace, width: float, end_s: float, sock: str = "snd",
               event: str = "tx") -> Series:
     """Payload bits per second per bin: sent by the sender (snd tx, retransmissions
     included) or accepted by the receiver (rcv rx)."""
+    name = "sent on the wire" if sock == "snd" else "accepted by the receiver"
+    if tr.reduced is not None:
+        t, sums = _rebinned(tr, "wire" if sock == "snd" else "accepted", width, end_s)
+        return Series(name, t, sums * 8 / width, shape="hv")
     idx = tr.rows(sock=sock, event=event)
     ln = tr.col("len")[idx]
     idx, ln = idx[ln > 0], ln[ln > 0]
-    t, sums = bin_sums(tr.t_s[idx], ln.astype(float), width, end_s)
-    name = "sent on the wire" if sock == "snd" else "accepted by the receiver"
+    t, sums = _bin_sums_ns(tr.col("t_ns")[idx], ln.astype(float), width, end_s)
     return Series(name, t, sums * 8 / width, shape="hv")
+
+
+def _bin_sums_ns(t_ns: np.ndarray, w: np.ndarray, width: float,
+                 end_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """`bin_sums` on integer times: a row at a bin's edge falls in the bin it starts,
+    whatever the float rounding of its time in seconds (and in the bin a reduced trace's
+    sums put it: reduce.py)."""
+    nb = max(1, int(np.ceil(end_s / width))) if end_s > 0 else 1
+    wn = max(1, int(round(width * 1e9)))
+    b = t_ns // wn
+    ok = (b >= 0) & (t_ns <= nb * wn)
+    sums = np.bincount(np.minimum(b[ok], nb - 1), weights=w[ok], minlength=nb)[:nb]
+    edges = np.arange(nb + 1) * width
+    return (edges[:-1] + edges[1:]) / 2, sums
+
+
+def _rebinned(tr: Trace, key: str, width: float, end_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """A reduced trace's sums per finest bin (reduce.py) added up into bins of `width`
+    over [0, end_s], as `bin_sums` would give them from every row."""
+    assert tr.reduced is not None
+    fine, f = tr.reduced.sums[key], tr.reduced.fine_s
+    k = max(1, int(round(width / f)))
+    nb = max(1, int(np.ceil(end_s / width))) if end_s > 0 else 1
+    out = np.zeros(nb)
+    m = min(len(fine), nb * k)
+    np.add.at(out, np.minimum(np.arange(m) // k, nb - 1), fine[:m])
+    if len(fine) > m:                       # rows at end_s itself fall in the last bin
+        out[-1] += fine[m:].sum()
+    edges = np.arange(nb + 1) * width
+    return (edges[:-1] + edges[1:]) / 2, out
 
 
 def goodput(d: Series, width: float, end_s: float) -> Series:
@@ -173,12 +210,22 @@ def sender_window(tr: Trace) -> Series:
 MAX_TEXT = 5000     # marks of one kind beyond this get no per-mark hover text (HTML size)
 
 
-def _marks(tr: Trace, kind: str, idx: np.ndarray, y: np.ndarray,
+def _marks(tr: Trace, kind: str, idx: np.ndarray, y: np.ndarray | Callable[[np.ndarray], np.ndarray],
            describe: Callable[[np.ndarray], Iterable[str]]) -> Marks:
-    """Marks at rows `idx`; `describe(idx)` writes their hover text (skipped when there
-    are more than MAX_TEXT of them)."""
-    text = np.asarray(list(describe(idx)), dtype=object) if len(idx) <= MAX_TEXT else None
-    return Marks(kind, tr.t_s[idx], np.asarray(y), text)
+    """Marks at rows `idx`; `y` their heights (or a function of the rows giving them);
+    `describe(idx)` writes their hover text (skipped when there are more than MAX_TEXT of
+    them). A reduced trace's marks are the rows it kept for the kind (reduce.py)."""
+    counts = total = None
+    if tr.reduced is not None and kind in tr.reduced.marks:
+        idx, counts, total = tr.reduced.marks[kind]
+        if counts is None:
+            total = None
+    elif tr.reduced is not None:
+        idx = idx[:0]
+    ys = y(idx) if callable(y) else y
+    text = np.asarray(list(describe(idx)), dtype=object) \
+        if len(idx) <= MAX_TEXT and counts is None else None
+    return Marks(kind, tr.t_s[idx], np.asarray(ys), text, counts, total)
 
 
 def _segments(tr: Trace, prefix: str) -> Callable[[np.ndarray], Iterable[str]]:
@@ -198,7 +245,7 @@ def zero_windows(tr: Trace) -> Marks:
     idx = tr.rows(sock="rcv", event="tx")
     idx = _not_syn(tr, idx[tr.col("win_raw")[idx] == 0])
     rmem = tr.col("sk_rmem_alloc")
-    return _marks(tr, "zero window", idx, np.zeros(len(idx)),
+    return _marks(tr, "zero window", idx, lambda ix: np.zeros(len(ix)),
                   lambda ix: (f"zero window, skmem_r {r}" for r in rmem[ix]))
 
 
@@ -212,13 +259,15 @@ def drops(tr: Trace, data_only: bool = False) -> Marks:
         reasons, details = tr.text("drop_reason").take(ix), tr.text("detail").take(ix)
         return (f"{b}: {r or '?'} ({d})"
                 for b, r, d in zip(_segments(tr, "drop")(ix), reasons, details))
-    return _marks(tr, "drop", idx, tr.col("sk_rmem_alloc")[idx], describe)
+    return _marks(tr, "drop", idx, lambda ix: tr.col("sk_rmem_alloc")[ix], describe)
 
 
 def drop_reasons(tr: Trace, data_only: bool = True) -> dict[str, int]:
     """Dropped segments per drop reason. By default only segments that carried data (or
     whose length is unknown, e.g. skbs pruned from the out-of-order queue): a zero-window
     probe is 'dropped' as an old sequence by design."""
+    if tr.reduced is not None and data_only:
+        return dict(tr.reduced.drop_reasons)
     idx = tr.rows(sock="rcv", event="drop")
     if data_only:
         idx = idx[tr.col("len")[idx] != 0]
@@ -237,14 +286,14 @@ def collapses(tr: Trace) -> Marks:
         cost, queued = tr.col("collapse_ns")[ix], tr.col("len")[ix]
         return (f"collapse ({d}), {q} bytes queued" + (f", {c / 1e3:.1f} us" if c >= 0 else "")
                 for d, q, c in zip(tr.text("detail").take(ix), queued, cost))
-    return _marks(tr, "collapse", idx, tr.col("sk_rmem_alloc")[idx], describe)
+    return _marks(tr, "collapse", idx, lambda ix: tr.col("sk_rmem_alloc")[ix], describe)
 
 
 def autotunes(tr: Trace) -> Marks:
     """Receive-buffer autotuning steps (event 'autotune', e.g. rcvbuf_grow)."""
     idx = tr.rows(sock="rcv", event="autotune")
     rb = tr.col("sk_rcvbuf")
-    return _marks(tr, "autotune", idx, rb[idx],
+    return _marks(tr, "autotune", idx, lambda ix: rb[ix],
                   lambda ix: (f"autotune {d}: skmem_rb {b}"
                               for d, b in zip(tr.text("detail").take(ix), rb[ix])))
 
@@ -252,7 +301,7 @@ def autotunes(tr: Trace) -> Marks:
 def prunes(tr: Trace) -> Marks:
     """tcp_prune_queue() calls, if the trace records them (event 'prune')."""
     idx = tr.rows(sock="rcv", event="prune")
-    return _marks(tr, "prune", idx, tr.col("sk_rmem_alloc")[idx],
+    return _marks(tr, "prune", idx, lambda ix: tr.col("sk_rmem_alloc")[ix],
                   lambda ix: (f"prune ({d})" for d in tr.text("detail").take(ix)))
 
 
@@ -263,22 +312,23 @@ def retransmissions(tr: Trace) -> Marks:
     end = tr.col("end_seq")[idx]
     prev_max = np.maximum.accumulate(np.r_[-1, end[:-1]]) if len(end) else end
     idx = idx[tr.col("seq")[idx] < prev_max]
-    inflight = tr.col("snd_nxt")[idx] - tr.col("snd_una")[idx]
-    return _marks(tr, "retransmit", idx, inflight, _segments(tr, "retransmit"))
+    return _marks(tr, "retransmit", idx, lambda ix: tr.col("snd_nxt")[ix] - tr.col("snd_una")[ix],
+                  _segments(tr, "retransmit"))
 
 
 def sender_timers(tr: Trace, detail: str, kind: str) -> Marks:
     """Sender timer expiries of one kind: 'probe' (persist timer) or 'rto'."""
     idx = tr.rows(sock="snd", event="timer", detail=detail)
     wnd = tr.col("snd_wnd")
-    return _marks(tr, kind, idx, wnd[idx], lambda ix: (f"{kind}, snd_wnd {w}" for w in wnd[ix]))
+    return _marks(tr, kind, idx, lambda ix: wnd[ix],
+                  lambda ix: (f"{kind}, snd_wnd {w}" for w in wnd[ix]))
 
 
 def segment_marks(tr: Trace, detail: str | tuple[str, ...], kind: str) -> Marks:
     """Received segments of one disposition: coalesced, queued (a new skb), ofo."""
     idx = tr.rows(sock="rcv", event="rx", detail=detail)
     idx = idx[tr.col("len")[idx] > 0]
-    return _marks(tr, kind, idx, tr.col("sk_rmem_alloc")[idx], _segments(tr, kind))
+    return _marks(tr, kind, idx, lambda ix: tr.col("sk_rmem_alloc")[ix], _segments(tr, kind))
 
 
 def all_marks(tr: Trace) -> dict[str, Marks]:
@@ -302,9 +352,12 @@ def segment_counts(tr: Trace, width: float, end_s: float) -> dict[str, Series]:
     out = {}
     for kind, detail in (("coalesced", ("coalesced",)), ("queued", ("queued",)),
                          ("ofo", ("ofo", "ofo coalesced"))):
+        if tr.reduced is not None:
+            out[kind] = Series(kind, *_rebinned(tr, kind, width, end_s), shape="hv")
+            continue
         idx = tr.rows(sock="rcv", event="rx", detail=detail)
         idx = idx[tr.col("len")[idx] > 0]
-        t, sums = bin_sums(tr.t_s[idx], np.ones(len(idx)), width, end_s)
+        t, sums = _bin_sums_ns(tr.col("t_ns")[idx], np.ones(len(idx)), width, end_s)
         out[kind] = Series(kind, t, sums, shape="hv")
     return out
 
@@ -314,9 +367,11 @@ def segment_counts(tr: Trace, width: float, end_s: float) -> dict[str, Series]:
 def sender_backlog(tr: Trace) -> tuple[np.ndarray, np.ndarray]:
     """(times s, bytes written by the sending application and not yet acknowledged)."""
     idx = tr.rows(sock="snd")
-    ev = tr.text("event")
-    is_write = ev.equals("write")[idx]
-    written = np.cumsum(np.where(is_write, np.maximum(tr.col("len")[idx], 0), 0))
+    if tr.has("_written"):                  # a reduced trace: counted over every row
+        written = tr.col("_written")[idx]
+    else:
+        is_write = tr.text("event").equals("write")[idx]
+        written = np.cumsum(np.where(is_write, np.maximum(tr.col("len")[idx], 0), 0))
     acked = np.maximum(tr.col("snd_una")[idx] - 1, 0)
     return tr.t_s[idx], np.maximum(written - acked, 0)
 

@@ -70,6 +70,8 @@ def marks_scatter(m: Marks, name: str, color: str | None = None, y: np.ndarray |
     color = color or default_color
     ys = m.y if y is None else np.asarray(y)
     idx, counts = thin_marks(m.t, max_marks)
+    if m.counts is not None:            # already one mark per time bin (a reduced trace)
+        idx, counts = np.arange(len(m.t)), m.counts
     label = f"{name} ({len(m)})"
     if len(idx) < len(m):
         label = f"{name} ({len(m)}, merged per time bin)"
@@ -363,7 +365,9 @@ def density_strip(fig: go.Figure, m: Marks, name: str, color: str | None, row: i
     color = color or default_color
     width = max(end_s, float(m.t[-1]) if len(m) else 0.0) / DENSITY_BINS or 1.0
     b = np.minimum((m.t / width).astype(np.int64), DENSITY_BINS - 1)
-    bins, counts = np.unique(b, return_counts=True)
+    bins, where = np.unique(b, return_inverse=True)
+    counts = np.bincount(where, weights=m.counts).astype(np.int64) if m.counts is not None \
+        else np.bincount(where)
     axis = "yaxis99"
     if axis not in fig.layout.to_plotly_json():
         fig.layout[axis] = dict(domain=[0.87, 1.0], anchor="x", range=[-0.5, 2.5], visible=False,
@@ -590,7 +594,9 @@ def _density_row(m: Marks, name: str, color: str | None, row: float,
     color = color or default_color
     width = max(end_s, float(m.t[-1])) / DENSITY_BINS or 1.0
     b = np.minimum((m.t / width).astype(np.int64), DENSITY_BINS - 1)
-    bins, counts = np.unique(b, return_counts=True)
+    bins, where = np.unique(b, return_inverse=True)
+    counts = np.bincount(where, weights=m.counts).astype(np.int64) if m.counts is not None \
+        else np.bincount(where)
     return go.Scatter(x=(bins + 0.5) * width, y=np.full(len(bins), row), mode="markers",
                       name=name, showlegend=False,
                       text=[f"{c} {m.kind} events in {fmt_value(width, 's')}" for c in counts],
@@ -607,6 +613,8 @@ def packet_figure(run: Run, max_packets: int = PACKET_VIEW_MAX) -> go.Figure | N
     below: coalesced, queued as a new skb, out of order, dropped. None for runs of more
     than `max_packets` ingress packets."""
     tr = run.trace
+    if tr.reduced is not None:          # millions of rows: far more packets than drawn here
+        return None
     ing = tr.rows(sock="rcv", event=("rx", "drop"))
     if not 0 < len(ing) <= max_packets:
         return None

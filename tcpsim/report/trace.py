@@ -13,12 +13,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    from tcpsim.report.reduce import Reduced
 
 # Columns the report reads (a trace without some of them still renders what it can).
 REPORT_COLUMNS: tuple[str, ...] = (
@@ -82,6 +85,9 @@ class Trace:
 
     ints: dict[str, np.ndarray]
     strs: dict[str, Categorical]
+    # a long trace read reduced (tcpsim/report/reduce.py): its rows are a selection, and
+    # this says what else the report needs (marks, rate sums, counts); None: every row
+    reduced: "Reduced | None" = None
     n: int = field(init=False)
     _cache: dict[Any, np.ndarray] = field(init=False, repr=False, default_factory=dict)
 
@@ -187,12 +193,28 @@ def load_trace(path: str | Path) -> tuple[Trace, dict[str, Any]]:
                          f"{', '.join(sorted(present)[:8]) or 'no columns'}; write a trace with "
                          "`tcpsim run --trace`, `tcpsim capture` or `tcpsim import`")
     pf = pq.ParquetFile(path, read_dictionary=[c for c in STRING_COLUMNS if c in present])
+    names = [c for c in REPORT_COLUMNS if c in present]
+    meta = read_metadata(path)
+    from tcpsim.report.reduce import REDUCE_ROWS
+    if pf.metadata.num_rows > REDUCE_ROWS:
+        return load_reduced(path, names, meta), meta
     ints: dict[str, np.ndarray] = {}
     strs: dict[str, Categorical] = {}
-    names = [c for c in REPORT_COLUMNS if c in present]
     for k in range(0, len(names), 6):
         # a few columns at a time: each Arrow copy is freed before the next is read
         part = Trace.from_arrow(pf.read(columns=names[k:k + 6]))
         ints.update(part.ints)
         strs.update(part.strs)
-    return Trace(ints, strs), read_metadata(path)
+    return Trace(ints, strs), meta
+
+
+def load_reduced(path: str | Path, names: Sequence[str] | None = None,
+                 meta: dict[str, Any] | None = None) -> Trace:
+    """A long trace as the report needs it, streamed in batches: the rows it draws and
+    counts from, and its rate sums and mark counts (tcpsim/report/reduce.py)."""
+    from tcpsim.report.reduce import reduce_trace
+    present = set(pq.read_schema(path).names)
+    names = [c for c in (names or REPORT_COLUMNS) if c in present]
+    ints, strs, extra = reduce_trace(path, names, [c for c in names if c in STRING_COLUMNS],
+                                     meta if meta is not None else read_metadata(path))
+    return Trace(ints, {k: Categorical(c, v) for k, (c, v) in strs.items()}, extra)

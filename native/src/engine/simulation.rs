@@ -501,8 +501,9 @@ impl Simulation {
         // by reference, the socket's vector kept (an event is a few hundred bytes: moving
         // each twice was the largest cost of a traced run after the Parquet writing)
         let sk = &mut self.f.socks[i];
+        let flow = self.cur as i32;
         for ev in &sk.events {
-            self.trace.push(i, &sk.name, ev);
+            self.trace.push(flow, i, &sk.name, ev);
         }
         sk.events.clear();
     }

@@ -84,8 +84,19 @@ fn key(sock: u8, flags: u8, event: u32, detail: u32, reason: u32) -> u128 {
 /// A row's strings as the model passed them, all literals: the address and length of its
 /// event, detail and drop reason, its socket and flags. Equal literals mean equal strings,
 /// so a recent row's code is found by comparing six words, without hashing a text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Literals([usize; 7]);
+
+impl Literals {
+    /// Equal words (or-ed differences: a derived `==` on the array called `memcmp` per row).
+    fn same(&self, other: &Self) -> bool {
+        self.0
+            .iter()
+            .zip(&other.0)
+            .fold(0, |acc, (a, b)| acc | (a ^ b))
+            == 0
+    }
+}
 
 /// Recent string tuples remembered (`TraceColumns::recent`; a power of two).
 const RECENT: usize = 64;
@@ -122,6 +133,9 @@ impl Literals {
 pub struct TraceColumns {
     ints: Vec<Vec<i64>>,
     codes: Vec<i32>,
+    /// The flow (connection index in the host plan) of each row: a host's trace of several
+    /// connections is split by it (tcpsim/host/outputs.py `ConnectionTraces`).
+    flows: Vec<i32>,
     /// Distinct string tuples as (socket, flags, event, detail, drop_reason) ids, in order
     /// of first appearance (a row's code indexes this); `sent` of them handed over.
     distinct: Vec<(u8, u8, u32, u32, u32)>,
@@ -149,6 +163,7 @@ impl TraceColumns {
         TraceColumns {
             ints: vec![Vec::new(); INT_COLUMNS],
             codes: Vec::new(),
+            flows: Vec::new(),
             distinct: Vec::new(),
             sent: 0,
             index: FxMap::default(),
@@ -175,6 +190,7 @@ impl TraceColumns {
             c.reserve(more);
         }
         self.codes.reserve(more);
+        self.flows.reserve(more);
     }
 
     /// The id of a text: a literal by its address (after the first time), else by content.
@@ -204,8 +220,9 @@ impl TraceColumns {
     }
 
     /// One row from one event of socket `sock` (the index of its name in the run: 0, 1),
-    /// named `name` (the recorder's `record`).
-    pub fn push(&mut self, sock: usize, name: &str, ev: &TraceEvent) {
+    /// named `name`, of flow `flow` (the recorder's `record`).
+    pub fn push(&mut self, flow: i32, sock: usize, name: &str, ev: &TraceEvent) {
+        self.flows.push(flow);
         let (seq, end_seq, ack, win, win_scaled, flags, length) = match &ev.seg {
             Some(s) => {
                 let f = s.flags;
@@ -241,7 +258,7 @@ impl TraceColumns {
             Some(lit) => {
                 let slot = lit.slot();
                 match self.recent[slot] {
-                    (l, c) if l == lit && c >= 0 => c,
+                    (l, c) if c >= 0 && l.same(&lit) => c,
                     _ => {
                         let c = self.code(sock, name, flags, ev);
                         self.recent[slot] = (lit, c);
@@ -303,9 +320,10 @@ impl TraceColumns {
             .collect()
     }
 
-    /// The first `n` rows taken out: (the integer columns, the codes), each a vector of `n`
-    /// values; the rows after them stay, in vectors with room for a group of `n`.
-    pub fn take(&mut self, n: usize) -> (Vec<Vec<i64>>, Vec<i32>) {
+    /// The first `n` rows taken out: (the integer columns, the codes, the rows' flows), each
+    /// a vector of `n` values; the rows after them stay, in vectors with room for a group of
+    /// `n`.
+    pub fn take(&mut self, n: usize) -> (Vec<Vec<i64>>, Vec<i32>, Vec<i32>) {
         let n = n.min(self.rows());
         let mut spare = self
             .spare
@@ -317,7 +335,11 @@ impl TraceColumns {
             .iter_mut()
             .map(|c| split_front(c, n, spare.pop().unwrap_or_default()))
             .collect();
-        (ints, split_front(&mut self.codes, n, Vec::new()))
+        (
+            ints,
+            split_front(&mut self.codes, n, Vec::new()),
+            split_front(&mut self.flows, n, Vec::new()),
+        )
     }
 
     /// Where the vectors of a group handed over come back when Python is done with them
@@ -379,28 +401,33 @@ mod tests {
     fn equal_texts_share_a_code_whether_literal_or_owned() {
         let mut t = TraceColumns::new();
         t.push(
+            7,
             0,
             "rcv",
             &event(Cow::Borrowed("rx"), Cow::Borrowed("queued"), None),
         );
         t.push(
+            7,
             0,
             "rcv",
             &event("rx".to_string().into(), "queued".to_string().into(), None),
         );
         t.push(
+            7,
             1,
             "snd",
             &event(Cow::Borrowed("rx"), Cow::Borrowed("queued"), None),
         );
         let seg = Segment::new(1, 10, ACK, 0, 100);
         t.push(
+            7,
             0,
             "rcv",
             &event(Cow::Borrowed("tx"), Cow::Borrowed(""), Some(seg)),
         );
-        let (ints, codes) = t.take(4);
+        let (ints, codes, flows) = t.take(4);
         assert_eq!(codes, vec![0, 0, 1, 2]);
+        assert_eq!(flows, vec![7; 4], "each row keeps its flow");
         assert_eq!(ints[0], vec![5; 4]);
         assert_eq!(ints[7][3], 400, "win_scaled = win << win_scale");
         let d = t.take_distinct();
@@ -418,13 +445,17 @@ mod tests {
         let mut t = TraceColumns::new();
         for _ in 0..5 {
             t.push(
+                7,
                 0,
                 "rcv",
                 &event(Cow::Borrowed("read"), Cow::Borrowed(""), None),
             );
         }
-        let (ints, codes) = t.take(3);
-        assert_eq!((ints[0].len(), codes.len(), t.rows()), (3, 3, 2));
+        let (ints, codes, flows) = t.take(3);
+        assert_eq!(
+            (ints[0].len(), codes.len(), flows.len(), t.rows()),
+            (3, 3, 3, 2)
+        );
         assert!(t.ints[0].capacity() >= 3 + SLACK);
     }
 
@@ -434,24 +465,24 @@ mod tests {
         t.reserve(4); // as run_some does: room for a group
         let ev = event(Cow::Borrowed("read"), Cow::Borrowed(""), None);
         for _ in 0..4 {
-            t.push(0, "rcv", &ev);
+            t.push(7, 0, "rcv", &ev);
         }
-        let (ints, _) = t.take(2);
+        let (ints, _, _) = t.take(2);
         let at = ints[0].as_ptr();
         let spare = t.spare();
         for v in ints {
             spare.give(v);
         }
-        let (ints, _) = t.take(2);
+        let (ints, _, _) = t.take(2);
         assert_eq!(ints[0], vec![5, 5], "the rows kept after the first group");
         assert!(
             t.ints.iter().any(|c| c.as_ptr() == at),
             "a spare vector holds the rows to come"
         );
         for _ in 0..2 {
-            t.push(0, "rcv", &ev);
+            t.push(7, 0, "rcv", &ev);
         }
-        let (ints, codes) = t.take(2);
+        let (ints, codes, _) = t.take(2);
         assert_eq!((ints[0].clone(), codes), (vec![5, 5], vec![0, 0]));
     }
 }
