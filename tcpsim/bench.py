@@ -211,6 +211,16 @@ def user_process(case: Case, duration: str, engine: str, trace: str | None,
             "-d", duration, "--engine", engine, "--json"]
     if trace:
         args += ["--trace", trace]
+    text, m = measure_process(args, tree)
+    summary = json.loads(text).get("summary", {})
+    return {**m, "packets": summary.get("packets", 0),
+            "peak_sk_rcvbuf": summary.get("peak_sk_rcvbuf")}
+
+
+def measure_process(args: list[str], tree: str | None = None) -> tuple[bytes, dict]:
+    """Run one process to its end (`tree`: with another tcpsim checkout's code, from its
+    root): (its stdout, {wall, cpu (user + sys), rss_mb}) of that process alone (wait4); a
+    RuntimeError with its exit status and the end of its stderr when it fails."""
     env = None
     if tree is not None:
         env = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
@@ -226,9 +236,7 @@ def user_process(case: Case, duration: str, engine: str, trace: str | None,
     if proc.returncode:
         raise RuntimeError(f"bench: {' '.join(args[2:])}: exit status {proc.returncode}"
                            f"{': ' + problem.strip()[-300:] if problem.strip() else ''}")
-    summary = json.loads(text).get("summary", {})
-    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024,
-            "packets": summary.get("packets", 0), "peak_sk_rcvbuf": summary.get("peak_sk_rcvbuf")}
+    return text, {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024}
 
 
 def bench_engines(engine: str | None) -> tuple[str, ...]:
@@ -289,7 +297,15 @@ def run_benchmarks(quick: bool = False, repeat: int = 1,
              f"CPU {row['cpu_s']:8.2f} s  {row['packets_per_s']:>9,} pkt/s  "
              f"{row['sim_s_per_wall_s']:>8} sim-s/s  ({row['workers']} workers, whole sweep)")
     rows += search_rows(quick, echo)
+    if engines[0] == "native":          # a fit replays its candidates on the native engine
+        rows += pcap_rows(quick, echo)
     return rows
+
+
+def pcap_rows(quick: bool, echo: Callable[[str], None] | None = print) -> list[dict]:
+    """(i): import plus a fitted replay of a 5-second 1 Gbit/s capture (tcpsim.bench_pcap)."""
+    from tcpsim.bench_pcap import pcap_benchmark
+    return pcap_benchmark(seconds=1.0 if quick else 5.0, echo=echo)
 
 
 def search_rows(quick: bool, echo: Callable[[str], None] | None = print) -> list[dict]:

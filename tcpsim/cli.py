@@ -785,8 +785,17 @@ def bench(
                                           "checkout DIR alternating run by run: CPU ratios "
                                           "measured under the same load"),
     cases: str = typer.Option("abcd", "--cases", help="with --against: which cases (letters)"),
+    pcap_only: bool = typer.Option(False, "--pcap", help="only the capture: import plus a fitted "
+                                   "replay of a 5-second 1 Gbit/s capture (--quick: 1 s)"),
 ) -> None:
-    """Benchmark the simulator: packets/s, simulated s per wall s, peak RSS, search evaluations/s."""
+    """Benchmark the simulator: packets/s, simulated s per wall s, peak RSS, search evaluations/s,
+    import and fit of a capture."""
+    if pcap_only:
+        from tcpsim.bench_pcap import pcap_benchmark
+        rows = pcap_benchmark(seconds=1.0 if quick else 5.0, echo=None if as_json else typer.echo)
+        if as_json:
+            typer.echo(json.dumps(rows, indent=2))
+        return
     if ns3_only:
         ns3 = _bench_ns3(quick, repeat, None if as_json else typer.echo, required=True)
         if as_json and ns3 is not None:
@@ -1650,7 +1659,8 @@ app.add_typer(timing_app, name="timing")
 @timing_app.command("measure")
 def timing_measure(
     name: str = typer.Argument(..., help="the preset's name (then --timing NAME)"),
-    seconds: float = typer.Option(20.0, "--seconds", help="how long to measure"),
+    seconds: float = typer.Option(60.0, "--seconds", help="how long to measure (kept as "
+                                  "10 000-wakeup stretches that runs' seeds pick among)"),
     period: str = typer.Option("1ms", "--period", help="the periodic applications' tick"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:

@@ -1,6 +1,6 @@
 """Your host's application timing: measure it, or build it from a capture run, as a preset.
 
-    tcpsim timing measure NAME [--seconds 20] [--period 1ms]
+    tcpsim timing measure NAME [--seconds 60] [--period 1ms]
     tcpsim timing fit NAME RUN_DIR [RUN_DIR ...]
     tcpsim timing list
 
@@ -13,9 +13,10 @@ loaded and a quiet host (docs/app-latency.md), so a user measures their own:
 * `measure` (no root): two processes at once -- a periodic writer and a periodic reader as
   tcpsim's capture applications are (an absolute grid of `period`, CLOCK_MONOTONIC, sleep to
   the next tick, then send()/recv() on a connected socket pair) -- log how late each tick
-  ran (the ticks they slept into, tcpsim.capture.wakeups.timer_lateness); a third measures a
-  blocking reader's wakeup (recv() return minus the peer's send(), a byte at a time, kept
-  in the preset's provenance: the model's blocking reader draws from the shipped table);
+  ran (the ticks they slept into, tcpsim.capture.wakeups.timer_lateness), kept as stretches
+  of STRETCH wakeups that a run's seed picks among; then a third measures a blocking
+  reader's wakeup (recv() return minus the peer's send(), a byte at a time, kept in the
+  preset's provenance: the model's blocking reader draws from the shipped table);
 * `fit`: the same sequences from the application logs of `tcpsim capture` runs kept with
   their raw folders (`<side>_events.csv`), one sequence per run.
 
@@ -41,6 +42,8 @@ from typing import Any
 BLOCK = 5000                   # wakeups per replayed block (the shipped presets')
 UNIT_NS = 1000                 # sequences stored in microseconds
 MIN_WAKEUPS = 1000
+STRETCH = 2 * BLOCK            # a measurement is kept as stretches of this many wakeups
+BLOCKING_S = 5.0               # the blocking reader's measurement (after the periodic pair)
 
 
 class TimingError(ValueError):
@@ -127,9 +130,18 @@ def _blocking(seconds: float, q: Any) -> None:
     q.put(("blocking", out))
 
 
-def measure(name: str, seconds: float = 20.0, period_ns: int = 1_000_000,
+def measure(name: str, seconds: float = 60.0, period_ns: int = 1_000_000,
             folder: Path | None = None) -> Path:
-    """Measure this host and write the preset NAME; returns its path."""
+    """Measure this host and write the preset NAME; returns its path.
+
+    The periodic writer and reader run together (as a workload's do), alone: the blocking
+    reader's measurement (provenance only) comes after them, so its wakeups every 2 ms do
+    not compete with theirs. The sequences are kept as stretches of STRETCH wakeups, each a
+    "capture" of the preset: a run picks one stretch by its seed and starts its first block
+    there (tcpsim.app_latency.pick_capture) -- so the seeds of a reproducer sample the whole
+    measurement, not only its first seconds, which decided every seed's outcome when the
+    preset was one sequence (the reproducer's first zero window comes within the first
+    block: docs/app-latency.md, "Your own host")."""
     check_name(name)
     if seconds * 1e9 / period_ns < MIN_WAKEUPS:
         raise TimingError(f"--seconds {seconds:g} at a {period_ns / 1e6:g} ms period gives fewer "
@@ -138,8 +150,7 @@ def measure(name: str, seconds: float = 20.0, period_ns: int = 1_000_000,
     q = ctx.Queue()
     w, r = socket.socketpair()
     procs = [ctx.Process(target=_periodic, args=("writer", seconds, period_ns, w.fileno(), q)),
-             ctx.Process(target=_periodic, args=("reader", seconds, period_ns, r.fileno(), q)),
-             ctx.Process(target=_blocking, args=(seconds, q))]
+             ctx.Process(target=_periodic, args=("reader", seconds, period_ns, r.fileno(), q))]
     load0 = os.getloadavg()
     for p in procs:
         p.start()
@@ -148,16 +159,30 @@ def measure(name: str, seconds: float = 20.0, period_ns: int = 1_000_000,
         p.join(timeout=10)
     w.close()
     r.close()
-    seqs = {"periodic_writer": got["writer"], "periodic_reader": got["reader"]}
+    load1 = os.getloadavg()
+    blocking_s = min(BLOCKING_S, seconds)
+    b = ctx.Process(target=_blocking, args=(blocking_s, q))
+    b.start()
+    got.update([q.get(timeout=blocking_s + 60)])
+    b.join(timeout=10)
+    n = min(len(got["writer"]), len(got["reader"]))
+    cuts = [i * STRETCH for i in range(max(1, n // STRETCH))] + [n]
+    parts = {k: [got[role][a:b] for a, b in zip(cuts, cuts[1:])]
+             for k, role in (("periodic_writer", "writer"), ("periodic_reader", "reader"))}
     method = (f"tcpsim timing measure: a periodic writer and reader (Python processes, an "
               f"absolute {period_ns / 1e6:g} ms grid, sleep then send()/recv() on a socket "
-              f"pair) for {seconds:g} s at once; lateness = CLOCK_MONOTONIC after the sleep "
-              "minus the tick's due time, ticks slept into only; a blocking reader's recv() "
-              "wakeup after its peer's send() alongside (provenance only)")
-    capture = {"run": "timing measure", "seconds": seconds, "period_ns": period_ns,
-               "loadavg": {"start": list(load0), "end": list(os.getloadavg())},
-               "blocking_reader": _describe(got["blocking"])}
-    return write_preset(name, seqs, [capture], method, folder)
+              f"pair) for {seconds:g} s at once, nothing else of the measurement running; "
+              "lateness = CLOCK_MONOTONIC after the sleep minus the tick's due time, ticks "
+              f"slept into only; kept as stretches of {STRETCH} wakeups (one 'capture' each); a "
+              f"blocking reader's recv() wakeup after its peer's send() for {blocking_s:g} s "
+              "after them (provenance only)")
+    captures = [{"run": "timing measure", "stretch": i, "wakeups": [a, b], "seconds": seconds,
+                 "period_ns": period_ns} for i, (a, b) in enumerate(zip(cuts, cuts[1:]))]
+    captures[0].update({"loadavg": {"start": list(load0), "end": list(load1)},
+                        "blocking_reader": _describe(got["blocking"])})
+    first = {k: v[0] for k, v in parts.items()}
+    more = {k: v[1:] for k, v in parts.items()}
+    return write_preset(name, first, captures, method, folder, more)
 
 
 def _describe(values: list[int]) -> dict[str, Any]:
@@ -178,10 +203,11 @@ def write_preset(name: str, seqs: dict[str, list[int]], captures: list[dict[str,
     short = min(len(s) for v in sequences.values() for s in v)
     if short < MIN_WAKEUPS:
         raise TimingError(f"only {short} wakeups in a sequence: at least {MIN_WAKEUPS} are needed")
-    for c in captures:
-        for k, v in seqs.items():
-            if k not in c and len(v) >= 2000:
-                c[k] = burstiness(v)
+    raw = {k: [v, *(more or {}).get(k, [])] for k, v in seqs.items()}
+    for i, c in enumerate(captures):          # each capture's own sequences' burstiness
+        for k, per in raw.items():
+            if k not in c and i < len(per) and len(per[i]) >= 2000:
+                c[k] = burstiness(per[i])
     doc = {"about": f"Application wakeup lateness of host preset {name!r}, in wakeup order; "
                     "drawn by tcpsim.app_latency.BlockSequence",
            "machine": {"release": platform.release(), "cpus": os.cpu_count(),

@@ -15,6 +15,7 @@ def _tiny(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bench, "_sweep_once", lambda duration, engine: {
         "wall": 1.0, "cpu": 1.0, "points": 1, "packets": 1, "sim_s": 1.0})
     monkeypatch.setattr(bench, "search_rows", lambda quick, echo: [])
+    monkeypatch.setattr(bench, "pcap_rows", lambda quick, echo: [])
 
 
 @pytest.mark.skipif(not native_available(), reason="tcpsim._native is not built")
@@ -93,3 +94,17 @@ def test_against_a_folder_that_is_not_a_checkout_is_one_error_line(tmp_path) -> 
     out = CliRunner().invoke(app, ["bench", "--against", str(tmp_path)])
     assert out.exit_code != 0
     assert "not a tcpsim checkout" in out.output and "Traceback" not in out.output
+
+
+@pytest.mark.skipif(not native_available(), reason="tcpsim._native is not built")
+def test_the_capture_row_times_the_users_command_and_the_stages() -> None:
+    """(i) makes its capture (a simulated 1 Gbit/s transfer written as a pcap), then times
+    `tcpsim replay --fit` as a process and the import and the fit in this one."""
+    from tcpsim.bench_pcap import pcap_benchmark
+    lines: list[str] = []
+    [row] = pcap_benchmark(seconds=0.05, echo=lines.append)
+    st = row["stages"]
+    assert st["packets"] > 1000 and st["replays"] > 20 and row["goal_s"] == 15.0
+    assert row["wall_s"] > 0 and row["cpu_s"] > 0 and st["import_cpu_s"] > 0
+    assert row["fit_grade"] == pytest.approx(st["grade"])       # the same fit both ways
+    assert len(lines) == 2 and "tcpsim replay --fit" in lines[0]

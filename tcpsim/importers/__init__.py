@@ -69,8 +69,27 @@ def write(rows: list[Row], meta: dict[str, Any], path: str | Path) -> Path:
     from tcpsim.trace.recorder import SCHEMA
 
     rows = sorted(rows, key=lambda r: r["t_ns"])
-    cols = {name: [r[name] for r in rows] for name in COLUMN_NAMES}
-    table = pa.Table.from_pydict(cols, schema=SCHEMA)
+    return write_columns({name: [r[name] for r in rows] for name in COLUMN_NAMES}, meta, path)
+
+
+def write_columns(cols: dict[str, list], meta: dict[str, Any], path: str | Path) -> Path:
+    """Write trace columns (every schema column, in time order) and metadata as a trace
+    Parquet file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tcpsim.trace.recorder import SCHEMA
+
+    # a column given as the same list as another (the unknown columns of an import share
+    # one list of -1) is converted once
+    made: dict[tuple[int, Any], Any] = {}
+    arrays = []
+    for f in SCHEMA:
+        key = (id(cols[f.name]), f.type)
+        if key not in made:
+            made[key] = pa.array(cols[f.name], type=f.type)
+        arrays.append(made[key])
+    table = pa.Table.from_arrays(arrays, schema=SCHEMA)
     full = {"source": "", "profile": "", "scenario": {}, "sysctls": {}, "counters": {},
             "summary": {}, **meta}
     table = table.replace_schema_metadata({k: json.dumps(v, sort_keys=True) for k, v in full.items()})

@@ -23,13 +23,21 @@ from tcpsim.pcap.workload import infer_reader, parse_reader, scenario, toml_text
 
 @dataclass
 class Imported:
-    """One connection of a capture as tcpsim sees it."""
+    """One connection of a capture as tcpsim sees it: its trace as columns (time order)."""
 
-    rows: list[Row]
+    columns: dict[str, list]
     meta: dict[str, Any]
     scenario: dict[str, Any]
     notes: list[str]
     conn: Connection
+
+    @property
+    def rows(self) -> list[Row]:
+        """The trace as one dict per row (made on demand: a long capture's columns are what
+        the replay and the fit read)."""
+        cols = self.columns
+        names = list(cols)
+        return [dict(zip(names, r)) for r in zip(*(cols[c] for c in names))]
 
 
 def load(path: str | Path, flow: str | None = None, wscale: str | None = None,
@@ -82,16 +90,16 @@ def load_connection(cap: Capture, conn: Connection, wscale: str | None = None,
     else:
         notes.append(f"captured next to the receiver ({hs.capture_at_basis})")
     t0 = origin(conn, hs, ab, ba)
-    trace_rows, counts = rows(conn, hs, ab, ba, t0)
+    cols, counts = rows(conn, hs, ab, ba, t0)
     if reader is not None:
         app, how = parse_reader(reader), f"reader given: --reader {reader}"
     else:
-        app, how = infer_reader(trace_rows)
+        app, how = infer_reader(cols)
     notes.append(how)
-    end = max(r["t_ns"] for r in trace_rows)
+    end = max(cols["t_ns"])
     name = Path(cap.path).stem
     doc = scenario(name, f"workload of {Path(cap.path).name}, {describe(conn, hs)['flow']}",
-                   hs, trace_rows, (ab, ba), end, app)
+                   hs, cols, (ab, ba), end, app)
     # what the wire cannot tell stays unknown in the report (None: shown as "—")
     unknown = dict.fromkeys(("peak_sk_rmem_alloc", "peak_sk_rcvbuf", "peak_recv_q",
                              "final_sk_rmem_alloc", "bytes_read"))
@@ -105,16 +113,16 @@ def load_connection(cap: Capture, conn: Connection, wscale: str | None = None,
     meta = {"source": "import:pcap", "profile": "captured kernel", "rx_state": "after",
             "scenario": doc,
             "summary": summary}
-    return Imported(trace_rows, meta, doc, notes, conn)
+    return Imported(cols, meta, doc, notes, conn)
 
 
 def import_file(src: str | Path, dst: str | Path, workload: str | Path | None = None,
                 **opts: Any) -> tuple[Path, Path, Imported]:
     """Write the trace (Parquet) and the workload (TOML, default: the trace's name .toml)."""
-    from tcpsim.importers import write
+    from tcpsim.importers import write_columns
 
     imp = load(src, **opts)
-    out = write(imp.rows, imp.meta, dst)
+    out = write_columns(imp.columns, imp.meta, dst)
     wl = Path(workload) if workload else out.with_suffix(".toml")
     wl.write_text(toml_text(imp.scenario, [f"tcpsim import pcap {src}", *imp.notes]))
     return out, wl, imp

@@ -23,6 +23,7 @@ within CONSISTENT the capture does not tell the kernels apart, and says so.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -32,10 +33,10 @@ from typing import Any, Callable
 from tcpsim.importers.pcap import Imported, load
 from tcpsim.pcap import PcapError
 from tcpsim.pcap.grade import Grade, grade
-from tcpsim.pcap.replay import WRITE_LEAD_NS, columns
+from tcpsim.pcap.replay import WRITE_LEAD_NS
 from tcpsim.pcap.workload import parse_reader
 from tcpsim.validate.replay import ReplayError, ReplayResult, plan, run_plan
-from tcpsim.trace.recorder import MemoryRecorder
+from tcpsim.pcap.tables import TableRecorder, acks_view
 from tcpsim.validate.trace import TraceView, view
 
 DETERMINED = 0.01          # grade margin between a fitted value and the next best
@@ -126,19 +127,48 @@ class Capture:
     def __init__(self, path: str | Path, sysctl: dict[str, Any] | None = None,
                  until_s: float | None = None, engine: str | None = "native",
                  **import_opts: Any) -> None:
+        from tcpsim.engine.result import few_gc_passes
         self.path = Path(path)
-        self.imp: Imported = load(path, **import_opts)
+        with few_gc_passes():           # a long capture: millions of objects, no cycles
+            self.imp: Imported = load(path, **import_opts)
+            self.columns = self.imp.columns
+            self.k: TraceView = view(self.columns, self._meta(self.imp.scenario))
         self.sysctl = dict(sysctl or {})
         self.until_ns = None if until_s is None else int(until_s * 1e9)
         self.engine = engine
-        self.columns = columns(self.imp.rows)
-        self.k: TraceView = view(self.columns, self._meta(self.imp.scenario))
         self.inferred_reader = self.imp.scenario["reader"]
+        self._cut: dict[int | None, TraceView] = {}
+        self.last_full: tuple[ReplayResult, TraceView] | None = None   # the last full replay
+        self._ticks: dict[tuple[int, int], list[tuple[int, int]]] = {}
 
     def segment_time(self, n: int) -> int:
         """The time (trace axis) of the capture's n-th segment, or past its end."""
-        t = [r["t_ns"] for r in self.imp.rows if r["event"] == "tx"]
+        t = [t for t, e in zip(self.columns["t_ns"], self.columns["event"]) if e == "tx"]
         return t[n - 1] if len(t) >= n else (t[-1] + 1 if t else 0)
+
+    def view_until(self, end_ns: int | None) -> TraceView:
+        """The capture's view cut after end_ns (None: all of it), made once per end: what a
+        replay of the first window plans and is graded by (plan() and grade() read nothing
+        after their end) -- the ACKs, data and writes of a long capture are not walked again
+        for each of the fit's candidates."""
+        if end_ns is None:
+            return self.k
+        if end_ns not in self._cut:
+            k = self.k
+            na = bisect.bisect_right([a.t_ns for a in k.acks], end_ns)
+            self._cut[end_ns] = replace(
+                k, acks=k.acks[:na], data_t=k.data_t[:bisect.bisect_right(k.data_t, end_ns)],
+                writes=[w for w in k.writes if w[0] <= end_ns])
+        return self._cut[end_ns]
+
+    def write_ticks(self, k: TraceView, shift_ns: int, end_ns: int) -> list[tuple[int, int]]:
+        """The ScheduleWriter's ticks: each write of the wire's data WRITE_LEAD_NS before it
+        left (model axis), up to end_ns; made once per (shift, end)."""
+        key = (shift_ns, end_ns)
+        if key not in self._ticks:
+            self._ticks[key] = [(max(0, t + shift_ns - WRITE_LEAD_NS), n) for t, n, _ in k.writes
+                                if t <= end_ns]
+        return self._ticks[key]
 
     def _meta(self, doc: dict[str, Any]) -> dict[str, Any]:
         meta = dict(self.imp.meta)
@@ -164,10 +194,12 @@ class Capture:
         report; else only its segments, which is all the grade reads)."""
         from tcpsim.app_latency import default_latency
         doc = self.doc(u)
-        k = replace(self.k, meta=self._meta(doc))
+        k = replace(self.view_until(self.until_ns), meta=self._meta(doc))
         try:
-            p = plan(k, profile, policies, self.until_ns, u.hz or None,
-                     "--hz" if u.hz else "a capture does not record its kernel's HZ")
+            # plan() makes write ticks of every write, replaced below by the capture's own
+            # (made once): it is given the first write only, all it reads of them otherwise
+            p = plan(replace(k, writes=k.writes[:1]), profile, policies, self.until_ns,
+                     u.hz or None, "--hz" if u.hz else "a capture does not record its kernel's HZ")
         except ReplayError as exc:
             raise PcapError(str(self.path), None, str(exc).split(":")[0],
                             "replay needs the connection's handshake: capture from before the "
@@ -182,12 +214,17 @@ class Capture:
                 sc = sc.with_(reader=replace(sc.reader, latency_table=name,
                                              latency_host=u.timing))
         p.scenario = sc
-        p.write_ticks = [(max(0, t + p.shift_ns - WRITE_LEAD_NS), n) for t, n, _ in k.writes
-                         if t <= p.end_ns]
+        p.write_ticks = self.write_ticks(k, p.shift_ns, p.end_ns)
         p.schedule = True
         p.notes = [*self.imp.notes, *p.notes]
-        rp = run_plan(p, engine=self.engine, sink=None if full else TxRecorder(("rcv",)))
-        m = view(rp.columns, {"source": "tcpsim"}).shifted(-p.shift_ns)
+        rp = run_plan(p, engine=self.engine, sink=TableRecorder(("rcv",), acks_only=not full))
+        if full:
+            # the view validate.run.score_replay makes of it: kept for it (last_full)
+            m = view(rp.columns, {"source": "tcpsim", "counters": rp.result.counters}
+                     ).shifted(-p.shift_ns)
+            self.last_full = (rp, m)
+        else:
+            m = acks_view(rp.columns, -p.shift_ns)
         return grade(k, m, p.end_ns), rp
 
     # -- candidates --------------------------------------------------------------------------
@@ -221,30 +258,6 @@ class Capture:
             ns = parse_duration(r["every"], "reader.every")
             spec = f"periodic:{r['bytes']}B/{ns}ns"
         return Unknowns(reader=spec or "blocking")
-
-
-class TxRecorder(MemoryRecorder):
-    """Keeps only the 'tx' rows (the receiver's segments: what the grade reads), filtered in
-    Arrow before any row becomes Python objects: a fit's replays cost the engine's time, not
-    the trace's."""
-
-    def __init__(self, socks: tuple[str, ...] = ("rcv",)) -> None:
-        super().__init__(socks)
-        self.tables: list[Any] = []
-
-    def record_table(self, table: Any) -> None:
-        import pyarrow.compute as pc
-        self.tables.append(table.filter(pc.equal(table.column("event"), "tx")))
-
-    def columns(self) -> dict[str, list[Any]]:
-        import pyarrow as pa
-        if not self.tables:
-            return super().columns()
-        cols: dict[str, list[Any]] = pa.concat_tables(self.tables).to_pydict()
-        if self.rows:                          # rows recorded one by one (Python engine)
-            extra = super().columns()
-            cols = {k: v + extra[k] for k, v in cols.items()}
-        return cols
 
 
 def nice(x: float) -> int:
@@ -310,12 +323,16 @@ def fit(cap: Capture, profile: str, policies: tuple[str, ...] = (),
     the unknowns act from the first window on, and a long or fast capture's search then
     costs a bounded number of seconds (at most FIT_MAX_SEGMENTS segments: 0.5 s of a 1 Gbit/s
     transfer); the best is replayed over the whole capture."""
+    from tcpsim.engine.result import few_gc_passes
     whole = cap.until_ns
     if window_s is not None:
         w = min(int(window_s * 1e9), cap.segment_time(FIT_MAX_SEGMENTS))
         cap.until_ns = w if whole is None else min(whole, w)
     try:
-        return _fit(cap, profile, policies, pinned, passes, start, order, progress, whole)
+        # the capture's millions of objects stay alive through every replay: the collector's
+        # default passes would walk them again and again, finding no cycles
+        with few_gc_passes():
+            return _fit(cap, profile, policies, pinned, passes, start, order, progress, whole)
     finally:
         cap.until_ns = whole
 

@@ -29,10 +29,9 @@ class Connection:
 
     @property
     def payload_to(self) -> dict[Endpoint, int]:
-        out = {self.ends[0]: 0, self.ends[1]: 0}
-        for s in self.segments:
-            out[s.b] += s.payload
-        return out
+        a, b = self.ends
+        to_a = sum(s.payload for s in self.segments if s.dport == a[1] and s.dst == a[0])
+        return {a: to_a} if a == b else {a: to_a, b: sum(s.payload for s in self.segments) - to_a}
 
     @property
     def receiver(self) -> Endpoint:
@@ -76,8 +75,12 @@ def connections(cap: Capture) -> list[Connection]:
     open_: dict[frozenset, Connection] = {}
     done: dict[frozenset, bool] = {}
     out: list[Connection] = []
+    keys: dict[tuple[str, int, str, int], frozenset] = {}    # four-tuple -> either direction
     for s in cap.segments:
-        key = frozenset((s.a, s.b))
+        four = (s.src, s.sport, s.dst, s.dport)
+        key = keys.get(four)
+        if key is None:
+            key = keys[four] = frozenset((s.a, s.b))
         conn = open_.get(key)
         if conn is not None and done.get(key) and s.flags & 0x02 and not s.flags & 0x10:
             conn = None

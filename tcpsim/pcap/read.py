@@ -73,6 +73,9 @@ def read_capture(path: str | Path) -> Capture:
         n = 0
         fast = FAST_OFFSET.get(linktype)
         classic = isinstance(reader, dpkt.pcap.Reader) and f.seekable()
+        if classic and fast is not None:
+            segs, n = _classic_bulk(f, where, fast, linktype, reader.snaplen, other, dirs)
+            return _capture(where, linktype, segs, n, other, dirs)
         records: Any = _classic_records(f, where) if classic else (
             (_ns(ts), buf) for ts, buf in reader)
         while True:
@@ -98,6 +101,11 @@ def read_capture(path: str | Path) -> Capture:
                 segs.append(seg)
         if isinstance(reader, dpkt.pcap.Reader) and not classic:
             _check_last_record(f, p, n, where)
+    return _capture(where, linktype, segs, n, other, dirs)
+
+
+def _capture(where: str, linktype: int, segs: list[WireSegment], n: int, other: Counter,
+             dirs: dict) -> Capture:
     cut = other.pop(OPTIONS_CUT, 0)
     if not segs:
         seen = ", ".join(f"{k} x{v}" for k, v in other.most_common(4)) or "no frames"
@@ -163,6 +171,90 @@ def fast_decode(t_ns: int, buf: bytes, off: int) -> WireSegment | None:
     return WireSegment(t_ns, _addr4(src), sport, _addr4(dst), dport, seq, ack, flags, win, payload,
                        mss=mss, wscale=wscale, tsval=tsval, sack_ok=sack_ok, tsecr=tsecr,
                        sacks=tuple(sacks))
+
+
+def _classic_bulk(f: BinaryIO, where: str, off: int, linktype: int, snaplen: int,
+                  other: Counter, dirs: dict) -> tuple[list[WireSegment], int]:
+    """The segments of a classic pcap file of a link type fast_decode() reads, and its frame
+    count: the record headers walked once, then the common frame -- `off` bytes of link
+    header, IPv4 without options, unfragmented TCP with no options or with only the timestamp
+    option (NOP, NOP, TS: every data segment and plain ACK of a Linux connection) -- decoded
+    for all frames at once with numpy (a 5-second 1 Gbit/s capture has 400 000 of them: 2.5 s
+    frame by frame); every other frame goes through fast_decode()/decode() as before, in file
+    order, so the first frame in error is the one reported, and a record cut by the end of
+    the file is reported after the complete ones (as _classic_records() does)."""
+    import numpy as np
+    f.seek(0)
+    data = f.read()
+    endian, unit = _MAGIC.get(data[:4], ("<", 1000))
+    caplen_at = struct.Struct(endian + "I").unpack_from
+    starts: list[int] = []
+    pos, size, cut = 24, len(data), False
+    while pos < size:
+        if pos + 16 > size:
+            cut = True
+            break
+        c = caplen_at(data, pos + 8)[0]
+        if pos + 16 + c > size:
+            cut = True
+            break
+        starts.append(pos)
+        pos += 16 + c
+    n = len(starts)
+    # padded: the gathers of a frame too short to decode here read the file's first bytes
+    # instead (masked out), which must exist however small the file
+    buf = np.frombuffer(data + bytes(64), dtype=np.uint8)
+    hdr = np.asarray(starts, dtype=np.int64)
+    dt = np.dtype(endian + "u4")
+
+    def u32(o: Any) -> Any:            # a record header's field, in the file's byte order
+        return buf[o[:, None] + np.arange(4)].copy().view(dt).ravel().astype(np.int64)
+
+    def be(o: Any, width: int) -> Any:  # a big-endian field of `width` bytes at o
+        v = np.zeros(len(o), dtype=np.int64)
+        for i in range(width):
+            v = (v << 8) | buf[o + i]
+        return v
+
+    sec, frac, caplen = u32(hdr), u32(hdr + 4), u32(hdr + 8)
+    t_ns = sec * 1_000_000_000 + frac * unit
+    frame = hdr + 16
+    ok = caplen >= off + 20 + 20 + 12
+    ip = frame + off
+    safe = np.where(ok, ip, 0)           # gathers of frames too short read offset 0 instead
+    if off == 14:
+        ok &= (buf[np.maximum(safe - 2, 0)] == 8) & (buf[np.maximum(safe - 1, 0)] == 0)
+    total = be(safe + 2, 2)
+    ok &= (buf[safe] == 0x45) & (buf[safe + 9] == 6) & ((be(safe + 6, 2) & 0x3FFF) == 0) \
+        & (total > 0)
+    tcp = safe + 20
+    doff = (buf[tcp + 12] >> 4).astype(np.int64) * 4
+    ts = (doff == 32) & (buf[tcp + 20] == 1) & (buf[tcp + 21] == 1) & (buf[tcp + 22] == 8) \
+        & (buf[tcp + 23] == 10)
+    ok &= ((doff == 20) | ts) & (caplen >= off + 20 + doff)
+    tsval = np.where(ts, be(tcp + 24, 4), -1)
+    tsecr = np.where(ts, be(tcp + 28, 4), -1)
+    payload = np.maximum(0, total - 20 - doff)
+    src, dst = be(safe + 12, 4), be(safe + 16, 4)
+    names = {a: _addr4(int(a).to_bytes(4, "big")) for a in np.unique(np.concatenate(
+        (src[ok], dst[ok]))).tolist()}
+    idx = np.flatnonzero(ok)
+    cols = [x[idx].tolist() for x in (t_ns, src, be(tcp, 2), dst, be(tcp + 2, 2), be(tcp + 4, 4),
+                                      be(tcp + 8, 4), buf[tcp + 13].astype(np.int64),
+                                      be(tcp + 14, 2), payload, tsval, tsecr)]
+    out: list[WireSegment | None] = [None] * n
+    for i, t, a, sp, b, dp, sq, ak, fl, w, pl, tv, te in zip(idx.tolist(), *cols):
+        out[i] = WireSegment(t, names[a], sp, names[b], dp, sq, ak, fl, w, pl, tsval=tv, tsecr=te)
+    t_all = t_ns.tolist()
+    for i in np.flatnonzero(~ok).tolist():
+        s0, c = starts[i] + 16, int(caplen[i])
+        fr = data[s0:s0 + c]
+        seg = fast_decode(t_all[i], fr, off)
+        out[i] = seg if seg is not None else decode(t_all[i], fr, linktype, where, i + 1,
+                                                    snaplen, other, dirs)
+    if cut:
+        _truncated(where, n)
+    return [x for x in out if x is not None], n
 
 
 GZIP_MAGIC = b"\x1f\x8b"

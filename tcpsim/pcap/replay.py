@@ -26,7 +26,7 @@ from tcpsim.validate.scores import Thresholds
 from tcpsim.validate.trace import view
 from tcpsim.importers.pcap import load
 from tcpsim.pcap import PcapError
-from tcpsim.trace.schema import COLUMN_NAMES
+from tcpsim.pcap.tables import TableRecorder
 
 
 WRITE_LEAD_NS = 1_000
@@ -34,12 +34,6 @@ WRITE_LEAD_NS = 1_000
 opened the window was in the socket before that ACK came: written at the very instant, the
 model's writer would run before the ACK and send what the old window allowed (a short
 segment), where the real sender sent full ones after it."""
-
-
-def columns(rows: list[dict[str, Any]]) -> dict[str, list]:
-    """Rows (time order) as trace columns."""
-    rows = sorted(rows, key=lambda r: r["t_ns"])
-    return {name: [r[name] for r in rows] for name in COLUMN_NAMES}
 
 
 def replay_capture(path: str | Path, profile: str = "linux-6.18", policies: tuple[str, ...] = (),
@@ -56,7 +50,7 @@ def replay_capture(path: str | Path, profile: str = "linux-6.18", policies: tupl
     doc = dict(imp.scenario)
     doc["sysctl"] = {**doc.get("sysctl", {}), **(sysctl or {})}
     meta["scenario"] = doc
-    k = view(columns(imp.rows), meta)
+    k = view(imp.columns, meta)
     until_ns = None if until_s is None else int(until_s * 1e9)
     try:
         p = plan(k, profile, policies, until_ns, hz,
@@ -72,7 +66,7 @@ def replay_capture(path: str | Path, profile: str = "linux-6.18", policies: tupl
                      if t <= p.end_ns]
     p.schedule = True
     p.notes = [*imp.notes, *p.notes]
-    rp = run_plan(p, engine=engine)
+    rp = run_plan(p, engine=engine, sink=TableRecorder(("rcv",)))
     return unknown_unscored(score_replay(Path(path), meta, k, rp, thresholds or Thresholds()))
 
 
@@ -99,11 +93,17 @@ def fit_capture(path: str | Path, profile: str = "linux-6.18", policies: tuple[s
     cap = Capture(path, sysctl=sysctl, until_s=until_s, engine=engine, **import_opts)
     f = fit(cap, fit_profile or profile, () if fit_profile is None else (), pins, progress=progress)
     target = for_profile(f.best, profile)
-    g, rp = cap.replay(profile, policies, target)
+    if f.result is not None and (profile, tuple(policies), target) == (f.profile, f.policies,
+                                                                      f.best):
+        g, rp = f.grade, f.result          # the fit's own last replay: the same run
+    else:
+        g, rp = cap.replay(profile, policies, target)
     if target != f.best:
         rp.plan.notes.append(f"tcp_shrink_window={f.best.shrink} fitted, but {profile} has no "
                              "such sysctl: replayed without it (--policy shrink-window is the "
                              "patch)")
     k = _replace(cap.k, meta=cap._meta(cap.doc(target)))
-    v = unknown_unscored(score_replay(Path(path), k.meta, k, rp, thresholds or Thresholds()))
+    m = cap.last_full[1] if cap.last_full and cap.last_full[0] is rp else None
+    v = unknown_unscored(score_replay(Path(path), k.meta, k, rp, thresholds or Thresholds(),
+                                      model=m))
     return f, g, v

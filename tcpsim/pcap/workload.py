@@ -21,7 +21,6 @@ import re
 import statistics
 from typing import Any
 
-from tcpsim.importers import Row
 from tcpsim.pcap import PcapError
 from tcpsim.pcap.wirelog import Handshake
 
@@ -53,7 +52,7 @@ def parse_reader(text: str) -> dict[str, Any]:
     return {"kind": "periodic", "bytes": nbytes, "every": f"{every}ns"}
 
 
-def infer_reader(rows: list[Row]) -> tuple[dict[str, Any], str]:
+def infer_reader(cols: dict[str, list]) -> tuple[dict[str, Any], str]:
     """The reader the advertised window suggests, and how it was inferred.
 
     While a reader keeps up, the window stays near the largest it has been. Once it falls
@@ -64,9 +63,10 @@ def infer_reader(rows: list[Row]) -> tuple[dict[str, Any], str]:
     than 1 B/ms). A receive buffer that grows while the queue is full (autotuning, or the
     prune-and-clamp growth of seed-unbounded-growth) also moves the edge and reads as faster
     reading: the sentence says what was measured, so a user who knows better gives --reader."""
-    acks = [(r["t_ns"], r["ack_seq"], r["win_scaled"]) for r in rows
-            if r["sock"] == "rcv" and r["event"] == "tx" and r["ack_seq"] >= 0
-            and "S" not in r["flags"] and "R" not in r["flags"]]
+    acks = [(t, a, w) for t, sock, ev, a, w, fl in zip(
+        cols["t_ns"], cols["sock"], cols["event"], cols["ack_seq"], cols["win_scaled"],
+        cols["flags"]) if sock == "rcv" and ev == "tx" and a >= 0 and "S" not in fl
+        and "R" not in fl]
     if len(acks) < 2:
         return {"kind": "fast"}, "reader: blocking (too few ACKs to infer anything)"
     peak, fall = 0, None
@@ -100,9 +100,10 @@ def infer_reader(rows: list[Row]) -> tuple[dict[str, Any], str]:
                  f"{moved} B in {span / 1e9:.3f} s (the read rate); give --reader to override")
 
 
-def writer_summary(rows: list[Row]) -> dict[str, Any]:
-    """The [writer] table that summarises the trace's 'write' rows."""
-    writes = [(r["t_ns"], r["len"]) for r in rows if r["event"] == "write"]
+def writer_summary(cols: dict[str, list]) -> dict[str, Any]:
+    """The [writer] table that summarises the trace's 'write' rows (trace columns)."""
+    writes = [(t, n) for t, ev, n in zip(cols["t_ns"], cols["event"], cols["len"])
+              if ev == "write"]
     if len(writes) < 2:
         return {"kind": "bulk", "bytes": max([n for _, n in writes], default=65536)}
     gap = int(statistics.median(b[0] - a[0] for a, b in zip(writes, writes[1:])))
@@ -132,22 +133,23 @@ def receiver_sysctls(hs: Handshake) -> dict[str, Any]:
     return out
 
 
-def mtu(hs: Handshake, rows: list[Row]) -> int:
+def mtu(hs: Handshake, cols: dict[str, list]) -> int:
     """The link MTU that gives the model the captured MSS (IPv4 header sizes)."""
     known = [m for m in (hs.rcv.mss, hs.snd.mss) if m > 0]
-    mss = min(known) if known else max((r["len"] for r in rows if r["sock"] == "snd"),
+    mss = min(known) if known else max((n for n, sock in zip(cols["len"], cols["sock"])
+                                        if sock == "snd"),
                                        default=1460) + (12 if hs.rcv.timestamps else 0)
     return min(65536, max(576, mss + 40))
 
 
-def scenario(name: str, description: str, hs: Handshake, rows: list[Row], delays: tuple[int, int],
-             duration_ns: int, reader: dict[str, Any]) -> dict[str, Any]:
-    """The workload as a scenario document (scenario_from_dict / TOML)."""
+def scenario(name: str, description: str, hs: Handshake, cols: dict[str, list],
+             delays: tuple[int, int], duration_ns: int, reader: dict[str, Any]) -> dict[str, Any]:
+    """The workload as a scenario document (scenario_from_dict / TOML) of the trace's columns."""
     return {"name": name, "description": description, "duration": f"{max(1, duration_ns)}ns",
             "sysctl": receiver_sysctls(hs),
-            "link": {"delay_ab": f"{delays[0]}ns", "delay_ba": f"{delays[1]}ns", "mtu": mtu(hs, rows)},
+            "link": {"delay_ab": f"{delays[0]}ns", "delay_ba": f"{delays[1]}ns", "mtu": mtu(hs, cols)},
             "receiver": {"role": hs.receiver_role},
-            "writer": writer_summary(rows), "reader": reader}
+            "writer": writer_summary(cols), "reader": reader}
 
 
 def toml_text(doc: dict[str, Any], header: list[str]) -> str:

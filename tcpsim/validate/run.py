@@ -123,10 +123,13 @@ def validate_trace(path: str | Path, profile: str | None = None,
 def score_replay(p: Path, meta: dict[str, Any], k: TraceView, rp: ReplayResult, th: Thresholds,
                  stall_gap_ns: int = DEFAULT_STALL_GAP_NS,
                  timing: list[str] | None = None,
-                 known: dict[str, str] | None = None) -> Validation:
-    """Score a model run (rp) against the trace it replayed (k, its metadata meta)."""
+                 known: dict[str, str] | None = None,
+                 model: TraceView | None = None) -> Validation:
+    """Score a model run (rp) against the trace it replayed (k, its metadata meta); `model`:
+    the run's view (on the trace's axis) when the caller has made it already."""
     end = rp.plan.end_ns
-    m = view(rp.columns, {"source": "tcpsim", "counters": rp.result.counters}).shifted(-rp.plan.shift_ns)
+    m = model if model is not None else view(
+        rp.columns, {"source": "tcpsim", "counters": rp.result.counters}).shifted(-rp.plan.shift_ns)
     timing = timing or []
     ko = outcomes(k, end, stall_gap_ns, counters_known="counters" in meta)
     mo = outcomes(m, end, stall_gap_ns)
