@@ -69,7 +69,8 @@ def test_e6_rcv_ssthresh_growth_over_the_first_segments():
     "of a read sees little still queued: 6.18 grows sk_rcvbuf to 4145898 at once. The model's "
     "wire carries MSS-sized segments, each its own (cloned, uncoalescible) skb, so 6.16+'s "
     "per-chunk DRS (copied minus rcv_nxt - copied_seq) measures after 1448 B with ~57 KB "
-    "queued and never grows: sk_rcvbuf stays 131072"))
+    "queued and never grows: sk_rcvbuf stays 131072. The fix (one skb per transmission on a "
+    "TSO device, admitted whole) also changes rpc-loopback's 6.17/6.18.0 drops: see E7"))
 def test_e7_loopback_gso_reads_grow_rcvbuf_on_6_18():
     raw = {"name": "e7", "profile": "linux-6.18", "duration": "300ms",
            "timing": {"host": "exact"},
