@@ -75,7 +75,7 @@ fn app(d: &Bound<'_, PyDict>, sets: &[Vec<Arc<[i64]>>]) -> PyResult<App> {
         slow_for: int(d, "slow_for")?,
         fraction: item(d, "fraction")?.extract()?,
         start: int(d, "start")?,
-        latency_table: item(d, "latency_quantiles")?.extract()?,
+        latency_table: item(d, "latency_quantiles")?.extract::<Vec<i64>>()?.into(),
         latency_sequences,
         latency_block: int(d, "latency_block")?,
         latency_ns: int(d, "latency_ns")?,

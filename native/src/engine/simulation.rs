@@ -15,7 +15,7 @@ use super::apps::{
     App, Reader, Timing, Writer, STREAM_READER, STREAM_REV_READER, STREAM_REV_WRITER, STREAM_WRITER,
 };
 use super::link::LinkDirection;
-use super::random::Random;
+use super::random::LazyRandom;
 use super::replay::{ReplayReader, ReplayWriter};
 use super::scheduler::{Scheduler, TIMER};
 use super::trace::TraceColumns;
@@ -179,8 +179,9 @@ pub struct Flow {
     pub socks: [TcpSocket; 2],
     /// [to the receiver (ab), to the sender (ba)].
     pub links: [LinkDirection; 2],
-    pub rng: Random,
-    pub jitter_rng: [Random; 2],
+    /// The link's loss and jitter draws (made at the first draw: most links draw none).
+    pub rng: LazyRandom,
+    pub jitter_rng: [LazyRandom; 2],
     pub timer_at: [i64; 2],
     pub shared_skbs: bool,
     pub rev_shared_skbs: bool,
@@ -222,19 +223,20 @@ impl Flow {
         let shared_skbs = rcv.dev.shared;
         let rev_shared_skbs = spec.rev.is_some() && snd.dev.shared;
         let seed = spec.seed;
+        let host_k = std::cell::OnceCell::new();
         let st = &spec.starts;
         let writer_app = started(&spec.writer, st[0]);
         let writer = Writer::new(
             &writer_app,
             SND,
-            Timing::make(&writer_app, seed, STREAM_WRITER),
+            Timing::make_in(&writer_app, seed, STREAM_WRITER, &host_k),
         )?;
         let reader_app = started(&spec.reader, st[1]);
         let reader = Reader::new(
             &reader_app,
             RCV,
             spec.duration,
-            Timing::make(&reader_app, seed, STREAM_READER),
+            Timing::make_in(&reader_app, seed, STREAM_READER, &host_k),
         )?;
         let (rev_writer, rev_reader) = match &spec.rev {
             Some((w, r)) => {
@@ -243,13 +245,13 @@ impl Flow {
                     Some(Writer::new(
                         &w,
                         RCV,
-                        Timing::make(&w, seed, STREAM_REV_WRITER),
+                        Timing::make_in(&w, seed, STREAM_REV_WRITER, &host_k),
                     )?),
                     Some(Reader::new(
                         &r,
                         SND,
                         spec.duration,
-                        Timing::make(&r, seed, STREAM_REV_READER),
+                        Timing::make_in(&r, seed, STREAM_REV_READER, &host_k),
                     )?),
                 )
             }
@@ -267,8 +269,8 @@ impl Flow {
                 LinkDirection::new(l.delay_ba, l.rate_bps, l.queue_limit, 0.0, l.jitter)
                     .with_tbf(l.burst, l.limit),
             ],
-            rng: Random::new(seed),
-            jitter_rng: [Random::new(seed * 2 + 1), Random::new(seed * 2 + 2)],
+            rng: LazyRandom::new(seed),
+            jitter_rng: [LazyRandom::new(seed * 2 + 1), LazyRandom::new(seed * 2 + 2)],
             timer_at: [0, 0],
             shared_skbs,
             rev_shared_skbs,
