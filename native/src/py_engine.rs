@@ -114,7 +114,7 @@ fn socket_maker(
     };
     let maker = SocketMaker {
         k,
-        sysctl,
+        sysctl: sysctl.into(),
         dev,
         params,
         so_rcvbuf: int(side, "so_rcvbuf")?,
@@ -527,7 +527,7 @@ impl PySimulation {
             d.set_item("received", rec.received)?;
             d.set_item("q_area", rec.q_area)?;
             d.set_item("peak_rmem", rec.peaks.rmem)?;
-            d.set_item("mib", rec.mib.clone())?;
+            d.set_item("mib", rec.mib.to_vec())?;
             flows.append(d)?;
         }
         out.set_item("flows", flows)?;
