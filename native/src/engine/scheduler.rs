@@ -138,7 +138,10 @@ impl<E: Copy> Scheduler<E> {
         Some(self.slots[top.slot as usize])
     }
 
-    /// Put `key` at the root's place (a hole) and move it down to where it belongs.
+    /// Put `key` at the root's place (a hole) and move it to where it belongs: the hole
+    /// goes down along the smallest children to a leaf, then `key` comes up from there
+    /// (the last key, moved to the root, nearly always belongs near the bottom: this saves
+    /// comparing it at every level on the way down).
     #[inline]
     fn sift_down(&mut self, key: Key) {
         let heap = &mut self.heap[..];
@@ -146,21 +149,36 @@ impl<E: Copy> Scheduler<E> {
         let mut i = 0;
         loop {
             let first = ARITY * i + 1;
-            if first >= n {
-                break;
-            }
-            let end = (first + ARITY).min(n);
-            let mut c = first;
-            for j in first + 1..end {
-                if heap[j].before(&heap[c]) {
-                    c = j;
+            let c = if first + ARITY <= n {
+                // the smaller of two pairs' smaller (independent compares)
+                let a = first + usize::from(heap[first + 1].before(&heap[first]));
+                let b = first + 2 + usize::from(heap[first + 3].before(&heap[first + 2]));
+                if heap[b].before(&heap[a]) {
+                    b
+                } else {
+                    a
                 }
-            }
-            if !heap[c].before(&key) {
+            } else if first < n {
+                let mut c = first;
+                for j in first + 1..n {
+                    if heap[j].before(&heap[c]) {
+                        c = j;
+                    }
+                }
+                c
+            } else {
                 break;
-            }
+            };
             heap[i] = heap[c];
             i = c;
+        }
+        while i > 0 {
+            let parent = (i - 1) / ARITY;
+            if !key.before(&heap[parent]) {
+                break;
+            }
+            heap[i] = heap[parent];
+            i = parent;
         }
         heap[i] = key;
     }
@@ -186,6 +204,40 @@ mod tests {
         assert_eq!(got, ["t1", "n5a", "n5b", "n5c", "r5"]);
         assert_eq!(s.steps, 5);
         assert_eq!(s.now, 5);
+    }
+
+    /// Pushes and pops interleaved, many at equal times: each pop is the least
+    /// (time, priority, id) pending, as an ordered set of the keys gives it.
+    #[test]
+    fn order_matches_an_ordered_set() {
+        let mut s = Scheduler::new();
+        let mut pending = std::collections::BTreeSet::new();
+        let mut x: u64 = 12345;
+        let mut draw = |m: u64| {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (x >> 33) % m
+        };
+        let mut pops = 0;
+        for round in 0..50_000u64 {
+            for _ in 0..draw(4) {
+                let (t, prio) = (s.now + draw(50) as i64, draw(4) as u8);
+                let key = (t, prio, s.ids);
+                s.at(t, prio, key);
+                pending.insert(key);
+            }
+            if round % 3 != 0 || round > 40_000 {
+                let want = pending.pop_first();
+                assert_eq!(s.pop_until(i64::MAX), want);
+                pops += 1;
+            }
+        }
+        assert!(pops > 30_000);
+        while let Some(e) = s.pop_until(i64::MAX) {
+            assert_eq!(Some(e), pending.pop_first());
+        }
+        assert!(pending.is_empty());
     }
 
     #[test]
