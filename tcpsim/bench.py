@@ -211,9 +211,9 @@ def user_process(case: Case, duration: str, engine: str, trace: str | None,
         text, problem = out.read(), err.read().decode(errors="replace")
     if proc.returncode:
         raise RuntimeError(f"bench: {' '.join(args[2:])}: {problem.strip()[-300:]}")
-    summary = json.loads(text)
+    summary = json.loads(text).get("summary", {})
     return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024,
-            "packets": summary.get("summary", summary).get("packets", 0)}
+            "packets": summary.get("packets", 0), "peak_sk_rcvbuf": summary.get("peak_sk_rcvbuf")}
 
 
 def bench_engines(engine: str | None) -> tuple[str, ...]:

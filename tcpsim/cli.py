@@ -14,7 +14,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -729,8 +729,17 @@ def bench(
                                "connection cases (docs/hosts.md)"),
     search_only: bool = typer.Option(False, "--search", help="only the search: evaluations per "
                                      "second, local pool and 2-worker Dask"),
+    ns3_only: bool = typer.Option(False, "--ns3", help="only ns-3 beside tcpsim on the same "
+                                  "cases (whole processes; an ns-3 build: $TCPSIM_NS3 or "
+                                  "`pip install ns3`). Without it, a full run adds these rows "
+                                  "when ns-3 is present"),
 ) -> None:
     """Benchmark the simulator: packets/s, simulated s per wall s, peak RSS, search evaluations/s."""
+    if ns3_only:
+        ns3 = _bench_ns3(quick, repeat, None if as_json else typer.echo, required=True)
+        if as_json and ns3 is not None:
+            typer.echo(json.dumps(ns3, indent=2))
+        return
     if search_only:
         from tcpsim.bench import search_rows
         rows = search_rows(quick, echo=None if as_json else typer.echo)
@@ -761,8 +770,24 @@ def bench(
     except EngineError as exc:
         _fail(str(exc))
         return
+    rows += _bench_ns3(quick, repeat, None if as_json else typer.echo, required=False) or []
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
+
+
+def _bench_ns3(quick: bool, repeat: int, echo: Optional[Callable[[str], None]],
+               required: bool) -> Optional[list[dict]]:
+    """ns-3's rows beside tcpsim's (tcpsim.bench_ns3), printed through `echo`; None when
+    ns-3 is absent and not `required` (a full bench without ns-3 says nothing of it), or
+    after the one error line."""
+    from tcpsim.bench_ns3 import Ns3Error, find_ns3, ns3_rows
+    try:
+        if not required and find_ns3() is None:
+            return None
+        return ns3_rows(quick, max(1, repeat), echo=echo)
+    except Ns3Error as exc:
+        _fail(str(exc))
+        return None
 
 
 @dataclass

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -70,15 +71,35 @@ class HostLoadRunner:
         self.load, self.cpu, self.stats_dir = load, cpu, stats_dir
         self.procs: list[subprocess.Popen[bytes]] = []
 
-    def start(self) -> "HostLoadRunner":
+    def start(self, ready_timeout_s: float = 30.0) -> "HostLoadRunner":
+        """Start the processes and return once each is spinning (pinned, its SIGTERM handler
+        set): on a busy host a Python process takes a while to start, and a capture begun
+        before its load is applied would not be under the stated load at its start (and a
+        process stopped before it set its handler would report nothing)."""
         self.stats_dir.mkdir(parents=True, exist_ok=True)
         for i in range(self.load.procs):
             phase = self.load.period_us * i // self.load.procs
             self.procs.append(subprocess.Popen(
                 [sys.executable, "-m", "tcpsim.capture.hostload", str(self.cpu),
                  str(self.load.busy_us), str(self.load.period_us), str(phase),
-                 str(self.stats_dir / f"load{i}.json")], env=python_env()))
+                 str(self.stats_dir / f"load{i}.json")], env=python_env(),
+                stdout=subprocess.PIPE))
+        deadline = time.monotonic() + ready_timeout_s
+        for p in self.procs:
+            assert p.stdout is not None
+            ready, _, _ = select.select([p.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready or p.stdout.readline() != b"ready\n":
+                self.kill()
+                raise RuntimeError(f"host load: a load process did not start within "
+                                   f"{ready_timeout_s:g} s (exit status {p.poll()})")
         return self
+
+    def kill(self) -> None:
+        """End every process without collecting what they got (an aborted start)."""
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=10)
 
     def stop(self) -> dict[str, Any]:
         for p in self.procs:
@@ -101,6 +122,8 @@ def spin(cpu: int, busy_us: int, period_us: int, phase_us: int, stats: Path) -> 
         stop = True
 
     signal.signal(signal.SIGTERM, on_term)
+    sys.stdout.write("ready\n")                 # HostLoadRunner.start waits for this line
+    sys.stdout.flush()
     wall0, cpu0 = time.monotonic_ns(), time.process_time_ns()
     due = wall0 + phase_us * 1000
     while not stop:
