@@ -10,6 +10,7 @@ build (no regression). Numbers, never pass/fail: the machine is shared and noisy
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -93,21 +94,30 @@ def child(n: int, duration: str, engine: str) -> dict[str, Any]:
             "rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
 
 
-def run_case(n: int, duration: str = "60s", engine: str = "native") -> dict[str, Any]:
-    """One case in a child process (its own peak RSS)."""
+def run_case(n: int, duration: str = "60s", engine: str = "native",
+             tree: str | None = None) -> dict[str, Any]:
+    """One case in a child process (its own peak RSS); `tree`: the source tree (a checkout
+    with its native engine built) whose tcpsim runs it, default this one."""
+    env = None
+    if tree is not None:
+        env = {**os.environ, "PYTHONPATH": tree}
     out = subprocess.run([sys.executable, "-m", "tcpsim.bench_host", str(n), duration, engine],
-                         capture_output=True, text=True, check=True)
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+                         capture_output=True, text=True, check=True, cwd=tree, env=env)
+    row = dict(json.loads(out.stdout.strip().splitlines()[-1]))
+    if tree is not None:
+        row["tree"] = tree
+    return row
 
 
 def format_case(row: dict[str, Any]) -> str:
     goal = GOALS.get(row["connections"])
     g = ""
+    tree = f" [{row['tree']}]" if "tree" in row else ""
     if goal is not None:
         wall, rss = goal
         g = f"   goal <= {wall:g} s" + (f", RSS <= {rss >> 30} GB" if rss else "")
     return (f"  {row['connections']:>6} connections ({row['flows']} with churn), "
-            f"{row['duration']} on {row['engine']}: run {row['run_s']:.2f} s "
+            f"{row['duration']} on {row['engine']}{tree}: run {row['run_s']:.2f} s "
             f"(+ population {row['population_s']:.2f} s, build {row['build_s']:.2f} s; total "
             f"{row['total_s']:.2f} s; build + run CPU {row['build_run_cpu_s']:.2f} s), "
             f"{row['events']} events, {row['us_per_event']} us/event, "
@@ -115,10 +125,14 @@ def format_case(row: dict[str, Any]) -> str:
 
 
 def host_benchmarks(quick: bool = False, echo: Any = print,
-                    sizes: tuple[int, ...] | None = None) -> dict[str, Any]:
+                    sizes: tuple[int, ...] | None = None, against: str | None = None,
+                    single: bool = True) -> dict[str, Any]:
     """`tcpsim bench --hosts`: the host cases (1 000 and 10 000 connections, 60 s; --quick:
     200 and 1 000 for 10 s), then the single-connection cases of `tcpsim bench` on the
-    native engine (--quick durations), measured in one invocation."""
+    native engine (--quick durations), measured in one invocation. `against`: another
+    source tree (e.g. a checkout of the commit before a change, its native engine built)
+    runs each host case just before this one, and the CPU ratio is printed: the two
+    measured side by side on a shared machine."""
     from tcpsim.bench import run_benchmarks
     duration = "10s" if quick else "60s"
     sizes = sizes or ((200, 1000) if quick else (1000, 10000))
@@ -127,14 +141,25 @@ def host_benchmarks(quick: bool = False, echo: Any = print,
              f"with churn), {duration} simulated, native engine, each in a child process:")
     hosts = []
     for n in sizes:
+        if against is not None:
+            base = run_case(n, duration, "native", tree=against)
+            hosts.append(base)
+            if echo:
+                echo(format_case(base))
         row = run_case(n, duration, "native")
         hosts.append(row)
         if echo:
             echo(format_case(row))
+            if against is not None:
+                echo(f"         this tree / {against}: CPU "
+                     f"{row['build_run_cpu_s'] / max(1e-9, base['build_run_cpu_s']):.2f}x, "
+                     f"peak RSS {row['rss_bytes'] / max(1, base['rss_bytes']):.2f}x")
+    if not single:
+        return {"hosts": hosts, "single": []}
     if echo:
         echo("single connections, the same build (tcpsim bench --quick --engine native):")
-    single = run_benchmarks(quick=True, repeat=1, echo=echo, engine="native")
-    return {"hosts": hosts, "single": single}
+    rows = run_benchmarks(quick=True, repeat=1, echo=echo, engine="native")
+    return {"hosts": hosts, "single": rows}
 
 
 if __name__ == "__main__":

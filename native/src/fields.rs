@@ -273,7 +273,7 @@ mod tests {
         mib_set(&mut sk, "TCPWinProbe", 3).unwrap();
         assert_eq!(mib_get(&sk, "TCPWinProbe"), Some(3));
         assert!(mib_set(&mut sk, "Nope", 1).is_err());
-        let s = &mut sk.sysctl;
+        let s = std::sync::Arc::make_mut(&mut sk.sysctl);
         sysctl_set(
             s,
             "net.ipv4.tcp_rmem",

@@ -900,7 +900,7 @@ impl PyTcpSocket {
         } else {
             value.clone()
         };
-        self.sk.sysctl = sysctls_from_py(d.cast()?, &*self.sk.k)?;
+        self.sk.sysctl = sysctls_from_py(d.cast()?, &*self.sk.k)?.into();
         Ok(())
     }
 

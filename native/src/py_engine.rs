@@ -96,7 +96,7 @@ fn app(d: &Bound<'_, PyDict>, sets: &[Vec<Arc<[i64]>>]) -> PyResult<App> {
         slow_for: int(d, "slow_for")?,
         fraction: item(d, "fraction")?.extract()?,
         start: int(d, "start")?,
-        latency_table: item(d, "latency_quantiles")?.extract()?,
+        latency_table: item(d, "latency_quantiles")?.extract::<Vec<i64>>()?.into(),
         latency_sequences,
         latency_block: int(d, "latency_block")?,
         latency_ns: int(d, "latency_ns")?,
@@ -135,7 +135,7 @@ fn socket_maker(
     };
     let maker = SocketMaker {
         k,
-        sysctl,
+        sysctl: sysctl.into(),
         dev,
         params,
         so_rcvbuf: int(side, "so_rcvbuf")?,
@@ -562,7 +562,7 @@ impl PySimulation {
             d.set_item("received", rec.received)?;
             d.set_item("q_area", rec.q_area)?;
             d.set_item("peak_rmem", rec.peaks.rmem)?;
-            d.set_item("mib", rec.mib.clone())?;
+            d.set_item("mib", rec.mib.to_vec())?;
             flows.append(d)?;
         }
         out.set_item("flows", flows)?;

@@ -11,6 +11,7 @@
 //! `tracing` is on (the Python socket records only with a sink).
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use crate::arith::floor_div;
 use crate::clock::{clock_for, Clock};
@@ -58,7 +59,9 @@ pub struct TcpSocket {
     /// `k`). An `Arc` so that a decision taking `&mut TcpSocket` is called on a clone of the
     /// handle (`sk.k.clone().point(sk, ..)`): see src/kernel.rs.
     pub k: KernelRef,
-    pub sysctl: Sysctls,
+    /// Shared by the sockets built from one configuration (a host's flows of a class):
+    /// read-only while a run goes; a change makes the socket its own copy.
+    pub sysctl: Arc<Sysctls>,
     /// The ingress device that builds our skbs.
     pub dev: Device,
     /// The host's TCP pool the socket charges its pages to (a private one unless a host
@@ -139,10 +142,11 @@ impl TcpSocket {
     /// nodelay=, init_rwnd=, hz=)` builds it; `dev` None is veth. Errors name a bad HZ.
     pub fn new(
         k: KernelRef,
-        sysctl: Sysctls,
+        sysctl: impl Into<Arc<Sysctls>>,
         dev: Option<Device>,
         p: &SocketParams,
     ) -> Result<Self, String> {
+        let sysctl: Arc<Sysctls> = sysctl.into();
         let dev = match dev {
             Some(d) => d,
             None => device("veth")?,

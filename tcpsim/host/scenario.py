@@ -181,7 +181,8 @@ def host_from_dict(raw: dict[str, Any], source: str = "") -> HostScenario:
     total = None
     if "connections" in raw:
         total = _int(raw, "connections", 1, MAX_CONNECTIONS, "a number of connections")
-    classes = _parse_classes(raw.get("class"), total, kw["sysctl"], source)
+    classes = _parse_classes(raw.get("class"), total, kw["sysctl"], source,
+                             kw.get("peers") == "local")
     host = HostScenario(classes=classes, **kw)
     _check_size(host)
     return host
@@ -204,7 +205,7 @@ def check_tcp_mem(sysctl: dict[str, Any]) -> None:
 
 
 def _parse_classes(table: Any, total: int | None, host_sysctl: dict[str, Any],
-                   source: str) -> tuple[ConnClass, ...]:
+                   source: str, local_peers: bool) -> tuple[ConnClass, ...]:
     if not isinstance(table, dict) or not table:
         raise ScenarioError('class: a host needs at least one [class.NAME] table, e.g. '
                             '[class.web] with base = "seed-default-fill" and count = 10')
@@ -215,7 +216,7 @@ def _parse_classes(table: Any, total: int | None, host_sysctl: dict[str, Any],
             raise ScenarioError(f"{where}: expected a table [{where}]")
         from tcpsim.scenario import _check_keys
         _check_keys(t, _CLASS, f"{where}.")
-        out.append(_parse_class(name, t, total, host_sysctl, source))
+        out.append(_parse_class(name, t, total, host_sysctl, source, local_peers))
     if total is not None:
         got = sum(c.count for c in out)
         if got != total:
@@ -227,7 +228,7 @@ def _parse_classes(table: Any, total: int | None, host_sysctl: dict[str, Any],
 
 
 def _parse_class(name: str, t: dict[str, Any], total: int | None,
-                 host_sysctl: dict[str, Any], source: str) -> ConnClass:
+                 host_sysctl: dict[str, Any], source: str, local_peers: bool) -> ConnClass:
     where = f"class.{name}"
     if "base" not in t:
         raise ScenarioError(f'{where}: no workload; give base = "<built-in experiment or '
@@ -257,8 +258,10 @@ def _parse_class(name: str, t: dict[str, Any], total: int | None,
             raise ScenarioError(f"{where}.set.{key}: the host decides {key.split('.')[0]} "
                                 "for every connection; set it at the top of the host file")
         sets.append((key, parse_dist(value, f"{where}.set.{key}", "any")))
-    for key, value in host_sysctl.items():
+    for key, value in host_sysctl.items():          # the host's namespace: its sockets' sysctls
         set_field(doc, f"sysctl.{key}", value)
+        if local_peers:                              # and the peers' sockets are its too
+            set_field(doc, f"sender.sysctl.{key}", value)
     _check_workload(doc, where, base)
     return ConnClass(name=name, base=base, doc=doc, count=count, start=start,
                      lifetime=lifetime, sets=tuple(sets),

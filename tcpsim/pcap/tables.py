@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tcpsim.trace.recorder import MemoryRecorder
+from tcpsim.trace.recorder import MemoryRecorder, pylist
 from tcpsim.validate.trace import STATE_FIELDS, Ack, Series, TraceView
 
 ACK_COLUMNS = ("t_ns", "ack_seq", "win_scaled", "win_raw")
@@ -56,21 +56,6 @@ class TableRecorder(MemoryRecorder):
                 extra = {c: [extra[c][i] for i in keep] for c in ACK_COLUMNS}
             cols = {k: cols.get(k, []) + v for k, v in extra.items()}
         return cols
-
-
-def pylist(col: Any) -> list[Any]:
-    """An Arrow column as a Python list; a dictionary-encoded one (the trace's strings)
-    decoded through its dictionary -- pyarrow's to_pylist() of those makes each value on its
-    own, 2.5 s per column of a whole 1 Gbit/s capture's replay."""
-    import numpy as np
-    import pyarrow as pa
-    if not pa.types.is_dictionary(col.type) or col.null_count:
-        return list(col.to_pylist())
-    out: list[Any] = []
-    for chunk in col.chunks:
-        words = np.asarray(chunk.dictionary.to_pylist(), dtype=object)
-        out += words[chunk.indices.to_numpy()].tolist()
-    return out
 
 
 def acks_view(cols: dict[str, list[Any]], delta: int) -> TraceView:

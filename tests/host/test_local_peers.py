@@ -49,3 +49,15 @@ def test_a_bulk_writer_over_local_loopback_writes_a_round_trip_apart(engine):
     assert {f.received for f in local.flows} == {26 * 1448}
     remote = _run("remote", engine)            # a remote peer's writer is not held back
     assert all(f.written > f.received for f in remote.flows)
+
+
+def test_the_hosts_sysctls_are_the_local_peers_too():
+    """One namespace, one set of sysctls: with local peers the host's [sysctl] reaches the
+    senders' sockets as well (over the base's [sender.sysctl]); remote peers keep their own."""
+    doc = {"sysctl": {"net.ipv4.tcp_wmem": [4096, 16384, 65536]},
+           "class": {"a": {"base": "seed-never-reads", "count": 1}}}
+    local = host_from_dict({**doc, "peers": "local"}).classes[0].doc
+    remote = host_from_dict(doc).classes[0].doc
+    assert local["sender"]["sysctl"]["net.ipv4.tcp_wmem"] == [4096, 16384, 65536]
+    assert "net.ipv4.tcp_wmem" not in remote.get("sender", {}).get("sysctl", {})
+    assert local["sysctl"]["net.ipv4.tcp_wmem"] == remote["sysctl"]["net.ipv4.tcp_wmem"]

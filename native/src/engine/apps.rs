@@ -14,10 +14,11 @@
 //! The writers and readers are plain records; what they do is `impl Simulation` below, with
 //! the Python methods' names, because every action goes through the simulation's sockets.
 
-use super::random::Random;
+use super::random::{LazyRandom, Random};
 use super::scheduler::{READER, WRITER};
 use super::simulation::{Ev, Simulation};
 use crate::constants::NS_PER_S;
+use std::cell::OnceCell;
 use std::sync::Arc;
 
 /// Beyond any run (apps.py `_FAR`).
@@ -37,7 +38,7 @@ pub struct App {
     pub fraction: f64,
     pub start: i64,
     /// The measured latency table's quantiles (ns; empty: none), app_latency.json.
-    pub latency_table: Vec<i64>,
+    pub latency_table: Arc<[i64]>,
     /// The captured lateness sequences the app replays in blocks (ns, one per capture;
     /// empty: none) and the block length in wakeups: the captures of the run's host preset
     /// (`[timing] host`, app_latency.py `HOSTS`; app_latency_blocks*.bin), chosen by
@@ -120,11 +121,14 @@ impl BlockSequence {
 /// apps.py `Timing`: how late a wakeup is, how long a recv() keeps a reader busy.
 pub struct Timing {
     blocks: Option<BlockSequence>,
-    table: Vec<i64>,
+    /// The app's latency table, shared by every flow of its class.
+    table: Arc<[i64]>,
     fixed: i64,
     call_cost: i64,
     copy_rate: i64,
-    rng: Random,
+    /// `random.Random(8 * seed + stream)`, made at the first draw (a fixed lateness or a
+    /// replayed capture's first block draws nothing).
+    rng: LazyRandom,
 }
 
 /// app_latency.py `table_lookup` on a draw k / 2**53: integer interpolation of the quantiles.
@@ -140,18 +144,24 @@ pub fn table_lookup(table: &[i64], k: u64) -> i64 {
 impl Timing {
     /// apps.py `make_timing`: None for exact timing (no generator is made).
     pub fn make(app: &App, seed: i128, stream: i128) -> Option<Timing> {
+        Self::make_in(app, seed, stream, &OnceCell::new())
+    }
+
+    /// `make` for one of a flow's apps: `host_k` holds the flow's host-stream draw (the
+    /// same for each of its apps: drawn once, by the first that replays a capture).
+    pub fn make_in(app: &App, seed: i128, stream: i128, host_k: &OnceCell<u64>) -> Option<Timing> {
         let timed = !app.latency_table.is_empty()
             || !app.latency_sequences.is_empty()
             || app.latency_ns != 0
             || app.call_cost != 0
             || app.copy_rate != 0;
         timed.then(|| Timing {
-            blocks: block_sequence(app, seed),
-            table: app.latency_table.clone(),
+            blocks: block_sequence(app, seed, host_k),
+            table: Arc::clone(&app.latency_table),
             fixed: app.latency_ns,
             call_cost: app.call_cost,
             copy_rate: app.copy_rate,
-            rng: Random::new(seed * 8 + stream),
+            rng: LazyRandom::new(seed * 8 + stream),
         })
     }
 
@@ -160,7 +170,7 @@ impl Timing {
     pub fn late(&mut self) -> i64 {
         if let Some(b) = self.blocks.as_mut() {
             let k = if b.needs_draw() {
-                self.rng.random_k53()
+                self.rng.get().random_k53()
             } else {
                 0
             };
@@ -168,7 +178,7 @@ impl Timing {
         } else if self.table.is_empty() {
             self.fixed
         } else {
-            let k = self.rng.random_k53();
+            let k = self.rng.get().random_k53();
             table_lookup(&self.table, k)
         }
     }
@@ -185,12 +195,13 @@ impl Timing {
 }
 
 /// apps.py `_block_sequence`: the run's capture (the host stream's first draw, the same for
-/// every app of the run) of the app's captured sequences; None when it replays none.
-fn block_sequence(app: &App, seed: i128) -> Option<BlockSequence> {
+/// every app of the run, kept in `host_k`) of the app's captured sequences; None when it
+/// replays none.
+fn block_sequence(app: &App, seed: i128, host_k: &OnceCell<u64>) -> Option<BlockSequence> {
     if app.latency_sequences.is_empty() {
         return None;
     }
-    let k = Random::new(seed * 8 + STREAM_HOST).random_k53();
+    let k = *host_k.get_or_init(|| Random::new(seed * 8 + STREAM_HOST).random_k53());
     let c = pick_capture(k, app.latency_sequences.len());
     Some(BlockSequence::new(
         Arc::clone(&app.latency_sequences[c]),
@@ -309,7 +320,8 @@ pub struct Phase {
 /// The phase sequence of a reader kind (apps.py `READER_PHASES`), produced lazily: the
 /// `oscil` reader's slow phase depends on what the reader read before it.
 pub struct PhaseGen {
-    app: App,
+    /// The reader's app, shared with the other flows of its class.
+    app: Arc<App>,
     duration: i64,
     t: i64,
     stage: u8,
@@ -317,7 +329,7 @@ pub struct PhaseGen {
 }
 
 impl PhaseGen {
-    pub fn new(app: &App, duration: i64) -> Result<Self, String> {
+    pub fn new(app: &Arc<App>, duration: i64) -> Result<Self, String> {
         if ![
             "never",
             "fast",
@@ -332,7 +344,7 @@ impl PhaseGen {
             return Err(format!("unknown reader kind {:?}", app.kind));
         }
         Ok(PhaseGen {
-            app: app.clone(),
+            app: Arc::clone(app),
             duration,
             t: app.start,
             stage: 0,
@@ -416,7 +428,7 @@ const BUSY: u8 = 2;
 
 impl Reader {
     pub fn new(
-        app: &App,
+        app: &Arc<App>,
         sk: usize,
         duration: i64,
         timing: Option<Timing>,
@@ -862,7 +874,7 @@ mod tests {
     #[test]
     fn latency_draws_match_python() {
         let app = App {
-            latency_table: vec![0, 1000, 5000, 1_000_000],
+            latency_table: vec![0, 1000, 5000, 1_000_000].into(),
             ..App::default()
         };
         let mut tm = Timing::make(&app, 7, STREAM_WRITER).expect("timed");

@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 
-use super::random::Random;
+use super::random::LazyRandom;
 use super::scheduler::{Scheduler, NETWORK};
 use crate::segment::Segment;
 
@@ -109,17 +109,17 @@ impl LinkDirection {
 
     /// Put a segment on the link at the scheduler's current time; `rng` draws the loss,
     /// `jitter_rng` the jitter; `arrive` is the event that delivers this direction's head.
-    pub fn send<E>(
+    pub fn send<E: Copy>(
         &mut self,
         sched: &mut Scheduler<E>,
         seg: Segment,
-        rng: &mut Random,
-        jitter_rng: &mut Random,
+        rng: &mut LazyRandom,
+        jitter_rng: &mut LazyRandom,
         arrive: E,
     ) {
         let mut t = sched.now;
         self.sent += 1;
-        if self.loss != 0.0 && rng.random() < self.loss {
+        if self.loss != 0.0 && rng.get().random() < self.loss {
             self.lost += 1;
             return;
         }
@@ -148,7 +148,7 @@ impl LinkDirection {
         }
         t += self.delay;
         if self.jitter != 0 {
-            t += jitter_rng.expovariate(1.0 / self.jitter as f64) as i64;
+            t += jitter_rng.get().expovariate(1.0 / self.jitter as f64) as i64;
             if t < self.last_delivery {
                 t = self.last_delivery;
             }
@@ -162,7 +162,7 @@ impl LinkDirection {
     }
 
     /// The head of the flight reaches the far end (returned); the next one takes its place.
-    pub fn arrive<E>(&mut self, sched: &mut Scheduler<E>, arrive: E) -> Segment {
+    pub fn arrive<E: Copy>(&mut self, sched: &mut Scheduler<E>, arrive: E) -> Segment {
         let (_, _, seg) = self
             .flight
             .pop_front()
@@ -177,6 +177,7 @@ impl LinkDirection {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::random::Random;
 
     fn seg(len: i64) -> Segment {
         let mut s = Segment::new(0, len, 0x10, 0, 0);
@@ -195,7 +196,7 @@ mod tests {
 
     #[test]
     fn rate_serialises_and_the_queue_limit_drops() {
-        let (mut sched, mut r, mut j) = (Scheduler::new(), Random::new(0), Random::new(1));
+        let (mut sched, mut r, mut j) = (Scheduler::new(), LazyRandom::new(0), LazyRandom::new(1));
         // 1000 B + 78 B overhead at 8 Mbit/s: 1.078 ms per packet
         let mut link = LinkDirection::new(5_000_000, 8_000_000, 2, 0.0, 0);
         for _ in 0..3 {
@@ -207,7 +208,7 @@ mod tests {
 
     #[test]
     fn jitter_never_reorders_and_loss_draws_the_python_stream() {
-        let (mut sched, mut r, mut j) = (Scheduler::new(), Random::new(7), Random::new(15));
+        let (mut sched, mut r, mut j) = (Scheduler::new(), LazyRandom::new(7), LazyRandom::new(15));
         let mut link = LinkDirection::new(1_000_000, 0, 1000, 0.3, 2_000_000);
         for _ in 0..200 {
             link.send(&mut sched, seg(100), &mut r, &mut j, 0u8);

@@ -10,6 +10,19 @@ const MATRIX_A: u32 = 0x9908_b0df;
 const UPPER_MASK: u32 = 0x8000_0000;
 const LOWER_MASK: u32 = 0x7fff_ffff;
 
+/// `init_genrand(19650218)`, where every `init_by_array` starts: computed once per process.
+fn base_state() -> &'static [u32; N] {
+    static BASE: std::sync::OnceLock<[u32; N]> = std::sync::OnceLock::new();
+    BASE.get_or_init(|| {
+        let mut r = Random {
+            mt: [0; N],
+            mti: N + 1,
+        };
+        r.init_genrand(19_650_218);
+        r.mt
+    })
+}
+
 /// `random.Random(seed)`: the generator state and its position.
 pub struct Random {
     mt: [u32; N],
@@ -50,7 +63,8 @@ impl Random {
 
     /// `init_by_array(init_key)` [_randommodule.c].
     fn init_by_array(&mut self, key: &[u32]) {
-        self.init_genrand(19_650_218);
+        self.mt = *base_state(); // init_genrand(19650218)
+        self.mti = N;
         let (mut i, mut j) = (1usize, 0usize);
         let mut k = N.max(key.len());
         while k > 0 {
@@ -128,9 +142,37 @@ impl Random {
     }
 }
 
+/// A `Random(seed)` made at its first draw: a flow's link and applications hold one per
+/// stream, and most never draw (no loss, no jitter), so most of the 2.5 KiB states are never
+/// built. The draws are those of `Random::new(seed)`.
+pub struct LazyRandom {
+    seed: i128,
+    r: Option<Box<Random>>,
+}
+
+impl LazyRandom {
+    pub fn new(seed: i128) -> Self {
+        LazyRandom { seed, r: None }
+    }
+
+    /// The generator, made now if this is its first draw.
+    pub fn get(&mut self) -> &mut Random {
+        let seed = self.seed;
+        self.r.get_or_insert_with(|| Box::new(Random::new(seed)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Random;
+    use super::{LazyRandom, Random};
+
+    #[test]
+    fn lazy_draws_as_eager() {
+        let (mut a, mut b) = (Random::new(12345), LazyRandom::new(12345));
+        for _ in 0..1000 {
+            assert_eq!(a.random_k53(), b.get().random_k53());
+        }
+    }
 
     /// Values printed by CPython 3.11: `random.Random(s).random()` for a few seeds.
     #[test]

@@ -16,7 +16,7 @@ use super::apps::{
     STREAM_WRITER,
 };
 use super::link::LinkDirection;
-use super::random::Random;
+use super::random::LazyRandom;
 use super::replay::{ReplayReader, ReplayWriter};
 use super::scheduler::{Scheduler, TIMER};
 use super::trace::TraceColumns;
@@ -87,7 +87,7 @@ pub struct LinkSpec {
 #[derive(Clone)]
 pub struct SocketMaker {
     pub k: KernelRef,
-    pub sysctl: Sysctls,
+    pub sysctl: Arc<Sysctls>,
     pub dev: Device,
     pub params: SocketParams,
     pub so_rcvbuf: i64,
@@ -99,7 +99,7 @@ impl SocketMaker {
     pub fn make(&self) -> Result<TcpSocket, String> {
         let mut sk = TcpSocket::new(
             self.k.clone(),
-            self.sysctl.clone(),
+            Arc::clone(&self.sysctl),
             Some(self.dev.clone()),
             &self.params,
         )?;
@@ -180,8 +180,9 @@ pub struct Flow {
     pub socks: [TcpSocket; 2],
     /// [to the receiver (ab), to the sender (ba)].
     pub links: [LinkDirection; 2],
-    pub rng: Random,
-    pub jitter_rng: [Random; 2],
+    /// The link's loss and jitter draws (made at the first draw: most links draw none).
+    pub rng: LazyRandom,
+    pub jitter_rng: [LazyRandom; 2],
     pub timer_at: [i64; 2],
     pub shared_skbs: bool,
     pub rev_shared_skbs: bool,
@@ -223,12 +224,13 @@ impl Flow {
         let shared_skbs = rcv.dev.shared;
         let rev_shared_skbs = spec.rev.is_some() && snd.dev.shared;
         let seed = spec.seed;
+        let host_k = std::cell::OnceCell::new();
         let st = &spec.starts;
         let writer_app = started(&spec.writer, st[0]);
         let mut writer = Writer::new(
             &writer_app,
             SND,
-            Timing::make(&writer_app, seed, STREAM_WRITER),
+            Timing::make_in(&writer_app, seed, STREAM_WRITER, &host_k),
         )?;
         if local_peers && shared_skbs && writer.kind == WriterKind::Bulk {
             writer.inline = l.delay_ab + l.delay_ba; // apps.py BulkWriter.inline
@@ -238,7 +240,7 @@ impl Flow {
             &reader_app,
             RCV,
             spec.duration,
-            Timing::make(&reader_app, seed, STREAM_READER),
+            Timing::make_in(&reader_app, seed, STREAM_READER, &host_k),
         )?;
         let (rev_writer, rev_reader) = match &spec.rev {
             Some((w, r)) => {
@@ -247,13 +249,13 @@ impl Flow {
                     Some(Writer::new(
                         &w,
                         RCV,
-                        Timing::make(&w, seed, STREAM_REV_WRITER),
+                        Timing::make_in(&w, seed, STREAM_REV_WRITER, &host_k),
                     )?),
                     Some(Reader::new(
                         &r,
                         SND,
                         spec.duration,
-                        Timing::make(&r, seed, STREAM_REV_READER),
+                        Timing::make_in(&r, seed, STREAM_REV_READER, &host_k),
                     )?),
                 )
             }
@@ -271,8 +273,8 @@ impl Flow {
                 LinkDirection::new(l.delay_ba, l.rate_bps, l.queue_limit, 0.0, l.jitter)
                     .with_tbf(l.burst, l.limit),
             ],
-            rng: Random::new(seed),
-            jitter_rng: [Random::new(seed * 2 + 1), Random::new(seed * 2 + 2)],
+            rng: LazyRandom::new(seed),
+            jitter_rng: [LazyRandom::new(seed * 2 + 1), LazyRandom::new(seed * 2 + 2)],
             timer_at: [0, 0],
             shared_skbs,
             rev_shared_skbs,
@@ -348,7 +350,7 @@ pub struct Simulation {
 /// Python connection).
 pub struct FlowEnd {
     pub cls: usize,
-    pub mib: Vec<(&'static str, i64)>,
+    pub mib: Box<[(&'static str, i64)]>,
     pub written: i64,
     pub read_bytes: i64,
     pub received: i64,
@@ -359,12 +361,25 @@ pub struct FlowEnd {
     pub stop: i64,
 }
 
+/// A closed flow's counters as kept until the run's end: the core's that are not zero (a
+/// missing one reads as zero: tcpsim/host/outputs.py `flow_counters`) and every patch
+/// counter (shown even at zero). A host of 10 000 connections with churn closes tens of
+/// thousands, most of their ~50 counters zero.
+fn kept_counters(all: Vec<(&'static str, i64)>) -> Box<[(&'static str, i64)]> {
+    let core = crate::mib::COUNTERS.len();
+    all.into_iter()
+        .enumerate()
+        .filter(|&(i, (_, v))| v != 0 || i >= core)
+        .map(|(_, c)| c)
+        .collect()
+}
+
 impl FlowEnd {
     /// A flow's numbers now.
     pub fn of(f: &Flow) -> Self {
         FlowEnd {
             cls: f.cls,
-            mib: f.socks[RCV].mib.values(),
+            mib: kept_counters(f.socks[RCV].mib.values()),
             written: f.writers[0].as_ref().map_or(0, |w| w.written),
             read_bytes: f.readers[0].as_ref().map_or(0, |r| r.read_bytes),
             received: f.socks[RCV].rcv.bytes_received,
