@@ -61,3 +61,21 @@ def test_e6_rcv_ssthresh_growth_over_the_first_segments():
         seen.append(p.sk.rcv.rcv_ssthresh)
     assert seen == [67408, 70304, 73200, 76096, 77835, 77835]
     assert p.sk.rcv.scaling_ratio == 162 and p.sk.rcv.window_clamp == 82944
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "E7: over lo (MTU 1500, TSO/GSO on) the kernel receives each transmission as one GSO skb "
+    "(mostly 60-64 KB), so a 64 KiB read copies big chunks and the first tcp_rcv_space_adjust() "
+    "of a read sees little still queued: 6.18 grows sk_rcvbuf to 4145898 at once. The model's "
+    "wire carries MSS-sized segments, each its own (cloned, uncoalescible) skb, so 6.16+'s "
+    "per-chunk DRS (copied minus rcv_nxt - copied_seq) measures after 1448 B with ~57 KB "
+    "queued and never grows: sk_rcvbuf stays 131072. The fix (one skb per transmission on a "
+    "TSO device, admitted whole) also changes rpc-loopback's 6.17/6.18.0 drops: see E7"))
+def test_e7_loopback_gso_reads_grow_rcvbuf_on_6_18():
+    raw = {"name": "e7", "profile": "linux-6.18", "duration": "300ms",
+           "timing": {"host": "exact"},
+           "link": {"rtt": "40us", "mtu": 1500}, "receiver": {"device": "loopback"},
+           "writer": {"kind": "periodic", "bytes": 20000, "every": "200us"},
+           "reader": {"kind": "periodic", "bytes": 65536, "every": "1ms"}}
+    result, _ = run(scenario_from_dict(raw), RunOptions())
+    assert result.summary["peak_sk_rcvbuf"] >= 1_000_000        # kernel: 4145898 within 100 ms
