@@ -13,26 +13,12 @@ from tcpsim.engines import native_available
 from tcpsim.host.populations import expand
 from tcpsim.host.run import run_host
 from tcpsim.host.scenario import read_host_text
+from tests.host_files import tiny_host
 from tcpsim.host.traces import MAX_TRACED, ConnectionTraces, connection_path, select_connections
 from tcpsim.scenario import ScenarioError
 from tcpsim.trace.schema import COLUMN_NAMES
 
-TINY = """
-name = "tiny"
-profile = "linux-6.1"
-duration = "1s"
-seed = 3
-cpus = 1
-[sysctl]
-"net.ipv4.tcp_mem" = [30, 40, 60]
-[class.bad]
-base = "seed-unbounded-growth"
-count = 2
-[class.good]
-base = "request-response"
-count = 3
-lifetime = {exponential = "300ms"}
-"""
+TINY = tiny_host()
 
 ENGINES = ["python"] + (["native"] if native_available() else [])
 

@@ -10,33 +10,19 @@ import pytest
 
 from tcpsim.host.run import load_host_with, run_host
 from tcpsim.host.scenario import read_host_text
+from tests.host_files import tiny_host
 from tcpsim.report.host import (classes_figure, host_doc, host_rows, host_run, memory_figure,
                                 pressure_intervals, run_label, sweep_figure, write_host_report)
 
-TINY = """
-name = "tiny"
-profile = "linux-6.1"
-duration = "2s"
-seed = 3
-cpus = 1
-[sysctl]
-"net.ipv4.tcp_mem" = [30, 40, 60]
-[class.bad]
-base = "seed-unbounded-growth"
-count = 3
-[class.good]
-base = "request-response"
-count = 4
-lifetime = {exponential = "500ms"}
-"""
+TINY = tiny_host("2s", bad=3, good=4, lifetime="500ms")
 
 
 @pytest.fixture(scope="module")
 def tiny_runs():
     """The tiny host (reaches pressure at 0.6 s) stock and with shrink-window."""
     stock = run_host(read_host_text(TINY), engine="python")
-    fixed = run_host(read_host_text(TINY.replace('duration = "2s"',
-                                                 'duration = "2s"\npolicies = ["shrink-window"]')),
+    fixed = run_host(read_host_text(tiny_host("2s", bad=3, good=4, lifetime="500ms",
+                                               policies=("shrink-window",))),
                      engine="python")
     return [host_run(run_label(stock.as_json()), stock), host_run(run_label(fixed.as_json()), fixed)]
 
