@@ -102,9 +102,15 @@ impl<E: Copy> Scheduler<E> {
             slot,
         };
         // sift up from a hole at the end
-        let heap = &mut self.heap;
-        let mut i = heap.len();
-        heap.push(key);
+        let i = self.heap.len();
+        self.heap.push(key);
+        self.sift_up(i, key);
+    }
+
+    /// Move `key` up from the hole at `i` to where it belongs, and put it there.
+    #[inline]
+    fn sift_up(&mut self, mut i: usize, key: Key) {
+        let heap = &mut self.heap[..];
         while i > 0 {
             let parent = (i - 1) / ARITY;
             if !key.before(&heap[parent]) {
@@ -172,15 +178,7 @@ impl<E: Copy> Scheduler<E> {
             heap[i] = heap[c];
             i = c;
         }
-        while i > 0 {
-            let parent = (i - 1) / ARITY;
-            if !key.before(&heap[parent]) {
-                break;
-            }
-            heap[i] = heap[parent];
-            i = parent;
-        }
-        heap[i] = key;
+        self.sift_up(i, key);
     }
 }
 
