@@ -217,26 +217,48 @@ def user_process(case: Case, duration: str, engine: str, trace: str | None,
             "peak_sk_rcvbuf": summary.get("peak_sk_rcvbuf")}
 
 
+# A process's ru_maxrss counts its parent's RSS at the fork (Linux keeps the old memory's
+# high-water mark across exec): measured from a bench process that had read a 1 GB capture,
+# every later child "peaked" at 1.2 GB. A bare launcher (python -I -S, ~9 MB) forks the
+# command instead, so a command's figure is its own peak, or the launcher's size if smaller;
+# it reports the command's exit status, wall time (fork to exit) and rusage.
+_LAUNCHER = """
+import json, os, sys, time
+t = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
+_, status, ru = os.wait4(pid, 0)
+wall = time.perf_counter() - t
+with open(sys.argv[1], "w") as f:
+    json.dump({"status": os.waitstatus_to_exitcode(status), "wall": wall,
+               "cpu": ru.ru_utime + ru.ru_stime, "rss_kb": ru.ru_maxrss}, f)
+"""
+
+
 def measure_process(args: list[str], tree: str | None = None) -> tuple[bytes, dict]:
     """Run one process to its end (`tree`: with another tcpsim checkout's code, from its
-    root): (its stdout, {wall, cpu (user + sys), rss_mb}) of that process alone (wait4); a
-    RuntimeError with its exit status and the end of its stderr when it fails."""
+    root): (its stdout, {wall, cpu (user + sys), rss_mb}) of that process alone (wait4, in
+    the launcher above); a RuntimeError with its exit status and the end of its stderr when
+    it fails."""
     env = None
     if tree is not None:
         env = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t = time.perf_counter()
-        proc = subprocess.Popen(args, stdout=out, stderr=err, cwd=tree, env=env)
-        _, status, ru = os.wait4(proc.pid, 0)       # this process's own rusage
-        wall = time.perf_counter() - t
-        proc.returncode = os.waitstatus_to_exitcode(status)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".json") as rec:
+        subprocess.run([sys.executable, "-I", "-S", "-c", _LAUNCHER, rec.name, *args],
+                       stdout=out, stderr=err, cwd=tree, env=env, check=True)
+        got = json.loads(rec.read())
         out.seek(0)
         err.seek(0)
         text, problem = out.read(), err.read().decode(errors="replace")
-    if proc.returncode:
-        raise RuntimeError(f"bench: {' '.join(args[2:])}: exit status {proc.returncode}"
+    if got["status"]:
+        raise RuntimeError(f"bench: {' '.join(args[2:])}: exit status {got['status']}"
                            f"{': ' + problem.strip()[-300:] if problem.strip() else ''}")
-    return text, {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024}
+    return text, {"wall": got["wall"], "cpu": got["cpu"], "rss_mb": got["rss_kb"] / 1024}
 
 
 def bench_engines(engine: str | None) -> tuple[str, ...]:

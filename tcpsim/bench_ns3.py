@@ -29,7 +29,6 @@ import shutil
 import statistics
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -130,19 +129,13 @@ def ns3_args(case: Any, duration_ns: int, rcvbuf: int) -> list[str]:
 
 
 def _process(args: Sequence[str]) -> dict[str, Any]:
-    """One whole process: wall, CPU (user + sys), peak RSS (wait4) and its JSON line."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t = time.perf_counter()
-        proc = subprocess.Popen(list(args), stdout=out, stderr=err)
-        _, status, ru = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t
-        out.seek(0)
-        err.seek(0)
-        text, problem = out.read().decode(), err.read().decode(errors="replace")
-    if os.waitstatus_to_exitcode(status):
-        raise Ns3Error(f"ns-3 benchmark: {' '.join(args[1:])}: {problem.strip()[-300:]}")
-    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024,
-            **json.loads(text.strip().splitlines()[-1])}
+    """One whole process (bench.measure_process): wall, CPU, peak RSS and its JSON line."""
+    from tcpsim.bench import measure_process
+    try:
+        text, m = measure_process(list(args))
+    except RuntimeError as exc:
+        raise Ns3Error(f"ns-3 benchmark: {exc}") from None
+    return {**m, **json.loads(text.decode().strip().splitlines()[-1])}
 
 
 def ns3_rows(quick: bool = False, repeat: int = 1,

@@ -108,3 +108,18 @@ def test_the_capture_row_times_the_users_command_and_the_stages() -> None:
     assert row["wall_s"] > 0 and row["cpu_s"] > 0 and st["import_cpu_s"] > 0
     assert row["fit_grade"] == pytest.approx(st["grade"])       # the same fit both ways
     assert len(lines) == 2 and "tcpsim replay --fit" in lines[0]
+
+
+def test_a_measured_process_peak_is_its_own_not_the_bench_process() -> None:
+    """Linux keeps a parent's RSS at the fork in the child's ru_maxrss: measured from a bench
+    process holding a large capture, every child read as big as the bench. The launcher
+    forks the command from a small process instead."""
+    import sys
+    held = bytearray(300 << 20)
+    held[::4096] = b"\x01" * len(held[::4096])                 # touched: resident
+    text, m = bench.measure_process([sys.executable, "-c", "print('ok')"])
+    assert text == b"ok\n" and m["cpu"] > 0 and m["wall"] > 0
+    assert m["rss_mb"] < 100, m
+    del held
+    with pytest.raises(RuntimeError, match="exit status 3"):
+        bench.measure_process([sys.executable, "-c", "raise SystemExit(3)"])
