@@ -761,6 +761,10 @@ def search(
         typer.echo(line)
 
 
+# how a benchmark prints its rows as it goes (None: quiet, the rows given as JSON at the end)
+Echo = Optional[Callable[[str], None]]
+
+
 @app.command()
 def bench(
     quick: bool = typer.Option(False, "--quick", help="short durations (a smoke run)"),
@@ -790,77 +794,56 @@ def bench(
 ) -> None:
     """Benchmark the simulator: packets/s, simulated s per wall s, peak RSS, search evaluations/s,
     import and fit of a capture."""
-    if pcap_only:
+    from tcpsim.bench_ns3 import Ns3Error
+    reps = max(1, repeat)
+
+    def pcap(echo: Echo) -> Any:
         from tcpsim.bench_pcap import pcap_benchmark
-        rows = pcap_benchmark(seconds=1.0 if quick else 5.0, echo=None if as_json else typer.echo)
-        if as_json:
-            typer.echo(json.dumps(rows, indent=2))
-        return
-    if ns3_only:
-        ns3 = _bench_ns3(quick, repeat, None if as_json else typer.echo, required=True)
-        if as_json and ns3 is not None:
-            typer.echo(json.dumps(ns3, indent=2))
-        return
-    if against is not None:
+        return pcap_benchmark(seconds=1.0 if quick else 5.0, echo=echo)
+
+    def ns3(echo: Echo) -> Any:
+        from tcpsim.bench_ns3 import ns3_rows
+        return ns3_rows(quick, reps, echo=echo)
+
+    def against_rows(echo: Echo) -> Any:
         from tcpsim.bench import against as bench_against
-        try:
-            rows = bench_against(against, repeat=max(1, repeat),
-                                 quick=quick, engine=engine or "native", cases=cases,
-                                 echo=None if as_json else typer.echo)
-        except (ValueError, RuntimeError) as exc:
-            _fail(str(exc))
-            return
-        if as_json:
-            typer.echo(json.dumps(rows, indent=2))
-        return
-    if search_only:
+        return bench_against(against, repeat=reps, quick=quick, engine=engine or "native",
+                             cases=cases, echo=echo)
+
+    def search(echo: Echo) -> Any:
         from tcpsim.bench import search_rows
-        rows = search_rows(quick, echo=None if as_json else typer.echo)
-        if as_json:
-            typer.echo(json.dumps(rows, indent=2))
-        return
-    if hosts:
+        return search_rows(quick, echo=echo)
+
+    def host_rows(echo: Echo) -> Any:
         from tcpsim.bench_host import host_benchmarks
-        try:
-            out = host_benchmarks(quick=quick, echo=None if as_json else typer.echo)
-        except EngineError as exc:
-            _fail(str(exc))
-            return
-        if as_json:
-            typer.echo(json.dumps(out, indent=2))
-        return
-    if socket:
+        return host_benchmarks(quick=quick, echo=echo)
+
+    def socket_rows(echo: Echo) -> Any:
         from tcpsim.bench_socket import socket_benchmark
-        row = socket_benchmark(2_000 if quick else 20_000, repeat=max(1, repeat),
-                               echo=None if as_json else typer.echo)
-        if as_json:
-            typer.echo(json.dumps(row, indent=2))
-        return
-    from tcpsim.bench import run_benchmarks
+        return socket_benchmark(2_000 if quick else 20_000, repeat=reps, echo=echo)
+
+    def everything(echo: Echo) -> Any:
+        from tcpsim.bench import run_benchmarks
+        from tcpsim.bench_ns3 import find_ns3, ns3_rows
+        rows = run_benchmarks(quick=quick, repeat=repeat, echo=echo, engine=engine)
+        if find_ns3() is not None:              # ns-3's rows beside tcpsim's when it is there
+            rows += ns3_rows(quick, reps, echo=echo)
+        return rows
+
+    # (chosen, rows, the errors that are the user's: one line each)
+    user: tuple[type[Exception], ...] = (EngineError, Ns3Error)
+    modes: list[tuple[bool, Callable[[Echo], Any], tuple[type[Exception], ...]]] = [
+        (pcap_only, pcap, user), (ns3_only, ns3, user),
+        (against is not None, against_rows, (*user, ValueError, RuntimeError)),
+        (search_only, search, user), (hosts, host_rows, user), (socket, socket_rows, user)]
+    make, errors = next(((fn, err) for chosen, fn, err in modes if chosen), (everything, user))
     try:
-        rows = run_benchmarks(quick=quick, repeat=repeat, echo=None if as_json else typer.echo,
-                              engine=engine)
-    except EngineError as exc:
+        rows = make(None if as_json else typer.echo)
+    except errors as exc:
         _fail(str(exc))
         return
-    rows += _bench_ns3(quick, repeat, None if as_json else typer.echo, required=False) or []
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
-
-
-def _bench_ns3(quick: bool, repeat: int, echo: Optional[Callable[[str], None]],
-               required: bool) -> Optional[list[dict]]:
-    """ns-3's rows beside tcpsim's (tcpsim.bench_ns3), printed through `echo`; None when
-    ns-3 is absent and not `required` (a full bench without ns-3 says nothing of it), or
-    after the one error line."""
-    from tcpsim.bench_ns3 import Ns3Error, find_ns3, ns3_rows
-    try:
-        if not required and find_ns3() is None:
-            return None
-        return ns3_rows(quick, max(1, repeat), echo=echo)
-    except Ns3Error as exc:
-        _fail(str(exc))
-        return None
 
 
 @dataclass
