@@ -18,7 +18,7 @@ use super::apps::{
 use super::link::LinkDirection;
 use super::random::LazyRandom;
 use super::replay::{ReplayReader, ReplayWriter};
-use super::scheduler::{Scheduler, TIMER};
+use super::scheduler::{Scheduler, Tagged, TIMER};
 use super::trace::TraceColumns;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -66,6 +66,14 @@ pub enum Ev {
 
 /// A scheduled event and the connection (flow index) it belongs to.
 pub type Event = (u32, Ev);
+
+/// An event's tag in the schedule is its connection (Simulation::prefetch_next).
+impl Tagged for Event {
+    #[inline]
+    fn tag(&self) -> u32 {
+        self.0
+    }
+}
 
 /// The link of a scenario (scenario.py `Link`).
 #[derive(Clone, Debug, Default)]
@@ -907,10 +915,24 @@ impl Simulation {
                 return;
             };
             n += 1;
+            self.prefetch_next();
             if matches!(ev, Ev::OpenDue) {
                 self.open_due();
             } else if self.switch(c as usize) && !self.f.closed {
                 self.dispatch(ev);
+            }
+        }
+    }
+
+    /// Ask the CPU for the next event and its connection while this one is served (a
+    /// hint: nothing computed changes). On a host of thousands of connections, each
+    /// event's connection is otherwise read from memory when its event starts.
+    #[inline]
+    fn prefetch_next(&self) {
+        self.sched.prefetch_next();
+        if let Some(c) = self.sched.peek_tag() {
+            if let Some(Some(f)) = self.flows.get(c as usize) {
+                crate::prefetch::read::<Flow>(f);
             }
         }
     }
