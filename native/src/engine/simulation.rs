@@ -178,6 +178,22 @@ pub struct HostSample {
     pub pressure: bool,
 }
 
+/// A flow's socket timers as the schedule sees them, kept beside the flows (not in them):
+/// most timer wake-ups find the deadline moved (a delayed ACK sent early, an RTO or loss
+/// probe pushed back by an ACK) and only re-arm, which this decides without reading the
+/// flow's kilobytes (`Simulation::timer_rearm_only`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FlowTimers {
+    /// The deadline of the timer event pending for socket [receiver, sender] (0: none;
+    /// simulation.py `Connection.timer_at`).
+    pub at: [i64; 2],
+    /// The socket's next deadline (`TcpSocket::next_deadline`) as of its last call (every
+    /// call on a socket ends in `drain`, which refreshes it).
+    pub due: [i64; 2],
+    /// The flow is closed: its events are ignored.
+    pub closed: bool,
+}
+
 /// One connection of the host (simulation.py `Connection`).
 pub struct Flow {
     pub index: usize,
@@ -191,7 +207,6 @@ pub struct Flow {
     /// The link's loss and jitter draws (made at the first draw: most links draw none).
     pub rng: LazyRandom,
     pub jitter_rng: [LazyRandom; 2],
-    pub timer_at: [i64; 2],
     pub shared_skbs: bool,
     pub rev_shared_skbs: bool,
     /// [the writer (to the sender socket), the receiver end's writer (two-way)].
@@ -283,7 +298,6 @@ impl Flow {
             ],
             rng: LazyRandom::new(seed),
             jitter_rng: [LazyRandom::new(seed * 2 + 1), LazyRandom::new(seed * 2 + 2)],
-            timer_at: [0, 0],
             shared_skbs,
             rev_shared_skbs,
             writers: [Some(writer), rev_writer],
@@ -338,6 +352,8 @@ pub struct Simulation {
     pub pool: ProtoHandle,
     /// The final numbers of closed flows (their sockets and apps dropped).
     pub ended: Vec<Option<FlowEnd>>,
+    /// Every flow's timers, by index.
+    pub timers: Vec<FlowTimers>,
     pub skip: bool,
     pub duration: i64,
     pub trace: TraceColumns,
@@ -436,6 +452,7 @@ impl Simulation {
             local_peers: spec.local_peers,
             pool,
             ended: (0..n).map(|_| None).collect(),
+            timers: vec![FlowTimers::default(); n],
             skip: spec.skip,
             duration: spec.duration,
             trace: TraceColumns::new(),
@@ -518,6 +535,7 @@ impl Simulation {
 
     /// Move socket `i`'s trace events into the columns.
     fn drain(&mut self, i: usize) {
+        self.timers[self.cur].due[i] = self.f.socks[i].next_deadline();
         if self.f.socks[i].events.is_empty() {
             return;
         }
@@ -647,13 +665,46 @@ impl Simulation {
     /// Make sure a timer event is pending at or before the socket's next deadline.
     fn arm(&mut self, i: usize) {
         let d = self.f.socks[i].next_deadline();
+        self.timers[self.cur].due[i] = d;
+        self.arm_at(self.cur, i, d);
+    }
+
+    /// `arm` of flow `c`'s socket `i` whose next deadline is `d`.
+    #[inline]
+    fn arm_at(&mut self, c: usize, i: usize, d: i64) {
         if d != 0 {
-            let pending = self.f.timer_at[i];
+            let ts = &mut self.timers[c];
+            let pending = ts.at[i];
             if pending == 0 || d < pending {
-                self.f.timer_at[i] = d;
-                self.at(d, TIMER, Ev::Timer(i as u32, d));
+                ts.at[i] = d;
+                self.sched.at(d, TIMER, (c as u32, Ev::Timer(i as u32, d)));
             }
         }
+    }
+
+    /// A timer wake-up of flow `c`'s socket `i` for deadline `d` that finds the flow closed
+    /// or the socket's deadline not come only re-arms (the head of `timer`): done here
+    /// from `timers`, without serving the flow. False when the timer is due (`timer`
+    /// runs it).
+    #[inline]
+    fn timer_rearm_only(&mut self, c: usize, i: usize, d: i64) -> bool {
+        let ts = &mut self.timers[c];
+        if ts.closed {
+            return true;
+        }
+        let due = ts.due[i];
+        if due != 0 && due <= self.sched.now {
+            return false;
+        }
+        if ts.at[i] == d {
+            ts.at[i] = 0;
+        }
+        #[cfg(debug_assertions)]
+        if let Some(f) = self.flow(c) {
+            assert_eq!(f.socks[i].next_deadline(), due, "flow {c}: deadline");
+        }
+        self.arm_at(c, i, due);
+        true
     }
 
     fn established(&self, i: usize) -> bool {
@@ -716,8 +767,8 @@ impl Simulation {
 
     /// simulation.py `_timer`.
     fn timer(&mut self, i: usize, d: i64) {
-        if self.f.timer_at[i] == d {
-            self.f.timer_at[i] = 0;
+        if self.timers[self.cur].at[i] == d {
+            self.timers[self.cur].at[i] = 0;
         }
         if self.f.closed {
             return;
@@ -845,6 +896,7 @@ impl Simulation {
         }
         self.note_queue();
         self.f.closed = true;
+        self.timers[self.cur].closed = true;
         for i in [RCV, SND] {
             self.f.socks[i].destroy(now);
             self.drain(i);
@@ -916,6 +968,11 @@ impl Simulation {
             };
             n += 1;
             self.prefetch_next();
+            if let Ev::Timer(i, d) = ev {
+                if self.timer_rearm_only(c as usize, i as usize, d) {
+                    continue;
+                }
+            }
             if matches!(ev, Ev::OpenDue) {
                 self.open_due();
             } else if self.switch(c as usize) && !self.f.closed {
