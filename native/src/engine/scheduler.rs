@@ -270,6 +270,28 @@ mod tests {
         assert!(pending.is_empty());
     }
 
+    /// An event's tag rides in its key: `peek_tag` is the next event's, as popped.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct Tag(u32);
+    impl Tagged for Tag {
+        fn tag(&self) -> u32 {
+            self.0
+        }
+    }
+
+    #[test]
+    fn peek_tag_is_the_next_events() {
+        let mut s = Scheduler::new();
+        for (t, tag) in [(7, 3), (2, 9), (5, 1), (2, 4)] {
+            s.at(t, TIMER, Tag(tag));
+        }
+        while let Some(tag) = s.peek_tag() {
+            s.prefetch_next();
+            assert_eq!(s.pop_until(i64::MAX), Some(Tag(tag)));
+        }
+        assert_eq!(s.steps, 4);
+    }
+
     #[test]
     fn stops_after_until() {
         let mut s = Scheduler::new();
