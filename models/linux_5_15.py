@@ -421,14 +421,15 @@ class Linux515(KernelPolicy):
 
     def clamp_window(self, sk: TcpSocket) -> None:
         """Models tcp_clamp_window(): leave quick-ack mode; raise sk_rcvbuf to the memory
-        in use (up to tcp_rmem[2]) unless locked, under pressure or with the host's pool at
-        tcp_mem[0] or more -- the ratchet behind Cloudflare's unbounded buffers; if still
-        over, rcv_ssthresh falls to 2 * advmss."""
+        in use (up to tcp_rmem[2]) unless locked, under pressure (the host's or its
+        memcg's) or with the host's pool at tcp_mem[0] or more -- the ratchet behind
+        Cloudflare's unbounded buffers; if still over, rcv_ssthresh falls to 2 * advmss."""
         sk.ack.ack_quick = 0
         rmem2 = sk.sysctl.tcp_rmem[2]
         proto = sk.proto
         if (sk.mem.sk_rcvbuf < rmem2 and not sk.mem.rcvbuf_locked
-                and proto.memory_pressure < 0 and proto.allocated < proto.tcp_mem[0]):
+                and proto.memory_pressure < 0 and proto.allocated < proto.tcp_mem[0]
+                and not sk.memcg_pressure()):
             raised = min(sk.mem.sk_rmem_alloc, rmem2)
             if raised != sk.mem.sk_rcvbuf:
                 sk.mem.sk_rcvbuf = raised

@@ -111,7 +111,7 @@ def run_host(host: HostScenario, engine: str | None = None, skip: bool = True,
     sim.run_loop(progress)
     flows = [c.record() for c in sim.conns]
     return host_result(plan, profile.name, sim.samples, flows, sim.pool, sim.sched.steps,
-                       sim.wall, host.as_dict())
+                       sim.wall, host.as_dict(), sim.memcg)
 
 
 def _run_native(host: HostScenario, plan: HostPlan, profile: Any, skip: bool, sink: Any,
@@ -128,4 +128,4 @@ def _run_native(host: HostScenario, plan: HostPlan, profile: Any, skip: bool, si
                         flow_counters(d["mib"], extra)) for d in st["flows"]]
     samples = [HostSample(*s) for s in st["samples"]]
     return host_result(plan, profile.name, samples, flows, st.get("pool"), st["events"],
-                       sim.wall, host.as_dict())
+                       sim.wall, host.as_dict(), st.get("memcg"))
