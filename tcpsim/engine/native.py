@@ -279,6 +279,7 @@ class NativeSimulation:
             "sample_every": plan.sample_every, "ncpus": plan.ncpus,
             "local_peers": plan.local_peers,
             "pool": pool_config(plan, profile),
+            "memcg": plan.memcg,
             "replay_writer": (replay or {}).get("writer"),
             "replay_reader": (replay or {}).get("reader"),
         }
