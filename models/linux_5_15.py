@@ -43,6 +43,9 @@ class Linux515(KernelPolicy):
     RMEM2_DEFAULT = 6 * MIB
     PINGPONG_THRESH = 3
     DEFAULT_SCALING_RATIO = -1      # no scaling_ratio before 6.6 (reported as -1)
+    # gfp_memcg_charge() [include/net/sock.h]: a socket's memcg charge from softirq is
+    # GFP_NOWAIT in 5.15 as released -- over cgroup v2's memory.max it fails (core/memcg.py)
+    MEMCG_SOFTIRQ_ATOMIC = False
     SYSCTLS = frozenset({
         "tcp_rmem", "tcp_wmem", "tcp_adv_win_scale", "tcp_app_win", "tcp_moderate_rcvbuf",
         "tcp_timestamps", "tcp_window_scaling", "tcp_sack", "tcp_retries2",

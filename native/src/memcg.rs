@@ -13,9 +13,11 @@
 //!   `tcpmem_pressure`, a successful one clears it (memcg1_charge_skmem()
 //!   [mm/memcontrol-v1.c, 6.12+]); __GFP_NOFAIL sets it and charges anyway.
 //! * v2: the cgroup's `memory` counter (memory.current, with `other`), memory.max; softirq
-//!   charges (GFP_NOWAIT) fail without reclaim and without a `max` event; a forced charge
-//!   counts one `max` event (try_charge_memcg() [mm/memcontrol.c]). vmpressure-driven socket
-//!   pressure, reclaim, the per-CPU charge stock and memory.high are not modelled.
+//!   charges are GFP_ATOMIC since 6.1 (gfp_memcg_charge() [include/net/sock.h]): forced past
+//!   memory.max with a `max` event (`atomic`); 5.15's GFP_NOWAIT fails without reclaim and
+//!   without an event; a __GFP_NOFAIL charge counts one `max` event (try_charge_memcg()
+//!   [mm/memcontrol.c]). vmpressure-driven socket pressure, reclaim, the per-CPU charge
+//!   stock and memory.high are not modelled.
 //!
 //! Shared like the pool (src/protmem.rs): sockets hold a `MemcgHandle` (an `Arc`), the
 //! fields relaxed atomics (single-threaded engine; the atomics are for sharing).
@@ -35,6 +37,8 @@ pub struct MemCgroup {
     pub limit: i64,
     /// v2: the cgroup's memory other than sockets (pages, constant); 0 in v1.
     pub other: i64,
+    /// v2: softirq charges are GFP_ATOMIC (forced past memory.max; 6.1+), else GFP_NOWAIT.
+    pub atomic: bool,
     /// v1: memory.kmem.tcp.usage_in_bytes; v2: memory.current (pages).
     pub usage: AtomicI64,
     /// The socket pages charged (v2: memory.stat `sock`).
@@ -60,6 +64,7 @@ pub struct MemcgSnapshot {
     pub version: i64,
     pub limit: i64,
     pub other: i64,
+    pub atomic: bool,
     pub usage: i64,
     pub sock: i64,
     pub watermark: i64,
@@ -72,9 +77,9 @@ pub struct MemcgSnapshot {
 }
 
 impl MemCgroup {
-    /// `MemCgroup(version, limit, other=0)`; Err for a version other than 1 or 2, a negative
-    /// size, or `other` in v1.
-    pub fn new(version: i64, limit: i64, other: i64) -> Result<Self, String> {
+    /// `MemCgroup(version, limit, other=0, atomic=True)`; Err for a version other than 1 or
+    /// 2, a negative size, or `other` in v1.
+    pub fn new(version: i64, limit: i64, other: i64, atomic: bool) -> Result<Self, String> {
         if version != 1 && version != 2 {
             return Err(format!("MemCgroup: version must be 1 or 2, got {version}"));
         }
@@ -85,6 +90,7 @@ impl MemCgroup {
             version,
             limit,
             other,
+            atomic,
             usage: AtomicI64::new(other),
             sock: AtomicI64::new(0),
             watermark: AtomicI64::new(other),
@@ -100,8 +106,9 @@ impl MemCgroup {
     /// Models mem_cgroup_charge_skmem() / mem_cgroup_sk_charge() [mm/memcontrol.c, 6.1 /
     /// 6.18] (memcg.py `charge_skmem`): charge `pages` if the counter stays within the
     /// limit (v1 clears tcpmem_pressure); else v1 sets tcpmem_pressure, v2 counts a `max`
-    /// event for a charge that could have blocked, and a __GFP_NOFAIL charge goes past the
-    /// limit (v2: with its `max` event). Returns whether the pages were charged.
+    /// event for a charge that could have blocked, and a __GFP_NOFAIL charge -- or in v2 a
+    /// softirq GFP_ATOMIC one (`atomic`) -- goes past the limit (v2: with its `max` event).
+    /// Returns whether the pages were charged.
     pub fn charge_skmem(&self, pages: i64, now: i64, nofail: bool, blocking: bool) -> bool {
         if self.usage.load(Relaxed) + pages <= self.limit {
             self.add(pages);
@@ -116,7 +123,7 @@ impl MemCgroup {
         } else if blocking {
             self.events_max.fetch_add(1, Relaxed);
         }
-        if !nofail {
+        if !(nofail || (self.version == 2 && self.atomic && !blocking)) {
             return false;
         }
         if self.version == 2 && !blocking {
@@ -163,6 +170,7 @@ impl MemCgroup {
             version: self.version,
             limit: self.limit,
             other: self.other,
+            atomic: self.atomic,
             usage: self.usage.load(Relaxed),
             sock: self.sock.load(Relaxed),
             watermark: self.watermark.load(Relaxed),
@@ -182,7 +190,7 @@ mod tests {
 
     #[test]
     fn v1_refusal_sets_pressure_and_a_success_clears_it() {
-        let m = MemCgroup::new(1, 10, 0).unwrap();
+        let m = MemCgroup::new(1, 10, 0, true).unwrap();
         assert!(m.charge_skmem(8, 0, false, false));
         assert!(!m.charge_skmem(3, 5, false, false));
         assert!(m.under_socket_pressure());
@@ -202,7 +210,7 @@ mod tests {
 
     #[test]
     fn v2_counts_other_memory_and_max_events() {
-        let m = MemCgroup::new(2, 10, 6).unwrap();
+        let m = MemCgroup::new(2, 10, 6, false).unwrap();
         assert!(m.charge_skmem(4, 0, false, false));
         assert!(!m.charge_skmem(1, 0, false, false)); // softirq: no event
         assert_eq!(m.events_max.load(Relaxed), 0);
@@ -211,7 +219,12 @@ mod tests {
         let s = m.snapshot();
         assert_eq!((s.usage, s.sock, s.events_max), (11, 5, 2));
         assert!(!m.under_socket_pressure());
-        assert!(MemCgroup::new(1, 10, 1).is_err());
-        assert!(MemCgroup::new(3, 10, 0).is_err());
+        assert!(MemCgroup::new(1, 10, 1, true).is_err());
+        let a = MemCgroup::new(2, 10, 6, true).unwrap(); // 6.1+: softirq GFP_ATOMIC
+        assert!(a.charge_skmem(4, 0, false, false));
+        assert!(a.charge_skmem(2, 0, false, false)); // forced past memory.max
+        assert!(!a.charge_skmem(1, 0, false, true)); // a send that could block: refused
+        assert_eq!((a.usage.load(Relaxed), a.events_max.load(Relaxed)), (12, 2));
+        assert!(MemCgroup::new(3, 10, 0, true).is_err());
     }
 }

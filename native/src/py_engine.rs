@@ -551,6 +551,7 @@ impl PySimulation {
             d.set_item("version", m.version)?;
             d.set_item("limit", m.limit)?;
             d.set_item("other", m.other)?;
+            d.set_item("atomic", m.atomic)?;
             d.set_item("usage", m.usage)?;
             d.set_item("sock", m.sock)?;
             d.set_item("watermark", m.watermark)?;

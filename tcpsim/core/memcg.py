@@ -24,20 +24,26 @@ Two hierarchies, two counters (both in the 6.1 and 6.18 sources):
 * cgroup v2 (`version = 2`): socket pages are charged to the cgroup's one `memory` counter
   (memory.current), beside its other memory, and counted in memory.stat `sock`; memory.max
   limits the sum (try_charge_memcg() [mm/memcontrol.c]). The receive path charges from
-  softirq with GFP_NOWAIT (gfp_memcg_charge()): no reclaim, an over-limit charge simply
-  fails, and no `max` event is counted; a forced (__GFP_NOFAIL) charge goes past the limit
-  and counts one `max` event in memory.events. Socket pressure in v2 is set by vmpressure()
-  [mm/vmpressure.c] when reclaim in the cgroup scans pages and frees few of them
-  (`socket_pressure` = now + 1 s).
+  softirq with gfp_memcg_charge() [include/net/sock.h]: GFP_ATOMIC since "net-memcg: avoid
+  stalls when under memory pressure" (6.1-rc3, a fix of 5.15's 4b1327be9fe5, backported to
+  5.15.y at a sublevel not checked here) -- __GFP_HIGH, so an over-limit charge is *forced*
+  past memory.max with one `max` event in memory.events, and the receive path drops nothing
+  for the cgroup; 5.15 as released used GFP_NOWAIT: no reclaim, the charge fails, no event
+  (`atomic` chooses: the profile's MEMCG_SOFTIRQ_ATOMIC). A forced (__GFP_NOFAIL) charge
+  goes past the limit with one `max` event in any era. Socket pressure in v2 is set by
+  vmpressure() [mm/vmpressure.c] when reclaim in the cgroup scans pages and frees few of
+  them (`socket_pressure` = now + 1 s).
 
 Not modelled, and said so: v2's reclaim and everything driven by it -- the cgroup's other
-memory (`other`) is a constant the host file declares, never reclaimed, so vmpressure never
-fires and v2 socket pressure stays off; a charge from process context (a send) that the
-kernel would retry after reclaim (and could end in the memcg OOM killer) fails as a softirq
-one does, counting one `max` event. The per-CPU charge stock (MEMCG_CHARGE_BATCH, 64 pages
-per CPU: memory.current runs up to that far ahead of the charges) and memory.high. The
-memcg holds the host's own sockets only: with `peers = "local"` the peers' sockets are
-outside it (their tasks run in another cgroup).
+memory (`other`) is a constant the host file declares, never reclaimed, and the cgroup's
+tasks allocate nothing, so vmpressure never fires and v2 socket pressure stays off (in the
+kernel, the tasks' own allocations over memory.max reclaim, and when the sockets' forced
+pages leave little to reclaim, vmpressure turns socket pressure on for a second at a time);
+a charge from process context (a send) that the kernel would retry after reclaim (and could
+end in the memcg OOM killer) fails, counting one `max` event. The per-CPU charge stock
+(MEMCG_CHARGE_BATCH, 64 pages per CPU: memory.current runs up to that far ahead of the
+charges) and memory.high. The memcg holds the host's own sockets only: with
+`peers = "local"` the peers' sockets are outside it (their tasks run in another cgroup).
 
 Plain state (sans-IO), shared by the host's sockets as the pool is (core/protmem.py).
 """
@@ -55,6 +61,8 @@ class MemCgroup:
     `version`        1 (memory.kmem.tcp.*) or 2 (memory.max / memory.current)
     `limit`          v1: memory.kmem.tcp.limit_in_bytes; v2: memory.max (pages)
     `other`          v2: the cgroup's memory other than sockets (pages, constant); 0 in v1
+    `atomic`         v2: softirq charges are GFP_ATOMIC (forced past memory.max; 6.1+),
+                     else GFP_NOWAIT (refused; 5.15 as released)
     `usage`          v1: memory.kmem.tcp.usage_in_bytes; v2: memory.current (pages)
     `sock`           the socket pages charged (v2: memory.stat `sock`)
     `watermark`      the peak of `usage` (v1 max_usage_in_bytes, v2 memory.peak)
@@ -66,10 +74,10 @@ class MemCgroup:
                      `pressure_ns` how often and how long (ended spells)
     """
 
-    __slots__ = ("version", "limit", "other", "usage", "sock", "watermark", "tcpmem_pressure",
+    __slots__ = ("version", "limit", "other", "atomic", "usage", "sock", "watermark", "tcpmem_pressure",
                  "refused", "events_max", "pressure_since", "pressure_entries", "pressure_ns")
 
-    def __init__(self, version: int, limit: int, other: int = 0) -> None:
+    def __init__(self, version: int, limit: int, other: int = 0, atomic: bool = True) -> None:
         if version not in MEMCG_VERSIONS:
             raise ValueError(f"MemCgroup: version must be 1 or 2, got {version}")
         if limit < 0 or other < 0 or (version == 1 and other):
@@ -77,6 +85,7 @@ class MemCgroup:
         self.version = version
         self.limit = limit
         self.other = other
+        self.atomic = atomic
         self.usage = other
         self.sock = 0
         self.watermark = other
@@ -92,8 +101,9 @@ class MemCgroup:
         6.18]: charge `pages` if the counter stays within the limit (v1 clears
         tcpmem_pressure, memcg1_charge_skmem); else v1 sets tcpmem_pressure, v2 counts a
         `max` event for a charge that could have blocked (try_charge_memcg(); reclaim itself
-        is not modelled), and a __GFP_NOFAIL charge goes past the limit (v2: with its `max`
-        event). Returns whether the pages were charged."""
+        is not modelled), and a __GFP_NOFAIL charge -- or in v2 a softirq GFP_ATOMIC one
+        (`atomic`) -- goes past the limit (v2: with its `max` event). Returns whether the
+        pages were charged."""
         if self.usage + pages <= self.limit:
             self._add(pages)
             if self.version == 1:
@@ -104,7 +114,7 @@ class MemCgroup:
             self._set_pressure(True, now)
         elif blocking:
             self.events_max += 1
-        if not nofail:
+        if not (nofail or (self.version == 2 and self.atomic and not blocking)):
             return False
         if self.version == 2 and not blocking:
             self.events_max += 1

@@ -337,7 +337,7 @@ class Simulation:
         self.duration = self.plan.duration
         self.ncpus = self.plan.ncpus
         self.pool = make_pool(self.plan, profile)
-        self.memcg = make_memcg(self.plan)
+        self.memcg = make_memcg(self.plan, profile)
         self.conns: list[Connection] = []
         self.live = 0                        # connections open now (sockstat's inuse)
         self.samples: list[HostSample] = []

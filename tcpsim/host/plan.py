@@ -107,12 +107,23 @@ def pool_state(pool: Any) -> tuple[int, bool]:
     return int(pool.memory_allocated()), bool(pool.under_pressure())
 
 
-def make_memcg(plan: HostPlan) -> Any:
-    """The host's sockets' memory cgroup (tcpsim.core.memcg.MemCgroup), None without one."""
+def memcg_config(plan: HostPlan, profile: Profile) -> tuple[int, int, int, bool] | None:
+    """The memory cgroup's parameters as both engines take them: the plan's (version, limit
+    pages, other pages) and whether the profile's softirq charges are GFP_ATOMIC
+    (MEMCG_SOFTIRQ_ATOMIC, models/linux_6_1.py); None without a memcg."""
     if plan.memcg is None:
         return None
+    atomic = bool(getattr(profile.policy_class(), "MEMCG_SOFTIRQ_ATOMIC", True))
+    return (*plan.memcg, atomic)
+
+
+def make_memcg(plan: HostPlan, profile: Profile) -> Any:
+    """The host's sockets' memory cgroup (tcpsim.core.memcg.MemCgroup), None without one."""
+    cfg = memcg_config(plan, profile)
+    if cfg is None:
+        return None
     from tcpsim.core.memcg import MemCgroup
-    return MemCgroup(*plan.memcg)
+    return MemCgroup(*cfg)
 
 
 def host_sample(t: int, inuse: int, pool: Any, memcg: Any = None) -> HostSample:

@@ -58,7 +58,7 @@ def host_with(raw: dict[str, Any], source: str, profile: str | None = None,
 
 def host_summary(r: HostResult) -> dict[str, Any]:
     """A host run's numbers as one flat row (a sweep point's summary): the host's pressure
-    figures, then CLASS.FIELD for every class's."""
+    figures, then CLASS.FIELD for every class's, then memcg.NAME for a memory cgroup's."""
     p = r.pressure
     out: dict[str, Any] = {
         "duration_s": r.duration / 1e9, "events": r.events, "connections": len(r.flows),
@@ -70,12 +70,16 @@ def host_summary(r: HostResult) -> dict[str, Any]:
         for k, v in row.items():
             if k != "class":
                 out[f"{row['class']}.{k}"] = v
+    if r.memcg is not None:             # the memory cgroup's numbers, as memcg.FILE
+        out.update({f"memcg.{k}": v for k, v in r.memcg.items() if k != "cgroup"})
     return out
 
 
 def host_metrics(host: HostScenario) -> list[str]:
     """The columns `tcpsim sweep HOST` shows by default."""
     cols = ["pressure_onset_s", "in_pressure_ms", "peak_sockstat_mem", "memory_pressures"]
+    if host.memcg is not None:
+        cols += ["memcg.peak_usage_pages", "memcg.refused_charges", "memcg.socket_pressure_ms"]
     for c in host.classes:
         cols += [f"{c.name}.goodput_mbps", f"{c.name}.read_latency_ms", f"{c.name}.drops"]
     return cols

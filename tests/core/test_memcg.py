@@ -26,15 +26,33 @@ def test_v1_a_refusal_sets_pressure_and_the_next_success_clears_it():
 
 
 def test_v2_counts_other_memory_and_max_events_but_no_socket_pressure():
-    """try_charge_memcg(): memory.max holds sockets and the cgroup's other memory; a softirq
-    (GFP_NOWAIT) refusal counts no `max` event, one that could block does, a forced charge
-    counts one and goes past memory.max; vmpressure is not modelled: never socket pressure."""
-    m = MemCgroup(2, 10, other=6)
+    """try_charge_memcg(): memory.max holds sockets and the cgroup's other memory. 5.15's
+    softirq charges (GFP_NOWAIT) are refused without a `max` event, one that could block
+    counts one, a forced charge counts one and goes past memory.max; vmpressure is not
+    modelled: never socket pressure."""
+    m = MemCgroup(2, 10, other=6, atomic=False)
     assert m.usage == 6 and m.charge_skmem(4, 0, False, False)
     assert not m.charge_skmem(1, 0, False, False) and m.events_max == 0
     assert not m.charge_skmem(1, 0, False, True) and m.events_max == 1
     assert m.charge_skmem(1, 0, True, False) and m.events_max == 2
     assert (m.usage, m.sock) == (11, 5) and not m.under_socket_pressure()
+
+
+def test_v2_softirq_charges_are_forced_since_6_1():
+    """6.1+: gfp_memcg_charge() is GFP_ATOMIC in softirq, whose __GFP_HIGH makes
+    try_charge_memcg() force the charge past memory.max (one `max` event); a charge that could
+    block is still refused (its reclaim is not modelled)."""
+    m = MemCgroup(2, 10, other=6)
+    assert m.charge_skmem(4, 0, False, False)
+    assert m.charge_skmem(2, 0, False, False) and m.events_max == 1 and m.usage == 12
+    assert not m.charge_skmem(1, 0, False, True) and m.events_max == 2
+
+
+def test_the_era_decides_the_softirq_gfp():
+    from tcpsim.host.plan import HostPlan, memcg_config
+    plan = HostPlan(flows=(), duration=1, memcg=(2, 10, 0))
+    assert memcg_config(plan, get_profile("linux-5.15")) == (2, 10, 0, False)
+    assert memcg_config(plan, get_profile("linux-6.18")) == (2, 10, 0, True)
 
 
 @pytest.mark.parametrize("bad", [dict(version=3, limit=1), dict(version=1, limit=-1),

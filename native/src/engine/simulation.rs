@@ -151,8 +151,8 @@ pub struct RunSpec {
     pub tcp_mem: (i64, i64, i64),
     pub pcpu_rsv: i64,
     /// The host's sockets' memory cgroup (src/memcg.rs): (version, limit pages, other
-    /// pages), None for none.
-    pub memcg: Option<(i64, i64, i64)>,
+    /// pages, softirq charges GFP_ATOMIC), None for none.
+    pub memcg: Option<(i64, i64, i64, bool)>,
 }
 
 /// Extremes of a receiving socket's state over the run (sampled after every event).
@@ -424,7 +424,9 @@ impl Simulation {
         let ncpus = spec.ncpus.max(1);
         let pool = ProtoMemory::new(spec.tcp_mem, ncpus, spec.pcpu_rsv).map(Arc::new)?;
         let memcg = match spec.memcg {
-            Some((v, limit, other)) => Some(Arc::new(MemCgroup::new(v, limit, other)?)),
+            Some((v, limit, other, atomic)) => {
+                Some(Arc::new(MemCgroup::new(v, limit, other, atomic)?))
+            }
             None => None,
         };
         let first = Box::new(Flow::new(

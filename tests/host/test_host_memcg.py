@@ -31,6 +31,17 @@ def _run(path: Path, engine: str = "python", **changes):
                     timing="exact")
 
 
+def _on_5_15(tmp_path: Path, memcg: tuple[int, int, int] | None, engine: str = "python"):
+    """memcg-v1-4's host on linux-5.15 (its base without tcp_shrink_window, which 5.15 lacks)."""
+    base = (FIX / "host" / "bases" / "loopback.toml").read_text()
+    (tmp_path / "base.toml").write_text(base.replace('"net.ipv4.tcp_shrink_window" = 0\n', ""))
+    host = (FIX / "host" / "memcg-v1-4.toml").read_text().replace("bases/loopback.toml",
+                                                                  "base.toml")
+    (tmp_path / "h.toml").write_text(host.replace('"linux-6.18"', '"linux-5.15"'))
+    return run_host(replace(load_host(tmp_path / "h.toml"), memcg=memcg), engine=engine,
+                    timing="exact")
+
+
 def _delivered(r) -> int:
     return sum(f.received for f in r.flows)
 
@@ -66,23 +77,41 @@ def test_what_the_cgroup_costs_is_what_it_costs_the_kernel():
     assert abs(_delivered(m_free) - free["delivered"]["stuck"]) <= 0.25 * free["delivered"]["stuck"]
 
 
-def test_both_engines_give_the_same_memcg_host():
+@pytest.mark.parametrize("profile", ["linux-6.18", "linux-6.1.59"])
+def test_both_engines_give_the_same_memcg_host(profile):
     for memcg in [(1, 100, 0), (2, 300, 250)]:
-        py = _run(FIX / "host" / "memcg-v1-4", "python", memcg=memcg).as_json(True)
-        nat = _run(FIX / "host" / "memcg-v1-4", "native", memcg=memcg).as_json(True)
+        # (v2 on 6.18 forces the receive path's charges; on 5.15 it refuses them)
+        py = _run(FIX / "host" / "memcg-v1-4", "python", memcg=memcg,
+                  profile=profile).as_json(True)
+        nat = _run(FIX / "host" / "memcg-v1-4", "native", memcg=memcg,
+                   profile=profile).as_json(True)
         assert py == nat
         assert [row["memcg_pages"] for row in py["sockstat"]][-1] >= 0
 
 
-def test_v2_memory_max_counts_other_memory_and_forced_charges():
-    """cgroup v2: memory.current = other + sock; with little room the receive path's forced
-    charges (an in-order skb into an empty queue) go past memory.max with a `max` event."""
-    r = _run(FIX / "host" / "memcg-v1-4", memcg=(2, 260, 259))
+def test_v2_memory_max_does_not_hold_the_receive_path_since_6_1(tmp_path):
+    """cgroup v2 on 6.18: the receive path charges from softirq with GFP_ATOMIC, forced past
+    memory.max (a `max` event each): memory.current = other + sock goes past memory.max and
+    the connections get what they get without a cgroup. On 5.15 (GFP_NOWAIT) the same
+    charges are refused and the receivers drop, as under v1's limit."""
+    path = FIX / "host" / "memcg-v1-4"
+    free = _run(path, memcg=None)
+    r = _run(path, memcg=(2, 260, 250))
     m = r.memcg
     assert m["cgroup"] == "v2" and m["memory.max"] == 260 * 4096
-    assert m["memory.current"] == 259 * 4096 + m["memory.stat.sock"]
+    assert m["memory.current"] == 250 * 4096 + m["memory.stat.sock"]
     assert m["memory.peak"] > m["memory.max"] and m["memory.events.max"] > 0
     assert m["socket_pressure_ms"] == 0          # vmpressure is not modelled
+    assert _delivered(r) == _delivered(free)
+    assert r.nstat.get("TcpExtTCPRcvQDrop", 0) == free.nstat.get("TcpExtTCPRcvQDrop", 0) == 0
+    old = _on_5_15(tmp_path, (2, 260, 250))
+    assert old.nstat["TcpExtTCPRcvQDrop"] > 0 and old.memcg["memory.events.max"] == 0
+    assert _delivered(old) < _delivered(_on_5_15(tmp_path, None))
+
+
+def test_both_engines_agree_on_5_15s_refused_softirq_charges(tmp_path):
+    py = _on_5_15(tmp_path, (2, 260, 250), "python").as_json(True)
+    assert py == _on_5_15(tmp_path, (2, 260, 250), "native").as_json(True)
 
 
 def test_no_memcg_changes_nothing():
