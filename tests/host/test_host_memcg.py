@@ -158,3 +158,23 @@ def test_cli_bad_memcg_is_one_error_line(tmp_path, monkeypatch, capsys):
     code, out, err = run_main(["run", str(f)], monkeypatch, capsys)
     assert code != 0 and err.count("\n") == 1 and err.startswith("tcpsim: error: ")
     assert "memcg.max" in err
+
+
+def test_the_shipped_container_tips_and_shrink_window_saves_it():
+    """docs/hosts.md's `host-container`: the host never reaches TCP memory pressure; the
+    cgroup's 6 MiB does -- refused charges, seconds of socket pressure, the healthy sessions'
+    drops and lost goodput; with tcp_shrink_window the cgroup refuses nothing and the healthy
+    sessions lose nothing; 8 MiB is enough."""
+    from tcpsim.host.run import load_host_with
+    host = load_host("host-container")
+    r = run_host(host)
+    good = {row["class"]: row for row in r.classes}["good"]
+    assert r.nstat["TcpExtTCPMemoryPressures"] == 0
+    assert r.memcg["refused_charges"] > 10_000 and 5_000 < r.memcg["socket_pressure_ms"] < 10_000
+    assert good["drops"] > 1_000
+    fixed = run_host(load_host_with("host-container", policies=("shrink-window",)))
+    fgood = {row["class"]: row for row in fixed.classes}["good"]
+    assert fixed.memcg["refused_charges"] == 0 and fgood["drops"] == 0
+    assert 0.8 * fgood["goodput_mbps"] < good["goodput_mbps"] < 0.95 * fgood["goodput_mbps"]
+    roomy = run_host(load_host_with("host-container", sets=(("memcg.tcp_limit", "8MiB"),)))
+    assert roomy.memcg["refused_charges"] == 0
