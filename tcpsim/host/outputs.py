@@ -250,9 +250,10 @@ def format_host(r: HostResult) -> list[str]:
 
 def write_host_trace(r: HostResult, path: Any, per_connection: bool = False) -> list[str]:
     """A host's trace, small whatever its size: one row per sample (t_ns, inuse, mem,
-    pressure: sockstat's TCP line) in `path` (Parquet), the run's outputs (nstat, pressure,
-    per class, the host file) as its metadata under b"tcpsim"; with `per_connection`, one row
-    per connection in PATH's sibling NAME.connections.parquet. Returns the files written."""
+    pressure: sockstat's TCP line; memcg_pages with a memory cgroup) in `path` (Parquet),
+    the run's outputs (nstat, pressure, per class, the host file) as its metadata under
+    b"tcpsim"; with `per_connection`, one row per connection in PATH's sibling
+    NAME.connections.parquet. Returns the files written."""
     import json
     from pathlib import Path
 
@@ -263,6 +264,8 @@ def write_host_trace(r: HostResult, path: Any, per_connection: bool = False) -> 
     table = pa.table({"t_ns": [x.t for x in r.samples], "inuse": [x.inuse for x in r.samples],
                       "mem": [x.mem for x in r.samples],
                       "pressure": [x.pressure for x in r.samples]})
+    if r.memcg is not None:                  # the memory cgroup's usage, pages
+        table = table.append_column("memcg_pages", pa.array([x.memcg for x in r.samples]))
     table = table.replace_schema_metadata({b"tcpsim": json.dumps(meta, sort_keys=True).encode()})
     pq.write_table(table, out)
     written = [str(out)]

@@ -178,3 +178,14 @@ def test_the_shipped_container_tips_and_shrink_window_saves_it():
     assert 0.8 * fgood["goodput_mbps"] < good["goodput_mbps"] < 0.95 * fgood["goodput_mbps"]
     roomy = run_host(load_host_with("host-container", sets=(("memcg.tcp_limit", "8MiB"),)))
     assert roomy.memcg["refused_charges"] == 0
+
+
+def test_the_hosts_trace_carries_the_memcgs_usage(tmp_path):
+    import pyarrow.parquet as pq
+
+    from tcpsim.host.outputs import write_host_trace
+    r = _run(FIX / "host" / "memcg-v1-4")
+    write_host_trace(r, tmp_path / "h.parquet")
+    t = pq.read_table(tmp_path / "h.parquet")
+    assert t.column("memcg_pages").to_pylist() == [s.memcg for s in r.samples]
+    assert max(t.column("memcg_pages").to_pylist()) == 100
