@@ -49,6 +49,29 @@ def test_rpc_over_loopback_drops_on_no_era_and_grows_rcvbuf_per_era(engine):
     assert rcvbuf["linux-6.19"] == rcvbuf["linux-7.1"] < rcvbuf["linux-6.18"] / 4
 
 
+@pytest.mark.parametrize("engine", [
+    "python", pytest.param("native", marks=pytest.mark.skipif(not native_available(),
+                                                              reason="tcpsim._native not built"))])
+def test_small_rpcs_read_in_big_batches_drop_before_the_revert_and_not_after(engine):
+    """16 kB RPCs every 1 ms over loopback (MTU 65536), read in 1 MiB batches every 30 ms:
+    between reads the queue nears sk_rcvbuf and an skb the window allowed no longer passes
+    tcp_can_ingest() -- 6.17 (truesize) drops 1 and halves goodput, 6.18.0 (skb->len) drops
+    3, none once the revert is in (026dfef287c0). One workload of 40 (16-80 kB every 1 ms,
+    64 KiB or 1 MiB reads every 1-30 ms) where 6.18.0 drops; 6.17 drops in 5 of them
+    (docs/since-6-18.md). Measured on 6.18.44 (the revert): no TCPRcvQDrop, all read."""
+    raw = {"name": "rpc16", "duration": "2s", "link": {"rtt": "50us", "mtu": 65536},
+           "receiver": {"device": "loopback"},
+           "writer": {"kind": "periodic", "bytes": 16000, "every": "1ms", "latency": "none"},
+           "reader": {"kind": "periodic", "bytes": 1048576, "every": "30ms", "latency": "none"}}
+    runs = {p: tcpsim.run(raw, profile=p, engine=engine, trace=False)
+            for p in ("linux-6.14", "linux-6.17", "linux-6.18.0", "linux-6.18", "linux-7.1")}
+    drops = {p: r.counters["TcpExtTCPRcvQDrop"] for p, r in runs.items()}
+    assert drops == {"linux-6.14": 0, "linux-6.17": 1, "linux-6.18.0": 3, "linux-6.18": 0,
+                     "linux-7.1": 0}
+    assert runs["linux-6.17"].summary["goodput_mbps"] < 0.6 * runs["linux-6.18"].summary[
+        "goodput_mbps"]
+
+
 # -- 6.19 ----------------------------------------------------------------------------------
 
 def _grow_term(profile: str, rtt_us: int, **sysctl) -> int:
