@@ -193,8 +193,8 @@ pub struct FlowTimers {
     /// The deadline of the timer event pending for socket [receiver, sender] (0: none;
     /// simulation.py `Connection.timer_at`).
     pub at: [i64; 2],
-    /// The socket's next deadline (`TcpSocket::next_deadline`) as of its last call (every
-    /// call on a socket ends in `drain`, which refreshes it).
+    /// The socket's next deadline (`TcpSocket::next_deadline`) when the flow was last
+    /// served (noted as it stops being served: its sockets change only while it is).
     pub due: [i64; 2],
     /// The flow is closed: its events are ignored.
     pub closed: bool,
@@ -517,6 +517,7 @@ impl Simulation {
             self.ncpus,
             self.local_peers,
         )?);
+        self.note_deadlines();
         let prev = std::mem::replace(&mut self.f, f);
         self.flows[self.cur] = Some(prev);
         self.cur = i;
@@ -550,12 +551,21 @@ impl Simulation {
         let Some(next) = self.flows[c].take() else {
             return false;
         };
+        self.note_deadlines();
         let prev = std::mem::replace(&mut self.f, next);
         if !prev.closed {
             self.flows[self.cur] = Some(prev);
         }
         self.cur = c;
         true
+    }
+
+    /// Keep the current flow's sockets' next deadlines in `timers` as it stops being served
+    /// (its sockets change only while it is served).
+    #[inline]
+    fn note_deadlines(&mut self) {
+        let [r, s] = &self.f.socks;
+        self.timers[self.cur].due = [r.next_deadline(), s.next_deadline()];
     }
 
     /// Schedule `ev` of the current flow.
@@ -567,7 +577,6 @@ impl Simulation {
 
     /// Move socket `i`'s trace events into the columns.
     fn drain(&mut self, i: usize) {
-        self.timers[self.cur].due[i] = self.f.socks[i].next_deadline();
         if self.f.socks[i].events.is_empty() {
             return;
         }
@@ -697,7 +706,6 @@ impl Simulation {
     /// Make sure a timer event is pending at or before the socket's next deadline.
     fn arm(&mut self, i: usize) {
         let d = self.f.socks[i].next_deadline();
-        self.timers[self.cur].due[i] = d;
         self.arm_at(self.cur, i, d);
     }
 
@@ -724,7 +732,11 @@ impl Simulation {
         if ts.closed {
             return true;
         }
-        let due = ts.due[i];
+        let due = if c == self.cur {
+            self.f.socks[i].next_deadline()
+        } else {
+            ts.due[i]
+        };
         if due != 0 && due <= self.sched.now {
             return false;
         }
