@@ -11,14 +11,20 @@ a time over its candidate grid, the others held at their best so far, two passes
 refinement of the reader's size around the best -- because the unknowns act mostly on
 different things (the reader on the window's level and the zero windows, the device on the
 window's scale, HZ on ACK timing), so a joint grid (thousands of replays) buys little, and a
-coordinate search is deterministic and cheap (tens of replays per profile). Each value is
-reported with the grades of its alternatives: "determined" when the next-best value grades
-at least DETERMINED lower, else the set of values within that margin.
+coordinate search is deterministic and cheap (tens of replays per profile). It runs from
+each of START_DEVICES (a clone of the sender's skb, which nothing coalesces into, and a
+private skb, which later segments coalesce into) and keeps the better end: the device shapes
+the window from the fifth ACK on, the reader is swept first under the start's device and
+everything after under that reader, so one start stays in its device's basin (see
+START_DEVICES). Each value is reported with the grades of its alternatives: "determined"
+when the next-best value grades at least DETERMINED lower, else the set of values within
+that margin.
 
 `rank()` fits each profile (and patch) and orders them by their best grade: the capture is
 *consistent* with a kernel whose grade is within CONSISTENT of the best, and *rules out* one
 more than RULED_OUT below it (between: "less likely"). When the best and the worst grade are
-within CONSISTENT the capture does not tell the kernels apart, and says so.
+within CONSISTENT the capture does not tell the kernels apart, and says so. Every profile is
+searched from the same starts: the first profile's ends, one from each start device.
 """
 
 from __future__ import annotations
@@ -52,6 +58,15 @@ HEADS = (320, 352, 384, 448, 512)
 DEVICES = ("veth-direct", "loopback", "veth", "nic-2k", "nic-4k", "tun",
            *(f"sender:head={h},shared=on" for h in HEADS))
 HZS = (0, 100, 250, 300, 1000)       # 0: tcpsim's default clock (1 ms jiffies, exact timers)
+# the search's starts: the receiver's skb a clone of the sender's (veth-direct: both ends on
+# one host and the sender's skb sent whole) or private (veth: a forwarding hop, or software
+# GSO cutting the sender's multi-segment skb into fresh ones -- loopback or veth with TSO and
+# GSO off, skb_segment() [net/core/skbuff.c, 6.18]), which a pcap cannot tell apart. From
+# the clone start alone the search ended in the clone basin on the real captures made with
+# offloads off (its first reader sweep, under clones, picks a reader that then holds the
+# device there): lo-periodic-4096-10ms-shrink1 graded 0.574 on linux-6.18 where the private
+# start reaches 0.674, veth-fast 0.598 where it reaches 0.997 (docs/bring-your-own-capture.md)
+START_DEVICES = ("veth-direct", "veth")
 TIMINGS = ("exact", "dev-vm-quiet", "dev-vm-loaded")
 RMEM1 = (0, 65536, 87380, 262144)     # tcp_rmem[1]; 0: the profile's default (131072)
 ORDER = ("reader", "phase_us", "device", "hz", "timing", "rmem1", "shrink")
@@ -109,6 +124,7 @@ class FitResult:
     replays: int
     wall_s: float
     result: ReplayResult | None = None
+    ends: list[Unknowns] = field(default_factory=list)    # the search's end from each start
 
     @property
     def label(self) -> str:
@@ -249,6 +265,10 @@ class Capture:
                 out.append(f"periodic:{n}B/{p}ms")
         return list(dict.fromkeys(out))
 
+    def starts(self) -> list[Unknowns]:
+        """The search's starts: the inferred reader on each of START_DEVICES."""
+        return [replace(self.start(), device=d) for d in START_DEVICES]
+
     def start(self) -> Unknowns:
         r = self.inferred_reader
         kind = r.get("kind")
@@ -315,41 +335,59 @@ FIT_MAX_SEGMENTS = 40_000  # ... and at most this many of its segments
 
 
 def fit(cap: Capture, profile: str, policies: tuple[str, ...] = (),
-        pinned: dict[str, Any] | None = None, passes: int = 2, start: Unknowns | None = None,
-        order: tuple[str, ...] = ORDER, progress: Callable[[str], None] | None = None,
+        pinned: dict[str, Any] | None = None, passes: int = 2,
+        start: Unknowns | list[Unknowns] | None = None, order: tuple[str, ...] = ORDER,
+        progress: Callable[[str], None] | None = None,
         window_s: float | None = FIT_WINDOW_S) -> FitResult:
-    """Coordinate search of the unknowns for one profile (see the module docstring). The
-    candidates are replayed over the capture's first `window_s` seconds (None: all of it):
-    the unknowns act from the first window on, and a long or fast capture's search then
-    costs a bounded number of seconds (at most FIT_MAX_SEGMENTS segments: 0.5 s of a 1 Gbit/s
-    transfer); the best is replayed over the whole capture."""
+    """Coordinate search of the unknowns for one profile from each start (`start`: one or a
+    list; default `cap.starts()`, the inferred reader on each of START_DEVICES), keeping the
+    best end (the first of equals); see the module docstring. The candidates are replayed
+    over the capture's first `window_s` seconds (None: all of it): the unknowns act from the
+    first window on, and a long or fast capture's search then costs a bounded number of
+    seconds (at most FIT_MAX_SEGMENTS segments: 0.5 s of a 1 Gbit/s transfer); the best is
+    replayed over the whole capture."""
     from tcpsim.engine.result import few_gc_passes
     whole = cap.until_ns
     if window_s is not None:
         w = min(int(window_s * 1e9), cap.segment_time(FIT_MAX_SEGMENTS))
         cap.until_ns = w if whole is None else min(whole, w)
+    starts = cap.starts() if start is None else [start] if isinstance(start, Unknowns) else start
     try:
         # the capture's millions of objects stay alive through every replay: the collector's
         # default passes would walk them again and again, finding no cycles
         with few_gc_passes():
-            return _fit(cap, profile, policies, pinned, passes, start, order, progress, whole)
+            return _fit(cap, profile, policies, pinned, passes, starts, order, progress, whole)
     finally:
         cap.until_ns = whole
 
 
 def _fit(cap: Capture, profile: str, policies: tuple[str, ...], pinned: dict[str, Any] | None,
-         passes: int, start: Unknowns | None, order: tuple[str, ...],
+         passes: int, starts: list[Unknowns], order: tuple[str, ...],
          progress: Callable[[str], None] | None, whole: int | None) -> FitResult:
     pinned = dict(pinned or {})
     t0 = time.perf_counter()
-    cur = for_profile(replace(start or cap.start(), **pinned), profile)
-    cache: dict[Unknowns, tuple[Grade, ReplayResult]] = {}
+    cache: dict[Unknowns, tuple[Grade, ReplayResult]] = {}    # shared by the starts
 
     def ev(u: Unknowns) -> Grade:
         if u not in cache:
             cache[u] = cap.replay(profile, policies, u, full=False)
         return cache[u][0]
 
+    firsts = [for_profile(replace(s, **pinned), profile) for s in starts]
+    ends = [_search(cap, profile, u, pinned, passes, order, progress, ev)
+            for u in dict.fromkeys(firsts)]
+    cur, sweeps = max(ends, key=lambda e: ev(e[0]).total)    # max keeps the first of equals
+    cap.until_ns = whole
+    g, rp = cap.replay(profile, policies, cur)
+    out = [_fitted(n, cur, sweeps.get(n, {}), n in pinned) for n in ORDER]
+    return FitResult(profile, tuple(policies), cur, g, out, len(cache), time.perf_counter() - t0,
+                     rp, [e[0] for e in ends])
+
+
+def _search(cap: Capture, profile: str, cur: Unknowns, pinned: dict[str, Any], passes: int,
+            order: tuple[str, ...], progress: Callable[[str], None] | None,
+            ev: Callable[[Unknowns], Grade]) -> tuple[Unknowns, dict[str, dict[Any, float]]]:
+    """One coordinate search from `cur`: its end and the grades of its last sweeps."""
     sweeps: dict[str, dict[Any, float]] = {}
     free = [n for n in order if n not in pinned]
     for i in range(passes):
@@ -370,10 +408,7 @@ def _fit(cap: Capture, profile: str, policies: tuple[str, ...], pinned: dict[str
                 progress(f"{profile}: {name} -> {cur.show(name)} ({ev(cur).total:.3f})")
         if cur == before:
             break
-    cap.until_ns = whole
-    g, rp = cap.replay(profile, policies, cur)
-    out = [_fitted(n, cur, sweeps.get(n, {}), n in pinned) for n in ORDER]
-    return FitResult(profile, tuple(policies), cur, g, out, len(cache), time.perf_counter() - t0, rp)
+    return cur, sweeps
 
 
 def for_profile(u: Unknowns, profile: str) -> Unknowns:
@@ -422,15 +457,17 @@ def rank(cap: Capture, variants: list[tuple[str, tuple[str, ...]]],
          pinned: dict[str, Any] | None = None, do_fit: bool = True,
          progress: Callable[[str], None] | None = None) -> Ranking:
     """Fit (or, without do_fit, replay the start/pinned values under) every variant and rank
-    them by grade. The first variant's fit seeds the others' searches (one pass each)."""
+    them by grade. The first variant's fit (two passes from each start) seeds the others'
+    searches: one pass from each of its ends, so every variant starts where the first
+    ended from each start device."""
     fits: list[FitResult] = []
-    seed: Unknowns | None = None
+    seeds: list[Unknowns] | None = None
     for profile, policies in variants:
         if do_fit:
-            f = fit(cap, profile, policies, pinned, passes=2 if seed is None else 1, start=seed,
-                    progress=progress)
-            if seed is None:
-                seed = f.best
+            f = fit(cap, profile, policies, pinned, passes=2 if seeds is None else 1,
+                    start=seeds, progress=progress)
+            if seeds is None:
+                seeds = f.ends
         else:
             u = replace(cap.start(), **(pinned or {}))
             t = time.perf_counter()
