@@ -352,18 +352,25 @@ def fit(cap: Capture, profile: str, policies: tuple[str, ...] = (),
         w = min(int(window_s * 1e9), cap.segment_time(FIT_MAX_SEGMENTS))
         cap.until_ns = w if whole is None else min(whole, w)
     starts = cap.starts() if start is None else [start] if isinstance(start, Unknowns) else start
+    cut = cap.until_ns                  # the search's window: all of the capture, or its start
+    covers = cut is None or cut == whole or (whole is None and cut >= cap.k.end_ns)
     try:
         # the capture's millions of objects stay alive through every replay: the collector's
         # default passes would walk them again and again, finding no cycles
         with few_gc_passes():
-            return _fit(cap, profile, policies, pinned, passes, starts, order, progress, whole)
+            return _fit(cap, profile, policies, pinned, passes, starts, order, progress, whole,
+                        covers)
     finally:
         cap.until_ns = whole
 
 
 def _fit(cap: Capture, profile: str, policies: tuple[str, ...], pinned: dict[str, Any] | None,
          passes: int, starts: list[Unknowns], order: tuple[str, ...],
-         progress: Callable[[str], None] | None, whole: int | None) -> FitResult:
+         progress: Callable[[str], None] | None, whole: int | None,
+         covers: bool = True) -> FitResult:
+    """The searches from each start; the best end wins (the first of equals), graded over the
+    whole capture as the ranking grades it -- where the search's window (`covers` false) is
+    only its start, each end is replayed over all of it to choose."""
     pinned = dict(pinned or {})
     t0 = time.perf_counter()
     cache: dict[Unknowns, tuple[Grade, ReplayResult]] = {}    # shared by the starts
@@ -376,8 +383,19 @@ def _fit(cap: Capture, profile: str, policies: tuple[str, ...], pinned: dict[str
     firsts = [for_profile(replace(s, **pinned), profile) for s in starts]
     ends = [_search(cap, profile, u, pinned, passes, order, progress, ev)
             for u in dict.fromkeys(firsts)]
-    cur, sweeps = max(ends, key=lambda e: ev(e[0]).total)    # max keeps the first of equals
+    distinct: dict[Unknowns, tuple[Unknowns, dict[str, dict[Any, float]]]] = {}
+    for e in ends:
+        distinct.setdefault(e[0], e)                # the first search that ended there
     cap.until_ns = whole
+
+    def over_all(e: tuple[Unknowns, Any]) -> float:
+        """An end's grade over the whole capture (the search's, where its window is all of
+        it; else a replay keeping only the ACKs: one whole trace in memory at a time)."""
+        if covers or len(distinct) == 1:
+            return ev(e[0]).total
+        return cap.replay(profile, policies, e[0], full=False)[0].total
+
+    cur, sweeps = max(distinct.values(), key=over_all)     # max keeps the first of equals
     g, rp = cap.replay(profile, policies, cur)
     out = [_fitted(n, cur, sweeps.get(n, {}), n in pinned) for n in ORDER]
     return FitResult(profile, tuple(policies), cur, g, out, len(cache), time.perf_counter() - t0,

@@ -191,6 +191,10 @@ def test_the_search_runs_from_each_start_device_and_keeps_the_better_end():
     assert f.best.device == "veth" and f.grade.within_unit_fraction >= 0.8
     pinned = fit(cap, "linux-6.18", pinned={"device": "veth-direct"}, order=("device",))
     assert len(pinned.ends) == 1                     # a pinned device leaves one start
+    # searched on the first 20 ms only: the ends are chosen by their grade over all of it
+    short = fit(cap, "linux-6.18", window_s=0.02)
+    assert len(set(short.ends)) == 2
+    assert short.grade.total == max(cap.replay("linux-6.18", (), u)[0].total for u in short.ends)
 
 
 def test_a_fast_reader_capture_of_6_18_rules_out_6_17_and_6_14():
