@@ -39,7 +39,7 @@ from typing import Any, Callable
 from tcpsim.importers.pcap import Imported, load
 from tcpsim.pcap import PcapError
 from tcpsim.pcap.grade import Grade, grade
-from tcpsim.pcap.replay import WRITE_LEAD_NS
+from tcpsim.pcap.replay import write_ticks
 from tcpsim.pcap.workload import parse_reader
 from tcpsim.validate.replay import ReplayError, ReplayResult, plan, run_plan
 from tcpsim.pcap.tables import TableRecorder, acks_view
@@ -178,12 +178,12 @@ class Capture:
         return self._cut[end_ns]
 
     def write_ticks(self, k: TraceView, shift_ns: int, end_ns: int) -> list[tuple[int, int]]:
-        """The ScheduleWriter's ticks: each write of the wire's data WRITE_LEAD_NS before it
-        left (model axis), up to end_ns; made once per (shift, end)."""
+        """The ScheduleWriter's ticks (tcpsim.pcap.replay.write_ticks), made once per
+        (shift, end)."""
         key = (shift_ns, end_ns)
         if key not in self._ticks:
-            self._ticks[key] = [(max(0, t + shift_ns - WRITE_LEAD_NS), n) for t, n, _ in k.writes
-                                if t <= end_ns]
+            split = bool(self.imp.meta["summary"].get("split_gso"))
+            self._ticks[key] = write_ticks(k, shift_ns, end_ns, split)
         return self._ticks[key]
 
     def _meta(self, doc: dict[str, Any]) -> dict[str, Any]:
