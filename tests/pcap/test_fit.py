@@ -205,3 +205,17 @@ def test_a_fast_reader_capture_of_6_18_rules_out_6_17_and_6_14():
     r = rank(cap, [("linux-6.18", ()), ("linux-6.17", ()), ("linux-6.14", ())])
     assert r.fits[0].profile == "linux-6.18" and r.fits_well and r.tells_apart
     assert r.verdicts["linux-6.17"] == r.verdicts["linux-6.14"] == "ruled out"
+
+
+def test_a_split_super_segment_is_written_as_one_write():
+    """lo-tso (offloads on): each transmission is one write in the replay (the sender sent it
+    as one skb), not one write per MSS-sized piece."""
+    from tcpsim.pcap.gso import PIECE_NS, transmissions
+    assert transmissions([(10, 1448), (10 + PIECE_NS, 1448), (11 + PIECE_NS, 376),
+                          (5000, 1448), (5000, 1448)]) == [(10, 3272), (5000, 1448), (5000, 1448)]
+    cap = Capture(PCAPS / "lo-tso-periodic-4096-10ms.pcap.gz", split_gso=True)
+    assert cap.imp.meta["summary"]["split_gso"] and not Capture(USER).imp.meta["summary"]["split_gso"]
+    ticks = cap.write_ticks(cap.k, 0, cap.k.end_ns)
+    sizes = [n for _, n in ticks]
+    assert sum(sizes) == sum(n for _, n, _ in cap.k.writes) and len(ticks) < len(cap.k.writes)
+    assert sizes[:4] == [7240, 7240, 14480, 21720]          # the capture's first transmissions
