@@ -82,6 +82,11 @@ class Connection:
                                 link.queue_limit, 0.0, rng, link.jitter,
                                 random.Random(scenario.seed * 2 + 2), link.burst, link.limit)
         self._timer_at = {self.rcv: 0, self.snd: 0}     # earliest timer event pending (ns)
+        # one GSO skb per transmission where the peer's device takes it whole and no rate
+        # limiter would cut it (Device.gso_whole)
+        whole = not (link.rate_bps or link.burst)
+        self.snd.snd.gso_whole = whole and dev.gso_whole
+        self.rcv.snd.gso_whole = whole and sdev.gso_whole
         self.shared_skbs = getattr(dev, "shared", False)     # veth/loopback: see LocalSender
         if self.shared_skbs:
             self.rcv.on_peer_release(0)

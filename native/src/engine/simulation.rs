@@ -223,6 +223,11 @@ impl Flow {
         }
         let shared_skbs = rcv.dev.shared;
         let rev_shared_skbs = spec.rev.is_some() && snd.dev.shared;
+        // one GSO skb per transmission where the peer's device takes it whole and no rate
+        // limiter would cut it (Device::gso_whole; simulation.py)
+        let whole = l.rate_bps == 0 && l.burst == 0;
+        snd.snd.gso_whole = whole && rcv.dev.gso_whole();
+        rcv.snd.gso_whole = whole && snd.dev.gso_whole();
         let seed = spec.seed;
         let host_k = std::cell::OnceCell::new();
         let st = &spec.starts;
