@@ -124,11 +124,12 @@ impl TcpSocket {
     }
 
     /// tcp_should_expand_sndbuf() [tcp_input.c, 5.15-6.18]: no SO_SNDBUF lock (the model has
-    /// no SO_SNDBUF), no tcp_mem pressure nor the host's pool at tcp_mem[0] or more, the
-    /// flight below cwnd.
+    /// no SO_SNDBUF), no tcp_mem or memcg pressure nor the host's pool at tcp_mem[0] or
+    /// more, the flight below cwnd.
     fn should_expand_sndbuf(&self) -> bool {
         !self.proto.under_pressure()
             && self.proto.memory_allocated() < self.proto.limit(0)
+            && !self.memcg_pressure()
             && self.packets_in_flight() < self.snd.snd_cwnd
     }
 

@@ -106,10 +106,11 @@ class SendMixin:
 
     def _should_expand_sndbuf(self: TcpSocket) -> bool:
         """tcp_should_expand_sndbuf() [tcp_input.c, 5.15-6.18]: not with SO_SNDBUF set
-        (SOCK_SNDBUF_LOCK; the model has no SO_SNDBUF), not under tcp_mem pressure nor
+        (SOCK_SNDBUF_LOCK; the model has no SO_SNDBUF), not under tcp_mem or memcg pressure nor
         with the host's pool at tcp_mem[0] or more, and not while the flight fills cwnd."""
         proto = self.proto
         return (proto.memory_pressure < 0 and proto.allocated < proto.tcp_mem[0]
+                and not self.memcg_pressure()
                 and self.packets_in_flight() < self.snd.snd_cwnd)
 
     def _stream_writeable(self: TcpSocket) -> bool:

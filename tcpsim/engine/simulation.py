@@ -28,7 +28,7 @@ from tcpsim.engine.result import (Peaks, RunResult, StopRun, Tally, few_gc_passe
                                   stop_hook, summarize)
 from tcpsim.engine.scheduler import TIMER, Scheduler
 from tcpsim.host.outputs import FlowRecord, flow_counters
-from tcpsim.host.plan import Flow, HostPlan, HostSample, host_sample, make_pool
+from tcpsim.host.plan import Flow, HostPlan, HostSample, host_sample, make_memcg, make_pool
 from tcpsim.policy import Profile
 from tcpsim.scenario import Scenario
 
@@ -64,6 +64,8 @@ class Connection:
         self.rcv = TcpSocket(profile.policy(), sysctls, dev, name="rcv",
                              sink=sink, mtu=mtu, init_rwnd=scenario.initrwnd, hz=scenario.hz)
         self.rcv.set_proto(host.pool, index % host.ncpus)       # the host's pool
+        if host.memcg is not None:                # the host's sockets' cgroup
+            self.rcv.set_memcg(host.memcg)
         self.sender_sysctls = profile.default_sysctls().with_overrides(
             scenario.sender_sysctl, known=profile.known_sysctls(), profile=profile.name)
         self.snd = TcpSocket(profile.policy(), self.sender_sysctls, sdev,
@@ -340,6 +342,7 @@ class Simulation:
         self.duration = self.plan.duration
         self.ncpus = self.plan.ncpus
         self.pool = make_pool(self.plan, profile)
+        self.memcg = make_memcg(self.plan, profile)
         self.conns: list[Connection] = []
         self.live = 0                        # connections open now (sockstat's inuse)
         self.samples: list[HostSample] = []
@@ -451,7 +454,8 @@ class Simulation:
 
     def sample(self, t: int) -> HostSample:
         """The host at time `t` (after its events): sockstat's TCP line and the pool."""
-        return host_sample(t, self.live * (2 if self.plan.local_peers else 1), self.pool)
+        return host_sample(t, self.live * (2 if self.plan.local_peers else 1), self.pool,
+                           self.memcg)
 
     def result(self, wall: float) -> RunResult:
         """Summary numbers a person can read in ten seconds (of the first connection: a
