@@ -4,7 +4,8 @@ The receiver rules of tests/receiver_rules.py (the ones the receiver state machi
 invariants with) drive a *reference* socket -- the Python model -- and a *candidate* socket
 with identical steps: the connection opened as client or server with drawn tcp_rmem,
 SO_RCVBUF and window scaling; segments in order, out of order, duplicate, partly old,
-oversize, probes, FIN; reads; timers; SO_RCVBUF; TCP_WINDOW_CLAMP; time passing. After every
+oversize, probes, FIN; reads; timers; SO_RCVBUF; TCP_WINDOW_CLAMP; time passing; and here the
+application holding the socket (arrivals to the backlog, tcpsim/core/backlog.py). After every
 step (and after every timer run inside one) the two must agree on:
 
     snapshot()          every field of every state record, both queues skb by skb, the
@@ -33,7 +34,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
-from hypothesis.stateful import run_state_machine_as_test
+from hypothesis.stateful import rule, run_state_machine_as_test
 
 from tcpsim.catalog import builtin_profiles
 from tcpsim.core.segment import Segment
@@ -44,7 +45,8 @@ from tcpsim.policy import Patch
 from tcpsim.trace.schema import EVENT_FIELDS
 
 from harness import established
-from receiver_rules import DEVICES, PROFILES, ReceiverRules
+from receiver_rules import DEVICES, PROFILES, ReceiverRules, checked
+from strategies import rx_hold_us
 
 CANDIDATE_ENV = "TCPSIM_LOCKSTEP_CANDIDATE"
 
@@ -116,6 +118,15 @@ class LockstepMachine(ReceiverRules):
     def do_read(self, n):
         self.ret_ref.append(self.sk.read(self.now, n))
         self.ret_cand.append(self.cand.read(self.now, n))
+        self._take()
+
+    @rule(us=rx_hold_us)
+    @checked
+    def hold(self, us):
+        """The application holds the socket `us` microseconds from now (recvmsg/sendmsg):
+        segments delivered meanwhile go to the backlog, processed at the release."""
+        self.sk.hold(self.now, us * 1000)
+        self.cand.hold(self.now, us * 1000)
         self._take()
 
     def do_set_rcvbuf(self, val):
