@@ -54,11 +54,14 @@ DEVICES = ("veth-direct", "loopback", "veth", "nic-2k", "nic-4k", "tun",
 HZS = (0, 100, 250, 300, 1000)       # 0: tcpsim's default clock (1 ms jiffies, exact timers)
 TIMINGS = ("exact", "dev-vm-quiet", "dev-vm-loaded")
 RMEM1 = (0, 65536, 87380, 262144)     # tcp_rmem[1]; 0: the profile's default (131072)
-ORDER = ("reader", "phase_us", "device", "hz", "timing", "rmem1", "shrink")
+# how long each read holds the socket (us; the reader's owns_socket, tcpsim/core/backlog.py):
+# on one host the peer's answer to a read's window update lands within it, in the backlog
+OWNS_US = (0, 30, 60, 100, 200, 300, 500)
+ORDER = ("reader", "phase_us", "device", "hz", "timing", "rmem1", "shrink", "owns_us")
 UNKNOWN_NAMES = {"reader": "reader", "device": "ingress device", "hz": "CONFIG_HZ",
                  "timing": "application timing", "rmem1": "tcp_rmem[1]",
                  "so_rcvbuf": "SO_RCVBUF", "phase_us": "reader phase",
-                 "shrink": "tcp_shrink_window"}
+                 "shrink": "tcp_shrink_window", "owns_us": "socket owned per read"}
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,7 @@ class Unknowns:
     so_rcvbuf: int = 0
     phase_us: int = 0               # the reader's first tick after its start (grid phase)
     shrink: int = 0                 # net.ipv4.tcp_shrink_window (where the profile has it)
+    owns_us: int = 0                # how long each read holds the socket (reader.owns_socket)
 
     def show(self, name: str) -> str:
         v = getattr(self, name)
@@ -82,6 +86,8 @@ class Unknowns:
             return str(v) if v else "default"
         if name == "phase_us":
             return f"{v / 1000:g} ms"
+        if name == "owns_us":
+            return f"{v} us"
         return str(v)
 
 
@@ -207,6 +213,8 @@ class Capture:
         sc = p.scenario.with_(device=u.device)
         if u.phase_us and sc.reader.kind == "periodic":
             sc = sc.with_(reader=replace(sc.reader, start=sc.reader.start + u.phase_us * 1000))
+        if u.owns_us:
+            sc = sc.with_(reader=replace(sc.reader, owns_socket=u.owns_us * 1000))
         if u.timing != "exact":
             side_kind = {"fast": "blocking"}.get(sc.reader.kind, sc.reader.kind)
             name = default_latency(u.timing, "reader", side_kind)
@@ -278,6 +286,8 @@ def candidates(cap: Capture, name: str, cur: Unknowns, profile: str = "linux-6.1
         return list(TIMINGS) + [t for t in extra_timings() if t not in TIMINGS]
     if name == "rmem1":
         return list(RMEM1)
+    if name == "owns_us":
+        return list(OWNS_US) if cur.reader != "never" else [0]
     if name == "shrink":
         from tcpsim.catalog import get_profile
         return [0, 1] if "tcp_shrink_window" in get_profile(profile).known_sysctls() else [0]
