@@ -172,3 +172,74 @@ pub fn merged_segment(tail: &Segment, seg: &Segment) -> Segment {
 
 /// A parked skb as tcp_add_backlog() keeps it: the header and the skb the device built.
 pub type Parked = (Segment, Skb);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::open_receiver;
+    use crate::segment::PSH;
+
+    fn data(seq: i64, tsval: i64) -> Segment {
+        let mut d = Segment::new(seq, 1448, ACK | PSH, 1, 502);
+        d.tsval = tsval;
+        d.tsecr = 1;
+        d.tx_segs = 10;
+        d
+    }
+
+    #[test]
+    fn only_contiguous_acks_with_identical_options_and_ecn_merge() {
+        let a = data(1, 5);
+        assert!(backlog_may_merge(&a, &data(1449, 5)));
+        assert!(!backlog_may_merge(&a, &data(1450, 5)), "a gap");
+        assert!(!backlog_may_merge(&a, &data(1449, 6)), "another timestamp");
+        let mut b = data(1449, 5);
+        b.flags |= ECE;
+        assert!(!backlog_may_merge(&a, &b), "ECE differs");
+        b.flags = PSH;
+        assert!(!backlog_may_merge(&a, &b), "no ACK");
+        b.flags = ACK | URG;
+        assert!(!backlog_may_merge(&a, &b), "URG");
+        b = data(1449, 5);
+        b.sacks = vec![(5000, 6000)];
+        assert!(!backlog_may_merge(&a, &b), "other SACK blocks");
+    }
+
+    #[test]
+    fn a_merged_header_keeps_the_newer_ack_and_the_largest_segment() {
+        let mut a = data(1, 5);
+        a.ack = 100;
+        let mut b = data(1449, 5);
+        b.ack = 90; // older: the tail keeps its own ACK and window
+        b.win = 7;
+        b.flags |= FIN;
+        let m = merged_segment(&a, &b);
+        assert_eq!((m.seq, m.len, m.ack, m.win), (1, 2896, 100, 502));
+        assert_eq!((m.flags & FIN, m.gso_size), (FIN, 1448));
+        b.ack = 200;
+        assert_eq!(merged_segment(&a, &b).win, 7);
+    }
+
+    #[test]
+    fn a_burst_while_owned_is_one_skb_and_one_ack_at_release() {
+        let mut sk = open_receiver("linux-6.18", "veth", false).unwrap();
+        let t = 5_000_000;
+        let nxt = sk.rcv.rcv_nxt;
+        sk.hold(t, 60_000);
+        for i in 0..10 {
+            sk.on_segment(t, &data(nxt + i * 1448, 3));
+        }
+        assert_eq!(sk.rcv.rcv_nxt, nxt);
+        assert_eq!(sk.mib.TCPBacklogCoalesce, 9);
+        assert_eq!(sk.mem.sk_backlog_len, 832 + 10 * 1448);
+        assert_eq!(sk.next_deadline(), t + 60_000);
+        sk.take_outbox();
+        sk.on_timer(t + 60_000);
+        assert_eq!(sk.rcv.rcv_nxt, nxt + 10 * 1448);
+        assert_eq!((sk.mem.sk_backlog_len, sk.mem.owned_until), (0, 0));
+        assert_eq!(sk.mem.receive_queue.len(), 1);
+        let acks = sk.take_outbox();
+        assert_eq!(acks.len(), 1);
+        assert_eq!(acks[0].ack, nxt + 10 * 1448);
+    }
+}
