@@ -61,7 +61,7 @@ ORDER = ("reader", "phase_us", "device", "hz", "timing", "rmem1", "shrink", "own
 UNKNOWN_NAMES = {"reader": "reader", "device": "ingress device", "hz": "CONFIG_HZ",
                  "timing": "application timing", "rmem1": "tcp_rmem[1]",
                  "so_rcvbuf": "SO_RCVBUF", "phase_us": "reader phase",
-                 "shrink": "tcp_shrink_window", "owns_us": "socket owned per read"}
+                 "shrink": "tcp_shrink_window", "owns_us": "read owns socket"}
 
 
 @dataclass(frozen=True)

@@ -100,3 +100,25 @@ def test_owns_socket_is_a_duration_and_not_for_a_reader_that_never_reads():
             "kind": "never", "owns_socket": "60us"}})
     with pytest.raises(ScenarioError, match="owns_socket"):
         scenario_from_dict(_one_host_slow_reader("sixty"))
+
+
+# The kernel's counters on this workload (6.18, the veth-periodic-1448-1ms namespaces and
+# programs of scripts/record_plain_pcaps.py, 1.5 s, three runs; docs/bring-your-own-capture.md,
+# "When nothing fits"): TcpExtTCPBacklogCoalesce per namespace, no TCPBacklogDrop.
+KERNEL_RCV_COALESCE = (1415, 1423, 1423)
+KERNEL_SND_COALESCE = (18, 18, 18)
+
+
+def test_backlog_counters_match_the_kernels_on_the_measured_workload():
+    """Reads holding the socket 60 us and sends 30 us: the receiver's and the sender's
+    TcpExtTCPBacklogCoalesce within 5 % (receiver) and 2 (sender) of the kernel's."""
+    from tcpsim.api import run
+    doc = _one_host_slow_reader("60us", "1.5s")
+    doc["writer"]["owns_socket"] = "30us"
+    r = run(doc, trace=False)
+    rcv = r.counters["TcpExtTCPBacklogCoalesce"]
+    snd = r.sender_counters["TcpExtTCPBacklogCoalesce"]
+    lo, hi = min(KERNEL_RCV_COALESCE), max(KERNEL_RCV_COALESCE)
+    assert 0.95 * lo <= rcv <= 1.05 * hi, rcv
+    assert abs(snd - KERNEL_SND_COALESCE[0]) <= 2, snd
+    assert r.counters["TcpExtTCPBacklogDrop"] == 0
