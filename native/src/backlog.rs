@@ -83,8 +83,13 @@ impl TcpSocket {
         self.trace_seg("backlog", "queued", seg, truesize, "");
     }
 
-    /// tcp_add_backlog()'s limit [net/ipv4/tcp_ipv4.c, 6.18; ec00ed472bdb, stable]: twice
-    /// sk_rcvbuf, half sk_sndbuf, and 64 KiB of headroom for the owner's pruning.
+    /// tcp_add_backlog()'s limit [net/ipv4/tcp_ipv4.c, 6.18]: twice sk_rcvbuf, half
+    /// sk_sndbuf, and 64 KiB of headroom for the owner's pruning. The doubling is
+    /// ec00ed472bdb ("tcp: avoid premature drops in tcp_add_backlog()", 6.10), taken into the
+    /// stable trees in June 2024 (its 5.10 stable review mail, 064/317): every profile here
+    /// models a stable release after it, so the limit is the same for all. A point release
+    /// before it (linux-6.1.59) had sk_rcvbuf + sk_sndbuf / 2 + 64 KiB: not modelled
+    /// (UNVERIFIED which point releases carry it).
     pub fn backlog_limit(&self) -> i64 {
         (2 * self.mem.sk_rcvbuf + self.snd.sk_sndbuf / 2 + 65536).min(0xFFFF_FFFF)
     }

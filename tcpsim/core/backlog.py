@@ -24,8 +24,8 @@ the same ECE/CWR/AE bits, identical TCP options -- here the timestamp pair and S
 and skb_try_coalesce() succeeding: fragments, clones), the kept ACK/window (the newer one),
 the ORed flags, the largest segment size as the merged skb's gso_size; the limit
 (2 * sk_rcvbuf + sk_sndbuf / 2 + 64 KiB, 6.18: a skb is dropped, TcpExtTCPBacklogDrop, when
-sk_backlog.len + sk_rmem_alloc exceeds it); sk_backlog.len in tcp_space() until the end of
-__release_sock(); the ACK deferred to tcp_release_cb() (tcp_backlog_ack_defer, 6.7+:
+sk_backlog.len + sk_rmem_alloc exceeds it, for every profile: see backlog_limit);
+sk_backlog.len in tcp_space() until the end of __release_sock(); the ACK deferred to tcp_release_cb() (tcp_backlog_ack_defer, 6.7+:
 __tcp_ack_snd_check() [net/ipv4/tcp_input.c]) and timers that fell due while owned run at
 release (tcp_delack_timer(), tcp_write_timer() defer to tcp_release_cb()).
 Not modelled: the PFMEMALLOC drop, checksum errors, DSCP differences (the model has none),
@@ -109,8 +109,13 @@ class BacklogMixin:
         self.trace("backlog", "queued", seg, skb.truesize)
 
     def backlog_limit(self: TcpSocket) -> int:
-        """tcp_add_backlog()'s limit [net/ipv4/tcp_ipv4.c, 6.18; ec00ed472bdb, stable]:
-        twice sk_rcvbuf, half sk_sndbuf, and 64 KiB of headroom for the owner's pruning."""
+        """tcp_add_backlog()'s limit [net/ipv4/tcp_ipv4.c, 6.18]: twice sk_rcvbuf, half
+        sk_sndbuf, and 64 KiB of headroom for the owner's pruning. The doubling is
+        ec00ed472bdb ("tcp: avoid premature drops in tcp_add_backlog()", 6.10), taken into
+        the stable trees in June 2024 (its 5.10 stable review mail, 064/317): every profile
+        here models a stable release after it, so the limit is the same for all. A point
+        release before it (linux-6.1.59, linux-6.18.0 is after) had sk_rcvbuf + sk_sndbuf / 2
+        + 64 KiB: not modelled (UNVERIFIED which point releases carry it)."""
         return min(2 * self.mem.sk_rcvbuf + self.snd.sk_sndbuf // 2 + 65536, 0xFFFFFFFF)
 
     def release_sock(self: TcpSocket) -> None:
