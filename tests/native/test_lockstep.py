@@ -120,15 +120,6 @@ class LockstepMachine(ReceiverRules):
         self.ret_cand.append(self.cand.read(self.now, n))
         self._take()
 
-    @rule(us=rx_hold_us)
-    @checked
-    def hold(self, us):
-        """The application holds the socket `us` microseconds from now (recvmsg/sendmsg):
-        segments delivered meanwhile go to the backlog, processed at the release."""
-        self.sk.hold(self.now, us * 1000)
-        self.cand.hold(self.now, us * 1000)
-        self._take()
-
     def do_set_rcvbuf(self, val):
         self.sk.set_rcvbuf(val)
         self.cand.set_rcvbuf(val)
@@ -170,6 +161,20 @@ class LockstepMachine(ReceiverRules):
             raise Diverged(f"{path}: python {want!r}, {self._label()} {got!r}")
 
 
+class OwnedLockstepMachine(LockstepMachine):
+    """The lockstep machine with the application holding the socket too (the planted
+    divergence's proof keeps the plain machine: its shrunk program is asserted)."""
+
+    @rule(us=rx_hold_us)
+    @checked
+    def hold(self, us):
+        """The application holds the socket `us` microseconds from now (recvmsg/sendmsg):
+        segments delivered meanwhile go to the backlog, processed at the release."""
+        self.sk.hold(self.now, us * 1000)
+        self.cand.hold(self.now, us * 1000)
+        self._take()
+
+
 def machine_for(profile: str, shrink: int, dev: str, candidate: str | type,
                 patches: tuple[type, ...] = ()) -> type:
     """The lockstep machine of one configuration (its name heads the printed program);
@@ -178,7 +183,8 @@ def machine_for(profile: str, shrink: int, dev: str, candidate: str | type,
     tag += "".join(f"_{p.__name__}" for p in patches)
     name = (f"Lockstep_{tag}_{profile.replace('-', '_').replace('.', '_')}_shrink{shrink}_"
             f"{dev.replace('-', '_')}")
-    return type(name, (LockstepMachine,),
+    base = OwnedLockstepMachine if isinstance(candidate, str) else LockstepMachine
+    return type(name, (base,),
                 {"PROFILE": profile, "SHRINK": shrink, "DEVICE": dev, "CANDIDATE": candidate,
                  "PATCHES": patches})
 
