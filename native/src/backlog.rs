@@ -6,7 +6,8 @@
 //! release_sock() [net/core/sock.c] -> __release_sock() feeds the parked skbs, in order, to
 //! tcp_v4_do_rcv() (one ACK decision per merged skb), and tcp_release_cb()
 //! [net/ipv4/tcp_output.c] runs what was deferred meanwhile. How long a call holds the
-//! socket is the application's `owns_socket` (workload.py); 0 never owns it.
+//! socket is the application's `owns_socket` (workload.py); 0 never owns it. What is not
+//! modelled: backlog.py's module docstring.
 
 use std::mem;
 

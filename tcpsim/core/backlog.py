@@ -29,7 +29,10 @@ sk_backlog.len in tcp_space() until the end of __release_sock(); the ACK deferre
 __tcp_ack_snd_check() [net/ipv4/tcp_input.c]) and timers that fell due while owned run at
 release (tcp_delack_timer(), tcp_write_timer() defer to tcp_release_cb()).
 Not modelled: the PFMEMALLOC drop, checksum errors, DSCP differences (the model has none),
-a second owner queuing behind the first (a hold that overlaps another extends it).
+a second owner queuing behind the first (a hold that overlaps another extends it), and a
+recvmsg that wants more than it has copied processing the backlog inside the call
+(__sk_flush_backlog() in tcp_recvmsg_locked() [net/ipv4/tcp.c]) to copy on: the model's read
+is one instant, and what arrives during its hold waits for the release.
 """
 
 from __future__ import annotations
