@@ -605,7 +605,8 @@ mod tests {
     fn field_lists_match_the_spec() {
         assert_eq!(ConnState::FIELDS.len(), 15);
         assert_eq!(RcvState::FIELDS.len(), 26);
-        assert_eq!(MemState::FIELDS.len(), 12);
+        // + sk_lock.owned (owned_until) and sk_backlog.len (src/backlog.rs)
+        assert_eq!(MemState::FIELDS.len(), 14);
         assert_eq!(AckState::FIELDS.len(), 13);
         // 45 + the SACK scoreboard, RACK, PRR (11) + struct bictcp (16) + tp->reordering and
         // SOCK_NOSPACE (the send buffer, 2)
