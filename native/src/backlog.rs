@@ -34,11 +34,6 @@ impl TcpSocket {
         self.mem.owned_until = self.mem.owned_until.max(now + hold_ns);
     }
 
-    /// sock_owned_by_user(): an application holds the socket now.
-    pub fn owned_by_user(&self) -> bool {
-        self.mem.owned_until > self.now
-    }
-
     /// backlog.py `release_due`: run release_sock() if the hold has ended by `now`.
     pub fn release_due(&mut self, now: i64) {
         let until = self.mem.owned_until;

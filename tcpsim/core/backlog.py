@@ -25,9 +25,11 @@ and skb_try_coalesce() succeeding: fragments, clones), the kept ACK/window (the 
 the ORed flags, the largest segment size as the merged skb's gso_size; the limit
 (2 * sk_rcvbuf + sk_sndbuf / 2 + 64 KiB, 6.18: a skb is dropped, TcpExtTCPBacklogDrop, when
 sk_backlog.len + sk_rmem_alloc exceeds it, for every profile: see backlog_limit);
-sk_backlog.len in tcp_space() until the end of __release_sock(); the ACK deferred to tcp_release_cb() (tcp_backlog_ack_defer, 6.7+:
-__tcp_ack_snd_check() [net/ipv4/tcp_input.c]) and timers that fell due while owned run at
-release (tcp_delack_timer(), tcp_write_timer() defer to tcp_release_cb()).
+sk_backlog.len in tcp_space() until the end of __release_sock(); the ACK deferred to
+tcp_release_cb() (__tcp_ack_snd_check() [net/ipv4/tcp_input.c, 6.18], under
+net.ipv4.tcp_backlog_ack_defer: the kernel has it from 6.7, the profiles that list the
+sysctl from 6.17) and timers that fell due while owned run at release (tcp_delack_timer(),
+tcp_write_timer() defer to tcp_release_cb()).
 Not modelled: the PFMEMALLOC drop, checksum errors, DSCP differences (the model has none),
 a second owner queuing behind the first (a hold that overlaps another extends it), and a
 recvmsg that wants more than it has copied processing the backlog inside the call
@@ -68,10 +70,6 @@ class BacklogMixin:
         self.release_due(now)
         mem = self.mem
         mem.owned_until = max(mem.owned_until, now + hold_ns)
-
-    def owned_by_user(self: TcpSocket) -> bool:
-        """sock_owned_by_user(): an application holds the socket now."""
-        return self.mem.owned_until > self.now
 
     def release_due(self: TcpSocket, now: int) -> None:
         """Run release_sock() if the hold has ended by `now` (called at every event)."""
