@@ -53,9 +53,13 @@ impl TcpSocket {
     /// backlog's tail (no limit: the tail's fragments bound it), else append it unless the
     /// backlog and the receive queue already hold more than the limit.
     pub fn add_backlog(&mut self, seg: &Segment) {
-        let skb = self
-            .dev
-            .make_skb(seg.seq, seg.len, seg.flags & FIN != 0, seg.tx_segs);
+        let skb = self.dev.make_skb(
+            seg.seq,
+            seg.len,
+            seg.flags & FIN != 0,
+            seg.gso_size,
+            seg.tx_segs,
+        );
         let peer_released = self.rcv.peer_released;
         if let Some((tseg, tskb)) = self.backlog.last_mut() {
             if backlog_may_merge(tseg, seg) {

@@ -48,6 +48,7 @@ from tcpsim.core.clock import Clock, make_clock
 from tcpsim.core.cong import CongestionOps, ca_ops
 from tcpsim.core.memory import MemoryMixin
 from tcpsim.core.mib import Mib
+from tcpsim.core.memcg import MemCgroup
 from tcpsim.core.protmem import ProtoMemory
 from tcpsim.core.receiver import ReceiveMixin
 from tcpsim.core.recovery import RecoveryMixin
@@ -112,7 +113,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin, B
         # the congestion control, net.ipv4.tcp_congestion_control (tcpsim/core/cong)
         "ca",
         # the host's TCP pool (tcpsim/core/protmem.py) and the CPU charging it
-        "proto", "cpu",
+        "proto", "cpu", "memcg",
         # the socket backlog (tcpsim/core/backlog.py): the parked (segment, skb) pairs,
         # __release_sock() running, TCP_ACK_DEFERRED
         "backlog", "releasing", "ack_deferred",
@@ -140,6 +141,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin, B
     ca: CongestionOps
     proto: ProtoMemory
     cpu: int
+    memcg: MemCgroup | None
     backlog: list[tuple[Segment, Skb]]
     releasing: bool
     ack_deferred: bool
@@ -175,6 +177,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin, B
         self.proto = ProtoMemory(self.sysctl.tcp_mem, 1, self.sysctl.mem_pcpu_rsv)
         self.proto.sockets_allocated += 1
         self.cpu = 0
+        self.memcg = None                 # no memory cgroup: the host's own sockets get one
         self.backlog = []
         self.releasing = False
         self.ack_deferred = False
@@ -192,6 +195,16 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin, B
         proto.sockets_allocated += 1
         proto.memory_allocated_add(cpu, pages)
         self.proto, self.cpu = proto, cpu
+
+    def set_memcg(self, memcg: MemCgroup) -> None:
+        """Make this socket belong to the memory cgroup `memcg` (core/memcg.py): as
+        inet_csk_accept() does for an accepted socket [net/ipv4/inet_connection_sock.c,
+        6.1-6.18] -- mem_cgroup_sk_alloc(), then the pages it already holds charged with
+        __GFP_NOFAIL."""
+        self.memcg = memcg
+        pages = self.charged_pages()
+        if pages:
+            memcg.charge_skmem(pages, self.now, nofail=True, blocking=True)
 
     def release_memory(self, now: int) -> None:
         """The socket is destroyed: models the memory part of inet_csk_destroy_sock() /
