@@ -43,6 +43,9 @@ class Linux515(KernelPolicy):
     RMEM2_DEFAULT = 6 * MIB
     PINGPONG_THRESH = 3
     DEFAULT_SCALING_RATIO = -1      # no scaling_ratio before 6.6 (reported as -1)
+    # gfp_memcg_charge() [include/net/sock.h]: a socket's memcg charge from softirq is
+    # GFP_NOWAIT in 5.15 as released -- over cgroup v2's memory.max it fails (core/memcg.py)
+    MEMCG_SOFTIRQ_ATOMIC = False
     SYSCTLS = frozenset({
         "tcp_rmem", "tcp_wmem", "tcp_adv_win_scale", "tcp_app_win", "tcp_moderate_rcvbuf",
         "tcp_timestamps", "tcp_window_scaling", "tcp_sack", "tcp_retries2",
@@ -421,14 +424,15 @@ class Linux515(KernelPolicy):
 
     def clamp_window(self, sk: TcpSocket) -> None:
         """Models tcp_clamp_window(): leave quick-ack mode; raise sk_rcvbuf to the memory
-        in use (up to tcp_rmem[2]) unless locked, under pressure or with the host's pool at
-        tcp_mem[0] or more -- the ratchet behind Cloudflare's unbounded buffers; if still
-        over, rcv_ssthresh falls to 2 * advmss."""
+        in use (up to tcp_rmem[2]) unless locked, under pressure (the host's or its
+        memcg's) or with the host's pool at tcp_mem[0] or more -- the ratchet behind
+        Cloudflare's unbounded buffers; if still over, rcv_ssthresh falls to 2 * advmss."""
         sk.ack.ack_quick = 0
         rmem2 = sk.sysctl.tcp_rmem[2]
         proto = sk.proto
         if (sk.mem.sk_rcvbuf < rmem2 and not sk.mem.rcvbuf_locked
-                and proto.memory_pressure < 0 and proto.allocated < proto.tcp_mem[0]):
+                and proto.memory_pressure < 0 and proto.allocated < proto.tcp_mem[0]
+                and not sk.memcg_pressure()):
             raised = min(sk.mem.sk_rmem_alloc, rmem2)
             if raised != sk.mem.sk_rcvbuf:
                 sk.mem.sk_rcvbuf = raised

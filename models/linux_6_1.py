@@ -35,6 +35,9 @@ class Linux61(Linux515):
     """Linux 6.1.14: 5.15's receive path."""
 
     RELEASE = "6.1"
+    # "net-memcg: avoid stalls when under memory pressure" (6.1-rc3): gfp_memcg_charge() is
+    # GFP_ATOMIC in softirq, so cgroup v2 forces the receive path's charges past memory.max
+    MEMCG_SOFTIRQ_ATOMIC = True
 
     def default_sysctls(self) -> Sysctls:
         """Per-CPU reserves of the TCP pool (6.0+): SK_MEMORY_PCPU_RESERVE pages a CPU."""

@@ -130,19 +130,30 @@ impl Device {
         }
     }
 
-    /// The skb this device builds for an arriving segment of `length` payload bytes
-    /// (`tx_segs`: the segment count of the sender's skb it was sent from, 0 = unknown).
-    pub fn make_skb(&self, seq: i64, length: i64, fin: bool, tx_segs: i64) -> Skb {
-        if self.strategy == "sender" {
-            return self.sender_skb(seq, length, fin, tx_segs);
-        }
-        self.make_gso_skb(seq, length, fin, 0)
+    /// The sending end hands the receiver a multi-segment skb whole: one GSO skb per
+    /// transmission (gso_size = MSS), admitted, coalesced, acknowledged and read as one skb.
+    ///
+    /// A local pair with TSO on (`shared` and `tso`: `loopback`, `veth-direct`): the
+    /// device advertises TSO/GSO, so validate_xmit_skb() [net/core/dev.c, 6.18] leaves the
+    /// GSO skb alone and loopback_xmit() [drivers/net/loopback.c] / veth_xmit()
+    /// [drivers/net/veth.c] pass it to the peer's netif_rx() as it is. Measured over lo,
+    /// 6.18, tcp:tcp_probe (docs/kernel-measurements.md, E7): at MTU 1500, 60-64 KB skbs;
+    /// at MTU 65536, the 80 kB RPCs of `rpc-loopback` arrive as 65483 + 14517 B. With
+    /// `tso` off (the capture tool's `ethtool -K lo tso off gso off`) software GSO cuts it
+    /// into MSS-sized wire segments. Not modelled: the `veth` preset (a forwarding hop,
+    /// the capture tool's veth with offloads off) stays MSS-sized; a rate-limited link
+    /// (tbf) carries MSS-sized segments (tbf_segment() would cut a GSO skb above its
+    /// max_size). devices.py `Device.gso_whole`.
+    pub fn gso_whole(&self) -> bool {
+        self.strategy == "sender" && self.shared && self.tso
     }
 
-    /// `make_skb` for a segment of a GSO train of `gso_size`-byte frames (0 = one frame).
-    pub fn make_gso_skb(&self, seq: i64, length: i64, fin: bool, gso_size: i64) -> Skb {
+    /// The skb this device builds for an arriving segment of `length` payload bytes
+    /// (`gso_size`: the per-frame payload of a GSO train, 0 = one frame; `tx_segs`: the
+    /// segment count of the sender's skb it was sent from, 0 = unknown).
+    pub fn make_skb(&self, seq: i64, length: i64, fin: bool, gso_size: i64, tx_segs: i64) -> Skb {
         match self.strategy.as_str() {
-            "sender" => return self.sender_skb(seq, length, fin, 0),
+            "sender" => return self.sender_skb(seq, length, fin, tx_segs),
             "tun" => return self.tun_skb(seq, length, fin),
             _ => {}
         }
@@ -531,7 +542,10 @@ mod tests {
         ] {
             assert_eq!(sender_frags(seq, len), frags, "seq {seq} len {len}");
             assert_eq!(
-                device("veth").unwrap().make_skb(seq, len, false, 0).nfrags,
+                device("veth")
+                    .unwrap()
+                    .make_skb(seq, len, false, 0, 0)
+                    .nfrags,
                 frags
             );
         }
@@ -539,24 +553,24 @@ mod tests {
 
     #[test]
     fn veth_charges_len_plus_832() {
-        let skb = device("veth").unwrap().make_skb(1, 1448, false, 0);
+        let skb = device("veth").unwrap().make_skb(1, 1448, false, 0, 0);
         assert_eq!(
             (skb.truesize, skb.nfrags, skb.cloned_until),
             (1448 + 832, 1, 0)
         );
-        let shared = device("loopback").unwrap().make_skb(1, 1448, true, 0);
+        let shared = device("loopback").unwrap().make_skb(1, 1448, true, 0, 0);
         assert_eq!(shared.cloned_until, 1450);
     }
 
     #[test]
     fn without_tso_only_a_one_segment_skb_is_a_clone() {
         let lo = device("loopback").unwrap();
-        assert_eq!(lo.make_skb(1, 1448, false, 22).cloned_until, 1449);
+        assert_eq!(lo.make_skb(1, 1448, false, 0, 22).cloned_until, 1449);
         let soft = device("loopback:tso=off").unwrap();
         assert_eq!(soft.spec(), "sender:shared=on,tso=off");
-        assert_eq!(soft.make_skb(1, 1448, false, 22).cloned_until, 0);
-        assert_eq!(soft.make_skb(1, 1448, false, 1).cloned_until, 1449);
-        assert_eq!(soft.make_skb(1, 1448, false, 0).cloned_until, 1449);
+        assert_eq!(soft.make_skb(1, 1448, false, 0, 22).cloned_until, 0);
+        assert_eq!(soft.make_skb(1, 1448, false, 0, 1).cloned_until, 1449);
+        assert_eq!(soft.make_skb(1, 1448, false, 0, 0).cloned_until, 1449);
         assert!(device("tun:tso=off").is_err());
     }
 
@@ -565,24 +579,24 @@ mod tests {
         assert_eq!(
             device("nic-2k")
                 .unwrap()
-                .make_skb(0, 1448, false, 0)
+                .make_skb(0, 1448, false, 0, 0)
                 .truesize,
             2304
         );
         assert_eq!(
             device("nic-4k")
                 .unwrap()
-                .make_skb(0, 1448, false, 0)
+                .make_skb(0, 1448, false, 0, 0)
                 .truesize,
             4352
         );
-        let jumbo = device("nic-2k").unwrap().make_skb(0, 9000, false, 0);
+        let jumbo = device("nic-2k").unwrap().make_skb(0, 9000, false, 0, 0);
         assert!(jumbo.nfrags > 0 && jumbo.head_frag);
     }
 
     #[test]
     fn tun_keeps_kmalloc_slack_as_tailroom() {
-        let skb = device("tun").unwrap().make_skb(0, 100, false, 0);
+        let skb = device("tun").unwrap().make_skb(0, 100, false, 0, 0);
         // 52 header bytes + 100: data_align(64 + 152) + 320 = 576 -> the 1024-byte bucket
         assert_eq!(
             (skb.head, skb.linear, skb.tailroom, skb.nfrags),
@@ -608,7 +622,7 @@ mod tests {
         assert_eq!(
             device("page:buf=4096")
                 .unwrap()
-                .make_skb(0, 1448, false, 0)
+                .make_skb(0, 1448, false, 0, 0)
                 .truesize,
             4352
         );
@@ -619,11 +633,11 @@ mod tests {
         // ntb_netdev at a 64 KiB MTU: netdev_alloc_skb(65550) is a 128 KiB kmalloc object
         let ntb = device("kmalloc:mtu=65536").unwrap();
         assert_eq!(ntb.name, "kmalloc:buf=65550,mtu=65536");
-        assert_eq!(ntb.make_skb(0, 0, false, 0).truesize, 131072 - 320 + 576);
+        assert_eq!(ntb.make_skb(0, 0, false, 0, 0).truesize, 131072 - 320 + 576);
         let cb = device("kmalloc:mtu=65536,rx_copybreak=256").unwrap();
-        let ack = cb.make_skb(0, 0, false, 0);
+        let ack = cb.make_skb(0, 0, false, 0, 0);
         assert_eq!((ack.truesize, ack.head, ack.tailroom), (832, 256, 126));
-        assert_eq!(cb.make_skb(0, 1448, false, 0).truesize, 131328);
+        assert_eq!(cb.make_skb(0, 1448, false, 0, 0).truesize, 131328);
         // between the small-head cache and a page: a page fragment, head_frag
         assert_eq!(netdev_alloc_skb(1000), (1088, 1088 + 576, true));
     }

@@ -40,6 +40,7 @@ pub mod devices;
 pub mod engine;
 pub mod fields;
 pub mod kernel;
+pub mod memcg;
 pub mod memory;
 pub mod mib;
 pub mod models;

@@ -114,21 +114,36 @@ impl TcpSocket {
         false
     }
 
-    /// Models `__sk_mem_raise_allocated()` [net/core/sock.c, 5.15-6.18] without a memcg
-    /// (memory.py `mem_raise_allocated`): add `amt` pages to the pool; with `allocated` the
-    /// global counter, at most tcp_mem[0] leaves pressure and grants, above tcp_mem[1]
-    /// enters pressure, above tcp_mem[2] refuses; otherwise granted under the guaranteed
-    /// minimum (tcp_rmem[0] / tcp_wmem[0]), outside pressure, or within the fair share
+    /// Models `__sk_mem_raise_allocated()` [net/core/sock.c, 5.15-6.18] (memory.py
+    /// `mem_raise_allocated`): add `amt` pages to the pool and, for a socket of a memory
+    /// cgroup, charge them to it (mem_cgroup_charge_skmem(), src/memcg.rs: a refusal goes
+    /// straight to the refusal, past every tcp_mem rule); then, with `allocated` the global
+    /// counter, at most tcp_mem[0] leaves pressure and grants, above tcp_mem[1] enters
+    /// pressure, above tcp_mem[2] refuses; otherwise granted under the guaranteed minimum
+    /// (tcp_rmem[0] / tcp_wmem[0]), outside pressure, or within the fair share
     /// (sockets_allocated as percpu_counter_read_positive() sees it x this socket's pages
     /// < tcp_mem[2]). A refused send charge
-    /// moderates sk_sndbuf and is granted when the send queue is at its sndbuf; a refusal
-    /// takes the pages back out of the pool.
+    /// moderates sk_sndbuf and is granted when the send queue is at its sndbuf (the memcg
+    /// charged with __GFP_NOFAIL if it had refused); a refusal takes the pages back out of
+    /// the pool and the memcg.
     pub fn mem_raise_allocated(&mut self, size: i64, amt: i64, kind: MemKind) -> bool {
+        let blocking = kind == MemKind::Send;
         if self.mem.sk_bypass_prot_mem {
-            return true; // 6.19: outside the protocol's accounting
+            // 6.19: outside the protocol's accounting
+            return match self.memcg.clone() {
+                None => true,
+                Some(m) if m.charge_skmem(amt, self.now, false, blocking) => true,
+                Some(_) => self.mem_suppress(size, amt, kind, false, false),
+            };
         }
         let proto = self.proto.clone();
         proto.memory_allocated_add(self.cpu, amt);
+        let memcg = self.memcg.is_some();
+        if let Some(m) = &self.memcg {
+            if !m.charge_skmem(amt, self.now, false, blocking) {
+                return self.mem_suppress(size, amt, kind, true, false);
+            }
+        }
         let allocated = proto.memory_allocated();
         if allocated <= proto.limit(0) {
             proto.leave_pressure(self.now);
@@ -155,20 +170,44 @@ impl TcpSocket {
                 return true;
             }
         }
+        self.mem_suppress(size, amt, kind, true, memcg)
+    }
+
+    /// `suppress_allocation` of __sk_mem_raise_allocated() (memory.py `_mem_suppress`): a
+    /// send charge moderates sk_sndbuf and is granted when the send queue is at its sndbuf
+    /// (a memcg that refused charged with __GFP_NOFAIL); else the pages leave the pool
+    /// (`pooled`) and the memcg (`charged`), and the charge is refused.
+    fn mem_suppress(
+        &mut self,
+        size: i64,
+        amt: i64,
+        kind: MemKind,
+        pooled: bool,
+        charged: bool,
+    ) -> bool {
         if kind == MemKind::Send {
             self.moderate_sndbuf();
             if self.mem.wmem_charged + size >= self.snd.sk_sndbuf {
+                if let (Some(m), false) = (&self.memcg, charged) {
+                    m.charge_skmem(amt, self.now, true, true);
+                }
                 return true;
             }
         }
-        proto.memory_allocated_sub(self.cpu, amt);
+        if pooled {
+            self.proto.memory_allocated_sub(self.cpu, amt);
+        }
+        if let (Some(m), true) = (&self.memcg, charged) {
+            m.uncharge_skmem(amt);
+        }
         false
     }
 
     /// Models `sk_forced_mem_schedule()` [net/ipv4/tcp_output.c, 5.15-6.18]: cover `size`
     /// with whole pages charged to the pool without any limit and without touching the
     /// pressure state -- how tcp_data_queue() admits an in-order segment to an empty receive
-    /// queue, and why a host's pool can sit above tcp_mem[2].
+    /// queue, and why a host's pool can sit above tcp_mem[2]. A socket's memcg is charged
+    /// with __GFP_NOFAIL (past its limit too).
     pub fn forced_mem_schedule(&mut self, size: i64) {
         let need = size - self.mem.sk_forward_alloc;
         if need > 0 {
@@ -176,6 +215,10 @@ impl TcpSocket {
             self.mem.sk_forward_alloc += amt * PAGE_SIZE;
             if !self.mem.sk_bypass_prot_mem {
                 self.proto.memory_allocated_add(self.cpu, amt);
+            }
+            if let Some(m) = &self.memcg {
+                // __GFP_NOFAIL: past memory.max / the tcp limit
+                m.charge_skmem(amt, self.now, true, false);
             }
         }
     }
@@ -226,8 +269,12 @@ impl TcpSocket {
     }
 
     /// Models `__sk_mem_reduce_allocated()` [net/core/sock.c, 6.x]: give `pages` back to the
-    /// pool; leave pressure once the global counter is below tcp_mem[0].
+    /// pool (and uncharge them from the socket's memcg, mem_cgroup_uncharge_skmem()); leave
+    /// pressure once the global counter is below tcp_mem[0].
     pub fn mem_reduce_allocated(&mut self, pages: i64) {
+        if let Some(m) = &self.memcg {
+            m.uncharge_skmem(pages);
+        }
         if self.mem.sk_bypass_prot_mem {
             return;
         }
@@ -238,10 +285,18 @@ impl TcpSocket {
         }
     }
 
-    /// Models `tcp_under_memory_pressure()` [include/net/tcp.h] without a memcg: the host's
-    /// pool is under pressure.
+    /// Models `tcp_under_memory_pressure()` [include/net/tcp.h]: the socket's memcg is under
+    /// socket pressure (mem_cgroup_under_socket_pressure()), or the host's pool is (never
+    /// for a 6.19 socket that bypasses it).
     pub fn under_memory_pressure(&self) -> bool {
-        self.proto.under_pressure() && !self.mem.sk_bypass_prot_mem
+        (self.proto.under_pressure() && !self.mem.sk_bypass_prot_mem) || self.memcg_pressure()
+    }
+
+    /// tcp_under_memory_pressure()'s memcg term alone (memory.py `memcg_pressure`).
+    pub fn memcg_pressure(&self) -> bool {
+        self.memcg
+            .as_ref()
+            .is_some_and(|m| m.under_socket_pressure())
     }
 
     /// memory.py `release_all`: the socket is freed -- sk_stream_kill_queues()
@@ -450,7 +505,7 @@ mod tests {
         let dev = device(dev).unwrap();
         let mut seq = 1;
         for &len in lens {
-            let skb = dev.make_skb(seq, len, false, 0);
+            let skb = dev.make_skb(seq, len, false, 0, 0);
             sk.rmem_schedule(skb.truesize);
             sk.charge(skb.truesize);
             seq = skb.end_seq;
@@ -496,47 +551,47 @@ mod tests {
     fn veth_coalesce_charges_the_payload() {
         let mut sk = socket("linux-6.1");
         queue(&mut sk, "veth", &[1000]);
-        let frm = device("veth").unwrap().make_skb(1001, 500, false, 0);
+        let frm = device("veth").unwrap().make_skb(1001, 500, false, 0, 0);
         let before = sk.mem.sk_rmem_alloc;
         assert!(sk.coalesce_into(Tail::Receive, &frm));
         assert_eq!(sk.mem.sk_rmem_alloc - before, 500);
         assert_eq!(sk.mem.receive_queue[0].end_seq, 1501);
         assert_eq!(sk.mib.TCPRcvCoalesce, 1);
         assert!(!sk.coalesce_into(Tail::Ofo, &frm), "empty queue");
-        let gap = device("veth").unwrap().make_skb(2000, 10, false, 0);
+        let gap = device("veth").unwrap().make_skb(2000, 10, false, 0, 0);
         assert!(!sk.coalesce_into(Tail::Receive, &gap));
     }
 
     #[test]
     fn skb_try_coalesce_per_layout() {
         let nic = device("nic-2k").unwrap();
-        let mut to = nic.make_skb(1, 1000, false, 0);
-        let frm = nic.make_skb(1001, 1000, false, 0);
+        let mut to = nic.make_skb(1, 1000, false, 0, 0);
+        let frm = nic.make_skb(1001, 1000, false, 0, 0);
         // payload in a page-fragment head: stolen as a fragment, charged truesize - sk_buff
         assert_eq!(skb_try_coalesce(&mut to, &frm, 0), Some(2304 - SKB_STRUCT));
         assert_eq!((to.nfrags, to.len, to.end_seq), (1, 2000, 2001));
         // the fragment limit: a stolen head takes one more slot, up to MAX_SKB_FRAGS
         to.nfrags = MAX_SKB_FRAGS - 1;
-        let next = nic.make_skb(2001, 10, false, 0);
+        let next = nic.make_skb(2001, 10, false, 0, 0);
         assert_eq!(skb_try_coalesce(&mut to, &next, 0), Some(2304 - SKB_STRUCT));
-        let last = nic.make_skb(2011, 10, false, 0);
+        let last = nic.make_skb(2011, 10, false, 0, 0);
         assert_eq!(skb_try_coalesce(&mut to, &last, 0), None);
         // a small segment fits the linear tailroom of a tun skb: copied for free
         let tun = device("tun").unwrap();
-        let mut lin = tun.make_skb(1, 100, false, 0);
-        let small = tun.make_skb(101, 50, false, 0);
+        let mut lin = tun.make_skb(1, 100, false, 0, 0);
+        let small = tun.make_skb(101, 50, false, 0, 0);
         assert_eq!(skb_try_coalesce(&mut lin, &small, 0), Some(0));
         assert_eq!((lin.linear, lin.tailroom), (150, 438));
         // a shared veth skb is cloned until the peer releases it
         let lo = device("loopback").unwrap();
-        let mut shared = lo.make_skb(1, 100, false, 0);
-        let more = lo.make_skb(101, 100, false, 0);
+        let mut shared = lo.make_skb(1, 100, false, 0, 0);
+        let more = lo.make_skb(101, 100, false, 0, 0);
         assert_eq!(skb_try_coalesce(&mut shared.clone(), &more, 100), None);
         assert_eq!(skb_try_coalesce(&mut shared, &more, 101), Some(100));
         // a FIN ends the skb
-        let mut fin = lo.make_skb(1, 10, true, 0);
+        let mut fin = lo.make_skb(1, 10, true, 0, 0);
         assert_eq!(
-            skb_try_coalesce(&mut fin, &lo.make_skb(12, 1, false, 0), 1 << 62),
+            skb_try_coalesce(&mut fin, &lo.make_skb(12, 1, false, 0, 0), 1 << 62),
             None
         );
     }
@@ -565,7 +620,7 @@ mod tests {
         let mut sk = socket("linux-6.6");
         let dev = device("veth").unwrap();
         for seq in [100, 300, 500] {
-            let skb = dev.make_skb(seq, 100, false, 0);
+            let skb = dev.make_skb(seq, 100, false, 0, 0);
             sk.charge(skb.truesize);
             sk.mem.ofo_queue.push(skb);
         }

@@ -152,15 +152,18 @@ fn segment_info(
 
 /// The skb `device` builds for a segment: its fields as a dict, plus "repr".
 #[pyfunction]
+#[pyo3(signature = (device, seq, length, fin, gso_size=0, tx_segs=0))]
 fn make_skb<'py>(
     py: Python<'py>,
     device: &str,
     seq: i64,
     length: i64,
     fin: bool,
+    gso_size: i64,
+    tx_segs: i64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let dev = devices::device(device).map_err(PyValueError::new_err)?;
-    let skb = dev.make_skb(seq, length, fin, 0);
+    let skb = dev.make_skb(seq, length, fin, gso_size, tx_segs);
     let Value::Record(fields) = skb.to_value() else {
         unreachable!("an skb is a record")
     };

@@ -340,6 +340,10 @@ impl PySimulation {
             local_peers: item(cfg, "local_peers")?.extract()?,
             tcp_mem: item(&pool, "tcp_mem")?.extract()?,
             pcpu_rsv: int(&pool, "pcpu_rsv")?,
+            memcg: match cfg.get_item("memcg")? {
+                Some(m) if !m.is_none() => Some(m.extract()?),
+                _ => None,
+            },
         };
         let mut sim = Simulation::new(specs, spec).map_err(PyValueError::new_err)?;
         sim.halt = halt;
@@ -516,7 +520,8 @@ impl PySimulation {
         Ok(out)
     }
 
-    /// A host's numbers (tcpsim/host/outputs.py): its samples [(t, inuse, mem, pressure)],
+    /// A host's numbers (tcpsim/host/outputs.py): its samples [(t, inuse, mem, pressure,
+    /// memcg usage)], the pool's and (with one) the memcg's snapshot,
     /// events run, and per flow built (in index order) its record: class, start, stop,
     /// established_at, written, read_bytes, queue area (bytes x ns), peak sk_rmem_alloc and
     /// the receiver's MIB -- at its close for a closed flow, at the end for the others.
@@ -524,10 +529,10 @@ impl PySimulation {
         let s = &self.sim;
         let out = PyDict::new(py);
         out.set_item("events", s.sched.steps)?;
-        let samples: Vec<(i64, i64, i64, bool)> = s
+        let samples: Vec<(i64, i64, i64, bool, i64)> = s
             .samples
             .iter()
-            .map(|h| (h.t, h.inuse, h.mem, h.pressure))
+            .map(|h| (h.t, h.inuse, h.mem, h.pressure, h.memcg))
             .collect();
         out.set_item("samples", samples)?;
         let p = s.pool.snapshot();
@@ -540,6 +545,24 @@ impl PySimulation {
         pool.set_item("TCPMemoryPressures", p.TCPMemoryPressures)?;
         pool.set_item("TCPMemoryPressuresChrono", p.TCPMemoryPressuresChrono)?;
         out.set_item("pool", pool)?;
+        if let Some(m) = &s.memcg {
+            let m = m.snapshot();
+            let d = PyDict::new(py);
+            d.set_item("version", m.version)?;
+            d.set_item("limit", m.limit)?;
+            d.set_item("other", m.other)?;
+            d.set_item("atomic", m.atomic)?;
+            d.set_item("usage", m.usage)?;
+            d.set_item("sock", m.sock)?;
+            d.set_item("watermark", m.watermark)?;
+            d.set_item("tcpmem_pressure", m.tcpmem_pressure)?;
+            d.set_item("refused", m.refused)?;
+            d.set_item("events_max", m.events_max)?;
+            d.set_item("pressure_since", m.pressure_since)?;
+            d.set_item("pressure_entries", m.pressure_entries)?;
+            d.set_item("pressure_ns", m.pressure_ns)?;
+            out.set_item("memcg", d)?;
+        }
         let flows = PyList::empty(py);
         for c in 0..s.specs.len() {
             let end;

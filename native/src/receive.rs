@@ -70,7 +70,9 @@ impl TcpSocket {
                 return;
             }
             if seg.seq + seg.len <= rcv.rcv_nxt + self.receive_window() {
-                let skb = self.dev.make_skb(seg.seq, seg.len, false, seg.tx_segs);
+                let skb = self
+                    .dev
+                    .make_skb(seg.seq, seg.len, false, seg.gso_size, seg.tx_segs);
                 if skb.truesize <= self.mem.sk_forward_alloc {
                     self.fast_path_data(seg, skb, !fast);
                     return;
@@ -229,7 +231,9 @@ impl TcpSocket {
         let k = self.k.clone();
         let skb = match skb {
             Some(s) => s,
-            None => self.dev.make_skb(seq, length, fin, seg.tx_segs),
+            None => self
+                .dev
+                .make_skb(seq, length, fin, seg.gso_size, seg.tx_segs),
         };
         if !k.admit_in_order(self, &skb) {
             self.mib.TCPRcvQDrop += 1;
@@ -287,9 +291,13 @@ impl TcpSocket {
     /// Models tcp_data_queue_ofo(): admission, SACK, insert/merge in sequence order.
     pub fn data_queue_ofo(&mut self, seg: &Segment) {
         let k = self.k.clone();
-        let skb = self
-            .dev
-            .make_skb(seg.seq, seg.len, seg.flags & FIN != 0, seg.tx_segs);
+        let skb = self.dev.make_skb(
+            seg.seq,
+            seg.len,
+            seg.flags & FIN != 0,
+            seg.gso_size,
+            seg.tx_segs,
+        );
         if !k.try_rmem_schedule(self, &skb, skb.truesize) {
             self.mib.TCPOFODrop += 1;
             self.trace_seg("drop", "ofo full", seg, skb.truesize, "PROTO_MEM");

@@ -124,11 +124,12 @@ impl TcpSocket {
     }
 
     /// tcp_should_expand_sndbuf() [tcp_input.c, 5.15-6.18]: no SO_SNDBUF lock (the model has
-    /// no SO_SNDBUF), no tcp_mem pressure nor the host's pool at tcp_mem[0] or more, the
-    /// flight below cwnd.
+    /// no SO_SNDBUF), no tcp_mem or memcg pressure nor the host's pool at tcp_mem[0] or
+    /// more, the flight below cwnd.
     fn should_expand_sndbuf(&self) -> bool {
         !self.proto.under_pressure()
             && self.proto.memory_allocated() < self.proto.limit(0)
+            && !self.memcg_pressure()
             && self.packets_in_flight() < self.snd.snd_cwnd
     }
 
@@ -443,6 +444,12 @@ impl TcpSocket {
             };
             let mut sent = 0;
             let segs = ceil_div(limit, mss); // tcp_skb_pcount() sent
+            if self.snd.gso_whole && segs > 1 {
+                // one GSO skb on the wire
+                self.send_new(self.snd.snd_nxt, limit, inflight, segs);
+                sent = limit;
+                inflight += segs;
+            }
             while sent < limit {
                 let seg_len = mss.min(limit - sent);
                 self.send_new(self.snd.snd_nxt, seg_len, inflight, segs);
@@ -553,7 +560,14 @@ impl TcpSocket {
     /// Send new data [seq, seq + length); `inflight`: packets_in_flight() before it (the
     /// caller's count: write_xmit keeps one for its cwnd test); `segs`: the segment count of
     /// the skb it is cut from (above 1: software GSO makes each a fresh skb).
+    ///
+    /// `length` above one MSS: the whole skb goes out as one GSO skb of `segs` segments
+    /// (`SndState::gso_whole`, gso_size = MSS), as tcp_transmit_skb() [tcp_output.c, 6.18]
+    /// hands a TSO device one skb per transmission: one tcp_event_data_sent(), one ACK
+    /// carried; the retransmit queue keeps one entry per segment (the model's packets_out)
+    /// and tcp_event_new_data_sent() counts tcp_skb_pcount() segments.
     fn send_new(&mut self, seq: i64, length: i64, inflight: i64, segs: i64) {
+        let mss = self.conn.mss_cache;
         let psh = if seq + length == self.snd.write_seq {
             PSH
         } else {
@@ -561,24 +575,32 @@ impl TcpSocket {
         };
         let mut seg = self.make_segment(seq, length, ACK | psh);
         seg.tx_segs = segs;
+        if length > mss {
+            seg.gso_size = mss;
+        }
         if inflight == 0 {
             self.ca_cwnd_event(CA_EVENT_TX_START); // tcp_event_data_sent()
         }
+        let now = self.now;
         let snd = &mut self.snd;
         snd.snd_nxt = seq + length;
-        if length < self.conn.mss_cache {
-            snd.snd_sml = snd.snd_nxt; // tcp_minshall_update()
+        if length % mss != 0 {
+            snd.snd_sml = snd.snd_nxt; // tcp_minshall_update(): len < tcp_skb_pcount() * mss
         }
-        snd.rtx_queue.push_back(RtxEntry {
-            seq,
-            end: seq + length,
-            tx_ns: self.now,
-            retrans: 0,
-            lost: 0,
-            is_fin: 0,
-            sacked: 0,
-        });
-        self.mib.TCPOrigDataSent += 1; // tcp_event_new_data_sent()
+        let mut start = seq;
+        while start < seq + length {
+            snd.rtx_queue.push_back(RtxEntry {
+                seq: start,
+                end: (start + mss).min(seq + length),
+                tx_ns: now,
+                retrans: 0,
+                lost: 0,
+                is_fin: 0,
+                sacked: 0,
+            });
+            self.mib.TCPOrigDataSent += 1; // tcp_event_new_data_sent()
+            start += mss;
+        }
         self.data_sent();
         self.emit(seg, false);
     }

@@ -21,6 +21,7 @@ use crate::constants::{
 };
 use crate::devices::{device, Device};
 use crate::kernel::KernelRef;
+use crate::memcg::MemcgHandle;
 use crate::mib::Mib;
 use crate::protmem::{ProtoHandle, ProtoMemory};
 use crate::segment::{Segment, ACK, RST, SYN};
@@ -68,6 +69,8 @@ pub struct TcpSocket {
     /// shares one with `set_proto`), and the CPU whose per-CPU counter takes them.
     pub proto: ProtoHandle,
     pub cpu: usize,
+    /// The memory cgroup the socket belongs to (src/memcg.rs), None for none.
+    pub memcg: Option<MemcgHandle>,
     pub mib: Mib,
     pub clock: Box<dyn Clock + Send + Sync>,
     pub now: i64,
@@ -160,6 +163,7 @@ impl TcpSocket {
         Ok(TcpSocket {
             proto,
             cpu: 0,
+            memcg: None,
             name: p.name.clone(),
             clock: clock_for(p.hz)?,
             conn: ConnState::new(p.mtu, p.init_rwnd),
@@ -204,6 +208,18 @@ impl TcpSocket {
         self.proto = proto;
         self.cpu = cpu;
         Ok(())
+    }
+
+    /// Make this socket belong to the memory cgroup `memcg` (socket.py `set_memcg`): as
+    /// inet_csk_accept() does for an accepted socket [net/ipv4/inet_connection_sock.c,
+    /// 6.1-6.18] -- mem_cgroup_sk_alloc(), then the pages it already holds charged with
+    /// __GFP_NOFAIL.
+    pub fn set_memcg(&mut self, memcg: MemcgHandle) {
+        let pages = self.charged_pages();
+        if pages != 0 {
+            memcg.charge_skmem(pages, self.now, true, true);
+        }
+        self.memcg = Some(memcg);
     }
 
     /// The socket is destroyed (socket.py `release_memory`): the memory part of

@@ -412,6 +412,10 @@ record! {
         pub write_queue: VecDeque<i64>,
         /// End of the last small segment sent.
         pub snd_sml: i64,
+        /// The path hands the peer a multi-segment skb whole (TSO on loopback / a direct
+        /// veth pair: Device::gso_whole); else software GSO cuts it into MSS-sized wire
+        /// segments.
+        pub gso_whole: bool,
         /// sk_pacing_rate, bytes/s; -1: ~0UL (unlimited).
         pub pacing_rate: i64,
         /// tcp_min_rtt(); 0: no sample yet.
@@ -522,6 +526,7 @@ impl SndState {
             rtx_queue: VecDeque::new(),
             write_queue: VecDeque::new(),
             snd_sml: 0,
+            gso_whole: false,
             pacing_rate: -1,
             min_rtt_us: 0,
             wstamp_ns: 0,
@@ -600,8 +605,8 @@ mod tests {
         assert_eq!(MemState::FIELDS.len(), 12);
         assert_eq!(AckState::FIELDS.len(), 13);
         // 45 + the SACK scoreboard, RACK, PRR (11) + struct bictcp (16) + tp->reordering and
-        // SOCK_NOSPACE (the send buffer, 2)
-        assert_eq!(SndState::FIELDS.len(), 74);
+        // SOCK_NOSPACE (the send buffer, 2) + the path's GSO delivery (gso_whole, 1)
+        assert_eq!(SndState::FIELDS.len(), 75);
         let c = ConnState::new(1500, 0);
         assert_eq!(c.fields().len(), ConnState::FIELDS.len());
         assert_eq!(c.advmss, 1460);

@@ -45,12 +45,13 @@ import signal
 import socket
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
 from tcpsim.capture import nstat
+from tcpsim.capture.memcg import CaptureCgroup, check_capturable
 from tcpsim.capture.netns import in_netns, run
 from tcpsim.capture.sockinfo import meminfo, tcp_info
 from tcpsim.core.sysctl import Sysctls
@@ -92,6 +93,7 @@ def load(path: str | Path, duration: str | None = None) -> tuple[HostScenario, H
     if host.connections > MAX_CONNECTIONS:
         raise ScenarioError(f"{host.source}: {host.connections} connections; a host capture "
                             f"runs at most {MAX_CONNECTIONS} (each is two sockets here)")
+    check_capturable(host.memcg, host.source)
     plan = expand(host, "exact")
     netns: dict[str, Any] | None = None
     for f in plan.flows:
@@ -229,9 +231,11 @@ class Loop:
     """The flows' applications: periodic ticks on a heap, bulk writers and fast readers on
     epoll; flows open and close at their times (heap events too)."""
 
-    def __init__(self, t0: int, listener: socket.socket) -> None:
+    def __init__(self, t0: int, listener: socket.socket,
+                 cg: CaptureCgroup | None = None) -> None:
         self.t0 = t0
         self.listener = listener
+        self.cg = cg                    # the receiving sockets' memory cgroup, if any
         self.heap: list[tuple[int, int, str, int]] = []     # (due, seq, what, conn index)
         self.seq = 0
         self.ep = select.epoll()
@@ -254,7 +258,8 @@ class Loop:
         client.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION,
                           congestion_control(flow).encode())
         client.connect(self.listener.getsockname())
-        server, _ = self.listener.accept()       # the listener's congestion control
+        server = (self.cg.accept(self.listener) if self.cg is not None  # the cgroup's socket
+                  else self.listener.accept()[0])  # the listener's congestion control
         for s in (client, server):
             s.setblocking(False)
         assert i == len(self.conns)
@@ -354,15 +359,19 @@ def sample(loop: Loop, classes: tuple[str, ...], base: dict[str, int]) -> dict[s
         for k, v in c.numbers().items():
             row[k] += v
     counters = _read_counters()
-    return {"t_ns": time.monotonic_ns() - loop.t0,
-            "sockstat": parse_sockstat(Path("/proc/net/sockstat").read_text()),
-            "counters": {k: v - base.get(k, 0) for k, v in counters.items()
-                         if v != base.get(k, 0)},
-            "classes": per}
+    out = {"t_ns": time.monotonic_ns() - loop.t0,
+           "sockstat": parse_sockstat(Path("/proc/net/sockstat").read_text()),
+           "counters": {k: v - base.get(k, 0) for k, v in counters.items()
+                        if v != base.get(k, 0)},
+           "classes": per}
+    if loop.cg is not None:
+        out["memcg"] = loop.cg.read()
+    return out
 
 
-def drive(plan: HostPlan) -> list[dict[str, Any]]:
-    """Run the plan's flows in the current namespace; the samples."""
+def drive(plan: HostPlan, cg: CaptureCgroup | None = None) -> list[dict[str, Any]]:
+    """Run the plan's flows in the current namespace (their receiving sockets in the memory
+    cgroup `cg`, if given); the samples."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION,
@@ -370,7 +379,7 @@ def drive(plan: HostPlan) -> list[dict[str, Any]]:
     listener.bind(("127.0.0.1", PORT))
     listener.listen(4096)
     base = _read_counters()
-    loop = Loop(time.monotonic_ns(), listener)
+    loop = Loop(time.monotonic_ns(), listener, cg)
     loop.plan(plan.flows)
     every = plan.sample_every or SAMPLE_EVERY_NS
     samples: list[dict[str, Any]] = []
@@ -412,7 +421,21 @@ def summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "pressure_chrono_ms": last["counters"].get("TcpExtTCPMemoryPressuresChrono", 0),
         "delivered": {name: row["bytes_received"] for name, row in last["classes"].items()},
         "counters": {k: v for k, v in last["counters"].items() if v},
+        **memcg_summary(samples),
     }
+
+
+def memcg_summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """With a memory cgroup: its peak usage (pages; memory.kmem.tcp.max_usage_in_bytes at
+    the end), the first sample at 90 % of that peak (s), and failcnt; {} without one."""
+    rows = [s["memcg"] for s in samples if "memcg" in s]
+    if not rows:
+        return {}
+    peak = rows[-1]["max_usage_pages"]
+    reach = next((s["t_ns"] / 1e9 for s in samples
+                  if "memcg" in s and s["memcg"]["usage_pages"] >= 0.9 * peak), None)
+    return {"memcg_peak_pages": peak, "memcg_reach_s": reach,
+            "memcg_failcnt": rows[-1]["failcnt"]}
 
 
 # -- one capture, in a namespace ---------------------------------------------------------------
@@ -447,8 +470,9 @@ def capture_once(host: HostScenario, plan: HostPlan) -> tuple[dict[str, str], di
             run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"{name}={v}"])
         baseline = parse_sockstat(Path("/proc/net/sockstat").read_text()).get("mem", 0)
         settings = global_settings(host, baseline)
-        with lowered_tcp_mem(settings) as original, in_netns(ns):
-            samples = drive(plan)
+        with (lowered_tcp_mem(settings) as original, in_netns(ns),
+              CaptureCgroup(plan.memcg[1]) if plan.memcg else nullcontext() as cg):
+            samples = drive(plan, cg)
             time.sleep(0.2)     # the closed sockets' memory drains before tcp_mem goes back up
     finally:
         run(["ip", "netns", "del", ns], check=False)
@@ -476,6 +500,9 @@ def median_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "pressure_class": max(set(classes), key=classes.count),
         "delivered": {n: med([s["delivered"].get(n, 0) for s in summaries]) for n in names},
     }
+    if all("memcg_peak_pages" in s for s in summaries):
+        out["memcg_peak_pages"] = med([s["memcg_peak_pages"] for s in summaries])
+        out["memcg_reach_s"] = med([s["memcg_reach_s"] for s in summaries])
     out["spread"] = {
         "peak_sockstat_mem": [min(s["peak_sockstat_mem"] for s in summaries),
                               max(s["peak_sockstat_mem"] for s in summaries)],

@@ -108,6 +108,24 @@ class Device:
                 parts.append(f"{attr}={('on' if v else 'off') if isinstance(v, bool) else v}")
         return self.strategy + (":" + ",".join(parts) if parts else "")
 
+    @property
+    def gso_whole(self) -> bool:
+        """The sending end hands the receiver a multi-segment skb whole: one GSO skb per
+        transmission (gso_size = MSS), admitted, coalesced, acknowledged and read as one skb.
+
+        A local pair with TSO on (`shared` and `tso`: `loopback`, `veth-direct`): the
+        device advertises TSO/GSO, so validate_xmit_skb() [net/core/dev.c, 6.18] leaves the
+        GSO skb alone and loopback_xmit() [drivers/net/loopback.c] / veth_xmit()
+        [drivers/net/veth.c] pass it to the peer's netif_rx() as it is. Measured over lo,
+        6.18, tcp:tcp_probe (docs/kernel-measurements.md, E7): at MTU 1500, 60-64 KB skbs;
+        at MTU 65536, the 80 kB RPCs of `rpc-loopback` arrive as 65483 + 14517 B. With
+        `tso` off (the capture tool's `ethtool -K lo tso off gso off`) software GSO cuts it
+        into MSS-sized wire segments. Not modelled: the `veth` preset (a forwarding hop,
+        the capture tool's veth with offloads off) stays MSS-sized; a rate-limited link
+        (tbf) carries MSS-sized segments (tbf_segment() would cut a GSO skb above its
+        max_size)."""
+        return self.strategy == "sender" and self.shared and self.tso
+
     def make_skb(self, seq: int, length: int, fin: bool, gso_size: int = 0,
                  tx_segs: int = 0) -> Skb:
         """The skb this device builds for an arriving segment of `length` payload bytes

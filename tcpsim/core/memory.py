@@ -61,22 +61,31 @@ class MemoryMixin:
         return False
 
     def mem_raise_allocated(self: TcpSocket, size: int, amt: int, kind: int) -> bool:
-        """Models `__sk_mem_raise_allocated()` [net/core/sock.c, 5.15-6.18] without a
-        memcg: add `amt` pages to the pool, then, with `allocated` the global counter
-        (per-CPU reserves not included): at most tcp_mem[0] -> leave pressure, granted;
-        above tcp_mem[1] -> enter pressure; above tcp_mem[2] -> refused. Otherwise
-        granted while this socket is under its guaranteed minimum (receive: sk_rmem_alloc
-        < tcp_rmem[0]; send: sk_wmem_queued < tcp_wmem[0]), while the host is not under
-        pressure, or while its fair share holds (sockets_allocated as
-        percpu_counter_read_positive() sees it x this socket's pages -- queues and
-        forward alloc, the new pages included -- < tcp_mem[2]). A refused
-        send charge moderates sk_sndbuf and is granted anyway when the send queue is at
-        its (new) sndbuf; a refusal takes the pages back out of the pool."""
+        """Models `__sk_mem_raise_allocated()` [net/core/sock.c, 5.15-6.18]: add `amt` pages
+        to the pool and, for a socket of a memory cgroup, charge them to it
+        (mem_cgroup_charge_skmem(), core/memcg.py: a refusal goes straight to the refusal
+        below, past every tcp_mem rule); then, with `allocated` the global counter (per-CPU
+        reserves not included): at most tcp_mem[0] -> leave pressure, granted; above
+        tcp_mem[1] -> enter pressure; above tcp_mem[2] -> refused. Otherwise granted while
+        this socket is under its guaranteed minimum (receive: sk_rmem_alloc < tcp_rmem[0];
+        send: sk_wmem_queued < tcp_wmem[0]), while the host is not under pressure, or while
+        its fair share holds (sockets_allocated as percpu_counter_read_positive() sees it
+        x this socket's pages -- queues and forward alloc, the new pages included -- <
+        tcp_mem[2]). A refused send charge moderates
+        sk_sndbuf and is granted anyway when the send queue is at its (new) sndbuf (the memcg
+        charged with __GFP_NOFAIL if it had refused); a refusal takes the pages back out of
+        the pool and the memcg."""
         mem = self.mem
+        memcg = self.memcg
         if mem.sk_bypass_prot_mem:          # 6.19: outside the protocol's accounting
-            return True
+            if memcg is None or memcg.charge_skmem(amt, self.now, False, kind == SK_MEM_SEND):
+                return True
+            return self._mem_suppress(size, amt, kind, False, False)
         proto = self.proto
         proto.memory_allocated_add(self.cpu, amt)
+        if memcg is not None:
+            if not memcg.charge_skmem(amt, self.now, False, kind == SK_MEM_SEND):
+                return self._mem_suppress(size, amt, kind, True, False)
         allocated = proto.allocated
         lo, press, hi = proto.tcp_mem
         if allocated <= lo:
@@ -95,24 +104,41 @@ class MemoryMixin:
             own = -(-(mem.wmem_charged + mem.sk_rmem_alloc + mem.sk_forward_alloc) // PAGE_SIZE)
             if hi > proto.sockets_allocated_read_positive() * own:
                 return True
+        return self._mem_suppress(size, amt, kind, True, memcg is not None)
+
+    def _mem_suppress(self: TcpSocket, size: int, amt: int, kind: int, pooled: bool,
+                      charged: bool) -> bool:
+        """`suppress_allocation` of __sk_mem_raise_allocated(): a send charge moderates
+        sk_sndbuf and is granted when the send queue is at its sndbuf (a memcg that refused
+        charged with __GFP_NOFAIL); else the pages leave the pool (`pooled`) and the memcg
+        (`charged`), and the charge is refused."""
+        memcg = self.memcg
         if kind == SK_MEM_SEND:
             self.moderate_sndbuf()
-            if mem.wmem_charged + size >= self.snd.sk_sndbuf:
+            if self.mem.wmem_charged + size >= self.snd.sk_sndbuf:
+                if memcg is not None and not charged:
+                    memcg.charge_skmem(amt, self.now, True, True)
                 return True
-        proto.memory_allocated_sub(self.cpu, amt)
+        if pooled:
+            self.proto.memory_allocated_sub(self.cpu, amt)
+        if charged and memcg is not None:
+            memcg.uncharge_skmem(amt)
         return False
 
     def forced_mem_schedule(self: TcpSocket, size: int) -> None:
         """Models `sk_forced_mem_schedule()` [net/ipv4/tcp_output.c, 5.15-6.18]: cover
         `size` with whole pages charged to the pool without any limit and without
         touching the pressure state -- how tcp_data_queue() admits an in-order segment to
-        an empty receive queue, and why a host's pool can sit above tcp_mem[2]."""
+        an empty receive queue, and why a host's pool can sit above tcp_mem[2]. A socket's
+        memcg is charged with __GFP_NOFAIL (past its limit too)."""
         need = size - self.mem.sk_forward_alloc
         if need > 0:
             amt = -(-need // PAGE_SIZE)
             self.mem.sk_forward_alloc += amt * PAGE_SIZE
             if not self.mem.sk_bypass_prot_mem:
                 self.proto.memory_allocated_add(self.cpu, amt)
+            if self.memcg is not None:      # __GFP_NOFAIL: past memory.max / the tcp limit
+                self.memcg.charge_skmem(amt, self.now, True, False)
 
     def moderate_sndbuf(self: TcpSocket) -> None:
         """Models `sk_stream_moderate_sndbuf()` [include/net/sock.h]: a refused send charge
@@ -162,7 +188,10 @@ class MemoryMixin:
 
     def mem_reduce_allocated(self: TcpSocket, pages: int) -> None:
         """Models `__sk_mem_reduce_allocated()` [net/core/sock.c, 6.x]: give `pages` back
-        to the pool; leave pressure once the global counter is below tcp_mem[0]."""
+        to the pool (and uncharge them from the socket's memcg, mem_cgroup_uncharge_skmem());
+        leave pressure once the global counter is below tcp_mem[0]."""
+        if self.memcg is not None:
+            self.memcg.uncharge_skmem(pages)
         if self.mem.sk_bypass_prot_mem:
             return
         proto = self.proto
@@ -171,9 +200,17 @@ class MemoryMixin:
             proto.leave_pressure(self.now)
 
     def under_memory_pressure(self: TcpSocket) -> bool:
-        """Models `tcp_under_memory_pressure()` [include/net/tcp.h] without a memcg: the
-        host's pool is under pressure (never for a 6.19 socket that bypasses it)."""
-        return self.proto.memory_pressure >= 0 and not self.mem.sk_bypass_prot_mem
+        """Models `tcp_under_memory_pressure()` [include/net/tcp.h]: the socket's memcg is
+        under socket pressure (mem_cgroup_under_socket_pressure()), or the host's pool is
+        (never for a 6.19 socket that bypasses it)."""
+        return ((self.proto.memory_pressure >= 0 and not self.mem.sk_bypass_prot_mem)
+                or self.memcg_pressure())
+
+    def memcg_pressure(self: TcpSocket) -> bool:
+        """tcp_under_memory_pressure()'s memcg term alone: the socket's memory cgroup is
+        under socket pressure (False without one)."""
+        memcg = self.memcg
+        return memcg is not None and memcg.tcpmem_pressure
 
     def release_all(self: TcpSocket) -> None:
         """The socket is freed: sk_stream_kill_queues() [net/core/stream.c] purges its

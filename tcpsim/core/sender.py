@@ -106,10 +106,11 @@ class SendMixin:
 
     def _should_expand_sndbuf(self: TcpSocket) -> bool:
         """tcp_should_expand_sndbuf() [tcp_input.c, 5.15-6.18]: not with SO_SNDBUF set
-        (SOCK_SNDBUF_LOCK; the model has no SO_SNDBUF), not under tcp_mem pressure nor
+        (SOCK_SNDBUF_LOCK; the model has no SO_SNDBUF), not under tcp_mem or memcg pressure nor
         with the host's pool at tcp_mem[0] or more, and not while the flight fills cwnd."""
         proto = self.proto
         return (proto.memory_pressure < 0 and proto.allocated < proto.tcp_mem[0]
+                and not self.memcg_pressure()
                 and self.packets_in_flight() < self.snd.snd_cwnd)
 
     def _stream_writeable(self: TcpSocket) -> bool:
@@ -363,6 +364,9 @@ class SendMixin:
                 limit = self._mss_split_point(skb_len, is_tail, wnd_end, quota, probe)
             sent = 0
             segs = -(-limit // mss)                                # tcp_skb_pcount() sent
+            if snd.gso_whole and segs > 1:                         # one GSO skb on the wire
+                self._send_new(snd.snd_nxt, limit, inflight, segs)
+                sent, inflight = limit, inflight + segs
             while sent < limit:
                 seg_len = min(mss, limit - sent)
                 self._send_new(snd.snd_nxt, seg_len, inflight, segs)
@@ -443,18 +447,28 @@ class SendMixin:
                   segs: int = 1) -> None:
         """Send new data [seq, seq + length); `inflight`: packets_in_flight() before it (the
         caller's count: write_xmit keeps one for its cwnd test); `segs`: the segment count
-        of the skb it is cut from (above 1: software GSO makes each a fresh skb)."""
+        of the skb it is cut from (above 1: software GSO makes each a fresh skb).
+
+        `length` above one MSS: the whole skb goes out as one GSO skb of `segs` segments
+        (`SndState.gso_whole`, gso_size = MSS), as tcp_transmit_skb() [tcp_output.c, 6.18]
+        hands a TSO device one skb per transmission: one tcp_event_data_sent(), one ACK
+        carried; the retransmit queue keeps one entry per segment (the model's
+        packets_out) and tcp_event_new_data_sent() counts tcp_skb_pcount() segments."""
         snd = self.snd
+        mss = self.conn.mss_cache
         flags = ACK | (PSH if seq + length == snd.write_seq else 0)
         seg = self.make_segment(seq, length, flags)
         seg.tx_segs = segs
+        if length > mss:
+            seg.gso_size = mss
         if not inflight:
             self.ca.cwnd_event(self, CA_EVENT_TX_START)    # tcp_event_data_sent()
         snd.snd_nxt = seq + length
-        if length < self.conn.mss_cache:
+        if length % mss:                              # len < tcp_skb_pcount() * mss
             snd.snd_sml = snd.snd_nxt                 # tcp_minshall_update()
-        snd.rtx_queue.append([seq, seq + length, self.now, 0, 0, 0, 0])
-        self.mib.TCPOrigDataSent += 1                 # tcp_event_new_data_sent()
+        for start in range(seq, seq + length, mss):
+            snd.rtx_queue.append([start, min(start + mss, seq + length), self.now, 0, 0, 0, 0])
+            self.mib.TCPOrigDataSent += 1             # tcp_event_new_data_sent()
         self._data_sent()
         self._emit(seg)
 

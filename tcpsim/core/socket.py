@@ -44,6 +44,7 @@ from tcpsim.core.clock import Clock, make_clock
 from tcpsim.core.cong import CongestionOps, ca_ops
 from tcpsim.core.memory import MemoryMixin
 from tcpsim.core.mib import Mib
+from tcpsim.core.memcg import MemCgroup
 from tcpsim.core.protmem import ProtoMemory
 from tcpsim.core.receiver import ReceiveMixin
 from tcpsim.core.recovery import RecoveryMixin
@@ -107,7 +108,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
         # the congestion control, net.ipv4.tcp_congestion_control (tcpsim/core/cong)
         "ca",
         # the host's TCP pool (tcpsim/core/protmem.py) and the CPU charging it
-        "proto", "cpu",
+        "proto", "cpu", "memcg",
     )
     name: str
     k: KernelPolicy                     # the profile's policy: an era, patches first
@@ -132,6 +133,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
     ca: CongestionOps
     proto: ProtoMemory
     cpu: int
+    memcg: MemCgroup | None
 
     def __init__(self, kernel: Any, sysctl: Sysctls | None = None, device: Device | None = None,
                  *, name: str = "rcv", sink: TraceSink | None = None, mtu: int = 1500,
@@ -164,6 +166,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
         self.proto = ProtoMemory(self.sysctl.tcp_mem, 1, self.sysctl.mem_pcpu_rsv)
         self.cpu = 0
         self.proto.sockets_allocated_add(self.cpu, 1)
+        self.memcg = None                 # no memory cgroup: the host's own sockets get one
 
     def set_proto(self, proto: ProtoMemory, cpu: int = 0) -> None:
         """Charge this socket's memory to the pool `proto` (shared by a host's sockets) on
@@ -178,6 +181,16 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
         proto.sockets_allocated_add(cpu, 1)
         proto.memory_allocated_add(cpu, pages)
         self.proto, self.cpu = proto, cpu
+
+    def set_memcg(self, memcg: MemCgroup) -> None:
+        """Make this socket belong to the memory cgroup `memcg` (core/memcg.py): as
+        inet_csk_accept() does for an accepted socket [net/ipv4/inet_connection_sock.c,
+        6.1-6.18] -- mem_cgroup_sk_alloc(), then the pages it already holds charged with
+        __GFP_NOFAIL."""
+        self.memcg = memcg
+        pages = self.charged_pages()
+        if pages:
+            memcg.charge_skmem(pages, self.now, nofail=True, blocking=True)
 
     def release_memory(self, now: int) -> None:
         """The socket is destroyed: models the memory part of inet_csk_destroy_sock() /

@@ -192,6 +192,9 @@ class SndState:
     rtx_queue: deque[list[int]] = field(default_factory=deque)
     write_queue: deque[int] = field(default_factory=deque)   # lengths of the unsent skbs
     snd_sml: int = 0                # end of the last small segment sent
+    # the path hands the peer a multi-segment skb whole (TSO on loopback / a direct veth
+    # pair: Device.gso_whole); else software GSO cuts it into MSS-sized wire segments
+    gso_whole: bool = False
     pacing_rate: int = -1           # sk_pacing_rate, bytes/s; -1: ~0UL (unlimited)
     min_rtt_us: int = 0             # tcp_min_rtt(); 0: no sample yet
     wstamp_ns: int = 0              # tcp_wstamp_ns: when data was last sent

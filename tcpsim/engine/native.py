@@ -22,7 +22,7 @@ from tcpsim import interrupt
 from tcpsim.core.mib import COUNTERS, Mib
 from tcpsim.engine.result import Peaks, RunResult, Tally, few_gc_passes, summarize
 from tcpsim.engines import EngineError, base_profile_name, native_policy, native_socket_class
-from tcpsim.host.plan import HostPlan, pool_config, with_fields
+from tcpsim.host.plan import HostPlan, memcg_config, pool_config, with_fields
 from tcpsim.policy import Profile
 from tcpsim.scenario import Scenario
 from tcpsim.workload import App
@@ -279,6 +279,7 @@ class NativeSimulation:
             "sample_every": plan.sample_every, "ncpus": plan.ncpus,
             "local_peers": plan.local_peers,
             "pool": pool_config(plan, profile),
+            "memcg": memcg_config(plan, profile),
             "replay_writer": (replay or {}).get("writer"),
             "replay_reader": (replay or {}).get("reader"),
         }

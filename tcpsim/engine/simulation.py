@@ -28,7 +28,7 @@ from tcpsim.engine.result import (Peaks, RunResult, StopRun, Tally, few_gc_passe
                                   stop_hook, summarize)
 from tcpsim.engine.scheduler import TIMER, Scheduler
 from tcpsim.host.outputs import FlowRecord, flow_counters
-from tcpsim.host.plan import Flow, HostPlan, HostSample, host_sample, make_pool
+from tcpsim.host.plan import Flow, HostPlan, HostSample, host_sample, make_memcg, make_pool
 from tcpsim.policy import Profile
 from tcpsim.scenario import Scenario
 
@@ -64,6 +64,8 @@ class Connection:
         self.rcv = TcpSocket(profile.policy(), sysctls, dev, name="rcv",
                              sink=sink, mtu=mtu, init_rwnd=scenario.initrwnd, hz=scenario.hz)
         self.rcv.set_proto(host.pool, index % host.ncpus)       # the host's pool
+        if host.memcg is not None:                # the host's sockets' cgroup
+            self.rcv.set_memcg(host.memcg)
         self.sender_sysctls = profile.default_sysctls().with_overrides(
             scenario.sender_sysctl, known=profile.known_sysctls(), profile=profile.name)
         self.snd = TcpSocket(profile.policy(), self.sender_sysctls, sdev,
@@ -82,6 +84,11 @@ class Connection:
                                 link.queue_limit, 0.0, rng, link.jitter,
                                 random.Random(scenario.seed * 2 + 2), link.burst, link.limit)
         self._timer_at = {self.rcv: 0, self.snd: 0}     # earliest timer event pending (ns)
+        # one GSO skb per transmission where the peer's device takes it whole and no rate
+        # limiter would cut it (Device.gso_whole)
+        whole = not (link.rate_bps or link.burst)
+        self.snd.snd.gso_whole = whole and dev.gso_whole
+        self.rcv.snd.gso_whole = whole and sdev.gso_whole
         self.shared_skbs = getattr(dev, "shared", False)     # veth/loopback: see LocalSender
         if self.shared_skbs:
             self.rcv.on_peer_release(0)
@@ -335,6 +342,7 @@ class Simulation:
         self.duration = self.plan.duration
         self.ncpus = self.plan.ncpus
         self.pool = make_pool(self.plan, profile)
+        self.memcg = make_memcg(self.plan, profile)
         self.conns: list[Connection] = []
         self.live = 0                        # connections open now (sockstat's inuse)
         self.samples: list[HostSample] = []
@@ -446,7 +454,8 @@ class Simulation:
 
     def sample(self, t: int) -> HostSample:
         """The host at time `t` (after its events): sockstat's TCP line and the pool."""
-        return host_sample(t, self.live * (2 if self.plan.local_peers else 1), self.pool)
+        return host_sample(t, self.live * (2 if self.plan.local_peers else 1), self.pool,
+                           self.memcg)
 
     def result(self, wall: float) -> RunResult:
         """Summary numbers a person can read in ten seconds (of the first connection: a

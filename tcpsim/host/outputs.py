@@ -12,6 +12,11 @@
                   ones included: nstat counters are cumulative)
     pressure      time in pressure (ms, the ongoing episode included), the first sample in
                   pressure (onset, at the sampling period's resolution), peak sockstat mem
+    memcg         with a `[memcg]` (tcpsim/core/memcg.py), the cgroup's socket accounting
+                  under its own file names -- v1: memory.kmem.tcp.{limit_in_bytes,
+                  usage_in_bytes, max_usage_in_bytes}; v2: memory.max, memory.current,
+                  memory.peak, memory.stat `sock`, memory.events `max` -- the charges it
+                  refused, time under its socket pressure, and its usage at every sample
 
 and per class: connections opened, delivered bytes (read by the applications), goodput
 (delivered bits over the run, Mbit/s, and per connection), read latency, drops
@@ -31,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from tcpsim.core.constants import NS_PER_MS, NS_PER_S
+from tcpsim.core.constants import NS_PER_MS, NS_PER_S, PAGE_SIZE
 from tcpsim.engine import counts
 from tcpsim.host.plan import HostPlan, HostSample
 
@@ -75,6 +80,7 @@ class HostResult:
     wall_s: float
     flows: list[FlowRecord] = field(default_factory=list)
     config: dict[str, Any] = field(default_factory=dict)
+    memcg: dict[str, Any] | None = None
 
     def as_json(self, per_connection: bool = False) -> dict[str, Any]:
         """`tcpsim run HOST --json`: everything but wall time (same seed, same bytes);
@@ -87,6 +93,10 @@ class HostResult:
                           "pressure": s.pressure} for s in self.samples],
             "config": self.config,
         }
+        if self.memcg is not None:
+            out["memcg"] = self.memcg
+            for row, smp in zip(out["sockstat"], self.samples):
+                row["memcg_pages"] = smp.memcg
         if per_connection:
             out["connections"] = [vars(f) for f in self.flows]
         return out
@@ -119,9 +129,38 @@ def pool_counters(pool: Any, end: int) -> dict[str, Any]:
             "under_pressure_at_end": snap["memory_pressure"] >= 0}
 
 
+def memcg_result(memcg: Any, end: int) -> dict[str, Any] | None:
+    """The memory cgroup's numbers at the end of a run (`end` ns), under the cgroup files'
+    names (bytes, as the files print them), or None without a memcg."""
+    if memcg is None:
+        return None
+    m = memcg if isinstance(memcg, Mapping) else memcg.snapshot()
+    page = PAGE_SIZE
+    if m["version"] == 1:
+        out: dict[str, Any] = {
+            "cgroup": "v1",
+            "memory.kmem.tcp.limit_in_bytes": m["limit"] * page,
+            "memory.kmem.tcp.usage_in_bytes": m["usage"] * page,
+            "memory.kmem.tcp.max_usage_in_bytes": m["watermark"] * page}
+    else:
+        out = {"cgroup": "v2", "memory.max": m["limit"] * page,
+               "memory.current": m["usage"] * page, "memory.peak": m["watermark"] * page,
+               "memory.stat.sock": m["sock"] * page, "memory.events.max": m["events_max"]}
+    since = m["pressure_since"]
+    out.update({
+        "refused_charges": m["refused"],
+        "socket_pressure_entries": m["pressure_entries"],
+        "socket_pressure_ms": (m["pressure_ns"] + (end - since if since >= 0 else 0))
+        // NS_PER_MS,
+        "under_socket_pressure_at_end": since >= 0,
+        "peak_usage_pages": m["watermark"],
+    })
+    return out
+
+
 def host_result(plan: HostPlan, profile: str, samples: Sequence[HostSample],
                 flows: Iterable[FlowRecord], pool: Any, events: int, wall: float,
-                config: dict[str, Any] | None = None) -> HostResult:
+                config: dict[str, Any] | None = None, memcg: Any = None) -> HostResult:
     """The outputs of a run of `plan`."""
     flows = sorted(flows, key=lambda f: f.index)
     pc = pool_counters(pool, plan.duration)
@@ -139,7 +178,8 @@ def host_result(plan: HostPlan, profile: str, samples: Sequence[HostSample],
             pool["tcp_mem"] if isinstance(pool, Mapping) else pool.tcp_mem),
     }
     return HostResult(plan.name, profile, plan.duration, list(samples), nstat, pressure,
-                      class_table(plan, flows), events, wall, flows, config or {})
+                      class_table(plan, flows), events, wall, flows, config or {},
+                      memcg_result(memcg, plan.duration))
 
 
 def class_table(plan: HostPlan, flows: Sequence[FlowRecord]) -> list[dict[str, Any]]:
@@ -184,6 +224,9 @@ def format_host(r: HostResult) -> list[str]:
         "host nstat (non-zero):",
     ]
     lines += [f"  {k:<32} {v}" for k, v in r.nstat.items() if v]
+    if r.memcg is not None:
+        lines.append(f"memory cgroup ({r.memcg['cgroup']}):")
+        lines += [f"  {k:<40} {v}" for k, v in r.memcg.items() if k != "cgroup"]
     cols = ("class", "connections", "delivered_bytes", "goodput_mbps", "read_latency_ms",
             "read_latency_ms_max", "drops", "zero_windows_sent", "prunes", "peak_sk_rmem_alloc")
     heads = ("class", "conns", "delivered", "Mbit/s", "read lat ms", "worst ms", "drops",
@@ -207,9 +250,10 @@ def format_host(r: HostResult) -> list[str]:
 
 def write_host_trace(r: HostResult, path: Any, per_connection: bool = False) -> list[str]:
     """A host's trace, small whatever its size: one row per sample (t_ns, inuse, mem,
-    pressure: sockstat's TCP line) in `path` (Parquet), the run's outputs (nstat, pressure,
-    per class, the host file) as its metadata under b"tcpsim"; with `per_connection`, one row
-    per connection in PATH's sibling NAME.connections.parquet. Returns the files written."""
+    pressure: sockstat's TCP line; memcg_pages with a memory cgroup) in `path` (Parquet),
+    the run's outputs (nstat, pressure, per class, the host file) as its metadata under
+    b"tcpsim"; with `per_connection`, one row per connection in PATH's sibling
+    NAME.connections.parquet. Returns the files written."""
     import json
     from pathlib import Path
 
@@ -220,6 +264,8 @@ def write_host_trace(r: HostResult, path: Any, per_connection: bool = False) -> 
     table = pa.table({"t_ns": [x.t for x in r.samples], "inuse": [x.inuse for x in r.samples],
                       "mem": [x.mem for x in r.samples],
                       "pressure": [x.pressure for x in r.samples]})
+    if r.memcg is not None:                  # the memory cgroup's usage, pages
+        table = table.append_column("memcg_pages", pa.array([x.memcg for x in r.samples]))
     table = table.replace_schema_metadata({b"tcpsim": json.dumps(meta, sort_keys=True).encode()})
     pq.write_table(table, out)
     written = [str(out)]

@@ -45,6 +45,9 @@ class HostPlan:
     sample_every: int = 0
     traced: frozenset[int] = frozenset({0})
     local_peers: bool = False        # the peers' sockets share the host's pool too
+    # the host's sockets' memory cgroup (tcpsim/core/memcg.py): (version, limit pages,
+    # other pages), None for none
+    memcg: tuple[int, int, int] | None = None
     name: str = ""
     seed: int = 1
 
@@ -57,13 +60,15 @@ class HostPlan:
 
 class HostSample(NamedTuple):
     """The host at one moment: `/proc/net/sockstat`'s TCP line (inuse: the host's open TCP
-    sockets; mem: `sk_memory_allocated` in pages) and whether TCP is under memory pressure
-    (`tcp_memory_pressure`)."""
+    sockets; mem: `sk_memory_allocated` in pages), whether TCP is under memory pressure
+    (`tcp_memory_pressure`) and, with a memory cgroup, its usage in pages (v1
+    memory.kmem.tcp.usage_in_bytes, v2 memory.current; -1 without one)."""
 
     t: int
     inuse: int
     mem: int
     pressure: bool
+    memcg: int = -1
 
 
 def with_fields(obj: Any, **changes: Any) -> Any:
@@ -102,7 +107,26 @@ def pool_state(pool: Any) -> tuple[int, bool]:
     return int(pool.memory_allocated()), bool(pool.under_pressure())
 
 
-def host_sample(t: int, inuse: int, pool: Any) -> HostSample:
+def memcg_config(plan: HostPlan, profile: Profile) -> tuple[int, int, int, bool] | None:
+    """The memory cgroup's parameters as both engines take them: the plan's (version, limit
+    pages, other pages) and whether the profile's softirq charges are GFP_ATOMIC
+    (MEMCG_SOFTIRQ_ATOMIC, models/linux_6_1.py); None without a memcg."""
+    if plan.memcg is None:
+        return None
+    atomic = bool(getattr(profile.policy_class(), "MEMCG_SOFTIRQ_ATOMIC", True))
+    return (*plan.memcg, atomic)
+
+
+def make_memcg(plan: HostPlan, profile: Profile) -> Any:
+    """The host's sockets' memory cgroup (tcpsim.core.memcg.MemCgroup), None without one."""
+    cfg = memcg_config(plan, profile)
+    if cfg is None:
+        return None
+    from tcpsim.core.memcg import MemCgroup
+    return MemCgroup(*cfg)
+
+
+def host_sample(t: int, inuse: int, pool: Any, memcg: Any = None) -> HostSample:
     """The host's sample at `t`."""
     mem, pressure = pool_state(pool)
-    return HostSample(t, inuse, mem, pressure)
+    return HostSample(t, inuse, mem, pressure, -1 if memcg is None else memcg.usage)

@@ -198,4 +198,5 @@ def expand(host: HostScenario, timing: str | None = None) -> HostPlan:
                     classes=tuple(c.name for c in host.classes), sysctl=dict(host.sysctl),
                     ncpus=host.cpus, sample_every=host.sample_every,
                     local_peers=host.peers == "local",
-                    traced=frozenset(host.trace_connections), name=host.name, seed=host.seed)
+                    traced=frozenset(host.trace_connections), name=host.name, seed=host.seed,
+                    memcg=host.memcg)

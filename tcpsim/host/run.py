@@ -58,7 +58,7 @@ def host_with(raw: dict[str, Any], source: str, profile: str | None = None,
 
 def host_summary(r: HostResult) -> dict[str, Any]:
     """A host run's numbers as one flat row (a sweep point's summary): the host's pressure
-    figures, then CLASS.FIELD for every class's."""
+    figures, then CLASS.FIELD for every class's, then memcg.NAME for a memory cgroup's."""
     p = r.pressure
     out: dict[str, Any] = {
         "duration_s": r.duration / 1e9, "events": r.events, "connections": len(r.flows),
@@ -70,12 +70,16 @@ def host_summary(r: HostResult) -> dict[str, Any]:
         for k, v in row.items():
             if k != "class":
                 out[f"{row['class']}.{k}"] = v
+    if r.memcg is not None:             # the memory cgroup's numbers, as memcg.FILE
+        out.update({f"memcg.{k}": v for k, v in r.memcg.items() if k != "cgroup"})
     return out
 
 
 def host_metrics(host: HostScenario) -> list[str]:
     """The columns `tcpsim sweep HOST` shows by default."""
     cols = ["pressure_onset_s", "in_pressure_ms", "peak_sockstat_mem", "memory_pressures"]
+    if host.memcg is not None:
+        cols += ["memcg.peak_usage_pages", "memcg.refused_charges", "memcg.socket_pressure_ms"]
     for c in host.classes:
         cols += [f"{c.name}.goodput_mbps", f"{c.name}.read_latency_ms", f"{c.name}.drops"]
     return cols
@@ -111,7 +115,7 @@ def run_host(host: HostScenario, engine: str | None = None, skip: bool = True,
     sim.run_loop(progress)
     flows = [c.record() for c in sim.conns]
     return host_result(plan, profile.name, sim.samples, flows, sim.pool, sim.sched.steps,
-                       sim.wall, host.as_dict())
+                       sim.wall, host.as_dict(), sim.memcg)
 
 
 def _run_native(host: HostScenario, plan: HostPlan, profile: Any, skip: bool, sink: Any,
@@ -128,4 +132,4 @@ def _run_native(host: HostScenario, plan: HostPlan, profile: Any, skip: bool, si
                         flow_counters(d["mib"], extra)) for d in st["flows"]]
     samples = [HostSample(*s) for s in st["samples"]]
     return host_result(plan, profile.name, samples, flows, st.get("pool"), st["events"],
-                       sim.wall, host.as_dict())
+                       sim.wall, host.as_dict(), st.get("memcg"))

@@ -38,7 +38,8 @@ MAX_CPUS = 4096
 _HOST_OWNED = ("name", "description", "duration", "seed", "profile", "policies", "engine", "hz")
 
 _TOP = {"name", "description", "profile", "hz", "duration", "seed", "cpus", "connections",
-        "sample", "sysctl", "class", "policies", "trace_connections", "engine", "peers"}
+        "sample", "sysctl", "class", "policies", "trace_connections", "engine", "peers",
+        "memcg"}
 PEERS = ("remote", "local")
 _CLASS = {"base", "count", "share", "start", "lifetime", "set", "description"}
 
@@ -79,6 +80,8 @@ class HostScenario:
     trace_connections: tuple[int, ...] = ()
     engine: str = ""
     source: str = ""
+    # the host's sockets' memory cgroup: (version 1 or 2, limit pages, other pages), or None
+    memcg: tuple[int, int, int] | None = None
 
     @property
     def connections(self) -> int:
@@ -87,7 +90,7 @@ class HostScenario:
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-friendly record (the run's metadata)."""
-        return {"name": self.name, "description": self.description, "profile": self.profile,
+        out = {"name": self.name, "description": self.description, "profile": self.profile,
                 "duration": self.duration, "seed": self.seed, "cpus": self.cpus,
                 "peers": self.peers, "sample_every": self.sample_every, "sysctl": self.sysctl,
                 "policies": list(self.policies),
@@ -96,6 +99,9 @@ class HostScenario:
                              "lifetime": c.lifetime.describe() if c.lifetime else None,
                              "set": {k: d.describe() for k, d in c.sets}}
                             for c in self.classes]}
+        if self.memcg is not None:
+            out["memcg"] = dict(zip(("version", "limit_pages", "other_pages"), self.memcg))
+        return out
 
 
 def is_host_doc(raw: dict[str, Any]) -> bool:
@@ -169,6 +175,8 @@ def host_from_dict(raw: dict[str, Any], source: str = "") -> HostScenario:
     except SysctlError as exc:
         raise ScenarioError(str(exc)) from None
     check_tcp_mem(kw["sysctl"])
+    if "memcg" in raw:
+        kw["memcg"] = parse_memcg(raw["memcg"])
     pol = raw.get("policies", [])
     if not isinstance(pol, list) or not all(isinstance(p, str) for p in pol):
         raise ScenarioError('policies: expected a list of patch names, e.g. ["shrink-window"]')
@@ -202,6 +210,51 @@ def check_tcp_mem(sysctl: dict[str, Any]) -> None:
         if not lo <= pressure <= hi:
             raise ScenarioError(f"sysctl.{key}: {list(value)} is not increasing; write "
                                 "[min, pressure, max] pages with min <= pressure <= max")
+
+
+_MEMCG = {"max", "other", "tcp_limit"}
+
+
+def parse_memcg(t: Any) -> tuple[int, int, int]:
+    """The `[memcg]` table -> (version, limit pages, other pages) (tcpsim/core/memcg.py):
+    `max` (cgroup v2 memory.max) with an optional `other` (the cgroup's memory besides
+    sockets), or `tcp_limit` (cgroup v1 memory.kmem.tcp.limit_in_bytes). Sizes are bytes
+    ("64MiB", 409600) and count in whole pages, rounded down as the kernel does
+    (page_counter_memparse)."""
+    from tcpsim.core.constants import PAGE_SIZE
+    from tcpsim.scenario import _check_keys
+    if not isinstance(t, dict):
+        raise ScenarioError('memcg: expected a table [memcg] with max = "64MiB" (cgroup v2) '
+                            'or tcp_limit = "4MiB" (cgroup v1)')
+    _check_keys(t, _MEMCG, "memcg.")
+    if ("max" in t) == ("tcp_limit" in t):
+        raise ScenarioError('memcg: give either max = "64MiB" (cgroup v2 memory.max) or '
+                            'tcp_limit = "4MiB" (cgroup v1 memory.kmem.tcp.limit_in_bytes), '
+                            "not both and not neither")
+    version, key = (2, "max") if "max" in t else (1, "tcp_limit")
+    if version == 1 and "other" in t:
+        raise ScenarioError("memcg.other: only with max (cgroup v2 counts sockets with the "
+                            "cgroup's other memory); v1's tcp_limit counts sockets alone")
+    limit = _memcg_size(t[key], f"memcg.{key}") // PAGE_SIZE
+    other = _memcg_size(t.get("other", 0), "memcg.other") // PAGE_SIZE
+    if limit < 1:
+        raise ScenarioError(f"memcg.{key}: {t[key]!r} is less than one page (4096 bytes); "
+                            'give a size such as "4MiB"')
+    if other >= limit:
+        raise ScenarioError(f"memcg.other: {t['other']!r} leaves nothing of max = "
+                            f"{t['max']!r} for sockets; make other smaller than max")
+    return version, limit, other
+
+
+def _memcg_size(value: Any, where: str) -> int:
+    from tcpsim.units import parse_size
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ScenarioError(f'{where}: expected a size such as "64MiB" or 409600 (bytes), '
+                            f"got {value!r}")
+    n = parse_size(value, where)
+    if n < 0:
+        raise ScenarioError(f'{where}: {value!r} is negative; give a size such as "64MiB"')
+    return n
 
 
 def _parse_classes(table: Any, total: int | None, host_sysctl: dict[str, Any],

@@ -119,13 +119,14 @@ def parse_axis(spec: str) -> Axis:
 def check_key(key: str, where: str) -> None:
     """Raise ScenarioError unless `key` names something a point can vary."""
     head = key.split(".", 1)[0]
-    if head in _HOST_TOP or (head == "class" and key.count(".") >= 2):
+    if (head in _HOST_TOP or (head == "class" and key.count(".") >= 2)
+            or (head == "memcg" and key.count(".") == 1)):
         return                           # a host file's field (tcpsim/host, docs/hosts.md)
     if head not in _TABLES | _TOP_LEVEL | {"sysctl"} or (head == key and head in _TABLES | {"sysctl"}):
         raise ScenarioError(f"{where} {key}: not a scenario field; use profile, policy, duration, hz, "
                             "seed, engine, sysctl.NAME or TABLE.FIELD with TABLE one of "
                             + ", ".join(sorted(_TABLES)) + " (a host file: class.NAME.FIELD, "
-                            "connections, cpus, sample too)")
+                            "connections, cpus, sample, memcg.FIELD too)")
 
 
 # the fields of a host file a sweep may vary besides the scenario's (docs/hosts.md)

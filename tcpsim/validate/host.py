@@ -62,7 +62,8 @@ def pressure_class(entries: int) -> str:
 
 def score(kernel: dict[str, Any], model: dict[str, Any]) -> list[HostMetric]:
     """Compare two host summaries (keys: pressure_onset_s, peak_sockstat_mem, pressures,
-    delivered {class: bytes}; the kernel's may carry `spread`, the range of its runs)."""
+    delivered {class: bytes}, and with a memory cgroup memcg_peak_pages; the kernel's may
+    carry `spread`, the range of its runs)."""
     spread = kernel.get("spread", {})
     out = [
         _relative("pressure onset (s)", kernel.get("pressure_onset_s"),
@@ -72,6 +73,9 @@ def score(kernel: dict[str, Any], model: dict[str, Any]) -> list[HostMetric]:
     ]
     kc, mc = pressure_class(kernel.get("pressures", 0)), pressure_class(model.get("pressures", 0))
     out.append(HostMetric("pressure entries (class)", kc, mc, None, kc == mc))
+    if "memcg_peak_pages" in kernel:       # a [memcg] host: its socket counter's peak
+        out.append(_relative("peak memcg usage (pages)", kernel["memcg_peak_pages"],
+                             model.get("memcg_peak_pages")))
     kd, md = kernel.get("delivered", {}), model.get("delivered", {})
     for name in sorted(set(kd) | set(md)):
         out.append(_relative(f"delivered: {name} (bytes)", kd.get(name), md.get(name),
@@ -95,10 +99,13 @@ def model_summary(result: Any) -> dict[str, Any]:
     names = [row["class"] for row in result.classes]
     for f in result.flows:
         delivered[names[f.cls]] = delivered.get(names[f.cls], 0) + f.received
-    return {"pressure_onset_s": result.pressure["onset_s"],
-            "peak_sockstat_mem": result.pressure["peak_sockstat_mem"],
-            "pressures": entries, "pressure_class": pressure_class(entries),
-            "delivered": {n: delivered.get(n, 0) for n in names}}
+    out = {"pressure_onset_s": result.pressure["onset_s"],
+           "peak_sockstat_mem": result.pressure["peak_sockstat_mem"],
+           "pressures": entries, "pressure_class": pressure_class(entries),
+           "delivered": {n: delivered.get(n, 0) for n in names}}
+    if result.memcg is not None:
+        out["memcg_peak_pages"] = result.memcg["peak_usage_pages"]
+    return out
 
 
 def validate_fixture(path: str | Path, engine: str | None = None,

@@ -148,3 +148,39 @@ def test_real_host_enters_pressure_under_a_small_tcp_mem_and_is_restored():
     assert s["pressures"] == 1
     assert rec["runs"][0]["summary"]["counters"].get("TcpExtTCPRcvQDrop", 0) > 0
     assert s["peak_sockstat_mem"] > 400
+
+
+def test_a_memcg_capture_is_cgroup_v1s_tcp_limit(tmp_path):
+    """The capture runs cgroup v1's socket limit (the development machine's hierarchy);
+    memory.max (v2) is refused with the fix named."""
+    from tcpsim.capture.memcg import check_capturable
+    with pytest.raises(ScenarioError, match="memcg.max .cgroup v2. cannot be captured"):
+        check_capturable((2, 100, 0), "h.toml")
+    check_capturable(None, "h.toml")
+
+
+def test_memcg_summary_peak_and_reach():
+    rows = [{"t_ns": 0, "memcg": {"usage_pages": 0, "max_usage_pages": 0, "failcnt": 0}},
+            {"t_ns": 100_000_000, "memcg": {"usage_pages": 80, "max_usage_pages": 80,
+                                            "failcnt": 0}},
+            {"t_ns": 200_000_000, "memcg": {"usage_pages": 99, "max_usage_pages": 100,
+                                            "failcnt": 0}}]
+    assert host.memcg_summary(rows) == {"memcg_peak_pages": 100, "memcg_reach_s": 0.2,
+                                        "memcg_failcnt": 0}
+    assert host.memcg_summary([{"t_ns": 0}]) == {}
+
+
+@pytest.mark.root
+def test_real_memcg_capture_holds_receivers_at_the_limit_and_removes_the_cgroup(tmp_path):
+    from tcpsim.capture.memcg import V1_ROOT
+    if not (V1_ROOT / "memory.kmem.tcp.limit_in_bytes").exists():
+        pytest.skip("no cgroup v1 memory controller with socket accounting here")
+    path = _host(tmp_path, '[memcg]\ntcp_limit = "100KiB"\n'
+                           '[class.stuck]\nbase = "base.toml"\ncount = 2\n')
+    h, plan = host.load(path)
+    rec = host.capture(h, replace(plan, duration=1_000_000_000))
+    s = rec["runs"][0]["summary"]
+    assert s["memcg_peak_pages"] == 25                       # 100 KiB: the limit, reached
+    assert s["counters"].get("TcpExtTCPRcvQDrop", 0) > 0
+    assert not list(V1_ROOT.glob("tcpsim-capture-*"))
+    assert "tcs-host-" not in run(["ip", "netns", "list"], check=False).stdout

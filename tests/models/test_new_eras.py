@@ -16,10 +16,6 @@ from tcpsim.engines import native_available
 from harness import established
 
 
-def _counters(profile: str, scenario: str = "rpc-loopback", engine: str = "python") -> dict:
-    return tcpsim.run(scenario, profile=profile, engine=engine, trace=False).counters
-
-
 # -- 6.18.0 .. 6.18.16 and the 026dfef287c0 revert (6.18.17, 6.19.7, 7.0) ---------------
 
 def test_6_18_0_admits_rmem_plus_len_and_6_18_only_rmem():
@@ -35,15 +31,45 @@ def test_6_18_0_admits_rmem_plus_len_and_6_18_only_rmem():
 @pytest.mark.parametrize("engine", [
     "python", pytest.param("native", marks=pytest.mark.skipif(not native_available(),
                                                               reason="tcpsim._native not built"))])
-def test_rpc_over_loopback_drops_before_the_revert_and_not_after(engine):
-    """80 kB RPCs over loopback read every 3 ms: spurious TCPRcvQDrop on 6.17 (truesize) and
-    6.18.0 (skb->len), none once tcp_can_ingest() is rmem <= sk_rcvbuf again."""
-    drops = {p: _counters(p, engine=engine)["TcpExtTCPRcvQDrop"]
-             for p in ("linux-6.17", "linux-6.18.0", "linux-6.18", "linux-6.19", "linux-7.0",
-                       "linux-7.1")}
-    assert drops["linux-6.17"] > 0 and drops["linux-6.18.0"] > 0
-    assert drops["linux-6.18"] == drops["linux-6.19"] == drops["linux-7.0"] == 0
-    assert drops["linux-7.1"] == 0
+def test_rpc_over_loopback_drops_on_no_era_and_grows_rcvbuf_per_era(engine):
+    """80 kB RPCs over loopback (MTU 65536) read every 3 ms, with the skbs lo carries (one GSO
+    skb per transmission; measured on 6.18.44: 65483 + 14517 B per RPC, no TCPRcvQDrop,
+    sk_rcvbuf 0.75 MB at 0.2 s, 6.5 MB by 1.2 s). DRS grows sk_rcvbuf from the first reads
+    and the window tracks it (scaling_ratio ~ len/truesize for 64 KB skbs), so an in-window
+    skb always fits: no era drops (before, MSS-sized clones kept 6.17's and 6.18.0's buffer
+    small and they dropped 3 and 1). What tells the eras apart is how far the buffer grows:
+    6.17 without the growth term, 6.18.x with it (aa251c84636c), 6.19 damped at a low RTT."""
+    runs = {p: tcpsim.run("rpc-loopback", profile=p, engine=engine, trace=False)
+            for p in ("linux-6.17", "linux-6.18.0", "linux-6.18", "linux-6.19", "linux-7.1")}
+    assert all(r.counters["TcpExtTCPRcvQDrop"] == 0 for r in runs.values())
+    assert all(r.summary["goodput_mbps"] == 639.36 for r in runs.values())
+    rcvbuf = {p: r.summary["peak_sk_rcvbuf"] for p, r in runs.items()}
+    assert rcvbuf["linux-6.17"] < rcvbuf["linux-6.18.0"] / 4
+    assert rcvbuf["linux-6.18.0"] == rcvbuf["linux-6.18"] > 4_000_000
+    assert rcvbuf["linux-6.19"] == rcvbuf["linux-7.1"] < rcvbuf["linux-6.18"] / 4
+
+
+@pytest.mark.parametrize("engine", [
+    "python", pytest.param("native", marks=pytest.mark.skipif(not native_available(),
+                                                              reason="tcpsim._native not built"))])
+def test_small_rpcs_read_in_big_batches_drop_before_the_revert_and_not_after(engine):
+    """16 kB RPCs every 1 ms over loopback (MTU 65536), read in 1 MiB batches every 30 ms:
+    between reads the queue nears sk_rcvbuf and an skb the window allowed no longer passes
+    tcp_can_ingest() -- 6.17 (truesize) drops 1 and halves goodput, 6.18.0 (skb->len) drops
+    3, none once the revert is in (026dfef287c0). One workload of 40 (16-80 kB every 1 ms,
+    64 KiB or 1 MiB reads every 1-30 ms) where 6.18.0 drops; 6.17 drops in 5 of them
+    (docs/since-6-18.md). Measured on 6.18.44 (the revert): no TCPRcvQDrop, all read."""
+    raw = {"name": "rpc16", "duration": "2s", "link": {"rtt": "50us", "mtu": 65536},
+           "receiver": {"device": "loopback"},
+           "writer": {"kind": "periodic", "bytes": 16000, "every": "1ms", "latency": "none"},
+           "reader": {"kind": "periodic", "bytes": 1048576, "every": "30ms", "latency": "none"}}
+    runs = {p: tcpsim.run(raw, profile=p, engine=engine, trace=False)
+            for p in ("linux-6.14", "linux-6.17", "linux-6.18.0", "linux-6.18", "linux-7.1")}
+    drops = {p: r.counters["TcpExtTCPRcvQDrop"] for p, r in runs.items()}
+    assert drops == {"linux-6.14": 0, "linux-6.17": 1, "linux-6.18.0": 3, "linux-6.18": 0,
+                     "linux-7.1": 0}
+    assert runs["linux-6.17"].summary["goodput_mbps"] < 0.6 * runs["linux-6.18"].summary[
+        "goodput_mbps"]
 
 
 # -- 6.19 ----------------------------------------------------------------------------------

@@ -43,6 +43,17 @@ def test_described_devices_agree(native, spec, seq, length, fin):
     assert_same_skb(native.make_skb(spec, seq, length, fin), device(spec).make_skb(seq, length, fin))
 
 
+@given(spec=st.sampled_from([*DEVICES, *SPECS, "loopback:tso=off", "page-frag:buf=2048,gro=off"]),
+       seq=nat_seq, frames=st.integers(1, 45), gso_size=st.sampled_from([1448, 8948, 32768]),
+       tx_segs=st.integers(0, 45), fin=st.booleans())
+def test_gso_skbs_agree(native, spec, seq, frames, gso_size, tx_segs, fin):
+    """A GSO skb of `frames` frames (a GRO train, or a TSO local pair's whole transmission):
+    both engines build it from gso_size and the sender's segment count alike."""
+    length = frames * gso_size - (gso_size // 3 if frames > 1 else 0)
+    assert_same_skb(native.make_skb(spec, seq, length, fin, gso_size, tx_segs),
+                    device(spec).make_skb(seq, length, fin, gso_size, tx_segs))
+
+
 @pytest.mark.parametrize("spec", ["eth0", "kmalloc:buf=1500,mtu=9000", "kmalloc:buf=x",
                                   "page-frag:buf=2048,rx_copybreak=4000", "sender:mtu=1500",
                                   "page:buf=2048", "kmalloc", "page-frag:bogus=1",

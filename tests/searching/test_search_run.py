@@ -110,15 +110,19 @@ def test_rpc_search_finds_617_admission_drops_for_small_rpcs_on_a_low_rtt_link(
     request/response workloads of 2 s, seed 1 (about 420 runs and 100 more to minimise:
     ~10 s on one worker). Nothing in the space hints at the answer: messages 64 B-256 KiB,
     every 0.1-100 ms, RTT 20 us-100 ms, three MTUs and devices, three ways of reading. It
-    finds what made upstream give the check up (026dfef287c0): RPCs of 20-80 kB on a
-    sub-millisecond link drop in-window data under 6.17's admission and not under 6.14's,
-    nor after the revert."""
+    finds what made upstream give the check up (026dfef287c0): RPCs of 20-80 kB over
+    loopback, read in batches, drop in-window data under 6.17's admission and not under
+    6.14's, nor after the revert."""
     res = tcpsim.search("rpc-admission", jobs=1, out=tmp_path)
     assert len(res.evaluations) == 160 and res.finding is not None
     f = res.finding
     assert f.sides["policy"] >= 1 and f.sides["vs"] == 0        # 6.17 drops, 6.14 does not
     assert 20_000 <= f.values["writer.bytes"] <= 80_000          # a small RPC
-    assert _ns(f.values.get("link.rtt", "20ms")) <= 1_000_000    # a sub-millisecond RTT
+    # the best workload is on a sub-millisecond RTT (the minimiser may then move the RTT
+    # towards the base's 20 ms while the drops hold: 3.3 ms); the finding is on loopback,
+    # where upstream saw it (docs/search.md)
+    assert res.best is not None and _ns(res.best.values.get("link.rtt", "20ms")) <= 1_000_000
+    assert f.values.get("receiver.device") == "loopback"
     assert f.summaries["policy"].get("drops", 0) >= 1
     # the finding is an ordinary scenario: 6.17 drops for memory in the window, 6.14 and the
     # kernels after the revert (6.18.17+, 7.0) do not

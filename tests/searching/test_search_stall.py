@@ -59,18 +59,19 @@ def test_objectives_read_the_stall_fields() -> None:
     assert OBJECTIVES["time_stalled"].trace and not OBJECTIVES["inwindow_drops"].trace
 
 
-@pytest.mark.parametrize("profile, stalled", [("linux-6.18.0", True), ("linux-6.18", False)])
-def test_the_admission_revert_workload_stalls_the_sender_before_the_revert(
-        profile: str, stalled: bool) -> None:
-    """rpc-loopback (80 kB every 1 ms, read every 3 ms): before 026dfef287c0 the sender is
-    held up by the window for the whole run (and in-window data is dropped); after it,
-    hardly at all. The same run's summary is the plain run's plus the stall fields."""
+@pytest.mark.parametrize("profile", ["linux-6.17", "linux-6.18.0", "linux-6.18"])
+def test_the_admission_revert_workload_does_not_stall_the_sender(profile: str) -> None:
+    """rpc-loopback (80 kB every 1 ms, read every 3 ms) with the skbs loopback carries (one
+    GSO skb per transmission, docs/kernel-measurements.md E7): DRS grows sk_rcvbuf from the
+    first reads, so neither the stricter admission (6.17, 6.18.0) nor the revert (6.18)
+    holds the sender on its window for more than a few ms of the 2 s (6.17: 9 ms; before
+    whole GSO skbs, MSS-sized clones kept sk_rcvbuf small and 6.18.0 stalled for the whole
+    run). The same run's summary is the plain run's plus the stall fields."""
     raw, src = read_scenario_file("rpc-loopback")
     p = _build_point(0, raw, src, {}, RunOptions(profile=profile))
     summary, counters, err = attempt(p)
     assert not err and summary is not None
-    assert (summary["rwnd_limited_s"] > 0.9 * summary["duration_s"]) == stalled
-    assert (summary["rwnd_limited_s"] < 0.05) == (not stalled)
+    assert summary["rwnd_limited_s"] < 0.01 * summary["duration_s"]
     assert summary["zero_window_s"] <= summary["rwnd_limited_s"]
     plain = tcpsim.run("rpc-loopback", profile=profile).summary
     assert {k: v for k, v in summary.items() if k not in ("rwnd_limited_s", "zero_window_s",
@@ -100,11 +101,11 @@ def test_stall_search_finds_617_autotuning_holding_the_sender_back(tmp_path: Pat
 
 
 @pytest.mark.skipif(not native_available(), reason="tcpsim._native is not built")
-@pytest.mark.parametrize("experiment, profile", [("rpc-loopback", "linux-6.17"),
+@pytest.mark.parametrize("experiment, profile", [("ntb-jumbo-rx", "linux-6.17"),
                                                  ("seed-rcvbuf32k-fill", "linux-6.1")])
 def test_both_engines_give_the_same_stall_times(experiment: str, profile: str) -> None:
     """The stall times come from the trace both engines write: the Python engine's rows and
-    the native engine's Arrow groups read the same (rpc-loopback: a partial window;
+    the native engine's Arrow groups read the same (ntb-jumbo-rx: a partial window;
     seed-rcvbuf32k-fill: a zero window)."""
     got = []
     for engine in ("native", "python"):

@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use crate::devices::Device;
 use crate::kernel::KernelRef;
+use crate::memcg::{MemCgroup, MemcgHandle};
 use crate::protmem::{ProtoHandle, ProtoMemory};
 use crate::segment::Segment;
 use crate::socket::{SocketParams, TcpSocket};
@@ -149,6 +150,9 @@ pub struct RunSpec {
     /// The host's pool: `net.ipv4.tcp_mem` (pages) and the per-CPU reserve.
     pub tcp_mem: (i64, i64, i64),
     pub pcpu_rsv: i64,
+    /// The host's sockets' memory cgroup (src/memcg.rs): (version, limit pages, other
+    /// pages, softirq charges GFP_ATOMIC), None for none.
+    pub memcg: Option<(i64, i64, i64, bool)>,
 }
 
 /// Extremes of a receiving socket's state over the run (sampled after every event).
@@ -168,6 +172,8 @@ pub struct HostSample {
     pub inuse: i64,
     pub mem: i64,
     pub pressure: bool,
+    /// The memcg's usage (pages; -1 without one).
+    pub memcg: i64,
 }
 
 /// One connection of the host (simulation.py `Connection`).
@@ -206,23 +212,32 @@ pub struct Flow {
 
 impl Flow {
     /// Build flow `index` from its spec (simulation.py `Connection.__init__`): its
-    /// receiver charges the host's `pool` from CPU index % ncpus.
+    /// receiver charges the host's `pool` from CPU index % ncpus, and its `memcg` if any.
     pub fn new(
         index: usize,
         spec: &FlowSpec,
         pool: &ProtoHandle,
+        memcg: Option<&MemcgHandle>,
         ncpus: usize,
         local_peers: bool,
     ) -> Result<Self, String> {
         let l = &spec.link;
         let mut rcv = spec.rcv.make()?;
         rcv.set_proto(Arc::clone(pool), index % ncpus)?;
+        if let Some(m) = memcg {
+            rcv.set_memcg(Arc::clone(m)); // the host's sockets' cgroup
+        }
         let mut snd = spec.snd.make()?;
         if local_peers {
             snd.set_proto(Arc::clone(pool), index % ncpus)?;
         }
         let shared_skbs = rcv.dev.shared;
         let rev_shared_skbs = spec.rev.is_some() && snd.dev.shared;
+        // one GSO skb per transmission where the peer's device takes it whole and no rate
+        // limiter would cut it (Device::gso_whole; simulation.py)
+        let whole = l.rate_bps == 0 && l.burst == 0;
+        snd.snd.gso_whole = whole && rcv.dev.gso_whole();
+        rcv.snd.gso_whole = whole && snd.dev.gso_whole();
         let seed = spec.seed;
         let host_k = std::cell::OnceCell::new();
         let st = &spec.starts;
@@ -328,6 +343,8 @@ pub struct Simulation {
     pub local_peers: bool,
     /// The host's TCP memory pool, shared by its sockets (remote peers keep their own).
     pub pool: ProtoHandle,
+    /// The host's sockets' memory cgroup, if any.
+    pub memcg: Option<MemcgHandle>,
     /// The final numbers of closed flows (their sockets and apps dropped).
     pub ended: Vec<Option<FlowEnd>>,
     pub skip: bool,
@@ -411,7 +428,20 @@ impl Simulation {
         // opened at its start
         let ncpus = spec.ncpus.max(1);
         let pool = ProtoMemory::new(spec.tcp_mem, ncpus, spec.pcpu_rsv).map(Arc::new)?;
-        let first = Box::new(Flow::new(0, &specs[0], &pool, ncpus, spec.local_peers)?);
+        let memcg = match spec.memcg {
+            Some((v, limit, other, atomic)) => {
+                Some(Arc::new(MemCgroup::new(v, limit, other, atomic)?))
+            }
+            None => None,
+        };
+        let first = Box::new(Flow::new(
+            0,
+            &specs[0],
+            &pool,
+            memcg.as_ref(),
+            ncpus,
+            spec.local_peers,
+        )?);
         let n = specs.len();
         let mut sim = Simulation {
             sched: Scheduler::new(),
@@ -427,6 +457,7 @@ impl Simulation {
             ncpus,
             local_peers: spec.local_peers,
             pool,
+            memcg,
             ended: (0..n).map(|_| None).collect(),
             skip: spec.skip,
             duration: spec.duration,
@@ -457,6 +488,7 @@ impl Simulation {
             i,
             &self.specs[i],
             &self.pool,
+            self.memcg.as_ref(),
             self.ncpus,
             self.local_peers,
         )?);
@@ -871,6 +903,10 @@ impl Simulation {
             },
             mem: self.pool.memory_allocated(),
             pressure: self.pool.under_pressure(),
+            memcg: self
+                .memcg
+                .as_ref()
+                .map_or(-1, |m| m.usage.load(std::sync::atomic::Ordering::Relaxed)),
         }
     }
 

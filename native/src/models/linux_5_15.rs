@@ -602,14 +602,16 @@ impl Kernel for Linux515 {
     }
 
     /// Models tcp_clamp_window(): leave quick-ack mode; raise sk_rcvbuf to the memory
-    /// in use (up to tcp_rmem[2]) unless locked, under pressure or with the host's pool at
-    /// tcp_mem[0] or more -- the ratchet behind Cloudflare's unbounded buffers; if still
-    /// over, rcv_ssthresh falls to 2 * advmss.
+    /// in use (up to tcp_rmem[2]) unless locked, under pressure (the host's or its memcg's)
+    /// or with the host's pool at tcp_mem[0] or more -- the ratchet behind Cloudflare's
+    /// unbounded buffers; if still over, rcv_ssthresh falls to 2 * advmss.
     fn clamp_window(&self, sk: &mut TcpSocket) {
         sk.ack.ack_quick = 0;
         let rmem2 = sk.sysctl.tcp_rmem.2;
         let mem = &sk.mem;
-        let pool_ok = !sk.proto.under_pressure() && sk.proto.memory_allocated() < sk.proto.limit(0);
+        let pool_ok = !sk.proto.under_pressure()
+            && sk.proto.memory_allocated() < sk.proto.limit(0)
+            && !sk.memcg_pressure();
         if mem.sk_rcvbuf < rmem2 && !mem.rcvbuf_locked && pool_ok {
             let raised = mem.sk_rmem_alloc.min(rmem2);
             if raised != mem.sk_rcvbuf {
