@@ -59,8 +59,10 @@ def load_connection(cap: Capture, conn: Connection, wscale: str | None = None,
     hs = handshake(conn, parse_wscale(wscale), cap.path, cap.directions)
     notes = list(hs.notes)
     big = gso.find(conn, hs)
+    split = False
     if big is not None:
         if split_gso or hs.capture_at == "sender":
+            split = True
             conn = gso.split(conn, big.mss)
             why = ("--split-gso" if split_gso else "captured next to the sender, whose NIC cut "
                    "them into MSS-sized segments on the wire")
@@ -109,7 +111,7 @@ def load_connection(cap: Capture, conn: Connection, wscale: str | None = None,
     summary = {**describe(conn, hs), **counts, **unknown, "retransmits": counts["retransmissions"],
                "window_probes": counts["probes"], "duration_s": end / 1e9, "epoch_ns": t0,
                "link_type": LINKTYPE_NAMES.get(cap.linktype, str(cap.linktype)),
-               "notes": notes, "reader": how}
+               "notes": notes, "reader": how, "split_gso": split}
     meta = {"source": "import:pcap", "profile": "captured kernel", "rx_state": "after",
             "scenario": doc,
             "summary": summary}

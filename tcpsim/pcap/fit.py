@@ -11,14 +11,20 @@ a time over its candidate grid, the others held at their best so far, two passes
 refinement of the reader's size around the best -- because the unknowns act mostly on
 different things (the reader on the window's level and the zero windows, the device on the
 window's scale, HZ on ACK timing), so a joint grid (thousands of replays) buys little, and a
-coordinate search is deterministic and cheap (tens of replays per profile). Each value is
-reported with the grades of its alternatives: "determined" when the next-best value grades
-at least DETERMINED lower, else the set of values within that margin.
+coordinate search is deterministic and cheap (tens of replays per profile). It runs from
+each of START_DEVICES (a clone of the sender's skb, which nothing coalesces into, and a
+private skb, which later segments coalesce into) and keeps the better end: the device shapes
+the window from the fifth ACK on, the reader is swept first under the start's device and
+everything after under that reader, so one start stays in its device's basin (see
+START_DEVICES). Each value is reported with the grades of its alternatives: "determined"
+when the next-best value grades at least DETERMINED lower, else the set of values within
+that margin.
 
 `rank()` fits each profile (and patch) and orders them by their best grade: the capture is
 *consistent* with a kernel whose grade is within CONSISTENT of the best, and *rules out* one
 more than RULED_OUT below it (between: "less likely"). When the best and the worst grade are
-within CONSISTENT the capture does not tell the kernels apart, and says so.
+within CONSISTENT the capture does not tell the kernels apart, and says so. Every profile is
+searched from the same starts: the first profile's ends, one from each start device.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from typing import Any, Callable
 from tcpsim.importers.pcap import Imported, load
 from tcpsim.pcap import PcapError
 from tcpsim.pcap.grade import Grade, grade
-from tcpsim.pcap.replay import WRITE_LEAD_NS
+from tcpsim.pcap.replay import write_ticks
 from tcpsim.pcap.workload import parse_reader
 from tcpsim.validate.replay import ReplayError, ReplayResult, plan, run_plan
 from tcpsim.pcap.tables import TableRecorder, acks_view
@@ -52,6 +58,15 @@ HEADS = (320, 352, 384, 448, 512)
 DEVICES = ("veth-direct", "loopback", "veth", "nic-2k", "nic-4k", "tun",
            *(f"sender:head={h},shared=on" for h in HEADS))
 HZS = (0, 100, 250, 300, 1000)       # 0: tcpsim's default clock (1 ms jiffies, exact timers)
+# the search's starts: the receiver's skb a clone of the sender's (veth-direct: both ends on
+# one host and the sender's skb sent whole) or private (veth: a forwarding hop, or software
+# GSO cutting the sender's multi-segment skb into fresh ones -- loopback or veth with TSO and
+# GSO off, skb_segment() [net/core/skbuff.c, 6.18]), which a pcap cannot tell apart. From
+# the clone start alone the search ended in the clone basin on the real captures made with
+# offloads off (its first reader sweep, under clones, picks a reader that then holds the
+# device there): lo-periodic-4096-10ms-shrink1 graded 0.574 on linux-6.18 where the private
+# start reaches 0.674, veth-fast 0.598 where it reaches 0.997 (docs/bring-your-own-capture.md)
+START_DEVICES = ("veth-direct", "veth")
 TIMINGS = ("exact", "dev-vm-quiet", "dev-vm-loaded")
 RMEM1 = (0, 65536, 87380, 262144)     # tcp_rmem[1]; 0: the profile's default (131072)
 ORDER = ("reader", "phase_us", "device", "hz", "timing", "rmem1", "shrink")
@@ -109,6 +124,7 @@ class FitResult:
     replays: int
     wall_s: float
     result: ReplayResult | None = None
+    ends: list[Unknowns] = field(default_factory=list)    # the search's end from each start
 
     @property
     def label(self) -> str:
@@ -162,12 +178,12 @@ class Capture:
         return self._cut[end_ns]
 
     def write_ticks(self, k: TraceView, shift_ns: int, end_ns: int) -> list[tuple[int, int]]:
-        """The ScheduleWriter's ticks: each write of the wire's data WRITE_LEAD_NS before it
-        left (model axis), up to end_ns; made once per (shift, end)."""
+        """The ScheduleWriter's ticks (tcpsim.pcap.replay.write_ticks), made once per
+        (shift, end)."""
         key = (shift_ns, end_ns)
         if key not in self._ticks:
-            self._ticks[key] = [(max(0, t + shift_ns - WRITE_LEAD_NS), n) for t, n, _ in k.writes
-                                if t <= end_ns]
+            split = bool(self.imp.meta["summary"].get("split_gso"))
+            self._ticks[key] = write_ticks(k, shift_ns, end_ns, split)
         return self._ticks[key]
 
     def _meta(self, doc: dict[str, Any]) -> dict[str, Any]:
@@ -249,6 +265,10 @@ class Capture:
                 out.append(f"periodic:{n}B/{p}ms")
         return list(dict.fromkeys(out))
 
+    def starts(self) -> list[Unknowns]:
+        """The search's starts: the inferred reader on each of START_DEVICES."""
+        return [replace(self.start(), device=d) for d in START_DEVICES]
+
     def start(self) -> Unknowns:
         r = self.inferred_reader
         kind = r.get("kind")
@@ -310,46 +330,83 @@ def refine_reader(spec: str) -> list[str]:
     return [f"periodic:{max(1, round(n * f))}B/{period}" for f in (0.88, 0.94, 0.97, 1.0, 1.03, 1.06, 1.12)]
 
 
+SEED_PASSES = 4            # rank(): the first variant's search, run until it stops changing
 FIT_WINDOW_S = 2.0         # the search replays at most this much of a capture (see fit())
 FIT_MAX_SEGMENTS = 40_000  # ... and at most this many of its segments
 
 
 def fit(cap: Capture, profile: str, policies: tuple[str, ...] = (),
-        pinned: dict[str, Any] | None = None, passes: int = 2, start: Unknowns | None = None,
-        order: tuple[str, ...] = ORDER, progress: Callable[[str], None] | None = None,
+        pinned: dict[str, Any] | None = None, passes: int = 2,
+        start: Unknowns | list[Unknowns] | None = None, order: tuple[str, ...] = ORDER,
+        progress: Callable[[str], None] | None = None,
         window_s: float | None = FIT_WINDOW_S) -> FitResult:
-    """Coordinate search of the unknowns for one profile (see the module docstring). The
-    candidates are replayed over the capture's first `window_s` seconds (None: all of it):
-    the unknowns act from the first window on, and a long or fast capture's search then
-    costs a bounded number of seconds (at most FIT_MAX_SEGMENTS segments: 0.5 s of a 1 Gbit/s
-    transfer); the best is replayed over the whole capture."""
+    """Coordinate search of the unknowns for one profile from each start (`start`: one or a
+    list; default `cap.starts()`, the inferred reader on each of START_DEVICES), keeping the
+    best end (the first of equals); see the module docstring. The candidates are replayed
+    over the capture's first `window_s` seconds (None: all of it): the unknowns act from the
+    first window on, and a long or fast capture's search then costs a bounded number of
+    seconds (at most FIT_MAX_SEGMENTS segments: 0.5 s of a 1 Gbit/s transfer); the best is
+    replayed over the whole capture."""
     from tcpsim.engine.result import few_gc_passes
     whole = cap.until_ns
     if window_s is not None:
         w = min(int(window_s * 1e9), cap.segment_time(FIT_MAX_SEGMENTS))
         cap.until_ns = w if whole is None else min(whole, w)
+    starts = cap.starts() if start is None else [start] if isinstance(start, Unknowns) else start
+    cut = cap.until_ns                  # the search's window: all of the capture, or its start
+    covers = cut is None or cut == whole or (whole is None and cut >= cap.k.end_ns)
     try:
         # the capture's millions of objects stay alive through every replay: the collector's
         # default passes would walk them again and again, finding no cycles
         with few_gc_passes():
-            return _fit(cap, profile, policies, pinned, passes, start, order, progress, whole)
+            return _fit(cap, profile, policies, pinned, passes, starts, order, progress, whole,
+                        covers)
     finally:
         cap.until_ns = whole
 
 
 def _fit(cap: Capture, profile: str, policies: tuple[str, ...], pinned: dict[str, Any] | None,
-         passes: int, start: Unknowns | None, order: tuple[str, ...],
-         progress: Callable[[str], None] | None, whole: int | None) -> FitResult:
+         passes: int, starts: list[Unknowns], order: tuple[str, ...],
+         progress: Callable[[str], None] | None, whole: int | None,
+         covers: bool = True) -> FitResult:
+    """The searches from each start; the best end wins (the first of equals), graded over the
+    whole capture as the ranking grades it -- where the search's window (`covers` false) is
+    only its start, each end is replayed over all of it to choose."""
     pinned = dict(pinned or {})
     t0 = time.perf_counter()
-    cur = for_profile(replace(start or cap.start(), **pinned), profile)
-    cache: dict[Unknowns, tuple[Grade, ReplayResult]] = {}
+    cache: dict[Unknowns, tuple[Grade, ReplayResult]] = {}    # shared by the starts
 
     def ev(u: Unknowns) -> Grade:
         if u not in cache:
             cache[u] = cap.replay(profile, policies, u, full=False)
         return cache[u][0]
 
+    firsts = [for_profile(replace(s, **pinned), profile) for s in starts]
+    ends = [_search(cap, profile, u, pinned, passes, order, progress, ev)
+            for u in dict.fromkeys(firsts)]
+    distinct: dict[Unknowns, tuple[Unknowns, dict[str, dict[Any, float]]]] = {}
+    for e in ends:
+        distinct.setdefault(e[0], e)                # the first search that ended there
+    cap.until_ns = whole
+
+    def over_all(e: tuple[Unknowns, Any]) -> float:
+        """An end's grade over the whole capture (the search's, where its window is all of
+        it; else a replay keeping only the ACKs: one whole trace in memory at a time)."""
+        if covers or len(distinct) == 1:
+            return ev(e[0]).total
+        return cap.replay(profile, policies, e[0], full=False)[0].total
+
+    cur, sweeps = max(distinct.values(), key=over_all)     # max keeps the first of equals
+    g, rp = cap.replay(profile, policies, cur)
+    out = [_fitted(n, cur, sweeps.get(n, {}), n in pinned) for n in ORDER]
+    return FitResult(profile, tuple(policies), cur, g, out, len(cache), time.perf_counter() - t0,
+                     rp, [e[0] for e in ends])
+
+
+def _search(cap: Capture, profile: str, cur: Unknowns, pinned: dict[str, Any], passes: int,
+            order: tuple[str, ...], progress: Callable[[str], None] | None,
+            ev: Callable[[Unknowns], Grade]) -> tuple[Unknowns, dict[str, dict[Any, float]]]:
+    """One coordinate search from `cur`: its end and the grades of its last sweeps."""
     sweeps: dict[str, dict[Any, float]] = {}
     free = [n for n in order if n not in pinned]
     for i in range(passes):
@@ -370,10 +427,7 @@ def _fit(cap: Capture, profile: str, policies: tuple[str, ...], pinned: dict[str
                 progress(f"{profile}: {name} -> {cur.show(name)} ({ev(cur).total:.3f})")
         if cur == before:
             break
-    cap.until_ns = whole
-    g, rp = cap.replay(profile, policies, cur)
-    out = [_fitted(n, cur, sweeps.get(n, {}), n in pinned) for n in ORDER]
-    return FitResult(profile, tuple(policies), cur, g, out, len(cache), time.perf_counter() - t0, rp)
+    return cur, sweeps
 
 
 def for_profile(u: Unknowns, profile: str) -> Unknowns:
@@ -422,15 +476,21 @@ def rank(cap: Capture, variants: list[tuple[str, tuple[str, ...]]],
          pinned: dict[str, Any] | None = None, do_fit: bool = True,
          progress: Callable[[str], None] | None = None) -> Ranking:
     """Fit (or, without do_fit, replay the start/pinned values under) every variant and rank
-    them by grade. The first variant's fit seeds the others' searches (one pass each)."""
+    them by grade. The first variant's fit (from each start, until a pass changes nothing,
+    at most SEED_PASSES) seeds the others' searches: one pass from each of its ends, so
+    every variant starts where the first ended from each start device. (With two passes
+    the first variant's search could stop short of where one more pass takes it, and the
+    others, seeded there, then had that pass and it did not: on
+    lo-periodic-4096-10ms-shrink1 linux-7.1 graded 0.6737 and 7.1 + shrink-window, one
+    pass further, 0.6755.)"""
     fits: list[FitResult] = []
-    seed: Unknowns | None = None
+    seeds: list[Unknowns] | None = None
     for profile, policies in variants:
         if do_fit:
-            f = fit(cap, profile, policies, pinned, passes=2 if seed is None else 1, start=seed,
-                    progress=progress)
-            if seed is None:
-                seed = f.best
+            f = fit(cap, profile, policies, pinned, passes=SEED_PASSES if seeds is None else 1,
+                    start=seeds, progress=progress)
+            if seeds is None:
+                seeds = f.ends
         else:
             u = replace(cap.start(), **(pinned or {}))
             t = time.perf_counter()

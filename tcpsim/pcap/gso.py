@@ -19,6 +19,10 @@ from tcpsim.pcap.read import WireSegment
 from tcpsim.pcap.wirelog import Handshake
 
 TS_OPTION = 12                  # the timestamps option's bytes in every segment
+PIECE_NS = 1
+"""split() puts a super-segment's MSS-sized pieces this far apart in time (to keep their order);
+no two captured segments are 1 ns apart (pcap stamps are microseconds; pcapng's nanoseconds do
+not come that close), so a piece is known by it (`transmissions`)."""
 
 
 @dataclass
@@ -70,7 +74,24 @@ def split(conn: Connection, mss: int) -> Connection:
         while off < s.payload:
             n = min(mss, s.payload - off)
             last = off + n >= s.payload
-            out.append(replace(s, t_ns=s.t_ns + off // mss, seq=(s.seq + off) % (1 << 32),
+            out.append(replace(s, t_ns=s.t_ns + PIECE_NS * (off // mss),
+                               seq=(s.seq + off) % (1 << 32),
                                payload=n, flags=s.flags if last else s.flags & ~0x09))
             off += n
     return Connection(conn.ends, out)
+
+
+def transmissions(writes: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(time, bytes) writes of the wire's data with each split super-segment's pieces (PIECE_NS
+    apart) made one write again, at its first piece's time: the sender sent it as one skb, and
+    written at once the model's sender does too (one GSO skb where the device passes it whole,
+    a TSO local pair) -- written piece by piece it sends each piece as an skb of its own."""
+    out: list[tuple[int, int]] = []
+    last = None
+    for t, n in writes:
+        if out and last is not None and t - last == PIECE_NS:
+            out[-1] = (out[-1][0], out[-1][1] + n)
+        else:
+            out.append((t, n))
+        last = t
+    return out

@@ -62,12 +62,22 @@ def replay_capture(path: str | Path, profile: str = "linux-6.18", policies: tupl
     if device:
         p.scenario = p.scenario.with_(device=device)
         p.notes.append(f"device given: --device {device}")
-    p.write_ticks = [(max(0, t + p.shift_ns - WRITE_LEAD_NS), n) for t, n, _ in k.writes
-                     if t <= p.end_ns]
+    p.write_ticks = write_ticks(k, p.shift_ns, p.end_ns, bool(meta["summary"].get("split_gso")))
     p.schedule = True
     p.notes = [*imp.notes, *p.notes]
     rp = run_plan(p, engine=engine, sink=TableRecorder(("rcv",)))
     return unknown_unscored(score_replay(Path(path), meta, k, rp, thresholds or Thresholds()))
+
+
+def write_ticks(k: Any, shift_ns: int, end_ns: int, split: bool) -> list[tuple[int, int]]:
+    """The ScheduleWriter's ticks (model axis): each write of the wire's data WRITE_LEAD_NS
+    before it left, up to end_ns -- a super-segment split by --split-gso as one write
+    (tcpsim.pcap.gso.transmissions)."""
+    from tcpsim.pcap.gso import transmissions
+    writes = [(t, n) for t, n, _ in k.writes if t <= end_ns]
+    if split:
+        writes = transmissions(writes)
+    return [(max(0, t + shift_ns - WRITE_LEAD_NS), n) for t, n in writes]
 
 
 def unknown_unscored(v: Validation) -> Validation:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tcpsim.pcap import PcapError
-from tcpsim.pcap.fit import FITS, ORDER, Capture, fit, rank
+from tcpsim.pcap.fit import FITS, ORDER, START_DEVICES, Capture, fit, rank
 from tcpsim.pcap.grade import WEIGHTS, grade
 from tcpsim.validate.trace import Ack
 
@@ -175,3 +175,47 @@ def test_the_never_reading_capture_ranks_6_14_and_later_first_window_for_window(
     assert best.profile == "linux-6.18" and r.fits_well and r.tells_apart
     assert best.grade.within_unit_fraction >= 0.8
     assert r.verdicts["linux-6.1"] == r.verdicts["linux-6.6"] == "ruled out"
+
+
+def test_the_search_runs_from_each_start_device_and_keeps_the_better_end():
+    """veth-fast (offloads off: software GSO hands the receiver fresh skbs, which coalesce):
+    from the clone start alone the search stays with clones and grades below 0.6; from the
+    private-skb start it reproduces the capture window for window."""
+    cap = Capture(PCAPS / "veth-fast.pcap.gz")
+    f = fit(cap, "linux-6.18")
+    assert len(f.ends) == len(START_DEVICES) == 2
+    alone = fit(cap, "linux-6.18", start=cap.starts()[0])
+    assert alone.ends == [alone.best] and alone.grade.total < FITS
+    assert f.grade.total > alone.grade.total and f.best == max(
+        f.ends, key=lambda u: cap.replay("linux-6.18", (), u, full=False)[0].total)
+    assert f.best.device == "veth" and f.grade.within_unit_fraction >= 0.8
+    pinned = fit(cap, "linux-6.18", pinned={"device": "veth-direct"}, order=("device",))
+    assert len(pinned.ends) == 1                     # a pinned device leaves one start
+    # searched on the first 20 ms only: the ends are chosen by their grade over all of it
+    short = fit(cap, "linux-6.18", window_s=0.02)
+    assert len(set(short.ends)) == 2
+    assert short.grade.total == max(cap.replay("linux-6.18", (), u)[0].total for u in short.ends)
+
+
+def test_a_fast_reader_capture_of_6_18_rules_out_6_17_and_6_14():
+    """6.18's tcp_rcvbuf_grow() (2c and the proportional grow term) against 6.17's (2c alone)
+    and 6.14's (2c + 16 advmss, grow term): the window a fast reader leaves open tells them
+    apart (veth-fast's settles at 172416 B)."""
+    cap = Capture(PCAPS / "veth-fast.pcap.gz")
+    r = rank(cap, [("linux-6.18", ()), ("linux-6.17", ()), ("linux-6.14", ())])
+    assert r.fits[0].profile == "linux-6.18" and r.fits_well and r.tells_apart
+    assert r.verdicts["linux-6.17"] == r.verdicts["linux-6.14"] == "ruled out"
+
+
+def test_a_split_super_segment_is_written_as_one_write():
+    """lo-tso (offloads on): each transmission is one write in the replay (the sender sent it
+    as one skb), not one write per MSS-sized piece."""
+    from tcpsim.pcap.gso import PIECE_NS, transmissions
+    assert transmissions([(10, 1448), (10 + PIECE_NS, 1448), (11 + PIECE_NS, 376),
+                          (5000, 1448), (5000, 1448)]) == [(10, 3272), (5000, 1448), (5000, 1448)]
+    cap = Capture(PCAPS / "lo-tso-periodic-4096-10ms.pcap.gz", split_gso=True)
+    assert cap.imp.meta["summary"]["split_gso"] and not Capture(USER).imp.meta["summary"]["split_gso"]
+    ticks = cap.write_ticks(cap.k, 0, cap.k.end_ns)
+    sizes = [n for _, n in ticks]
+    assert sum(sizes) == sum(n for _, n, _ in cap.k.writes) and len(ticks) < len(cap.k.writes)
+    assert sizes[:4] == [7240, 7240, 14480, 21720]          # the capture's first transmissions
