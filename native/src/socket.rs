@@ -164,9 +164,7 @@ impl TcpSocket {
         // tcp_init_sock() -> sk_sockets_allocated_inc(): a private pool built from the
         // socket's sysctls, so a single connection behaves as on a host of its own
         let proto = ProtoMemory::handle(sysctl.tcp_mem, 1, sysctl.mem_pcpu_rsv);
-        proto
-            .sockets_allocated
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        proto.sockets_allocated_add(0, 1);
         Ok(TcpSocket {
             proto,
             cpu: 0,
@@ -204,7 +202,6 @@ impl TcpSocket {
     /// CPU `cpu` from now on: the socket leaves its pool's `sockets_allocated` for the new
     /// one's, and the pages it holds move with it. Err for a CPU the pool does not have.
     pub fn set_proto(&mut self, proto: ProtoHandle, cpu: usize) -> Result<(), String> {
-        use std::sync::atomic::Ordering::Relaxed;
         if cpu >= proto.ncpus {
             return Err(format!(
                 "set_proto: cpu {cpu} is not one of the pool's {} CPUs",
@@ -213,8 +210,8 @@ impl TcpSocket {
         }
         let pages = self.charged_pages();
         self.proto.memory_allocated_sub(self.cpu, pages);
-        self.proto.sockets_allocated.fetch_sub(1, Relaxed);
-        proto.sockets_allocated.fetch_add(1, Relaxed);
+        self.proto.sockets_allocated_add(self.cpu, -1);
+        proto.sockets_allocated_add(cpu, 1);
         proto.memory_allocated_add(cpu, pages);
         self.proto = proto;
         self.cpu = cpu;
@@ -246,9 +243,7 @@ impl TcpSocket {
         self.mem.sk_forward_alloc = 0;
         self.mem.wmem_charged = 0;
         self.mem_reduce_allocated(pages);
-        self.proto
-            .sockets_allocated
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        self.proto.sockets_allocated_add(self.cpu, -1);
     }
 
     // -- socket options -------------------------------------------------------------------
@@ -508,12 +503,28 @@ impl TcpSocket {
         let conn = &self.conn;
         let sample = if self.snd.retransmits == 0 && conn.syn_tx_ns >= 0 {
             floor_div(self.now - conn.syn_tx_ns, NS_PER_US).max(1)
-        } else if conn.ts_ok && seg.tsecr > 0 && self.tsval() >= seg.tsecr {
-            (self.tsval() - seg.tsecr).max(1) * 1000 // tcp_rtt_tsopt_us()
+        } else if conn.ts_ok && self.tsopt_rtt_us(seg.tsecr) > 0 {
+            self.tsopt_rtt_us(seg.tsecr)
         } else {
             return;
         };
         self.rtt_estimator(sample);
+    }
+
+    /// Models the sender's RTTM sample from a timestamp echo, tcp_rtt_tsopt_us(tp, 1)
+    /// [tcp_input.c, 6.16+; 5.15-6.15 without the argument, the same rule] (socket.py
+    /// `tsopt_rtt_us`): now minus the echoed TSval, 0 ms counting as 1 ms, in us; -1 when
+    /// the segment echoes nothing (`tsecr` <= 0) or a time ahead of ours.
+    pub fn tsopt_rtt_us(&self, tsecr: i64) -> i64 {
+        if tsecr <= 0 {
+            return -1;
+        }
+        let delta = self.tsval() - tsecr;
+        if delta >= 0 {
+            delta.max(1) * 1000
+        } else {
+            -1
+        }
     }
 
     /// Models tcp_finish_connect()/tcp_init_transfer(): MSS (tcp_sync_mss), buffers, timers. With

@@ -69,8 +69,9 @@ class MemoryMixin:
         tcp_mem[1] -> enter pressure; above tcp_mem[2] -> refused. Otherwise granted while
         this socket is under its guaranteed minimum (receive: sk_rmem_alloc < tcp_rmem[0];
         send: sk_wmem_queued < tcp_wmem[0]), while the host is not under pressure, or while
-        its fair share holds (sockets_allocated x this socket's pages -- queues and forward
-        alloc, the new pages included -- < tcp_mem[2]). A refused send charge moderates
+        its fair share holds (sockets_allocated as percpu_counter_read_positive() sees it
+        x this socket's pages -- queues and forward alloc, the new pages included -- <
+        tcp_mem[2]). A refused send charge moderates
         sk_sndbuf and is granted anyway when the send queue is at its (new) sndbuf (the memcg
         charged with __GFP_NOFAIL if it had refused); a refusal takes the pages back out of
         the pool and the memcg."""
@@ -101,7 +102,7 @@ class MemoryMixin:
             if not proto.under_pressure():
                 return True
             own = -(-(mem.wmem_charged + mem.sk_rmem_alloc + mem.sk_forward_alloc) // PAGE_SIZE)
-            if hi > proto.sockets_allocated * own:
+            if hi > proto.sockets_allocated_read_positive() * own:
                 return True
         return self._mem_suppress(size, amt, kind, True, memcg is not None)
 
@@ -219,7 +220,7 @@ class MemoryMixin:
         (sk_sockets_allocated_dec, tcp_v4_destroy_sock)."""
         mem = self.mem
         self.mem_reduce_allocated(self.charged_pages())
-        self.proto.sockets_allocated -= 1
+        self.proto.sockets_allocated_add(self.cpu, -1)
         mem.receive_queue.clear()
         mem.ofo_queue.clear()
         mem.sk_rmem_alloc = mem.sk_forward_alloc = mem.wmem_charged = 0

@@ -175,8 +175,8 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin, B
         # tcp_init_sock() -> sk_sockets_allocated_inc(): a private pool built from the
         # socket's sysctls, so a single connection behaves as on a host of its own
         self.proto = ProtoMemory(self.sysctl.tcp_mem, 1, self.sysctl.mem_pcpu_rsv)
-        self.proto.sockets_allocated += 1
         self.cpu = 0
+        self.proto.sockets_allocated_add(self.cpu, 1)
         self.memcg = None                 # no memory cgroup: the host's own sockets get one
         self.backlog = []
         self.releasing = False
@@ -191,8 +191,8 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin, B
                              f"{proto.ncpus} CPUs")
         pages = self.charged_pages()
         self.proto.memory_allocated_sub(self.cpu, pages)
-        self.proto.sockets_allocated -= 1
-        proto.sockets_allocated += 1
+        self.proto.sockets_allocated_add(self.cpu, -1)
+        proto.sockets_allocated_add(cpu, 1)
         proto.memory_allocated_add(cpu, pages)
         self.proto, self.cpu = proto, cpu
 
@@ -220,7 +220,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin, B
         mem.ofo_queue.clear()
         mem.sk_rmem_alloc = mem.sk_forward_alloc = mem.wmem_charged = 0
         self.mem_reduce_allocated(pages)
-        self.proto.sockets_allocated -= 1
+        self.proto.sockets_allocated_add(self.cpu, -1)
 
     # -- socket options ---------------------------------------------------------------------
 
@@ -409,11 +409,23 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin, B
             return
         if not self.snd.retransmits and conn.syn_tx_ns >= 0:
             sample = max(1, (self.now - conn.syn_tx_ns) // NS_PER_US)
-        elif conn.ts_ok and seg.tsecr > 0 and self._tsval() >= seg.tsecr:
-            sample = max(self._tsval() - seg.tsecr, 1) * 1000     # tcp_rtt_tsopt_us()
+        elif conn.ts_ok and (ts := self.tsopt_rtt_us(seg.tsecr)) > 0:
+            sample = ts
         else:
             return
         self._rtt_estimator(sample)
+
+    def tsopt_rtt_us(self, tsecr: int) -> int:
+        """Models the sender's RTTM sample from a timestamp echo, tcp_rtt_tsopt_us(tp, 1)
+        [tcp_input.c, 6.16+; 5.15-6.15 without the argument, the same rule]: now minus the
+        echoed TSval, a 0 ms difference counting as 1 ms, in us; -1 when the segment echoes
+        nothing (`tsecr` <= 0: no option, or 0, which Linux reads as no echo) or a time
+        ahead of ours. (The receiver's tcp_rcv_rtt_measure_ts() is the profile's
+        ts_rtt_sample_us: 6.16 stopped counting 0 ms as 1 there, not here.)"""
+        if tsecr <= 0:
+            return -1
+        delta = self._tsval() - tsecr
+        return max(delta, 1) * 1000 if delta >= 0 else -1
 
     def _established(self, active: bool) -> None:
         """Models tcp_finish_connect()/tcp_init_transfer(): MSS (tcp_sync_mss), buffers, timers.
