@@ -708,6 +708,12 @@ impl PyTcpSocket {
         self.patch_ok().map(|()| put)
     }
 
+    /// socket.py `hold`: the call just made holds the socket for `hold_ns` more.
+    fn hold(&mut self, now: i64, hold_ns: i64) -> PyResult<()> {
+        self.sk.hold(now, hold_ns);
+        self.patch_ok()
+    }
+
     fn on_timer(&mut self, now: i64) -> PyResult<()> {
         self.sk.on_timer(now);
         self.patch_ok()

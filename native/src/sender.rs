@@ -191,6 +191,7 @@ impl TcpSocket {
     /// The application writes n bytes; returns how many were queued (0 when the send buffer
     /// is full or the connection is not open).
     pub fn write(&mut self, now: i64, n: i64) -> i64 {
+        self.release_due(now);
         self.set_clock(now);
         if !send_state(self.conn.state) || self.snd.snd_shutdown {
             return 0;

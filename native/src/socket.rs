@@ -86,6 +86,11 @@ pub struct TcpSocket {
     pub mem: MemState,
     pub ack: AckState,
     pub snd: SndState,
+    /// The socket backlog (src/backlog.rs): the parked (segment, skb) pairs,
+    /// __release_sock() running, TCP_ACK_DEFERRED.
+    pub backlog: Vec<crate::backlog::Parked>,
+    pub releasing: bool,
+    pub ack_deferred: bool,
     /// Record trace events (the Python socket's sink is set).
     pub tracing: bool,
     /// Events recorded since the last `take_events()`.
@@ -183,6 +188,9 @@ impl TcpSocket {
             error: String::new(),
             accepted: true,
             eof: false,
+            backlog: Vec::new(),
+            releasing: false,
+            ack_deferred: false,
             tracing: false,
             events: Vec::new(),
         })
@@ -555,12 +563,21 @@ impl TcpSocket {
     // -- segment arrival ------------------------------------------------------------------
 
     /// A segment arrived from the link.
+    /// While the application holds the socket, an established socket parks it in its
+    /// backlog (tcp_add_backlog(), src/backlog.rs).
     pub fn on_segment(&mut self, now: i64, seg: &Segment) {
+        if self.mem.owned_until != 0 {
+            self.release_due(now);
+        }
         self.set_clock(now);
         self.mib.TCPInSegs += 1; // tcp_v4_rcv() [tcp_ipv4.c, 6.18]: every segment
         let state = self.conn.state;
+        if self.mem.owned_until != 0 && self.backlog_wanted(seg) {
+            self.add_backlog(seg);
+            return;
+        }
         if state.synchronized() {
-            self.rcv_established(seg);
+            self.rcv_established(seg, None);
             self.wmem_settle(); // the ACK freed sent skbs, or more were split
             return;
         }
@@ -575,7 +592,7 @@ impl TcpSocket {
                 } else if seg.flags & SYN != 0 && seg.flags & ACK == 0 {
                     self.resend_synack(); // the peer's SYN again: our SYN-ACK was lost
                 } else if self.on_handshake_ack(seg) && (seg.len != 0 || seg.flags & 1 != 0) {
-                    self.rcv_established(seg);
+                    self.rcv_established(seg, None);
                 }
             }
             _ => {}
@@ -590,9 +607,17 @@ impl TcpSocket {
     }
 
     /// Run every timer whose deadline has passed (delayed ACK, RACK reordering, loss probe,
-    /// RTO, persist).
+    /// RTO, persist). While the application holds the socket they wait for its release
+    /// (tcp_delack_timer() and tcp_write_timer() defer to tcp_release_cb()), which runs
+    /// first, backlog and all.
     pub fn on_timer(&mut self, now: i64) {
         self.set_clock(now);
+        if self.mem.owned_until != 0 {
+            if now < self.mem.owned_until {
+                return;
+            }
+            self.release_sock();
+        }
         if self.ack.delack_deadline != 0 && self.ack.delack_deadline <= now {
             self.ack.delack_deadline = 0;
             self.delack_timer();
@@ -621,8 +646,12 @@ impl TcpSocket {
         self.wmem_settle();
     }
 
-    /// Earliest armed timer, or 0 when none is armed (a deadline of 0 is unarmed).
+    /// Earliest armed timer, or 0 when none is armed (a deadline of 0 is unarmed). While
+    /// the application holds the socket: the release, before which no timer runs.
     pub fn next_deadline(&self) -> i64 {
+        if self.mem.owned_until != 0 {
+            return self.mem.owned_until;
+        }
         let mut d = 0;
         for t in [
             self.ack.delack_deadline,

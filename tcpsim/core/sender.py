@@ -160,6 +160,7 @@ class SendMixin:
     def write(self: TcpSocket, now: int, n: int) -> int:
         """The application writes n bytes; returns how many were queued (0 when the send
         buffer is full or the connection is not open)."""
+        self.release_due(now)
         self._clock(now)
         if self.conn.state not in SEND_STATES or self.snd.snd_shutdown:
             return 0
