@@ -27,8 +27,8 @@ the ORed flags, the largest segment size as the merged skb's gso_size; the limit
 sk_backlog.len + sk_rmem_alloc exceeds it, for every profile: see backlog_limit);
 sk_backlog.len in tcp_space() until the end of __release_sock(); the ACK deferred to
 tcp_release_cb() (__tcp_ack_snd_check() [net/ipv4/tcp_input.c, 6.18], under
-net.ipv4.tcp_backlog_ack_defer: the kernel has it from 6.7, the profiles that list the
-sysctl from 6.17) and timers that fell due while owned run at release (tcp_delack_timer(),
+net.ipv4.tcp_backlog_ack_defer: the kernel has it from 6.7, the profiles from
+linux-6.8 on) and timers that fell due while owned run at release (tcp_delack_timer(),
 tcp_write_timer() defer to tcp_release_cb()).
 Not modelled: the PFMEMALLOC drop, checksum errors, DSCP differences (the model has none),
 a second owner queuing behind the first (a hold that overlaps another extends it), and a

@@ -102,10 +102,12 @@ def test_a_full_backlog_drops(engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("profile,acks", [("linux-6.18", 1), ("linux-6.1", 2)])
+@pytest.mark.parametrize("profile,acks", [("linux-6.18", 1), ("linux-6.8", 1), ("linux-6.6", 2),
+                                          ("linux-6.1", 2)])
 def test_the_ack_waits_for_tcp_release_cb_from_6_7(profile, acks, engine):
     """Two backlog skbs (the timestamps differ): 6.1 decides and sends an ACK per skb while
-    __release_sock() runs; 6.18 (tcp_backlog_ack_defer) sends one from tcp_release_cb()."""
+    __release_sock() runs; 6.8 and 6.18 (tcp_backlog_ack_defer, 6.7) send one from
+    tcp_release_cb()."""
     p = established(profile, engine=engine)
     p.sk.hold(p.now, 60 * NS_PER_US)
     burst(p, 4)
