@@ -47,7 +47,6 @@ class Linux617(Linux614):
     RELEASE = "6.17"
     RMEM2_DEFAULT = 32 * MIB
     PINGPONG_THRESH = 1
-    SYSCTLS = Linux614.SYSCTLS | {"tcp_backlog_ack_defer"}
 
     def default_sysctls(self) -> Sysctls:
         return Sysctls(tcp_rmem=(4096, 131072, self.RMEM2_DEFAULT))

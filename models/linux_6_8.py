@@ -7,6 +7,10 @@ are back to ~64 KiB (64240 / 65160 on the wire) instead of 6.6.0's ~32 KiB.
 Sender: 1c2709cfff1d "tcp: fix excessive TLP and RACK timeouts from HZ rounding" (6.7; in
 the 4.19+ stable trees too) adds the loss probe's 2 ms floor in microseconds before the
 conversion to jiffies (the same as 5.15's two jiffies at HZ=1000, less at HZ=250).
+
+Socket backlog: 133c4c0d3717 "tcp: defer regular ACK while processing socket backlog" (6.7)
+adds net.ipv4.tcp_backlog_ack_defer (default 1): an ACK due while the socket is owned by the
+user waits for tcp_release_cb() [tcp_output.c, 6.7+] (__tcp_ack_snd_check [tcp_input.c]).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ class Linux68(Linux66):
 
     RELEASE = "6.8"
     DEFAULT_SCALING_RATIO = 128     # 1 << (TCP_RMEM_TO_WIN_SCALE - 1)
+    SYSCTLS = Linux66.SYSCTLS | {"tcp_backlog_ack_defer"}   # 6.7
 
     def loss_probe_timeout(self, sk: TcpSocket) -> int:
         """tcp_schedule_loss_probe() [tcp_output.c, 6.7+]: 2 * srtt plus tcp_rto_min (one

@@ -1471,9 +1471,10 @@ def replay(
     hz: Optional[int] = typer.Option(None, "--hz", help="the kernel's CONFIG_HZ (default: tcpsim's "
                                      "1 ms clock; with --fit: fitted)"),
     fit: bool = typer.Option(False, "--fit", help="fit what the capture cannot say (reader, its "
-                             "phase, device, HZ, timing, tcp_rmem[1], tcp_shrink_window) by "
-                             "replaying candidates, then replay under --profile; --reader, --hz, "
-                             "--rcvbuf, --device, --timing pin"),
+                             "phase, device, HZ, timing, tcp_rmem[1], tcp_shrink_window, how "
+                             "long a read owns the socket) by replaying candidates, then replay "
+                             "under --profile; --reader, --hz, --rcvbuf, --device, --timing, "
+                             "--owns-socket pin"),
     fit_profile: Optional[str] = typer.Option(None, "--fit-profile", help="--fit under this "
                                               "profile (the capture's kernel), then replay under "
                                               "--profile/--policy (default: --profile)"),
@@ -1484,6 +1485,9 @@ def replay(
                                          "veth-direct, loopback, nic-2k, nic-4k, tun)"),
     timing: Optional[str] = typer.Option(None, "--timing", help="pin the application timing "
                                          "(a host preset or exact)"),
+    owns_socket: Optional[str] = typer.Option(None, "--owns-socket", help="pin how long each "
+                                              "read holds the socket (socket owned by user: "
+                                              "arrivals wait in the backlog), e.g. 60us or 0"),
     until: Optional[float] = typer.Option(None, "--until", help="compare only the first S seconds"),
     html: Optional[Path] = typer.Option(None, "--html", help="capture-vs-model overlay page"),
     as_json: bool = typer.Option(False, "--json"),
@@ -1512,7 +1516,7 @@ def replay(
         eng = _check_engine(engine)
         with interrupt.stoppable():
             if fit or profiles:
-                pins = _fit_pins(opts, hz, device, timing, sysctls)
+                pins = _fit_pins(opts, hz, device, timing, sysctls, owns_socket)
                 if profiles:
                     code = _rank_capture(capture, profiles, tuple(policy), sysctls, until, pins,
                                          fit, eng, as_json, opts)
@@ -1523,6 +1527,9 @@ def replay(
             if timing is not None:
                 raise ScenarioError(f"--timing {timing}: pins the application timing of a "
                                     "fit; give --fit (or --profiles) with it")
+            if owns_socket is not None:
+                raise ScenarioError(f"--owns-socket {owns_socket}: pins an unknown of a fit; "
+                                    "give --fit (or --profiles) with it")
             if device is not None:
                 _check_device(device)
             v = replay_capture(capture, profile=profile, policies=tuple(policy),
@@ -1564,7 +1571,7 @@ def _check_device(device: str) -> None:
 
 
 def _fit_pins(opts: dict, hz: Optional[int], device: Optional[str], timing: Optional[str],
-              sysctls: dict) -> dict:
+              sysctls: dict, owns_socket: Optional[str] = None) -> dict:
     """The unknowns the user pinned (tcpsim.pcap.fit.Unknowns fields); the rest are fitted.
     --reader/--rcvbuf are taken out of the import options: the fit replays them."""
     from tcpsim.app_latency import timing_choices
@@ -1585,6 +1592,13 @@ def _fit_pins(opts: dict, hz: Optional[int], device: Optional[str], timing: Opti
         if timing not in timing_choices():
             raise ScenarioError(f"--timing {timing}: expected one of {', '.join(timing_choices())}")
         pins["timing"] = timing
+    if owns_socket is not None:
+        from tcpsim.units import parse_duration
+        ns = parse_duration(owns_socket, "--owns-socket")
+        if ns % 1000:
+            raise ScenarioError(f"--owns-socket {owns_socket}: give whole microseconds "
+                                "(e.g. 60us)")
+        pins["owns_us"] = ns // 1000
     if any(k.endswith("tcp_rmem") for k in sysctls):
         pins["rmem1"] = 0
     if any(k.endswith("tcp_shrink_window") for k in sysctls):

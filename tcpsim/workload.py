@@ -31,7 +31,16 @@ Reader kinds:
                   `slow_for` (15 s) reads each second `fraction` (0.05) of the best
                   one-second amount seen so far; repeated
 
-Every kind takes `start` (when the application begins, default at once).
+Every kind takes `start` (when the application begins, default at once). Writers, and the
+periodic, fast and blocking readers, take
+
+    owns_socket   how long each recv()/send() that moves data holds the socket
+                  (lock_sock() .. release_sock(): "socket owned by user"; default 0, never).
+                  Segments arriving meanwhile wait in the socket backlog, coalesced, and
+                  are processed when the call releases the socket (tcpsim/core/backlog.py).
+                  On one host (veth, loopback) the peer's answer to a read's window update
+                  arrives within that call: tens of microseconds are typical (fitted by
+                  `tcpsim replay --fit`).
 
 Application timing (issue 14; docs/app-latency.md). The periodic writer, and the periodic,
 fast and blocking readers also take:
@@ -96,7 +105,8 @@ READER_KINDS: dict[str, Kind] = {k.name: k for k in (
 KINDS = {"writer": WRITER_KINDS, "reader": READER_KINDS}
 
 SIZE_FIELDS = ("bytes", "bytes2")
-DURATION_FIELDS = ("every", "every2", "period", "fast_for", "slow_for", "start", "call_cost")
+DURATION_FIELDS = ("every", "every2", "period", "fast_for", "slow_for", "start", "call_cost",
+                   "owns_socket")
 POSITIVE_FIELDS = ("every", "every2", "period")
 TIMING_FIELDS = ("latency", "call_cost", "copy_rate")
 FIELDS = ("kind", *SIZE_FIELDS, *DURATION_FIELDS, "fraction", "latency", "copy_rate")
@@ -107,7 +117,7 @@ LATENCY_TABLES = ("periodic_writer", "periodic_reader", "blocking_reader",
 # App fields that trace metadata leaves out at their defaults (scenarios without timing
 # read as before the fields existed).
 TIMING_DEFAULTS = {"latency_table": "", "latency_ns": 0, "latency_host": "", "call_cost": 0,
-                   "copy_rate": 0}
+                   "copy_rate": 0, "owns_socket": 0}
 
 
 @dataclass(frozen=True)
@@ -129,11 +139,15 @@ class App:
     latency_host: str = ""           # captured sequences: the host preset ("": the default)
     call_cost: int = 0               # ns per recv() call (readers)
     copy_rate: int = 0               # bits/s recv() copies at (0: instant)
+    owns_socket: int = 0             # ns each recv()/send() moving data holds the socket
+
 
     @property
     def timed(self) -> bool:
-        """Any application timing at all (else the exact, pre-issue-14 behaviour)."""
-        return bool(self.latency_table or self.latency_ns or self.call_cost or self.copy_rate)
+        """Any application timing at all (else the exact, pre-issue-14 behaviour). A call
+        that holds the socket is timing too: its reads are run one by one, never skipped."""
+        return bool(self.latency_table or self.latency_ns or self.call_cost or self.copy_rate
+                    or self.owns_socket)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-friendly record (`App(**d)` reads it back)."""
@@ -172,7 +186,8 @@ def parse_app(table: dict[str, Any], side: str, default: App, where: str = "") -
     timed = TIMING_FIELDS if kind in TIMED_KINDS[side] else ()
     if side == "writer":
         timed = tuple(k for k in timed if k == "latency")   # call_cost, copy_rate: readers'
-    reads = ("kind", "start", *spec.required, *spec.reads, *timed)
+    owns = ("owns_socket",) if side == "writer" or kind in TIMED_KINDS[side] else ()
+    reads = ("kind", "start", *spec.required, *spec.reads, *timed, *owns)
     for key in table:
         if key not in reads and key not in TIMING_FIELDS:  # timing: _parse_timing says why
             raise ScenarioError(f"{role}.{key}: a {side} of kind = \"{kind}\" does not read "

@@ -141,6 +141,9 @@ rx_window_clamp = st.one_of(                             # setsockopt(TCP_WINDOW
     st.integers(0, 1 << 21),
 )
 
+# how long the application holds the socket (us; tcpsim/core/backlog.py): below a
+# millisecond, so time_passes releases it
+rx_hold_us = st.one_of(st.integers(1, 100), st.integers(1, 999))
 rx_elapsed_ms = st.one_of(st.integers(0, 5), st.integers(0, 250), st.sampled_from([40, 200, 1000]))
 
 rx_tcp_mem = st.sampled_from([                           # net.ipv4.tcp_mem: the socket's pool

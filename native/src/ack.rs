@@ -110,7 +110,10 @@ impl TcpSocket {
             })
         };
         if now_ack || self.in_quickack_mode() || self.ack.ack_pending & ICSK_ACK_NOW != 0 {
-            self.send_ack();
+            if !self.releasing || !self.defer_ack() {
+                // 6.7+: to tcp_release_cb()
+                self.send_ack();
+            }
             return;
         }
         if !ofo_possible || self.mem.ofo_queue.is_empty() {

@@ -125,6 +125,7 @@ fn proto_slot<'a>(sk: &'a TcpSocket, name: &str) -> Option<&'a std::sync::atomic
         "allocated" => &p.allocated,
         "memory_pressure" => &p.memory_pressure,
         "sockets_allocated" => &p.sockets_allocated,
+        "sockets_count" => &p.sockets_count,
         "pcpu_rsv" => &p.pcpu_rsv,
         "TCPMemoryPressures" => &p.TCPMemoryPressures,
         "TCPMemoryPressuresChrono" => &p.TCPMemoryPressuresChrono,

@@ -32,6 +32,7 @@
 //! - `value`     <- our own: a field's value, to compare records field by field
 
 pub mod ack;
+pub mod backlog;
 pub mod bench;
 pub mod clock;
 pub mod cong;

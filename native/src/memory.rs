@@ -16,7 +16,6 @@ use crate::constants::{
 };
 use crate::skb::{Layout, Skb};
 use crate::socket::TcpSocket;
-use std::sync::atomic::Ordering::Relaxed;
 
 /// The kinds of __sk_mem_schedule() [include/net/sock.h]: SK_MEM_SEND, SK_MEM_RECV.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,7 +121,8 @@ impl TcpSocket {
     /// counter, at most tcp_mem[0] leaves pressure and grants, above tcp_mem[1] enters
     /// pressure, above tcp_mem[2] refuses; otherwise granted under the guaranteed minimum
     /// (tcp_rmem[0] / tcp_wmem[0]), outside pressure, or within the fair share
-    /// (sockets_allocated x this socket's pages < tcp_mem[2]). A refused send charge
+    /// (sockets_allocated as percpu_counter_read_positive() sees it x this socket's pages
+    /// < tcp_mem[2]). A refused send charge
     /// moderates sk_sndbuf and is granted when the send queue is at its sndbuf (the memcg
     /// charged with __GFP_NOFAIL if it had refused); a refusal takes the pages back out of
     /// the pool and the memcg.
@@ -165,7 +165,7 @@ impl TcpSocket {
                 mem.wmem_charged + mem.sk_rmem_alloc + mem.sk_forward_alloc,
                 PAGE_SIZE,
             );
-            let sockets = proto.sockets_allocated.load(Relaxed);
+            let sockets = proto.sockets_allocated_read_positive();
             if proto.limit(2) > sockets * own {
                 return true;
             }
@@ -306,9 +306,7 @@ impl TcpSocket {
     pub fn release_all(&mut self) {
         let pages = self.charged_pages();
         self.mem_reduce_allocated(pages);
-        self.proto
-            .sockets_allocated
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        self.proto.sockets_allocated_add(self.cpu, -1);
         self.mem.receive_queue.clear();
         self.mem.ofo_queue.clear();
         self.mem.sk_rmem_alloc = 0;

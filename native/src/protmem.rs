@@ -30,6 +30,16 @@ use crate::constants::NS_PER_MS;
 /// default (and minimum) of net.core.mem_pcpu_rsv (6.9+).
 pub const SK_MEMORY_PCPU_RESERVE: i64 = 256;
 
+/// percpu_counter_batch [lib/percpu_counter.c: compute_batch_value()]: max(32, 2 x online
+/// CPUs), the batch of every percpu_counter added to without one of its own --
+/// tcp_sockets_allocated among them (sk_sockets_allocated_inc/dec [include/net/sock.h]).
+pub const PERCPU_COUNTER_BATCH_MIN: i64 = 32;
+
+/// Models compute_batch_value() [lib/percpu_counter.c]: max(32, 2 x CPUs).
+pub fn percpu_counter_batch(ncpus: usize) -> i64 {
+    PERCPU_COUNTER_BATCH_MIN.max(2 * ncpus as i64)
+}
+
 /// How sockets share a pool: one `Arc` per socket, the pool itself shared.
 pub type ProtoHandle = Arc<ProtoMemory>;
 
@@ -49,8 +59,16 @@ pub struct ProtoMemory {
     pub per_cpu_fw_alloc: Vec<AtomicI64>,
     /// tcp_memory_pressure: when the host entered pressure (ns), -1 if not.
     pub memory_pressure: AtomicI64,
-    /// tcp_sockets_allocated: sockets using the pool.
+    /// tcp_sockets_allocated: sockets using the pool, exactly (what percpu_counter_sum()
+    /// adds up: sockstat's `alloc`).
     pub sockets_allocated: AtomicI64,
+    /// tcp_sockets_allocated's global part (`fbc->count`), all that percpu_counter_read()
+    /// -- and so the fair-share rule -- sees.
+    pub sockets_count: AtomicI64,
+    /// Its per-CPU parts, each folded into `sockets_count` once it reaches the batch.
+    pub per_cpu_sockets: Vec<AtomicI64>,
+    /// percpu_counter_batch for this host's CPUs.
+    pub sockets_batch: i64,
     /// Entries into pressure.
     pub TCPMemoryPressures: AtomicI64,
     /// ms spent under pressure, counted when pressure is left.
@@ -68,6 +86,8 @@ pub struct ProtoSnapshot {
     pub per_cpu_fw_alloc: Vec<i64>,
     pub memory_pressure: i64,
     pub sockets_allocated: i64,
+    pub sockets_count: i64,
+    pub per_cpu_sockets: Vec<i64>,
     pub TCPMemoryPressures: i64,
     pub TCPMemoryPressuresChrono: i64,
 }
@@ -92,6 +112,9 @@ impl ProtoMemory {
             per_cpu_fw_alloc: (0..ncpus).map(|_| AtomicI64::new(0)).collect(),
             memory_pressure: AtomicI64::new(-1),
             sockets_allocated: AtomicI64::new(0),
+            sockets_count: AtomicI64::new(0),
+            per_cpu_sockets: (0..ncpus).map(|_| AtomicI64::new(0)).collect(),
+            sockets_batch: percpu_counter_batch(ncpus),
             TCPMemoryPressures: AtomicI64::new(0),
             TCPMemoryPressuresChrono: AtomicI64::new(0),
         })
@@ -181,6 +204,30 @@ impl ProtoMemory {
         }
     }
 
+    /// Models sk_sockets_allocated_inc()/_dec() [include/net/sock.h]:
+    /// percpu_counter_add_batch() [lib/percpu_counter.c] of `n` on this CPU's part, folded
+    /// whole into the global part once its magnitude reaches the batch; `sockets_allocated`
+    /// keeps the exact total.
+    pub fn sockets_allocated_add(&self, cpu: usize, n: i64) {
+        self.sockets_allocated.fetch_add(n, Relaxed);
+        let slot = &self.per_cpu_sockets[cpu];
+        let local = slot.load(Relaxed) + n;
+        if local.abs() >= self.sockets_batch {
+            self.sockets_count.fetch_add(local, Relaxed);
+            slot.store(0, Relaxed);
+        } else {
+            slot.store(local, Relaxed);
+        }
+    }
+
+    /// Models sk_sockets_allocated_read_positive() [include/net/sock.h, 5.15-6.18]:
+    /// percpu_counter_read_positive(), the global part only (never below 0) -- the socket
+    /// count the fair-share rule of __sk_mem_raise_allocated() divides tcp_mem[2] by
+    /// (protmem.py `sockets_allocated_read_positive`).
+    pub fn sockets_allocated_read_positive(&self) -> i64 {
+        self.sockets_count.load(Relaxed).max(0)
+    }
+
     /// Every field as plain values (Python's `snapshot()`).
     pub fn snapshot(&self) -> ProtoSnapshot {
         ProtoSnapshot {
@@ -195,6 +242,12 @@ impl ProtoMemory {
                 .collect(),
             memory_pressure: self.memory_pressure.load(Relaxed),
             sockets_allocated: self.sockets_allocated.load(Relaxed),
+            sockets_count: self.sockets_count.load(Relaxed),
+            per_cpu_sockets: self
+                .per_cpu_sockets
+                .iter()
+                .map(|c| c.load(Relaxed))
+                .collect(),
             TCPMemoryPressures: self.TCPMemoryPressures.load(Relaxed),
             TCPMemoryPressuresChrono: self.TCPMemoryPressuresChrono.load(Relaxed),
         }
@@ -204,6 +257,25 @@ impl ProtoMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sockets_allocated_is_read_without_its_cpu_parts() {
+        let p = ProtoMemory::new((1, 2, 3), 2, 0).unwrap();
+        assert_eq!(p.sockets_batch, 32);
+        assert_eq!(
+            ProtoMemory::new((1, 2, 3), 64, 0).unwrap().sockets_batch,
+            128
+        );
+        for _ in 0..31 {
+            p.sockets_allocated_add(0, 1);
+        }
+        assert_eq!(p.sockets_allocated_read_positive(), 0);
+        p.sockets_allocated_add(0, 1);
+        assert_eq!(p.sockets_allocated_read_positive(), 32);
+        p.sockets_allocated_add(1, -33);
+        assert_eq!(p.sockets_allocated.load(Relaxed), -1);
+        assert_eq!(p.sockets_allocated_read_positive(), 0);
+    }
 
     #[test]
     fn per_cpu_reserve_lags_the_global_counter() {

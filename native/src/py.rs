@@ -708,6 +708,12 @@ impl PyTcpSocket {
         self.patch_ok().map(|()| put)
     }
 
+    /// socket.py `hold`: the call just made holds the socket for `hold_ns` more.
+    fn hold(&mut self, now: i64, hold_ns: i64) -> PyResult<()> {
+        self.sk.hold(now, hold_ns);
+        self.patch_ok()
+    }
+
     fn on_timer(&mut self, now: i64) -> PyResult<()> {
         self.sk.on_timer(now);
         self.patch_ok()
@@ -1024,6 +1030,16 @@ impl PyProtoMemory {
         self.0.enter_pressure(now)
     }
 
+    fn sockets_allocated_add(&self, cpu: usize, n: i64) -> PyResult<()> {
+        self.cpu_ok(cpu)?;
+        self.0.sockets_allocated_add(cpu, n);
+        Ok(())
+    }
+
+    fn sockets_allocated_read_positive(&self) -> i64 {
+        self.0.sockets_allocated_read_positive()
+    }
+
     fn leave_pressure(&self, now: i64) {
         self.0.leave_pressure(now)
     }
@@ -1044,6 +1060,8 @@ impl PyProtoMemory {
         d.set_item("per_cpu_fw_alloc", s.per_cpu_fw_alloc)?;
         d.set_item("memory_pressure", s.memory_pressure)?;
         d.set_item("sockets_allocated", s.sockets_allocated)?;
+        d.set_item("sockets_count", s.sockets_count)?;
+        d.set_item("per_cpu_sockets", s.per_cpu_sockets)?;
         d.set_item("TCPMemoryPressures", s.TCPMemoryPressures)?;
         d.set_item("TCPMemoryPressuresChrono", s.TCPMemoryPressuresChrono)?;
         Ok(d)

@@ -102,6 +102,7 @@ fn app(d: &Bound<'_, PyDict>, sets: &[Vec<Arc<[i64]>>]) -> PyResult<App> {
         latency_ns: int(d, "latency_ns")?,
         call_cost: int(d, "call_cost")?,
         copy_rate: int(d, "copy_rate")?,
+        owns_socket: int(d, "owns_socket")?,
     })
 }
 

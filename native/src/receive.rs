@@ -21,8 +21,10 @@ impl TcpSocket {
 
     /// Models tcp_space(): window worth of the unused receive budget (may be negative).
     pub fn tcp_space(&self) -> i64 {
-        self.k
-            .win_from_space(self, self.mem.sk_rcvbuf - self.mem.sk_rmem_alloc)
+        self.k.win_from_space(
+            self,
+            self.mem.sk_rcvbuf - self.mem.sk_backlog_len - self.mem.sk_rmem_alloc,
+        )
     }
 
     /// Models tcp_full_space(): window worth of the whole receive budget.
@@ -50,7 +52,7 @@ impl TcpSocket {
 
     /// Models tcp_rcv_established(): header-prediction fast path, else validate, process
     /// the ACK and queue the data.
-    pub fn rcv_established(&mut self, seg: &Segment) {
+    pub fn rcv_established(&mut self, seg: &Segment, pre: Option<Skb>) {
         if seg.tsval >= 0 && self.conn.ts_ok {
             self.conn.rcv_tsecr = seg.tsecr;
         }
@@ -70,9 +72,12 @@ impl TcpSocket {
                 return;
             }
             if seg.seq + seg.len <= rcv.rcv_nxt + self.receive_window() {
-                let skb = self
-                    .dev
-                    .make_skb(seg.seq, seg.len, false, seg.gso_size, seg.tx_segs);
+                let skb = match pre {
+                    Some(skb) => skb,
+                    None => self
+                        .dev
+                        .make_skb(seg.seq, seg.len, false, seg.gso_size, seg.tx_segs),
+                };
                 if skb.truesize <= self.mem.sk_forward_alloc {
                     self.fast_path_data(seg, skb, !fast);
                     return;
@@ -81,7 +86,7 @@ impl TcpSocket {
                 return;
             }
         }
-        self.slow_path(seg, None);
+        self.slow_path(seg, pre);
     }
 
     fn fast_path_data(&mut self, seg: &Segment, skb: Skb, slowpath: bool) {
@@ -439,6 +444,7 @@ impl TcpSocket {
     /// Returns the bytes copied (0 at EOF or when nothing is queued).
     pub fn read(&mut self, now: i64, n: i64) -> i64 {
         let k = self.k.clone();
+        self.release_due(now);
         self.set_clock(now);
         if self.mem.receive_queue.is_empty() {
             return 0;

@@ -12,6 +12,10 @@ pub const RST: i64 = 0x04;
 pub const PSH: i64 = 0x08;
 pub const ACK: i64 = 0x10;
 pub const URG: i64 = 0x20;
+pub const ECE: i64 = 0x40;
+pub const CWR: i64 = 0x80;
+/// AccECN (RFC 9768): the reserved bit before CWR.
+pub const AE: i64 = 0x100;
 
 const FLAG_LETTERS: [(i64, char); 6] = [
     (SYN, 'S'),

@@ -191,6 +191,7 @@ impl TcpSocket {
     /// The application writes n bytes; returns how many were queued (0 when the send buffer
     /// is full or the connection is not open).
     pub fn write(&mut self, now: i64, n: i64) -> i64 {
+        self.release_due(now);
         self.set_clock(now);
         if !send_state(self.conn.state) || self.snd.snd_shutdown {
             return 0;
@@ -750,7 +751,8 @@ impl TcpSocket {
             None
         };
         if ack > prior_una {
-            self.clean_rtx_queue(ack, sack);
+            let tsecr = if self.conn.ts_ok { seg.tsecr } else { -1 };
+            self.clean_rtx_queue(ack, sack, tsecr);
         } else if let Some(sack) = sack {
             self.sack_dupack(ack, sack);
         } else if !self.conn.sack_ok
@@ -829,8 +831,10 @@ impl TcpSocket {
         self.ca_pkts_acked(rtt_us); // the ack_sample's rtt_us
     }
 
-    /// Models tcp_clean_rtx_queue() [tcp_input.c] (see sender.py `_clean_rtx_queue`).
-    fn clean_rtx_queue(&mut self, ack: i64, sack: Option<(i64, i64)>) {
+    /// Models tcp_clean_rtx_queue() [tcp_input.c] (see sender.py `_clean_rtx_queue`): the
+    /// RTT sample as tcp_ack_update_rtt() takes it -- a never-retransmitted segment's
+    /// (Karn), else the SACK sample, else the ACK's timestamp echo `tsecr`.
+    fn clean_rtx_queue(&mut self, ack: i64, sack: Option<(i64, i64)>, tsecr: i64) {
         let mut acked_pkts = 0;
         let mut rtt_ns = -1;
         let prior_una = self.snd.snd_una;
@@ -864,6 +868,9 @@ impl TcpSocket {
             if rtt_ns < 0 {
                 rtt_ns = sack_rtt;
             }
+        }
+        if rtt_ns < 0 && acked_pkts > 0 {
+            rtt_ns = self.tsopt_rtt_us(tsecr) * NS_PER_US; // -1 us: none, stays negative
         }
         let snd = &mut self.snd;
         if let Some(head) = snd.rtx_queue.front_mut() {

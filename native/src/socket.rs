@@ -86,6 +86,11 @@ pub struct TcpSocket {
     pub mem: MemState,
     pub ack: AckState,
     pub snd: SndState,
+    /// The socket backlog (src/backlog.rs): the parked (segment, skb) pairs,
+    /// __release_sock() running, TCP_ACK_DEFERRED.
+    pub backlog: Vec<crate::backlog::Parked>,
+    pub releasing: bool,
+    pub ack_deferred: bool,
     /// Record trace events (the Python socket's sink is set).
     pub tracing: bool,
     /// Events recorded since the last `take_events()`.
@@ -159,9 +164,7 @@ impl TcpSocket {
         // tcp_init_sock() -> sk_sockets_allocated_inc(): a private pool built from the
         // socket's sysctls, so a single connection behaves as on a host of its own
         let proto = ProtoMemory::handle(sysctl.tcp_mem, 1, sysctl.mem_pcpu_rsv);
-        proto
-            .sockets_allocated
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        proto.sockets_allocated_add(0, 1);
         Ok(TcpSocket {
             proto,
             cpu: 0,
@@ -185,6 +188,9 @@ impl TcpSocket {
             error: String::new(),
             accepted: true,
             eof: false,
+            backlog: Vec::new(),
+            releasing: false,
+            ack_deferred: false,
             tracing: false,
             events: Vec::new(),
         })
@@ -196,7 +202,6 @@ impl TcpSocket {
     /// CPU `cpu` from now on: the socket leaves its pool's `sockets_allocated` for the new
     /// one's, and the pages it holds move with it. Err for a CPU the pool does not have.
     pub fn set_proto(&mut self, proto: ProtoHandle, cpu: usize) -> Result<(), String> {
-        use std::sync::atomic::Ordering::Relaxed;
         if cpu >= proto.ncpus {
             return Err(format!(
                 "set_proto: cpu {cpu} is not one of the pool's {} CPUs",
@@ -205,8 +210,8 @@ impl TcpSocket {
         }
         let pages = self.charged_pages();
         self.proto.memory_allocated_sub(self.cpu, pages);
-        self.proto.sockets_allocated.fetch_sub(1, Relaxed);
-        proto.sockets_allocated.fetch_add(1, Relaxed);
+        self.proto.sockets_allocated_add(self.cpu, -1);
+        proto.sockets_allocated_add(cpu, 1);
         proto.memory_allocated_add(cpu, pages);
         self.proto = proto;
         self.cpu = cpu;
@@ -238,9 +243,7 @@ impl TcpSocket {
         self.mem.sk_forward_alloc = 0;
         self.mem.wmem_charged = 0;
         self.mem_reduce_allocated(pages);
-        self.proto
-            .sockets_allocated
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        self.proto.sockets_allocated_add(self.cpu, -1);
     }
 
     // -- socket options -------------------------------------------------------------------
@@ -500,12 +503,28 @@ impl TcpSocket {
         let conn = &self.conn;
         let sample = if self.snd.retransmits == 0 && conn.syn_tx_ns >= 0 {
             floor_div(self.now - conn.syn_tx_ns, NS_PER_US).max(1)
-        } else if conn.ts_ok && seg.tsecr > 0 && self.tsval() >= seg.tsecr {
-            (self.tsval() - seg.tsecr).max(1) * 1000 // tcp_rtt_tsopt_us()
+        } else if conn.ts_ok && self.tsopt_rtt_us(seg.tsecr) > 0 {
+            self.tsopt_rtt_us(seg.tsecr)
         } else {
             return;
         };
         self.rtt_estimator(sample);
+    }
+
+    /// Models the sender's RTTM sample from a timestamp echo, tcp_rtt_tsopt_us(tp, 1)
+    /// [tcp_input.c, 6.16+; 5.15-6.15 without the argument, the same rule] (socket.py
+    /// `tsopt_rtt_us`): now minus the echoed TSval, 0 ms counting as 1 ms, in us; -1 when
+    /// the segment echoes nothing (`tsecr` <= 0) or a time ahead of ours.
+    pub fn tsopt_rtt_us(&self, tsecr: i64) -> i64 {
+        if tsecr <= 0 {
+            return -1;
+        }
+        let delta = self.tsval() - tsecr;
+        if delta >= 0 {
+            delta.max(1) * 1000
+        } else {
+            -1
+        }
     }
 
     /// Models tcp_finish_connect()/tcp_init_transfer(): MSS (tcp_sync_mss), buffers, timers. With
@@ -544,12 +563,21 @@ impl TcpSocket {
     // -- segment arrival ------------------------------------------------------------------
 
     /// A segment arrived from the link.
+    /// While the application holds the socket, an established socket parks it in its
+    /// backlog (tcp_add_backlog(), src/backlog.rs).
     pub fn on_segment(&mut self, now: i64, seg: &Segment) {
+        if self.mem.owned_until != 0 {
+            self.release_due(now);
+        }
         self.set_clock(now);
         self.mib.TCPInSegs += 1; // tcp_v4_rcv() [tcp_ipv4.c, 6.18]: every segment
         let state = self.conn.state;
+        if self.mem.owned_until != 0 && self.backlog_wanted(seg) {
+            self.add_backlog(seg);
+            return;
+        }
         if state.synchronized() {
-            self.rcv_established(seg);
+            self.rcv_established(seg, None);
             self.wmem_settle(); // the ACK freed sent skbs, or more were split
             return;
         }
@@ -564,7 +592,7 @@ impl TcpSocket {
                 } else if seg.flags & SYN != 0 && seg.flags & ACK == 0 {
                     self.resend_synack(); // the peer's SYN again: our SYN-ACK was lost
                 } else if self.on_handshake_ack(seg) && (seg.len != 0 || seg.flags & 1 != 0) {
-                    self.rcv_established(seg);
+                    self.rcv_established(seg, None);
                 }
             }
             _ => {}
@@ -579,9 +607,17 @@ impl TcpSocket {
     }
 
     /// Run every timer whose deadline has passed (delayed ACK, RACK reordering, loss probe,
-    /// RTO, persist).
+    /// RTO, persist). While the application holds the socket they wait for its release
+    /// (tcp_delack_timer() and tcp_write_timer() defer to tcp_release_cb()), which runs
+    /// first, backlog and all.
     pub fn on_timer(&mut self, now: i64) {
         self.set_clock(now);
+        if self.mem.owned_until != 0 {
+            if now < self.mem.owned_until {
+                return;
+            }
+            self.release_sock();
+        }
         if self.ack.delack_deadline != 0 && self.ack.delack_deadline <= now {
             self.ack.delack_deadline = 0;
             self.delack_timer();
@@ -610,8 +646,12 @@ impl TcpSocket {
         self.wmem_settle();
     }
 
-    /// Earliest armed timer, or 0 when none is armed (a deadline of 0 is unarmed).
+    /// Earliest armed timer, or 0 when none is armed (a deadline of 0 is unarmed). While
+    /// the application holds the socket: the release, before which no timer runs.
     pub fn next_deadline(&self) -> i64 {
+        if self.mem.owned_until != 0 {
+            return self.mem.owned_until;
+        }
         let mut d = 0;
         for t in [
             self.ack.delack_deadline,

@@ -311,6 +311,12 @@ record! {
         /// memory accounting, from net.core.bypass_prot_mem at socket(2). Only the flag is
         /// modelled: its effect on the host's TCP memory pool belongs to the host model.
         pub sk_bypass_prot_mem: bool,
+        /// The socket owned by the user (sk_lock.owned; src/backlog.rs): the application's
+        /// recvmsg/sendmsg holds the socket until this time (ns; 0 = not owned).
+        pub owned_until: i64,
+        /// The truesize of the skbs parked in its backlog meanwhile (sk_backlog.len,
+        /// counted by tcp_space()).
+        pub sk_backlog_len: i64,
     }
 }
 
@@ -331,6 +337,8 @@ impl MemState {
             collapse_ns_total: 0,
             collapse_ns_max: 0,
             sk_bypass_prot_mem: sysctl.patched("bypass_prot_mem").unwrap_or(0) != 0,
+            owned_until: 0,
+            sk_backlog_len: 0,
         }
     }
 }
@@ -602,7 +610,8 @@ mod tests {
     fn field_lists_match_the_spec() {
         assert_eq!(ConnState::FIELDS.len(), 15);
         assert_eq!(RcvState::FIELDS.len(), 26);
-        assert_eq!(MemState::FIELDS.len(), 12);
+        // + sk_lock.owned (owned_until) and sk_backlog.len (src/backlog.rs)
+        assert_eq!(MemState::FIELDS.len(), 14);
         assert_eq!(AckState::FIELDS.len(), 13);
         // 45 + the SACK scoreboard, RACK, PRR (11) + struct bictcp (16) + tp->reordering and
         // SOCK_NOSPACE (the send buffer, 2) + the path's GSO delivery (gso_whole, 1)

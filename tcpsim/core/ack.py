@@ -100,7 +100,8 @@ class AckMixin:
              and ((rcv.rcv_nxt - rcv.copied_seq) < rcv.rcvlowat
                   or self.k.select_window(self) >= rcv.rcv_wnd))
                 or self.in_quickack_mode() or ack.ack_pending & ICSK_ACK_NOW):
-            self.send_ack()
+            if not self.releasing or not self.defer_ack():      # 6.7+: to tcp_release_cb()
+                self.send_ack()
             return
         if not ofo_possible or not self.mem.ofo_queue:
             self.send_delayed_ack()

@@ -69,8 +69,9 @@ class MemoryMixin:
         tcp_mem[1] -> enter pressure; above tcp_mem[2] -> refused. Otherwise granted while
         this socket is under its guaranteed minimum (receive: sk_rmem_alloc < tcp_rmem[0];
         send: sk_wmem_queued < tcp_wmem[0]), while the host is not under pressure, or while
-        its fair share holds (sockets_allocated x this socket's pages -- queues and forward
-        alloc, the new pages included -- < tcp_mem[2]). A refused send charge moderates
+        its fair share holds (sockets_allocated as percpu_counter_read_positive() sees it
+        x this socket's pages -- queues and forward alloc, the new pages included -- <
+        tcp_mem[2]). A refused send charge moderates
         sk_sndbuf and is granted anyway when the send queue is at its (new) sndbuf (the memcg
         charged with __GFP_NOFAIL if it had refused); a refusal takes the pages back out of
         the pool and the memcg."""
@@ -101,7 +102,7 @@ class MemoryMixin:
             if not proto.under_pressure():
                 return True
             own = -(-(mem.wmem_charged + mem.sk_rmem_alloc + mem.sk_forward_alloc) // PAGE_SIZE)
-            if hi > proto.sockets_allocated * own:
+            if hi > proto.sockets_allocated_read_positive() * own:
                 return True
         return self._mem_suppress(size, amt, kind, True, memcg is not None)
 
@@ -219,7 +220,7 @@ class MemoryMixin:
         (sk_sockets_allocated_dec, tcp_v4_destroy_sock)."""
         mem = self.mem
         self.mem_reduce_allocated(self.charged_pages())
-        self.proto.sockets_allocated -= 1
+        self.proto.sockets_allocated_add(self.cpu, -1)
         mem.receive_queue.clear()
         mem.ofo_queue.clear()
         mem.sk_rmem_alloc = mem.sk_forward_alloc = mem.wmem_charged = 0
@@ -243,29 +244,9 @@ class MemoryMixin:
         Charges only the delta (no rcvbuf check: coalescing never consults sk_rcvbuf).
         Returns False when the skbs cannot be merged (gap, FIN, fragment limit).
         """
-        if frm.seq != to.end_seq or to.fin or to.cloned_until > self.rcv.peer_released:
+        delta = skb_try_coalesce(to, frm, self.rcv.peer_released)
+        if delta < 0:
             return False
-        length = frm.len
-        if length <= to.tailroom and to.nfrags == 0:
-            delta = 0                              # copied into the linear tail: free
-            to.tailroom -= length
-            to.linear += length
-        elif frm.linear:
-            # payload in the head: steal it as one more fragment if it is a page fragment
-            if to.nfrags + frm.nfrags >= MAX_SKB_FRAGS or not frm.head_frag:
-                return False
-            delta = frm.truesize - SKB_STRUCT
-            to.nfrags += frm.nfrags + 1
-        else:
-            # payload in page fragments: move the descriptors, keep their memory
-            if to.nfrags + frm.nfrags > MAX_SKB_FRAGS:
-                return False
-            delta = frm.truesize - skb_truesize(frm.head)
-            to.nfrags += frm.nfrags
-        to.len += length
-        to.end_seq = frm.end_seq
-        to.fin = frm.fin
-        to.truesize += delta
         self.charge(delta)
         self.mib.TCPRcvCoalesce += 1
         return True
@@ -373,3 +354,35 @@ class MemoryMixin:
     def ofo_index(self: TcpSocket, seq: int) -> int:
         """Index of the first OFO skb whose seq >= `seq`."""
         return bisect_left([s.seq for s in self.mem.ofo_queue], seq)
+
+
+def skb_try_coalesce(to: Skb, frm: Skb, peer_released: int) -> int:
+    """skb_try_coalesce() [net/core/skbuff.c] on the skbs alone: merge `frm` into `to` and
+    return the truesize delta to charge, or -1 when they cannot be merged (gap, FIN, a `to`
+    still shared with the sender -- cloned until the peer released `to.cloned_until` -- or
+    the fragment limit). Used by the receive queue (tcp_try_coalesce) and the socket
+    backlog (tcp_add_backlog, tcpsim/core/backlog.py)."""
+    if frm.seq != to.end_seq or to.fin or to.cloned_until > peer_released:
+        return -1
+    length = frm.len
+    if length <= to.tailroom and to.nfrags == 0:
+        delta = 0                              # copied into the linear tail: free
+        to.tailroom -= length
+        to.linear += length
+    elif frm.linear:
+        # payload in the head: steal it as one more fragment if it is a page fragment
+        if to.nfrags + frm.nfrags >= MAX_SKB_FRAGS or not frm.head_frag:
+            return -1
+        delta = frm.truesize - SKB_STRUCT
+        to.nfrags += frm.nfrags + 1
+    else:
+        # payload in page fragments: move the descriptors, keep their memory
+        if to.nfrags + frm.nfrags > MAX_SKB_FRAGS:
+            return -1
+        delta = frm.truesize - skb_truesize(frm.head)
+        to.nfrags += frm.nfrags
+    to.len += length
+    to.end_seq = frm.end_seq
+    to.fin = frm.fin
+    to.truesize += delta
+    return delta

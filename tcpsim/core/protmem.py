@@ -31,6 +31,15 @@ from tcpsim.core.constants import NS_PER_MS
 # SK_MEMORY_PCPU_RESERVE [include/net/sock.h, 6.0+]: 1 MB per CPU, in 4 KiB pages; the
 # default of net.core.mem_pcpu_rsv (6.7+).
 SK_MEMORY_PCPU_RESERVE = 256
+# percpu_counter_batch [lib/percpu_counter.c: compute_batch_value()]: max(32, 2 x online
+# CPUs), the batch of every percpu_counter added to without one of its own --
+# tcp_sockets_allocated among them (sk_sockets_allocated_inc/dec [include/net/sock.h]).
+PERCPU_COUNTER_BATCH_MIN = 32
+
+
+def percpu_counter_batch(ncpus: int) -> int:
+    """Models compute_batch_value() [lib/percpu_counter.c]: max(32, 2 x CPUs)."""
+    return max(PERCPU_COUNTER_BATCH_MIN, 2 * ncpus)
 
 
 class ProtoMemory:
@@ -42,13 +51,19 @@ class ProtoMemory:
                         0 before 6.0 (every charge goes to the global counter at once)
     `tcp_mem`           net.ipv4.tcp_mem (min, pressure, max), pages
     `memory_pressure`   tcp_memory_pressure: when the host entered pressure (ns), -1 if not
-    `sockets_allocated` tcp_sockets_allocated: sockets using the pool
+    `sockets_allocated` tcp_sockets_allocated: sockets using the pool, exactly (what
+                        percpu_counter_sum() adds up: sockstat's `alloc`)
+    `sockets_count`     tcp_sockets_allocated's global part (`fbc->count`), all that
+                        percpu_counter_read() -- and so the fair-share rule -- sees
+    `per_cpu_sockets`   its per-CPU parts, each folded into `sockets_count` once it reaches
+                        percpu_counter_batch (32 up to 16 CPUs) either way
     `TCPMemoryPressures`, `TCPMemoryPressuresChrono` the host's nstat counters (entries;
                         ms spent under pressure, counted when pressure is left)
     """
 
     __slots__ = ("tcp_mem", "ncpus", "pcpu_rsv", "allocated", "per_cpu_fw_alloc",
-                 "memory_pressure", "sockets_allocated", "TCPMemoryPressures",
+                 "memory_pressure", "sockets_allocated", "sockets_count",
+                 "per_cpu_sockets", "sockets_batch", "TCPMemoryPressures",
                  "TCPMemoryPressuresChrono")
 
     def __init__(self, tcp_mem: tuple[int, int, int], ncpus: int = 1,
@@ -62,6 +77,9 @@ class ProtoMemory:
         self.per_cpu_fw_alloc = [0] * ncpus
         self.memory_pressure = -1
         self.sockets_allocated = 0
+        self.sockets_count = 0
+        self.per_cpu_sockets = [0] * ncpus
+        self.sockets_batch = percpu_counter_batch(ncpus)
         self.TCPMemoryPressures = 0
         self.TCPMemoryPressuresChrono = 0
 
@@ -90,6 +108,27 @@ class ProtoMemory:
             self.allocated += local
             local = 0
         self.per_cpu_fw_alloc[cpu] = local
+
+    def sockets_allocated_add(self, cpu: int, n: int) -> None:
+        """Models sk_sockets_allocated_inc()/_dec() [include/net/sock.h]:
+        percpu_counter_add_batch() [lib/percpu_counter.c] of `n` on this CPU's part, folded
+        whole into the global part once its magnitude reaches the batch. `sockets_allocated`
+        keeps the exact total."""
+        self.sockets_allocated += n
+        local = self.per_cpu_sockets[cpu] + n
+        if abs(local) >= self.sockets_batch:
+            self.sockets_count += local
+            local = 0
+        self.per_cpu_sockets[cpu] = local
+
+    def sockets_allocated_read_positive(self) -> int:
+        """Models sk_sockets_allocated_read_positive() [include/net/sock.h, 5.15-6.18]:
+        percpu_counter_read_positive(), the global part only (per-CPU parts not yet
+        folded in are not seen; never below 0) -- the socket count the fair-share rule of
+        __sk_mem_raise_allocated() divides tcp_mem[2] by. On a host whose sockets open on
+        one CPU it lags the truth by up to 31, so a few hundred sockets' fair share is
+        larger than their exact count gives; a lone socket's pool reads 0."""
+        return max(self.sockets_count, 0)
 
     def total_pages(self) -> int:
         """Pages charged by the sockets, per-CPU reserves included (the truth the global
@@ -123,5 +162,7 @@ class ProtoMemory:
                 "allocated": self.allocated, "per_cpu_fw_alloc": list(self.per_cpu_fw_alloc),
                 "memory_pressure": self.memory_pressure,
                 "sockets_allocated": self.sockets_allocated,
+                "sockets_count": self.sockets_count,
+                "per_cpu_sockets": list(self.per_cpu_sockets),
                 "TCPMemoryPressures": self.TCPMemoryPressures,
                 "TCPMemoryPressuresChrono": self.TCPMemoryPressuresChrono}

@@ -34,9 +34,10 @@ class ReceiveMixin:
     # -- memory <-> window ------------------------------------------------------------------
 
     def tcp_space(self: TcpSocket) -> int:
-        """Models tcp_space(): window worth of the unused receive budget (may be negative)."""
+        """Models tcp_space(): window worth of the unused receive budget (may be negative);
+        skbs parked in the backlog count against it (sk_backlog.len, tcpsim/core/backlog.py)."""
         mem = self.mem
-        return self.k.win_from_space(self, mem.sk_rcvbuf - mem.sk_rmem_alloc)
+        return self.k.win_from_space(self, mem.sk_rcvbuf - mem.sk_backlog_len - mem.sk_rmem_alloc)
 
     def full_space(self: TcpSocket) -> int:
         """Models tcp_full_space(): window worth of the whole receive budget."""
@@ -58,9 +59,10 @@ class ReceiveMixin:
 
     # -- tcp_rcv_established ----------------------------------------------------------------
 
-    def rcv_established(self: TcpSocket, seg: Segment) -> None:
+    def rcv_established(self: TcpSocket, seg: Segment, skb: Skb | None = None) -> None:
         """Models tcp_rcv_established(): header-prediction fast path, else validate,
-        process the ACK and queue the data."""
+        process the ACK and queue the data. `skb`: the skb the device built, when it was
+        built before (a backlog skb, tcpsim/core/backlog.py); else built here."""
         conn, rcv, snd = self.conn, self.rcv, self.snd
         if seg.tsval >= 0 and conn.ts_ok:
             conn.rcv_tsecr = seg.tsecr
@@ -73,13 +75,15 @@ class ReceiveMixin:
                 self.tcp_ack(seg, slowpath=not fast)
                 return
             if seg.seq + seg.len <= rcv.rcv_nxt + self.receive_window():
-                skb = self.dev.make_skb(seg.seq, seg.len, False, seg.gso_size, seg.tx_segs)
+                if skb is None:
+                    skb = self.dev.make_skb(seg.seq, seg.len, False, seg.gso_size,
+                                            seg.tx_segs)
                 if skb.truesize <= self.mem.sk_forward_alloc:
                     self._fast_path_data(seg, skb, not fast)
                     return
                 self._slow_path(seg, skb)       # in order: the slow path queues this skb
                 return
-        self._slow_path(seg)
+        self._slow_path(seg, skb)
 
     def _fast_path_data(self: TcpSocket, seg: Segment, skb: Skb, slowpath: bool) -> None:
         self._ts_update(seg)
@@ -323,6 +327,7 @@ class ReceiveMixin:
         head skb, free skbs once fully consumed, autotune per chunk, then tcp_cleanup_rbuf().
         Returns the bytes copied (0 at EOF or when nothing is queued)."""
         rcv = self.rcv
+        self.release_due(now)
         self._clock(now)
         q = self.mem.receive_queue
         if not q:

@@ -13,6 +13,9 @@ RST = 0x04
 PSH = 0x08
 ACK = 0x10
 URG = 0x20
+ECE = 0x40
+CWR = 0x80
+AE = 0x100            # AccECN (RFC 9768): the reserved bit before CWR
 
 _FLAG_LETTERS = ((SYN, "S"), (FIN, "F"), (RST, "R"), (PSH, "P"), (ACK, "A"), (URG, "U"))
 

@@ -160,6 +160,7 @@ class SendMixin:
     def write(self: TcpSocket, now: int, n: int) -> int:
         """The application writes n bytes; returns how many were queued (0 when the send
         buffer is full or the connection is not open)."""
+        self.release_due(now)
         self._clock(now)
         if self.conn.state not in SEND_STATES or self.snd.snd_shutdown:
             return 0
@@ -578,7 +579,7 @@ class SendMixin:
         prior_packets = bool(snd.rtx_queue)
         sack = self._sack_scoreboard(seg, ack) if self.conn.sack_ok else None
         if ack > prior_una:
-            self._clean_rtx_queue(ack, sack)
+            self._clean_rtx_queue(ack, sack, seg.tsecr if self.conn.ts_ok else -1)
         elif sack is not None:
             self._sack_dupack(ack, sack)
         elif (not self.conn.sack_ok and not seg.len and not win_update and snd.rtx_queue
@@ -639,9 +640,10 @@ class SendMixin:
         self.ca.pkts_acked(self, rtt_us)             # the ack_sample's rtt_us
 
     def _clean_rtx_queue(self: TcpSocket, ack: int,
-                         sack: tuple[int, int] | None = None) -> None:
+                         sack: tuple[int, int] | None = None, tsecr: int = -1) -> None:
         """Models tcp_clean_rtx_queue() [tcp_input.c]: drop what the ACK covers, sample the
-        RTT from a never-retransmitted segment (Karn), then the loss state: NewReno's
+        RTT (tcp_ack_update_rtt: from a never-retransmitted segment (Karn), else the SACK
+        sample, else the ACK's timestamp echo `tsecr`), then the loss state: NewReno's
         partial ACKs without SACK; with SACK information (`sack`: newly SACKed, SACK RTT)
         tcp_fastretrans_alert() and tcp_cong_control() (recovery.py)."""
         snd = self.snd
@@ -666,6 +668,8 @@ class SendMixin:
             self.sack_acked(acked, ack)
         if sack is not None and rtt_ns < 0:
             rtt_ns = sack[1]
+        if rtt_ns < 0 and acked_pkts:
+            rtt_ns = self.tsopt_rtt_us(tsecr) * NS_PER_US   # -1 us: none, stays negative
         if q and q[0][SEQ] < ack:                # partially acked segment
             q[0][SEQ] = ack
         snd.bytes_acked += ack - snd.snd_una

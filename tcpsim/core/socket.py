@@ -8,6 +8,9 @@ Events come in as method calls, each with the current time `now` (integer ns):
     on_segment(now, seg)             a segment arrived from the link
     read(now, n) -> bytes read       the application called recv()
     write(now, n) -> bytes accepted  the application called send()
+    hold(now, ns)                    the call just made holds the socket for ns more
+                                     (socket owned by user: arrivals go to the backlog,
+                                     tcpsim/core/backlog.py)
     on_timer(now)                    the earliest deadline in `next_deadline()` has passed
 
 Actions come out as state the caller drains, never as I/O:
@@ -35,6 +38,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tcpsim.core.ack import AckMixin
+from tcpsim.core.backlog import BacklogMixin
 from tcpsim.core.constants import (
     NS_PER_MS, NS_PER_US, TCP_ATO_MIN_NS, TCP_HEADER_TS, TCP_INIT_CWND, TCP_MIN_MSS,
     TCP_MSS_DEFAULT, TCP_TIMEOUT_INIT_NS,
@@ -57,6 +61,7 @@ from tcpsim.core.state import (
 from tcpsim.core.sysctl import Sysctls
 
 if TYPE_CHECKING:
+    from tcpsim.core.skb import Skb
     from tcpsim.policy import KernelPolicy
     from tcpsim.trace.schema import TraceEvent
 
@@ -94,7 +99,7 @@ class EventBuffer:
         return out
 
 
-class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
+class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin, BacklogMixin):
     """One TCP endpoint: receive half, ACK machinery and send half share one state record,
     as in `struct tcp_sock`."""
 
@@ -109,6 +114,9 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
         "ca",
         # the host's TCP pool (tcpsim/core/protmem.py) and the CPU charging it
         "proto", "cpu", "memcg",
+        # the socket backlog (tcpsim/core/backlog.py): the parked (segment, skb) pairs,
+        # __release_sock() running, TCP_ACK_DEFERRED
+        "backlog", "releasing", "ack_deferred",
     )
     name: str
     k: KernelPolicy                     # the profile's policy: an era, patches first
@@ -134,6 +142,9 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
     proto: ProtoMemory
     cpu: int
     memcg: MemCgroup | None
+    backlog: list[tuple[Segment, Skb]]
+    releasing: bool
+    ack_deferred: bool
 
     def __init__(self, kernel: Any, sysctl: Sysctls | None = None, device: Device | None = None,
                  *, name: str = "rcv", sink: TraceSink | None = None, mtu: int = 1500,
@@ -164,9 +175,12 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
         # tcp_init_sock() -> sk_sockets_allocated_inc(): a private pool built from the
         # socket's sysctls, so a single connection behaves as on a host of its own
         self.proto = ProtoMemory(self.sysctl.tcp_mem, 1, self.sysctl.mem_pcpu_rsv)
-        self.proto.sockets_allocated += 1
         self.cpu = 0
+        self.proto.sockets_allocated_add(self.cpu, 1)
         self.memcg = None                 # no memory cgroup: the host's own sockets get one
+        self.backlog = []
+        self.releasing = False
+        self.ack_deferred = False
 
     def set_proto(self, proto: ProtoMemory, cpu: int = 0) -> None:
         """Charge this socket's memory to the pool `proto` (shared by a host's sockets) on
@@ -177,8 +191,8 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
                              f"{proto.ncpus} CPUs")
         pages = self.charged_pages()
         self.proto.memory_allocated_sub(self.cpu, pages)
-        self.proto.sockets_allocated -= 1
-        proto.sockets_allocated += 1
+        self.proto.sockets_allocated_add(self.cpu, -1)
+        proto.sockets_allocated_add(cpu, 1)
         proto.memory_allocated_add(cpu, pages)
         self.proto, self.cpu = proto, cpu
 
@@ -206,7 +220,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
         mem.ofo_queue.clear()
         mem.sk_rmem_alloc = mem.sk_forward_alloc = mem.wmem_charged = 0
         self.mem_reduce_allocated(pages)
-        self.proto.sockets_allocated -= 1
+        self.proto.sockets_allocated_add(self.cpu, -1)
 
     # -- socket options ---------------------------------------------------------------------
 
@@ -395,11 +409,23 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
             return
         if not self.snd.retransmits and conn.syn_tx_ns >= 0:
             sample = max(1, (self.now - conn.syn_tx_ns) // NS_PER_US)
-        elif conn.ts_ok and seg.tsecr > 0 and self._tsval() >= seg.tsecr:
-            sample = max(self._tsval() - seg.tsecr, 1) * 1000     # tcp_rtt_tsopt_us()
+        elif conn.ts_ok and (ts := self.tsopt_rtt_us(seg.tsecr)) > 0:
+            sample = ts
         else:
             return
         self._rtt_estimator(sample)
+
+    def tsopt_rtt_us(self, tsecr: int) -> int:
+        """Models the sender's RTTM sample from a timestamp echo, tcp_rtt_tsopt_us(tp, 1)
+        [tcp_input.c, 6.16+; 5.15-6.15 without the argument, the same rule]: now minus the
+        echoed TSval, a 0 ms difference counting as 1 ms, in us; -1 when the segment echoes
+        nothing (`tsecr` <= 0: no option, or 0, which Linux reads as no echo) or a time
+        ahead of ours. (The receiver's tcp_rcv_rtt_measure_ts() is the profile's
+        ts_rtt_sample_us: 6.16 stopped counting 0 ms as 1 there, not here.)"""
+        if tsecr <= 0:
+            return -1
+        delta = self._tsval() - tsecr
+        return max(delta, 1) * 1000 if delta >= 0 else -1
 
     def _established(self, active: bool) -> None:
         """Models tcp_finish_connect()/tcp_init_transfer(): MSS (tcp_sync_mss), buffers, timers.
@@ -431,10 +457,17 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
 
     def on_segment(self, now: int, seg: Segment) -> None:
         """A segment arrived from the link. Counted in TcpInSegs as tcp_v4_rcv() [tcp_ipv4.c,
-        6.18] counts every segment it is handed, before the socket looks at it."""
+        6.18] counts every segment it is handed, before the socket looks at it. While the
+        application holds the socket, an established socket parks it in its backlog
+        (tcp_add_backlog(), tcpsim/core/backlog.py)."""
+        if self.mem.owned_until:
+            self.release_due(now)
         self._clock(now)
         self.mib.TCPInSegs += 1
         state = self.conn.state
+        if self.mem.owned_until and self.backlog_wanted(seg):
+            self.add_backlog(seg)
+            return
         if state in SYNCHRONIZED:
             self.rcv_established(seg)
         elif state == LISTEN:
@@ -462,9 +495,15 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
 
     def on_timer(self, now: int) -> None:
         """Run every timer whose deadline has passed (delayed ACK, RACK reordering, loss
-        probe, RTO, persist)."""
+        probe, RTO, persist). While the application holds the socket they wait for its
+        release (tcp_delack_timer() and tcp_write_timer() defer to tcp_release_cb()), which
+        runs first, backlog and all."""
         ack, snd = self.ack, self.snd
         self._clock(now)
+        if self.mem.owned_until:
+            if now < self.mem.owned_until:
+                return
+            self.release_sock()
         if ack.delack_deadline and ack.delack_deadline <= now:
             ack.delack_deadline = 0
             self.delack_timer()
@@ -487,7 +526,10 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin):
         self.wmem_settle()
 
     def next_deadline(self) -> int:
-        """Earliest armed timer, or 0 when none is armed (a deadline of 0 is unarmed)."""
+        """Earliest armed timer, or 0 when none is armed (a deadline of 0 is unarmed). While
+        the application holds the socket: the release, before which no timer runs."""
+        if self.mem.owned_until:
+            return self.mem.owned_until
         ack, snd = self.ack, self.snd
         d = 0
         for t in (ack.delack_deadline, ack.comp_sack_deadline, snd.reo_deadline,

@@ -142,6 +142,11 @@ class MemState:
     # socket(2) from net.core.bypass_prot_mem and inherited by children. Only the flag is
     # modelled here: its effect on the host's TCP memory pool belongs to the host model.
     sk_bypass_prot_mem: bool = False
+    # The socket owned by the user (sk_lock.owned; tcpsim/core/backlog.py): the application's
+    # recvmsg/sendmsg holds the socket until this time (ns; 0 = not owned), and the truesize
+    # of the skbs parked meanwhile in its backlog (sk_backlog.len, counted by tcp_space()).
+    owned_until: int = 0
+    sk_backlog_len: int = 0
 
 
 @dataclass(slots=True, kw_only=True)

@@ -122,6 +122,7 @@ class PeriodicWriter:
         self.timing = timing
         self.origin = 0                         # timed: the grid's first tick
         self.ticks = 0                          # timed: ticks run so far
+        self.owns = 0                           # ns a send() holds the socket (App.owns_socket)
 
     @property
     def stalled(self) -> bool:
@@ -173,6 +174,8 @@ class PeriodicWriter:
         if self.pending == 0:
             self.pending = self.n
         w = self.sk.write(now, self.pending)
+        if w and self.owns:
+            self.sk.hold(now, self.owns)
         self.pending -= w
         self.written += w
         return self.pending
@@ -215,6 +218,7 @@ class BulkWriter:
         self._busy = False
         self.inline = 0
         self.relay: Reader | None = None        # this end's relay reader (see Reader)
+        self.owns = 0                           # ns a send() holds the socket (App.owns_socket)
 
     @property
     def stalled(self) -> bool:
@@ -233,6 +237,8 @@ class BulkWriter:
         now = sim.sched.now
         while True:
             w = sk.write(now, self.chunk)
+            if w and self.owns:
+                sk.hold(now, self.owns)
             self.written += w
             if w < self.chunk:
                 break
@@ -288,6 +294,7 @@ class Reader:
         self.best_second = 0
         self._busy = False
         self.writer: PeriodicWriter | BulkWriter | None = None   # this end's writer (relay)
+        self.owns = 0                # ns a recv() holds the socket (App.owns_socket)
 
     def begin(self) -> None:
         self._next_phase()
@@ -454,6 +461,8 @@ class Reader:
         sk = self.sk
         got = sk.read(now, n)
         if got:
+            if self.owns:
+                sk.hold(now, self.owns)
             self.read_bytes += got
             self._account_second(now, got)
             self.sim.after(sk)
@@ -472,7 +481,9 @@ def make_writer(sim: Simulation, app: App, sk: TcpSocket | None = None,
                 timing: Timing | None = None) -> PeriodicWriter | BulkWriter:
     """A scenario's writer (tcpsim.workload.WRITER_KINDS) on the simulator, writing to `sk`
     (default: the sender end's socket), late by `timing` (periodic only)."""
-    return WRITERS[app.kind](sim, app, sk, timing)
+    w = WRITERS[app.kind](sim, app, sk, timing)
+    w.owns = app.owns_socket
+    return w
 
 
 WRITERS = {

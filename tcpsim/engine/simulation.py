@@ -101,6 +101,7 @@ class Connection:
         if host.plan.local_peers and self.shared_skbs and isinstance(self.writer, BulkWriter):
             self.writer.inline = link.delay_ab + link.delay_ba      # see BulkWriter
         self.reader = Reader(self, iter(()), timing=make_timing(scenario.reader, seed, "reader"))
+        self.reader.owns = scenario.reader.owns_socket
         self.reader.phases = reader_phases(scenario.reader, self.reader, scenario.duration)
         # two-way: the receiver end writes, the sender end reads (None: one-way data)
         self.rev_writer: PeriodicWriter | BulkWriter | None = None
@@ -110,6 +111,7 @@ class Connection:
                                           make_timing(scenario.rev_writer, seed, "rev_writer"))
             self.rev_reader = Reader(self, iter(()), self.snd,
                                      make_timing(scenario.rev_reader, seed, "rev_reader"))
+            self.rev_reader.owns = scenario.rev_reader.owns_socket
             self.rev_reader.phases = reader_phases(scenario.rev_reader, self.rev_reader,
                                                    scenario.duration)
             couple(self.rev_writer, self.reader, scenario.reader)       # the receiver end

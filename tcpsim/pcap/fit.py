@@ -69,11 +69,17 @@ HZS = (0, 100, 250, 300, 1000)       # 0: tcpsim's default clock (1 ms jiffies, 
 START_DEVICES = ("veth-direct", "veth")
 TIMINGS = ("exact", "dev-vm-quiet", "dev-vm-loaded")
 RMEM1 = (0, 65536, 87380, 262144)     # tcp_rmem[1]; 0: the profile's default (131072)
-ORDER = ("reader", "phase_us", "device", "hz", "timing", "rmem1", "shrink")
+# how long each read holds the socket (us; the reader's owns_socket, tcpsim/core/backlog.py):
+# on one host the peer's answer to a read's window update lands within it, in the backlog.
+# Swept first: the reader, its phase and the timing fitted without it make up for the
+# missing merged skbs with finer reads and stay there (veth-periodic-1448-1ms on linux-6.18:
+# 0.846 swept first, 0.612 swept last)
+OWNS_US = (0, 30, 60, 100, 200, 300, 500)
+ORDER = ("owns_us", "reader", "phase_us", "device", "hz", "timing", "rmem1", "shrink")
 UNKNOWN_NAMES = {"reader": "reader", "device": "ingress device", "hz": "CONFIG_HZ",
                  "timing": "application timing", "rmem1": "tcp_rmem[1]",
                  "so_rcvbuf": "SO_RCVBUF", "phase_us": "reader phase",
-                 "shrink": "tcp_shrink_window"}
+                 "shrink": "tcp_shrink_window", "owns_us": "read owns socket"}
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,7 @@ class Unknowns:
     so_rcvbuf: int = 0
     phase_us: int = 0               # the reader's first tick after its start (grid phase)
     shrink: int = 0                 # net.ipv4.tcp_shrink_window (where the profile has it)
+    owns_us: int = 0                # how long each read holds the socket (reader.owns_socket)
 
     def show(self, name: str) -> str:
         v = getattr(self, name)
@@ -97,6 +104,8 @@ class Unknowns:
             return str(v) if v else "default"
         if name == "phase_us":
             return f"{v / 1000:g} ms"
+        if name == "owns_us":
+            return f"{v} us"
         return str(v)
 
 
@@ -223,6 +232,8 @@ class Capture:
         sc = p.scenario.with_(device=u.device)
         if u.phase_us and sc.reader.kind == "periodic":
             sc = sc.with_(reader=replace(sc.reader, start=sc.reader.start + u.phase_us * 1000))
+        if u.owns_us:
+            sc = sc.with_(reader=replace(sc.reader, owns_socket=u.owns_us * 1000))
         if u.timing != "exact":
             side_kind = {"fast": "blocking"}.get(sc.reader.kind, sc.reader.kind)
             name = default_latency(u.timing, "reader", side_kind)
@@ -298,6 +309,8 @@ def candidates(cap: Capture, name: str, cur: Unknowns, profile: str = "linux-6.1
         return list(TIMINGS) + [t for t in extra_timings() if t not in TIMINGS]
     if name == "rmem1":
         return list(RMEM1)
+    if name == "owns_us":
+        return list(OWNS_US) if cur.reader != "never" else [0]
     if name == "shrink":
         from tcpsim.catalog import get_profile
         return [0, 1] if "tcp_shrink_window" in get_profile(profile).known_sysctls() else [0]

@@ -106,6 +106,14 @@ def _on_pool(pool, cpu=0, profile="linux-6.18"):
     return sk
 
 
+def _crowd(pool, total=32):
+    """Other sockets on `pool`'s CPU 0 up to `total` sockets: 32 is one percpu_counter batch,
+    so the count the fair-share rule reads (percpu_counter_read_positive) sees them all."""
+    for _ in range(total - pool.sockets_allocated):
+        pool.sockets_allocated_add(0, 1)
+    assert pool.sockets_allocated_read_positive() == pool.sockets_allocated == total
+
+
 def _fill(sk, nbytes):
     """Charge `nbytes` of receive memory the way skb_set_owner_r() does after a granted
     sk_rmem_schedule(); False when the pool refused."""
@@ -143,10 +151,11 @@ def test_hard_limit_refuses_and_undoes_the_add():
 def test_receive_guarantee_below_tcp_rmem0_under_pressure():
     """Under pressure and over the fair share, a socket holding less than tcp_rmem[0]
     still gets its pages (the RFC 7323 minimum), below the hard limit."""
-    pool = ProtoMemory((1, 2, 40))
+    pool = ProtoMemory((1, 2, 640))
     big, small = _on_pool(pool), _on_pool(pool)
+    _crowd(pool)
     assert _fill(big, 10 * PAGE_SIZE) and pool.under_pressure()
-    assert not _fill(big, 10 * PAGE_SIZE)                # 2 x 21 pages >= 40: over its share
+    assert not _fill(big, 10 * PAGE_SIZE)                # 32 x 21 pages >= 640: over its share
     assert _fill(small, 100)                             # guaranteed
     assert _fill(small, 25 * PAGE_SIZE)                  # 100 < tcp_rmem[0]: still guaranteed
     assert pool.allocated == 36
@@ -156,14 +165,53 @@ def test_receive_guarantee_below_tcp_rmem0_under_pressure():
 def test_fair_share_under_pressure():
     """Under pressure, below tcp_mem[2]: granted while sockets_allocated x this socket's
     pages < tcp_mem[2] -- the small socket gets pages the big one is refused."""
-    pool = ProtoMemory((1, 2, 100))
+    pool = ProtoMemory((1, 2, 1600))
     big, small = _on_pool(pool), _on_pool(pool)
-    assert pool.sockets_allocated == 2
+    _crowd(pool)
     assert _fill(big, 49 * PAGE_SIZE)                    # entered pressure (rmem was < tcp_rmem[0])
-    assert _fill(small, 2 * PAGE_SIZE)                   # 2 x 3 pages < 100
-    assert not _fill(big, PAGE_SIZE)                     # 2 x 50 pages = 100: not below
-    assert _fill(small, 40 * PAGE_SIZE)                  # 2 x 43 < 100
+    assert _fill(small, 2 * PAGE_SIZE)                   # 32 x 3 pages < 1600
+    assert not _fill(big, PAGE_SIZE)                     # 32 x 50 pages = 1600: not below
+    assert _fill(small, 40 * PAGE_SIZE)                  # 32 x 43 < 1600
     assert pool.allocated == 91 and pool.allocated <= pool.tcp_mem[2]
+
+
+def test_sockets_allocated_is_a_percpu_counter_read_without_its_cpu_parts():
+    """tcp_sockets_allocated is a percpu_counter: sk_sockets_allocated_inc/dec add to this
+    CPU's part, folded whole into the global count once it reaches percpu_counter_batch
+    (max(32, 2 x CPUs)) either way; percpu_counter_read_positive() sees the global count only,
+    while the exact total (percpu_counter_sum: sockstat's alloc) is kept beside it."""
+    p = ProtoMemory((1, 2, 3), ncpus=2)
+    assert p.sockets_batch == 32 and ProtoMemory((1, 2, 3), ncpus=64).sockets_batch == 128
+    for _ in range(31):
+        p.sockets_allocated_add(0, 1)
+    assert (p.sockets_allocated, p.sockets_allocated_read_positive()) == (31, 0)
+    p.sockets_allocated_add(0, 1)                        # the 32nd: CPU 0's part folds
+    assert (p.sockets_allocated_read_positive(), p.per_cpu_sockets) == (32, [0, 0])
+    for _ in range(31):
+        p.sockets_allocated_add(1, -1)                   # closed on the other CPU: unseen
+    assert (p.sockets_allocated, p.sockets_allocated_read_positive()) == (1, 32)
+    p.sockets_allocated_add(1, -1)
+    assert (p.sockets_allocated, p.sockets_allocated_read_positive()) == (0, 0)
+    p.sockets_allocated_add(1, -32)                      # a negative global count reads 0
+    assert p.sockets_count == -32 and p.sockets_allocated_read_positive() == 0
+
+
+def test_the_fair_share_divides_by_the_count_the_cpu_parts_have_reached():
+    """__sk_mem_raise_allocated() reads the socket count with
+    sk_sockets_allocated_read_positive(): with 31 sockets opened on one CPU it reads 0 and
+    every socket gets its pages under pressure (below tcp_mem[2]); the 32nd folds them in
+    and the same charge is over the socket's share. On a host of a few hundred sockets the
+    share is that much larger than the exact count gives (the 6.18 host fixture
+    seed-mix-200-tight: healthy receivers keep a whole 16 KiB burst)."""
+    pool = ProtoMemory((1, 2, 100))
+    big = _on_pool(pool)
+    for _ in range(30):
+        pool.sockets_allocated_add(0, 1)
+    assert _fill(big, 60 * PAGE_SIZE) and pool.under_pressure()     # read as 0 sockets
+    assert pool.sockets_allocated == 31
+    pool.sockets_allocated_add(0, 1)                                 # 32: folded in
+    assert not _fill(big, PAGE_SIZE)                                 # 32 x 62 >= 100
+    assert pool.allocated == 60
 
 
 def test_forced_charges_exceed_the_hard_limit_without_touching_pressure():

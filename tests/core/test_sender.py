@@ -385,6 +385,42 @@ def test_after_an_rto_cwnd_slow_starts_from_one_while_the_lost_segments_go_again
     assert [s.seq for s in out] == [1 + i * 1448 for i in (3, 4, 5)]   # the rest goes
 
 
+@pytest.mark.parametrize("timestamps", [1, 0])
+def test_an_ack_of_a_retransmission_resets_the_rto_through_the_timestamp_echo(timestamps):
+    # tcp_ack_update_rtt() [tcp_input.c, 5.15-6.18]: Karn's rule forbids timing a
+    # retransmitted segment by its send time, but with timestamps the ACK's TSecr times it
+    # (RFC 7323 RTTM, tcp_rtt_tsopt_us: 0 ms counts as 1 ms); tcp_set_rto() then sets the
+    # RTO afresh instead of leaving it doubled. A sender whose receiver keeps refusing it for
+    # memory retransmits every ~200 ms, not 200, 400, 800 ms (measured on 6.18: the host
+    # fixture seed-mix-200-tight, docs/hosts.md)
+    prof = get_profile("linux-6.18")
+    sysctls = prof.default_sysctls().with_overrides({"net.ipv4.tcp_timestamps": timestamps})
+    sk = TcpSocket(prof.policy(), sysctls, name="snd", nodelay=True)
+    sk.listen()
+    sk.on_segment(0, Segment(0, 0, SYN, 0, 65535, mss=1460, wscale=7, sack_ok=True,
+                             tsval=1, tsecr=0))
+    sk.take_outbox()
+    sk.on_segment(NS_PER_MS, Segment(1, 0, ACK, 1, 502, tsval=2, tsecr=sk.conn.ts_recent))
+    assert sk.conn.ts_ok == bool(timestamps)
+    base = sk.snd.rto
+    sk.write(2 * NS_PER_MS, 1448)
+    sk.take_outbox()
+    while sk.mib.TCPTimeouts < 3:                          # the loss probe, then three RTOs
+        d = sk.next_deadline()
+        sk.on_timer(d)
+        (resent,) = sk.take_outbox()
+    assert sk.snd.rto == 8 * base
+    echo = resent.tsval if timestamps else -1
+    sk.on_segment(d + NS_PER_MS, Segment(1, 0, ACK, 1 + 1448, 502,
+                                         tsval=d // NS_PER_MS + 2 if timestamps else -1,
+                                         tsecr=echo))
+    assert sk.snd.snd_una == 1 + 1448
+    if timestamps:                                         # a 1 ms sample: the RTO is set afresh
+        assert base <= sk.snd.rto < 2 * base and sk.snd.backoff == 0
+    else:                                                  # Karn alone: still backed off
+        assert sk.snd.rto == 8 * base
+
+
 def test_a_write_can_top_up_a_partly_sent_tail_skb_with_the_send_buffer_full():
     # tcp_sendmsg_locked(): the unsent tail skb is filled to the size goal without a memory
     # check; only a new skb needs sk_wmem_queued < sk_sndbuf. A blocked writer must be woken

@@ -4,7 +4,8 @@ The receiver rules of tests/receiver_rules.py (the ones the receiver state machi
 invariants with) drive a *reference* socket -- the Python model -- and a *candidate* socket
 with identical steps: the connection opened as client or server with drawn tcp_rmem,
 SO_RCVBUF and window scaling; segments in order, out of order, duplicate, partly old,
-oversize, probes, FIN; reads; timers; SO_RCVBUF; TCP_WINDOW_CLAMP; time passing. After every
+oversize, probes, FIN; reads; timers; SO_RCVBUF; TCP_WINDOW_CLAMP; time passing; and here the
+application holding the socket (arrivals to the backlog, tcpsim/core/backlog.py). After every
 step (and after every timer run inside one) the two must agree on:
 
     snapshot()          every field of every state record, both queues skb by skb, the
@@ -33,7 +34,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
-from hypothesis.stateful import run_state_machine_as_test
+from hypothesis.stateful import rule, run_state_machine_as_test
 
 from tcpsim.catalog import builtin_profiles
 from tcpsim.core.segment import Segment
@@ -44,7 +45,8 @@ from tcpsim.policy import Patch
 from tcpsim.trace.schema import EVENT_FIELDS
 
 from harness import established
-from receiver_rules import DEVICES, PROFILES, ReceiverRules
+from receiver_rules import DEVICES, PROFILES, ReceiverRules, checked
+from strategies import rx_hold_us
 
 CANDIDATE_ENV = "TCPSIM_LOCKSTEP_CANDIDATE"
 
@@ -159,6 +161,20 @@ class LockstepMachine(ReceiverRules):
             raise Diverged(f"{path}: python {want!r}, {self._label()} {got!r}")
 
 
+class OwnedLockstepMachine(LockstepMachine):
+    """The lockstep machine with the application holding the socket too (the planted
+    divergence's proof keeps the plain machine: its shrunk program is asserted)."""
+
+    @rule(us=rx_hold_us)
+    @checked
+    def hold(self, us):
+        """The application holds the socket `us` microseconds from now (recvmsg/sendmsg):
+        segments delivered meanwhile go to the backlog, processed at the release."""
+        self.sk.hold(self.now, us * 1000)
+        self.cand.hold(self.now, us * 1000)
+        self._take()
+
+
 def machine_for(profile: str, shrink: int, dev: str, candidate: str | type,
                 patches: tuple[type, ...] = ()) -> type:
     """The lockstep machine of one configuration (its name heads the printed program);
@@ -167,7 +183,8 @@ def machine_for(profile: str, shrink: int, dev: str, candidate: str | type,
     tag += "".join(f"_{p.__name__}" for p in patches)
     name = (f"Lockstep_{tag}_{profile.replace('-', '_').replace('.', '_')}_shrink{shrink}_"
             f"{dev.replace('-', '_')}")
-    return type(name, (LockstepMachine,),
+    base = OwnedLockstepMachine if isinstance(candidate, str) else LockstepMachine
+    return type(name, (base,),
                 {"PROFILE": profile, "SHRINK": shrink, "DEVICE": dev, "CANDIDATE": candidate,
                  "PATCHES": patches})
 

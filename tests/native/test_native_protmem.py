@@ -14,7 +14,9 @@ ops = st.lists(st.one_of(
     st.tuples(st.sampled_from(["memory_allocated_add", "memory_allocated_sub"]),
               st.integers(0, 1), st.integers(0, 700)),
     st.tuples(st.sampled_from(["enter_pressure", "leave_pressure"]),
-              st.integers(0, 10**10))), max_size=40)
+              st.integers(0, 10**10)),
+    st.tuples(st.just("sockets_allocated_add"), st.integers(0, 1),
+              st.sampled_from([1, -1, 20, -20]))), max_size=40)
 
 
 @settings(max_examples=60, deadline=None)
@@ -32,6 +34,7 @@ def test_same_pool_after_the_same_operations(native, ops, rsv):
         assert rs.snapshot() == py.snapshot(), (name, args)
         assert rs.total_pages() == py.total_pages()
         assert rs.under_pressure() == py.under_pressure()
+        assert rs.sockets_allocated_read_positive() == py.sockets_allocated_read_positive()
 
 
 def test_native_sockets_share_one_pool(native):

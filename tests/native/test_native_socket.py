@@ -211,6 +211,25 @@ def test_sender_writes_and_takes_acks(native, profile):
     p.do("shutdown_write", int((t + 1) * NS_PER_MS))
 
 
+@pytest.mark.parametrize("echo", [True, False])
+def test_an_ack_of_a_retransmission_is_timed_by_its_timestamp_echo(native, echo):
+    """tcp_ack_update_rtt(): after RTOs the retransmitted head is acked; Karn forbids timing
+    it by its send time, the echo of its TSval times it (RFC 7323) and the RTO is set afresh
+    -- on both engines alike; an ACK without the option leaves the RTO backed off."""
+    p = Pair("linux-6.18")
+    handshake(p, "client")
+    p.do("write", 2 * NS_PER_MS, 1448)
+    d = 0
+    while p.py.mib.TCPTimeouts < 2:                     # the loss probe, then two RTOs
+        d = p.nat.next_deadline()
+        p.do("on_timer", d)
+    backed_off = p.py.snd.rto
+    t = d + 300_000                                     # acked 0.3 ms after the last resend
+    tsval, tsecr = (t // NS_PER_MS + 1, d // NS_PER_MS + 1) if echo else (-1, -1)
+    p.segment(t, Segment(1, 0, ACK, 1 + 1448, 502, tsval=tsval, tsecr=tsecr))
+    assert (p.py.snd.rto < backed_off) == echo
+
+
 def random_program(p: Pair, rng, steps: int) -> None:
     """A seeded random mix of arrivals (in order, ahead, old, overlapping, FIN), reads,
     writes, ACKs of our data, window changes and timers; both sockets compared after each."""

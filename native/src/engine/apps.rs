@@ -50,6 +50,9 @@ pub struct App {
     pub latency_ns: i64,
     pub call_cost: i64,
     pub copy_rate: i64,
+    /// ns each recv()/send() that moves data holds the socket (workload.py
+    /// `owns_socket`; 0: never).
+    pub owns_socket: i64,
 }
 
 /// apps.py `STREAMS`: the generator of each application's wakeup latencies is
@@ -154,7 +157,8 @@ impl Timing {
             || !app.latency_sequences.is_empty()
             || app.latency_ns != 0
             || app.call_cost != 0
-            || app.copy_rate != 0;
+            || app.copy_rate != 0
+            || app.owns_socket != 0;
         timed.then(|| Timing {
             blocks: block_sequence(app, seed, host_k),
             table: Arc::clone(&app.latency_table),
@@ -253,6 +257,8 @@ pub struct Writer {
     /// Timed: the grid's first tick, and the ticks run so far.
     origin: i64,
     ticks: i64,
+    /// ns a send() holds the socket (App.owns_socket).
+    pub owns: i64,
 }
 
 impl Writer {
@@ -290,6 +296,7 @@ impl Writer {
             },
             origin: 0,
             ticks: 0,
+            owns: app.owns_socket,
         })
     }
 }
@@ -420,6 +427,8 @@ pub struct Reader {
     pub timing: Option<Timing>,
     /// Timed fast/blocking reader: asleep in recv(), waking (late), or busy in a call.
     state: u8,
+    /// ns a recv() holds the socket (App.owns_socket).
+    pub owns: i64,
 }
 
 const ASLEEP: u8 = 0;
@@ -454,6 +463,7 @@ impl Reader {
             second_bytes: 0,
             best_second: 0,
             busy: false,
+            owns: app.owns_socket,
         })
     }
 
@@ -559,6 +569,10 @@ impl Simulation {
         }
         let pending = wr.pending;
         let got = self.sk_write(sk, now, pending);
+        let owns = self.writer(w).owns;
+        if got != 0 && owns != 0 {
+            self.sk_hold(sk, now, owns);
+        }
         let wr = self.writer(w);
         wr.pending -= got;
         wr.written += got;
@@ -585,6 +599,10 @@ impl Simulation {
         let chunk = self.writer(w).n;
         loop {
             let got = self.sk_write(sk, now, chunk);
+            let owns = self.writer(w).owns;
+            if got != 0 && owns != 0 {
+                self.sk_hold(sk, now, owns);
+            }
             self.writer(w).written += got;
             if got < chunk {
                 break;
@@ -856,6 +874,10 @@ impl Simulation {
         let sk = self.reader(r).sk;
         let got = self.sk_read(sk, now, n);
         if got != 0 {
+            let owns = self.reader(r).owns;
+            if owns != 0 {
+                self.sk_hold(sk, now, owns);
+            }
             let rd = self.reader(r);
             rd.read_bytes += got;
             rd.account_second(now, got);

@@ -596,6 +596,12 @@ impl Simulation {
         got
     }
 
+    /// apps.py: the call just made holds the socket `ns` more (App.owns_socket).
+    pub(crate) fn sk_hold(&mut self, i: usize, now: i64, ns: i64) {
+        self.f.socks[i].hold(now, ns);
+        self.drain(i);
+    }
+
     pub(crate) fn sk_read(&mut self, i: usize, now: i64, n: i64) -> i64 {
         let got = self.f.socks[i].read(now, n);
         self.drain(i);

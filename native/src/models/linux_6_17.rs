@@ -57,12 +57,6 @@ impl Kernel for Linux617 {
         1
     }
 
-    fn sysctls(&self) -> Vec<&'static str> {
-        let mut s = Linux614.sysctls();
-        s.push("tcp_backlog_ack_defer");
-        s
-    }
-
     fn default_sysctls(&self) -> Sysctls {
         Sysctls {
             tcp_rmem: (4096, 131072, self.rmem2_default()),

@@ -7,6 +7,11 @@
 //! Sender: 1c2709cfff1d "tcp: fix excessive TLP and RACK timeouts from HZ rounding" (6.7; in
 //! the 4.19+ stable trees too) adds the loss probe's 2 ms floor in microseconds before the
 //! conversion to jiffies (the same as 5.15's two jiffies at HZ=1000, less at HZ=250).
+//!
+//! Socket backlog: 133c4c0d3717 "tcp: defer regular ACK while processing socket backlog" (6.7)
+//! adds net.ipv4.tcp_backlog_ack_defer (default 1): an ACK due while the socket is owned by
+//! the user waits for tcp_release_cb() [tcp_output.c, 6.7+] (__tcp_ack_snd_check
+//! [tcp_input.c]).
 
 use crate::constants::{NS_PER_US, TCP_RTO_MIN_NS, TCP_TIMEOUT_INIT_NS};
 use crate::kernel::Kernel;
@@ -28,6 +33,13 @@ impl Kernel for Linux68 {
 
     fn release(&self) -> &'static str {
         "6.8"
+    }
+
+    /// 6.7's net.ipv4.tcp_backlog_ack_defer.
+    fn sysctls(&self) -> Vec<&'static str> {
+        let mut s = Linux66.sysctls();
+        s.push("tcp_backlog_ack_defer");
+        s
     }
 
     /// 1 << (TCP_RMEM_TO_WIN_SCALE - 1).
