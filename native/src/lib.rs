@@ -46,6 +46,7 @@ pub mod memory;
 pub mod mib;
 pub mod models;
 pub mod patches;
+pub mod prefetch;
 pub mod protmem;
 pub mod receive;
 pub mod recovery;

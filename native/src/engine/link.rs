@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 
 use super::random::LazyRandom;
-use super::scheduler::{Scheduler, NETWORK};
+use super::scheduler::{Scheduler, Tagged, NETWORK};
 use crate::segment::Segment;
 
 /// Ethernet + IP + TCP + FCS + preamble + gap.
@@ -109,7 +109,7 @@ impl LinkDirection {
 
     /// Put a segment on the link at the scheduler's current time; `rng` draws the loss,
     /// `jitter_rng` the jitter; `arrive` is the event that delivers this direction's head.
-    pub fn send<E: Copy>(
+    pub fn send<E: Copy + Tagged>(
         &mut self,
         sched: &mut Scheduler<E>,
         seg: Segment,
@@ -162,7 +162,7 @@ impl LinkDirection {
     }
 
     /// The head of the flight reaches the far end (returned); the next one takes its place.
-    pub fn arrive<E: Copy>(&mut self, sched: &mut Scheduler<E>, arrive: E) -> Segment {
+    pub fn arrive<E: Copy + Tagged>(&mut self, sched: &mut Scheduler<E>, arrive: E) -> Segment {
         let (_, _, seg) = self
             .flight
             .pop_front()

@@ -18,7 +18,7 @@ use super::apps::{
 use super::link::LinkDirection;
 use super::random::LazyRandom;
 use super::replay::{ReplayReader, ReplayWriter};
-use super::scheduler::{Scheduler, TIMER};
+use super::scheduler::{Scheduler, Tagged, TIMER};
 use super::trace::TraceColumns;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -67,6 +67,14 @@ pub enum Ev {
 
 /// A scheduled event and the connection (flow index) it belongs to.
 pub type Event = (u32, Ev);
+
+/// An event's tag in the schedule is its connection (Simulation::prefetch_next).
+impl Tagged for Event {
+    #[inline]
+    fn tag(&self) -> u32 {
+        self.0
+    }
+}
 
 /// The link of a scenario (scenario.py `Link`).
 #[derive(Clone, Debug, Default)]
@@ -176,6 +184,22 @@ pub struct HostSample {
     pub memcg: i64,
 }
 
+/// A flow's socket timers as the schedule sees them, kept beside the flows (not in them):
+/// most timer wake-ups find the deadline moved (a delayed ACK sent early, an RTO or loss
+/// probe pushed back by an ACK) and only re-arm, which this decides without reading the
+/// flow's kilobytes (`Simulation::timer_rearm_only`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FlowTimers {
+    /// The deadline of the timer event pending for socket [receiver, sender] (0: none;
+    /// simulation.py `Connection.timer_at`).
+    pub at: [i64; 2],
+    /// The socket's next deadline (`TcpSocket::next_deadline`) when the flow was last
+    /// served (noted as it stops being served: its sockets change only while it is).
+    pub due: [i64; 2],
+    /// The flow is closed: its events are ignored.
+    pub closed: bool,
+}
+
 /// One connection of the host (simulation.py `Connection`).
 pub struct Flow {
     pub index: usize,
@@ -189,7 +213,6 @@ pub struct Flow {
     /// The link's loss and jitter draws (made at the first draw: most links draw none).
     pub rng: LazyRandom,
     pub jitter_rng: [LazyRandom; 2],
-    pub timer_at: [i64; 2],
     pub shared_skbs: bool,
     pub rev_shared_skbs: bool,
     /// [the writer (to the sender socket), the receiver end's writer (two-way)].
@@ -290,7 +313,6 @@ impl Flow {
             ],
             rng: LazyRandom::new(seed),
             jitter_rng: [LazyRandom::new(seed * 2 + 1), LazyRandom::new(seed * 2 + 2)],
-            timer_at: [0, 0],
             shared_skbs,
             rev_shared_skbs,
             writers: [Some(writer), rev_writer],
@@ -347,6 +369,8 @@ pub struct Simulation {
     pub memcg: Option<MemcgHandle>,
     /// The final numbers of closed flows (their sockets and apps dropped).
     pub ended: Vec<Option<FlowEnd>>,
+    /// Every flow's timers, by index.
+    pub timers: Vec<FlowTimers>,
     pub skip: bool,
     pub duration: i64,
     pub trace: TraceColumns,
@@ -459,6 +483,7 @@ impl Simulation {
             pool,
             memcg,
             ended: (0..n).map(|_| None).collect(),
+            timers: vec![FlowTimers::default(); n],
             skip: spec.skip,
             duration: spec.duration,
             trace: TraceColumns::new(),
@@ -492,6 +517,7 @@ impl Simulation {
             self.ncpus,
             self.local_peers,
         )?);
+        self.note_deadlines();
         let prev = std::mem::replace(&mut self.f, f);
         self.flows[self.cur] = Some(prev);
         self.cur = i;
@@ -525,12 +551,21 @@ impl Simulation {
         let Some(next) = self.flows[c].take() else {
             return false;
         };
+        self.note_deadlines();
         let prev = std::mem::replace(&mut self.f, next);
         if !prev.closed {
             self.flows[self.cur] = Some(prev);
         }
         self.cur = c;
         true
+    }
+
+    /// Keep the current flow's sockets' next deadlines in `timers` as it stops being served
+    /// (its sockets change only while it is served).
+    #[inline]
+    fn note_deadlines(&mut self) {
+        let [r, s] = &self.f.socks;
+        self.timers[self.cur].due = [r.next_deadline(), s.next_deadline()];
     }
 
     /// Schedule `ev` of the current flow.
@@ -677,13 +712,49 @@ impl Simulation {
     /// Make sure a timer event is pending at or before the socket's next deadline.
     fn arm(&mut self, i: usize) {
         let d = self.f.socks[i].next_deadline();
+        self.arm_at(self.cur, i, d);
+    }
+
+    /// `arm` of flow `c`'s socket `i` whose next deadline is `d`.
+    #[inline]
+    fn arm_at(&mut self, c: usize, i: usize, d: i64) {
         if d != 0 {
-            let pending = self.f.timer_at[i];
+            let ts = &mut self.timers[c];
+            let pending = ts.at[i];
             if pending == 0 || d < pending {
-                self.f.timer_at[i] = d;
-                self.at(d, TIMER, Ev::Timer(i as u32, d));
+                ts.at[i] = d;
+                self.sched.at(d, TIMER, (c as u32, Ev::Timer(i as u32, d)));
             }
         }
+    }
+
+    /// A timer wake-up of flow `c`'s socket `i` for deadline `d` that finds the flow closed
+    /// or the socket's deadline not come only re-arms (the head of `timer`): done here
+    /// from `timers`, without serving the flow. False when the timer is due (`timer`
+    /// runs it).
+    #[inline]
+    fn timer_rearm_only(&mut self, c: usize, i: usize, d: i64) -> bool {
+        let ts = &mut self.timers[c];
+        if ts.closed {
+            return true;
+        }
+        let due = if c == self.cur {
+            self.f.socks[i].next_deadline()
+        } else {
+            ts.due[i]
+        };
+        if due != 0 && due <= self.sched.now {
+            return false;
+        }
+        if ts.at[i] == d {
+            ts.at[i] = 0;
+        }
+        #[cfg(debug_assertions)]
+        if let Some(f) = self.flow(c) {
+            assert_eq!(f.socks[i].next_deadline(), due, "flow {c}: deadline");
+        }
+        self.arm_at(c, i, due);
+        true
     }
 
     fn established(&self, i: usize) -> bool {
@@ -746,8 +817,8 @@ impl Simulation {
 
     /// simulation.py `_timer`.
     fn timer(&mut self, i: usize, d: i64) {
-        if self.f.timer_at[i] == d {
-            self.f.timer_at[i] = 0;
+        if self.timers[self.cur].at[i] == d {
+            self.timers[self.cur].at[i] = 0;
         }
         if self.f.closed {
             return;
@@ -875,6 +946,7 @@ impl Simulation {
         }
         self.note_queue();
         self.f.closed = true;
+        self.timers[self.cur].closed = true;
         for i in [RCV, SND] {
             self.f.socks[i].destroy(now);
             self.drain(i);
@@ -949,10 +1021,29 @@ impl Simulation {
                 return;
             };
             n += 1;
+            self.prefetch_next();
+            if let Ev::Timer(i, d) = ev {
+                if self.timer_rearm_only(c as usize, i as usize, d) {
+                    continue;
+                }
+            }
             if matches!(ev, Ev::OpenDue) {
                 self.open_due();
             } else if self.switch(c as usize) && !self.f.closed {
                 self.dispatch(ev);
+            }
+        }
+    }
+
+    /// Ask the CPU for the next event and its connection while this one is served (a
+    /// hint: nothing computed changes). On a host of thousands of connections, each
+    /// event's connection is otherwise read from memory when its event starts.
+    #[inline]
+    fn prefetch_next(&self) {
+        self.sched.prefetch_next();
+        if let Some(c) = self.sched.peek_tag() {
+            if let Some(Some(f)) = self.flows.get(c as usize) {
+                crate::prefetch::read::<Flow>(f);
             }
         }
     }

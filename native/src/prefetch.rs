@@ -1,0 +1,34 @@
+//! A hint to the CPU: bring memory about to be read into its caches. It changes nothing the
+//! program computes (a prefetch never faults and reads nothing into the program). A host of
+//! thousands of connections serves each event from a different connection's few kilobytes,
+//! which no longer fit the caches: the engine asks for the next event's connection while it
+//! serves the current one (Simulation::run_some).
+
+/// Prefetch the cache lines of `*x` (up to `max_lines` of 64 bytes).
+#[inline]
+pub fn read<T>(x: &T) {
+    read_lines(x, usize::MAX);
+}
+
+/// Prefetch the first `max_lines` cache lines of `*x`.
+#[inline]
+pub fn read_lines<T>(x: &T, max_lines: usize) {
+    let p = (x as *const T).cast::<u8>();
+    let n = std::mem::size_of::<T>().div_ceil(64).min(max_lines);
+    for i in 0..n {
+        line(p.wrapping_add(64 * i));
+    }
+}
+
+#[inline(always)]
+fn line(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it never faults, whatever the address, and neither
+    // reads nor writes anything the program sees. (`_mm_prefetch` is `unsafe` only because
+    // it is a target-feature intrinsic; SSE is in every x86_64 target.)
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
