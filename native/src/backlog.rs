@@ -13,7 +13,7 @@ use std::mem;
 
 use crate::constants::ICSK_ACK_SCHED;
 use crate::memory::skb_try_coalesce;
-use crate::segment::{Segment, ACK, AE, CWR, ECE, FIN, RST, SYN, URG};
+use crate::segment::{Segment, ACK, AE, CWR, ECE, RST, SYN, URG};
 use crate::skb::Skb;
 use crate::socket::TcpSocket;
 
@@ -53,13 +53,7 @@ impl TcpSocket {
     /// backlog's tail (no limit: the tail's fragments bound it), else append it unless the
     /// backlog and the receive queue already hold more than the limit.
     pub fn add_backlog(&mut self, seg: &Segment) {
-        let skb = self.dev.make_skb(
-            seg.seq,
-            seg.len,
-            seg.flags & FIN != 0,
-            seg.gso_size,
-            seg.tx_segs,
-        );
+        let skb = self.segment_skb(seg);
         let peer_released = self.rcv.peer_released;
         if let Some((tseg, tskb)) = self.backlog.last_mut() {
             if backlog_may_merge(tseg, seg) {
@@ -182,7 +176,7 @@ pub type Parked = (Segment, Skb);
 mod tests {
     use super::*;
     use crate::bench::open_receiver;
-    use crate::segment::PSH;
+    use crate::segment::{FIN, PSH};
 
     fn data(seq: i64, tsval: i64) -> Segment {
         let mut d = Segment::new(seq, 1448, ACK | PSH, 1, 502);

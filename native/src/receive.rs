@@ -293,16 +293,22 @@ impl TcpSocket {
 
     // -- out-of-order queue ---------------------------------------------------------------
 
-    /// Models tcp_data_queue_ofo(): admission, SACK, insert/merge in sequence order.
-    pub fn data_queue_ofo(&mut self, seg: &Segment) {
-        let k = self.k.clone();
-        let skb = self.dev.make_skb(
+    /// receiver.py `segment_skb`: the skb the ingress device builds for the whole of `seg`
+    /// (its FIN included).
+    pub fn segment_skb(&self, seg: &Segment) -> Skb {
+        self.dev.make_skb(
             seg.seq,
             seg.len,
             seg.flags & FIN != 0,
             seg.gso_size,
             seg.tx_segs,
-        );
+        )
+    }
+
+    /// Models tcp_data_queue_ofo(): admission, SACK, insert/merge in sequence order.
+    pub fn data_queue_ofo(&mut self, seg: &Segment) {
+        let k = self.k.clone();
+        let skb = self.segment_skb(seg);
         if !k.try_rmem_schedule(self, &skb, skb.truesize) {
             self.mib.TCPOFODrop += 1;
             self.trace_seg("drop", "ofo full", seg, skb.truesize, "PROTO_MEM");

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 
 from tcpsim.core.constants import ICSK_ACK_SCHED
 from tcpsim.core.memory import skb_try_coalesce
-from tcpsim.core.segment import ACK, AE, CWR, ECE, FIN, RST, SYN, URG, Segment
+from tcpsim.core.segment import ACK, AE, CWR, ECE, RST, SYN, URG, Segment
 from tcpsim.core.state import SYNCHRONIZED
 
 if TYPE_CHECKING:
@@ -88,8 +88,7 @@ class BacklogMixin:
         backlog's tail (no limit: the tail's fragments bound it), else append it unless the
         backlog and the receive queue already hold more than the limit."""
         mem = self.mem
-        skb = self.dev.make_skb(seg.seq, seg.len, bool(seg.flags & FIN), seg.gso_size,
-                                seg.tx_segs)
+        skb = self.segment_skb(seg)
         q = self.backlog
         if q:
             tseg, tskb = q[-1]

@@ -225,10 +225,14 @@ class ReceiveMixin:
 
     # -- out-of-order queue -------------------------------------------------------------------
 
+    def segment_skb(self: TcpSocket, seg: Segment) -> Skb:
+        """The skb the ingress device builds for the whole of `seg` (its FIN included)."""
+        return self.dev.make_skb(seg.seq, seg.len, bool(seg.flags & FIN), seg.gso_size,
+                                 seg.tx_segs)
+
     def data_queue_ofo(self: TcpSocket, seg: Segment) -> None:
         """Models tcp_data_queue_ofo(): admission, SACK, insert/merge in sequence order."""
-        skb = self.dev.make_skb(seg.seq, seg.len, bool(seg.flags & FIN), seg.gso_size,
-                                 seg.tx_segs)
+        skb = self.segment_skb(seg)
         if not self.k.try_rmem_schedule(self, skb, skb.truesize):
             self.mib.TCPOFODrop += 1
             self.trace("drop", "ofo full", seg, skb.truesize, reason="PROTO_MEM")
