@@ -118,6 +118,7 @@ class KernelPolicy(ABC):
     DEFAULT_SCALING_RATIO: Annotated[int, Constant("include/net/tcp.h:tcp_scaling_ratio_init [6.6]")]
     COLLAPSE_NS_PER_BYTE: Annotated[float, Constant("tcp_input.c:tcp_collapse (cost model)")]
     COLLAPSE_NS_FIXED: Annotated[int, Constant("tcp_input.c:tcp_collapse (cost model)")]
+    MEMCG_SOFTIRQ_ATOMIC: Annotated[bool, Constant("include/net/sock.h:gfp_memcg_charge")]
 
     @abstractmethod
     @era_constant("net/ipv4/tcp_ipv4.c:tcp_sk_init")

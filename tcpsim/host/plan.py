@@ -113,7 +113,7 @@ def memcg_config(plan: HostPlan, profile: Profile) -> tuple[int, int, int, bool]
     (MEMCG_SOFTIRQ_ATOMIC, models/linux_6_1.py); None without a memcg."""
     if plan.memcg is None:
         return None
-    atomic = bool(getattr(profile.policy_class(), "MEMCG_SOFTIRQ_ATOMIC", True))
+    atomic = profile.policy_class().MEMCG_SOFTIRQ_ATOMIC
     return (*plan.memcg, atomic)
 
 
