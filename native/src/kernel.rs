@@ -93,6 +93,12 @@ pub trait Kernel: Send + Sync {
         self.base().pingpong_thresh()
     }
 
+    /// MEMCG_SOFTIRQ_ATOMIC [include/net/sock.h:gfp_memcg_charge]: whether a socket's memcg
+    /// charge from softirq is GFP_ATOMIC (cgroup v2 forces it past memory.max; memcg.rs).
+    fn memcg_softirq_atomic(&self) -> bool {
+        self.base().memcg_softirq_atomic()
+    }
+
     /// DEFAULT_SCALING_RATIO [include/net/tcp.h:tcp_scaling_ratio_init [6.6]] (-1: none).
     fn default_scaling_ratio(&self) -> i64 {
         self.base().default_scaling_ratio()

@@ -76,6 +76,7 @@ fn call(k: &dyn Kernel, sk: &mut TcpSocket, name: &str, a: &Bound<'_, PyDict>) -
         "RMEM2_DEFAULT" => Int(k.rmem2_default()),
         "PINGPONG_THRESH" | "pingpong_thresh" => Int(k.pingpong_thresh()),
         "DEFAULT_SCALING_RATIO" => Int(k.default_scaling_ratio()),
+        "MEMCG_SOFTIRQ_ATOMIC" => Bool(k.memcg_softirq_atomic()),
         "COLLAPSE_NS_FIXED" => Int(k.collapse_ns_fixed()),
         "initial_scaling_ratio" => Int(k.initial_scaling_ratio()),
         "win_from_space" => Int(k.win_from_space(sk, arg(a, "space")?)),

@@ -31,6 +31,7 @@ PATCHES = builtin_patches()
 # pruning, collapse, coalescing), which the lockstep tests of the whole socket drive.
 CALLABLE = [
     "RELEASE", "RMEM2_DEFAULT", "PINGPONG_THRESH", "DEFAULT_SCALING_RATIO", "COLLAPSE_NS_FIXED",
+    "MEMCG_SOFTIRQ_ATOMIC",
     "initial_scaling_ratio", "pingpong_thresh", "win_from_space", "space_from_win",
     "initial_rcv_wnd", "select_initial_window", "init_rcv_ssthresh", "set_window_clamp",
     "rcv_rtt_update", "rcv_rtt_measure", "ts_rtt_sample_us", "measure_rcv_mss",

@@ -166,6 +166,12 @@ impl Kernel for Linux515 {
         3
     }
 
+    /// gfp_memcg_charge() [include/net/sock.h]: GFP_NOWAIT from softirq in 5.15 as released
+    /// -- over cgroup v2's memory.max the charge fails (memcg.rs).
+    fn memcg_softirq_atomic(&self) -> bool {
+        false
+    }
+
     /// No scaling_ratio before 6.6 (reported as -1).
     fn default_scaling_ratio(&self) -> i64 {
         -1

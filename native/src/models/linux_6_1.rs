@@ -38,6 +38,12 @@ impl Kernel for Linux61 {
         "6.1"
     }
 
+    /// "net-memcg: avoid stalls when under memory pressure" (6.1-rc3): gfp_memcg_charge() is
+    /// GFP_ATOMIC in softirq, so cgroup v2 forces the receive path's charges past memory.max.
+    fn memcg_softirq_atomic(&self) -> bool {
+        true
+    }
+
     /// Per-CPU reserves of the TCP pool (6.0+): SK_MEMORY_PCPU_RESERVE pages a CPU.
     fn default_sysctls(&self) -> Sysctls {
         Sysctls {
