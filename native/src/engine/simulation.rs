@@ -633,16 +633,18 @@ impl Simulation {
     pub fn after(&mut self, i: usize) {
         let now = self.sched.now;
         if !self.f.socks[i].outbox.is_empty() {
-            let out = self.f.socks[i].take_outbox();
             let dir = if i == SND { 0 } else { 1 };
             if i == RCV && self.cur == 0 {
                 if let Some(tap) = self.tap.as_mut() {
+                    let out = &self.f.socks[i].outbox;
                     tap.extend(out.iter().map(|s| (now, true, s.clone())));
                 }
             }
+            // drained in place: the socket keeps its outbox's allocation (taking the vector
+            // made a new one for every event that sent something)
             let f = &mut *self.f;
             let ev = (self.cur as u32, Ev::Arrive(dir as u32));
-            for seg in out {
+            for seg in f.socks[i].outbox.drain(..) {
                 f.links[dir].send(&mut self.sched, seg, &mut f.rng, &mut f.jitter_rng[dir], ev);
             }
         }
