@@ -330,6 +330,23 @@ impl Flow {
     }
 }
 
+impl Flow {
+    /// Ask the CPU for the queues socket `i` is about to work on -- the ends of its receive,
+    /// retransmit and write queues, its outbox, and where the link it sends on queues the
+    /// next segment -- as its event starts: each is a heap block of its own that, on a host
+    /// of thousands of connections, is in memory, not in a cache, and the socket's own work
+    /// on the event hides the wait. A hint: nothing computed changes.
+    #[inline]
+    pub fn prefetch_queues(&self, i: usize) {
+        let sk = &self.socks[i];
+        crate::prefetch::deque_ends(&sk.mem.receive_queue);
+        crate::prefetch::deque_ends(&sk.snd.rtx_queue);
+        crate::prefetch::deque_ends(&sk.snd.write_queue);
+        crate::prefetch::vec_tail(&sk.outbox);
+        self.links[if i == SND { 0 } else { 1 }].prefetch_tail();
+    }
+}
+
 /// `app` starting at `start` (a copy only when it differs).
 fn started(app: &Arc<App>, start: i64) -> Arc<App> {
     if app.start == start {
@@ -1079,6 +1096,14 @@ impl Simulation {
     }
 
     fn dispatch(&mut self, ev: Ev) {
+        match ev {
+            Ev::Arrive(d) => self.f.prefetch_queues(if d == 0 { RCV } else { SND }),
+            Ev::WriterTimedTick(w) | Ev::WriterTick(w) => self.f.prefetch_queues(1 - w as usize),
+            Ev::ReaderTimedWake(r, _) | Ev::ReaderTimedRead(r) | Ev::ReaderWake(r, _) => {
+                self.f.prefetch_queues(r as usize)
+            }
+            _ => {}
+        }
         match ev {
             Ev::Arrive(d) => {
                 let ev = (self.cur as u32, Ev::Arrive(d));
