@@ -1096,11 +1096,26 @@ impl Simulation {
     }
 
     fn dispatch(&mut self, ev: Ev) {
+        crate::prefetch::lines(&self.timers[self.cur], 1);
         match ev {
             Ev::Arrive(d) => self.f.prefetch_queues(if d == 0 { RCV } else { SND }),
-            Ev::WriterTimedTick(w) | Ev::WriterTick(w) => self.f.prefetch_queues(1 - w as usize),
+            Ev::WriterTimedTick(w) | Ev::WriterTick(w) => {
+                self.f.prefetch_queues(1 - w as usize);
+                if let Some(tm) = self.f.writers[w as usize]
+                    .as_ref()
+                    .and_then(|w| w.timing.as_ref())
+                {
+                    tm.prefetch();
+                }
+            }
             Ev::ReaderTimedWake(r, _) | Ev::ReaderTimedRead(r) | Ev::ReaderWake(r, _) => {
-                self.f.prefetch_queues(r as usize)
+                self.f.prefetch_queues(r as usize);
+                if let Some(tm) = self.f.readers[r as usize]
+                    .as_ref()
+                    .and_then(|r| r.timing.as_ref())
+                {
+                    tm.prefetch();
+                }
             }
             _ => {}
         }
