@@ -70,6 +70,31 @@ def test_a_capture_graded_against_itself_is_1_and_one_unit_off_keeps_the_windows
     assert sum(WEIGHTS.values()) == pytest.approx(1.0)
 
 
+def test_event_counts_zero_in_both_are_no_evidence_and_leave_the_grade():
+    """A capture with no zero window and no window update (veth-gso-fast: a fast reader)
+    agrees with every model that has none either; those terms are left out, the rest
+    renormalised -- they used to give 0.2 for nothing, and a replay matching none of the
+    windows graded "fair"."""
+    cap = Capture(PCAPS / "veth-gso-fast.pcap.gz", split_gso=True)
+    k = cap.k
+    end = k.end_ns
+    assert grade(k, k, end).total == pytest.approx(1.0)
+    unit = 128
+    wrong = replace(k, acks=[Ack(a.t_ns, a.ack_seq, a.win + 10 * unit, a.win_raw + 10)
+                             for a in k.acks])
+    g = grade(k, wrong, end)
+    assert g.zero_windows == (0, 0) and g.window_updates == (0, 0)
+    assert g.terms["zero_windows"] is None and g.terms["window_updates"] is None
+    assert g.terms["windows"] == 0.0 and g.within_unit == 0
+    have = {n: v for n, v in g.terms.items() if v is not None}
+    want = sum(WEIGHTS[n] * v for n, v in have.items()) / sum(WEIGHTS[n] for n in have)
+    assert g.total == pytest.approx(want, abs=1e-6)
+    assert g.total < 0.6                          # no window matched: not a fit
+    # counts the capture has and the model has not still score (0), and are not left out
+    gl = grade(k, replace(wrong, acks=[Ack(a.t_ns, a.ack_seq, 0, 0) for a in wrong.acks]), end)
+    assert gl.zero_windows[1] > 0 and gl.terms["zero_windows"] == 0.0
+
+
 def test_the_fit_never_ends_below_its_start_and_reports_every_unknown():
     cap = Capture(USER)
     start = cap.start()
