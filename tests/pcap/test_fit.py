@@ -244,3 +244,18 @@ def test_a_split_super_segment_is_written_as_one_write():
     sizes = [n for _, n in ticks]
     assert sum(sizes) == sum(n for _, n, _ in cap.k.writes) and len(ticks) < len(cap.k.writes)
     assert sizes[:4] == [7240, 7240, 14480, 21720]          # the capture's first transmissions
+
+
+def test_a_kernel_is_searched_from_its_own_starts_not_only_where_the_first_ended():
+    """veth-gso-fast (6.18, offloads on, split): linux-7.1's search, first, ends with a
+    blocking reader and no window within a unit (its DRS, damped below 1 ms of RTT, never
+    opens the window as far); seeded there only, linux-6.18 stayed at 0.51. From its own
+    starts too it finds its fit alone (a reader of 128 KiB every ms, 22 of 29 windows) and
+    ranks first; 7.1 is ruled out."""
+    cap = Capture(PCAPS / "veth-gso-fast.pcap.gz", split_gso=True)
+    r = rank(cap, [("linux-7.1", ()), ("linux-6.18", ())])
+    best = r.fits[0]
+    assert best.profile == "linux-6.18" and r.fits_well and r.tells_apart
+    assert best.grade.total == pytest.approx(fit(cap, "linux-6.18").grade.total)
+    assert best.grade.within_unit_fraction >= 0.7
+    assert r.verdicts["linux-7.1"] == "ruled out"
