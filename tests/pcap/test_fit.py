@@ -259,3 +259,20 @@ def test_a_kernel_is_searched_from_its_own_starts_not_only_where_the_first_ended
     assert best.grade.total == pytest.approx(fit(cap, "linux-6.18").grade.total)
     assert best.grade.within_unit_fraction >= 0.7
     assert r.verdicts["linux-7.1"] == "ruled out"
+
+
+def test_a_kernel_grades_at_least_what_it_grades_at_another_kernels_fit():
+    """veth-gso-fast: linux-6.14's own search ends near 0.60; at linux-6.18's fitted
+    unknowns it grades as 6.18 does (both have the slow-start term of tcp_rcvbuf_grow()
+    that opens the window past 1 MB after one read), so the two are consistent -- 6.14 was
+    "ruled out" by its search, not by the capture."""
+    cap = Capture(PCAPS / "veth-gso-fast.pcap.gz", split_gso=True)
+    alone = fit(cap, "linux-6.14")
+    # seeded from linux-7.1's ends (no fit there) and searched from its own starts, 6.14
+    # does not reach 6.18's fit; at 6.18's fitted values it does
+    r = rank(cap, [("linux-7.1", ()), ("linux-6.18", ()), ("linux-6.14", ())])
+    g = {f.profile: f.grade.total for f in r.fits}
+    assert alone.grade.total < g["linux-6.18"] - 0.1
+    assert g["linux-6.14"] == pytest.approx(g["linux-6.18"], abs=0.02)
+    assert r.verdicts["linux-6.14"] == r.verdicts["linux-6.18"] == "consistent"
+    assert r.verdicts["linux-7.1"] == "ruled out"
