@@ -276,3 +276,22 @@ def test_a_kernel_grades_at_least_what_it_grades_at_another_kernels_fit():
     assert g["linux-6.14"] == pytest.approx(g["linux-6.18"], abs=0.02)
     assert r.verdicts["linux-6.14"] == r.verdicts["linux-6.18"] == "consistent"
     assert r.verdicts["linux-7.1"] == "ruled out"
+
+
+def test_a_split_super_segment_reaches_the_model_receiver_as_the_kernels_skb():
+    """veth-gso-fast recaptured with bpftrace on tcp:tcp_probe (6.18, offloads on): each
+    super-segment reached tcp_rcv_established() as one skb of its whole payload, truesize
+    payload + 832 B, and drew one ACK; scaling_ratio 229 after the first (7240 x 256 / 8072)
+    gave the windows 79744 and 94208 B (docs/bring-your-own-capture.md, "When nothing
+    fits"). Replayed on veth-direct the model's receiver gets the same skbs and windows."""
+    from tcpsim.pcap.fit import Unknowns
+    cap = Capture(PCAPS / "veth-gso-fast.pcap.gz", split_gso=True)
+    g, rp = cap.replay("linux-6.18", (), Unknowns(reader="never", device="veth-direct"))
+    c = rp.columns
+    rx = [(c["len"][i], c["truesize"][i]) for i in range(len(c["t_ns"]))
+          if c["sock"][i] == "rcv" and c["event"][i] == "rx"]
+    assert rx[:2] == [(7240, 8072), (7240, 8072)]
+    assert [c["scaling_ratio"][i] for i in range(len(c["t_ns"]))
+            if c["sock"][i] == "rcv" and c["event"][i] == "tx"][1] == 229
+    assert [a.win for a in cap.last_full[1].acks[:2]] == [a.win for a in cap.k.acks[:2]] == [
+        79744, 94208]
