@@ -15,6 +15,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::devices;
 use crate::engine::apps::App;
+use crate::engine::parallel::HostRun;
 use crate::engine::random::Random;
 use crate::engine::replay::{ReplayReader, ReplayWriter};
 use crate::engine::simulation::{
@@ -298,6 +299,9 @@ impl Column {
 #[pyclass(name = "Simulation")]
 struct PySimulation {
     sim: Simulation,
+    /// A host run in CPU order (`threads` >= 2: src/engine/parallel.rs); `sim` is its first
+    /// part until it has run.
+    host: Option<HostRun>,
     segment_cls: Py<PyAny>,
     /// Where a user's Python patch leaves what it raised (None: no Python patch).
     patch_error: Option<PatchError>,
@@ -346,7 +350,39 @@ impl PySimulation {
                 _ => None,
             },
         };
-        let mut sim = Simulation::new(specs, spec).map_err(PyValueError::new_err)?;
+        let threads: usize = match cfg.get_item("threads")? {
+            Some(t) if !t.is_none() => t.extract()?,
+            _ => 1,
+        };
+        let replay = ["replay_writer", "replay_reader"].iter().any(|k| {
+            cfg.get_item(*k)
+                .ok()
+                .flatten()
+                .is_some_and(|v| !v.is_none())
+        });
+        let py_patch = cfg.get_item("py_policy")?.is_some_and(|c| !c.is_none());
+        let (mut sim, host) = if threads >= 2 {
+            if replay
+                || py_patch
+                || spec.tap
+                || specs.iter().any(|f| f.rcv.tracing || f.snd.tracing)
+            {
+                return Err(PyValueError::new_err(
+                    "threads: a host run in CPU order takes no trace, tap, replay or Python patch",
+                ));
+            }
+            let ordered = cfg
+                .get_item("parallel")?
+                .is_some_and(|v| v.extract::<bool>().is_ok_and(|b| !b));
+            let (sim, host) =
+                HostRun::new(specs, spec, threads, !ordered).map_err(PyValueError::new_err)?;
+            (sim, Some(host))
+        } else {
+            (
+                Simulation::new(specs, spec).map_err(PyValueError::new_err)?,
+                None,
+            )
+        };
         sim.halt = halt;
         if let Some(w) = cfg.get_item("replay_writer")?.filter(|w| !w.is_none()) {
             let w: Bound<'_, PyDict> = w.cast_into()?;
@@ -365,9 +401,9 @@ impl PySimulation {
             .import("tcpsim.core.segment")?
             .getattr("Segment")?
             .unbind();
-        let py_patch = cfg.get_item("py_policy")?.is_some_and(|c| !c.is_none());
         Ok(PySimulation {
             sim,
+            host,
             segment_cls,
             patch_error: py_patch.then_some(error),
         })
@@ -379,6 +415,11 @@ impl PySimulation {
     /// patch's points need it (re-taken at each call it cost a little more, within noise:
     /// docs/performance.md).
     fn run_some(&mut self, py: Python<'_>, max_rows: usize, max_steps: u64) -> PyResult<()> {
+        if let Some(host) = self.host.as_mut() {
+            let sim = &mut self.sim;
+            py.detach(|| host.run(sim));
+            return Ok(());
+        }
         let sim = &mut self.sim;
         match &self.patch_error {
             None => {
@@ -390,6 +431,15 @@ impl PySimulation {
                 take_error(slot)
             }
         }
+    }
+
+    /// A host run in CPU order: (windows run on threads, windows run in order, restarts);
+    /// None for a run in host order.
+    #[getter]
+    fn host_windows(&self) -> Option<(u64, u64, u32)> {
+        self.host
+            .as_ref()
+            .map(|h| (h.windows_threaded, h.windows_ordered, h.restarts))
     }
 
     #[getter]

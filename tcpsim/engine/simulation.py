@@ -341,6 +341,11 @@ class Simulation:
         self.sink = sink
         self.sched = Scheduler()
         self.plan = plan or HostPlan.single(scenario)
+        if self.plan.threads > 1:
+            from tcpsim.engines import EngineError
+            raise EngineError(f"threads = {self.plan.threads}: a host run in CPU order (on "
+                              "several threads) is the native engine's; use --engine native "
+                              "or threads = 1")
         self.duration = self.plan.duration
         self.ncpus = self.plan.ncpus
         self.pool = make_pool(self.plan, profile)

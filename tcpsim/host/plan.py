@@ -50,6 +50,11 @@ class HostPlan:
     memcg: tuple[int, int, int] | None = None
     name: str = ""
     seed: int = 1
+    # threads >= 2: the host runs in CPU order (native engine: src/engine/parallel.rs), its
+    # windows on that many threads where nothing shared can tell; `parallel` False runs the
+    # same order on one thread (the same bytes: for comparison)
+    threads: int = 1
+    parallel: bool = True
 
     @classmethod
     def single(cls, scenario: Scenario) -> "HostPlan":

@@ -1,0 +1,334 @@
+//! A host run in CPU order, on several threads when that cannot change a thing
+//! (docs/hosts.md "Both cores").
+//!
+//! The flows of a host touch each other only through what the host shares: the TCP memory
+//! pool (src/protmem.rs), the memory cgroup, the host's samples -- and, in the one-schedule
+//! engine (`Simulation`), through the schedule itself: a periodic reader skips reads up to
+//! the next event *of the host* (apps.rs `reader_plan`) and same-time events run in the
+//! order they were scheduled host-wide, so one flow's events depend on every other's.
+//!
+//! Here the host is cut into parts, one per CPU group: flow i belongs to part
+//! (i % ncpus) % parts, so every per-CPU counter of the pool (forward-alloc reserve, socket
+//! count) has its flows in one part. Each part is a `Simulation` of its own flows with its
+//! own schedule, all on the host's one pool. The run's order -- *CPU order* -- is: events by
+//! (time, priority, part), each part's own in its schedule's order; a reader's horizon is the
+//! next event of its part. That order is defined without threads, and `HostRun` runs it
+//! either way:
+//! - in order on one thread (the parts' next events merged), or
+//! - a window at a time (up to each sample), each part on its own thread, when every
+//!   decision the pool takes in the window is known not to depend on the other parts: no
+//!   memory cgroup, no pressure at the start, and the global counter below tcp_mem[0]
+//!   throughout. Below tcp_mem[0] __sk_mem_raise_allocated() grants and changes nothing else,
+//!   and the senders' and clamp's "allocated < tcp_mem[0]" tests hold, whatever the other
+//!   CPUs did; the per-CPU reserves flush in each part's own order. Whether the counter
+//!   stayed below is checked after the window from each CPU's largest net flush
+//!   (`ProtoMemory::window_peak`: the counter at the start plus those maxima bounds it in
+//!   any interleaving). A window that fails the check is not kept: the run starts over,
+//!   that window in order, the others on threads where they may (after three restarts, every window from the last failed one in order).
+//!
+//! Both ways give the same bytes (tests/host/test_host_threads.py).
+
+use super::simulation::{FlowSpec, HostSample, RunSpec, Simulation};
+use crate::memcg::{MemCgroup, MemcgHandle};
+use crate::protmem::{ProtoHandle, ProtoMemory};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+/// A host run in CPU order: the parts after the first (the caller holds that one, the
+/// `Simulation` whose numbers are read at the end) and what it takes to start over.
+pub struct HostRun {
+    specs: Vec<FlowSpec>,
+    spec: RunSpec,
+    parts: usize,
+    rest: Vec<Simulation>,
+    pool: ProtoHandle,
+    memcg: Option<MemcgHandle>,
+    /// Run windows on threads where safe (false: in order on one thread, same bytes).
+    threads: bool,
+    /// Windows that failed the check on threads: run in order from the restart on (and,
+    /// after `MAX_RESTARTS`, every window from the last of them).
+    failed: Vec<usize>,
+    /// The most the global counter rose in a window run on threads (pages): a window is
+    /// not tried on threads when twice that would reach tcp_mem[0] (a guess that saves
+    /// starting over; the check after the window is what decides).
+    rise: i64,
+    done: bool,
+    /// Windows run on threads and in order, and restarts.
+    pub windows_threaded: u64,
+    pub windows_ordered: u64,
+    pub restarts: u32,
+}
+
+/// How many times a run starts over before it keeps every window after its last failed
+/// one in order (each restart runs the host again from time 0).
+const MAX_RESTARTS: u32 = 3;
+
+/// Part of flow `i`: its CPU's group.
+fn part_of(i: usize, ncpus: usize, parts: usize) -> usize {
+    (i % ncpus) % parts
+}
+
+/// How many parts a host of `flows` flows on `ncpus` CPUs is cut into, asked for `parts`.
+pub fn parts_for(parts: usize, ncpus: usize, flows: usize) -> usize {
+    parts.min(ncpus.max(1)).min(flows).max(1)
+}
+
+/// The parts of a host, on a new pool (and memcg), the first one first.
+type Parts = (Vec<Simulation>, ProtoHandle, Option<MemcgHandle>);
+
+fn build(specs: &[FlowSpec], spec: &RunSpec, parts: usize) -> Result<Parts, String> {
+    let ncpus = spec.ncpus.max(1);
+    let pool = ProtoMemory::new(spec.tcp_mem, ncpus, spec.pcpu_rsv).map(Arc::new)?;
+    let memcg = match spec.memcg {
+        Some((v, limit, other, atomic)) => Some(Arc::new(MemCgroup::new(v, limit, other, atomic)?)),
+        None => None,
+    };
+    // the parts sample nothing: the run does, between windows
+    let part_spec = RunSpec {
+        sample_every: 0,
+        tap: false,
+        ..spec.clone()
+    };
+    let sims = (0..parts)
+        .map(|k| {
+            Simulation::new_part(
+                specs.to_vec(),
+                part_spec.clone(),
+                Arc::clone(&pool),
+                memcg.clone(),
+                |i| part_of(i, ncpus, parts) == k,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((sims, pool, memcg))
+}
+
+/// Run `sim`'s events due at or before `end`.
+fn run_until(sim: &mut Simulation, end: i64) {
+    while sim.step(end) {}
+}
+
+impl HostRun {
+    /// A host of `specs` cut into `parts` parts (at most one per CPU; `parts_for`): the
+    /// first part, which ends holding every flow's numbers, and the run.
+    pub fn new(
+        specs: Vec<FlowSpec>,
+        spec: RunSpec,
+        parts: usize,
+        threads: bool,
+    ) -> Result<(Simulation, HostRun), String> {
+        if spec.tap {
+            return Err("a host run in CPU order cannot tap the wire".into());
+        }
+        let parts = parts_for(parts, spec.ncpus, specs.len());
+        let (mut sims, pool, memcg) = build(&specs, &spec, parts)?;
+        let first = sims.remove(0);
+        Ok((
+            first,
+            HostRun {
+                specs,
+                spec,
+                parts,
+                rest: sims,
+                pool,
+                memcg,
+                threads,
+                failed: Vec::new(),
+                rise: 0,
+                done: false,
+                windows_threaded: 0,
+                windows_ordered: 0,
+                restarts: 0,
+            },
+        ))
+    }
+
+    /// Run the host to its end; `first` (the part `new` gave) then holds every flow, the
+    /// events of all parts and the host's samples.
+    pub fn run(&mut self, first: &mut Simulation) {
+        if self.done {
+            return;
+        }
+        loop {
+            match self.attempt(first) {
+                Ok(samples) => {
+                    self.merge(first, samples);
+                    self.done = true;
+                    return;
+                }
+                Err(w) => {
+                    // start over: window `w` in order, the others on threads where they may
+                    self.failed.push(w);
+                    self.restarts += 1;
+                    self.rise = 0;
+                    let (mut sims, pool, memcg) = build(&self.specs, &self.spec, self.parts)
+                        .expect("the parts were built once from the same specs");
+                    *first = sims.remove(0);
+                    self.rest = sims;
+                    self.pool = pool;
+                    self.memcg = memcg;
+                }
+            }
+        }
+    }
+
+    /// The whole run, a window (up to a sample) at a time; Err(window) when a window run on
+    /// threads failed the check.
+    fn attempt(&mut self, first: &mut Simulation) -> Result<Vec<HostSample>, usize> {
+        let (every, duration) = (self.spec.sample_every, self.spec.duration);
+        first.begin();
+        for p in &mut self.rest {
+            p.begin();
+        }
+        let mut samples = Vec::new();
+        let mut next_sample = 0;
+        let mut w = 0;
+        loop {
+            let sampling = every != 0 && next_sample <= duration;
+            let end = if sampling { next_sample } else { duration };
+            self.window(first, w, end)?;
+            if !sampling {
+                break;
+            }
+            samples.push(self.sample(first, next_sample));
+            next_sample += every;
+            w += 1;
+        }
+        // the run ends at the host's last event: a flow's queue area is counted up to it
+        // (simulation.rs `finish`), whichever part ran it
+        let last = self
+            .rest
+            .iter()
+            .fold(first.sched.now, |t, p| t.max(p.sched.now));
+        first.sched.now = last;
+        first.finish();
+        for p in &mut self.rest {
+            p.sched.now = last;
+            p.finish();
+        }
+        Ok(samples)
+    }
+
+    /// Run every event due at or before `end`: on threads if window `w` may be, else in
+    /// order.
+    fn window(&mut self, first: &mut Simulation, w: usize, end: i64) -> Result<(), usize> {
+        let pool = &self.pool;
+        let at_mark = pool.memory_allocated();
+        let threaded = self.threads
+            && !self.rest.is_empty()
+            && !self.failed.contains(&w)
+            && (self.restarts < MAX_RESTARTS || self.failed.iter().all(|&f| w < f))
+            && self.memcg.is_none()
+            && !pool.under_pressure()
+            && pool.limit(1) >= pool.limit(0)
+            && at_mark + 2 * self.rise < pool.limit(0);
+        if !threaded {
+            self.in_order(first, end);
+            self.windows_ordered += 1;
+            return Ok(());
+        }
+        pool.mark_window();
+        std::thread::scope(|s| {
+            let others: Vec<_> = self
+                .rest
+                .iter_mut()
+                .map(|p| s.spawn(move || run_until(p, end)))
+                .collect();
+            run_until(first, end);
+            for h in others {
+                if let Err(e) = h.join() {
+                    std::panic::resume_unwind(e);
+                }
+            }
+        });
+        let peak = pool.window_peak(at_mark);
+        if pool.under_pressure() || peak >= pool.limit(0) {
+            return Err(w);
+        }
+        self.rise = self.rise.max(peak - at_mark);
+        self.windows_threaded += 1;
+        Ok(())
+    }
+
+    /// Run the events due at or before `end` in CPU order on this thread: by (time,
+    /// priority, part); a part runs on while its next event comes first.
+    fn in_order(&mut self, first: &mut Simulation, end: i64) {
+        let mut parts: Vec<&mut Simulation> =
+            std::iter::once(first).chain(self.rest.iter_mut()).collect();
+        let due = |p: &Simulation| p.next_key().filter(|&(t, _)| t <= end);
+        loop {
+            // the part with the first event, and the first event of the others
+            let mut best: Option<((i64, u8), usize)> = None;
+            let mut second: Option<((i64, u8), usize)> = None;
+            for (k, p) in parts.iter().enumerate() {
+                if let Some(key) = due(p) {
+                    if best.is_none_or(|b| (key, k) < b) {
+                        second = best;
+                        best = Some((key, k));
+                    } else if second.is_none_or(|b| (key, k) < b) {
+                        second = Some((key, k));
+                    }
+                }
+            }
+            let Some((_, k)) = best else {
+                return;
+            };
+            // a part's events schedule only its own: the others' heads stay put
+            let p = &mut *parts[k];
+            loop {
+                p.step(end);
+                match (due(p), second) {
+                    (None, _) => break,
+                    (Some(key), Some(b)) if (key, k) > b => break,
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// The host at time `t` (simulation.rs `sample`), every part counted.
+    fn sample(&self, first: &Simulation, t: i64) -> HostSample {
+        let live = first.live + self.rest.iter().map(|p| p.live).sum::<i64>();
+        HostSample {
+            t,
+            inuse: if self.spec.local_peers {
+                2 * live
+            } else {
+                live
+            },
+            mem: self.pool.memory_allocated(),
+            pressure: self.pool.under_pressure(),
+            memcg: self.memcg.as_ref().map_or(-1, |m| m.usage.load(Relaxed)),
+        }
+    }
+
+    /// Move every other part's flows, closed flows' numbers and event count into `first`,
+    /// with the host's samples.
+    fn merge(&mut self, first: &mut Simulation, samples: Vec<HostSample>) {
+        for p in self.rest.drain(..) {
+            first.sched.steps += p.sched.steps;
+            first.live += p.live;
+            let Simulation {
+                f,
+                cur,
+                flows,
+                ended,
+                ..
+            } = p;
+            if !f.closed {
+                first.flows[cur] = Some(f);
+            }
+            for (c, fl) in flows.into_iter().enumerate() {
+                if fl.is_some() {
+                    first.flows[c] = fl;
+                }
+            }
+            for (c, e) in ended.into_iter().enumerate() {
+                if e.is_some() {
+                    first.ended[c] = e;
+                }
+            }
+        }
+        first.samples = samples;
+    }
+}
