@@ -371,11 +371,12 @@ impl PySimulation {
                     "threads: a host run in CPU order takes no trace, tap, replay or Python patch",
                 ));
             }
+            // `parallel` False: the same order on one thread (the same bytes)
             let ordered = cfg
                 .get_item("parallel")?
                 .is_some_and(|v| v.extract::<bool>().is_ok_and(|b| !b));
-            let (sim, host) =
-                HostRun::new(specs, spec, threads, !ordered).map_err(PyValueError::new_err)?;
+            let on = if ordered { 1 } else { threads };
+            let (sim, host) = HostRun::new(specs, spec, on).map_err(PyValueError::new_err)?;
             (sim, Some(host))
         } else {
             (

@@ -87,6 +87,14 @@ def with_fields(obj: Any, **changes: Any) -> Any:
     return new
 
 
+def cpu_parts(plan: HostPlan) -> int:
+    """How many schedules a host runs on: 1 in host order (threads = 1), else one per CPU
+    that has a flow (flow i on CPU i % ncpus; native/src/engine/parallel.rs `parts_for`)."""
+    if plan.threads <= 1:
+        return 1
+    return max(1, min(plan.ncpus, len(plan.flows)))
+
+
 def host_sysctls(plan: HostPlan, profile: Profile) -> Any:
     """The host's own sysctls: the profile's defaults with the plan's overrides."""
     return profile.default_sysctls().with_overrides(

@@ -7,9 +7,9 @@
 //! the next event *of the host* (apps.rs `reader_plan`) and same-time events run in the
 //! order they were scheduled host-wide, so one flow's events depend on every other's.
 //!
-//! Here the host is cut into parts, one per CPU group: flow i belongs to part
-//! (i % ncpus) % parts, so every per-CPU counter of the pool (forward-alloc reserve, socket
-//! count) has its flows in one part. Each part is a `Simulation` of its own flows with its
+//! Here the host is cut into parts, one per CPU: flow i belongs to part i % ncpus, the CPU
+//! it charges the pool from, so every per-CPU counter of the pool (forward-alloc reserve,
+//! socket count) has its flows in one part. Each part is a `Simulation` of its own flows with its
 //! own schedule, all on the host's one pool. The run's order -- *CPU order* -- is: events by
 //! (time, priority, part), each part's own in its schedule's order; a reader's horizon is the
 //! next event of its part. That order is defined without threads, and `HostRun` runs it
@@ -39,12 +39,12 @@ use std::sync::Arc;
 pub struct HostRun {
     specs: Vec<FlowSpec>,
     spec: RunSpec,
-    parts: usize,
     rest: Vec<Simulation>,
     pool: ProtoHandle,
     memcg: Option<MemcgHandle>,
-    /// Run windows on threads where safe (false: in order on one thread, same bytes).
-    threads: bool,
+    /// Threads a window may run on (1: every window in order on this one; the same bytes
+    /// for any number).
+    threads: usize,
     /// Windows that failed the check on threads: run in order from the restart on (and,
     /// after `MAX_RESTARTS`, every window from the last of them).
     failed: Vec<usize>,
@@ -63,21 +63,18 @@ pub struct HostRun {
 /// one in order (each restart runs the host again from time 0).
 const MAX_RESTARTS: u32 = 3;
 
-/// Part of flow `i`: its CPU's group.
-fn part_of(i: usize, ncpus: usize, parts: usize) -> usize {
-    (i % ncpus) % parts
-}
-
-/// How many parts a host of `flows` flows on `ncpus` CPUs is cut into, asked for `parts`.
-pub fn parts_for(parts: usize, ncpus: usize, flows: usize) -> usize {
-    parts.min(ncpus.max(1)).min(flows).max(1)
+/// How many parts a host of `flows` flows on `ncpus` CPUs is cut into: one per CPU that
+/// has a flow (flow i is on CPU i % ncpus).
+pub fn parts_for(ncpus: usize, flows: usize) -> usize {
+    ncpus.min(flows).max(1)
 }
 
 /// The parts of a host, on a new pool (and memcg), the first one first.
 type Parts = (Vec<Simulation>, ProtoHandle, Option<MemcgHandle>);
 
-fn build(specs: &[FlowSpec], spec: &RunSpec, parts: usize) -> Result<Parts, String> {
+fn build(specs: &[FlowSpec], spec: &RunSpec) -> Result<Parts, String> {
     let ncpus = spec.ncpus.max(1);
+    let parts = parts_for(ncpus, specs.len());
     let pool = ProtoMemory::new(spec.tcp_mem, ncpus, spec.pcpu_rsv).map(Arc::new)?;
     let memcg = match spec.memcg {
         Some((v, limit, other, atomic)) => Some(Arc::new(MemCgroup::new(v, limit, other, atomic)?)),
@@ -96,7 +93,7 @@ fn build(specs: &[FlowSpec], spec: &RunSpec, parts: usize) -> Result<Parts, Stri
                 part_spec.clone(),
                 Arc::clone(&pool),
                 memcg.clone(),
-                |i| part_of(i, ncpus, parts) == k,
+                |i| i % ncpus == k,
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -109,26 +106,23 @@ fn run_until(sim: &mut Simulation, end: i64) {
 }
 
 impl HostRun {
-    /// A host of `specs` cut into `parts` parts (at most one per CPU; `parts_for`): the
-    /// first part, which ends holding every flow's numbers, and the run.
+    /// A host of `specs` cut into one part per CPU (`parts_for`), run on up to `threads`
+    /// threads: the first part, which ends holding every flow's numbers, and the run.
     pub fn new(
         specs: Vec<FlowSpec>,
         spec: RunSpec,
-        parts: usize,
-        threads: bool,
+        threads: usize,
     ) -> Result<(Simulation, HostRun), String> {
         if spec.tap {
             return Err("a host run in CPU order cannot tap the wire".into());
         }
-        let parts = parts_for(parts, spec.ncpus, specs.len());
-        let (mut sims, pool, memcg) = build(&specs, &spec, parts)?;
+        let (mut sims, pool, memcg) = build(&specs, &spec)?;
         let first = sims.remove(0);
         Ok((
             first,
             HostRun {
                 specs,
                 spec,
-                parts,
                 rest: sims,
                 pool,
                 memcg,
@@ -161,7 +155,7 @@ impl HostRun {
                     self.failed.push(w);
                     self.restarts += 1;
                     self.rise = 0;
-                    let (mut sims, pool, memcg) = build(&self.specs, &self.spec, self.parts)
+                    let (mut sims, pool, memcg) = build(&self.specs, &self.spec)
                         .expect("the parts were built once from the same specs");
                     *first = sims.remove(0);
                     self.rest = sims;
@@ -214,7 +208,7 @@ impl HostRun {
     fn window(&mut self, first: &mut Simulation, w: usize, end: i64) -> Result<(), usize> {
         let pool = &self.pool;
         let at_mark = pool.memory_allocated();
-        let threaded = self.threads
+        let threaded = self.threads > 1
             && !self.rest.is_empty()
             && !self.failed.contains(&w)
             && (self.restarts < MAX_RESTARTS || self.failed.iter().all(|&f| w < f))
@@ -228,13 +222,28 @@ impl HostRun {
             return Ok(());
         }
         pool.mark_window();
+        // parts 0, T, 2T, ... on this thread, parts j, j + T, ... on thread j
+        let t = self.threads.min(self.rest.len() + 1);
+        let mut groups: Vec<Vec<&mut Simulation>> = (0..t).map(|_| Vec::new()).collect();
+        groups[0].push(first);
+        for (k, p) in self.rest.iter_mut().enumerate() {
+            groups[(k + 1) % t].push(p);
+        }
+        let mut groups = groups.into_iter();
+        let mine = groups.next().expect("one group at least");
         std::thread::scope(|s| {
-            let others: Vec<_> = self
-                .rest
-                .iter_mut()
-                .map(|p| s.spawn(move || run_until(p, end)))
+            let others: Vec<_> = groups
+                .map(|g| {
+                    s.spawn(move || {
+                        for p in g {
+                            run_until(p, end);
+                        }
+                    })
+                })
                 .collect();
-            run_until(first, end);
+            for p in mine {
+                run_until(p, end);
+            }
             for h in others {
                 if let Err(e) = h.join() {
                     std::panic::resume_unwind(e);
