@@ -139,7 +139,8 @@ def format_case(row: dict[str, Any]) -> str:
             f"(+ population {row['population_s']:.2f} s, build {row['build_s']:.2f} s; total "
             f"{row['total_s']:.2f} s; build + run CPU {row['build_run_cpu_s']:.2f} s), "
             f"{row['events']} events, {row['us_per_event']} us/event, "
-            f"peak RSS {row['rss_bytes'] / 2**20:.0f} MiB, load {row.get('load')}, "
+            f"peak RSS {row['rss_bytes'] / 2**20:.0f} MiB, load "
+            f"{'-'.join(str(x) for x in row.get('load') or ())}, "
             f"results {row.get('digest') or '-'}{g}")
 
 
