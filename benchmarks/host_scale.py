@@ -2,7 +2,7 @@
 single-connection cases (tcpsim/bench_host.py; `tcpsim bench --hosts` runs the same).
 
     python benchmarks/host_scale.py [--quick] [--sizes 1000,10000] [--against TREE]
-                                    [--no-single] [--threads 1,2] [--json]
+                                    [--no-single] [--threads 1,2] [--probe] [--json]
 
 `--threads 1,2` runs each host case once per value, back to back (>= 2: the host in CPU order
 on that many threads, src/engine/parallel.rs) and prints the wall and CPU ratios.
@@ -30,12 +30,15 @@ def main() -> None:
                     help="only the host cases (not the single-connection ones)")
     ap.add_argument("--threads", default="1",
                     help="threads of each host case, e.g. 1,2 (each measured back to back)")
+    ap.add_argument("--probe", action="store_true",
+                    help="also time what each of 2 threads runs, one after the other (what "
+                         "threads gain on free cores, whatever the machine's load)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     sizes = tuple(int(x) for x in a.sizes.split(",")) if a.sizes else None
     out = host_benchmarks(quick=a.quick, echo=None if a.json else print, sizes=sizes,
                           against=a.against, single=not a.no_single,
-                          threads=tuple(int(x) for x in a.threads.split(",")))
+                          threads=tuple(int(x) for x in a.threads.split(",")), probe=a.probe)
     if a.json:
         print(json.dumps(out, indent=2))
 

@@ -371,12 +371,16 @@ impl PySimulation {
                     "threads: a host run in CPU order takes no trace, tap, replay or Python patch",
                 ));
             }
-            // `parallel` False: the same order on one thread (the same bytes)
-            let ordered = cfg
-                .get_item("parallel")?
-                .is_some_and(|v| v.extract::<bool>().is_ok_and(|b| !b));
+            // `parallel` False: the same order on one thread (the same bytes); `probe` too,
+            // the threads' windows timed
+            let flag = |k: &str| -> PyResult<Option<bool>> {
+                Ok(cfg.get_item(k)?.and_then(|v| v.extract::<bool>().ok()))
+            };
+            let ordered = flag("parallel")? == Some(false);
             let on = if ordered { 1 } else { threads };
-            let (sim, host) = HostRun::new(specs, spec, on).map_err(PyValueError::new_err)?;
+            let (sim, mut host) = HostRun::new(specs, spec, on).map_err(PyValueError::new_err)?;
+            // `probe`: the threads' windows run one group after the other, timed
+            host.probe = flag("probe")? == Some(true);
             (sim, Some(host))
         } else {
             (
@@ -441,6 +445,16 @@ impl PySimulation {
         self.host
             .as_ref()
             .map(|h| (h.windows_threaded, h.windows_ordered, h.restarts))
+    }
+
+    /// A probed host run in CPU order (`probe`): (ns the threads' windows took, one group
+    /// after the other; ns of each such window's slowest group, added up).
+    #[getter]
+    fn host_balance(&self) -> Option<(u128, u128)> {
+        self.host
+            .as_ref()
+            .filter(|h| h.probe)
+            .map(|h| (h.busy_ns, h.critical_ns))
     }
 
     #[getter]

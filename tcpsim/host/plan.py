@@ -50,11 +50,12 @@ class HostPlan:
     memcg: tuple[int, int, int] | None = None
     name: str = ""
     seed: int = 1
-    # threads >= 2: the host runs in CPU order (native engine: src/engine/parallel.rs), its
-    # windows on that many threads where nothing shared can tell; `parallel` False runs the
-    # same order on one thread (the same bytes: for comparison)
+    # threads >= 2: the host runs in CPU order (cpu_parts; native: src/engine/parallel.rs),
+    # its windows on that many threads where nothing shared can tell. How the native engine
+    # runs it (the same bytes every way): "threads"; "ordered" on one thread; "probe" on one
+    # thread, timing what each thread would have run (benchmarks/host_scale.py)
     threads: int = 1
-    parallel: bool = True
+    run_mode: str = "threads"
 
     @classmethod
     def single(cls, scenario: Scenario) -> "HostPlan":

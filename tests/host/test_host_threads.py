@@ -36,10 +36,10 @@ def _runs(text: str, duration: str | None = None) -> dict[str, tuple[str, object
     base = expand(host)
     profile = get_profile(host.profile)
     out = {}
-    for name, threads, parallel in (("host", 1, True), ("ordered", 2, False),
-                                    ("threads", 2, True)):
+    for name, threads, mode in (("host", 1, "threads"), ("ordered", 2, "ordered"),
+                                ("threads", 2, "threads"), ("probe", 2, "probe")):
         sim = native.NativeSimulation.of_host(
-            dataclasses.replace(base, threads=threads, parallel=parallel), profile)
+            dataclasses.replace(base, threads=threads, run_mode=mode), profile)
         sim.run_loop()
         out[name] = (json.dumps(sim.host_stats(), sort_keys=True), sim.sim.host_windows)
     return out
@@ -47,10 +47,10 @@ def _runs(text: str, duration: str | None = None) -> dict[str, tuple[str, object
 
 def test_a_host_far_below_tcp_mem_runs_on_threads_with_the_same_bytes():
     r = _runs(host_text(60, "2s"))
-    assert r["threads"][0] == r["ordered"][0]
+    assert r["threads"][0] == r["ordered"][0] == r["probe"][0]
     threaded, ordered, restarts = r["threads"][1]
     assert (ordered, restarts) == (0, 0) and threaded == 22     # 21 samples (0 to 2 s) + the end
-    assert r["ordered"][1] == (0, 22, 0)
+    assert r["ordered"][1] == (0, 22, 0) and r["probe"][1] == (22, 0, 0)
     # this mix has no same-nanosecond events of two CPUs that touch what they share
     assert r["host"][0] == r["ordered"][0]
 

@@ -57,6 +57,13 @@ pub struct HostRun {
     pub windows_threaded: u64,
     pub windows_ordered: u64,
     pub restarts: u32,
+    /// Measuring (`probe`): the windows that may run on threads run their groups one after
+    /// the other on this thread (the same bytes), each timed; `busy_ns` adds up the groups'
+    /// times, `critical_ns` each window's slowest group's -- their ratio is what threads
+    /// could gain on free cores (less whatever they lose sharing the memory).
+    pub probe: bool,
+    pub busy_ns: u128,
+    pub critical_ns: u128,
 }
 
 /// How many times a run starts over before it keeps every window after its last failed
@@ -133,6 +140,9 @@ impl HostRun {
                 windows_threaded: 0,
                 windows_ordered: 0,
                 restarts: 0,
+                probe: false,
+                busy_ns: 0,
+                critical_ns: 0,
             },
         ))
     }
@@ -229,6 +239,20 @@ impl HostRun {
         for (k, p) in self.rest.iter_mut().enumerate() {
             groups[(k + 1) % t].push(p);
         }
+        if self.probe {
+            let mut slowest = 0;
+            for g in groups {
+                let t0 = std::time::Instant::now();
+                for p in g {
+                    run_until(p, end);
+                }
+                let ns = t0.elapsed().as_nanos();
+                self.busy_ns += ns;
+                slowest = slowest.max(ns);
+            }
+            self.critical_ns += slowest;
+            return self.checked(w, at_mark);
+        }
         let mut groups = groups.into_iter();
         let mine = groups.next().expect("one group at least");
         std::thread::scope(|s| {
@@ -250,6 +274,13 @@ impl HostRun {
                 }
             }
         });
+        self.checked(w, at_mark)
+    }
+
+    /// The check after window `w` run on threads (the counter was `at_mark` at its start):
+    /// Err(w) if the pool's counter may have reached tcp_mem[0] or pressure began.
+    fn checked(&mut self, w: usize, at_mark: i64) -> Result<(), usize> {
+        let pool = &self.pool;
         let peak = pool.window_peak(at_mark);
         if pool.under_pressure() || peak >= pool.limit(0) {
             return Err(w);
