@@ -438,8 +438,8 @@ impl PySimulation {
         }
     }
 
-    /// A host run in CPU order: (windows run on threads, windows run in order, restarts);
-    /// None for a run in host order.
+    /// A host run in CPU order: (windows run on threads, windows run in order, restarts),
+    /// every attempt's windows counted; None for a run in host order.
     #[getter]
     fn host_windows(&self) -> Option<(u64, u64, u32)> {
         self.host

@@ -64,6 +64,16 @@ def test_a_host_reaching_pressure_starts_over_in_order_with_the_same_bytes():
     assert threaded > 0 and ordered > 0 and restarts <= 3
 
 
+def test_a_window_that_reached_tcp_mem_on_threads_is_run_again_in_order():
+    """tcp_mem[0] = 150 pages, below one CPU's reserve (256): the first flush crosses it in
+    a window run on threads; the run starts over with that window in order."""
+    r = _runs(host_text(300, "2s", tcp_mem_pages=200))
+    assert r["threads"][0] == r["ordered"][0]
+    threaded, ordered, restarts = r["threads"][1]
+    assert restarts >= 1 and threaded > 0 and ordered > 0
+    assert json.loads(r["threads"][0])["pool"]["TCPMemoryPressures"] >= 1
+
+
 def test_a_memory_cgroup_host_runs_in_order():
     r = _runs((EXPERIMENTS / "host-container.toml").read_text())
     assert r["threads"][0] == r["ordered"][0]
