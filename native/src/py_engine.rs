@@ -362,13 +362,9 @@ impl PySimulation {
         });
         let py_patch = cfg.get_item("py_policy")?.is_some_and(|c| !c.is_none());
         let (mut sim, host) = if threads >= 2 {
-            if replay
-                || py_patch
-                || spec.tap
-                || specs.iter().any(|f| f.rcv.tracing || f.snd.tracing)
-            {
+            if replay || py_patch {
                 return Err(PyValueError::new_err(
-                    "threads: a host run in CPU order takes no trace, tap, replay or Python patch",
+                    "threads: a host run in CPU order takes no replay or Python patch",
                 ));
             }
             // `parallel` False: the same order on one thread (the same bytes); `probe` too,

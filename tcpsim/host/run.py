@@ -122,11 +122,6 @@ def _run_native(host: HostScenario, plan: HostPlan, profile: Any, skip: bool, si
                 progress: Callable[[int], None] | None) -> HostResult:
     from tcpsim.engine.native import NativeSimulation
     from tcpsim.host.outputs import flow_counters
-    if plan.threads > 1 and sink is not None:
-        from tcpsim.engines import EngineError
-        raise EngineError(f"threads = {plan.threads}: a host run in CPU order writes no "
-                          "per-connection trace; drop --trace-connections (trace_connections) "
-                          "or use threads = 1")
     sim = NativeSimulation.of_host(plan, profile, skip=skip, sink=sink)
     sim.run_loop(progress)
     st = sim.host_stats()

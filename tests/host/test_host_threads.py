@@ -14,7 +14,7 @@ import pytest
 
 from tcpsim.bench_host import host_text
 from tcpsim.catalog import get_profile
-from tcpsim.engines import EngineError, native_available
+from tcpsim.engines import native_available
 from tcpsim.errors import ScenarioError
 from tcpsim.host.populations import expand
 from tcpsim.host.run import run_host
@@ -118,10 +118,28 @@ def test_both_engines_run_cpu_order_alike(text):
         {k: v for k, v in nat.items() if k not in ("config", "events")}
 
 
-def test_threads_takes_no_trace_and_is_checked():
+def test_a_traced_host_in_cpu_order_writes_both_engines_traces_alike(tmp_path):
+    """Traced connections keep a native run in order (one trace, lent to the CPU that
+    runs); its connections' traces are the Python engine's, row for row."""
+    import pyarrow.parquet as pq
+
+    from tcpsim.host.traces import ConnectionTraces
+    from tests.host_files import tiny_host
+    text = tiny_host().replace("cpus = 1", "cpus = 2\nthreads = 2")
+    tables = {}
+    for engine in ("python", "native"):
+        sink = ConnectionTraces(tmp_path / engine / "h.parquet", group_rows=100)
+        plans: list = []
+        r = run_host(read_host_text(text), engine=engine, sink=sink, traced=["bad", "good"],
+                     plan_ready=plans.append)
+        tables[engine] = [pq.read_table(p) for p in sink.close(r, plans[0])]
+    assert len(tables["python"]) == len(tables["native"]) > 5
+    for a, b in zip(tables["python"], tables["native"]):
+        assert a.equals(b)
+
+
+def test_threads_is_checked():
     host = read_host_text(host_text(20, "1s").replace("cpus = 2", "cpus = 2\nthreads = 2"))
     assert host.threads == 2 and host.as_dict()["threads"] == 2
-    with pytest.raises(EngineError, match="trace"):
-        run_host(host, engine="native", sink=object(), traced=["0"])
     with pytest.raises(ScenarioError, match="threads"):
         read_host_text(host_text(20, "1s").replace("cpus = 2", "cpus = 2\nthreads = 0"))

@@ -9,26 +9,29 @@
 //!
 //! Here the host is cut into parts, one per CPU: flow i belongs to part i % ncpus, the CPU
 //! it charges the pool from, so every per-CPU counter of the pool (forward-alloc reserve,
-//! socket count) has its flows in one part. Each part is a `Simulation` of its own flows with its
-//! own schedule, all on the host's one pool. The run's order -- *CPU order* -- is: events by
-//! (time, priority, part), each part's own in its schedule's order; a reader's horizon is the
-//! next event of its part. That order is defined without threads, and `HostRun` runs it
-//! either way:
+//! socket count) has its flows in one part. Each part is a `Simulation` of its own flows
+//! with its own schedule, all on the host's one pool. The run's order -- *CPU order* -- is:
+//! events by (time, priority, part), each part's own in its schedule's order; a reader's
+//! horizon is the next event of its part (the Python engine runs the same order:
+//! tcpsim/engine/simulation.py `Simulation._run`). That order is defined without threads,
+//! and `HostRun` runs it either way:
 //! - in order on one thread (the parts' next events merged), or
-//! - a window at a time (up to each sample), each part on its own thread, when every
-//!   decision the pool takes in the window is known not to depend on the other parts: no
-//!   memory cgroup, no pressure at the start, and the global counter below tcp_mem[0]
-//!   throughout. Below tcp_mem[0] __sk_mem_raise_allocated() grants and changes nothing else,
-//!   and the senders' and clamp's "allocated < tcp_mem[0]" tests hold, whatever the other
-//!   CPUs did; the per-CPU reserves flush in each part's own order. Whether the counter
-//!   stayed below is checked after the window from each CPU's largest net flush
+//! - a window at a time (up to each sample), the parts shared out over the threads, when
+//!   every decision the pool takes in the window is known not to depend on the other parts:
+//!   no memory cgroup, no pressure at the start, and the global counter below tcp_mem[0]
+//!   throughout. Below tcp_mem[0] __sk_mem_raise_allocated() grants and changes nothing
+//!   else, and the senders' and clamp's "allocated < tcp_mem[0]" tests hold, whatever the
+//!   other CPUs did; the per-CPU reserves flush in each part's own order. Whether the
+//!   counter stayed below is checked after the window from each CPU's largest net flush
 //!   (`ProtoMemory::window_peak`: the counter at the start plus those maxima bounds it in
-//!   any interleaving). A window that fails the check is not kept: the run starts over,
-//!   that window in order, the others on threads where they may (after three restarts, every window from the last failed one in order).
+//!   any interleaving). A window that fails the check is not kept: the run starts over from
+//!   time 0, that window in order, the others on threads where they may (after three
+//!   restarts, every window from the last failed one in order).
 //!
 //! Both ways give the same bytes (tests/host/test_host_threads.py).
 
 use super::simulation::{FlowSpec, HostSample, RunSpec, Simulation};
+use super::trace::TraceColumns;
 use crate::memcg::{MemCgroup, MemcgHandle};
 use crate::protmem::{ProtoHandle, ProtoMemory};
 use std::sync::atomic::Ordering::Relaxed;
@@ -45,6 +48,9 @@ pub struct HostRun {
     /// Threads a window may run on (1: every window in order on this one; the same bytes
     /// for any number).
     threads: usize,
+    /// Some socket is traced: every window in order, the first part's trace lent to the
+    /// part that runs, so the rows come in the run's order.
+    traced: bool,
     /// Windows that failed the check on threads: run in order from the restart on (and,
     /// after `MAX_RESTARTS`, every window from the last of them).
     failed: Vec<usize>,
@@ -87,29 +93,55 @@ fn build(specs: &[FlowSpec], spec: &RunSpec) -> Result<Parts, String> {
         Some((v, limit, other, atomic)) => Some(Arc::new(MemCgroup::new(v, limit, other, atomic)?)),
         None => None,
     };
-    // the parts sample nothing: the run does, between windows
+    // the parts sample nothing: the run does, between windows; flow 0, the one tapped, is
+    // the first part's
     let part_spec = RunSpec {
         sample_every: 0,
-        tap: false,
         ..spec.clone()
     };
-    let sims = (0..parts)
-        .map(|k| {
-            Simulation::new_part(
-                specs.to_vec(),
-                part_spec.clone(),
-                Arc::clone(&pool),
-                memcg.clone(),
-                |i| i % ncpus == k,
-            )
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    // one trace, lent to the part that runs (traced runs are in order): the first part's
+    let mut trace = TraceColumns::new();
+    let mut sims = Vec::with_capacity(parts);
+    for k in 0..parts {
+        let spec = RunSpec {
+            tap: k == 0 && spec.tap,
+            ..part_spec.clone()
+        };
+        let mut sim = Simulation::new_part(
+            specs.to_vec(),
+            spec,
+            Arc::clone(&pool),
+            memcg.clone(),
+            |i| i % ncpus == k,
+            trace,
+        )?;
+        trace = std::mem::take(&mut sim.trace);
+        sims.push(sim);
+    }
+    sims[0].trace = trace;
     Ok((sims, pool, memcg))
 }
 
 /// Run `sim`'s events due at or before `end`.
 fn run_until(sim: &mut Simulation, end: i64) {
     while sim.step(end) {}
+}
+
+/// Run `f` on part `p` with the first part's trace lent to it (when `traced`).
+fn lent<R>(
+    traced: bool,
+    first: &mut Simulation,
+    p: &mut Simulation,
+    f: impl FnOnce(&mut Simulation) -> R,
+) -> R {
+    if traced {
+        std::mem::swap(&mut first.trace, &mut p.trace);
+    }
+    let r = f(p);
+    if traced {
+        std::mem::swap(&mut first.trace, &mut p.trace);
+    }
+    r
 }
 
 impl HostRun {
@@ -120,9 +152,7 @@ impl HostRun {
         spec: RunSpec,
         threads: usize,
     ) -> Result<(Simulation, HostRun), String> {
-        if spec.tap {
-            return Err("a host run in CPU order cannot tap the wire".into());
-        }
+        let traced = specs.iter().any(|f| f.rcv.tracing || f.snd.tracing);
         let (mut sims, pool, memcg) = build(&specs, &spec)?;
         let first = sims.remove(0);
         Ok((
@@ -134,6 +164,7 @@ impl HostRun {
                 pool,
                 memcg,
                 threads,
+                traced,
                 failed: Vec::new(),
                 rise: 0,
                 done: false,
@@ -182,7 +213,7 @@ impl HostRun {
         let (every, duration) = (self.spec.sample_every, self.spec.duration);
         first.begin();
         for p in &mut self.rest {
-            p.begin();
+            lent(self.traced, first, p, Simulation::begin);
         }
         let mut samples = Vec::new();
         let mut next_sample = 0;
@@ -208,7 +239,7 @@ impl HostRun {
         first.finish();
         for p in &mut self.rest {
             p.sched.now = last;
-            p.finish();
+            lent(self.traced, first, p, Simulation::finish);
         }
         Ok(samples)
     }
@@ -219,6 +250,7 @@ impl HostRun {
         let pool = &self.pool;
         let at_mark = pool.memory_allocated();
         let threaded = self.threads > 1
+            && !self.traced
             && !self.rest.is_empty()
             && !self.failed.contains(&w)
             && (self.restarts < MAX_RESTARTS || self.failed.iter().all(|&f| w < f))
@@ -293,15 +325,14 @@ impl HostRun {
     /// Run the events due at or before `end` in CPU order on this thread: by (time,
     /// priority, part); a part runs on while its next event comes first.
     fn in_order(&mut self, first: &mut Simulation, end: i64) {
-        let mut parts: Vec<&mut Simulation> =
-            std::iter::once(first).chain(self.rest.iter_mut()).collect();
         let due = |p: &Simulation| p.next_key().filter(|&(t, _)| t <= end);
         loop {
             // the part with the first event, and the first event of the others
             let mut best: Option<((i64, u8), usize)> = None;
             let mut second: Option<((i64, u8), usize)> = None;
-            for (k, p) in parts.iter().enumerate() {
-                if let Some(key) = due(p) {
+            let heads = std::iter::once(due(first)).chain(self.rest.iter().map(&due));
+            for (k, head) in heads.enumerate() {
+                if let Some(key) = head {
                     if best.is_none_or(|b| (key, k) < b) {
                         second = best;
                         best = Some((key, k));
@@ -314,14 +345,18 @@ impl HostRun {
                 return;
             };
             // a part's events schedule only its own: the others' heads stay put
-            let p = &mut *parts[k];
-            loop {
+            let run = |p: &mut Simulation| loop {
                 p.step(end);
                 match (due(p), second) {
                     (None, _) => break,
                     (Some(key), Some(b)) if (key, k) > b => break,
                     _ => {}
                 }
+            };
+            if k == 0 {
+                run(first);
+            } else {
+                lent(self.traced, first, &mut self.rest[k - 1], run);
             }
         }
     }

@@ -449,18 +449,19 @@ impl Simulation {
             }
             None => None,
         };
-        Self::new_part(specs, spec, pool, memcg, |_| true)
+        Self::new_part(specs, spec, pool, memcg, |_| true, TraceColumns::new())
     }
 
-    /// A simulation of the flows of `specs` that `owned` picks, on `pool` and `memcg`: a
-    /// whole host (`new`), or one part of a host run in CPU order (parallel.rs), whose flows
-    /// keep their host-wide indices.
+    /// A simulation of the flows of `specs` that `owned` picks, on `pool` and `memcg`, its
+    /// rows going to `trace`: a whole host (`new`), or one part of a host run in CPU order
+    /// (parallel.rs), whose flows keep their host-wide indices.
     pub fn new_part(
         specs: Vec<FlowSpec>,
         spec: RunSpec,
         pool: ProtoHandle,
         memcg: Option<MemcgHandle>,
         owned: impl Fn(usize) -> bool,
+        trace: TraceColumns,
     ) -> Result<Self, String> {
         if specs.is_empty() {
             return Err("a host needs at least one flow".into());
@@ -507,7 +508,7 @@ impl Simulation {
             timers: vec![FlowTimers::default(); n],
             skip: spec.skip,
             duration: spec.duration,
-            trace: TraceColumns::new(),
+            trace,
             tap: if spec.tap { Some(Vec::new()) } else { None },
             started: false,
             finished: false,
