@@ -74,8 +74,14 @@ def test_a_window_that_reached_tcp_mem_on_threads_is_run_again_in_order():
     assert json.loads(r["threads"][0])["pool"]["TCPMemoryPressures"] >= 1
 
 
-def test_a_memory_cgroup_host_runs_in_order():
-    r = _runs((EXPERIMENTS / "host-container.toml").read_text())
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "host"
+
+
+@pytest.mark.parametrize("path", [EXPERIMENTS / "host-container.toml",
+                                  FIXTURES / "memcg-v1-4.toml"], ids=lambda p: p.stem)
+def test_a_memory_cgroup_host_runs_in_order(path):
+    text = path.read_text().replace("bases/", f"{FIXTURES}/bases/")
+    r = _runs(text)
     assert r["threads"][0] == r["ordered"][0]
     assert r["threads"][1][0] == 0
 
