@@ -332,6 +332,23 @@ mod tests {
     }
 
     #[test]
+    fn a_window_peak_bounds_the_counter_in_any_order_of_the_cpus() {
+        let p = ProtoMemory::new((1000, 2000, 3000), 2, 4).unwrap();
+        p.memory_allocated_add(0, 10);
+        let at_mark = p.memory_allocated();
+        p.mark_window();
+        // CPU 0 flushes +5, then -5 (net 0, most 5); CPU 1 flushes +4 then +4 (most 8)
+        p.memory_allocated_add(0, 5);
+        p.memory_allocated_sub(0, 5);
+        p.memory_allocated_add(1, 4);
+        p.memory_allocated_add(1, 4);
+        assert_eq!(p.memory_allocated(), at_mark + 8);
+        assert_eq!(p.window_peak(at_mark), at_mark + 5 + 8);
+        p.mark_window();
+        assert_eq!(p.window_peak(7), 7);
+    }
+
+    #[test]
     fn no_reserve_before_6_0() {
         let p = ProtoMemory::new((200, 400, 600), 4, 0).unwrap();
         p.memory_allocated_add(3, 1);
