@@ -101,7 +101,7 @@ UNKNOWN_NAMES = {"reader": "reader", "device": "ingress device", "hz": "CONFIG_H
                  "timing": "application timing", "rmem1": "tcp_rmem[1]",
                  "so_rcvbuf": "SO_RCVBUF", "phase_us": "reader phase",
                  "shrink": "tcp_shrink_window", "owns_us": "read owns socket",
-                 "skip": "reader ticks before its first read"}
+                 "skip": "reader ticks skipped"}
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,9 @@ class Unknowns:
             return f"{v / 1000:g} ms"
         if name == "owns_us":
             return f"{v} us"
+        if name == "skip" and reader_period_us(self.reader):
+            first = self.phase_us + v * reader_period_us(self.reader)
+            return f"{v} (first read {first / 1000:g} ms)"
         return str(v)
 
 
