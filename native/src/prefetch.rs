@@ -42,7 +42,7 @@ pub fn lines<T>(p: *const T, n: usize) {
 
 /// Prefetch the line a vector's next `push` writes.
 #[inline]
-pub fn vec_tail<T>(v: &Vec<T>) {
+pub fn vec_tail<T>(v: &[T]) {
     line(v.as_ptr().wrapping_add(v.len()).cast::<u8>());
 }
 
