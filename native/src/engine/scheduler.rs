@@ -69,8 +69,8 @@ impl<E> Key<E> {
 ///
 /// * `near`: a 4-ary heap of the events before time slice `next` (slices of 131 us), the
 ///   only keys compared at each event. More than half of a host's events are scheduled for
-///   the very nanosecond they are scheduled at (a wake-up, an application's next step), and
-///   land here.
+///   the very nanosecond they are scheduled at (nearly all the next segment of a train sent
+///   at one moment, which arrives at the same time as the one before it), and land here.
 /// * `wheel`: the events of the next 2048 slices (268 ms), unordered, one bucket per slice:
 ///   scheduling one appends its key. When `near` runs empty, the earliest slice holding
 ///   events becomes `near` (its bucket heapified: O(n)).
