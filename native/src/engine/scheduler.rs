@@ -24,6 +24,10 @@ const SLICE_SHIFT: u32 = 17;
 /// Slices on the wheel (a power of two): 2048 x 131 us = 268 ms ahead of the near heap
 /// (all but ~0.3 % of a host's events are scheduled less far ahead).
 const WHEEL: usize = 1 << 11;
+/// Keys per chunk of a wheel's bucket.
+const CHUNK: usize = 16;
+/// No chunk (`Wheel::tails`, `Wheel::before`).
+const NONE: u32 = u32::MAX;
 
 /// One scheduled event and its key: (time, priority << 56 | id), unique. The event rides
 /// with its key (a host's event is 24 bytes, the key 40): the next one is read from the
@@ -72,8 +76,8 @@ impl<E> Key<E> {
 ///   the very nanosecond they are scheduled at (nearly all the next segment of a train sent
 ///   at one moment, which arrives at the same time as the one before it), and land here.
 /// * `wheel`: the events of the next 2048 slices (268 ms), unordered, one bucket per slice:
-///   scheduling one appends its key. When `near` runs empty, the earliest slice holding
-///   events becomes `near` (its bucket heapified: O(n)).
+///   scheduling one appends its key (`Wheel`). When `near` runs empty, the earliest slice
+///   holding events becomes `near` (its bucket heapified: O(n)).
 /// * `far`: a 4-ary heap of the events beyond the wheel (RTOs, lifetimes' ends: few), whose
 ///   slice is taken into `near` when it comes.
 ///
@@ -85,9 +89,7 @@ pub struct Scheduler<E> {
     /// The first slice not in `near`: slices `next .. next + WHEEL` are on the wheel.
     next: i64,
     /// Bucket `s % WHEEL`: the keys of the events in slice `s`, unordered.
-    wheel: Vec<Vec<Key<E>>>,
-    /// Bit `b` set: bucket `b` holds keys.
-    occupied: Vec<u64>,
+    wheel: Wheel<E>,
     /// A 4-ary min-heap of the keys of the events at slice `next + WHEEL` or later.
     far: Vec<Key<E>>,
     ids: u64,
@@ -109,8 +111,7 @@ impl<E: Copy + Tagged> Scheduler<E> {
         Scheduler {
             near: Vec::new(),
             next: 0,
-            wheel: (0..WHEEL).map(|_| Vec::new()).collect(),
-            occupied: vec![0; WHEEL / 64],
+            wheel: Wheel::new(),
             far: Vec::new(),
             ids: 0,
             now: 0,
@@ -143,9 +144,7 @@ impl<E: Copy + Tagged> Scheduler<E> {
         if ahead < 0 {
             heap_push(&mut self.near, key);
         } else if ahead < WHEEL as i64 {
-            let b = (key.slice() as usize) & (WHEEL - 1);
-            self.wheel[b].push(key);
-            self.occupied[b / 64] |= 1 << (b % 64);
+            self.wheel.push((key.slice() as usize) & (WHEEL - 1), key);
         } else {
             heap_push(&mut self.far, key);
         }
@@ -166,7 +165,10 @@ impl<E: Copy + Tagged> Scheduler<E> {
     #[cold]
     fn refill(&mut self) -> bool {
         debug_assert!(self.near.is_empty());
-        let on_wheel = self.first_occupied();
+        let on_wheel = self
+            .wheel
+            .first_occupied((self.next as usize) & (WHEEL - 1))
+            .map(|ahead| self.next + ahead as i64);
         let in_far = self.far.first().map(Key::slice);
         let s = match (on_wheel, in_far) {
             (Some(w), Some(f)) => w.min(f),
@@ -175,10 +177,7 @@ impl<E: Copy + Tagged> Scheduler<E> {
             (None, None) => return false,
         };
         if on_wheel == Some(s) {
-            let b = (s as usize) & (WHEEL - 1);
-            // the bucket's keys become `near`; its storage goes back to the bucket
-            std::mem::swap(&mut self.near, &mut self.wheel[b]);
-            self.occupied[b / 64] &= !(1 << (b % 64));
+            self.wheel.take((s as usize) & (WHEEL - 1), &mut self.near);
         }
         while self.far.first().is_some_and(|k| k.slice() == s) {
             let k = heap_pop(&mut self.far);
@@ -187,34 +186,6 @@ impl<E: Copy + Tagged> Scheduler<E> {
         heapify(&mut self.near);
         self.next = s + 1;
         true
-    }
-
-    /// The earliest slice of the wheel holding keys, None when it is empty.
-    fn first_occupied(&self) -> Option<i64> {
-        let start = (self.next as usize) & (WHEEL - 1);
-        let words = self.occupied.len();
-        let (w0, b0) = (start / 64, start % 64);
-        // the first word from `start` on, the other words in turn, the first word's bits
-        // before `start` last (they are slices a whole turn ahead)
-        let mut found = None;
-        let head = self.occupied[w0] & (!0u64 << b0);
-        if head != 0 {
-            found = Some(w0 * 64 + head.trailing_zeros() as usize);
-        } else {
-            for i in 1..=words {
-                let w = (w0 + i) % words;
-                let bits = if w == w0 {
-                    self.occupied[w] & !(!0u64 << b0)
-                } else {
-                    self.occupied[w]
-                };
-                if bits != 0 {
-                    found = Some(w * 64 + bits.trailing_zeros() as usize);
-                    break;
-                }
-            }
-        }
-        found.map(|b| self.next + ((b + WHEEL - start) & (WHEEL - 1)) as i64)
     }
 
     /// Time of the next event, None when none is scheduled (Python: INFINITY).
@@ -238,6 +209,95 @@ impl<E: Copy + Tagged> Scheduler<E> {
         self.now = top.t;
         self.steps += 1;
         Some(top.ev)
+    }
+}
+
+/// The wheel's buckets: bucket `b`'s keys in chunks of `CHUNK` from one store, its last
+/// chunk first, each chunk naming the one before it. Chunks are shared by all buckets (a
+/// bucket's are returned as it is taken): the store holds about what is pending, where one
+/// vector per bucket each grew to the most its slice ever held (80 MB at 10 000
+/// connections), and the chunk a key is appended to was most often just used.
+struct Wheel<E> {
+    /// Chunk `c` is `store[c * CHUNK..][..CHUNK]`.
+    store: Vec<Key<E>>,
+    /// The chunk before chunk `c` in its bucket (NONE: its first).
+    before: Vec<u32>,
+    /// Chunks not in a bucket.
+    free: Vec<u32>,
+    /// Bucket `b`'s last chunk (NONE: empty), and the keys in it.
+    tails: Vec<(u32, u32)>,
+    /// Bit `b` set: bucket `b` holds keys.
+    occupied: Vec<u64>,
+}
+
+impl<E: Copy> Wheel<E> {
+    fn new() -> Self {
+        Wheel {
+            store: Vec::new(),
+            before: Vec::new(),
+            free: Vec::new(),
+            tails: vec![(NONE, 0); WHEEL],
+            occupied: vec![0; WHEEL / 64],
+        }
+    }
+
+    /// Append `key` to bucket `b`.
+    #[inline]
+    fn push(&mut self, b: usize, key: Key<E>) {
+        let (mut tail, mut n) = self.tails[b];
+        if tail == NONE || n as usize == CHUNK {
+            let c = match self.free.pop() {
+                Some(c) => c,
+                None => {
+                    let c = u32::try_from(self.before.len()).expect("fewer than 2**32 chunks");
+                    self.store.resize(self.store.len() + CHUNK, key);
+                    self.before.push(NONE);
+                    c
+                }
+            };
+            self.before[c as usize] = tail;
+            (tail, n) = (c, 0);
+            self.occupied[b / 64] |= 1 << (b % 64);
+        }
+        self.store[tail as usize * CHUNK + n as usize] = key;
+        self.tails[b] = (tail, n + 1);
+    }
+
+    /// Move bucket `b`'s keys to the end of `out`; the bucket is empty after.
+    fn take(&mut self, b: usize, out: &mut Vec<Key<E>>) {
+        let (mut c, mut n) = self.tails[b];
+        while c != NONE {
+            let at = c as usize * CHUNK;
+            out.extend_from_slice(&self.store[at..at + n as usize]);
+            self.free.push(c);
+            (c, n) = (self.before[c as usize], CHUNK as u32);
+        }
+        self.tails[b] = (NONE, 0);
+        self.occupied[b / 64] &= !(1 << (b % 64));
+    }
+
+    /// How many buckets after `start` (0: `start` itself) the first that holds keys comes,
+    /// None when all are empty.
+    fn first_occupied(&self, start: usize) -> Option<usize> {
+        let words = self.occupied.len();
+        let (w0, b0) = (start / 64, start % 64);
+        // the first word from `start` on, the other words in turn, the first word's bits
+        // before `start` last (they are slices a whole turn ahead)
+        let head = self.occupied[w0] & (!0u64 << b0);
+        let found = if head != 0 {
+            Some(w0 * 64 + head.trailing_zeros() as usize)
+        } else {
+            (1..=words).find_map(|i| {
+                let w = (w0 + i) % words;
+                let bits = if w == w0 {
+                    self.occupied[w] & !(!0u64 << b0)
+                } else {
+                    self.occupied[w]
+                };
+                (bits != 0).then(|| w * 64 + bits.trailing_zeros() as usize)
+            })
+        };
+        found.map(|b| (b + WHEEL - start) & (WHEEL - 1))
     }
 }
 
@@ -439,6 +499,39 @@ mod tests {
         }
         assert!(pending.is_empty());
         assert_eq!(s.peek(), None);
+    }
+
+    /// A bucket gives back every key appended to it, over many chunks, whatever the other
+    /// buckets hold; its chunks serve other buckets after.
+    #[test]
+    fn wheel_buckets_keep_their_keys() {
+        let mut w = Wheel::new();
+        let key = |t: i64| Key {
+            t,
+            order: 0,
+            ev: (),
+        };
+        for t in 0..5 * CHUNK as i64 + 3 {
+            w.push(7, key(t));
+            w.push(WHEEL - 1, key(-t));
+        }
+        assert_eq!(w.first_occupied(0), Some(7));
+        assert_eq!(w.first_occupied(8), Some(WHEEL - 1 - 8));
+        assert_eq!(w.first_occupied(WHEEL - 1), Some(0));
+        let mut out = Vec::new();
+        w.take(7, &mut out);
+        let mut got: Vec<i64> = out.iter().map(|k| k.t).collect();
+        got.sort_unstable();
+        assert_eq!(got, (0..5 * CHUNK as i64 + 3).collect::<Vec<_>>());
+        assert_eq!(w.first_occupied(0), Some(WHEEL - 1));
+        let chunks = w.before.len();
+        w.push(3, key(1));
+        assert_eq!(w.before.len(), chunks, "a chunk given back is used again");
+        out.clear();
+        w.take(WHEEL - 1, &mut out);
+        assert_eq!(out.len(), 5 * CHUNK + 3);
+        w.take(3, &mut out);
+        assert_eq!(w.first_occupied(5), None);
     }
 
     /// A schedule that ran empty is refilled by what comes next, however far ahead.
