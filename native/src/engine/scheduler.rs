@@ -39,8 +39,8 @@ struct Key<E> {
     ev: E,
 }
 
-/// A scheduled event's tag, kept in its key: `Scheduler::peek_tag` gives the next event's
-/// without touching the event (a host tags an event with its connection).
+/// A scheduled event's tag: `Scheduler::peek_tag` gives the next event's, before it is
+/// popped (a host tags an event with its connection, to prefetch it).
 pub trait Tagged {
     fn tag(&self) -> u32 {
         0
