@@ -70,6 +70,31 @@ def test_a_capture_graded_against_itself_is_1_and_one_unit_off_keeps_the_windows
     assert sum(WEIGHTS.values()) == pytest.approx(1.0)
 
 
+def test_event_counts_zero_in_both_are_no_evidence_and_leave_the_grade():
+    """A capture with no zero window and no window update (veth-gso-fast: a fast reader)
+    agrees with every model that has none either; those terms are left out, the rest
+    renormalised -- they used to give 0.2 for nothing, and a replay matching none of the
+    windows graded "fair"."""
+    cap = Capture(PCAPS / "veth-gso-fast.pcap.gz", split_gso=True)
+    k = cap.k
+    end = k.end_ns
+    assert grade(k, k, end).total == pytest.approx(1.0)
+    unit = 128
+    wrong = replace(k, acks=[Ack(a.t_ns, a.ack_seq, a.win + 10 * unit, a.win_raw + 10)
+                             for a in k.acks])
+    g = grade(k, wrong, end)
+    assert g.zero_windows == (0, 0) and g.window_updates == (0, 0)
+    assert g.terms["zero_windows"] is None and g.terms["window_updates"] is None
+    assert g.terms["windows"] == 0.0 and g.within_unit == 0
+    have = {n: v for n, v in g.terms.items() if v is not None}
+    want = sum(WEIGHTS[n] * v for n, v in have.items()) / sum(WEIGHTS[n] for n in have)
+    assert g.total == pytest.approx(want, abs=1e-6)
+    assert g.total < 0.6                          # no window matched: not a fit
+    # counts the capture has and the model has not still score (0), and are not left out
+    gl = grade(k, replace(wrong, acks=[Ack(a.t_ns, a.ack_seq, 0, 0) for a in wrong.acks]), end)
+    assert gl.zero_windows[1] > 0 and gl.terms["zero_windows"] == 0.0
+
+
 def test_the_fit_never_ends_below_its_start_and_reports_every_unknown():
     cap = Capture(USER)
     start = cap.start()
@@ -219,3 +244,112 @@ def test_a_split_super_segment_is_written_as_one_write():
     sizes = [n for _, n in ticks]
     assert sum(sizes) == sum(n for _, n, _ in cap.k.writes) and len(ticks) < len(cap.k.writes)
     assert sizes[:4] == [7240, 7240, 14480, 21720]          # the capture's first transmissions
+
+
+TBF = PCAPS / "veth-tbf-periodic.pcap.gz"       # periodic:8192/2, tbf 40 Mbit/s, 6.18
+
+
+def test_a_periodic_readers_grid_is_read_off_its_read_drawn_acks():
+    """The ACKs sent long after the last data arrival are the reads' (tcp_cleanup_rbuf()):
+    on veth-tbf-periodic they bunch 1.97-1.98 ms into each 2 ms period, the first at 7.99 ms;
+    the phase is swept there as well as on its grid of tenths, the skipped ticks up to it."""
+    cap = Capture(TBF)
+    assert cap.read_ack_phase(2000) == 1970
+    phases = cap.phase_candidates(2000)
+    assert phases[:10] == [200 * j for j in range(10)] and {1965, 1975} <= set(phases)
+    assert cap.skip_candidates(2000) == [0, 1, 2, 3]
+    assert cap.read_ack_phase(0) is None and cap.skip_candidates(0) == [0]
+
+
+def test_a_reader_that_let_ticks_pass_before_its_first_read_is_replayed_so():
+    """veth-tbf-periodic's reader first read on its grid's third tick (5.97 ms): replayed
+    from the handshake on it holds 16 KB less for good and the windows part; told the
+    truth -- and how long a read holds the socket -- the model follows the capture."""
+    cap = Capture(TBF)
+    u = replace(fit_unknowns(), reader="periodic:8192B/2ms", device="veth", phase_us=1965,
+                owns_us=100)
+    late = cap.replay("linux-6.18", (), replace(u, skip=2), full=False)[0]
+    early = cap.replay("linux-6.18", (), u, full=False)[0]
+    assert late.total >= 0.8 and late.within_unit_fraction >= 0.65
+    assert early.total < FITS and early.within_unit_fraction < 0.3
+
+
+def test_another_reader_brings_its_own_grid_keeping_the_reading_start():
+    """The reader sweep moves a candidate of another period to the read-drawn ACKs' phase on
+    its period and keeps where the reading began (first read less one period): 4096 B every
+    1 ms from its fifth tick (4 ms) becomes 8192 B every 2 ms at 1.965 ms, from its third."""
+    from tcpsim.pcap.fit import _moved
+    cap = Capture(TBF)
+    cur = replace(fit_unknowns(), reader="periodic:4096B/1ms", phase_us=0, skip=4)
+    free = list(ORDER)
+    u = _moved(cap, cur, "reader", "periodic:8192B/2ms", free)
+    assert (u.reader, u.phase_us, u.skip) == ("periodic:8192B/2ms", 1965, 2)
+    assert _moved(cap, cur, "reader", "periodic:8192B/2ms", ["reader"]).skip == 4  # pinned
+    assert _moved(cap, cur, "reader", cur.reader, free) == cur
+
+
+def test_the_tbf_capture_fits_its_reader_and_its_late_start_and_rules_out_6_1():
+    """veth-tbf-periodic fitted no kernel (best 0.527, 4.6 % of windows within a unit) while
+    its reader's phase was swept in fifths of a millisecond from the handshake on."""
+    cap = Capture(TBF)
+    r = rank(cap, [("linux-6.18", ()), ("linux-6.1", ())])
+    f = r.fits[0]
+    assert f.profile == "linux-6.18" and r.verdicts["linux-6.1"] == "ruled out"
+    assert f.best.reader == "periodic:8192B/2ms" and f.best.skip == 2
+    assert f.grade.total >= 0.8 and f.grade.within_unit_fraction >= 0.65
+
+
+def fit_unknowns():
+    from tcpsim.pcap.fit import Unknowns
+    return Unknowns()
+
+
+def test_a_kernel_is_searched_from_its_own_starts_not_only_where_the_first_ended():
+    """veth-gso-fast (6.18, offloads on, split): linux-7.1's search, first, ends with a
+    blocking reader and no window within a unit (its DRS, damped below 1 ms of RTT, never
+    opens the window as far); seeded there only, linux-6.18 stayed at 0.51. From its own
+    starts too it finds its fit alone (a reader of 128 KiB every ms, 22 of 29 windows) and
+    ranks first; 7.1 is ruled out."""
+    cap = Capture(PCAPS / "veth-gso-fast.pcap.gz", split_gso=True)
+    r = rank(cap, [("linux-7.1", ()), ("linux-6.18", ())])
+    best = r.fits[0]
+    assert best.profile == "linux-6.18" and r.fits_well and r.tells_apart
+    assert best.grade.total == pytest.approx(fit(cap, "linux-6.18").grade.total)
+    assert best.grade.within_unit_fraction >= 0.7
+    assert r.verdicts["linux-7.1"] == "ruled out"
+
+
+def test_a_kernel_grades_at_least_what_it_grades_at_another_kernels_fit():
+    """veth-gso-fast: linux-6.14's own search ends near 0.60; at linux-6.18's fitted
+    unknowns it grades as 6.18 does (both have the slow-start term of tcp_rcvbuf_grow()
+    that opens the window past 1 MB after one read), so the two are consistent -- 6.14 was
+    "ruled out" by its search, not by the capture."""
+    cap = Capture(PCAPS / "veth-gso-fast.pcap.gz", split_gso=True)
+    alone = fit(cap, "linux-6.14")
+    # seeded from linux-7.1's ends (no fit there) and searched from its own starts, 6.14
+    # does not reach 6.18's fit; at 6.18's fitted values it does
+    r = rank(cap, [("linux-7.1", ()), ("linux-6.18", ()), ("linux-6.14", ())])
+    g = {f.profile: f.grade.total for f in r.fits}
+    assert alone.grade.total < g["linux-6.18"] - 0.1
+    assert g["linux-6.14"] == pytest.approx(g["linux-6.18"], abs=0.02)
+    assert r.verdicts["linux-6.14"] == r.verdicts["linux-6.18"] == "consistent"
+    assert r.verdicts["linux-7.1"] == "ruled out"
+
+
+def test_a_split_super_segment_reaches_the_model_receiver_as_the_kernels_skb():
+    """veth-gso-fast recaptured with bpftrace on tcp:tcp_probe (6.18, offloads on): each
+    super-segment reached tcp_rcv_established() as one skb of its whole payload, truesize
+    payload + 832 B, and drew one ACK; scaling_ratio 229 after the first (7240 x 256 / 8072)
+    gave the windows 79744 and 94208 B (docs/bring-your-own-capture.md, "When nothing
+    fits"). Replayed on veth-direct the model's receiver gets the same skbs and windows."""
+    from tcpsim.pcap.fit import Unknowns
+    cap = Capture(PCAPS / "veth-gso-fast.pcap.gz", split_gso=True)
+    g, rp = cap.replay("linux-6.18", (), Unknowns(reader="never", device="veth-direct"))
+    c = rp.columns
+    rx = [(c["len"][i], c["truesize"][i]) for i in range(len(c["t_ns"]))
+          if c["sock"][i] == "rcv" and c["event"][i] == "rx"]
+    assert rx[:2] == [(7240, 8072), (7240, 8072)]
+    assert [c["scaling_ratio"][i] for i in range(len(c["t_ns"]))
+            if c["sock"][i] == "rcv" and c["event"][i] == "tx"][1] == 229
+    assert [a.win for a in cap.last_full[1].acks[:2]] == [a.win for a in cap.k.acks[:2]] == [
+        79744, 94208]
