@@ -141,7 +141,11 @@ impl<E: Copy + Tagged> Scheduler<E> {
             ev,
         };
         let ahead = key.slice() - self.next;
-        if ahead < 0 {
+        if self.near.is_empty() {
+            // nothing is pending: `near` starts at this key's slice
+            self.next = key.slice() + 1;
+            self.near.push(key);
+        } else if ahead < 0 {
             heap_push(&mut self.near, key);
         } else if ahead < WHEEL as i64 {
             self.wheel.push((key.slice() as usize) & (WHEEL - 1), key);
@@ -150,17 +154,14 @@ impl<E: Copy + Tagged> Scheduler<E> {
         }
     }
 
-    /// The next event's key (`near`'s least, refilled from the wheel or `far` when empty),
-    /// None when none is scheduled.
+    /// The next event's key: `near`'s least (`near` is refilled as it runs empty, so it is
+    /// empty only when nothing is scheduled).
     #[inline]
-    fn first(&mut self) -> Option<&Key<E>> {
-        if self.near.is_empty() && !self.refill() {
-            return None;
-        }
+    fn first(&self) -> Option<&Key<E>> {
         self.near.first()
     }
 
-    /// `near` is empty: make the earliest slice holding events (on the wheel or in `far`)
+    /// `near` ran empty: make the earliest slice holding events (on the wheel or in `far`)
     /// `near`. False when nothing is scheduled.
     #[cold]
     fn refill(&mut self) -> bool {
@@ -190,19 +191,19 @@ impl<E: Copy + Tagged> Scheduler<E> {
 
     /// Time of the next event, None when none is scheduled (Python: INFINITY).
     #[inline]
-    pub fn peek(&mut self) -> Option<i64> {
+    pub fn peek(&self) -> Option<i64> {
         self.first().map(|k| k.t)
     }
 
     /// The time and priority of the next event, None when none is scheduled.
     #[inline]
     pub fn peek_key(&self) -> Option<(i64, u8)> {
-        self.heap.first().map(|k| (k.t, (k.order >> ID_BITS) as u8))
+        self.first().map(|k| (k.t, (k.order >> ID_BITS) as u8))
     }
 
     /// The tag of the next event (`Tagged`), None when none is scheduled.
     #[inline]
-    pub fn peek_tag(&mut self) -> Option<u32> {
+    pub fn peek_tag(&self) -> Option<u32> {
         self.first().map(|k| k.ev.tag())
     }
 
@@ -212,6 +213,9 @@ impl<E: Copy + Tagged> Scheduler<E> {
             return None;
         }
         let top = heap_pop(&mut self.near);
+        if self.near.is_empty() {
+            self.refill();
+        }
         self.now = top.t;
         self.steps += 1;
         Some(top.ev)

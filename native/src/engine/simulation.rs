@@ -1084,7 +1084,7 @@ impl Simulation {
     /// hint: nothing computed changes). On a host of thousands of connections, each
     /// event's connection is otherwise read from memory when its event starts.
     #[inline]
-    fn prefetch_next(&mut self) {
+    fn prefetch_next(&self) {
         if let Some(c) = self.sched.peek_tag() {
             if let Some(Some(f)) = self.flows.get(c as usize) {
                 crate::prefetch::read::<Flow>(f);
