@@ -32,7 +32,8 @@ _OSC = re.compile(r"^oscillating:(\d+\s*[A-Za-z]*)/(\d*\.?\d+\s*[a-z]+),"
 
 
 def parse_reader(text: str) -> dict[str, Any]:
-    """--reader periodic:BYTES/EVERY | blocking | never -> a scenario [reader] table."""
+    """--reader periodic:BYTES/EVERY | oscillating:B/EVERY,B2/EVERY2,PERIOD | blocking | never
+    -> a scenario [reader] table."""
     t = text.strip()
     if t in ("blocking", "fast"):
         return {"kind": "fast"}
@@ -44,7 +45,8 @@ def parse_reader(text: str) -> dict[str, Any]:
     m = _READER.match(t)
     if not m:
         raise PcapError("--reader", None, f"{text!r} is not a reader",
-                        "write periodic:BYTES/EVERY (e.g. periodic:1B/1ms), blocking or never")
+                        "write periodic:BYTES/EVERY (e.g. periodic:1B/1ms), "
+                        "oscillating:B/EVERY,B2/EVERY2,PERIOD, blocking or never")
     from tcpsim.scenario import ScenarioError, parse_duration, parse_size
     try:
         nbytes = parse_size(m.group(1).strip(), "--reader bytes")
