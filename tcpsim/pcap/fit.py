@@ -83,11 +83,38 @@ RMEM1 = (0, 65536, 87380, 262144)     # tcp_rmem[1]; 0: the profile's default (1
 # missing merged skbs with finer reads and stay there (veth-periodic-1448-1ms on linux-6.18:
 # 0.846 swept first, 0.612 swept last)
 OWNS_US = (0, 30, 60, 100, 200, 300, 500)
-ORDER = ("owns_us", "reader", "phase_us", "device", "hz", "timing", "rmem1", "shrink")
+# A periodic reader's grid, read off the capture: a read that frees room sends its ACK from
+# recvmsg itself (tcp_cleanup_rbuf() [net/ipv4/tcp.c, 6.18]), so the ACKs that come long after
+# the last data arrival (READ_ACK_GAP_NS) bunch at one phase of the reader's period, a few us
+# after the read began (tests/fixtures/pcaps: 93 % of them in three 10 us bins on
+# veth-tbf-periodic, 85 % on veth-periodic-1448-1ms, 55 % on lo-periodic-4096-10ms). The
+# phase is swept on its grid of tenths of the period and at READ_ACK_LAGS_US before that
+# bunch: a read 10 us off moves where a burst splits between
+# the backlog and the queue, and the grade with it (veth-tbf-periodic, linux-6.18, reads
+# holding the socket 100 us: 0.839 at the bunch's phase less 5 us, 0.692 10 us later)
+READ_ACK_GAP_NS = 50_000
+READ_ACK_BIN_US = 10
+READ_ACK_LAGS_US = (-5, 5, 15, 25)
+# How many ticks of its grid the reader let pass before its first read: a program reading
+# on an absolute grid from when accept() returned (a process woken late, or one that connects
+# early and sends later) has read that many times less than one reading from the handshake
+# on, for good -- with a full queue each missing read is `bytes` more held (veth-tbf-periodic:
+# its first read comes on the grid's third tick, 5.97 ms after the SYN). At most SKIP_MAX,
+# and never past the first read-drawn ACK. Swept jointly with how long a read holds the
+# socket: apart, neither moves from a start where the other is wrong (0.555 at best against
+# 0.839 together on veth-tbf-periodic). Swept before the phase: a reader of another period
+# comes with the read-drawn ACKs' phase (_moved), where the skipped ticks are found; swept
+# after it, the phase sweep first moved to where no count of skipped ticks fits (a
+# recapture of veth-tbf-periodic whose reader first read at 10.1 ms: 0.730 at phase 0 and
+# none skipped, against 0.881 at 0.135 ms and five skipped -- the truth).
+SKIP_MAX = 8
+JOINT = {"skip": "owns_us"}
+ORDER = ("owns_us", "reader", "skip", "phase_us", "device", "hz", "timing", "rmem1", "shrink")
 UNKNOWN_NAMES = {"reader": "reader", "device": "ingress device", "hz": "CONFIG_HZ",
                  "timing": "application timing", "rmem1": "tcp_rmem[1]",
                  "so_rcvbuf": "SO_RCVBUF", "phase_us": "reader phase",
-                 "shrink": "tcp_shrink_window", "owns_us": "read owns socket"}
+                 "shrink": "tcp_shrink_window", "owns_us": "read owns socket",
+                 "skip": "reader ticks skipped"}
 
 
 @dataclass(frozen=True)
@@ -103,6 +130,7 @@ class Unknowns:
     phase_us: int = 0               # the reader's first tick after its start (grid phase)
     shrink: int = 0                 # net.ipv4.tcp_shrink_window (where the profile has it)
     owns_us: int = 0                # how long each read holds the socket (reader.owns_socket)
+    skip: int = 0                   # periodic reader: grid ticks before its first read
 
     def show(self, name: str) -> str:
         v = getattr(self, name)
@@ -114,6 +142,9 @@ class Unknowns:
             return f"{v / 1000:g} ms"
         if name == "owns_us":
             return f"{v} us"
+        if name == "skip" and reader_period_us(self.reader):
+            first = self.phase_us + v * reader_period_us(self.reader)
+            return f"{v} (first read {first / 1000:g} ms)"
         return str(v)
 
 
@@ -173,6 +204,7 @@ class Capture:
         self._cut: dict[int | None, TraceView] = {}
         self.last_full: tuple[ReplayResult, TraceView] | None = None   # the last full replay
         self._ticks: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        self._read_acks: dict[int | None, list[int]] = {}
 
     def segment_time(self, n: int) -> int:
         """The time (trace axis) of the capture's n-th segment, or past its end."""
@@ -238,8 +270,9 @@ class Capture:
                             "replay needs the connection's handshake: capture from before the "
                             "connect") from None
         sc = p.scenario.with_(device=u.device)
-        if u.phase_us and sc.reader.kind in ("periodic", "oscillating"):
-            sc = sc.with_(reader=replace(sc.reader, start=sc.reader.start + u.phase_us * 1000))
+        if (u.phase_us or u.skip) and sc.reader.kind in ("periodic", "oscillating"):
+            first = u.phase_us * 1000 + u.skip * sc.reader.every
+            sc = sc.with_(reader=replace(sc.reader, start=sc.reader.start + first))
         if u.owns_us:
             sc = sc.with_(reader=replace(sc.reader, owns_socket=u.owns_us * 1000))
         if u.timing != "exact":
@@ -272,6 +305,50 @@ class Capture:
             return float(r["bytes"]) * 1e6 / parse_duration(r["every"], "reader.every")
         s = self.imp.meta["summary"]
         return max(1.0, float(s["bytes"]) / max(1e-3, float(s["duration_s"]) * 1000))
+
+    def read_acks(self) -> list[int]:
+        """Times (trace axis, ns) of the ACKs sent more than READ_ACK_GAP_NS after the last
+        data arrival: sent by a read (or a timer), not by the data (over the search's
+        window)."""
+        if self.until_ns not in self._read_acks:
+            k = self.view_until(self.until_ns)
+            data = k.data_t
+            out = []
+            for a in k.acks:
+                i = bisect.bisect_left(data, a.t_ns) - 1
+                if i >= 0 and a.t_ns - data[i] > READ_ACK_GAP_NS:
+                    out.append(a.t_ns)
+            self._read_acks[self.until_ns] = out
+        return self._read_acks[self.until_ns]
+
+    def read_ack_phase(self, period_us: int) -> int | None:
+        """The phase (us, modulo `period_us`) at which the read-drawn ACKs bunch: the start
+        of the fullest READ_ACK_BIN_US bin, or None with fewer than 5 such ACKs."""
+        acks = self.read_acks()
+        if len(acks) < 5 or period_us <= 0:
+            return None
+        bins: dict[int, int] = {}
+        for t in acks:
+            b = (t // 1000) % period_us // READ_ACK_BIN_US
+            bins[b] = bins.get(b, 0) + 1
+        return max(sorted(bins), key=lambda b: bins[b]) * READ_ACK_BIN_US
+
+    def phase_candidates(self, period_us: int) -> list[int]:
+        """A periodic reader's grid phase: tenths of the period, then just before the
+        read-drawn ACKs' bunch (read_ack_phase)."""
+        out = [round(period_us * j / 10) for j in range(10)]
+        peak = self.read_ack_phase(period_us)
+        if peak is not None:
+            out += [(peak - lag) % period_us for lag in READ_ACK_LAGS_US]
+        return list(dict.fromkeys(out))
+
+    def skip_candidates(self, period_us: int) -> list[int]:
+        """Ticks a periodic reader may have let pass before its first read: 0 up to the
+        first read-drawn ACK's tick, at most SKIP_MAX."""
+        acks = self.read_acks()
+        if not acks or period_us <= 0:
+            return [0]
+        return list(range(min(SKIP_MAX, acks[0] // 1000 // period_us) + 1))
 
     def reader_candidates(self) -> list[str]:
         rate = self.read_rate()
@@ -347,13 +424,14 @@ def candidates(cap: Capture, name: str, cur: Unknowns, profile: str = "linux-6.1
         from tcpsim.catalog import get_profile
         return [0, 1] if "tcp_shrink_window" in get_profile(profile).known_sysctls() else [0]
     if name == "phase_us":
-        # the first read up to two periods after the start: an application that sleeps a
-        # period before its first recv() reads once less than one that reads first, and a
-        # read of 4 KiB more moves every window after it
         period = reader_period_us(cur.reader)
         if not period:
             return [0]
-        return phase_candidates(period, cap.read_phase_us() % period)
+        return list(dict.fromkeys([*cap.phase_candidates(period),
+                                   *grid_phases(period, cap.read_phase_us() % period)]))
+    if name == "skip":
+        period = reader_period_us(cur.reader)
+        return cap.skip_candidates(period) if period else [0]
     return [getattr(cur, name)]
 
 
@@ -363,23 +441,16 @@ def extra_timings() -> list[str]:
     return [h for h in HOSTS if h not in TIMINGS and not h.startswith("dev-vm-")]
 
 
-PHASE_STEPS = 10           # reader phases tried per period
-PHASE_FINE = 40            # ... and the finer steps (of the period) around the capture's grid
+PHASE_FINE = 40            # grid_phases(): steps of the period around the capture's grid
 
 
-def phase_candidates(period: int, grid: int) -> list[int]:
-    """A periodic reader's phases (us after its start) to try, for a `period` (us) and the
-    capture's read grid `grid` (us within the period, tcpsim.pcap.workload.read_grid): the
-    period in PHASE_STEPS steps, and around the grid in finer steps -- within a period and
-    one period later, an application that sleeps before its first recv() reading once less
-    than one that reads first. On one host a read and a segment arrive within tens of
-    microseconds of each other, and which comes first moves the windows (on
-    veth-periodic-small-writes-shrink1 the reads 38 us before the window updates' mean grade
-    0.64, at it 0.53)."""
-    coarse = [round(period * j / PHASE_STEPS) for j in range(PHASE_STEPS)]
-    fine = [grid + off + round(period * k / PHASE_FINE)
-            for off in (0, period) for k in range(-4, 5)]
-    return sorted({p for p in [*coarse, *fine] if p >= 0})
+def grid_phases(period: int, grid: int) -> list[int]:
+    """Phases (us) around the capture's read grid `grid` (us within `period`, the window
+    updates' phase: tcpsim.pcap.workload.read_grid), in steps of period / PHASE_FINE. On one
+    host a read and a segment arrive within tens of microseconds of each other, and which
+    comes first moves the windows (veth-periodic-small-writes-shrink1: reads 38 us before
+    the updates' mean phase grade 0.64, at it 0.53)."""
+    return [(grid + round(period * k / PHASE_FINE)) % period for k in range(-4, 5)]
 
 
 def reader_period_us(spec: str) -> int:
@@ -489,17 +560,63 @@ def _search(cap: Capture, profile: str, cur: Unknowns, pinned: dict[str, Any], p
                 vals = list(dict.fromkeys([*vals, *refine_reader(cur.reader)]))
             if getattr(cur, name) not in vals:
                 vals = [getattr(cur, name), *vals]
-            scored = [(ev(replace(cur, **{name: v})).total, -j, v) for j, v in enumerate(vals)]
-            sweeps[name] = {v: g for g, _, v in scored}
-            best = max(scored)
-            # keep the current value unless another is strictly better (deterministic)
-            if best[0] > ev(cur).total:
-                cur = replace(cur, **{name: best[2]})
+            partner = JOINT.get(name)
+            if partner in free and len(vals) > 1:
+                cur = _joint_sweep(cap, profile, cur, name, vals, partner, sweeps, ev)
+            else:
+                moved = [_moved(cap, cur, name, v, free) for v in vals]
+                scored = [(ev(u).total, -j, v) for j, (u, v) in enumerate(zip(moved, vals))]
+                sweeps[name] = {v: g for g, _, v in scored}
+                best = max(scored)
+                # keep the current value unless another is strictly better (deterministic)
+                if best[0] > ev(cur).total:
+                    cur = moved[-best[1]]
             if progress:
                 progress(f"{profile}: {name} -> {cur.show(name)} ({ev(cur).total:.3f})")
         if cur == before:
             break
     return cur, sweeps
+
+
+def _moved(cap: Capture, cur: Unknowns, name: str, v: Any, free: list[str]) -> Unknowns:
+    """`cur` with `name` set to `v`. Another periodic reader brings its own grid (where free):
+    its phase where the read-drawn ACKs bunch on its period (the second of
+    READ_ACK_LAGS_US before them), and as many skipped ticks as keep the reading's start --
+    its first read less one period, where a steady reader of the same rate would have
+    begun -- nearest the current one's (the bytes read by any time then stay about the
+    same): a phase and skip fitted for one period mean nothing on another."""
+    u = replace(cur, **{name: v})
+    if name != "reader" or v == cur.reader or "phase_us" not in free or "skip" not in free:
+        return u
+    period = reader_period_us(v)
+    if not period:
+        return u
+    was = reader_period_us(cur.reader)
+    began = cur.phase_us + cur.skip * was - was if was else 0
+    peak = cap.read_ack_phase(period)
+    phase = began % period if peak is None else (peak - READ_ACK_LAGS_US[1]) % period
+    skip = max(0, round((began + period - phase) / period))
+    return replace(u, phase_us=phase, skip=min(skip, max(cap.skip_candidates(period))))
+
+
+def _joint_sweep(cap: Capture, profile: str, cur: Unknowns, name: str, vals: list[Any],
+                 partner: str, sweeps: dict[str, dict[Any, float]],
+                 ev: Callable[[Unknowns], Grade]) -> Unknowns:
+    """Sweep `name` over `vals` and its JOINT partner over its candidates together (every
+    pair), keeping `cur` unless a pair grades strictly better. Each sweep's record is its
+    value's best over the other, at the pair kept."""
+    pvals = candidates(cap, partner, cur, profile)
+    if getattr(cur, partner) not in pvals:
+        pvals = [getattr(cur, partner), *pvals]
+    pairs = [(v, w) for v in vals for w in pvals]
+    scored = [(ev(replace(cur, **{name: v, partner: w})).total, -j, (v, w))
+              for j, (v, w) in enumerate(pairs)]
+    best = max(scored)
+    if best[0] > ev(cur).total:
+        cur = replace(cur, **{name: best[2][0], partner: best[2][1]})
+    sweeps[name] = {v: max(g for g, _, (a, b) in scored if a == v) for v in vals}
+    sweeps[partner] = {w: g for g, _, (a, w) in scored if a == getattr(cur, name)}
+    return cur
 
 
 def for_profile(u: Unknowns, profile: str) -> Unknowns:

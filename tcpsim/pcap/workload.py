@@ -133,7 +133,9 @@ def infer_reader(cols: dict[str, list]) -> tuple[dict[str, Any], str]:
     grid = read_grid([t for t, _ in window_updates(acks[fall:])])
     if grid is not None and per_ms * grid[0] / 1e6 >= 1:
         period, phase = grid
-        app = {"kind": "periodic", "bytes": max(1, round(per_ms * period / 1e6)),
+        # the 1 ms rate's bytes times the period: the rate read back from it is the one a
+        # 1 ms reader is inferred at (a start of the fit, tcpsim.pcap.fit.Capture.starts)
+        app = {"kind": "periodic", "bytes": max(1, round(per_ms)) * (period // 1_000_000),
                "every": f"{period // 1_000_000}ms", "start": f"{phase}ns"}
         how = (f"{app['bytes']} B every {period // 1_000_000} ms from {phase / 1e6:.3f} ms "
                f"(the window updates fall on that grid)")
