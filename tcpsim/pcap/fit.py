@@ -39,7 +39,7 @@ from typing import Any, Callable
 from tcpsim.importers.pcap import Imported, load
 from tcpsim.pcap import PcapError
 from tcpsim.pcap.grade import Grade, grade
-from tcpsim.pcap.replay import write_ticks
+from tcpsim.pcap.replay import FEEDS, feed_scenario, write_ticks
 from tcpsim.pcap.workload import parse_reader
 from tcpsim.validate.replay import ReplayError, ReplayResult, plan, run_plan
 from tcpsim.pcap.tables import TableRecorder, acks_view
@@ -75,11 +75,14 @@ RMEM1 = (0, 65536, 87380, 262144)     # tcp_rmem[1]; 0: the profile's default (1
 # missing merged skbs with finer reads and stay there (veth-periodic-1448-1ms on linux-6.18:
 # 0.846 swept first, 0.612 swept last)
 OWNS_US = (0, 30, 60, 100, 200, 300, 500)
-ORDER = ("owns_us", "reader", "phase_us", "device", "hz", "timing", "rmem1", "shrink")
+WRITE_OWNS_US = (0, 30, 100)         # how long each write holds the socket (writer.owns_socket)
+ORDER = ("writer", "owns_us", "reader", "phase_us", "device", "hz", "timing", "rmem1", "shrink",
+         "wowns_us")
 UNKNOWN_NAMES = {"reader": "reader", "device": "ingress device", "hz": "CONFIG_HZ",
                  "timing": "application timing", "rmem1": "tcp_rmem[1]",
                  "so_rcvbuf": "SO_RCVBUF", "phase_us": "reader phase",
-                 "shrink": "tcp_shrink_window", "owns_us": "read owns socket"}
+                 "shrink": "tcp_shrink_window", "owns_us": "read owns socket",
+                 "writer": "writer feed", "wowns_us": "write owns socket"}
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,8 @@ class Unknowns:
     phase_us: int = 0               # the reader's first tick after its start (grid phase)
     shrink: int = 0                 # net.ipv4.tcp_shrink_window (where the profile has it)
     owns_us: int = 0                # how long each read holds the socket (reader.owns_socket)
+    writer: str = "as-sent"         # the writer's feed (tcpsim.pcap.replay.FEEDS)
+    wowns_us: int = 0               # how long each write holds the socket (writer.owns_socket)
 
     def show(self, name: str) -> str:
         v = getattr(self, name)
@@ -104,7 +109,7 @@ class Unknowns:
             return str(v) if v else "default"
         if name == "phase_us":
             return f"{v / 1000:g} ms"
-        if name == "owns_us":
+        if name in ("owns_us", "wowns_us"):
             return f"{v} us"
         return str(v)
 
@@ -164,7 +169,7 @@ class Capture:
         self.inferred_reader = self.imp.scenario["reader"]
         self._cut: dict[int | None, TraceView] = {}
         self.last_full: tuple[ReplayResult, TraceView] | None = None   # the last full replay
-        self._ticks: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        self._ticks: dict[tuple[int, int, str], list[tuple[int, int]]] = {}
 
     def segment_time(self, n: int) -> int:
         """The time (trace axis) of the capture's n-th segment, or past its end."""
@@ -186,13 +191,14 @@ class Capture:
                 writes=[w for w in k.writes if w[0] <= end_ns])
         return self._cut[end_ns]
 
-    def write_ticks(self, k: TraceView, shift_ns: int, end_ns: int) -> list[tuple[int, int]]:
+    def write_ticks(self, k: TraceView, shift_ns: int, end_ns: int, feed: str = "as-sent",
+                    delay_ab_ns: int = 0, rtt_ns: int = 0) -> list[tuple[int, int]]:
         """The ScheduleWriter's ticks (tcpsim.pcap.replay.write_ticks), made once per
-        (shift, end)."""
-        key = (shift_ns, end_ns)
+        (shift, end, feed)."""
+        key = (shift_ns, end_ns, feed)
         if key not in self._ticks:
             split = bool(self.imp.meta["summary"].get("split_gso"))
-            self._ticks[key] = write_ticks(k, shift_ns, end_ns, split)
+            self._ticks[key] = write_ticks(k, shift_ns, end_ns, split, feed, delay_ab_ns, rtt_ns)
         return self._ticks[key]
 
     def _meta(self, doc: dict[str, Any]) -> dict[str, Any]:
@@ -241,7 +247,12 @@ class Capture:
                 sc = sc.with_(reader=replace(sc.reader, latency_table=name,
                                              latency_host=u.timing))
         p.scenario = sc
-        p.write_ticks = self.write_ticks(k, p.shift_ns, p.end_ns)
+        link = p.scenario.link
+        p.write_ticks = self.write_ticks(k, p.shift_ns, p.end_ns, u.writer, link.delay_ab,
+                                         link.delay_ab + link.delay_ba)
+        if u.wowns_us:
+            sc = sc.with_(writer=replace(sc.writer, owns_socket=u.wowns_us * 1000))
+        p.scenario = feed_scenario(sc, u.writer)
         p.schedule = True
         p.notes = [*self.imp.notes, *p.notes]
         rp = run_plan(p, engine=self.engine, sink=TableRecorder(("rcv",), acks_only=not full))
@@ -311,6 +322,10 @@ def candidates(cap: Capture, name: str, cur: Unknowns, profile: str = "linux-6.1
         return list(RMEM1)
     if name == "owns_us":
         return list(OWNS_US) if cur.reader != "never" else [0]
+    if name == "writer":
+        return list(FEEDS)
+    if name == "wowns_us":
+        return list(WRITE_OWNS_US)
     if name == "shrink":
         from tcpsim.catalog import get_profile
         return [0, 1] if "tcp_shrink_window" in get_profile(profile).known_sysctls() else [0]
