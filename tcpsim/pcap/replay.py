@@ -4,8 +4,9 @@
 (tcpsim.importers.pcap: wire trace + workload), plans the replay as `tcpsim validate` plans a
 kernel capture's (tcpsim.validate.replay.plan: same time axis, link, reader), except for
 the writer: `ScheduleWriter` (tcpsim.validate.replay, native/src/engine/replay.rs) writes
-exactly the bytes that first appeared on the wire, each at the time it left the sender,
-keeping what the model's socket does not take yet for when it has room. It runs on either
+exactly the bytes that first appeared on the wire, keeping what the model's socket does not
+take yet for when it has room -- each at the time it left the sender, or grouped by another
+writer feed (writer_feed(), FEEDS: fitted by `--fit`, given by `--writer-feed`). It runs on either
 engine (`engine`, default: the run's default, the native one where built), with the same
 result. The model's advertised windows are then scored against the capture's with
 validate's scores and report (tcpsim.validate.run.score_replay).
@@ -41,11 +42,11 @@ def replay_capture(path: str | Path, profile: str = "linux-6.18", policies: tupl
                    sysctl: dict[str, Any] | None = None, until_s: float | None = None,
                    hz: int | None = None, thresholds: Thresholds | None = None,
                    engine: str | None = None, device: str | None = None,
-                   **import_opts: Any) -> Validation:
+                   feed: str = "as-sent", **import_opts: Any) -> Validation:
     """Import one connection of a capture, run its workload under `profile` (+ patches,
     + receiver sysctls, + the ingress `device`: a preset or spec, default the import's) on
     `engine` ("python" | "native", default: the run's default) and score the model against
-    it."""
+    it; `feed`: how the capture's bytes reach the model's sender (writer_feed())."""
     imp = load(path, **import_opts)
     meta = dict(imp.meta)
     doc = dict(imp.scenario)
@@ -63,7 +64,12 @@ def replay_capture(path: str | Path, profile: str = "linux-6.18", policies: tupl
     if device:
         p.scenario = p.scenario.with_(device=device)
         p.notes.append(f"device given: --device {device}")
-    p.write_ticks = write_ticks(k, p.shift_ns, p.end_ns, bool(meta["summary"].get("split_gso")))
+    link = p.scenario.link
+    p.write_ticks = write_ticks(k, p.shift_ns, p.end_ns, bool(meta["summary"].get("split_gso")),
+                                feed, link.delay_ab, link.delay_ab + link.delay_ba)
+    p.scenario = feed_scenario(p.scenario, feed)
+    if feed != "as-sent":
+        p.notes.append(f"writer feed given: --writer-feed {feed}")
     p.schedule = True
     p.notes = [*imp.notes, *p.notes]
     rp = run_plan(p, engine=engine, sink=TableRecorder(("rcv",)))
