@@ -69,6 +69,14 @@ HZS = (0, 100, 250, 300, 1000)       # 0: tcpsim's default clock (1 ms jiffies, 
 # device there): lo-periodic-4096-10ms-shrink1 graded 0.574 on linux-6.18 where the private
 # start reaches 0.674, veth-fast 0.598 where it reaches 0.997 (docs/bring-your-own-capture.md)
 START_DEVICES = ("veth-direct", "veth")
+# ... and from each of these writer feeds (Capture.start_feeds(): with "pauses" where the
+# capture shows the application's writes): the feed moves every segment's time, and the
+# search ends in a basin of the feed it started from -- pinned to one feed, linux-6.18 fits
+# veth-periodic-1448-1ms 0.900 paced and 0.850 as sent, lo-periodic-4096-10ms 0.773 paced and
+# 0.843 as sent, veth-periodic-small-writes-shrink1 0.672 with pauses and 0.593 as sent
+START_FEEDS = ("as-sent", "paced")
+VISIBLE_WRITES = 20        # writes_visible(): at least this many writes ...
+VISIBLE_SHARE = 0.05       # ... and this share of the transmissions
 TIMINGS = ("exact", "dev-vm-quiet", "dev-vm-loaded")
 RMEM1 = (0, 65536, 87380, 262144)     # tcp_rmem[1]; 0: the profile's default (131072)
 # how long each read holds the socket (us; the reader's owns_socket, tcpsim/core/backlog.py):
@@ -175,6 +183,7 @@ class Capture:
         self._cut: dict[int | None, TraceView] = {}
         self.last_full: tuple[ReplayResult, TraceView] | None = None   # the last full replay
         self._ticks: dict[tuple[int, int, str], list[tuple[int, int]]] = {}
+        self._visible: bool | None = None
 
     def segment_time(self, n: int) -> int:
         """The time (trace axis) of the capture's n-th segment, or past its end."""
@@ -293,8 +302,29 @@ class Capture:
         return list(dict.fromkeys(out))
 
     def starts(self) -> list[Unknowns]:
-        """The search's starts: the inferred reader on each of START_DEVICES."""
-        return [replace(self.start(), device=d) for d in START_DEVICES]
+        """The search's starts: the inferred reader on each of START_DEVICES, fed by each of
+        start_feeds()."""
+        return [replace(self.start(), device=d, writer=f) for f in self.start_feeds()
+                for d in START_DEVICES]
+
+    def start_feeds(self) -> list[str]:
+        """The writer feeds the search starts from: START_FEEDS, and "pauses" where the
+        capture shows the application's writes (writes_visible())."""
+        return [*START_FEEDS, *(["pauses"] if self.writes_visible() else [])]
+
+    def writes_visible(self) -> bool:
+        """The sender started on its own again and again (tcpsim.pcap.replay.writer_feed's
+        "pauses": at least VISIBLE_WRITES writes, VISIBLE_SHARE of the transmissions): a
+        periodic writer, whose writes the "pauses" feed replays."""
+        if self._visible is None:
+            from tcpsim.units import parse_duration
+            link = self.imp.scenario.get("link", {})
+            ab, ba = (parse_duration(link.get(key, 0), f"link.{key}")
+                      for key in ("delay_ab", "delay_ba"))
+            every = self.write_ticks(self.k, 0, self.k.end_ns)
+            grouped = self.write_ticks(self.k, 0, self.k.end_ns, "pauses", ab, ab + ba)
+            self._visible = len(grouped) >= max(VISIBLE_WRITES, VISIBLE_SHARE * len(every))
+        return self._visible
 
     def start(self) -> Unknowns:
         r = self.inferred_reader
