@@ -395,7 +395,7 @@ def refine_reader(spec: str) -> list[str]:
 
 SEED_PASSES = 4            # rank(): the first variant's search, run until it stops changing
 FIT_WINDOW_S = 2.0         # the search replays at most this much of a capture (see fit())
-FIT_MAX_SEGMENTS = 40_000  # ... and at most this many of its segments
+FIT_MAX_SEGMENTS = 40_000  # ... and at most this many of its segments (two searches' worth)
 
 
 def fit(cap: Capture, profile: str, policies: tuple[str, ...] = (),
@@ -409,13 +409,16 @@ def fit(cap: Capture, profile: str, policies: tuple[str, ...] = (),
     over the capture's first `window_s` seconds (None: all of it): the unknowns act from the
     first window on, and a long or fast capture's search then costs a bounded number of
     seconds (at most FIT_MAX_SEGMENTS segments: 0.5 s of a 1 Gbit/s transfer); the best is
-    replayed over the whole capture."""
+    replayed over the whole capture. FIT_MAX_SEGMENTS is shared by the searches: with more
+    starts than START_DEVICES (each writer feed's) each replays fewer."""
     from tcpsim.engine.result import few_gc_passes
     whole = cap.until_ns
-    if window_s is not None:
-        w = min(int(window_s * 1e9), cap.segment_time(FIT_MAX_SEGMENTS))
-        cap.until_ns = w if whole is None else min(whole, w)
     starts = cap.starts() if start is None else [start] if isinstance(start, Unknowns) else start
+    if window_s is not None:
+        searches = len({for_profile(replace(s, **(pinned or {})), profile) for s in starts})
+        most = FIT_MAX_SEGMENTS * len(START_DEVICES) // max(len(START_DEVICES), searches)
+        w = min(int(window_s * 1e9), cap.segment_time(most))
+        cap.until_ns = w if whole is None else min(whole, w)
     cut = cap.until_ns                  # the search's window: all of the capture, or its start
     covers = cut is None or cut == whole or (whole is None and cut >= cap.k.end_ns)
     try:
@@ -471,19 +474,15 @@ def _search(cap: Capture, profile: str, cur: Unknowns, pinned: dict[str, Any], p
             ev: Callable[[Unknowns], Grade]) -> tuple[Unknowns, dict[str, dict[Any, float]]]:
     """One coordinate search from `cur`: its end and the grades of its last sweeps. The
     unknowns of LATE are left at their start until the others have settled (up to `passes`
-    passes); then they are swept, and only if one moves does the whole search run again with
-    them free -- so a search ends no lower than it did before they were unknowns (the writer
-    swept first led lo-periodic-4096-10ms-shrink1's search to 0.716 from 0.863)."""
+    passes), then swept once: a search ends no lower than it did before they were unknowns
+    (the writer swept among the others led lo-periodic-4096-10ms-shrink1's search to 0.716
+    from 0.863), and each feed has a start of its own (Capture.starts()), so the others are
+    not searched again under a feed taken at the end."""
     sweeps: dict[str, dict[Any, float]] = {}
     free = [n for n in order if n not in pinned]
-    early = [n for n in free if n not in LATE]
-    late = [n for n in free if n in LATE]
-    cur = _passes(cap, profile, cur, early, passes, progress, ev, sweeps)
-    if late:
-        before = cur
-        cur = _passes(cap, profile, cur, late, 1, progress, ev, sweeps)
-        if cur != before:
-            cur = _passes(cap, profile, cur, free, passes, progress, ev, sweeps)
+    cur = _passes(cap, profile, cur, [n for n in free if n not in LATE], passes, progress, ev,
+                  sweeps)
+    cur = _passes(cap, profile, cur, [n for n in free if n in LATE], 1, progress, ev, sweeps)
     return cur, sweeps
 
 
