@@ -44,6 +44,7 @@ from tcpsim.host.plan import HostPlan, HostSample
 HOST_COUNTERS = ("TcpExtTCPRcvQDrop", "TcpExtTCPOFODrop", "TcpExtTCPZeroWindowDrop",
                  "TcpExtBeyondWindow", "TcpExtPruneCalled", "TcpExtRcvPruned",
                  "TcpExtOfoPruned", "TcpExtTCPRcvCollapsed", "TcpExtTCPToZeroWindowAdv",
+                 "TcpExtTCPFromZeroWindowAdv",
                  "TcpExtTCPWantZeroWindowAdv", "TcpExtTCPAbortOnClose")
 POOL_COUNTERS = ("TCPMemoryPressures", "TCPMemoryPressuresChrono")
 

@@ -11,12 +11,19 @@ shows, each term in 0..1:
 | `series` | 0.20 | 1 - the mean absolute difference of the advertised window over time (GRID samples from the first data segment to the end) over the largest window the kernel offered |
 | `ack_count` | 0.15 | min / max of the two ACK counts |
 | `ack_timing` | 0.10 | kernel ACKs whose paired model ACK came within ACK_TIME_NS of it |
-| `zero_windows` | 0.10 | similarity of the counts of zero-window ACKs (a window of at most one scale unit), 1 - abs(m - k) / max(m, k) (1 when both 0) |
+| `zero_windows` | 0.10 | similarity of the counts of zero-window ACKs (a window of at most one scale unit), 1 - abs(m - k) / max(m, k) |
 | `window_updates` | 0.10 | the same for window updates (same ACK, another window) |
 
 The weights put the windows first (what the receive path decides), the events next (what a
 user reads a capture for) and the timing last (the model's applications tick on a grid the
 capture cannot give). The grade never scores what the wire cannot show (receiver memory).
+
+An event count that is zero in both the capture and the model is no evidence: every model of
+a receiver that never closed its window agrees with it, whether or not it matched a single
+window. Such a term is left out (`terms` holds None) and the grade is the weighted mean of the
+others (the weights renormalised). Scored as 1, as it was, the two terms gave 0.2 for nothing:
+veth-gso-fast (tests/fixtures/pcaps) graded 0.62, "fair", with none of its 29 windows within a
+unit. A term the capture has and the model has not (or the reverse) still scores 0.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ class Grade:
     """The terms, the counts behind them and the weighted total."""
 
     total: float
-    terms: dict[str, float]
+    terms: dict[str, float | None]    # None: no evidence either way (an event count 0 in both)
     kernel_acks: int
     model_acks: int
     within_unit: int
@@ -89,6 +96,19 @@ def scale_unit(acks: list[Ack]) -> int:
 
 def similarity(k: int, m: int) -> float:
     return 1.0 if k == m else 1.0 - abs(k - m) / max(k, m)
+
+
+def event_term(k: int, m: int) -> float | None:
+    """An event count's term: the counts' similarity, None (left out of the grade) when both
+    are zero -- agreeing that nothing happened says nothing of the windows."""
+    return None if k == m == 0 else similarity(k, m)
+
+
+def weighted(terms: dict[str, float | None]) -> float:
+    """The weighted mean of the terms that carry evidence (None ones left out)."""
+    have = {n: v for n, v in terms.items() if v is not None}
+    w = sum(WEIGHTS[n] for n in have)
+    return sum(WEIGHTS[n] * v for n, v in have.items()) / w if w else 0.0
 
 
 def window_distance(k: list[Ack], m: list[Ack], t0: int, t1: int, n: int = GRID) -> float | None:
@@ -146,14 +166,15 @@ def grade(k: TraceView, m: TraceView, end_ns: int) -> Grade:
     mz, mu = events(macks, unit)
     t0 = k.data_t[0] if k.data_t else 0
     dist = window_distance(kacks, macks, t0, end_ns)
-    terms = {
+    terms: dict[str, float | None] = {
         "windows": s.within_unit / s.kernel_acks if s.kernel_acks else 0.0,
         "series": 0.0 if dist is None else max(0.0, 1.0 - dist),
         "ack_count": similarity(len(kacks), len(macks)),
         "ack_timing": ack_timing(kacks, macks),
-        "zero_windows": similarity(kz, mz),
-        "window_updates": similarity(ku, mu),
+        "zero_windows": event_term(kz, mz),
+        "window_updates": event_term(ku, mu),
     }
-    total = sum(WEIGHTS[n] * v for n, v in terms.items())
-    return Grade(round(total, 6), {n: round(v, 6) for n, v in terms.items()}, len(kacks),
+    total = weighted(terms)
+    return Grade(round(total, 6), {n: None if v is None else round(v, 6)
+                                   for n, v in terms.items()}, len(kacks),
                  len(macks), s.within_unit, s.exact, (kz, mz), (ku, mu), dist)

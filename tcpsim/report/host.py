@@ -8,7 +8,8 @@ report is the same whether it is written by `tcpsim run HOST --report`, from a h
 `tcpsim report`, or by `tcpsim compare HOST`:
 
     memory      sockstat `mem` over time against tcp_mem[0..2], the intervals the host spent
-                under memory pressure shaded in the run's colour
+                under memory pressure shaded in the run's colour; with a memory cgroup
+                (`[memcg]`) its usage and limit too, and its numbers in their own table
     classes     per class (a column each) and per run (a bar each): goodput, read latency
                 (the class's byte-weighted mean; the worst connection's as a tick), drops,
                 zero windows sent -- "what the bad ones cost the good ones"
@@ -31,6 +32,7 @@ from typing import Any, Mapping, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from tcpsim.core.constants import PAGE_SIZE
 from tcpsim.report import html as h
 from tcpsim.report import style
 from tcpsim.report.figures import Chart, layout
@@ -63,6 +65,12 @@ HOST_ROWS: tuple[tuple[str, str, str, str], ...] = (
     ("peak_sockstat_mem", "peak sockstat mem, pages", "count", "sk_memory_allocated"),
     ("peak_inuse", "peak sockstat inuse", "count", "open TCP sockets of the host"),
 )
+MEMCG_HINTS = {
+    "refused_charges": "socket charges the cgroup refused",
+    "socket_pressure_entries": "times the cgroup put its sockets under pressure",
+    "socket_pressure_ms": "time its sockets spent under the cgroup's pressure",
+    "peak_usage_pages": "the cgroup's peak usage, pages",
+}
 TCP_MEM_NAMES = ("tcp_mem[0] (min)", "tcp_mem[1] (pressure)", "tcp_mem[2] (max)")
 TCP_MEM_DASH = ("dot", "dash", "solid")
 
@@ -85,6 +93,22 @@ class HostRun:
     @property
     def tcp_mem(self) -> list[int] | None:
         return (self.doc.get("pressure") or {}).get("tcp_mem")
+
+    @property
+    def memcg(self) -> dict[str, Any] | None:
+        """The memory cgroup's end-of-run numbers (outputs.memcg_result), None without one."""
+        m = self.doc.get("memcg")
+        return dict(m) if m else None
+
+    @property
+    def memcg_limit_pages(self) -> int | None:
+        """The cgroup's limit in pages: v1's memory.kmem.tcp.limit_in_bytes, v2's memory.max
+        (whose usage counts the cgroup's other memory too)."""
+        m = self.memcg
+        if not m:
+            return None
+        limit = m.get("memory.kmem.tcp.limit_in_bytes", m.get("memory.max"))
+        return None if limit is None else int(limit) // PAGE_SIZE
 
     @property
     def base_profile(self) -> str:
@@ -178,7 +202,9 @@ def memory_figure(runs: Sequence[HostRun]) -> go.Figure:
     fig = go.Figure()
     top = 1.0
     for r in runs:
-        top = max([top, *(x["mem"] for x in r.doc.get("sockstat") or []), *(r.tcp_mem or [])])
+        top = max([top, *(x["mem"] for x in r.doc.get("sockstat") or []), *(r.tcp_mem or []),
+                   *(x.get("memcg_pages", 0) for x in r.doc.get("sockstat") or []),
+                   r.memcg_limit_pages or 0])
     top *= 1.08
     for i, r in enumerate(runs):
         color = style.run_color(i)
@@ -200,6 +226,7 @@ def memory_figure(runs: Sequence[HostRun]) -> go.Figure:
             name=f"{r.label}: sockstat mem" if len(runs) > 1 else "sockstat mem",
             hovertemplate="%{x:.2f} s: %{y} pages<extra></extra>"))
     end = max((float(r.doc.get("duration_s") or 0) for r in runs), default=0.0)
+    _memcg_traces(fig, runs, end)
     seen: set[tuple[int, ...]] = set()
     for r in runs:
         if not r.tcp_mem or tuple(r.tcp_mem) in seen:
@@ -215,6 +242,28 @@ def memory_figure(runs: Sequence[HostRun]) -> go.Figure:
     fig.update_yaxes(range=[0, top])
     fig.update_xaxes(range=[0, end])
     return fig
+
+
+def _memcg_traces(fig: go.Figure, runs: Sequence[HostRun], end: float) -> None:
+    """With a memory cgroup: its usage over time (dotted, in the run's colour) and its limit
+    -- the cgroup, not tcp_mem, may be what stops the sockets (docs/hosts.md)."""
+    for i, r in enumerate(runs):
+        rows = [x for x in r.doc.get("sockstat") or [] if "memcg_pages" in x]
+        limit = r.memcg_limit_pages
+        if not rows or limit is None:
+            continue
+        color = style.run_color(i)
+        tag = f"{r.label}: " if len(runs) > 1 else ""
+        kind = (r.memcg or {}).get("cgroup", "")
+        fig.add_trace(go.Scatter(
+            x=[x["t_s"] for x in rows], y=[x["memcg_pages"] for x in rows], mode="lines",
+            line=dict(color=color, width=1.5, dash="dot", shape="hv"), legendgroup=r.label,
+            name=f"{tag}memcg ({kind}) usage",
+            hovertemplate="%{x:.2f} s: %{y} pages in the cgroup<extra></extra>"))
+        fig.add_trace(go.Scatter(
+            x=[0, end], y=[limit, limit], mode="lines", hoverinfo="skip", legendgroup=r.label,
+            line=dict(color=color, dash="dashdot", width=1.2),
+            name=f"{tag}memcg limit = {limit}"))
 
 
 def classes_figure(runs: Sequence[HostRun]) -> go.Figure:
@@ -338,6 +387,7 @@ def host_rows(runs: Sequence[HostRun]) -> list[Row]:
     rows.append(make_row("host", "TcpExtTCPMemoryPressures", "entries into pressure", "count",
                          {r.label: (r.doc.get("nstat") or {}).get("TcpExtTCPMemoryPressures", 0)
                           for r in runs}, "TcpExtTCPMemoryPressures"))
+    rows += memcg_rows(runs)
     classes: list[str] = []
     for r in runs:
         classes += [c for c in r.classes if c not in classes]
@@ -358,6 +408,26 @@ def host_rows(runs: Sequence[HostRun]) -> list[Row]:
     return rows
 
 
+def memcg_rows(runs: Sequence[HostRun]) -> list[Row]:
+    """The memory cgroup's numbers under its files' names (outputs.memcg_result), a column per
+    run ("—" for a run without a cgroup); nothing when no run has one."""
+    if not any(r.memcg for r in runs):
+        return []
+    names: list[str] = []
+    for r in runs:
+        names += [n for n in (r.memcg or {}) if n not in names and n != "cgroup"]
+    rows = [make_row("memory cgroup", "memcg.cgroup", "cgroup", "text",
+                     {r.label: (r.memcg or {}).get("cgroup") for r in runs})]
+    for n in names:
+        unit = "bytes" if n.startswith("memory.") and not n.startswith("memory.events") \
+            else "text" if n == "under_socket_pressure_at_end" else "count"
+        vals = {r.label: (r.memcg or {}).get(n) for r in runs}
+        if unit == "text":
+            vals = {k: None if v is None else ("yes" if v else "no") for k, v in vals.items()}
+        rows.append(make_row("memory cgroup", f"memcg.{n}", n, unit, vals, MEMCG_HINTS.get(n, "")))
+    return rows
+
+
 # -- the page ---------------------------------------------------------------------------------
 
 def _runs_table(runs: Sequence[HostRun]) -> str:
@@ -370,6 +440,8 @@ def _runs_table(runs: Sequence[HostRun]) -> str:
         tcp_mem = r.tcp_mem
         if tcp_mem:
             cond.append("tcp_mem " + " ".join(map(str, tcp_mem)) + " pages")
+        if r.memcg:
+            cond.append(f"memcg {r.memcg.get('cgroup')} limit {r.memcg_limit_pages} pages")
         sw = f'<span class="swatch" style="background:{style.run_color(i)}"></span>'
         out.append(f"<tr><td>{sw}<b>{h.esc(r.label)}</b></td><td>{h.esc(r.name)}</td>"
                    f"<td>{h.esc(r.base_profile)}</td>"
@@ -387,6 +459,11 @@ def _glance(r: HostRun) -> str:
         words = [f"memory pressure from {p['onset_s']:g} s",
                  f"{p.get('in_pressure_ms', 0) / 1000:.3g} s of {r.doc.get('duration_s', 0):g} s "
                  "in it", f"peak sockstat mem {p.get('peak_sockstat_mem')} pages"]
+    m = r.memcg
+    if m:
+        words.append(f"memcg ({m.get('cgroup')}) peak {m.get('peak_usage_pages')} of "
+                     f"{r.memcg_limit_pages} pages, {m.get('refused_charges')} charges refused, "
+                     f"{m.get('socket_pressure_ms', 0) / 1000:.3g} s under its pressure")
     for c in r.doc.get("classes", []):
         words.append(f"{c['class']}: {c['goodput_mbps']:g} Mbit/s, {c['drops']} drops")
     return " · ".join(words)

@@ -22,8 +22,12 @@ CAPTURES = [FIX / "host" / "memcg-v1-4", FIX / "memcg" / "memcg-v1-8"]
 def _kernel(path: Path) -> dict:
     rec = json.loads(path.with_suffix(".json").read_text())
     runs = [r["summary"] for r in rec["runs"]]
-    drops = sorted(r["counters"].get("TcpExtTCPRcvQDrop", 0) for r in runs)
-    return dict(rec["summary"], rcvq_drops=drops[len(drops) // 2])
+    def median(name: str) -> int:
+        values = sorted(r["counters"].get(name, 0) for r in runs)
+        return values[len(values) // 2]
+    return dict(rec["summary"], rcvq_drops=median("TcpExtTCPRcvQDrop"),
+                from_zero=median("TcpExtTCPFromZeroWindowAdv"),
+                to_zero=median("TcpExtTCPToZeroWindowAdv"))
 
 
 def _run(path: Path, engine: str = "python", **changes):
@@ -61,6 +65,18 @@ def test_the_cgroups_limit_holds_the_receivers_as_on_the_kernel(path):
     assert k["rcvq_drops"] > 0
     assert abs(r.nstat["TcpExtTCPRcvQDrop"] - k["rcvq_drops"]) <= 0.25 * k["rcvq_drops"]
     assert r.memcg["socket_pressure_entries"] >= 1 and r.memcg["refused_charges"] > 0
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
+def test_each_memory_drops_zero_window_reopens_as_on_the_kernel(path):
+    """A drop for memory sends a zero window that tcp_select_window() [6.14+] stores without
+    counting TCPToZeroWindowAdv; the next window counts TCPFromZeroWindowAdv. The kernel
+    counts 11 / 23 and no TCPToZeroWindowAdv; the host's nstat sums the same within 25 %."""
+    k = _kernel(path)
+    r = _run(path)
+    assert k["to_zero"] == r.nstat.get("TcpExtTCPToZeroWindowAdv", 0) == 0
+    assert k["from_zero"] > 0
+    assert abs(r.nstat["TcpExtTCPFromZeroWindowAdv"] - k["from_zero"]) <= 0.25 * k["from_zero"]
 
 
 def test_what_the_cgroup_costs_is_what_it_costs_the_kernel():

@@ -70,6 +70,31 @@ def test_a_capture_graded_against_itself_is_1_and_one_unit_off_keeps_the_windows
     assert sum(WEIGHTS.values()) == pytest.approx(1.0)
 
 
+def test_event_counts_zero_in_both_are_no_evidence_and_leave_the_grade():
+    """A capture with no zero window and no window update (veth-gso-fast: a fast reader)
+    agrees with every model that has none either; those terms are left out, the rest
+    renormalised -- they used to give 0.2 for nothing, and a replay matching none of the
+    windows graded "fair"."""
+    cap = Capture(PCAPS / "veth-gso-fast.pcap.gz", split_gso=True)
+    k = cap.k
+    end = k.end_ns
+    assert grade(k, k, end).total == pytest.approx(1.0)
+    unit = 128
+    wrong = replace(k, acks=[Ack(a.t_ns, a.ack_seq, a.win + 10 * unit, a.win_raw + 10)
+                             for a in k.acks])
+    g = grade(k, wrong, end)
+    assert g.zero_windows == (0, 0) and g.window_updates == (0, 0)
+    assert g.terms["zero_windows"] is None and g.terms["window_updates"] is None
+    assert g.terms["windows"] == 0.0 and g.within_unit == 0
+    have = {n: v for n, v in g.terms.items() if v is not None}
+    want = sum(WEIGHTS[n] * v for n, v in have.items()) / sum(WEIGHTS[n] for n in have)
+    assert g.total == pytest.approx(want, abs=1e-6)
+    assert g.total < 0.6                          # no window matched: not a fit
+    # counts the capture has and the model has not still score (0), and are not left out
+    gl = grade(k, replace(wrong, acks=[Ack(a.t_ns, a.ack_seq, 0, 0) for a in wrong.acks]), end)
+    assert gl.zero_windows[1] > 0 and gl.terms["zero_windows"] == 0.0
+
+
 def test_the_fit_never_ends_below_its_start_and_reports_every_unknown():
     cap = Capture(USER)
     start = cap.start()
@@ -223,3 +248,54 @@ def test_a_split_super_segment_is_written_as_one_write():
     sizes = [n for _, n in ticks]
     assert sum(sizes) == sum(n for _, n, _ in cap.k.writes) and len(ticks) < len(cap.k.writes)
     assert sizes[:4] == [7240, 7240, 14480, 21720]          # the capture's first transmissions
+
+
+def test_a_kernel_is_searched_from_its_own_starts_not_only_where_the_first_ended():
+    """veth-gso-fast (6.18, offloads on, split): linux-7.1's search, first, ends with a
+    blocking reader and no window within a unit (its DRS, damped below 1 ms of RTT, never
+    opens the window as far); seeded there only, linux-6.18 stayed at 0.51. From its own
+    starts too it finds its fit alone (a reader of 128 KiB every ms, 22 of 29 windows) and
+    ranks first; 7.1 is ruled out."""
+    cap = Capture(PCAPS / "veth-gso-fast.pcap.gz", split_gso=True)
+    r = rank(cap, [("linux-7.1", ()), ("linux-6.18", ())])
+    best = r.fits[0]
+    assert best.profile == "linux-6.18" and r.fits_well and r.tells_apart
+    assert best.grade.total == pytest.approx(fit(cap, "linux-6.18").grade.total)
+    assert best.grade.within_unit_fraction >= 0.7
+    assert r.verdicts["linux-7.1"] == "ruled out"
+
+
+def test_a_kernel_grades_at_least_what_it_grades_at_another_kernels_fit():
+    """veth-gso-fast: linux-6.14's own search ends near 0.60; at linux-6.18's fitted
+    unknowns it grades as 6.18 does (both have the slow-start term of tcp_rcvbuf_grow()
+    that opens the window past 1 MB after one read), so the two are consistent -- 6.14 was
+    "ruled out" by its search, not by the capture."""
+    cap = Capture(PCAPS / "veth-gso-fast.pcap.gz", split_gso=True)
+    alone = fit(cap, "linux-6.14")
+    # seeded from linux-7.1's ends (no fit there) and searched from its own starts, 6.14
+    # does not reach 6.18's fit; at 6.18's fitted values it does
+    r = rank(cap, [("linux-7.1", ()), ("linux-6.18", ()), ("linux-6.14", ())])
+    g = {f.profile: f.grade.total for f in r.fits}
+    assert alone.grade.total < g["linux-6.18"] - 0.1
+    assert g["linux-6.14"] == pytest.approx(g["linux-6.18"], abs=0.02)
+    assert r.verdicts["linux-6.14"] == r.verdicts["linux-6.18"] == "consistent"
+    assert r.verdicts["linux-7.1"] == "ruled out"
+
+
+def test_a_split_super_segment_reaches_the_model_receiver_as_the_kernels_skb():
+    """veth-gso-fast recaptured with bpftrace on tcp:tcp_probe (6.18, offloads on): each
+    super-segment reached tcp_rcv_established() as one skb of its whole payload, truesize
+    payload + 832 B, and drew one ACK; scaling_ratio 229 after the first (7240 x 256 / 8072)
+    gave the windows 79744 and 94208 B (docs/bring-your-own-capture.md, "When nothing
+    fits"). Replayed on veth-direct the model's receiver gets the same skbs and windows."""
+    from tcpsim.pcap.fit import Unknowns
+    cap = Capture(PCAPS / "veth-gso-fast.pcap.gz", split_gso=True)
+    g, rp = cap.replay("linux-6.18", (), Unknowns(reader="never", device="veth-direct"))
+    c = rp.columns
+    rx = [(c["len"][i], c["truesize"][i]) for i in range(len(c["t_ns"]))
+          if c["sock"][i] == "rcv" and c["event"][i] == "rx"]
+    assert rx[:2] == [(7240, 8072), (7240, 8072)]
+    assert [c["scaling_ratio"][i] for i in range(len(c["t_ns"]))
+            if c["sock"][i] == "rcv" and c["event"][i] == "tx"][1] == 229
+    assert [a.win for a in cap.last_full[1].acks[:2]] == [a.win for a in cap.k.acks[:2]] == [
+        79744, 94208]

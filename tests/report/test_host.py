@@ -177,3 +177,32 @@ def test_host_files_that_are_not_traces_say_what_they_are(tmp_path, monkeypatch,
                                str(tmp_path / "x.html")], monkeypatch, capsys)
     lines = err.strip().splitlines()
     assert code != 0 and len(lines) == 1 and "a host run's, not a connection's trace" in lines[0]
+
+
+def test_a_memcg_hosts_report_shows_the_cgroup(tmp_path):
+    """With a `[memcg]` the report draws the cgroup's usage against its limit (the cgroup, not
+    tcp_mem, stops these receivers), says so at a glance, and tables its numbers under the
+    cgroup files' names; a run without one shows "—" there."""
+    from pathlib import Path
+
+    from tcpsim.host.scenario import load_host
+    from tcpsim.report.host import host_report_html
+    fix = Path(__file__).resolve().parents[1] / "fixtures" / "host" / "memcg-v1-4.toml"
+    r = run_host(load_host(fix), engine="python", timing="exact")
+    held = host_run("memcg", r)
+    fig = memory_figure([held])
+    names = [t.name for t in fig.data]
+    usage = fig.data[names.index("memcg (v1) usage")]
+    assert max(usage.y) == r.memcg["peak_usage_pages"] == 100
+    assert "memcg limit = 100" in names
+    rows = {row["key"]: row for row in host_rows([held])}
+    assert rows["memcg.refused_charges"]["values"]["memcg"] == r.memcg["refused_charges"] > 0
+    assert rows["memcg.memory.kmem.tcp.max_usage_in_bytes"]["values"]["memcg"] == 409600
+    page = host_report_html([held])
+    assert "memory cgroup" in page and "memcg (v1) peak 100 of 100 pages" in page
+    free = dict(held.doc)
+    free.pop("memcg")
+    both = host_rows([held, host_run("none", free)])
+    row = next(x for x in both if x["key"] == "memcg.refused_charges")
+    assert row["values"]["none"] is None
+    assert not [x for x in host_rows([host_run("none", free)]) if x["section"] == "memory cgroup"]
