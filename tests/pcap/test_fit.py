@@ -212,7 +212,8 @@ def test_the_search_runs_from_each_start_device_and_keeps_the_better_end():
     assert len(START_DEVICES) == 2 and cap.start_feeds() == ["as-sent", "paced", "pauses"]
     assert len(f.ends) == len(cap.starts()) == 6      # each start device under each feed
     alone = fit(cap, "linux-6.18", start=cap.starts()[0])
-    assert alone.ends == [alone.best] and alone.best.device == "veth-direct"
+    assert alone.ends == [alone.best]
+    assert alone.best.device == "veth-direct" or "shared=on" in alone.best.device   # clones
     assert alone.grade.within_unit_fraction < 0.1    # (0.618 with the writer's hold fitted)
     assert f.grade.total > alone.grade.total and f.best == max(
         f.ends, key=lambda u: cap.replay("linux-6.18", (), u, full=False)[0].total)
