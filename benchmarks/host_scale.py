@@ -2,8 +2,10 @@
 single-connection cases (tcpsim/bench_host.py; `tcpsim bench --hosts` runs the same).
 
     python benchmarks/host_scale.py [--quick] [--sizes 1000,10000] [--against TREE]
-                                    [--no-single] [--json]
+                                    [--no-single] [--threads 1,2] [--probe] [--json]
 
+`--threads 1,2` runs each host case once per value, back to back (>= 2: the host in CPU order
+on that many threads, src/engine/parallel.rs) and prints the wall and CPU ratios.
 `--against TREE` runs each host case on another source tree (a checkout with its native engine
 built, e.g. `git worktree add /tmp/base HEAD~3`) just before this one and prints the CPU ratio.
 
@@ -26,11 +28,17 @@ def main() -> None:
                     help="another source tree (native built) to run each host case on first")
     ap.add_argument("--no-single", action="store_true",
                     help="only the host cases (not the single-connection ones)")
+    ap.add_argument("--threads", default="1",
+                    help="threads of each host case, e.g. 1,2 (each measured back to back)")
+    ap.add_argument("--probe", action="store_true",
+                    help="also time what each of 2 threads runs, one after the other (what "
+                         "threads gain on free cores, whatever the machine's load)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     sizes = tuple(int(x) for x in a.sizes.split(",")) if a.sizes else None
     out = host_benchmarks(quick=a.quick, echo=None if a.json else print, sizes=sizes,
-                          against=a.against, single=not a.no_single)
+                          against=a.against, single=not a.no_single,
+                          threads=tuple(int(x) for x in a.threads.split(",")), probe=a.probe)
     if a.json:
         print(json.dumps(out, indent=2))
 

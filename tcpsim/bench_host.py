@@ -52,8 +52,15 @@ lifetime = {{exponential = "10s"}}
 """
 
 
-def child(n: int, duration: str, engine: str) -> dict[str, Any]:
-    """One case, in this process: the timings, events and peak RSS."""
+def child(n: int, duration: str, engine: str, threads: int = 1,
+          mode: str = "threads") -> dict[str, Any]:
+    """One case, in this process: the timings, events and peak RSS. `threads` >= 2: the
+    host in CPU order on that many threads (src/engine/parallel.rs); `digest` identifies
+    the run's numbers (the same for any `threads` whenever CPU order and host order agree,
+    as they do on this mix). `mode` "probe": the threads' windows run one after the other,
+    timed (`balance`: their total and critical-path seconds)."""
+    import dataclasses
+    import hashlib
     from tcpsim.catalog import get_profile
     from tcpsim.host.outputs import host_result
     from tcpsim.host.plan import HostSample
@@ -64,8 +71,10 @@ def child(n: int, duration: str, engine: str) -> dict[str, Any]:
     if "tcp_mem" not in get_profile("linux-6.1").known_sysctls():     # a model without a pool
         text = "\n".join(ln for ln in text.splitlines() if "tcp_mem" not in ln and "[sysctl]" != ln)
     host = read_host_text(text)
-    plan = expand(host)
+    plan = dataclasses.replace(expand(host), threads=threads, run_mode=mode)
     t1 = time.perf_counter()
+    load = os.getloadavg()[0]
+    windows = balance = None
     profile = get_profile(host.profile)
     cpu0 = time.process_time()
     if engine == "native":
@@ -75,16 +84,23 @@ def child(n: int, duration: str, engine: str) -> dict[str, Any]:
         sim.run_loop()
         st = sim.host_stats()
         events, samples = st["events"], [HostSample(*s) for s in st["samples"]]
+        windows = sim.sim.host_windows
+        balance = sim.sim.host_balance
+        digest = hashlib.sha256(json.dumps(st, sort_keys=True).encode()).hexdigest()[:12]
     else:
         from tcpsim.engine.simulation import Simulation
         sim = Simulation.of_host(plan, profile)
         t2 = time.perf_counter()
         sim.run_loop()
-        events, samples = sim.sched.steps, sim.samples
+        events, samples = sim.steps, sim.samples
+        digest = ""
     t3 = time.perf_counter()
     cpu = time.process_time() - cpu0
     r = host_result(plan, profile.name, samples, [], None, events, t3 - t2)
     return {"connections": n, "flows": len(plan.flows), "duration": duration, "engine": engine,
+            "threads": threads, "mode": mode, "windows": windows, "digest": digest,
+            "balance_s": [round(x / 1e9, 3) for x in balance] if balance else None,
+            "load": [round(load, 2), round(os.getloadavg()[0], 2)],
             "population_s": round(t1 - t0, 3), "build_s": round(t2 - t1, 3),
             "run_s": round(t3 - t2, 3), "total_s": round(t3 - t0, 3), "events": events,
             "build_run_cpu_s": round(cpu, 3),
@@ -95,13 +111,15 @@ def child(n: int, duration: str, engine: str) -> dict[str, Any]:
 
 
 def run_case(n: int, duration: str = "60s", engine: str = "native",
-             tree: str | None = None) -> dict[str, Any]:
+             tree: str | None = None, threads: int = 1,
+             mode: str = "threads") -> dict[str, Any]:
     """One case in a child process (its own peak RSS); `tree`: the source tree (a checkout
     with its native engine built) whose tcpsim runs it, default this one."""
     env = None
     if tree is not None:
         env = {**os.environ, "PYTHONPATH": tree}
-    out = subprocess.run([sys.executable, "-m", "tcpsim.bench_host", str(n), duration, engine],
+    args = [str(n), duration, engine] + ([str(threads), mode] if threads != 1 else [])
+    out = subprocess.run([sys.executable, "-m", "tcpsim.bench_host", *args],
                          capture_output=True, text=True, check=True, cwd=tree, env=env)
     row = dict(json.loads(out.stdout.strip().splitlines()[-1]))
     if tree is not None:
@@ -113,6 +131,16 @@ def format_case(row: dict[str, Any]) -> str:
     goal = GOALS.get(row["connections"])
     g = ""
     tree = f" [{row['tree']}]" if "tree" in row else ""
+    threads = row.get("threads", 1)
+    if threads > 1:
+        tw, ow, restarts = row.get("windows") or (0, 0, 0)
+        how = "probed on one thread" if row.get("mode") == "probe" else f"on {threads} threads"
+        tree += (f" {how} (CPU order: {tw} windows threaded, {ow} in order, "
+                 f"{restarts} restarts)")
+        if row.get("balance_s"):
+            busy, critical = row["balance_s"]
+            tree += (f" [threads' windows {busy:.2f} s one after the other, slowest "
+                     f"thread's {critical:.2f} s: {busy / max(1e-9, critical):.2f}x on free cores]")
     if goal is not None:
         wall, rss = goal
         g = f"   goal <= {wall:g} s" + (f", RSS <= {rss >> 30} GB" if rss else "")
@@ -121,18 +149,24 @@ def format_case(row: dict[str, Any]) -> str:
             f"(+ population {row['population_s']:.2f} s, build {row['build_s']:.2f} s; total "
             f"{row['total_s']:.2f} s; build + run CPU {row['build_run_cpu_s']:.2f} s), "
             f"{row['events']} events, {row['us_per_event']} us/event, "
-            f"peak RSS {row['rss_bytes'] / 2**20:.0f} MiB{g}")
+            f"peak RSS {row['rss_bytes'] / 2**20:.0f} MiB, load "
+            f"{'-'.join(str(x) for x in row.get('load') or ())}, "
+            f"results {row.get('digest') or '-'}{g}")
 
 
 def host_benchmarks(quick: bool = False, echo: Any = print,
                     sizes: tuple[int, ...] | None = None, against: str | None = None,
-                    single: bool = True) -> dict[str, Any]:
+                    single: bool = True, threads: tuple[int, ...] = (1,),
+                    probe: bool = False) -> dict[str, Any]:
     """`tcpsim bench --hosts`: the host cases (1 000 and 10 000 connections, 60 s; --quick:
     200 and 1 000 for 10 s), then the single-connection cases of `tcpsim bench` on the
     native engine (--quick durations), measured in one invocation. `against`: another
     source tree (e.g. a checkout of the commit before a change, its native engine built)
     runs each host case just before this one, and the CPU ratio is printed: the two
-    measured side by side on a shared machine."""
+    measured side by side on a shared machine. `threads`: each case once per value, back
+    to back (2: CPU order on two threads), with the wall and CPU ratio to the first; `probe`:
+    then CPU order on 2 threads probed (each window's threads timed one after the other: what
+    threads gain on free cores, whatever the load)."""
     from tcpsim.bench import run_benchmarks
     duration = "10s" if quick else "60s"
     sizes = sizes or ((200, 1000) if quick else (1000, 10000))
@@ -146,10 +180,24 @@ def host_benchmarks(quick: bool = False, echo: Any = print,
             hosts.append(base)
             if echo:
                 echo(format_case(base))
-        row = run_case(n, duration, "native")
-        hosts.append(row)
+        first = None
+        for th in threads:
+            row = run_case(n, duration, "native", threads=th)
+            hosts.append(row)
+            if echo:
+                echo(format_case(row))
+                if first is not None:
+                    echo(f"         {th} threads / {first['threads']}: wall "
+                         f"{row['total_s'] / max(1e-9, first['total_s']):.2f}x, CPU "
+                         f"{row['build_run_cpu_s'] / max(1e-9, first['build_run_cpu_s']):.2f}x"
+                         f", results {'the same' if row['digest'] == first['digest'] else 'DIFFER'}")
+            first = first or row
+        if probe:
+            row = run_case(n, duration, "native", threads=2, mode="probe")
+            hosts.append(row)
+            if echo:
+                echo(format_case(row))
         if echo:
-            echo(format_case(row))
             if against is not None:
                 echo(f"         this tree / {against}: CPU "
                      f"{row['build_run_cpu_s'] / max(1e-9, base['build_run_cpu_s']):.2f}x, "
@@ -163,4 +211,6 @@ def host_benchmarks(quick: bool = False, echo: Any = print,
 
 
 if __name__ == "__main__":
-    print(json.dumps(child(int(sys.argv[1]), sys.argv[2], sys.argv[3])))
+    print(json.dumps(child(int(sys.argv[1]), sys.argv[2], sys.argv[3],
+                           int(sys.argv[4]) if len(sys.argv) > 4 else 1,
+                           sys.argv[5] if len(sys.argv) > 5 else "threads")))

@@ -73,6 +73,11 @@ pub struct ProtoMemory {
     pub TCPMemoryPressures: AtomicI64,
     /// ms spent under pressure, counted when pressure is left.
     pub TCPMemoryPressuresChrono: AtomicI64,
+    /// Per CPU: the pages its flushes moved into `allocated` since `mark_window`, and the
+    /// most they reached (a window run on several threads is checked with them:
+    /// src/engine/parallel.rs). Bookkeeping of the engine, not of the kernel.
+    pub flushed: Vec<AtomicI64>,
+    pub flushed_max: Vec<AtomicI64>,
 }
 
 /// The pool's fields as plain values (Python's `ProtoMemory.snapshot()`).
@@ -117,6 +122,8 @@ impl ProtoMemory {
             sockets_batch: percpu_counter_batch(ncpus),
             TCPMemoryPressures: AtomicI64::new(0),
             TCPMemoryPressuresChrono: AtomicI64::new(0),
+            flushed: (0..ncpus).map(|_| AtomicI64::new(0)).collect(),
+            flushed_max: (0..ncpus).map(|_| AtomicI64::new(0)).collect(),
         })
     }
 
@@ -147,6 +154,7 @@ impl ProtoMemory {
         if local >= self.pcpu_rsv.load(Relaxed) {
             self.allocated.fetch_add(local, Relaxed);
             slot.store(0, Relaxed);
+            self.note_flush(cpu, local);
         } else {
             slot.store(local, Relaxed);
         }
@@ -160,9 +168,39 @@ impl ProtoMemory {
         if local <= -self.pcpu_rsv.load(Relaxed) {
             self.allocated.fetch_add(local, Relaxed);
             slot.store(0, Relaxed);
+            self.note_flush(cpu, local);
         } else {
             slot.store(local, Relaxed);
         }
+    }
+
+    /// Count a flush of `pages` from `cpu` into the global counter (`flushed`).
+    #[inline]
+    fn note_flush(&self, cpu: usize, pages: i64) {
+        // one writer per CPU (its thread): a load and a store, no locked add
+        let f = self.flushed[cpu].load(Relaxed) + pages;
+        self.flushed[cpu].store(f, Relaxed);
+        if f > self.flushed_max[cpu].load(Relaxed) {
+            self.flushed_max[cpu].store(f, Relaxed);
+        }
+    }
+
+    /// Start a window: every CPU's `flushed` and `flushed_max` back to 0.
+    pub fn mark_window(&self) {
+        for c in self.flushed.iter().chain(&self.flushed_max) {
+            c.store(0, Relaxed);
+        }
+    }
+
+    /// The most the global counter can have been since `mark_window`, whatever the order
+    /// of the CPUs' flushes: what it was then plus every CPU's largest net flush since.
+    pub fn window_peak(&self, at_mark: i64) -> i64 {
+        at_mark
+            + self
+                .flushed_max
+                .iter()
+                .map(|c| c.load(Relaxed))
+                .sum::<i64>()
     }
 
     /// Pages charged by the sockets, per-CPU reserves included (the truth the global counter
@@ -291,6 +329,23 @@ mod tests {
         assert_eq!(p.snapshot().per_cpu_fw_alloc, vec![0, -10]);
         p.memory_allocated_sub(1, 246);
         assert_eq!(p.memory_allocated(), 0);
+    }
+
+    #[test]
+    fn a_window_peak_bounds_the_counter_in_any_order_of_the_cpus() {
+        let p = ProtoMemory::new((1000, 2000, 3000), 2, 4).unwrap();
+        p.memory_allocated_add(0, 10);
+        let at_mark = p.memory_allocated();
+        p.mark_window();
+        // CPU 0 flushes +5, then -5 (net 0, most 5); CPU 1 flushes +4 then +4 (most 8)
+        p.memory_allocated_add(0, 5);
+        p.memory_allocated_sub(0, 5);
+        p.memory_allocated_add(1, 4);
+        p.memory_allocated_add(1, 4);
+        assert_eq!(p.memory_allocated(), at_mark + 8);
+        assert_eq!(p.window_peak(at_mark), at_mark + 5 + 8);
+        p.mark_window();
+        assert_eq!(p.window_peak(7), 7);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::devices;
 use crate::engine::apps::App;
+use crate::engine::parallel::HostRun;
 use crate::engine::random::Random;
 use crate::engine::replay::{ReplayReader, ReplayWriter};
 use crate::engine::simulation::{
@@ -298,6 +299,9 @@ impl Column {
 #[pyclass(name = "Simulation")]
 struct PySimulation {
     sim: Simulation,
+    /// A host run in CPU order (`threads` >= 2: src/engine/parallel.rs); `sim` is its first
+    /// part until it has run.
+    host: Option<HostRun>,
     segment_cls: Py<PyAny>,
     /// Where a user's Python patch leaves what it raised (None: no Python patch).
     patch_error: Option<PatchError>,
@@ -346,7 +350,40 @@ impl PySimulation {
                 _ => None,
             },
         };
-        let mut sim = Simulation::new(specs, spec).map_err(PyValueError::new_err)?;
+        let threads: usize = match cfg.get_item("threads")? {
+            Some(t) if !t.is_none() => t.extract()?,
+            _ => 1,
+        };
+        let replay = ["replay_writer", "replay_reader"].iter().any(|k| {
+            cfg.get_item(*k)
+                .ok()
+                .flatten()
+                .is_some_and(|v| !v.is_none())
+        });
+        let py_patch = cfg.get_item("py_policy")?.is_some_and(|c| !c.is_none());
+        let (mut sim, host) = if threads >= 2 {
+            if replay || py_patch {
+                return Err(PyValueError::new_err(
+                    "threads: a host run in CPU order takes no replay or Python patch",
+                ));
+            }
+            // `parallel` False: the same order on one thread (the same bytes); `probe` too,
+            // the threads' windows timed
+            let flag = |k: &str| -> PyResult<Option<bool>> {
+                Ok(cfg.get_item(k)?.and_then(|v| v.extract::<bool>().ok()))
+            };
+            let ordered = flag("parallel")? == Some(false);
+            let on = if ordered { 1 } else { threads };
+            let (sim, mut host) = HostRun::new(specs, spec, on).map_err(PyValueError::new_err)?;
+            // `probe`: the threads' windows run one group after the other, timed
+            host.probe = flag("probe")? == Some(true);
+            (sim, Some(host))
+        } else {
+            (
+                Simulation::new(specs, spec).map_err(PyValueError::new_err)?,
+                None,
+            )
+        };
         sim.halt = halt;
         if let Some(w) = cfg.get_item("replay_writer")?.filter(|w| !w.is_none()) {
             let w: Bound<'_, PyDict> = w.cast_into()?;
@@ -365,9 +402,9 @@ impl PySimulation {
             .import("tcpsim.core.segment")?
             .getattr("Segment")?
             .unbind();
-        let py_patch = cfg.get_item("py_policy")?.is_some_and(|c| !c.is_none());
         Ok(PySimulation {
             sim,
+            host,
             segment_cls,
             patch_error: py_patch.then_some(error),
         })
@@ -379,6 +416,11 @@ impl PySimulation {
     /// patch's points need it (re-taken at each call it cost a little more, within noise:
     /// docs/performance.md).
     fn run_some(&mut self, py: Python<'_>, max_rows: usize, max_steps: u64) -> PyResult<()> {
+        if let Some(host) = self.host.as_mut() {
+            let sim = &mut self.sim;
+            py.detach(|| host.run(sim));
+            return Ok(());
+        }
         let sim = &mut self.sim;
         match &self.patch_error {
             None => {
@@ -390,6 +432,25 @@ impl PySimulation {
                 take_error(slot)
             }
         }
+    }
+
+    /// A host run in CPU order: (windows run on threads, windows run in order, restarts),
+    /// every attempt's windows counted; None for a run in host order.
+    #[getter]
+    fn host_windows(&self) -> Option<(u64, u64, u32)> {
+        self.host
+            .as_ref()
+            .map(|h| (h.windows_threaded, h.windows_ordered, h.restarts))
+    }
+
+    /// A probed host run in CPU order (`probe`): (ns the threads' windows took, one group
+    /// after the other; ns of each such window's slowest group, added up).
+    #[getter]
+    fn host_balance(&self) -> Option<(u128, u128)> {
+        self.host
+            .as_ref()
+            .filter(|h| h.probe)
+            .map(|h| (h.busy_ns, h.critical_ns))
     }
 
     #[getter]

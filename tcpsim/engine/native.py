@@ -278,6 +278,8 @@ class NativeSimulation:
             "duration": plan.duration, "skip": skip, "tap": tap is not None,
             "sample_every": plan.sample_every, "ncpus": plan.ncpus,
             "local_peers": plan.local_peers,
+            "threads": plan.threads, "parallel": plan.run_mode != "ordered",
+            "probe": plan.run_mode == "probe",
             "pool": pool_config(plan, profile),
             "memcg": memcg_config(plan, profile),
             "replay_writer": (replay or {}).get("writer"),

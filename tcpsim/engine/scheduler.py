@@ -134,6 +134,29 @@ class Scheduler:
         """Time of the next event, INFINITY when none is scheduled."""
         return self._queue[0][0] if self._queue else INFINITY
 
+    def run_ahead(self, until: int, part: int, other: tuple[int, int, int] | None,
+                  progress: Callable[[int], None] | None = None) -> None:
+        """Run this schedule's events due by `until` while they come before `other`, the
+        (time, priority, part) of another schedule's next event, this one being part `part`
+        (a host run in CPU order: tcpsim/engine/simulation.py `Simulation._run`)."""
+        queue = self._queue
+        env = self.env
+        n = 0
+        try:
+            while queue and queue[0][0] <= until and (
+                    other is None or (queue[0][0], queue[0][1], part) < other):
+                if queue[0][3].__class__ is _Call:
+                    env.clock, _, _, call = heappop(queue)
+                    call.callbacks = None
+                    call.fn(*call.args)
+                else:
+                    env.step()
+                n += 1
+                if progress is not None and not n & 0x3FFF:
+                    progress(self.env.clock)
+        finally:
+            self.steps += n
+
     def run(self, until: int, progress: Callable[[int], None] | None = None) -> None:
         """Run events up to and including time `until`. A `_Call` (every event on the
         per-packet path) is run here, straight: what env.step() would do with it, without its

@@ -28,7 +28,8 @@ from tcpsim.engine.result import (Peaks, RunResult, StopRun, Tally, few_gc_passe
                                   stop_hook, summarize)
 from tcpsim.engine.scheduler import TIMER, Scheduler
 from tcpsim.host.outputs import FlowRecord, flow_counters
-from tcpsim.host.plan import Flow, HostPlan, HostSample, host_sample, make_memcg, make_pool
+from tcpsim.host.plan import (Flow, HostPlan, HostSample, cpu_parts, host_sample, make_memcg,
+                              make_pool)
 from tcpsim.policy import Profile
 from tcpsim.scenario import Scenario
 
@@ -54,7 +55,7 @@ class Connection:
         self.tap = tap
         profile = self.profile = host.profile
         self.skip = host.skip
-        self.sched = host.sched
+        self.sched = host.sched_of(index)
         sysctls = profile.default_sysctls().with_overrides(
             scenario.sysctl, known=profile.known_sysctls(), profile=profile.name)
         self.sysctls = sysctls
@@ -318,7 +319,7 @@ class Connection:
         """What the engine counted for this connection."""
         rev = self.rev_writer is not None and self.rev_reader is not None
         return Tally(
-            events=self.host.sched.steps, packets=self.ab.sent + self.ba.sent,
+            events=self.host.steps, packets=self.ab.sent + self.ba.sent,
             established_at=self.established_at, died_at=self.died_at,
             written=self.writer.written, read_bytes=self.reader.read_bytes, peaks=self.peaks,
             rev_written=self.rev_writer.written if rev else None,       # type: ignore[union-attr]
@@ -339,8 +340,13 @@ class Simulation:
         self.profile = profile
         self.skip = skip
         self.sink = sink
-        self.sched = Scheduler()
         self.plan = plan or HostPlan.single(scenario)
+        # host order: one schedule; CPU order (threads >= 2): one per CPU with a flow, flow i
+        # on CPU i % ncpus, events by (time, priority, CPU) -- the native engine runs the
+        # same order on several threads (native/src/engine/parallel.rs); here on one
+        self.parts = cpu_parts(self.plan)
+        self.scheds = [Scheduler() for _ in range(self.parts)]
+        self.sched = self.scheds[0]
         self.duration = self.plan.duration
         self.ncpus = self.plan.ncpus
         self.pool = make_pool(self.plan, profile)
@@ -350,9 +356,21 @@ class Simulation:
         self.samples: list[HostSample] = []
         self.cut_at: int | None = None       # where a stop cut the run short (ns), if one did
         self._tap = tap
-        self._pending = sorted(range(len(self.plan.flows)),
-                               key=lambda i: (self.plan.flows[i].start, i), reverse=True)
-        self._build_due()                     # the flows of time 0, opened by run()
+        # per part: the flows not yet built, latest start first
+        self._pending = [sorted((i for i in range(len(self.plan.flows)) if i % self.parts == k),
+                                key=lambda i: (self.plan.flows[i].start, i), reverse=True)
+                         for k in range(self.parts)]
+        for k in range(self.parts):
+            self._build_due(k)                # the flows of time 0, opened by run()
+
+    def sched_of(self, index: int) -> Scheduler:
+        """The schedule of flow `index`'s events (its CPU's, in CPU order)."""
+        return self.scheds[index % self.parts]
+
+    @property
+    def steps(self) -> int:
+        """Events run, every part's."""
+        return sum(s.steps for s in self.scheds)
 
     @classmethod
     def of_host(cls, plan: HostPlan, profile: Profile, skip: bool = True,
@@ -377,10 +395,10 @@ class Simulation:
     def sysctls(self) -> Any:
         return self.conns[0].sysctls
 
-    def _build_due(self) -> list[Connection]:
-        """Build every flow whose start has come (in start, then index order)."""
-        now = self.sched.env.clock
-        pending = self._pending
+    def _build_due(self, part: int) -> list[Connection]:
+        """Build every flow of `part` whose start has come (in start, then index order)."""
+        now = self.scheds[part].env.clock
+        pending = self._pending[part]
         built = []
         while pending and self.plan.flows[pending[-1]].start <= now:
             i = pending.pop()
@@ -397,16 +415,18 @@ class Simulation:
         for_flow = getattr(self.sink, "for_flow", None)
         return for_flow(i) if for_flow is not None else self.sink
 
-    def _open(self, conns: Sequence[Connection]) -> None:
-        """Open connections just built; the next flow to start is woken at its start."""
+    def _open(self, conns: Sequence[Connection], part: int) -> None:
+        """Open connections of `part` just built; its next flow to start is woken then."""
         for c in conns:
             self.live += 1
             c.open()
-        if self._pending:
-            self.sched.at(self.plan.flows[self._pending[-1]].start, TIMER, self._open_due)
+        pending = self._pending[part]
+        if pending:
+            self.scheds[part].at(self.plan.flows[pending[-1]].start, TIMER, self._open_due,
+                                 part)
 
-    def _open_due(self) -> None:
-        self._open(self._build_due())
+    def _open_due(self, part: int) -> None:
+        self._open(self._build_due(part), part)
 
     def closed(self, conn: Connection) -> None:
         """A connection's lifetime ended (Connection.close)."""
@@ -418,7 +438,7 @@ class Simulation:
         order of everything else stays as it was."""
         owners = {id(x) for x in (conn, conn.ab, conn.ba, conn.writer, conn.reader,
                                   conn.rev_writer, conn.rev_reader) if x is not None}
-        for entry in self.sched.env.heap:
+        for entry in conn.sched.env.heap:
             call = entry[3]
             if id(getattr(getattr(call, "fn", None), "__self__", None)) in owners:
                 call.fn, call.args = _noop, ()
@@ -434,7 +454,8 @@ class Simulation:
         """Run for the host's duration (`wall`: the seconds it took): open the flows of time
         0, run the events, sample the host every `plan.sample_every`. A stop asked for
         (tcpsim/interrupt.py) ends the run at that event: `cut_at` says when."""
-        self._open(self.conns)
+        for k in range(self.parts):
+            self._open([c for c in self.conns if c.index % self.parts == k], k)
         wall = time.perf_counter()
         every = self.plan.sample_every
         hook = stop_hook(progress)
@@ -444,15 +465,34 @@ class Simulation:
                 if every:
                     t = 0
                     while t <= self.duration:
-                        self.sched.run(t, hook)
+                        self._run(t, hook)
                         self.samples.append(self.sample(t))
                         t += every
-                self.sched.run(self.duration, hook)
+                self._run(self.duration, hook)
             except StopRun:
-                end = self.cut_at = self.sched.now
+                end = self.cut_at = max(s.now for s in self.scheds)
+        # the run ends at the host's last event: a flow's queue area is counted up to it
+        last = max(s.env.clock for s in self.scheds)
+        for s in self.scheds:
+            s.env.clock = last
         for c in self.conns:
             c.finish(end + 1)
         self.wall = time.perf_counter() - wall
+
+    def _run(self, until: int, hook: Any) -> None:
+        """Run the events due by `until`: in CPU order, by (time, priority, part), a part
+        running on while its next event comes first."""
+        if self.parts == 1:
+            self.sched.run(until, hook)
+            return
+        scheds = self.scheds
+        while True:
+            heads = sorted((q[0][0], q[0][1], k) for k, s in enumerate(scheds)
+                           if (q := s._queue) and q[0][0] <= until)
+            if not heads:
+                return
+            scheds[heads[0][2]].run_ahead(until, heads[0][2],
+                                          heads[1] if len(heads) > 1 else None, hook)
 
     def sample(self, t: int) -> HostSample:
         """The host at time `t` (after its events): sockstat's TCP line and the pool."""

@@ -50,6 +50,12 @@ class HostPlan:
     memcg: tuple[int, int, int] | None = None
     name: str = ""
     seed: int = 1
+    # threads >= 2: the host runs in CPU order (cpu_parts; native: src/engine/parallel.rs),
+    # its windows on that many threads where nothing shared can tell. How the native engine
+    # runs it (the same bytes every way): "threads"; "ordered" on one thread; "probe" on one
+    # thread, timing what each thread would have run (benchmarks/host_scale.py)
+    threads: int = 1
+    run_mode: str = "threads"
 
     @classmethod
     def single(cls, scenario: Scenario) -> "HostPlan":
@@ -80,6 +86,14 @@ def with_fields(obj: Any, **changes: Any) -> Any:
     d.update(obj.__dict__)
     d.update(changes)
     return new
+
+
+def cpu_parts(plan: HostPlan) -> int:
+    """How many schedules a host runs on: 1 in host order (threads = 1), else one per CPU
+    that has a flow (flow i on CPU i % ncpus; native/src/engine/parallel.rs `parts_for`)."""
+    if plan.threads <= 1:
+        return 1
+    return max(1, min(plan.ncpus, len(plan.flows)))
 
 
 def host_sysctls(plan: HostPlan, profile: Profile) -> Any:

@@ -199,4 +199,4 @@ def expand(host: HostScenario, timing: str | None = None) -> HostPlan:
                     ncpus=host.cpus, sample_every=host.sample_every,
                     local_peers=host.peers == "local",
                     traced=frozenset(host.trace_connections), name=host.name, seed=host.seed,
-                    memcg=host.memcg)
+                    memcg=host.memcg, threads=host.threads)

@@ -114,7 +114,7 @@ def run_host(host: HostScenario, engine: str | None = None, skip: bool = True,
     sim = Simulation.of_host(plan, profile, skip=skip, sink=sink)
     sim.run_loop(progress)
     flows = [c.record() for c in sim.conns]
-    return host_result(plan, profile.name, sim.samples, flows, sim.pool, sim.sched.steps,
+    return host_result(plan, profile.name, sim.samples, flows, sim.pool, sim.steps,
                        sim.wall, host.as_dict(), sim.memcg)
 
 

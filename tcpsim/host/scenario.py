@@ -33,13 +33,14 @@ __all__ = ["HostScenario", "ConnClass", "is_host_file", "is_host_doc", "load_hos
 # with data queued, and far beyond the 10 000 the benchmark measures.
 MAX_CONNECTIONS = 1_000_000
 MAX_CPUS = 4096
+MAX_THREADS = 64
 
 # fields of a class's base scenario a host decides for every connection
 _HOST_OWNED = ("name", "description", "duration", "seed", "profile", "policies", "engine", "hz")
 
 _TOP = {"name", "description", "profile", "hz", "duration", "seed", "cpus", "connections",
         "sample", "sysctl", "class", "policies", "trace_connections", "engine", "peers",
-        "memcg"}
+        "memcg", "threads"}
 PEERS = ("remote", "local")
 _CLASS = {"base", "count", "share", "start", "lifetime", "set", "description"}
 
@@ -82,6 +83,8 @@ class HostScenario:
     source: str = ""
     # the host's sockets' memory cgroup: (version 1 or 2, limit pages, other pages), or None
     memcg: tuple[int, int, int] | None = None
+    # >= 2: run in CPU order on up to this many threads (native engine; docs/hosts.md)
+    threads: int = 1
 
     @property
     def connections(self) -> int:
@@ -99,6 +102,8 @@ class HostScenario:
                              "lifetime": c.lifetime.describe() if c.lifetime else None,
                              "set": {k: d.describe() for k, d in c.sets}}
                             for c in self.classes]}
+        if self.threads > 1:
+            out["threads"] = self.threads
         if self.memcg is not None:
             out["memcg"] = dict(zip(("version", "limit_pages", "other_pages"), self.memcg))
         return out
@@ -161,6 +166,8 @@ def host_from_dict(raw: dict[str, Any], source: str = "") -> HostScenario:
             raise ScenarioError(f'peers: expected "remote" (other machines) or "local" (both '
                                 f'ends on this host, as over loopback), got {raw["peers"]!r}')
         kw["peers"] = raw["peers"]
+    if "threads" in raw:
+        kw["threads"] = _int(raw, "threads", 1, MAX_THREADS, "a number of threads")
     if "sample" in raw:
         kw["sample_every"] = parse_duration(raw["sample"], "sample", positive=True)
     if "engine" in raw:

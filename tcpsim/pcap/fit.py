@@ -87,9 +87,35 @@ RMEM1 = (0, 65536, 87380, 262144)     # tcp_rmem[1]; 0: the profile's default (1
 # missing merged skbs with finer reads and stay there (veth-periodic-1448-1ms on linux-6.18:
 # 0.846 swept first, 0.612 swept last)
 OWNS_US = (0, 30, 60, 100, 200, 300, 500)
+# A periodic reader's grid, read off the capture: a read that frees room sends its ACK from
+# recvmsg itself (tcp_cleanup_rbuf() [net/ipv4/tcp.c, 6.18]), so the ACKs that come long after
+# the last data arrival (READ_ACK_GAP_NS) bunch at one phase of the reader's period, a few us
+# after the read began (tests/fixtures/pcaps: 93 % of them in three 10 us bins on
+# veth-tbf-periodic, 85 % on veth-periodic-1448-1ms, 55 % on lo-periodic-4096-10ms). The
+# phase is swept on its grid of tenths of the period and at READ_ACK_LAGS_US before that
+# bunch: a read 10 us off moves where a burst splits between
+# the backlog and the queue, and the grade with it (veth-tbf-periodic, linux-6.18, reads
+# holding the socket 100 us: 0.839 at the bunch's phase less 5 us, 0.692 10 us later)
+READ_ACK_GAP_NS = 50_000
+READ_ACK_BIN_US = 10
+READ_ACK_LAGS_US = (-5, 5, 15, 25)
+# How many ticks of its grid the reader let pass before its first read: a program reading
+# on an absolute grid from when accept() returned (a process woken late, or one that connects
+# early and sends later) has read that many times less than one reading from the handshake
+# on, for good -- with a full queue each missing read is `bytes` more held (veth-tbf-periodic:
+# its first read comes on the grid's third tick, 5.97 ms after the SYN). At most SKIP_MAX,
+# and never past the first read-drawn ACK. Swept jointly with how long a read holds the
+# socket: apart, neither moves from a start where the other is wrong (0.555 at best against
+# 0.839 together on veth-tbf-periodic). Swept before the phase: a reader of another period
+# comes with the read-drawn ACKs' phase (_moved), where the skipped ticks are found; swept
+# after it, the phase sweep first moved to where no count of skipped ticks fits (a
+# recapture of veth-tbf-periodic whose reader first read at 10.1 ms: 0.730 at phase 0 and
+# none skipped, against 0.881 at 0.135 ms and five skipped -- the truth).
+SKIP_MAX = 8
+JOINT = {"skip": "owns_us"}
 WRITE_OWNS_US = (0, 30, 100)         # how long each write holds the socket (writer.owns_socket)
-ORDER = ("owns_us", "reader", "phase_us", "device", "hz", "timing", "rmem1", "shrink", "writer",
-         "wowns_us")
+ORDER = ("owns_us", "reader", "skip", "phase_us", "device", "hz", "timing", "rmem1", "shrink",
+         "writer", "wowns_us")
 # swept once the others have settled (_search): the writer's feed moves every segment's
 # time, and swept among the others it led the search into other basins
 LATE = ("writer", "wowns_us")
@@ -97,7 +123,8 @@ UNKNOWN_NAMES = {"reader": "reader", "device": "ingress device", "hz": "CONFIG_H
                  "timing": "application timing", "rmem1": "tcp_rmem[1]",
                  "so_rcvbuf": "SO_RCVBUF", "phase_us": "reader phase",
                  "shrink": "tcp_shrink_window", "owns_us": "read owns socket",
-                 "writer": "writer feed", "wowns_us": "write owns socket"}
+                 "skip": "reader ticks skipped", "writer": "writer feed",
+                 "wowns_us": "write owns socket"}
 
 
 @dataclass(frozen=True)
@@ -113,6 +140,7 @@ class Unknowns:
     phase_us: int = 0               # the reader's first tick after its start (grid phase)
     shrink: int = 0                 # net.ipv4.tcp_shrink_window (where the profile has it)
     owns_us: int = 0                # how long each read holds the socket (reader.owns_socket)
+    skip: int = 0                   # periodic reader: grid ticks before its first read
     writer: str = "as-sent"         # the writer's feed (tcpsim.pcap.replay.FEEDS)
     wowns_us: int = 0               # how long each write holds the socket (writer.owns_socket)
 
@@ -126,6 +154,9 @@ class Unknowns:
             return f"{v / 1000:g} ms"
         if name in ("owns_us", "wowns_us"):
             return f"{v} us"
+        if name == "skip" and reader_period_us(self.reader):
+            first = self.phase_us + v * reader_period_us(self.reader)
+            return f"{v} (first read {first / 1000:g} ms)"
         return str(v)
 
 
@@ -186,6 +217,7 @@ class Capture:
         self.last_full: tuple[ReplayResult, TraceView] | None = None   # the last full replay
         self._ticks: dict[tuple[int, int, str], list[tuple[int, int]]] = {}
         self._visible: bool | None = None
+        self._read_acks: dict[int | None, list[int]] = {}
 
     def segment_time(self, n: int) -> int:
         """The time (trace axis) of the capture's n-th segment, or past its end."""
@@ -252,8 +284,9 @@ class Capture:
                             "replay needs the connection's handshake: capture from before the "
                             "connect") from None
         sc = p.scenario.with_(device=u.device)
-        if u.phase_us and sc.reader.kind == "periodic":
-            sc = sc.with_(reader=replace(sc.reader, start=sc.reader.start + u.phase_us * 1000))
+        if (u.phase_us or u.skip) and sc.reader.kind == "periodic":
+            first = u.phase_us * 1000 + u.skip * sc.reader.every
+            sc = sc.with_(reader=replace(sc.reader, start=sc.reader.start + first))
         if u.owns_us:
             sc = sc.with_(reader=replace(sc.reader, owns_socket=u.owns_us * 1000))
         if u.timing != "exact":
@@ -291,6 +324,50 @@ class Capture:
             return float(r["bytes"]) * 1e6 / parse_duration(r["every"], "reader.every")
         s = self.imp.meta["summary"]
         return max(1.0, float(s["bytes"]) / max(1e-3, float(s["duration_s"]) * 1000))
+
+    def read_acks(self) -> list[int]:
+        """Times (trace axis, ns) of the ACKs sent more than READ_ACK_GAP_NS after the last
+        data arrival: sent by a read (or a timer), not by the data (over the search's
+        window)."""
+        if self.until_ns not in self._read_acks:
+            k = self.view_until(self.until_ns)
+            data = k.data_t
+            out = []
+            for a in k.acks:
+                i = bisect.bisect_left(data, a.t_ns) - 1
+                if i >= 0 and a.t_ns - data[i] > READ_ACK_GAP_NS:
+                    out.append(a.t_ns)
+            self._read_acks[self.until_ns] = out
+        return self._read_acks[self.until_ns]
+
+    def read_ack_phase(self, period_us: int) -> int | None:
+        """The phase (us, modulo `period_us`) at which the read-drawn ACKs bunch: the start
+        of the fullest READ_ACK_BIN_US bin, or None with fewer than 5 such ACKs."""
+        acks = self.read_acks()
+        if len(acks) < 5 or period_us <= 0:
+            return None
+        bins: dict[int, int] = {}
+        for t in acks:
+            b = (t // 1000) % period_us // READ_ACK_BIN_US
+            bins[b] = bins.get(b, 0) + 1
+        return max(sorted(bins), key=lambda b: bins[b]) * READ_ACK_BIN_US
+
+    def phase_candidates(self, period_us: int) -> list[int]:
+        """A periodic reader's grid phase: tenths of the period, then just before the
+        read-drawn ACKs' bunch (read_ack_phase)."""
+        out = [round(period_us * j / 10) for j in range(10)]
+        peak = self.read_ack_phase(period_us)
+        if peak is not None:
+            out += [(peak - lag) % period_us for lag in READ_ACK_LAGS_US]
+        return list(dict.fromkeys(out))
+
+    def skip_candidates(self, period_us: int) -> list[int]:
+        """Ticks a periodic reader may have let pass before its first read: 0 up to the
+        first read-drawn ACK's tick, at most SKIP_MAX."""
+        acks = self.read_acks()
+        if not acks or period_us <= 0:
+            return [0]
+        return list(range(min(SKIP_MAX, acks[0] // 1000 // period_us) + 1))
 
     def reader_candidates(self) -> list[str]:
         rate = self.read_rate()
@@ -368,7 +445,10 @@ def candidates(cap: Capture, name: str, cur: Unknowns, profile: str = "linux-6.1
         return [0, 1] if "tcp_shrink_window" in get_profile(profile).known_sysctls() else [0]
     if name == "phase_us":
         period = reader_period_us(cur.reader)
-        return [round(period * j / 10) for j in range(10)] if period else [0]
+        return cap.phase_candidates(period) if period else [0]
+    if name == "skip":
+        period = reader_period_us(cur.reader)
+        return cap.skip_candidates(period) if period else [0]
     return [getattr(cur, name)]
 
 
@@ -486,19 +566,20 @@ def _search(cap: Capture, profile: str, cur: Unknowns, pinned: dict[str, Any], p
     sweeps: dict[str, dict[Any, float]] = {}
     free = [n for n in order if n not in pinned]
     early = [n for n in free if n not in LATE]
-    cur = _passes(cap, profile, cur, early, passes, progress, ev, sweeps)
+    cur = _passes(cap, profile, cur, early, free, passes, progress, ev, sweeps)
     before = cur
-    cur = _passes(cap, profile, cur, [n for n in free if n in LATE], 1, progress, ev, sweeps)
+    cur = _passes(cap, profile, cur, [n for n in free if n in LATE], free, 1, progress, ev,
+                  sweeps)
     if cur != before:
-        cur = _passes(cap, profile, cur, free, passes, progress, ev, sweeps)
+        cur = _passes(cap, profile, cur, free, free, passes, progress, ev, sweeps)
     return cur, sweeps
 
 
-def _passes(cap: Capture, profile: str, cur: Unknowns, names: list[str], passes: int,
-            progress: Callable[[str], None] | None, ev: Callable[[Unknowns], Grade],
-            sweeps: dict[str, dict[Any, float]]) -> Unknowns:
-    """Up to `passes` passes over `names`, one unknown at a time, until a pass changes
-    nothing; each sweep's grades go to `sweeps`."""
+def _passes(cap: Capture, profile: str, cur: Unknowns, names: list[str], free: list[str],
+            passes: int, progress: Callable[[str], None] | None,
+            ev: Callable[[Unknowns], Grade], sweeps: dict[str, dict[Any, float]]) -> Unknowns:
+    """Up to `passes` passes over `names` (of the unknowns not pinned, `free`), one unknown at
+    a time, until a pass changes nothing; each sweep's grades go to `sweeps`."""
     for i in range(passes):
         before = cur
         for name in names:
@@ -507,16 +588,62 @@ def _passes(cap: Capture, profile: str, cur: Unknowns, names: list[str], passes:
                 vals = list(dict.fromkeys([*vals, *refine_reader(cur.reader)]))
             if getattr(cur, name) not in vals:
                 vals = [getattr(cur, name), *vals]
-            scored = [(ev(replace(cur, **{name: v})).total, -j, v) for j, v in enumerate(vals)]
-            sweeps[name] = {v: g for g, _, v in scored}
-            best = max(scored)
-            # keep the current value unless another is strictly better (deterministic)
-            if best[0] > ev(cur).total:
-                cur = replace(cur, **{name: best[2]})
+            partner = JOINT.get(name)
+            if partner in free and len(vals) > 1:
+                cur = _joint_sweep(cap, profile, cur, name, vals, partner, sweeps, ev)
+            else:
+                moved = [_moved(cap, cur, name, v, free) for v in vals]
+                scored = [(ev(u).total, -j, v) for j, (u, v) in enumerate(zip(moved, vals))]
+                sweeps[name] = {v: g for g, _, v in scored}
+                best = max(scored)
+                # keep the current value unless another is strictly better (deterministic)
+                if best[0] > ev(cur).total:
+                    cur = moved[-best[1]]
             if progress:
                 progress(f"{profile}: {name} -> {cur.show(name)} ({ev(cur).total:.3f})")
         if cur == before:
             break
+    return cur
+
+
+def _moved(cap: Capture, cur: Unknowns, name: str, v: Any, free: list[str]) -> Unknowns:
+    """`cur` with `name` set to `v`. Another periodic reader brings its own grid (where free):
+    its phase where the read-drawn ACKs bunch on its period (the second of
+    READ_ACK_LAGS_US before them), and as many skipped ticks as keep the reading's start --
+    its first read less one period, where a steady reader of the same rate would have
+    begun -- nearest the current one's (the bytes read by any time then stay about the
+    same): a phase and skip fitted for one period mean nothing on another."""
+    u = replace(cur, **{name: v})
+    if name != "reader" or v == cur.reader or "phase_us" not in free or "skip" not in free:
+        return u
+    period = reader_period_us(v)
+    if not period:
+        return u
+    was = reader_period_us(cur.reader)
+    began = cur.phase_us + cur.skip * was - was if was else 0
+    peak = cap.read_ack_phase(period)
+    phase = began % period if peak is None else (peak - READ_ACK_LAGS_US[1]) % period
+    skip = max(0, round((began + period - phase) / period))
+    return replace(u, phase_us=phase, skip=min(skip, max(cap.skip_candidates(period))))
+
+
+def _joint_sweep(cap: Capture, profile: str, cur: Unknowns, name: str, vals: list[Any],
+                 partner: str, sweeps: dict[str, dict[Any, float]],
+                 ev: Callable[[Unknowns], Grade]) -> Unknowns:
+    """Sweep `name` over `vals` and its JOINT partner over its candidates together (every
+    pair), keeping `cur` unless a pair grades strictly better. Each sweep's record is its
+    value's best over the other, at the pair kept."""
+    pvals = candidates(cap, partner, cur, profile)
+    if getattr(cur, partner) not in pvals:
+        pvals = [getattr(cur, partner), *pvals]
+    pairs = [(v, w) for v in vals for w in pvals]
+    scored = [(ev(replace(cur, **{name: v, partner: w})).total, -j, (v, w))
+              for j, (v, w) in enumerate(pairs)]
+    best = max(scored)
+    if best[0] > ev(cur).total:
+        cur = replace(cur, **{name: best[2][0], partner: best[2][1]})
+    sweeps[name] = {v: max(g for g, _, (a, b) in scored if a == v) for v in vals}
+    sweeps[partner] = {w: g for g, _, (a, w) in scored if a == getattr(cur, name)}
     return cur
 
 

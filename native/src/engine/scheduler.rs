@@ -144,6 +144,12 @@ impl<E: Copy + Tagged> Scheduler<E> {
         self.heap.first().map(|k| k.t)
     }
 
+    /// The time and priority of the next event, None when none is scheduled.
+    #[inline]
+    pub fn peek_key(&self) -> Option<(i64, u8)> {
+        self.heap.first().map(|k| (k.t, (k.order >> ID_BITS) as u8))
+    }
+
     /// The tag of the next event (`Tagged`), None when none is scheduled.
     #[inline]
     pub fn peek_tag(&self) -> Option<u32> {

@@ -143,6 +143,7 @@ pub struct FlowSpec {
 }
 
 /// What a host run needs besides its flows.
+#[derive(Clone)]
 pub struct RunSpec {
     pub duration: i64,
     pub skip: bool,
@@ -378,6 +379,9 @@ pub struct Simulation {
     pub tap: Option<Vec<(i64, bool, Segment)>>,
     started: bool,
     pub finished: bool,
+    /// The first flow of this simulation (0 for a whole host; a part's first to start when
+    /// it holds one CPU's flows: parallel.rs): built with it, the one served first.
+    first: usize,
     /// Set when a user's Python patch raised (py_patch.rs): the run stops at the next event
     /// and its caller raises the exception.
     pub halt: Arc<AtomicBool>,
@@ -437,19 +441,6 @@ impl Simulation {
     /// A host of `specs` (at least one): the flows of time 0 (and flow 0 in any case) built
     /// now, opened by the first `run_some`.
     pub fn new(specs: Vec<FlowSpec>, spec: RunSpec) -> Result<Self, String> {
-        if specs.is_empty() {
-            return Err("a host needs at least one flow".into());
-        }
-        let mut pending: Vec<usize> = (0..specs.len()).collect();
-        pending.sort_by_key(|&i| std::cmp::Reverse((specs[i].start, i)));
-        if pending.last() != Some(&0) {
-            return Err("flow 0 must be the first to start".into());
-        }
-        if specs[0].start <= 0 {
-            pending.pop();
-        }
-        // flow 0 is built now in any case (the one served before any event); a flow is
-        // opened at its start
         let ncpus = spec.ncpus.max(1);
         let pool = ProtoMemory::new(spec.tcp_mem, ncpus, spec.pcpu_rsv).map(Arc::new)?;
         let memcg = match spec.memcg {
@@ -458,9 +449,40 @@ impl Simulation {
             }
             None => None,
         };
-        let first = Box::new(Flow::new(
-            0,
-            &specs[0],
+        Self::new_part(specs, spec, pool, memcg, |_| true, TraceColumns::new())
+    }
+
+    /// A simulation of the flows of `specs` that `owned` picks, on `pool` and `memcg`, its
+    /// rows going to `trace`: a whole host (`new`), or one part of a host run in CPU order
+    /// (parallel.rs), whose flows keep their host-wide indices.
+    pub fn new_part(
+        specs: Vec<FlowSpec>,
+        spec: RunSpec,
+        pool: ProtoHandle,
+        memcg: Option<MemcgHandle>,
+        owned: impl Fn(usize) -> bool,
+        trace: TraceColumns,
+    ) -> Result<Self, String> {
+        if specs.is_empty() {
+            return Err("a host needs at least one flow".into());
+        }
+        if specs.iter().any(|f| f.start < specs[0].start) {
+            return Err("flow 0 must be the first to start".into());
+        }
+        let mut pending: Vec<usize> = (0..specs.len()).filter(|&i| owned(i)).collect();
+        pending.sort_by_key(|&i| std::cmp::Reverse((specs[i].start, i)));
+        let Some(&first) = pending.last() else {
+            return Err("a part of a host needs at least one flow".into());
+        };
+        if specs[first].start <= 0 {
+            pending.pop();
+        }
+        // the first flow is built now in any case (the one served before any event); a
+        // flow is opened at its start
+        let ncpus = spec.ncpus.max(1);
+        let built = Box::new(Flow::new(
+            first,
+            &specs[first],
             &pool,
             memcg.as_ref(),
             ncpus,
@@ -469,8 +491,8 @@ impl Simulation {
         let n = specs.len();
         let mut sim = Simulation {
             sched: Scheduler::new(),
-            f: first,
-            cur: 0,
+            f: built,
+            cur: first,
             flows: (0..n).map(|_| None).collect(),
             specs,
             pending,
@@ -486,10 +508,11 @@ impl Simulation {
             timers: vec![FlowTimers::default(); n],
             skip: spec.skip,
             duration: spec.duration,
-            trace: TraceColumns::new(),
+            trace,
             tap: if spec.tap { Some(Vec::new()) } else { None },
             started: false,
             finished: false,
+            first,
             halt: Arc::default(),
             replay_writer: None,
             replay_reader: None,
@@ -498,12 +521,12 @@ impl Simulation {
         while sim
             .pending
             .last()
-            .is_some_and(|&i| i != 0 && sim.specs[i].start <= 0)
+            .is_some_and(|&i| i != first && sim.specs[i].start <= 0)
         {
             let i = sim.pending.pop().expect("a pending flow");
             sim.build(i)?;
         }
-        sim.switch(0);
+        sim.switch(first);
         Ok(sim)
     }
 
@@ -920,8 +943,8 @@ impl Simulation {
             .is_some_and(|&i| self.specs[i].start <= now)
         {
             let i = self.pending.pop().expect("a pending flow");
-            if i == 0 {
-                built.push(0); // built with the host
+            if i == self.first {
+                built.push(i); // built with the host
                 continue;
             }
             if let Err(e) = self.build(i) {
@@ -1016,23 +1039,45 @@ impl Simulation {
                 let t = self.sched.peek().unwrap_or(i64::MAX);
                 self.sample_until(t);
             }
-            let Some((c, ev)) = self.sched.pop_until(until) else {
+            if !self.step(until) {
                 self.finish();
                 return;
-            };
-            n += 1;
-            self.prefetch_next();
-            if let Ev::Timer(i, d) = ev {
-                if self.timer_rearm_only(c as usize, i as usize, d) {
-                    continue;
-                }
             }
-            if matches!(ev, Ev::OpenDue) {
-                self.open_due();
-            } else if self.switch(c as usize) && !self.f.closed {
-                self.dispatch(ev);
+            n += 1;
+        }
+    }
+
+    /// Run the next event if it is due at or before `until`; false if none is.
+    #[inline]
+    pub fn step(&mut self, until: i64) -> bool {
+        let Some((c, ev)) = self.sched.pop_until(until) else {
+            return false;
+        };
+        self.prefetch_next();
+        if let Ev::Timer(i, d) = ev {
+            if self.timer_rearm_only(c as usize, i as usize, d) {
+                return true;
             }
         }
+        if matches!(ev, Ev::OpenDue) {
+            self.open_due();
+        } else if self.switch(c as usize) && !self.f.closed {
+            self.dispatch(ev);
+        }
+        true
+    }
+
+    /// Open the flows of time 0 if not yet done (the head of `run_some`).
+    pub fn begin(&mut self) {
+        if !self.started {
+            self.start();
+        }
+    }
+
+    /// The (time, priority) of the next event, if one is due by the end of the run.
+    #[inline]
+    pub fn next_key(&self) -> Option<(i64, u8)> {
+        self.sched.peek_key().filter(|&(t, _)| t <= self.duration)
     }
 
     /// Ask the CPU for the next event and its connection while this one is served (a
@@ -1048,7 +1093,7 @@ impl Simulation {
         }
     }
 
-    fn finish(&mut self) {
+    pub fn finish(&mut self) {
         if self.finished {
             return;
         }
