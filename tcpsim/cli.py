@@ -1353,7 +1353,8 @@ def _validate_plain(traces: List[Path], runs: Optional[int], profile: Optional[s
 _PCAP_HELP = {
     "--flow": "the connection, by an endpoint (PORT or ADDR:PORT; run without it to list them)",
     "--delay": "one-way link delay (default: half the handshake's round trip)",
-    "--reader": "periodic:1B/1ms | blocking | never (default: inferred from the window)",
+    "--reader": "periodic:1B/1ms | oscillating:4096B/2ms,4096B/20ms,250ms | blocking | never "
+                "(default: inferred from the window)",
     "--rcvbuf": "the receiver's SO_RCVBUF, if its application set one (the wire does not show it)",
 }
 

@@ -59,7 +59,14 @@ PERIODS_MS = (1, 2, 5, 10, 20, 50, 100)
 # with other head sizes -- the head's truesize sets scaling_ratio (len / truesize) on 6.6+,
 # hence every window; a veth pair on the development machine fell between 320 and 384
 HEADS = (320, 352, 384, 448, 512)
-DEVICES = ("veth-direct", "loopback", "veth", "nic-2k", "nic-4k", "tun",
+# veth-direct:tso=off: a local pair with TSO/GSO off (the plain captures' `ethtool -K`): a
+# one-segment send reaches the receiver as a clone of the sender's skb (nothing coalesces
+# into it until the sender has its ACK), a multi-segment one is cut by software GSO into
+# fresh skbs (tcpsim.core.devices.Device.sender_skb). A periodic writer of one MSS per write
+# (veth-periodic-small-writes-shrink1) is the first case segment after segment: under it the
+# closed window reopens after as many reads as the kernel's did, where `veth` (every skb
+# private) reopens early and `veth-direct` (every skb a clone) late
+DEVICES = ("veth-direct", "veth-direct:tso=off", "loopback", "veth", "nic-2k", "nic-4k", "tun",
            *(f"sender:head={h},shared=on" for h in HEADS))
 HZS = (0, 100, 250, 300, 1000)       # 0: tcpsim's default clock (1 ms jiffies, exact timers)
 # the search's starts: the receiver's skb a clone of the sender's (veth-direct: both ends on
@@ -284,7 +291,7 @@ class Capture:
                             "replay needs the connection's handshake: capture from before the "
                             "connect") from None
         sc = p.scenario.with_(device=u.device)
-        if (u.phase_us or u.skip) and sc.reader.kind == "periodic":
+        if (u.phase_us or u.skip) and sc.reader.kind in ("periodic", "oscillating"):
             first = u.phase_us * 1000 + u.skip * sc.reader.every
             sc = sc.with_(reader=replace(sc.reader, start=sc.reader.start + first))
         if u.owns_us:
@@ -381,10 +388,27 @@ class Capture:
         return list(dict.fromkeys(out))
 
     def starts(self) -> list[Unknowns]:
-        """The search's starts: the inferred reader on each of START_DEVICES, fed by each of
-        start_feeds()."""
-        return [replace(self.start(), device=d, writer=f) for f in self.start_feeds()
+        """The search's starts: on each of START_DEVICES, the read rate taken every 1 ms and,
+        where the window updates fall on a longer grid (the import's inference), the
+        inferred reader on that grid. Both: the grid is where the kernel's reader read, but
+        with what the replay cannot reproduce exactly (its sender is fed the capture's
+        bytes; the skb boundaries) a finer reader at the same rate sometimes follows the
+        windows closer, and one search does not cross from one grain to the other
+        (lo-periodic-4096-10ms: 404 B every 1 ms graded 0.843 from the 1 ms start, the
+        10 ms start ended at 0.720 with 814 B every 2 ms; its shrink-1 twin: 0.657 from the
+        1 ms start alone, 0.905 from the 10 ms one with the true 4096 B every 10 ms). Each under
+        each of start_feeds() too."""
+        readers = list(dict.fromkeys([self.rate_start(), self.start()]))
+        return [replace(u, device=d, writer=f) for f in self.start_feeds() for u in readers
                 for d in START_DEVICES]
+
+    def rate_start(self) -> Unknowns:
+        """The inferred reader's rate taken every 1 ms from the start (no grid)."""
+        u = self.start()
+        if not u.reader.startswith("periodic:"):
+            return u
+        per_ms = max(1, round(self.read_rate()))
+        return Unknowns(reader=f"periodic:{per_ms}B/1000000ns")
 
     def start_feeds(self) -> list[str]:
         """The writer feeds the search starts from: START_FEEDS, and "pauses" where the
@@ -413,7 +437,14 @@ class Capture:
             from tcpsim.units import parse_duration
             ns = parse_duration(r["every"], "reader.every")
             spec = f"periodic:{r['bytes']}B/{ns}ns"
-        return Unknowns(reader=spec or "blocking")
+        return Unknowns(reader=spec or "blocking", phase_us=self.read_phase_us())
+
+    def read_phase_us(self) -> int:
+        """Where the inferred reader's grid falls (its start, us on the trace's axis: the
+        window updates' phase, tcpsim.pcap.workload.read_grid), 0 when none was found."""
+        from tcpsim.units import parse_duration
+        start = self.inferred_reader.get("start")
+        return parse_duration(start, "reader.start") // 1000 if start else 0
 
 
 def nice(x: float) -> int:
@@ -445,7 +476,10 @@ def candidates(cap: Capture, name: str, cur: Unknowns, profile: str = "linux-6.1
         return [0, 1] if "tcp_shrink_window" in get_profile(profile).known_sysctls() else [0]
     if name == "phase_us":
         period = reader_period_us(cur.reader)
-        return cap.phase_candidates(period) if period else [0]
+        if not period:
+            return [0]
+        return list(dict.fromkeys([*cap.phase_candidates(period),
+                                   *grid_phases(period, cap.read_phase_us() % period)]))
     if name == "skip":
         period = reader_period_us(cur.reader)
         return cap.skip_candidates(period) if period else [0]
@@ -458,12 +492,25 @@ def extra_timings() -> list[str]:
     return [h for h in HOSTS if h not in TIMINGS and not h.startswith("dev-vm-")]
 
 
+PHASE_FINE = 40            # grid_phases(): steps of the period around the capture's grid
+
+
+def grid_phases(period: int, grid: int) -> list[int]:
+    """Phases (us) around the capture's read grid `grid` (us within `period`, the window
+    updates' phase: tcpsim.pcap.workload.read_grid), in steps of period / PHASE_FINE. On one
+    host a read and a segment arrive within tens of microseconds of each other, and which
+    comes first moves the windows (veth-periodic-small-writes-shrink1: reads 38 us before
+    the updates' mean phase grade 0.64, at it 0.53)."""
+    return [(grid + round(period * k / PHASE_FINE)) % period for k in range(-4, 5)]
+
+
 def reader_period_us(spec: str) -> int:
-    """A periodic reader's period in us (0 for others)."""
-    if not spec.startswith("periodic:"):
+    """A periodic (or oscillating: its first) reader's period in us (0 for others)."""
+    if not spec.startswith(("periodic:", "oscillating:")):
         return 0
     from tcpsim.units import parse_duration
-    return parse_duration(spec.partition("/")[2], "--reader every") // 1000
+    every = spec.partition("/")[2].partition(",")[0]
+    return parse_duration(every, "--reader every") // 1000
 
 
 def refine_reader(spec: str) -> list[str]:

@@ -231,7 +231,8 @@ def plan(v: TraceView, profile: str | None = None, policies: tuple[str, ...] = (
                          f"rows by {lag / 1e3:.0f} us (median)")
         read_ticks = reader_ticks(reads, reader, end, shift)
     else:
-        reader = replace(reader, start=max(0, shift))
+        # the reader's own start (the import's inferred read grid) is on the trace's axis
+        reader = replace(reader, start=max(0, shift + reader.start))
         if reader.kind in CLOCKED_READERS:
             notes.append("no read rows in the trace: the model's reader runs on its own grid")
     if hz is None:

@@ -251,6 +251,30 @@ def test_a_split_super_segment_is_written_as_one_write():
     assert sizes[:4] == [7240, 7240, 14480, 21720]          # the capture's first transmissions
 
 
+def test_the_10ms_reader_is_fitted_on_its_grid_a_period_after_its_start():
+    """lo-periodic-4096-10ms-shrink1: the window updates put the reader on a 10 ms grid at
+    x0.6 ms (the import's inference, a start of the search); its first read came a period
+    after the application started (it sleeps first: one tick skipped). Before,
+    from the 1 ms-rate starts alone, 79.3 % of the windows within a unit."""
+    cap = Capture(PCAPS / "lo-periodic-4096-10ms-shrink1.pcap.gz")
+    from tcpsim.pcap.fit import reader_period_us
+    assert {reader_period_us(u.reader) for u in cap.starts()} == {1000, 10_000}
+    f = fit(cap, "linux-6.18", passes=4)
+    assert f.best.reader == "periodic:4096B/10ms"
+    assert f.best.phase_us + f.best.skip * 10_000 > 10_000          # a period after the start
+    assert f.grade.within_unit_fraction >= 0.8
+
+
+def test_one_segment_writes_over_a_local_pair_with_tso_off_arrive_as_clones():
+    """veth-periodic-small-writes-shrink1 (1448 B every 1 ms over veth, TSO/GSO off): each
+    write reaches the receiver as a clone of the sender's skb, so its closed window reopens
+    after as many reads as the kernel's -- the device veth-direct:tso=off, which the fit
+    did not try (it graded 0.593 with clones throughout)."""
+    cap = Capture(PCAPS / "veth-periodic-small-writes-shrink1.pcap.gz")
+    f = fit(cap, "linux-6.18")
+    assert f.best.device == "veth-direct:tso=off" and f.grade.total >= 0.65
+
+
 TBF = PCAPS / "veth-tbf-periodic.pcap.gz"       # periodic:8192/2, tbf 40 Mbit/s, 6.18
 
 
