@@ -204,21 +204,26 @@ def test_the_never_reading_capture_ranks_6_14_and_later_first_window_for_window(
 
 def test_the_search_runs_from_each_start_device_and_keeps_the_better_end():
     """veth-fast (offloads off: software GSO hands the receiver fresh skbs, which coalesce):
-    from the clone start alone the search stays with clones and grades below 0.6; from the
+    from the clone start alone the search stays with clones and matches almost no window
+    within a unit (grade below 0.6 until the writer's hold was an unknown); from the
     private-skb start it reproduces the capture window for window."""
     cap = Capture(PCAPS / "veth-fast.pcap.gz")
     f = fit(cap, "linux-6.18")
-    assert len(f.ends) == len(START_DEVICES) == 2
+    assert len(START_DEVICES) == 2 and cap.start_feeds() == ["as-sent", "paced", "pauses"]
+    assert len(f.ends) == len(cap.starts()) == 6      # each start device under each feed
     alone = fit(cap, "linux-6.18", start=cap.starts()[0])
-    assert alone.ends == [alone.best] and alone.grade.total < FITS
+    assert alone.ends == [alone.best]
+    assert alone.best.device == "veth-direct" or "shared=on" in alone.best.device   # clones
+    assert alone.grade.within_unit_fraction < 0.1    # (0.618 with the writer's hold fitted)
     assert f.grade.total > alone.grade.total and f.best == max(
         f.ends, key=lambda u: cap.replay("linux-6.18", (), u, full=False)[0].total)
     assert f.best.device == "veth" and f.grade.within_unit_fraction >= 0.8
-    pinned = fit(cap, "linux-6.18", pinned={"device": "veth-direct"}, order=("device",))
-    assert len(pinned.ends) == 1                     # a pinned device leaves one start
+    pinned = fit(cap, "linux-6.18", pinned={"device": "veth-direct", "writer": "as-sent"},
+                 order=("device",))
+    assert len(pinned.ends) == 1                     # a pinned device and feed leave one start
     # searched on the first 20 ms only: the ends are chosen by their grade over all of it
     short = fit(cap, "linux-6.18", window_s=0.02)
-    assert len(set(short.ends)) == 2
+    assert len(set(short.ends)) >= 2
     assert short.grade.total == max(cap.replay("linux-6.18", (), u)[0].total for u in short.ends)
 
 
