@@ -1353,7 +1353,8 @@ def _validate_plain(traces: List[Path], runs: Optional[int], profile: Optional[s
 _PCAP_HELP = {
     "--flow": "the connection, by an endpoint (PORT or ADDR:PORT; run without it to list them)",
     "--delay": "one-way link delay (default: half the handshake's round trip)",
-    "--reader": "periodic:1B/1ms | blocking | never (default: inferred from the window)",
+    "--reader": "periodic:1B/1ms | oscillating:4096B/2ms,4096B/20ms,250ms | blocking | never "
+                "(default: inferred from the window)",
     "--rcvbuf": "the receiver's SO_RCVBUF, if its application set one (the wire does not show it)",
 }
 
@@ -1470,11 +1471,12 @@ def replay(
     split_gso: bool = typer.Option(False, "--split-gso", help=_SPLIT_GSO_HELP),
     hz: Optional[int] = typer.Option(None, "--hz", help="the kernel's CONFIG_HZ (default: tcpsim's "
                                      "1 ms clock; with --fit: fitted)"),
-    fit: bool = typer.Option(False, "--fit", help="fit what the capture cannot say (reader, its "
-                             "phase, device, HZ, timing, tcp_rmem[1], tcp_shrink_window, how "
-                             "long a read owns the socket) by replaying candidates, then replay "
-                             "under --profile; --reader, --hz, --rcvbuf, --device, --timing, "
-                             "--owns-socket pin"),
+    fit: bool = typer.Option(False, "--fit", help="fit what the capture cannot say (writer "
+                             "feed, reader, its phase, device, HZ, timing, tcp_rmem[1], "
+                             "tcp_shrink_window, how long a read or a write owns the socket) by "
+                             "replaying candidates, then replay under --profile; --writer-feed, "
+                             "--reader, --hz, --rcvbuf, --device, --timing, --owns-socket, "
+                             "--write-owns-socket pin"),
     fit_profile: Optional[str] = typer.Option(None, "--fit-profile", help="--fit under this "
                                               "profile (the capture's kernel), then replay under "
                                               "--profile/--policy (default: --profile)"),
@@ -1488,6 +1490,15 @@ def replay(
     owns_socket: Optional[str] = typer.Option(None, "--owns-socket", help="pin how long each "
                                               "read holds the socket (socket owned by user: "
                                               "arrivals wait in the backlog), e.g. 60us or 0"),
+    writer_feed: Optional[str] = typer.Option(None, "--writer-feed", help="how the capture's "
+                                              "bytes reach the model's sender: as-sent (each "
+                                              "when it left; the default without --fit), paced "
+                                              "(as sent, the sender's cwnd out of the way), "
+                                              "pauses (backlogged but where the application "
+                                              "was idle), backlogged; with --fit: pins it"),
+    write_owns_socket: Optional[str] = typer.Option(None, "--write-owns-socket", help="pin how "
+                                                    "long each write holds the socket (ACKs "
+                                                    "wait in the sender's backlog), e.g. 30us"),
     until: Optional[float] = typer.Option(None, "--until", help="compare only the first S seconds"),
     html: Optional[Path] = typer.Option(None, "--html", help="capture-vs-model overlay page"),
     as_json: bool = typer.Option(False, "--json"),
@@ -1516,7 +1527,8 @@ def replay(
         eng = _check_engine(engine)
         with interrupt.stoppable():
             if fit or profiles:
-                pins = _fit_pins(opts, hz, device, timing, sysctls, owns_socket)
+                pins = _fit_pins(opts, hz, device, timing, sysctls, owns_socket, writer_feed,
+                                 write_owns_socket)
                 if profiles:
                     code = _rank_capture(capture, profiles, tuple(policy), sysctls, until, pins,
                                          fit, eng, as_json, opts)
@@ -1530,11 +1542,15 @@ def replay(
             if owns_socket is not None:
                 raise ScenarioError(f"--owns-socket {owns_socket}: pins an unknown of a fit; "
                                     "give --fit (or --profiles) with it")
+            if write_owns_socket is not None:
+                raise ScenarioError(f"--write-owns-socket {write_owns_socket}: pins an unknown "
+                                    "of a fit; give --fit (or --profiles) with it")
+            _check_feed(writer_feed)
             if device is not None:
                 _check_device(device)
             v = replay_capture(capture, profile=profile, policies=tuple(policy),
                                sysctl=sysctls, until_s=until, hz=hz, engine=eng,
-                               device=device, **opts)
+                               device=device, feed=writer_feed or "as-sent", **opts)
     except interrupt.Interrupted as exc:
         _stopped(exc.signame, "nothing kept (a score needs the whole replay; --until S scores "
                  "the first S seconds)")
@@ -1570,8 +1586,25 @@ def _check_device(device: str) -> None:
                                 "or a spec such as sender:head=384,shared=on)") from None
 
 
+def _check_feed(feed: Optional[str]) -> None:
+    """--writer-feed: one of tcpsim.pcap.replay.FEEDS, else one ScenarioError line."""
+    from tcpsim.pcap.replay import FEEDS
+    if feed is not None and feed not in FEEDS:
+        raise ScenarioError(f"--writer-feed {feed}: expected one of {', '.join(FEEDS)}")
+
+
+def _whole_us(value: str, option: str) -> int:
+    """A duration option given in whole microseconds (--owns-socket 60us) -> us."""
+    from tcpsim.units import parse_duration
+    ns = parse_duration(value, option)
+    if ns % 1000:
+        raise ScenarioError(f"{option} {value}: give whole microseconds (e.g. 60us)")
+    return ns // 1000
+
+
 def _fit_pins(opts: dict, hz: Optional[int], device: Optional[str], timing: Optional[str],
-              sysctls: dict, owns_socket: Optional[str] = None) -> dict:
+              sysctls: dict, owns_socket: Optional[str] = None,
+              writer_feed: Optional[str] = None, write_owns_socket: Optional[str] = None) -> dict:
     """The unknowns the user pinned (tcpsim.pcap.fit.Unknowns fields); the rest are fitted.
     --reader/--rcvbuf are taken out of the import options: the fit replays them."""
     from tcpsim.app_latency import timing_choices
@@ -1593,12 +1626,12 @@ def _fit_pins(opts: dict, hz: Optional[int], device: Optional[str], timing: Opti
             raise ScenarioError(f"--timing {timing}: expected one of {', '.join(timing_choices())}")
         pins["timing"] = timing
     if owns_socket is not None:
-        from tcpsim.units import parse_duration
-        ns = parse_duration(owns_socket, "--owns-socket")
-        if ns % 1000:
-            raise ScenarioError(f"--owns-socket {owns_socket}: give whole microseconds "
-                                "(e.g. 60us)")
-        pins["owns_us"] = ns // 1000
+        pins["owns_us"] = _whole_us(owns_socket, "--owns-socket")
+    if writer_feed is not None:
+        _check_feed(writer_feed)
+        pins["writer"] = writer_feed
+    if write_owns_socket is not None:
+        pins["wowns_us"] = _whole_us(write_owns_socket, "--write-owns-socket")
     if any(k.endswith("tcp_rmem") for k in sysctls):
         pins["rmem1"] = 0
     if any(k.endswith("tcp_shrink_window") for k in sysctls):

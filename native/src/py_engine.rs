@@ -389,7 +389,7 @@ impl PySimulation {
             let w: Bound<'_, PyDict> = w.cast_into()?;
             let ticks = item(&w, "ticks")?.extract()?;
             sim.replay_writer = Some(if item(&w, "schedule")?.extract()? {
-                ReplayWriter::schedule(ticks)
+                ReplayWriter::schedule(ticks, int(&w, "owns")?)
             } else {
                 ReplayWriter::new(ticks, int(&w, "n")?, item(&w, "bulk")?.extract()?)
             });

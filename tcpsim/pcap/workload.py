@@ -27,19 +27,26 @@ from tcpsim.pcap.wirelog import Handshake
 DEFAULT_RMEM_MAX = 6291456        # tcp_rmem[2] default: window scale 7
 BULK_GAP_NS = 200_000             # writes closer than this (median) are a bulk sender's
 _READER = re.compile(r"^periodic:(\d+\s*[A-Za-z]*)/(\d*\.?\d+\s*[a-z]+)$")
+_OSC = re.compile(r"^oscillating:(\d+\s*[A-Za-z]*)/(\d*\.?\d+\s*[a-z]+),"
+                  r"(\d+\s*[A-Za-z]*)/(\d*\.?\d+\s*[a-z]+),(\d*\.?\d+\s*[a-z]+)$")
 
 
 def parse_reader(text: str) -> dict[str, Any]:
-    """--reader periodic:BYTES/EVERY | blocking | never -> a scenario [reader] table."""
+    """--reader periodic:BYTES/EVERY | oscillating:B/EVERY,B2/EVERY2,PERIOD | blocking | never
+    -> a scenario [reader] table."""
     t = text.strip()
     if t in ("blocking", "fast"):
         return {"kind": "fast"}
     if t == "never":
         return {"kind": "never"}
+    o = _OSC.match(t)
+    if o:
+        return parse_oscillating(text, o)
     m = _READER.match(t)
     if not m:
         raise PcapError("--reader", None, f"{text!r} is not a reader",
-                        "write periodic:BYTES/EVERY (e.g. periodic:1B/1ms), blocking or never")
+                        "write periodic:BYTES/EVERY (e.g. periodic:1B/1ms), "
+                        "oscillating:B/EVERY,B2/EVERY2,PERIOD, blocking or never")
     from tcpsim.scenario import ScenarioError, parse_duration, parse_size
     try:
         nbytes = parse_size(m.group(1).strip(), "--reader bytes")
@@ -50,6 +57,40 @@ def parse_reader(text: str) -> dict[str, Any]:
         raise PcapError("--reader", None, f"{text!r}: bytes and period must be positive",
                         "e.g. --reader periodic:1B/1ms")
     return {"kind": "periodic", "bytes": nbytes, "every": f"{every}ns"}
+
+
+GRID_PERIODS_MS = (1, 2, 5, 10, 20, 50, 100)   # the read periods a grid is looked for at
+GRID_MIN_UPDATES = 8          # window updates needed to look for a grid at all
+GRID_CONCENTRATION = 0.8      # ... and how tightly their times must sit on it (0..1)
+
+
+def window_updates(acks: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
+    """(time, window) of the ACKs that opened the window without acknowledging anything new:
+    the receiver's reads sent them (tcp_cleanup_rbuf() [net/ipv4/tcp.c]), so they fall when
+    the application read."""
+    return [(t, w) for (_, a0, w0), (t, a, w) in zip(acks, acks[1:]) if a == a0 and w > w0]
+
+
+def read_grid(times: list[int]) -> tuple[int, int] | None:
+    """(period, phase) in ns of the grid the reads that sent `times` (window updates) fall
+    on: the longest of GRID_PERIODS_MS whose phases (t mod period) concentrate -- the mean
+    resultant length of the phase angles at least GRID_CONCENTRATION (1: all on one point,
+    about 0 for times spread over the period) -- and their circular mean. A reader that
+    takes 4 KiB every 10 ms reopens the window only at some of its reads, but always at a
+    multiple of 10 ms from the others (lo-periodic-4096-10ms in tests/fixtures/pcaps: every
+    update at x0.6 ms), so 10 ms concentrates and 20 ms does not; every divisor of the period
+    concentrates too, hence the longest. None: too few updates, or no period concentrates."""
+    import cmath
+    import math
+    if len(times) < GRID_MIN_UPDATES:
+        return None
+    for ms in sorted(GRID_PERIODS_MS, reverse=True):
+        period = ms * 1_000_000
+        mean = sum(cmath.exp(2j * math.pi * (t % period) / period) for t in times) / len(times)
+        if abs(mean) >= GRID_CONCENTRATION:
+            phase = round((cmath.phase(mean) / (2 * math.pi)) % 1.0 * period)
+            return period, phase % period
+    return None
 
 
 def infer_reader(cols: dict[str, list]) -> tuple[dict[str, Any], str]:
@@ -89,7 +130,16 @@ def infer_reader(cols: dict[str, list]) -> tuple[dict[str, Any], str]:
         return {"kind": "never"}, (f"reader inferred never: {where} and its right edge then moved "
                                    f"{max(moved, 0)} B in {span / 1e9:.3f} s")
     per_ms = moved * 1_000_000 / span
-    if per_ms >= 1:
+    grid = read_grid([t for t, _ in window_updates(acks[fall:])])
+    if grid is not None and per_ms * grid[0] / 1e6 >= 1:
+        period, phase = grid
+        # the 1 ms rate's bytes times the period: the rate read back from it is the one a
+        # 1 ms reader is inferred at (a start of the fit, tcpsim.pcap.fit.Capture.starts)
+        app = {"kind": "periodic", "bytes": max(1, round(per_ms)) * (period // 1_000_000),
+               "every": f"{period // 1_000_000}ms", "start": f"{phase}ns"}
+        how = (f"{app['bytes']} B every {period // 1_000_000} ms from {phase / 1e6:.3f} ms "
+               f"(the window updates fall on that grid)")
+    elif per_ms >= 1:
         app = {"kind": "periodic", "bytes": max(1, round(per_ms)), "every": "1ms"}
         how = f"{app['bytes']} B every 1 ms"
     else:
@@ -180,3 +230,21 @@ def _toml_value(v: Any) -> str:
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def parse_oscillating(text: str, m: re.Match[str]) -> dict[str, Any]:
+    """oscillating:B/EVERY,B2/EVERY2,PERIOD -> a scenario [reader] table."""
+    from tcpsim.scenario import ScenarioError, parse_duration, parse_size
+    hint = "e.g. --reader oscillating:4096B/2ms,4096B/20ms,250ms"
+    try:
+        b1 = parse_size(m.group(1).strip(), "--reader bytes")
+        e1 = parse_duration(m.group(2).strip(), "--reader every", positive=True)
+        b2 = parse_size(m.group(3).strip(), "--reader bytes2")
+        e2 = parse_duration(m.group(4).strip(), "--reader every2", positive=True)
+        period = parse_duration(m.group(5).strip(), "--reader period", positive=True)
+    except ScenarioError as exc:
+        raise PcapError("--reader", None, str(exc), hint) from None
+    if min(b1, b2, e1, e2, period) < 1:
+        raise PcapError("--reader", None, f"{text!r}: sizes and periods must be positive", hint)
+    return {"kind": "oscillating", "bytes": b1, "every": f"{e1}ns", "bytes2": b2,
+            "every2": f"{e2}ns", "period": f"{period}ns"}

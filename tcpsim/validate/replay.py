@@ -231,7 +231,8 @@ def plan(v: TraceView, profile: str | None = None, policies: tuple[str, ...] = (
                          f"rows by {lag / 1e3:.0f} us (median)")
         read_ticks = reader_ticks(reads, reader, end, shift)
     else:
-        reader = replace(reader, start=max(0, shift))
+        # the reader's own start (the import's inferred read grid) is on the trace's axis
+        reader = replace(reader, start=max(0, shift + reader.start))
         if reader.kind in CLOCKED_READERS:
             notes.append("no read rows in the trace: the model's reader runs on its own grid")
     if hz is None:
@@ -440,9 +441,10 @@ class ScheduleWriter(ReplayWriter):
     `tcpsim replay FILE.pcap` (tcpsim/pcap/replay.py): the bytes that first appeared on the
     wire, each when it left the sender. ReplayWriter's clock, its own tick."""
 
-    def __init__(self, sim: Connection, ticks: list[tuple[int, int]]) -> None:
+    def __init__(self, sim: Connection, ticks: list[tuple[int, int]], owns: int = 0) -> None:
         super().__init__(sim, 0, ticks)
         self.size_mismatch = 0          # ticks whose bytes the socket did not take at once
+        self.owns = owns                # ns a send() that moved data holds the socket
 
     def tick(self) -> None:
         self.pending += self.ticks[self.i][1]
@@ -458,6 +460,8 @@ class ScheduleWriter(ReplayWriter):
         if sk.error or not self.pending:
             return
         w = sk.write(sim.sched.now, self.pending)
+        if w and self.owns:
+            sk.hold(sim.sched.now, self.owns)
         self.pending -= w
         self.written += w
         self.blocked = self.pending > 0
@@ -543,7 +547,7 @@ def _writer(sim: Connection, p: ReplayPlan) -> ReplayWriter:
     """The plan's writer: its ticks' own byte counts (ScheduleWriter) or the scenario's."""
     assert p.write_ticks is not None
     if p.schedule:
-        return ScheduleWriter(sim, p.write_ticks)
+        return ScheduleWriter(sim, p.write_ticks, p.scenario.writer.owns_socket)
     return ReplayWriter(sim, p.scenario.writer.bytes, p.write_ticks,
                         bulk=p.scenario.writer.kind == "bulk")
 
@@ -555,7 +559,8 @@ def _run_native(p: ReplayPlan, profile: Any, sink: MemoryRecorder) -> ReplayResu
     w = p.scenario.writer
     replay = {
         "writer": None if p.write_ticks is None else
-        {"ticks": p.write_ticks, "n": w.bytes, "bulk": w.kind == "bulk", "schedule": p.schedule},
+        {"ticks": p.write_ticks, "n": w.bytes, "bulk": w.kind == "bulk", "schedule": p.schedule,
+         "owns": w.owns_socket if p.schedule else 0},
         "reader": None if p.read_ticks is None else {"ticks": p.read_ticks},
     }
     sim = NativeSimulation(p.scenario, profile, sink=sink, skip=True, replay=replay)

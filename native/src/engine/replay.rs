@@ -25,6 +25,8 @@ pub struct ReplayWriter {
     pub blocked: bool,
     pub written: i64,
     pub size_mismatch: i64,
+    /// ns a send() that moved data holds the socket (ScheduleWriter.owns).
+    pub owns: i64,
 }
 
 impl ReplayWriter {
@@ -38,10 +40,11 @@ impl ReplayWriter {
     }
 
     /// replay.py `ScheduleWriter`.
-    pub fn schedule(ticks: Vec<(i64, i64)>) -> Self {
+    pub fn schedule(ticks: Vec<(i64, i64)>, owns: i64) -> Self {
         ReplayWriter {
             ticks,
             schedule: true,
+            owns,
             ..Default::default()
         }
     }
@@ -127,8 +130,11 @@ impl Simulation {
         if !self.f.socks[SND].error.is_empty() || w.pending == 0 {
             return;
         }
-        let pending = w.pending;
+        let (pending, owns) = (w.pending, w.owns);
         let put = self.sk_write(SND, now, pending);
+        if put != 0 && owns != 0 {
+            self.sk_hold(SND, now, owns);
+        }
         let w = self.replay_writer.as_mut().expect("replaying");
         w.pending -= put;
         w.written += put;

@@ -1113,7 +1113,6 @@ impl Simulation {
     /// event's connection is otherwise read from memory when its event starts.
     #[inline]
     fn prefetch_next(&self) {
-        self.sched.prefetch_next();
         if let Some(c) = self.sched.peek_tag() {
             if let Some(Some(f)) = self.flows.get(c as usize) {
                 crate::prefetch::read::<Flow>(f);
