@@ -20,6 +20,32 @@ pub fn read_lines<T>(x: &T, max_lines: usize) {
     }
 }
 
+/// Prefetch the line of a deque's first element and the line its next `push_back` writes
+/// (an empty deque's are the same place: where its next element goes).
+#[inline]
+pub fn deque_ends<T>(q: &std::collections::VecDeque<T>) {
+    let (a, b) = q.as_slices();
+    line(a.as_ptr().cast::<u8>());
+    let tail = if b.is_empty() { a } else { b };
+    // one past the last element (wrapping: only an address, never dereferenced)
+    line(tail.as_ptr().wrapping_add(tail.len()).cast::<u8>());
+}
+
+/// Prefetch `n` lines from `p` (an address only: it may be anywhere).
+#[inline]
+pub fn lines<T>(p: *const T, n: usize) {
+    let p = p.cast::<u8>();
+    for i in 0..n {
+        line(p.wrapping_add(64 * i));
+    }
+}
+
+/// Prefetch the line a vector's next `push` writes.
+#[inline]
+pub fn vec_tail<T>(v: &[T]) {
+    line(v.as_ptr().wrapping_add(v.len()).cast::<u8>());
+}
+
 #[inline(always)]
 fn line(p: *const u8) {
     #[cfg(target_arch = "x86_64")]

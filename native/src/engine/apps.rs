@@ -187,6 +187,18 @@ impl Timing {
         }
     }
 
+    /// Ask the CPU for what the next `late()` reads: the generator's state and the replayed
+    /// capture's next value (a hint: src/prefetch.rs).
+    #[inline]
+    pub fn prefetch(&self) {
+        self.rng.prefetch();
+        if let Some(b) = &self.blocks {
+            if let Some(v) = b.seq.get(b.pos) {
+                crate::prefetch::lines(v, 1);
+            }
+        }
+    }
+
     /// Timing.busy(got): the cost of a recv() that copied `got` bytes.
     pub fn busy(&self, got: i64) -> i64 {
         let copy = if self.copy_rate != 0 {

@@ -161,6 +161,15 @@ impl LinkDirection {
         }
     }
 
+    /// Prefetch where the next `send` puts its segment (a hint: see src/prefetch.rs).
+    #[inline]
+    pub fn prefetch_tail(&self) {
+        let (a, b) = self.flight.as_slices();
+        let tail = if b.is_empty() { a } else { b };
+        let entry = std::mem::size_of::<(i64, u64, Segment)>();
+        crate::prefetch::lines(tail.as_ptr().wrapping_add(tail.len()), entry.div_ceil(64));
+    }
+
     /// The head of the flight reaches the far end (returned); the next one takes its place.
     pub fn arrive<E: Copy + Tagged>(&mut self, sched: &mut Scheduler<E>, arrive: E) -> Segment {
         let (_, _, seg) = self

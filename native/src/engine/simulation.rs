@@ -331,6 +331,23 @@ impl Flow {
     }
 }
 
+impl Flow {
+    /// Ask the CPU for the queues socket `i` is about to work on -- the ends of its receive,
+    /// retransmit and write queues, its outbox, and where the link it sends on queues the
+    /// next segment -- as its event starts: each is a heap block of its own that, on a host
+    /// of thousands of connections, is in memory, not in a cache, and the socket's own work
+    /// on the event hides the wait. A hint: nothing computed changes.
+    #[inline]
+    pub fn prefetch_queues(&self, i: usize) {
+        let sk = &self.socks[i];
+        crate::prefetch::deque_ends(&sk.mem.receive_queue);
+        crate::prefetch::deque_ends(&sk.snd.rtx_queue);
+        crate::prefetch::deque_ends(&sk.snd.write_queue);
+        crate::prefetch::vec_tail(&sk.outbox);
+        self.links[if i == SND { 0 } else { 1 }].prefetch_tail();
+    }
+}
+
 /// `app` starting at `start` (a copy only when it differs).
 fn started(app: &Arc<App>, start: i64) -> Arc<App> {
     if app.start == start {
@@ -389,7 +406,15 @@ pub struct Simulation {
     /// reader (replay.rs).
     pub replay_writer: Option<ReplayWriter>,
     pub replay_reader: Option<ReplayReader>,
+    /// Ask the CPU for an event's heap blocks as it starts (`dispatch`): only on a host of
+    /// enough flows that they leave the caches (PREFETCH_FLOWS); a hint either way.
+    prefetch: bool,
 }
+
+/// The flows from which a host's sockets' queues are prefetched as each event starts: each
+/// flow holds ~5 KB and its queues, so a few dozen fill a core's own caches; below that the
+/// prefetches are only instructions (the single-connection cases of `tcpsim bench`).
+const PREFETCH_FLOWS: usize = 64;
 
 /// What is kept of a flow once it closed (tcpsim/host/outputs.py reads the same of a closed
 /// Python connection).
@@ -516,6 +541,7 @@ impl Simulation {
             halt: Arc::default(),
             replay_writer: None,
             replay_reader: None,
+            prefetch: n >= PREFETCH_FLOWS,
         };
         sim.prepare();
         while sim
@@ -656,16 +682,18 @@ impl Simulation {
     pub fn after(&mut self, i: usize) {
         let now = self.sched.now;
         if !self.f.socks[i].outbox.is_empty() {
-            let out = self.f.socks[i].take_outbox();
             let dir = if i == SND { 0 } else { 1 };
             if i == RCV && self.cur == 0 {
                 if let Some(tap) = self.tap.as_mut() {
+                    let out = &self.f.socks[i].outbox;
                     tap.extend(out.iter().map(|s| (now, true, s.clone())));
                 }
             }
+            // drained in place: the socket keeps its outbox's allocation (taking the vector
+            // made a new one for every event that sent something)
             let f = &mut *self.f;
             let ev = (self.cur as u32, Ev::Arrive(dir as u32));
-            for seg in out {
+            for seg in f.socks[i].outbox.drain(..) {
                 f.links[dir].send(&mut self.sched, seg, &mut f.rng, &mut f.jitter_rng[dir], ev);
             }
         }
@@ -1120,7 +1148,41 @@ impl Simulation {
         }
     }
 
+    /// Ask the CPU for what event `ev` of the current flow is about to read and write beyond
+    /// the flow itself (prefetched one event ahead): its entry of `timers`, its socket's
+    /// queues (`Flow::prefetch_queues`), an application's next lateness (`Timing::prefetch`).
+    /// A hint: nothing computed changes.
+    #[inline]
+    fn prefetch_for(&self, ev: Ev) {
+        crate::prefetch::lines(&self.timers[self.cur], 1);
+        match ev {
+            Ev::Arrive(d) => self.f.prefetch_queues(if d == 0 { RCV } else { SND }),
+            Ev::WriterTimedTick(w) | Ev::WriterTick(w) => {
+                self.f.prefetch_queues(1 - w as usize);
+                if let Some(tm) = self.f.writers[w as usize]
+                    .as_ref()
+                    .and_then(|w| w.timing.as_ref())
+                {
+                    tm.prefetch();
+                }
+            }
+            Ev::ReaderTimedWake(r, _) | Ev::ReaderTimedRead(r) | Ev::ReaderWake(r, _) => {
+                self.f.prefetch_queues(r as usize);
+                if let Some(tm) = self.f.readers[r as usize]
+                    .as_ref()
+                    .and_then(|r| r.timing.as_ref())
+                {
+                    tm.prefetch();
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn dispatch(&mut self, ev: Ev) {
+        if self.prefetch {
+            self.prefetch_for(ev);
+        }
         match ev {
             Ev::Arrive(d) => {
                 let ev = (self.cur as u32, Ev::Arrive(d));
