@@ -127,18 +127,9 @@ def test_both_engines_run_cpu_order_alike(text):
 def test_a_traced_host_in_cpu_order_writes_both_engines_traces_alike(tmp_path):
     """Traced connections keep a native run in order (one trace, lent to the CPU that
     runs); its connections' traces are the Python engine's, row for row."""
-    import pyarrow.parquet as pq
-
-    from tcpsim.host.traces import ConnectionTraces
-    from tests.host_files import tiny_host
+    from tests.host_files import connection_trace_tables, tiny_host
     text = tiny_host().replace("cpus = 1", "cpus = 2\nthreads = 2")
-    tables = {}
-    for engine in ("python", "native"):
-        sink = ConnectionTraces(tmp_path / engine / "h.parquet", group_rows=100)
-        plans: list = []
-        r = run_host(read_host_text(text), engine=engine, sink=sink, traced=["bad", "good"],
-                     plan_ready=plans.append)
-        tables[engine] = [pq.read_table(p) for p in sink.close(r, plans[0])]
+    tables = connection_trace_tables(text, tmp_path)
     assert len(tables["python"]) == len(tables["native"]) > 5
     for a, b in zip(tables["python"], tables["native"]):
         assert a.equals(b)

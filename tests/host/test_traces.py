@@ -13,7 +13,7 @@ from tcpsim.engines import native_available
 from tcpsim.host.populations import expand
 from tcpsim.host.run import run_host
 from tcpsim.host.scenario import read_host_text
-from tests.host_files import tiny_host
+from tests.host_files import connection_trace_tables, tiny_host
 from tcpsim.host.traces import MAX_TRACED, ConnectionTraces, connection_path, select_connections
 from tcpsim.scenario import ScenarioError
 from tcpsim.trace.schema import COLUMN_NAMES
@@ -86,13 +86,7 @@ def test_each_selected_connection_is_a_single_connection_trace(engine, tmp_path)
 
 @pytest.mark.skipif(not native_available(), reason="tcpsim._native is not built")
 def test_both_engines_write_the_same_connection_traces(tmp_path):
-    tables = {}
-    for engine in ("python", "native"):
-        sink = ConnectionTraces(tmp_path / engine / "h.parquet", group_rows=100)
-        plans = []
-        r = run_host(read_host_text(TINY), engine=engine, sink=sink, traced=["bad", "good"],
-                     plan_ready=plans.append)
-        tables[engine] = [pq.read_table(p) for p in sink.close(r, plans[0])]
+    tables = connection_trace_tables(TINY, tmp_path)
     assert len(tables["python"]) == len(tables["native"]) > 5
     for a, b in zip(tables["python"], tables["native"]):
         assert a.equals(b)
