@@ -396,7 +396,10 @@ impl PySimulation {
         }
         if let Some(r) = cfg.get_item("replay_reader")?.filter(|r| !r.is_none()) {
             let r: Bound<'_, PyDict> = r.cast_into()?;
-            sim.replay_reader = Some(ReplayReader::new(item(&r, "ticks")?.extract()?));
+            sim.replay_reader = Some(ReplayReader::new(
+                item(&r, "ticks")?.extract()?,
+                int(&r, "owns")?,
+            ));
         }
         let segment_cls = py
             .import("tcpsim.core.segment")?

@@ -150,6 +150,8 @@ class Unknowns:
     skip: int = 0                   # periodic reader: grid ticks before its first read
     writer: str = "as-sent"         # the writer's feed (tcpsim.pcap.replay.FEEDS)
     wowns_us: int = 0               # how long each write holds the socket (writer.owns_socket)
+    reads_us: int = 0               # periodic reader: ticks a read-drawn ACK shows this late
+    #                                 or more moved to it (tcpsim.pcap.readtimes); 0: the grid
 
     def show(self, name: str) -> str:
         v = getattr(self, name)
@@ -310,6 +312,8 @@ class Capture:
             sc = sc.with_(writer=replace(sc.writer, owns_socket=u.wowns_us * 1000))
         p.scenario = feed_scenario(sc, u.writer)
         p.schedule = True
+        if u.reads_us and sc.reader.kind == "periodic":
+            self._place_reads(p, u.reads_us * 1000)
         p.notes = [*self.imp.notes, *p.notes]
         rp = run_plan(p, engine=self.engine, sink=TableRecorder(("rcv",), acks_only=not full))
         if full:
@@ -320,6 +324,19 @@ class Capture:
         else:
             m = acks_view(rp.columns, -p.shift_ns)
         return grade(k, m, p.end_ns), rp
+
+    def _place_reads(self, p: Any, late: int) -> None:
+        """The plan's reader as its grid with the reads the capture dates moved
+        (tcpsim.pcap.readtimes): ticks of the replay reader (tcpsim.validate.replay
+        ReplayReader), each read holding the socket as the scenario's reader would."""
+        from tcpsim.pcap.readtimes import lag_ns, read_ticks
+        r = p.scenario.reader
+        acks = self.read_acks()
+        lag = lag_ns(acks, r.start, r.every, p.shift_ns)
+        rt = read_ticks(r.start, r.every, p.end_ns + p.shift_ns, r.bytes, acks, p.shift_ns,
+                        lag, late)
+        p.read_ticks = [(t, n, -1) for t, n in rt.ticks]
+        p.read_owns = r.owns_socket
 
     # -- candidates --------------------------------------------------------------------------
 

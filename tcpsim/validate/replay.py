@@ -76,6 +76,7 @@ class ReplayPlan:
     notes: list[str] = field(default_factory=list)
     hz: dict[str, Any] = field(default_factory=dict)   # {"hz": 250 or None, "source": "..."}
     schedule: bool = False            # write_ticks are byte counts to write as given (ScheduleWriter)
+    read_owns: int = 0                # ns each read_ticks recv() that moved data holds the socket
 
 
 @dataclass
@@ -473,10 +474,14 @@ class ScheduleWriter(ReplayWriter):
 
 
 class ReplayReader:
-    """The scenario's periodic (or oscillating) reader, ticking at the trace's read times."""
+    """The scenario's periodic (or oscillating) reader, ticking at the trace's read times
+    (`tcpsim replay FILE.pcap`: at the times the capture's read-drawn ACKs date, see
+    tcpsim.pcap.readtimes). `owns`: ns a recv() that moved data holds the socket
+    (App.owns_socket, as the scenario's reader: tcpsim.engine.apps.Reader._read)."""
 
-    def __init__(self, sim: Connection, ticks: list[tuple[int, int, int]]) -> None:
+    def __init__(self, sim: Connection, ticks: list[tuple[int, int, int]], owns: int = 0) -> None:
         self.sim, self.ticks = sim, ticks
+        self.owns = owns
         self.i = 0
         self.read_bytes = 0
         self.size_mismatch = 0
@@ -497,6 +502,8 @@ class ReplayReader:
         if not sim.rcv.error:
             got = sim.rcv.read(sim.sched.now, ask)
             if got:
+                if self.owns:
+                    sim.rcv.hold(sim.sched.now, self.owns)
                 self.read_bytes += got
                 sim.after(sim.rcv)
         if got != max(0, kernel_got):
@@ -533,7 +540,7 @@ def run_plan(p: ReplayPlan, engine: str | None = None,
         writer = _writer(conn, p)
         conn.writer = writer  # type: ignore[assignment]
     if p.read_ticks is not None:
-        reader = ReplayReader(conn, p.read_ticks)
+        reader = ReplayReader(conn, p.read_ticks, p.read_owns)
         conn.reader = reader  # type: ignore[assignment]
     result = sim.run()
     interrupt.check()                 # a replay a stop cut short scores nothing
@@ -561,7 +568,7 @@ def _run_native(p: ReplayPlan, profile: Any, sink: MemoryRecorder) -> ReplayResu
         "writer": None if p.write_ticks is None else
         {"ticks": p.write_ticks, "n": w.bytes, "bulk": w.kind == "bulk", "schedule": p.schedule,
          "owns": w.owns_socket if p.schedule else 0},
-        "reader": None if p.read_ticks is None else {"ticks": p.read_ticks},
+        "reader": None if p.read_ticks is None else {"ticks": p.read_ticks, "owns": p.read_owns},
     }
     sim = NativeSimulation(p.scenario, profile, sink=sink, skip=True, replay=replay)
     result = sim.run()

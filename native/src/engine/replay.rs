@@ -57,12 +57,16 @@ pub struct ReplayReader {
     i: usize,
     pub read_bytes: i64,
     pub size_mismatch: i64,
+    /// ns a recv() that moved data holds the socket (ReplayReader.owns, as the scenario's
+    /// reader: apps.rs `read`).
+    pub owns: i64,
 }
 
 impl ReplayReader {
-    pub fn new(ticks: Vec<(i64, i64, i64)>) -> Self {
+    pub fn new(ticks: Vec<(i64, i64, i64)>, owns: i64) -> Self {
         ReplayReader {
             ticks,
+            owns,
             ..Default::default()
         }
     }
@@ -174,6 +178,10 @@ impl Simulation {
         if self.f.socks[RCV].error.is_empty() {
             got = self.sk_read(RCV, now, ask);
             if got != 0 {
+                let owns = self.replay_reader.as_ref().expect("replaying").owns;
+                if owns != 0 {
+                    self.sk_hold(RCV, now, owns);
+                }
                 self.replay_reader.as_mut().expect("replaying").read_bytes += got;
                 self.after(RCV);
             }
