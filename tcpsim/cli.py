@@ -1499,6 +1499,10 @@ def replay(
     write_owns_socket: Optional[str] = typer.Option(None, "--write-owns-socket", help="pin how "
                                                     "long each write holds the socket (ACKs "
                                                     "wait in the sender's backlog), e.g. 30us"),
+    late_reads: Optional[str] = typer.Option(None, "--late-reads", help="with --fit: pin which "
+                                             "reads move to the read-drawn ACK that dates them: "
+                                             "those at least this late after their tick (e.g. "
+                                             "30us), or 0 (every read on its grid)"),
     until: Optional[float] = typer.Option(None, "--until", help="compare only the first S seconds"),
     html: Optional[Path] = typer.Option(None, "--html", help="capture-vs-model overlay page"),
     as_json: bool = typer.Option(False, "--json"),
@@ -1528,7 +1532,7 @@ def replay(
         with interrupt.stoppable():
             if fit or profiles:
                 pins = _fit_pins(opts, hz, device, timing, sysctls, owns_socket, writer_feed,
-                                 write_owns_socket)
+                                 write_owns_socket, late_reads)
                 if profiles:
                     code = _rank_capture(capture, profiles, tuple(policy), sysctls, until, pins,
                                          fit, eng, as_json, opts)
@@ -1545,6 +1549,9 @@ def replay(
             if write_owns_socket is not None:
                 raise ScenarioError(f"--write-owns-socket {write_owns_socket}: pins an unknown "
                                     "of a fit; give --fit (or --profiles) with it")
+            if late_reads is not None:
+                raise ScenarioError(f"--late-reads {late_reads}: pins an unknown of a fit; "
+                                    "give --fit (or --profiles) with it")
             _check_feed(writer_feed)
             if device is not None:
                 _check_device(device)
@@ -1604,16 +1611,22 @@ def _whole_us(value: str, option: str) -> int:
 
 def _fit_pins(opts: dict, hz: Optional[int], device: Optional[str], timing: Optional[str],
               sysctls: dict, owns_socket: Optional[str] = None,
-              writer_feed: Optional[str] = None, write_owns_socket: Optional[str] = None) -> dict:
+              writer_feed: Optional[str] = None, write_owns_socket: Optional[str] = None,
+              late_reads: Optional[str] = None) -> dict:
     """The unknowns the user pinned (tcpsim.pcap.fit.Unknowns fields); the rest are fitted.
     --reader/--rcvbuf are taken out of the import options: the fit replays them."""
     from tcpsim.app_latency import timing_choices
     from tcpsim.core.devices import DEVICES
-    from tcpsim.pcap.workload import parse_reader
+    from tcpsim.pcap.workload import parse_phased, parse_reader
     pins: dict = {}
     if opts.get("reader"):
-        parse_reader(opts["reader"])
-        pins["reader"] = opts.pop("reader")
+        if opts["reader"].strip().startswith("phased:"):
+            parse_phased(opts["reader"])
+        else:
+            parse_reader(opts["reader"])
+        pins["reader"] = opts.pop("reader").strip()
+    if late_reads is not None:
+        pins["reads_us"] = _whole_us(late_reads, "--late-reads")
     if opts.get("rcvbuf"):
         pins["so_rcvbuf"] = opts.pop("rcvbuf")
     if hz is not None:

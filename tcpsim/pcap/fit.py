@@ -43,6 +43,7 @@ from typing import Any, Callable
 from tcpsim.importers.pcap import Imported, load
 from tcpsim.pcap import PcapError
 from tcpsim.pcap.grade import Grade, grade
+from tcpsim.pcap.readtimes import Phase, grid_ticks, lag_ns, phase_ticks, phases, place
 from tcpsim.pcap.replay import FEEDS, feed_scenario, write_ticks
 from tcpsim.pcap.workload import parse_reader
 from tcpsim.validate.replay import ReplayError, ReplayResult, plan, run_plan
@@ -119,9 +120,15 @@ READ_ACK_LAGS_US = (-5, 5, 15, 25)
 # recapture of veth-tbf-periodic whose reader first read at 10.1 ms: 0.730 at phase 0 and
 # none skipped, against 0.881 at 0.135 ms and five skipped -- the truth).
 SKIP_MAX = 8
+# A phased reader (tcpsim.pcap.readtimes.phases): how long before its read-drawn ACKs' grid
+# its reads came (us; the phase_us unknown stands for it): the ACK follows the read's copy
+PHASED_LEADS_US = (0, 10, 20, 40, 80, 150)
+# A read a read-drawn ACK shows at least this late (us) after its tick is moved to that ACK
+# (less the read-to-ACK lag; tcpsim.pcap.readtimes.place); 0: every read on the grid
+READS_US = (0, 30, 100)
 JOINT = {"skip": "owns_us"}
 WRITE_OWNS_US = (0, 30, 100)         # how long each write holds the socket (writer.owns_socket)
-ORDER = ("owns_us", "reader", "skip", "phase_us", "device", "hz", "timing", "rmem1", "shrink",
+ORDER = ("owns_us", "reader", "skip", "phase_us", "reads_us", "device", "hz", "timing", "rmem1", "shrink",
          "writer", "wowns_us")
 # swept once the others have settled (_search): the writer's feed moves every segment's
 # time, and swept among the others it led the search into other basins
@@ -131,7 +138,7 @@ UNKNOWN_NAMES = {"reader": "reader", "device": "ingress device", "hz": "CONFIG_H
                  "so_rcvbuf": "SO_RCVBUF", "phase_us": "reader phase",
                  "shrink": "tcp_shrink_window", "owns_us": "read owns socket",
                  "skip": "reader ticks skipped", "writer": "writer feed",
-                 "wowns_us": "write owns socket"}
+                 "wowns_us": "write owns socket", "reads_us": "late reads placed"}
 
 
 @dataclass(frozen=True)
@@ -150,8 +157,8 @@ class Unknowns:
     skip: int = 0                   # periodic reader: grid ticks before its first read
     writer: str = "as-sent"         # the writer's feed (tcpsim.pcap.replay.FEEDS)
     wowns_us: int = 0               # how long each write holds the socket (writer.owns_socket)
-    reads_us: int = 0               # periodic reader: ticks a read-drawn ACK shows this late
-    #                                 or more moved to it (tcpsim.pcap.readtimes); 0: the grid
+    reads_us: int = 0               # reads a read-drawn ACK shows this late or more moved to
+    #                                 it (tcpsim.pcap.readtimes.place); 0: all on the grid
 
     def show(self, name: str) -> str:
         v = getattr(self, name)
@@ -163,6 +170,8 @@ class Unknowns:
             return f"{v / 1000:g} ms"
         if name in ("owns_us", "wowns_us"):
             return f"{v} us"
+        if name == "reads_us":
+            return "none (the grid)" if not v else f">= {v} us late"
         if name == "skip" and reader_period_us(self.reader):
             first = self.phase_us + v * reader_period_us(self.reader)
             return f"{v} (first read {first / 1000:g} ms)"
@@ -227,6 +236,7 @@ class Capture:
         self._ticks: dict[tuple[int, int, str], list[tuple[int, int]]] = {}
         self._visible: bool | None = None
         self._read_acks: dict[int | None, list[int]] = {}
+        self._phases: list[Phase] | None = None
 
     def segment_time(self, n: int) -> int:
         """The time (trace axis) of the capture's n-th segment, or past its end."""
@@ -266,7 +276,8 @@ class Capture:
     def doc(self, u: Unknowns) -> dict[str, Any]:
         doc = copy.deepcopy(self.imp.scenario)
         doc["sysctl"] = {**doc.get("sysctl", {}), **self.sysctl}
-        doc["reader"] = parse_reader(u.reader)
+        doc["reader"] = self._phased_doc(u.reader) if is_phased(u.reader) else \
+            parse_reader(u.reader)
         if u.rmem1:
             rmem = list(doc["sysctl"].get("net.ipv4.tcp_rmem") or [4096, 131072, 6291456])
             doc["sysctl"]["net.ipv4.tcp_rmem"] = [rmem[0], u.rmem1, max(rmem[2], u.rmem1)]
@@ -293,7 +304,8 @@ class Capture:
                             "replay needs the connection's handshake: capture from before the "
                             "connect") from None
         sc = p.scenario.with_(device=u.device)
-        if (u.phase_us or u.skip) and sc.reader.kind in ("periodic", "oscillating"):
+        if (u.phase_us or u.skip) and sc.reader.kind in ("periodic", "oscillating") and \
+                not is_phased(u.reader):
             first = u.phase_us * 1000 + u.skip * sc.reader.every
             sc = sc.with_(reader=replace(sc.reader, start=sc.reader.start + first))
         if u.owns_us:
@@ -312,9 +324,7 @@ class Capture:
             sc = sc.with_(writer=replace(sc.writer, owns_socket=u.wowns_us * 1000))
         p.scenario = feed_scenario(sc, u.writer)
         p.schedule = True
-        if u.reads_us and sc.reader.kind == "periodic":
-            self._place_reads(p, u.reads_us * 1000)
-        p.notes = [*self.imp.notes, *p.notes]
+        placed = self._read_times(p, u)
         rp = run_plan(p, engine=self.engine, sink=TableRecorder(("rcv",), acks_only=not full))
         if full:
             # the view validate.run.score_replay makes of it: kept for it (last_full)
@@ -323,20 +333,62 @@ class Capture:
             self.last_full = (rp, m)
         else:
             m = acks_view(rp.columns, -p.shift_ns)
-        return grade(k, m, p.end_ns), rp
+        return grade(k, m, p.end_ns, placed), rp
 
-    def _place_reads(self, p: Any, late: int) -> None:
-        """The plan's reader as its grid with the reads the capture dates moved
-        (tcpsim.pcap.readtimes): ticks of the replay reader (tcpsim.validate.replay
-        ReplayReader), each read holding the socket as the scenario's reader would."""
-        from tcpsim.pcap.readtimes import lag_ns, read_ticks
+    def _read_times(self, p: Any, u: Unknowns) -> frozenset[int]:
+        """Where the capture dates the reads, the plan's reader becomes the replay reader
+        (tcpsim.validate.replay.ReplayReader, each read holding the socket as the
+        scenario's reader would): a phased reader on its phases, a periodic one on its grid,
+        each with its late reads moved to the ACKs that date them where `reads_us` says
+        (tcpsim.pcap.readtimes). Returns the capture's ACKs that placed a read: the grade
+        leaves them out of its ACK timing (the model's ACK follows them by construction)."""
         r = p.scenario.reader
-        acks = self.read_acks()
-        lag = lag_ns(acks, r.start, r.every, p.shift_ns)
-        rt = read_ticks(r.start, r.every, p.end_ns + p.shift_ns, r.bytes, acks, p.shift_ns,
-                        lag, late)
-        p.read_ticks = [(t, n, -1) for t, n in rt.ticks]
+        if is_phased(u.reader):
+            lead = u.phase_us * 1000
+            ticks = phase_ticks(self.phases(), phased_size(u.reader), p.shift_ns, lead, u.skip)
+        elif u.reads_us and r.kind == "periodic" and r.every > 0:
+            lead = lag_ns(self.read_acks(), r.start, r.every, p.shift_ns)
+            ticks = grid_ticks(r.start, r.every, p.end_ns + p.shift_ns, r.bytes)
+        else:
+            return frozenset()
+        placed: frozenset[int] = frozenset()
+        if u.reads_us:
+            rt = place(ticks, self.read_acks(), p.shift_ns, lead, u.reads_us * 1000)
+            ticks, placed = rt.ticks, rt.placed
+        p.read_ticks = [(t, n, -1) for t, n in ticks if t <= p.end_ns + p.shift_ns]
         p.read_owns = r.owns_socket
+        return placed
+
+    # -- a reader whose period changes (tcpsim.pcap.readtimes.phases) ------------------------
+
+    def phases(self) -> list[Phase]:
+        """The reader's phases read off the whole capture's read-drawn ACKs (the search's
+        window and the final replay share them)."""
+        if self._phases is None:
+            whole, self.until_ns = self.until_ns, None
+            try:
+                self._phases = phases(self.read_acks(), self.k.end_ns)
+            finally:
+                self.until_ns = whole
+        return self._phases
+
+    def phased(self) -> bool:
+        """The read-drawn ACKs show the reader's period change (two phases or more)."""
+        return len(self.phases()) >= 2
+
+    def phased_size(self) -> int:
+        """Bytes a phased reader takes a tick for the measured read rate (read_rate()): the
+        rate times the span of its ticks over their count."""
+        ph = self.phases()
+        ticks = sum(max(0, (p.last - p.first) // p.every + 1) for p in ph)
+        span_ms = (ph[-1].last - ph[0].first) / 1e6
+        return max(1, round(self.read_rate() * span_ms / max(1, ticks)))
+
+    def _phased_doc(self, spec: str) -> dict[str, Any]:
+        """The scenario's [reader] of a phased reader: periodic at its first phase's period
+        (the replay reader ticks in its place: replay())."""
+        every = self.phases()[0].every if self.phases() else 1_000_000
+        return {"kind": "periodic", "bytes": phased_size(spec), "every": f"{every}ns"}
 
     # -- candidates --------------------------------------------------------------------------
 
@@ -402,6 +454,10 @@ class Capture:
                 continue
             for n in sorted({nice(want), max(1, round(want / 256) * 256 or round(want))}):
                 out.append(f"periodic:{n}B/{p}ms")
+        if self.phased():
+            want = self.phased_size()
+            for n in sorted({nice(want), max(1, round(want / 256) * 256 or round(want))}):
+                out.append(f"phased:{n}B")
         return list(dict.fromkeys(out))
 
     def starts(self) -> list[Unknowns]:
@@ -479,7 +535,11 @@ def candidates(cap: Capture, name: str, cur: Unknowns, profile: str = "linux-6.1
     if name == "hz":
         return list(HZS)
     if name == "timing":
+        if replays_reads(cur):
+            return ["exact"]            # the reads are placed: no lateness drawn on top
         return list(TIMINGS) + [t for t in extra_timings() if t not in TIMINGS]
+    if name == "reads_us":
+        return list(READS_US) if is_phased(cur.reader) or reader_period_us(cur.reader) else [0]
     if name == "rmem1":
         return list(RMEM1)
     if name == "owns_us":
@@ -491,6 +551,11 @@ def candidates(cap: Capture, name: str, cur: Unknowns, profile: str = "linux-6.1
     if name == "shrink":
         from tcpsim.catalog import get_profile
         return [0, 1] if "tcp_shrink_window" in get_profile(profile).known_sysctls() else [0]
+    if name == "phase_us" and is_phased(cur.reader):
+        return list(PHASED_LEADS_US)
+    if name == "skip" and is_phased(cur.reader):
+        ph = cap.phases()
+        return list(range(min(SKIP_MAX, ph[0].first // ph[0].every) + 1)) if ph else [0]
     if name == "phase_us":
         period = reader_period_us(cur.reader)
         if not period:
@@ -530,8 +595,28 @@ def reader_period_us(spec: str) -> int:
     return parse_duration(every, "--reader every") // 1000
 
 
+def replays_reads(u: Unknowns) -> bool:
+    """The candidate's reads are the replay reader's ticks (Capture._read_times)."""
+    return is_phased(u.reader) or bool(u.reads_us and reader_period_us(u.reader))
+
+
+def is_phased(spec: str) -> bool:
+    """A phased reader: `phased:BYTES` -- BYTES a tick on the phases the capture's read-drawn
+    ACKs show (tcpsim.pcap.readtimes.phases; fitted only, not a scenario reader)."""
+    return spec.startswith("phased:")
+
+
+def phased_size(spec: str) -> int:
+    """A phased reader's bytes a tick (tcpsim.pcap.workload.parse_phased)."""
+    from tcpsim.pcap.workload import parse_phased
+    return parse_phased(spec)
+
+
 def refine_reader(spec: str) -> list[str]:
-    """Sizes around a periodic reader's best: +-3, 6, 12 %."""
+    """Sizes around a periodic (or phased) reader's best: +-3, 6, 12 %."""
+    if is_phased(spec):
+        n = phased_size(spec)
+        return [f"phased:{max(1, round(n * f))}B" for f in (0.88, 0.94, 0.97, 1.0, 1.03, 1.06, 1.12)]
     if not spec.startswith("periodic:"):
         return [spec]
     size, _, period = spec[len("periodic:"):].partition("/")
@@ -678,8 +763,12 @@ def _moved(cap: Capture, cur: Unknowns, name: str, v: Any, free: list[str]) -> U
     begun -- nearest the current one's (the bytes read by any time then stay about the
     same): a phase and skip fitted for one period mean nothing on another."""
     u = replace(cur, **{name: v})
+    if replays_reads(u) and u.timing != "exact":
+        u = replace(u, timing="exact")          # the replay reader draws no lateness
     if name != "reader" or v == cur.reader or "phase_us" not in free or "skip" not in free:
         return u
+    if is_phased(v) != is_phased(cur.reader) and is_phased(v):
+        return replace(u, phase_us=PHASED_LEADS_US[1], skip=0)
     period = reader_period_us(v)
     if not period:
         return u

@@ -10,7 +10,7 @@ shows, each term in 0..1:
 | `windows` | 0.35 | kernel ACKs whose window the model matched within one window-scale unit (validate's pairing: same ack_seq, else the nearest) |
 | `series` | 0.20 | 1 - the mean absolute difference of the advertised window over time (GRID samples from the first data segment to the end) over the largest window the kernel offered |
 | `ack_count` | 0.15 | min / max of the two ACK counts |
-| `ack_timing` | 0.10 | kernel ACKs whose paired model ACK came within ACK_TIME_NS of it |
+| `ack_timing` | 0.10 | kernel ACKs whose paired model ACK came within ACK_TIME_NS of it (not those that placed a model read) |
 | `zero_windows` | 0.10 | similarity of the counts of zero-window ACKs (a window of at most one scale unit), 1 - abs(m - k) / max(m, k) |
 | `window_updates` | 0.10 | the same for window updates (same ACK, another window) |
 
@@ -137,9 +137,11 @@ def window_distance(k: list[Ack], m: list[Ack], t0: int, t1: int, n: int = GRID)
     return num / (cnt * top)
 
 
-def ack_timing(k: list[Ack], m: list[Ack]) -> float:
+def ack_timing(k: list[Ack], m: list[Ack], placed: frozenset[int] = frozenset()) -> float:
     """Kernel ACKs with a model ACK of the same ack_seq (the same occurrence) within
-    ACK_TIME_NS, as a fraction of the kernel's ACKs."""
+    ACK_TIME_NS, as a fraction of the kernel's ACKs -- of those not in `placed` (times of
+    the capture's ACKs that placed a model read, tcpsim.pcap.readtimes: the model's ACK
+    follows such a read by construction, so its timing is no evidence)."""
     if not k:
         return 1.0
     by_seq: dict[int, list[int]] = {}
@@ -150,14 +152,18 @@ def ack_timing(k: list[Ack], m: list[Ack]) -> float:
     for a in k:
         i = seen.get(a.ack_seq, 0)
         seen[a.ack_seq] = i + 1
+        if a.t_ns in placed:
+            continue
         ts = by_seq.get(a.ack_seq)
         if ts and abs(ts[min(i, len(ts) - 1)] - a.t_ns) <= ACK_TIME_NS:
             close += 1
-    return close / len(k)
+    scored = len(k) - sum(1 for a in k if a.t_ns in placed)
+    return close / scored if scored else 1.0
 
 
-def grade(k: TraceView, m: TraceView, end_ns: int) -> Grade:
-    """The graded score of model view `m` (on the capture's time axis) against capture `k`."""
+def grade(k: TraceView, m: TraceView, end_ns: int, placed: frozenset[int] = frozenset()) -> Grade:
+    """The graded score of model view `m` (on the capture's time axis) against capture `k`;
+    `placed`: the capture's ACKs (times) that placed a model read, left out of ACK timing."""
     kacks = [a for a in k.acks if a.t_ns <= end_ns]
     macks = [a for a in m.acks if a.t_ns <= end_ns]
     s = match_acks(k, m, end_ns)
@@ -170,7 +176,7 @@ def grade(k: TraceView, m: TraceView, end_ns: int) -> Grade:
         "windows": s.within_unit / s.kernel_acks if s.kernel_acks else 0.0,
         "series": 0.0 if dist is None else max(0.0, 1.0 - dist),
         "ack_count": similarity(len(kacks), len(macks)),
-        "ack_timing": ack_timing(kacks, macks),
+        "ack_timing": ack_timing(kacks, macks, placed),
         "zero_windows": event_term(kz, mz),
         "window_updates": event_term(ku, mu),
     }

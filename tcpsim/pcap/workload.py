@@ -42,6 +42,10 @@ def parse_reader(text: str) -> dict[str, Any]:
     o = _OSC.match(t)
     if o:
         return parse_oscillating(text, o)
+    if t.startswith("phased:"):
+        parse_phased(t)
+        raise PcapError("--reader", None, f"{text!r} is a fitted reader (its phases are read "
+                        "off the capture's ACKs)", "give --fit (or --profiles) with it")
     m = _READER.match(t)
     if not m:
         raise PcapError("--reader", None, f"{text!r} is not a reader",
@@ -57,6 +61,20 @@ def parse_reader(text: str) -> dict[str, Any]:
         raise PcapError("--reader", None, f"{text!r}: bytes and period must be positive",
                         "e.g. --reader periodic:1B/1ms")
     return {"kind": "periodic", "bytes": nbytes, "every": f"{every}ns"}
+
+
+_PHASED = re.compile(r"^phased:(\d+)B?$")
+
+
+def parse_phased(text: str) -> int:
+    """--reader phased:BYTES (with --fit): BYTES a tick on the phases the capture's
+    read-drawn ACKs show (tcpsim.pcap.readtimes.phases) -> BYTES."""
+    m = _PHASED.match(text.strip())
+    if not m or int(m.group(1)) < 1:
+        raise PcapError("--reader", None, f"{text!r} is not a phased reader",
+                        "write phased:BYTES (e.g. phased:4096B): BYTES a read, on the phases "
+                        "the capture's read-drawn ACKs show")
+    return int(m.group(1))
 
 
 GRID_PERIODS_MS = (1, 2, 5, 10, 20, 50, 100)   # the read periods a grid is looked for at
