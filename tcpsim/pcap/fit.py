@@ -166,6 +166,8 @@ class Unknowns:
             return str(v) if v else "1 ms clock"
         if name in ("rmem1", "so_rcvbuf"):
             return str(v) if v else "default"
+        if name == "phase_us" and is_phased(self.reader):
+            return f"{v} us before its ACKs"
         if name == "phase_us":
             return f"{v / 1000:g} ms"
         if name in ("owns_us", "wowns_us"):
@@ -203,6 +205,7 @@ class FitResult:
     wall_s: float
     result: ReplayResult | None = None
     ends: list[Unknowns] = field(default_factory=list)    # the search's end from each start
+    reader_phases: list[Phase] = field(default_factory=list)   # a phased best's phases
 
     @property
     def label(self) -> str:
@@ -212,7 +215,9 @@ class FitResult:
         return {"profile": self.profile, "policies": list(self.policies), "label": self.label,
                 "best": asdict(self.best), "grade": self.grade.as_dict(),
                 "fitted": [asdict(f) for f in self.fitted], "replays": self.replays,
-                "wall_s": round(self.wall_s, 3)}
+                "wall_s": round(self.wall_s, 3),
+                "reader_phases": [{"from_ns": p.first, "to_ns": p.last, "every_ns": p.every,
+                                   "acks": p.acks} for p in self.reader_phases]}
 
 
 class Capture:
@@ -699,7 +704,7 @@ def _fit(cap: Capture, profile: str, policies: tuple[str, ...], pinned: dict[str
     g, rp = cap.replay(profile, policies, cur)
     out = [_fitted(n, cur, sweeps.get(n, {}), n in pinned) for n in ORDER]
     return FitResult(profile, tuple(policies), cur, g, out, len(cache), time.perf_counter() - t0,
-                     rp, [e[0] for e in ends])
+                     rp, [e[0] for e in ends], cap.phases() if is_phased(cur.reader) else [])
 
 
 def _search(cap: Capture, profile: str, cur: Unknowns, pinned: dict[str, Any], passes: int,

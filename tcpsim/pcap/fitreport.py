@@ -41,12 +41,22 @@ def fitted_table(f: FitResult) -> list[str]:
     return lines
 
 
+def phases_line(f: FitResult) -> str:
+    """A phased reader's phases, as read off the capture's read-drawn ACKs."""
+    ph = ", ".join(f"every {p.every / 1e6:g} ms from {p.first / 1e6:.3f} ms ({p.acks} ACKs)"
+                   for p in f.reader_phases[:8])
+    more = f", ... ({len(f.reader_phases)} phases)" if len(f.reader_phases) > 8 else ""
+    return f"  reader phases (read off the read-drawn ACKs): {ph}{more}"
+
+
 def fit_text(capture: Path, f: FitResult, g: Grade, v: Any) -> str:
     """`replay --fit`: what was fitted, how well, then the replay under the target."""
     from tcpsim.validate.report import text
     target = " + ".join((v.replay.plan.profile, *v.replay.plan.policies))
     lines = [f"{capture.name}: fitted under {f.label} ({f.replays} replays, {f.wall_s:.1f} s)"]
     lines += fitted_table(f)
+    if f.reader_phases:
+        lines.append(phases_line(f))
     lines.append(f"  fit: {grade_line(f.grade)} -- {agreement(f.grade.total)}")
     s = v.score.info
     zw = v.score.outcomes.get("zero_window", {})
