@@ -61,10 +61,14 @@ def test_the_paced_feed_lets_the_capture_pace_the_sender_and_ranks_6_18_above_6_
     assert prp.plan.scenario.initcwnd == OPEN_CWND
     assert pg.within_unit_fraction >= 0.85 > g.within_unit_fraction
     assert pg.total > g.total + 0.03
-    f = fit(cap, "linux-6.18", pinned={k: getattr(FITTED, k) for k in
-                                      ("reader", "device", "phase_us", "shrink", "owns_us")})
+    # the reads on their grid in both (the writer feed is the question here; with the late
+    # reads placed, docs/pcap.md, 6.6 fits 0.885 and 6.18 0.901: tests/pcap/test_readtimes.py)
+    f = fit(cap, "linux-6.18", pinned={**{k: getattr(FITTED, k) for k in
+                                          ("reader", "device", "phase_us", "shrink", "owns_us")},
+                                       "reads_us": 0})
     assert f.best.writer == "paced" and f.grade.total >= pg.total
-    old = fit(cap, "linux-6.6", pinned={"reader": "periodic:1455B/1ms", "device": "veth"})
+    old = fit(cap, "linux-6.6", pinned={"reader": "periodic:1455B/1ms", "device": "veth",
+                                        "reads_us": 0})
     assert f.grade.total > old.grade.total + 0.02
 
 
