@@ -124,6 +124,13 @@ def test_the_replay_reader_holds_the_socket_alike_on_both_engines():
     assert held != g                     # the hold is applied, not ignored
 
 
+def test_the_phase_is_swept_in_5_us_steps_around_the_read_drawn_acks_bunch():
+    """veth-tbf-periodic's reads draw ACKs 1.97--1.99 ms into each 2 ms period; with its late
+    reads placed the grade moves by 0.1 between phases 10 us apart, so 5 us steps are tried."""
+    cap = Capture(PCAPS / "veth-tbf-periodic.pcap.gz")
+    assert set(range(1945, 1980, 5)) <= set(cap.phase_candidates(2000))
+
+
 def test_a_candidate_that_places_reads_has_no_timing_to_fit():
     cap = Capture(OSC)
     cur = Unknowns(reader="phased:4096B")
