@@ -186,7 +186,8 @@ def phases(acks: list[int], end: int) -> list[Phase]:
     return out
 
 
-def phase_ticks(ph: list[Phase], size: int, shift: int, lead: int, skip: int) -> list[tuple[int, int]]:
+def phase_ticks(ph: list[Phase], size: int, shift: int, lead: int,
+                skip: int) -> list[tuple[int, int]]:
     """The phases' ticks on the model axis (model = trace + shift), `lead` ns before the
     grid the read-drawn ACKs date (a read's ACK follows it), `size` bytes each; the first
     phase starts `skip` of its periods before its first read-drawn ACK's tick (not before 0)."""
