@@ -1,38 +1,37 @@
-"""A periodic reader's wakeups, read off the capture: its grid, each tick the capture dates moved.
+"""The reader's wakeups, read off the capture: its phases, and the late reads moved.
 
 A pcap holds no read times, but a read that frees room sends its ACK from recvmsg itself
 (tcp_cleanup_rbuf() [net/ipv4/tcp.c, 6.18]: the window update of a slow reader, or the ACK a
 delayed-ACK decision left pending), microseconds after the read began. So an ACK that comes
-long after the last data arrival (tcpsim.pcap.fit.READ_ACK_GAP_NS) dates a read. A program
-that reads on a grid wakes late now and then, or sleeps past a tick (a Python loop on a
-loaded host: veth-tbf-periodic's reader drew ACKs 20--300 us after its grid's phase), and a
-model reader exactly on the grid then reads a burst the kernel's read had not yet, or the
-reverse.
+long after the last data arrival (tcpsim.pcap.fit.READ_ACK_GAP_NS) dates a read. Two of the
+fit's unknowns (tcpsim.pcap.fit, docs/pcap.md "The reader's wakeups, read off the capture")
+use them one by one:
 
-`read_ticks()` makes the reader that the `reads` unknown of tcpsim.pcap.fit calls "acks":
-the fitted grid (period, phase, skipped ticks), where each tick near which the capture shows
-a read-drawn ACK *off* the grid's phase is moved to that ACK less the read-to-ACK lag; every
-other tick stays on the grid. What it assumes, and what it cannot see:
+* `phases()`: a reader whose period changes (veth-oscillating: 2 ms, then 20 ms, in halves
+  of a drifting Python loop), its periods and switch times segmented from the read-drawn
+  ACKs; `phase_ticks()` its ticks -- the fit's `phased:BYTES` reader.
+* `place()`: a reader's ticks (its grid, grid_ticks(), or its phases') with each read that a
+  read-drawn ACK shows `late` or more after its tick moved to that ACK less the read-to-ACK
+  lag -- the fit's "late reads placed". A program on a grid wakes late now and then (a
+  Python loop on a loaded host: veth-tbf-periodic's reader drew ACKs 20--300 us after its
+  grid's phase), and a model reader on the grid then reads a burst the kernel's read had
+  not yet, or the reverse.
 
-* A read that draws no ACK is where the grid puts it (the capture says nothing of it).
-* A read-drawn ACK belongs to the last grid tick at or before it (less the lag), no more
-  than MAX_LATE of a period after it: a reader late by more than that is taken as having
-  slept past a tick -- the ticks between read nothing (SKIPPED).
-* The lag from a read to its ACK is the grid's own: the bunch of read-drawn ACKs sits that
-  far after the grid's phase. Only an ACK more than `late_us` off its tick's time plus that
-  lag moves the tick: moving every read to its ACK (the lag varies by some 10 us from read to
-  read) did worse than the grid on veth-tbf-periodic (0.50--0.76 against 0.84).
+What it assumes: a read that draws no ACK is where the grid puts it (the capture says
+nothing of it); a read is never before its tick and a late one delays no other (the
+capture's loops sleep to their next tick, then read: scripts/record_plain_pcaps.py); the
+lag from a read to its ACK is the grid's own (where the ACKs bunch after their ticks). Only
+reads more than `late` off move: moving every read to its ACK (the lag varies by some 10 us
+from read to read) did worse than the grid on veth-tbf-periodic (0.50--0.76 against 0.84).
 
-The ACKs used to place reads are the ones whose timing the model then reproduces by
-construction: tcpsim.pcap.grade leaves them out of the ACK-timing term for a candidate that
-places reads (`placed` below), so the timing it scores is the other ACKs'.
+The ACKs that placed a read are ones the model answers by construction (its read comes just
+before them): tcpsim.pcap.grade leaves them out of the ACK-timing term (`placed`).
 """
 
 from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-
 
 
 @dataclass(frozen=True)
