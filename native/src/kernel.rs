@@ -51,6 +51,13 @@ pub trait Kernel: Send + Sync {
     /// "CollapseMaxBytes").
     fn class_name(&self) -> &'static str;
 
+    /// The kernel object keeps state of its own socket (a patch's per-socket field, as
+    /// rfc7323-retraction's `rcv_mwnd_seq`): it is not interchangeable with another one
+    /// composed the same way. Every era's and most patches' decisions keep none.
+    fn keeps_socket_state(&self) -> bool {
+        self.base().keeps_socket_state()
+    }
+
     // -- what the applied patches add (Python's Profile.counters() / new_sysctls()) -------
 
     /// The nstat counters the applied patches declare ({name: meaning}, Python's

@@ -136,7 +136,9 @@ impl TcpSocket {
                 Some(_) => self.mem_suppress(size, amt, kind, false, false),
             };
         }
-        let proto = self.proto.clone();
+        // borrowed, not cloned: a clone's atomic increment of the pool's count is a locked
+        // instruction on a line every socket of the host (and every thread) shares
+        let proto = &*self.proto;
         proto.memory_allocated_add(self.cpu, amt);
         let memcg = self.memcg.is_some();
         if let Some(m) = &self.memcg {

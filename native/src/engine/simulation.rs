@@ -101,9 +101,30 @@ pub struct SocketMaker {
     pub params: SocketParams,
     pub so_rcvbuf: i64,
     pub tracing: bool,
+    /// The profile and patches `k` was composed from (src/models: `compose`), None for a
+    /// kernel with a user's Python patch on top: a host run on several threads gives each
+    /// thread's sockets a kernel of their own (`for_part`).
+    pub recipe: Option<(String, Vec<String>)>,
 }
 
 impl SocketMaker {
+    /// This maker for the sockets of one part of a host run on several threads
+    /// (parallel.rs): the same, with a kernel of its own composed from `recipe`. Every
+    /// decision point that takes `&mut TcpSocket` clones the socket's kernel handle (an
+    /// `Arc`: a locked increment and decrement of its count); sockets of two threads sharing
+    /// one kernel took that count's cache line from each other at every such call. A
+    /// kernel that keeps no state of its own (`Kernel::keeps_socket_state`: its decisions
+    /// read and write the socket) is the same as another composed the same way; one that
+    /// keeps some stays shared, as in host order.
+    pub fn for_part(&self) -> Result<Self, String> {
+        let mut m = self.clone();
+        if let (Some((profile, patches)), false) = (&self.recipe, self.k.keeps_socket_state()) {
+            let names: Vec<&str> = patches.iter().map(String::as_str).collect();
+            m.k = crate::models::compose(profile, &names)?;
+        }
+        Ok(m)
+    }
+
     /// A new socket, as simulation.py `Connection.__init__` builds it.
     pub fn make(&self) -> Result<TcpSocket, String> {
         let mut sk = TcpSocket::new(

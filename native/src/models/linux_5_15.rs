@@ -134,6 +134,10 @@ impl Kernel for Linux515 {
         "Linux515"
     }
 
+    fn keeps_socket_state(&self) -> bool {
+        false
+    }
+
     fn counters(&self) -> Vec<(&'static str, &'static str)> {
         Vec::new()
     }
