@@ -574,6 +574,7 @@ impl Simulation {
             sim.build(i)?;
         }
         sim.switch(first);
+        sim.advise_memory();
         Ok(sim)
     }
 
@@ -592,7 +593,18 @@ impl Simulation {
         self.flows[self.cur] = Some(prev);
         self.cur = i;
         self.prepare();
+        self.advise_memory();
         Ok(())
+    }
+
+    /// On a host of enough flows that they leave the caches (as `prefetch`), have the heap
+    /// it grew into held in huge pages (src/hugepages.rs): called as flows are built, when
+    /// the heap grows. A hint: nothing computed changes.
+    #[inline]
+    fn advise_memory(&self) {
+        if self.prefetch {
+            crate::hugepages::advise_heap();
+        }
     }
 
     /// The current flow's first moves after it is built (its trace rows, the shared-skb
