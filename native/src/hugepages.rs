@@ -11,7 +11,9 @@
 //! itself instead (`advise_heap`): `MADV_HUGEPAGE` on the main heap as it grows (new
 //! memory is then faulted in 2 MiB pages) and `MADV_COLLAPSE` (Linux 6.1+) on what was
 //! already faulted in small pages (copied into huge ones at once, instead of whenever
-//! khugepaged gets to it). Where the kernel or the C library cannot (another OS, THP
+//! khugepaged gets to it). The threads of a host run in CPU order (src/engine/parallel.rs)
+//! allocate from malloc's other arenas, heaps of 64 MiB of their own: `advise_arenas`
+//! does the same for them. Where the kernel or the C library cannot (another OS, THP
 //! `never`, an older kernel), the calls fail and nothing else happens.
 
 /// 2 MiB: the huge page of x86_64 and arm64 (4 KiB base pages).
@@ -93,5 +95,70 @@ pub fn advise_heap() {
             }
         }
         DONE_TO.store(whole, Relaxed);
+    }
+}
+
+/// glibc's HEAP_MAX_SIZE on 64-bit: each heap of a thread's arena is a mapping of this size
+/// at an address it divides, its used part read-write, the rest not yet accessible.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const ARENA_HEAP: usize = 64 << 20;
+
+/// Each arena heap advised so far: its start and the 2 MiB boundary up to which its used
+/// part was collapsed.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+static ARENAS: std::sync::Mutex<Vec<(usize, usize)>> = std::sync::Mutex::new(Vec::new());
+
+/// `advise_heap` for the heaps of malloc's thread arenas: the read-write mappings of
+/// /proc/self/maps that start on a 64 MiB boundary and hold no file (their first page is
+/// the heap's header). Each is advised whole once (the part not yet accessible takes the
+/// advice with it as malloc opens it up), and its used part collapsed as it grows. A few
+/// system calls: a host run on threads calls it between windows, not at each event.
+pub fn advise_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+            return;
+        };
+        let Ok(mut arenas) = ARENAS.lock() else {
+            return;
+        };
+        for line in maps.lines() {
+            let mut f = line.split_whitespace();
+            let (Some(range), Some(perms), Some(_), Some(_), Some(_)) =
+                (f.next(), f.next(), f.next(), f.next(), f.next())
+            else {
+                continue;
+            };
+            if f.next().is_some() || perms != "rw-p" {
+                continue; // a file, a named region ([heap], [stack]) or not writable
+            }
+            let Some((a, b)) = range.split_once('-') else {
+                continue;
+            };
+            let (Ok(start), Ok(end)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
+            else {
+                continue;
+            };
+            if start % ARENA_HEAP != 0 || end - start > ARENA_HEAP {
+                continue;
+            }
+            let i = match arenas.iter().position(|&(s, _)| s == start) {
+                Some(i) => i,
+                None => {
+                    // SAFETY: advice on this process's own heap mapping: nothing in it moves
+                    // or changes; the result is ignored (advice not taken changes nothing).
+                    unsafe { sys::madvise(start as *mut _, ARENA_HEAP, sys::MADV_HUGEPAGE) };
+                    arenas.push((start, start));
+                    arenas.len() - 1
+                }
+            };
+            let done = arenas[i].1;
+            let whole = end & !(HUGE - 1);
+            if whole > done {
+                // SAFETY: as above, on the heap's used (read-write) part.
+                unsafe { sys::madvise(done as *mut _, whole - done, sys::MADV_COLLAPSE) };
+                arenas[i].1 = whole;
+            }
+        }
     }
 }

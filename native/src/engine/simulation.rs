@@ -435,7 +435,7 @@ pub struct Simulation {
 /// The flows from which a host's sockets' queues are prefetched as each event starts: each
 /// flow holds ~5 KB and its queues, so a few dozen fill a core's own caches; below that the
 /// prefetches are only instructions (the single-connection cases of `tcpsim bench`).
-const PREFETCH_FLOWS: usize = 64;
+pub(crate) const PREFETCH_FLOWS: usize = 64;
 
 /// What is kept of a flow once it closed (tcpsim/host/outputs.py reads the same of a closed
 /// Python connection).
