@@ -311,6 +311,25 @@ impl ProtoMemory {
 
 #[cfg(test)]
 mod tests {
+
+    /// Each CPU's counters lie on lines of their own (threads write them: parallel.rs).
+    #[test]
+    fn per_cpu_counters_do_not_share_a_line() {
+        let p = ProtoMemory::new((1, 2, 3), 2, 0).expect("2 CPUs");
+        for v in [
+            &p.per_cpu_fw_alloc,
+            &p.per_cpu_sockets,
+            &p.flushed,
+            &p.flushed_max,
+        ] {
+            let (a, b) = (
+                &*v[0] as *const AtomicI64 as usize,
+                &*v[1] as *const AtomicI64 as usize,
+            );
+            assert_eq!((a / 64 == b / 64, a % 64), (false, 0));
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -1243,3 +1243,43 @@ impl Simulation {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::devices::device;
+
+    fn maker(patches: &[&str]) -> SocketMaker {
+        SocketMaker {
+            k: crate::models::compose("linux-6.1", patches).expect("a built-in profile"),
+            sysctl: Arc::new(Sysctls::default()),
+            dev: device("veth").expect("a preset"),
+            params: SocketParams::default(),
+            so_rcvbuf: 0,
+            tracing: false,
+            recipe: Some((
+                "linux-6.1".into(),
+                patches.iter().map(|p| (*p).to_string()).collect(),
+            )),
+        }
+    }
+
+    /// A part's maker composes a kernel of its own (no count shared between threads), the
+    /// same kernel; one that keeps socket state, or has no recipe (a Python patch), stays.
+    #[test]
+    fn a_part_gets_its_own_stateless_kernel() {
+        let m = maker(&[]);
+        let p = m.for_part().expect("composes");
+        assert!(!Arc::ptr_eq(&m.k, &p.k));
+        assert_eq!(m.k.class_name(), p.k.class_name());
+        assert!(!p.k.keeps_socket_state());
+        let r = maker(&["rfc7323-retraction"]);
+        assert!(r.k.keeps_socket_state());
+        assert!(Arc::ptr_eq(&r.k, &r.for_part().expect("composes").k));
+        let py = SocketMaker {
+            recipe: None,
+            ..maker(&[])
+        };
+        assert!(Arc::ptr_eq(&py.k, &py.for_part().expect("shares").k));
+    }
+}
