@@ -786,19 +786,23 @@ impl TcpSocket {
     /// socket.py `_emit`: stamp the segment and queue it for the link. TcpOutSegs counts
     /// it unless it is a retransmission (`retrans`; __tcp_transmit_skb() [tcp_output.c,
     /// 6.18]); a SYN-ACK counts every time (tcp_make_synack()).
-    pub fn emit(&mut self, mut seg: Segment, retrans: bool) {
+    pub fn emit(&mut self, seg: Segment, retrans: bool) {
         if !retrans {
             self.mib.TCPOutSegs += 1;
         }
-        seg.tx_ns = self.now;
+        // stamped once in the outbox: a field written just before the segment was copied
+        // made the copy wait for the write (a store read back wider than it was written)
+        self.outbox.push(seg);
+        let last = self.outbox.len() - 1;
+        self.outbox[last].tx_ns = self.now;
         if self.tracing {
+            let seg = self.outbox[last].clone();
             let x = TraceArgs {
                 seg: Some(&seg),
                 ..TraceArgs::default()
             };
             self.trace("tx", "", x);
         }
-        self.outbox.push(seg);
     }
 
     /// The connection dies (tcp_write_err / tcp_reset): no more segments, timers off.
