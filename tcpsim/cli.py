@@ -1492,7 +1492,8 @@ def replay(
                                               "arrivals wait in the backlog), e.g. 60us or 0"),
     writer_feed: Optional[str] = typer.Option(None, "--writer-feed", help="how the capture's "
                                               "bytes reach the model's sender: as-sent (each "
-                                              "when it left; the default without --fit), paced "
+                                              "when it left; the default without --fit), bursts "
+                                              "(a run of back-to-back segments as one write), paced "
                                               "(as sent, the sender's cwnd out of the way), "
                                               "pauses (backlogged but where the application "
                                               "was idle), backlogged; with --fit: pins it"),

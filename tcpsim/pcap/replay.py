@@ -76,7 +76,7 @@ def replay_capture(path: str | Path, profile: str = "linux-6.18", policies: tupl
     return unknown_unscored(score_replay(Path(path), meta, k, rp, thresholds or Thresholds()))
 
 
-FEEDS = ("as-sent", "paced", "pauses", "backlogged")
+FEEDS = ("as-sent", "bursts", "paced", "pauses", "backlogged")
 """How the replay's writer hands the capture's bytes to the model's sender (`--writer-feed`,
 fitted by `replay --fit`): see writer_feed()."""
 BURST_GAP_NS = 50_000
@@ -103,6 +103,16 @@ def writer_feed(writes: list[tuple[int, int]], acks: list[int], feed: str,
       where the kernel's was: its congestion window does not grow as a bulk sender's does
       (tcp_is_cwnd_limited() [include/net/tcp.h]), and later it holds back what the kernel
       sent.
+    * "bursts": as sent, but a run of back-to-back transmissions (each within BURST_GAP_NS
+      of the one before) is one write, when its first left: its bytes were in the socket
+      when the run began, and the kernel's sender sent them as multi-segment skbs
+      (tcp_write_xmit() -> tso_fragment() [net/ipv4/tcp_output.c, 6.18]; traced on 6.18
+      over veth with TSO/GSO off, docs/kernel-measurements.md E13: the burst a window update
+      lets out is one skb of 12 segments), which software GSO cuts into fresh skbs that
+      merge in the receiver's backlog and coalesce into its queue whole or not at all. Fed
+      "as-sent", the model's sender sends such a run one segment at a time, one-segment
+      skbs that reach the receiver as clones of the sender's (tcpsim.core.devices
+      Device.sender_skb) and coalesce segment by segment.
     * "paced": as sent, the model's congestion window out of the way (feed_scenario(): an
       initial window of OPEN_CWND segments): the capture's own transmissions pace the
       sender -- they already show where the kernel's congestion window held it -- and the
@@ -116,6 +126,8 @@ def writer_feed(writes: list[tuple[int, int]], acks: list[int], feed: str,
       writer becomes one write, a periodic writer its writes."""
     if feed in ("as-sent", "paced") or not writes:
         return list(writes)
+    if feed == "bursts":
+        return _runs(writes)
     if feed == "backlogged":
         return [(writes[0][0], sum(n for _, n in writes))]
     if feed != "pauses":
@@ -129,6 +141,20 @@ def writer_feed(writes: list[tuple[int, int]], acks: list[int], feed: str,
             out.append((t, n))
         else:
             out[-1] = (out[-1][0], out[-1][1] + n)
+        prev = t
+    return out
+
+
+def _runs(writes: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The writes grouped into runs of back-to-back transmissions: one (time of the run's
+    first, bytes of the run) each ("bursts" in writer_feed())."""
+    out: list[tuple[int, int]] = []
+    prev = None
+    for t, n in writes:
+        if prev is not None and t - prev <= BURST_GAP_NS:
+            out[-1] = (out[-1][0], out[-1][1] + n)
+        else:
+            out.append((t, n))
         prev = t
     return out
 

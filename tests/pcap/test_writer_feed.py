@@ -5,6 +5,7 @@ alike."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,9 @@ def test_the_feeds_group_the_wire_s_transmissions():
     acks = [2_000_000]
     assert writer_feed(writes, acks, "as-sent") == writes == writer_feed(writes, acks, "paced")
     assert writer_feed(writes, acks, "backlogged") == [(0, 6 * 1448)]
+    # a run of back-to-back transmissions is one write, whatever let it out
+    assert writer_feed(writes, acks, "bursts") == [(0, 2 * 1448), (1_000_000, 1448),
+                                                   (2_030_000, 2 * 1448), (3_000_000, 1448)]
     assert writer_feed(writes, acks, "pauses") == [(0, 2 * 1448), (1_000_000, 3 * 1448),
                                                    (3_000_000, 1448)]
     # the ACK's reach: a transmission later than react_ns after it started on its own
@@ -98,7 +102,8 @@ def test_writer_feed_pins_and_replays_without_a_fit(monkeypatch, capsys):
     code, _, err = run_main(["replay", str(PERIODIC), "--writer-feed", "bulk"], monkeypatch,
                             capsys)
     assert code == 2 and err.strip().splitlines() == [
-        "tcpsim: error: --writer-feed bulk: expected one of as-sent, paced, pauses, backlogged"]
+        "tcpsim: error: --writer-feed bulk: expected one of as-sent, bursts, paced, pauses, "
+        "backlogged"]
     code, _, err = run_main(["replay", str(PERIODIC), "--write-owns-socket", "30us"],
                             monkeypatch, capsys)
     assert code == 2 and err.strip().splitlines() == [
@@ -107,3 +112,19 @@ def test_writer_feed_pins_and_replays_without_a_fit(monkeypatch, capsys):
     code, _, err = run_main(["replay", str(PERIODIC), "--fit", "--write-owns-socket", "1.5us"],
                             monkeypatch, capsys)
     assert code == 2 and "--write-owns-socket 1.5us: give whole microseconds" in err
+
+
+def test_a_burst_the_window_lets_out_is_replayed_as_one_write():
+    """veth-periodic-small-writes-shrink1: while the window is shut the writer's 1448 B a
+    millisecond wait in the socket; the ACK that opens it lets them out as one
+    multi-segment skb (traced on 6.18: 12 segments), cut by software GSO into fresh skbs
+    that merge in the reading receiver's backlog and join its queue whole. Fed each
+    segment as it left, the model's sender sends one-segment skbs (clones on this device)
+    that coalesce one by one, and the closed window reopens elsewhere."""
+    cap = Capture(PCAPS / "veth-periodic-small-writes-shrink1.pcap.gz")
+    truth = Unknowns(reader="periodic:1000B/1ms", device="veth-direct:tso=off", shrink=1,
+                     phase_us=225, owns_us=100)
+    sent = cap.replay("linux-6.18", (), truth, full=False)[0]
+    burst = cap.replay("linux-6.18", (), replace(truth, writer="bursts"), full=False)[0]
+    assert sent.within_unit_fraction < 0.5 < 0.6 < burst.within_unit_fraction
+    assert burst.total > sent.total + 0.05
