@@ -120,15 +120,9 @@ fn socket_maker(
     let profile: String = item(cfg, "profile")?.extract()?;
     let patches: Vec<String> = item(cfg, "patches")?.extract()?;
     let layers: Option<Vec<(usize, Bound<'_, PyAny>)>> = item(cfg, "py_policy")?.extract()?;
-    let (k, recipe): (KernelRef, _) = match layers {
-        None => (
-            compose_kernel(&profile, &patches)?,
-            Some((profile.clone(), patches.clone())),
-        ),
-        Some(l) => (
-            compose_python(cfg.py(), &profile, &patches, &l, error)?,
-            None,
-        ),
+    let k: KernelRef = match layers {
+        None => compose_kernel(&profile, &patches)?,
+        Some(l) => compose_python(cfg.py(), &profile, &patches, &l, error)?,
     };
     let sysctl = sysctls_from_py(&item(side, "sysctl")?.cast_into()?, &*k)?;
     let dev_name: String = item(side, "device")?.extract()?;
@@ -148,7 +142,6 @@ fn socket_maker(
         params,
         so_rcvbuf: int(side, "so_rcvbuf")?,
         tracing: item(side, "trace")?.extract()?,
-        recipe,
     };
     maker.make().map_err(PyValueError::new_err)?; // a bad HZ is a bad configuration
     Ok(maker)

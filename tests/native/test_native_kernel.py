@@ -172,10 +172,8 @@ def test_decisions_agree(native, name, owner, data, fields, sysctl, args):
 # -- each Rust era and patch overrides exactly what its Python class overrides -----------------
 
 NATIVE = Path(__file__).resolve().parents[2] / "native" / "src"
-# trait methods that are not decision points: the chain, what patches add, and whether the
-# object keeps per-socket state (src/kernel.rs)
-_NOT_POINTS = {"base", "class_name", "counters", "new_sysctls", "extra_sysctls",
-               "keeps_socket_state"}
+# trait methods that are not decision points: the chain and what patches add
+_NOT_POINTS = {"base", "class_name", "counters", "new_sysctls", "extra_sysctls"}
 
 
 def _rust_overrides(path: Path) -> set[str]:

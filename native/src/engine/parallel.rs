@@ -30,11 +30,10 @@
 //!
 //! Both ways give the same bytes (tests/host/test_host_threads.py).
 
-use super::simulation::{FlowSpec, HostSample, RunSpec, Simulation, SocketMaker, PREFETCH_FLOWS};
+use super::simulation::{FlowSpec, HostSample, RunSpec, Simulation, PREFETCH_FLOWS};
 use super::trace::TraceColumns;
 use crate::memcg::{MemCgroup, MemcgHandle};
 use crate::protmem::{ProtoHandle, ProtoMemory};
-use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
@@ -109,11 +108,7 @@ fn build(specs: &[FlowSpec], spec: &RunSpec) -> Result<Parts, String> {
             ..part_spec.clone()
         };
         let mut sim = Simulation::new_part(
-            if k == 0 {
-                specs.to_vec()
-            } else {
-                specs_for_part(specs)?
-            },
+            specs.to_vec(),
             spec,
             Arc::clone(&pool),
             memcg.clone(),
@@ -125,31 +120,6 @@ fn build(specs: &[FlowSpec], spec: &RunSpec) -> Result<Parts, String> {
     }
     sims[0].trace = trace;
     Ok((sims, pool, memcg))
-}
-
-/// `specs` for a part after the first: each socket maker for a part of its own
-/// (`SocketMaker::for_part`: the part's sockets share their kernels only among themselves),
-/// a maker shared by several flows still shared by them.
-fn specs_for_part(specs: &[FlowSpec]) -> Result<Vec<FlowSpec>, String> {
-    let mut made: HashMap<*const SocketMaker, Arc<SocketMaker>> = HashMap::new();
-    let mut mine = |m: &Arc<SocketMaker>| -> Result<Arc<SocketMaker>, String> {
-        if let Some(p) = made.get(&Arc::as_ptr(m)) {
-            return Ok(Arc::clone(p));
-        }
-        let p = Arc::new(m.for_part()?);
-        made.insert(Arc::as_ptr(m), Arc::clone(&p));
-        Ok(p)
-    };
-    specs
-        .iter()
-        .map(|f| {
-            Ok(FlowSpec {
-                rcv: mine(&f.rcv)?,
-                snd: mine(&f.snd)?,
-                ..f.clone()
-            })
-        })
-        .collect()
 }
 
 /// Run `sim`'s events due at or before `end`.

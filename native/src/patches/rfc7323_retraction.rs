@@ -60,10 +60,6 @@ impl Kernel for Rfc7323Retraction {
         PATCH.class_name
     }
 
-    fn keeps_socket_state(&self) -> bool {
-        true // rcv_mwnd_seq
-    }
-
     /// tcp_select_window() then rcv_mwnd_seq = max(rcv_mwnd_seq, rcv_wup + rcv_wnd).
     fn advertise_window(&self, sk: &mut TcpSocket) -> i64 {
         let raw = self.base.advertise_window(sk);
