@@ -36,8 +36,9 @@ use crate::skb::Skb;
 use crate::socket::TcpSocket;
 use crate::sysctl::{SysctlSpec, Sysctls};
 
-/// The socket's handle on its composed kernel (era + patches). One per socket: a patch may
-/// keep per-socket state (rfc7323-retraction's rcv_mwnd_seq), as Python's policy object does.
+/// The socket's handle on its composed kernel (era + patches), shared by every socket of a
+/// host's class: a kernel object keeps no per-socket state (what a patch tracks per socket,
+/// such as rfc7323-retraction's rcv_mwnd_seq, lives in the socket's state).
 pub type KernelRef = Arc<dyn Kernel>;
 
 /// How many handles on its kernel a socket keeps to lend: as deep as calls of decision
