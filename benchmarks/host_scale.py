@@ -6,8 +6,9 @@ single-connection cases (tcpsim/bench_host.py; `tcpsim bench --hosts` runs the s
 
 `--threads 1,2` runs each host case once per value, back to back (>= 2: the host in CPU order
 on that many threads, src/engine/parallel.rs) and prints the wall and CPU ratios.
-`--against TREE` runs each host case on another source tree (a checkout with its native engine
-built, e.g. `git worktree add /tmp/base HEAD~3`) just before this one and prints the CPU ratio.
+`--against TREE` runs each host case, on each number of threads, on another source tree (a
+checkout with its native engine built, e.g. `git worktree add /tmp/base HEAD~3`) just before
+this one and prints the CPU ratio.
 
 Numbers, never pass/fail: the machine is shared and noisy; compare figures of one run.
 """

@@ -162,8 +162,8 @@ def host_benchmarks(quick: bool = False, echo: Any = print,
     200 and 1 000 for 10 s), then the single-connection cases of `tcpsim bench` on the
     native engine (--quick durations), measured in one invocation. `against`: another
     source tree (e.g. a checkout of the commit before a change, its native engine built)
-    runs each host case just before this one, and the CPU ratio is printed: the two
-    measured side by side on a shared machine. `threads`: each case once per value, back
+    runs each host case, on each number of threads, just before this one, and the CPU ratio
+    is printed: the two measured side by side on a shared machine. `threads`: each case once per value, back
     to back (2: CPU order on two threads), with the wall and CPU ratio to the first; `probe`:
     then CPU order on 2 threads probed (each window's threads timed one after the other: what
     threads gain on free cores, whatever the load)."""
@@ -175,17 +175,25 @@ def host_benchmarks(quick: bool = False, echo: Any = print,
              f"with churn), {duration} simulated, native engine, each in a child process:")
     hosts = []
     for n in sizes:
-        if against is not None:
-            base = run_case(n, duration, "native", tree=against)
-            hosts.append(base)
-            if echo:
-                echo(format_case(base))
         first = None
         for th in threads:
+            base = None
+            if against is not None:
+                base = run_case(n, duration, "native", tree=against, threads=th)
+                hosts.append(base)
+                if echo:
+                    echo(format_case(base))
             row = run_case(n, duration, "native", threads=th)
             hosts.append(row)
             if echo:
                 echo(format_case(row))
+                if base is not None:
+                    echo(f"         this tree / {against}, both on {th} thread"
+                         f"{'s' if th > 1 else ''}: CPU "
+                         f"{row['build_run_cpu_s'] / max(1e-9, base['build_run_cpu_s']):.2f}x, "
+                         f"wall {row['total_s'] / max(1e-9, base['total_s']):.2f}x, "
+                         f"peak RSS {row['rss_bytes'] / max(1, base['rss_bytes']):.2f}x, results "
+                         f"{'the same' if row['digest'] == base['digest'] else 'DIFFER'}")
                 if first is not None:
                     echo(f"         {th} threads / {first['threads']}: wall "
                          f"{row['total_s'] / max(1e-9, first['total_s']):.2f}x, CPU "
@@ -197,11 +205,6 @@ def host_benchmarks(quick: bool = False, echo: Any = print,
             hosts.append(row)
             if echo:
                 echo(format_case(row))
-        if echo:
-            if against is not None:
-                echo(f"         this tree / {against}: CPU "
-                     f"{row['build_run_cpu_s'] / max(1e-9, base['build_run_cpu_s']):.2f}x, "
-                     f"peak RSS {row['rss_bytes'] / max(1, base['rss_bytes']):.2f}x")
     if not single:
         return {"hosts": hosts, "single": []}
     if echo:

@@ -35,12 +35,12 @@ class Rfc7323Retraction(Patch):
     name = "rfc7323-retraction"
     summary = "2026 upstream series: accept data up to the max advertised right edge (rcv_mwnd_seq)"
 
-    rcv_mwnd_seq = 0        # per socket: a policy object belongs to one socket
-
     def advertise_window(self, sk: TcpSocket) -> int:
-        """tcp_select_window() then rcv_mwnd_seq = max(rcv_mwnd_seq, rcv_wup + rcv_wnd)."""
+        """tcp_select_window() then rcv_mwnd_seq = max(rcv_mwnd_seq, rcv_wup + rcv_wnd), kept
+        in the socket (sk.rcv.rcv_mwnd_seq, where 7.1 keeps it): a policy object may serve
+        many sockets (a host's class shares one)."""
         raw = super().advertise_window(sk)
-        self.rcv_mwnd_seq = max(self.rcv_mwnd_seq, sk.rcv.rcv_wup + sk.rcv.rcv_wnd)
+        sk.rcv.rcv_mwnd_seq = max(sk.rcv.rcv_mwnd_seq, sk.rcv.rcv_wup + sk.rcv.rcv_wnd)
         return raw
 
     def overwindow_drop(self, sk: TcpSocket) -> None:
@@ -49,7 +49,7 @@ class Rfc7323Retraction(Patch):
 
     def sequence_window(self, sk: TcpSocket) -> int:
         """tcp_max_receive_window(): from rcv_nxt to the largest right edge advertised."""
-        right = max(self.rcv_mwnd_seq, sk.rcv.rcv_wup + sk.rcv.rcv_wnd)
+        right = max(sk.rcv.rcv_mwnd_seq, sk.rcv.rcv_wup + sk.rcv.rcv_wnd)
         return max(0, right - sk.rcv.rcv_nxt)
 
 

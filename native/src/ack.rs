@@ -10,6 +10,7 @@ use crate::constants::{
     ICSK_ACK_NOW, ICSK_ACK_PUSHED, ICSK_ACK_PUSHED2, ICSK_ACK_SCHED, ICSK_ACK_TIMER, NS_PER_MS,
     TCP_ATO_MIN_NS, TCP_DELACK_MAX_NS, TCP_DELACK_MIN_NS, TCP_MAX_QUICKACKS,
 };
+use crate::kcall;
 use crate::segment::{Segment, ACK};
 use crate::skb::Skb;
 use crate::socket::TcpSocket;
@@ -60,13 +61,12 @@ impl TcpSocket {
     /// Models tcp_event_data_recv(): schedule an ACK, learn rcv_mss and RTT, adapt the
     /// delayed-ACK timeout (ato) to the inter-arrival time, grow rcv_ssthresh.
     pub fn event_data_recv(&mut self, seg: &Segment, skb: &Skb) {
-        let k = self.k.clone();
         self.ack.ack_pending |= ICSK_ACK_SCHED;
-        k.measure_rcv_mss(self, seg, skb);
-        k.rcv_rtt_measure(self);
+        kcall!(self.measure_rcv_mss(seg, skb));
+        kcall!(self.rcv_rtt_measure());
         self.ato_update();
         if seg.len >= 128 {
-            k.grow_window(self, skb, true, seg);
+            kcall!(self.grow_window(skb, true, seg));
         }
     }
 
@@ -101,11 +101,10 @@ impl TcpSocket {
         if self.ack.ack_pending & ICSK_ACK_SCHED == 0 {
             return;
         }
-        let k = self.k.clone();
         let now_ack = {
             let big = self.rcv.rcv_nxt - self.rcv.rcv_wup > self.ack.ack_rcv_mss;
             big && (self.rcv.rcv_nxt - self.rcv.copied_seq < self.rcv.rcvlowat || {
-                let w = k.select_window(self);
+                let w = kcall!(self.select_window());
                 w >= self.rcv.rcv_wnd
             })
         };
@@ -154,7 +153,7 @@ impl TcpSocket {
                 srtt
             };
         }
-        let delay = self.k.clone().comp_sack_delay_ns(self, rtt_us8);
+        let delay = self.k.comp_sack_delay_ns(self, rtt_us8);
         self.ack.comp_sack_deadline = self.now + delay;
     }
 
@@ -169,8 +168,7 @@ impl TcpSocket {
     /// Models tcp_send_delayed_ack() [tcp_output.c, 6.18]: arm (or pull in) the delayed-ACK
     /// timer, everything in the clock's ticks (see ack.py `send_delayed_ack`).
     pub fn send_delayed_ack(&mut self) {
-        let k = self.k.clone();
-        let delack_max = k.delack_max(self);
+        let delack_max = self.k.delack_max(self);
         let pingpong = self.in_pingpong();
         let clock = &self.clock;
         let ack = &self.ack;
@@ -244,8 +242,7 @@ impl TcpSocket {
         if copied > 0 && !self.rcv.rcv_shutdown {
             let now_win = self.receive_window();
             if 2 * now_win <= self.rcv.window_clamp {
-                let k = self.k.clone();
-                let new = k.select_window(self);
+                let new = kcall!(self.select_window());
                 if new != 0 && new >= 2 * now_win {
                     return true;
                 }
@@ -297,8 +294,7 @@ impl TcpSocket {
             self.ack.compressed_ack = 0;
             self.ack.comp_sack_deadline = 0;
         }
-        let k = self.k.clone();
-        k.dec_quickack_mode(self);
+        kcall!(self.dec_quickack_mode());
         let ack = &mut self.ack;
         ack.ack_pending = 0;
         ack.delack_deadline = 0;
@@ -308,8 +304,7 @@ impl TcpSocket {
     /// Build an outgoing segment with ACK, window, timestamps and SACK blocks
     /// (__tcp_transmit_skb: every non-SYN segment calls tcp_select_window).
     pub fn make_segment(&mut self, seq: i64, length: i64, flags: i64) -> Segment {
-        let k = self.k.clone();
-        let win = k.advertise_window(self);
+        let win = kcall!(self.advertise_window());
         let mut seg = Segment::new(seq, length, flags, self.rcv.rcv_nxt, win);
         if self.conn.ts_ok {
             seg.tsval = self.tsval();

@@ -16,8 +16,9 @@
 //! * **`self.point(sk, ...)` inside a method** (Python's late binding: a patch's override is
 //!   seen by the era's own methods): written `sk.k.point(sk, ...)`, i.e. through the socket's
 //!   composed kernel, never `self.point(...)`. Points that take `&mut TcpSocket` are called on
-//!   a clone of the handle, `let k = sk.k.clone(); k.point(sk, ...)`, which avoids borrowing
-//!   `sk` twice ([`KernelRef`] is an `Arc`: a clone is one atomic increment).
+//!   a handle the socket lends, `kcall!(sk.point(...))` or `let k = sk.lend_k(); k.point(sk,
+//!   ...); sk.give_k(k)`, which avoids borrowing `sk` twice without touching the `Arc`'s
+//!   count ([`KernelSpares`]).
 //! * **Constants of the era** (`RELEASE`, `RMEM2_DEFAULT`, ...) are methods without a socket;
 //!   an era that changes one also overrides the sk-less methods that read it (there is no
 //!   socket to reach the composed kernel through): e.g. 6.8 changes `default_scaling_ratio`
@@ -35,9 +36,58 @@ use crate::skb::Skb;
 use crate::socket::TcpSocket;
 use crate::sysctl::{SysctlSpec, Sysctls};
 
-/// The socket's handle on its composed kernel (era + patches). One per socket: a patch may
-/// keep per-socket state (rfc7323-retraction's rcv_mwnd_seq), as Python's policy object does.
+/// The socket's handle on its composed kernel (era + patches), shared by every socket of a
+/// host's class: a kernel object keeps no per-socket state (what a patch tracks per socket,
+/// such as rfc7323-retraction's rcv_mwnd_seq, lives in the socket's state).
 pub type KernelRef = Arc<dyn Kernel>;
+
+/// How many handles on its kernel a socket keeps to lend: as deep as calls of decision
+/// points that take the socket mutably nest (a deeper call clones the `Arc`: correct, slower).
+const SPARES: usize = 8;
+
+/// Spare handles on a socket's kernel, lent to the decision points that take the socket
+/// mutably (`TcpSocket::lend_k`, `kcall!`): lending one is a move. A clone of the `Arc` per
+/// call, as before, was a locked increment and a locked decrement of its count, ~10-15 ns a
+/// pair on the development machine: ten to twenty per simulated packet made them a third to
+/// half of the engine's cycles.
+#[derive(Default)]
+pub struct KernelSpares {
+    refs: [Option<KernelRef>; SPARES],
+    n: usize,
+}
+
+impl KernelSpares {
+    /// A spare handle, None when all are lent.
+    #[inline]
+    pub fn take(&mut self) -> Option<KernelRef> {
+        if self.n == 0 {
+            return None;
+        }
+        self.n -= 1;
+        self.refs[self.n].take()
+    }
+
+    /// Keep `k` to lend again (dropped when the spares are full).
+    #[inline]
+    pub fn put(&mut self, k: KernelRef) {
+        if self.n < SPARES {
+            self.refs[self.n] = Some(k);
+            self.n += 1;
+        }
+    }
+}
+
+/// `kcall!(sk.point(args..))` is `sk.k.point(sk, args..)` for a decision point that takes the
+/// socket mutably: called on the kernel `sk` lends (`TcpSocket::lend_k`), given back after.
+#[macro_export]
+macro_rules! kcall {
+    ($sk:ident . $point:ident ( $($arg:expr),* $(,)? )) => {{
+        let k = $sk.lend_k();
+        let r = k.$point($sk, $($arg),*);
+        $sk.give_k(k);
+        r
+    }};
+}
 
 /// Every decision point of the receive path (and the few of the send path tcpsim models).
 ///

@@ -40,6 +40,7 @@ pub mod constants;
 pub mod devices;
 pub mod engine;
 pub mod fields;
+pub mod hugepages;
 pub mod kernel;
 pub mod memcg;
 pub mod memory;

@@ -130,13 +130,15 @@ impl TcpSocket {
         let blocking = kind == MemKind::Send;
         if self.mem.sk_bypass_prot_mem {
             // 6.19: outside the protocol's accounting
-            return match self.memcg.clone() {
+            return match &self.memcg {
                 None => true,
                 Some(m) if m.charge_skmem(amt, self.now, false, blocking) => true,
                 Some(_) => self.mem_suppress(size, amt, kind, false, false),
             };
         }
-        let proto = self.proto.clone();
+        // borrowed, not cloned: an Arc clone is a locked add on a count every socket of the
+        // host shares
+        let proto = &*self.proto;
         proto.memory_allocated_add(self.cpu, amt);
         let memcg = self.memcg.is_some();
         if let Some(m) = &self.memcg {

@@ -56,7 +56,7 @@ pub struct ProtoMemory {
     /// tcp_memory_allocated, the global counter (pages; sockstat's mem).
     pub allocated: AtomicI64,
     /// tcp_memory_per_cpu_fw_alloc, one per CPU (pages not yet flushed).
-    pub per_cpu_fw_alloc: Vec<AtomicI64>,
+    pub per_cpu_fw_alloc: Vec<PerCpu>,
     /// tcp_memory_pressure: when the host entered pressure (ns), -1 if not.
     pub memory_pressure: AtomicI64,
     /// tcp_sockets_allocated: sockets using the pool, exactly (what percpu_counter_sum()
@@ -66,7 +66,7 @@ pub struct ProtoMemory {
     /// -- and so the fair-share rule -- sees.
     pub sockets_count: AtomicI64,
     /// Its per-CPU parts, each folded into `sockets_count` once it reaches the batch.
-    pub per_cpu_sockets: Vec<AtomicI64>,
+    pub per_cpu_sockets: Vec<PerCpu>,
     /// percpu_counter_batch for this host's CPUs.
     pub sockets_batch: i64,
     /// Entries into pressure.
@@ -76,8 +76,25 @@ pub struct ProtoMemory {
     /// Per CPU: the pages its flushes moved into `allocated` since `mark_window`, and the
     /// most they reached (a window run on several threads is checked with them:
     /// src/engine/parallel.rs). Bookkeeping of the engine, not of the kernel.
-    pub flushed: Vec<AtomicI64>,
-    pub flushed_max: Vec<AtomicI64>,
+    pub flushed: Vec<PerCpu>,
+    pub flushed_max: Vec<PerCpu>,
+}
+
+/// One CPU's counter of the pool, alone on its cache line: a host run on several threads
+/// (src/engine/parallel.rs) writes each CPU's counters from that CPU's thread at nearly
+/// every charge, and counters of two CPUs side by side made the threads take the line from
+/// each other at each write (false sharing). Reads and writes as an `AtomicI64`.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub struct PerCpu(AtomicI64);
+
+impl std::ops::Deref for PerCpu {
+    type Target = AtomicI64;
+
+    #[inline]
+    fn deref(&self) -> &AtomicI64 {
+        &self.0
+    }
 }
 
 /// The pool's fields as plain values (Python's `ProtoMemory.snapshot()`).
@@ -114,16 +131,16 @@ impl ProtoMemory {
             ncpus,
             pcpu_rsv: AtomicI64::new(pcpu_rsv),
             allocated: AtomicI64::new(0),
-            per_cpu_fw_alloc: (0..ncpus).map(|_| AtomicI64::new(0)).collect(),
+            per_cpu_fw_alloc: (0..ncpus).map(|_| PerCpu::default()).collect(),
             memory_pressure: AtomicI64::new(-1),
             sockets_allocated: AtomicI64::new(0),
             sockets_count: AtomicI64::new(0),
-            per_cpu_sockets: (0..ncpus).map(|_| AtomicI64::new(0)).collect(),
+            per_cpu_sockets: (0..ncpus).map(|_| PerCpu::default()).collect(),
             sockets_batch: percpu_counter_batch(ncpus),
             TCPMemoryPressures: AtomicI64::new(0),
             TCPMemoryPressuresChrono: AtomicI64::new(0),
-            flushed: (0..ncpus).map(|_| AtomicI64::new(0)).collect(),
-            flushed_max: (0..ncpus).map(|_| AtomicI64::new(0)).collect(),
+            flushed: (0..ncpus).map(|_| PerCpu::default()).collect(),
+            flushed_max: (0..ncpus).map(|_| PerCpu::default()).collect(),
         })
     }
 
@@ -294,6 +311,25 @@ impl ProtoMemory {
 
 #[cfg(test)]
 mod tests {
+
+    /// Each CPU's counters lie on lines of their own (threads write them: parallel.rs).
+    #[test]
+    fn per_cpu_counters_do_not_share_a_line() {
+        let p = ProtoMemory::new((1, 2, 3), 2, 0).expect("2 CPUs");
+        for v in [
+            &p.per_cpu_fw_alloc,
+            &p.per_cpu_sockets,
+            &p.flushed,
+            &p.flushed_max,
+        ] {
+            let (a, b) = (
+                &*v[0] as *const AtomicI64 as usize,
+                &*v[1] as *const AtomicI64 as usize,
+            );
+            assert_eq!((a / 64 == b / 64, a % 64), (false, 0));
+        }
+    }
+
     use super::*;
 
     #[test]

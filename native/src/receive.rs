@@ -8,6 +8,7 @@
 
 use crate::arith::floor_div;
 use crate::constants::{ICSK_ACK_NOW, ICSK_ACK_SCHED, TCP_MAX_QUICKACKS};
+use crate::kcall;
 use crate::memory::Tail;
 use crate::segment::{Segment, ACK, FIN, RST, SYN, URG};
 use crate::skb::Skb;
@@ -90,9 +91,8 @@ impl TcpSocket {
     }
 
     fn fast_path_data(&mut self, seg: &Segment, skb: Skb, slowpath: bool) {
-        let k = self.k.clone();
         self.ts_update(seg);
-        k.rcv_rtt_measure_ts(self, seg);
+        kcall!(self.rcv_rtt_measure_ts(seg));
         self.mib.TCPHPHits += 1;
         let truesize = skb.truesize;
         let coalesced = self.queue_rcv(skb.clone());
@@ -114,8 +114,7 @@ impl TcpSocket {
     /// tcp_validate_incoming(), tcp_ack(), then tcp_data_queue(). `skb`: the skb the fast
     /// path already built for this in-order segment (the same one would be built).
     fn slow_path(&mut self, seg: &Segment, skb: Option<Skb>) {
-        let k = self.k.clone();
-        let reason = k.tcp_sequence(self, seg);
+        let reason = kcall!(self.tcp_sequence(seg));
         if !reason.is_empty() {
             self.drop_unacceptable(seg, reason);
             return;
@@ -134,7 +133,7 @@ impl TcpSocket {
             self.trace_seg("drop", "bad ack", seg, -1, "TCP_ACK_UNSENT_DATA");
             return;
         }
-        k.rcv_rtt_measure_ts(self, seg);
+        kcall!(self.rcv_rtt_measure_ts(seg));
         if seg.len != 0 || seg.flags & FIN != 0 {
             self.data_queue(seg, skb);
         }
@@ -176,10 +175,9 @@ impl TcpSocket {
     /// Models tcp_data_queue(): in-order, old, beyond-window, partial and OFO cases.
     /// `skb`: already built for an in-order segment (see slow_path).
     pub fn data_queue(&mut self, seg: &Segment, skb: Option<Skb>) {
-        let k = self.k.clone();
         let fin = seg.flags & FIN != 0;
         if seg.seq == self.rcv.rcv_nxt {
-            if self.receive_window() == 0 && !k.zero_window_accepts(self, seg) {
+            if self.receive_window() == 0 && !self.k.zero_window_accepts(self, seg) {
                 self.mib.TCPZeroWindowDrop += 1;
                 self.out_of_window(seg, "TCP_ZEROWINDOW");
                 return;
@@ -197,7 +195,7 @@ impl TcpSocket {
         }
         if seg.seq >= self.rcv.rcv_nxt + self.receive_window() {
             // starts beyond the window
-            k.overwindow_drop(self);
+            kcall!(self.overwindow_drop());
             self.out_of_window(seg, "TCP_OVERWINDOW");
             return;
         }
@@ -233,14 +231,13 @@ impl TcpSocket {
         fin: bool,
         skb: Option<Skb>,
     ) {
-        let k = self.k.clone();
         let skb = match skb {
             Some(s) => s,
             None => self
                 .dev
                 .make_skb(seq, length, fin, seg.gso_size, seg.tx_segs),
         };
-        if !k.admit_in_order(self, &skb) {
+        if !kcall!(self.admit_in_order(&skb)) {
             self.mib.TCPRcvQDrop += 1;
             self.trace_seg("drop", "rcvq full", seg, skb.truesize, "PROTO_MEM");
             self.data_ready();
@@ -277,8 +274,8 @@ impl TcpSocket {
     /// Models tcp_queue_rcv(): coalesce into the tail or append; advance rcv_nxt. Returns
     /// true when the skb was coalesced (eaten).
     pub fn queue_rcv(&mut self, skb: Skb) -> bool {
-        let k = self.k.clone();
-        let eaten = !self.mem.receive_queue.is_empty() && k.try_coalesce(self, Tail::Receive, &skb);
+        let eaten =
+            !self.mem.receive_queue.is_empty() && kcall!(self.try_coalesce(Tail::Receive, &skb));
         let (end_seq, fin) = (skb.end_seq, skb.fin);
         if !eaten {
             let truesize = skb.truesize;
@@ -307,15 +304,14 @@ impl TcpSocket {
 
     /// Models tcp_data_queue_ofo(): admission, SACK, insert/merge in sequence order.
     pub fn data_queue_ofo(&mut self, seg: &Segment) {
-        let k = self.k.clone();
         let skb = self.segment_skb(seg);
-        if !k.try_rmem_schedule(self, &skb, skb.truesize) {
+        if !kcall!(self.try_rmem_schedule(&skb, skb.truesize)) {
             self.mib.TCPOFODrop += 1;
             self.trace_seg("drop", "ofo full", seg, skb.truesize, "PROTO_MEM");
             self.data_ready();
             return;
         }
-        k.ofo_measure_rcv_mss(self, seg, &skb);
+        kcall!(self.ofo_measure_rcv_mss(seg, &skb));
         self.rcv.pred_ok = false;
         self.ack.ack_pending |= ICSK_ACK_SCHED;
         self.mib.TCPOFOQueue += 1;
@@ -335,9 +331,9 @@ impl TcpSocket {
         }
         self.sack_new_ofo(seq, end);
         let tail_meets = self.mem.ofo_queue.last().is_some_and(|t| t.end_seq == seq);
-        if tail_meets && k.try_coalesce(self, Tail::Ofo, &skb) {
+        if tail_meets && kcall!(self.try_coalesce(Tail::Ofo, &skb)) {
             if self.conn.sack_ok {
-                k.grow_window(self, &skb, true, seg);
+                kcall!(self.grow_window(&skb, true, seg));
             }
             self.trace_seg("rx", "ofo coalesced", seg, skb.truesize, "");
         } else {
@@ -356,17 +352,16 @@ impl TcpSocket {
             let at = self.mem.ofo_queue.partition_point(|s| s.seq <= seq);
             self.mem.ofo_queue.insert(at, skb.clone());
             if self.conn.sack_ok {
-                k.grow_window(self, &skb, false, seg);
+                kcall!(self.grow_window(&skb, false, seg));
             }
             self.charge(skb.truesize);
             self.trace_seg("rx", "ofo", seg, skb.truesize, "");
         }
-        k.ofo_rcvbuf_grow(self);
+        kcall!(self.ofo_rcvbuf_grow());
     }
 
     /// Models tcp_ofo_queue(): move OFO skbs that became in-order to the receive queue.
     pub fn ofo_queue_drain(&mut self) {
-        let k = self.k.clone();
         let mut dsack_high = self.rcv.rcv_nxt; // the end of the new in-order data
         while self
             .mem
@@ -377,7 +372,7 @@ impl TcpSocket {
             let skb = self.mem.ofo_queue.remove(0);
             if skb.seq < dsack_high {
                 // received twice: D-SACK it
-                let (end, high) = k.ofo_dsack(self, &skb, dsack_high);
+                let (end, high) = self.k.ofo_dsack(self, &skb, dsack_high);
                 dsack_high = high;
                 self.dsack_extend(skb.seq, end);
             }
@@ -386,7 +381,8 @@ impl TcpSocket {
                 self.uncharge(skb.truesize);
                 continue;
             }
-            if !self.mem.receive_queue.is_empty() && k.try_coalesce(self, Tail::Receive, &skb) {
+            if !self.mem.receive_queue.is_empty() && kcall!(self.try_coalesce(Tail::Receive, &skb))
+            {
                 self.uncharge(skb.truesize); // the source skb is freed
             } else {
                 self.mem.receive_queue.push_back(skb.clone());
@@ -449,7 +445,6 @@ impl TcpSocket {
     /// skb, free skbs once fully consumed, autotune per chunk, then tcp_cleanup_rbuf().
     /// Returns the bytes copied (0 at EOF or when nothing is queued).
     pub fn read(&mut self, now: i64, n: i64) -> i64 {
-        let k = self.k.clone();
         self.release_due(now);
         self.set_clock(now);
         if self.mem.receive_queue.is_empty() {
@@ -468,7 +463,7 @@ impl TcpSocket {
                 let used = avail.min(n - copied);
                 self.rcv.copied_seq += used;
                 copied += used;
-                k.rcv_space_adjust(self);
+                kcall!(self.rcv_space_adjust());
                 if used < avail {
                     break;
                 }
@@ -524,8 +519,7 @@ impl TcpSocket {
         if acks {
             return 0;
         }
-        let k = self.k.clone();
-        let gate = k.rcv_space_gate_us(self);
+        let gate = self.k.rcv_space_gate_us(self);
         if gate < 0 {
             return count;
         }
@@ -534,7 +528,7 @@ impl TcpSocket {
         let mut i = first_read_at_or_after(t0, period, gate);
         while i < count {
             let copied_seq = self.rcv.copied_seq + (i + 1) * n;
-            if k.rcv_space_copied(self, copied_seq, seq) > space {
+            if self.k.rcv_space_copied(self, copied_seq, seq) > space {
                 return i;
             }
             seq = copied_seq;
@@ -551,17 +545,16 @@ impl TcpSocket {
             return;
         }
         let base = self.rcv.copied_seq;
-        let k = self.k.clone();
         self.cleanup_would_ack(n); // the first read's side effects; the rest repeat them
-        let gate = k.rcv_space_gate_us(self);
+        let gate = self.k.rcv_space_gate_us(self);
         if gate >= 0 {
             let mut i = first_read_at_or_after(t0, period, gate);
             while i < count {
                 let t = t0 + i * period;
                 self.set_clock(t);
                 self.rcv.copied_seq = base + (i + 1) * n;
-                k.rcv_space_adjust(self);
-                let g = k.rcv_space_gate_us(self);
+                kcall!(self.rcv_space_adjust());
+                let g = self.k.rcv_space_gate_us(self);
                 i = first_read_at_or_after(t0, period, g);
             }
         }

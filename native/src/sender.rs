@@ -240,7 +240,6 @@ impl TcpSocket {
     /// tcp_tso_segs() / tcp_tso_autosize() [tcp_output.c, v6.18]: segments per transmitted
     /// skb (see sender.py `tso_segs`).
     pub fn tso_segs(&mut self) -> i64 {
-        let k = self.k.clone();
         let mss = self.conn.mss_cache;
         let rate = self.snd.pacing_rate;
         let nbytes = if rate < 0 {
@@ -248,7 +247,7 @@ impl TcpSocket {
         } else {
             rate >> SK_PACING_SHIFT
         };
-        let nbytes = (nbytes + k.tso_rtt_bytes(self)).min(SK_GSO_MAX_SIZE);
+        let nbytes = (nbytes + self.k.tso_rtt_bytes(self)).min(SK_GSO_MAX_SIZE);
         floor_div(nbytes, mss).clamp(TCP_MIN_TSO_SEGS, SK_GSO_MAX_SEGS)
     }
 
@@ -385,7 +384,6 @@ impl TcpSocket {
     /// retransmissions of lost segments go first (see sender.py `write_xmit`). `probe` is
     /// the loss probe's call (push_one = 2, TCP_NAGLE_OFF).
     pub fn write_xmit(&mut self, probe: bool) {
-        let k = self.k.clone();
         {
             let snd = &self.snd;
             let fin_owed = snd.fin_queued && !snd.fin_sent;
@@ -418,7 +416,7 @@ impl TcpSocket {
             if missing > 0 && self.snd.write_queue.len() > 1 {
                 // tcp_grow_skb(), 6.10+: the era edits the write queue, lent out for the call
                 let mut q = std::mem::take(&mut self.snd.write_queue);
-                k.grow_skb(self, &mut q, missing);
+                self.k.grow_skb(self, &mut q, missing);
                 self.snd.write_queue = q;
             }
             let skb_len = self.snd.write_queue[0];
@@ -462,7 +460,7 @@ impl TcpSocket {
             } else {
                 self.snd.write_queue.pop_front();
             }
-            if k.new_data_checks_space(self) {
+            if self.k.new_data_checks_space(self) {
                 self.check_space(); // tcp_event_new_data_sent()
             }
             if probe {
@@ -548,8 +546,7 @@ impl TcpSocket {
         };
         let srtt_ns = snd.srtt_us8 * (NS_PER_US >> 3);
         let how_far = head.tx_ns + srtt_ns - self.now;
-        let k = self.k.clone();
-        if how_far > k.tso_defer_ack_window(self, srtt_ns) {
+        if how_far > self.k.tso_defer_ack_window(self, srtt_ns) {
             return 0;
         }
         if cong_win < send_win && cong_win <= skb_len {
@@ -707,7 +704,6 @@ impl TcpSocket {
     /// persist-timer handling. Returns -1 for an unacceptable ACK. `slowpath`: not the
     /// header-prediction fast path (FLAG_SLOWPATH; see sender.py `tcp_ack`).
     pub fn tcp_ack(&mut self, seg: &Segment, slowpath: bool) -> i64 {
-        let k = self.k.clone();
         let ack = seg.ack;
         if ack > self.snd.snd_nxt {
             self.send_ack();
@@ -726,7 +722,7 @@ impl TcpSocket {
         let nwin = seg.win << self.conn.snd_wscale;
         let prior_una = self.snd.snd_una;
         self.count_ack(seg, slowpath);
-        let win_update = k.may_update_window(self, seg, ack, nwin); // FLAG_WIN_UPDATE
+        let win_update = self.k.may_update_window(self, seg, ack, nwin); // FLAG_WIN_UPDATE
         if win_update {
             // tcp_ack_update_window()
             let changed = nwin != self.snd.snd_wnd;
@@ -1020,8 +1016,7 @@ impl TcpSocket {
         {
             return false;
         }
-        let k = self.k.clone();
-        let mut timeout = k.loss_probe_timeout(self);
+        let mut timeout = self.k.loss_probe_timeout(self);
         let snd = &self.snd;
         let rto_delta = if advancing_rto {
             snd.rto
@@ -1131,8 +1126,7 @@ impl TcpSocket {
         self.trace("timer", "rto", TraceArgs::default());
         if self.snd.snd_wnd == 0 {
             // this branch leaves before TCPTimeouts is counted [tcp_timer.c, 6.18]
-            let k = self.k.clone();
-            if k.rtx_probe0_timed_out(self) {
+            if self.k.rtx_probe0_timed_out(self) {
                 self.mib.TCPAbortOnTimeout += 1;
                 self.abort("ETIMEDOUT");
                 return;
@@ -1272,7 +1266,7 @@ impl TcpSocket {
             }
             let inflight = self.packets_in_flight();
             self.send_new(self.snd.snd_nxt, seg_len, inflight, 1);
-            if self.k.clone().new_data_checks_space(self) {
+            if self.k.new_data_checks_space(self) {
                 self.check_space(); // tcp_event_new_data_sent()
             }
         } else {

@@ -20,7 +20,8 @@ use crate::constants::{
     TCP_MSS_DEFAULT, TCP_TIMEOUT_INIT_NS,
 };
 use crate::devices::{device, Device};
-use crate::kernel::KernelRef;
+use crate::kcall;
+use crate::kernel::{KernelRef, KernelSpares};
 use crate::memcg::MemcgHandle;
 use crate::mib::Mib;
 use crate::protmem::{ProtoHandle, ProtoMemory};
@@ -57,9 +58,11 @@ impl Default for SocketParams {
 pub struct TcpSocket {
     pub name: String,
     /// The kernel era's decisions, with the profile's patches (Python: the policy object
-    /// `k`). An `Arc` so that a decision taking `&mut TcpSocket` is called on a clone of the
-    /// handle (`sk.k.clone().point(sk, ..)`): see src/kernel.rs.
+    /// `k`). An `Arc` so that a decision taking `&mut TcpSocket` is called on a second
+    /// handle, lent by the socket (`kcall!(sk.point(..))`, `lend_k`): see src/kernel.rs.
     pub k: KernelRef,
+    /// Handles on `k` to lend (`lend_k`).
+    k_spares: KernelSpares,
     /// Shared by the sockets built from one configuration (a host's flows of a class):
     /// read-only while a run goes; a change makes the socket its own copy.
     pub sysctl: Arc<Sysctls>,
@@ -177,6 +180,7 @@ impl TcpSocket {
             ack: AckState::new(),
             snd: SndState::new(p.initcwnd, p.nodelay, &sysctl),
             k,
+            k_spares: KernelSpares::default(),
             sysctl,
             dev,
             mib: Mib::with_counters(&counters),
@@ -198,6 +202,27 @@ impl TcpSocket {
 }
 
 impl TcpSocket {
+    /// The kernel, lent for a decision point that takes the socket mutably (`k.point(self,
+    /// ..)` with `self.k` borrowed would borrow the socket twice): a spare handle when one
+    /// is kept, a clone of `k` otherwise. Give it back with `give_k` (one not given back is
+    /// dropped: correct, only slower); `kcall!` is the one-line form.
+    #[inline]
+    pub fn lend_k(&mut self) -> KernelRef {
+        match self.k_spares.take() {
+            Some(k) if Arc::ptr_eq(&k, &self.k) => k,
+            _ => Arc::clone(&self.k),
+        }
+    }
+
+    /// Take back a handle `lend_k` lent (kept as a spare while it is still the socket's
+    /// kernel).
+    #[inline]
+    pub fn give_k(&mut self, k: KernelRef) {
+        if Arc::ptr_eq(&k, &self.k) {
+            self.k_spares.put(k);
+        }
+    }
+
     /// Charge this socket's memory to the pool `proto` (shared by a host's sockets) on the
     /// CPU `cpu` from now on: the socket leaves its pool's `sockets_allocated` for the new
     /// one's, and the pages it holds move with it. Err for a CPU the pool does not have.
@@ -255,15 +280,13 @@ impl TcpSocket {
         self.mem.sk_rcvbuf = (val * 2).max(4608); // SOCK_MIN_RCVBUF
         self.mem.rcvbuf_locked = true;
         if self.conn.state.synchronized() {
-            let k = self.k.clone();
-            k.on_rcvbuf_set(self);
+            kcall!(self.on_rcvbuf_set());
         }
     }
 
     /// setsockopt(TCP_WINDOW_CLAMP) -> tcp_set_window_clamp() [tcp.c].
     pub fn set_window_clamp(&mut self, val: i64) {
-        let k = self.k.clone();
-        k.set_window_clamp(self, val);
+        kcall!(self.set_window_clamp(val));
     }
 
     // -- opening --------------------------------------------------------------------------
@@ -275,7 +298,6 @@ impl TcpSocket {
 
     /// Active open: models tcp_connect_init() + tcp_connect() [tcp_output.c].
     pub fn connect(&mut self, now: i64) {
-        let k = self.k.clone();
         self.set_clock(now);
         self.conn.state = TcpState::SynSent;
         self.conn.wscale_ok = self.sysctl.tcp_window_scaling != 0;
@@ -284,8 +306,8 @@ impl TcpSocket {
             self.rcv.window_clamp = self.full_space();
         }
         let space = self.full_space();
-        k.select_initial_window(self, space, self.conn.advmss);
-        k.init_rcv_ssthresh(self);
+        kcall!(self.select_initial_window(space, self.conn.advmss));
+        kcall!(self.init_rcv_ssthresh());
         let snd = &mut self.snd;
         snd.iss = 0;
         snd.snd_una = 0;
@@ -300,7 +322,6 @@ impl TcpSocket {
 
     /// LISTEN + SYN: models tcp_openreq_init_rwin() and tcp_make_synack().
     fn on_syn(&mut self, seg: &Segment) {
-        let k = self.k.clone();
         self.learn_options(seg);
         let rcv = &mut self.rcv;
         rcv.irs = seg.seq;
@@ -313,8 +334,8 @@ impl TcpSocket {
             self.rcv.window_clamp = full;
         }
         let space = self.full_space();
-        k.select_initial_window(self, space, mss);
-        k.init_rcv_ssthresh(self);
+        kcall!(self.select_initial_window(space, mss));
+        kcall!(self.init_rcv_ssthresh());
         if !self.conn.wscale_ok {
             self.conn.rcv_wscale = 0;
         }
@@ -531,7 +552,6 @@ impl TcpSocket {
     /// timestamps advmss loses the option's 12 bytes on both sides (measured on 6.18 in
     /// docs/validation.md).
     fn established(&mut self, _active: bool) {
-        let k = self.k.clone();
         let conn = &mut self.conn;
         if conn.ts_ok {
             conn.tcp_header_len = 32;
@@ -552,7 +572,7 @@ impl TcpSocket {
         self.snd.retransmits = 0; // the handshake's, counted for Karn only
         self.rcv.rcvq_time = self.tcp_mstamp;
         self.rcv.rcvq_seq = self.rcv.copied_seq;
-        k.init_buffer_space(self);
+        kcall!(self.init_buffer_space());
         self.sndbuf_expand();
         self.ca_init(); // tcp_init_congestion_control()
         self.ack.ack_lrcvtime = self.clock.stamp(self.now);
@@ -766,19 +786,23 @@ impl TcpSocket {
     /// socket.py `_emit`: stamp the segment and queue it for the link. TcpOutSegs counts
     /// it unless it is a retransmission (`retrans`; __tcp_transmit_skb() [tcp_output.c,
     /// 6.18]); a SYN-ACK counts every time (tcp_make_synack()).
-    pub fn emit(&mut self, mut seg: Segment, retrans: bool) {
+    pub fn emit(&mut self, seg: Segment, retrans: bool) {
         if !retrans {
             self.mib.TCPOutSegs += 1;
         }
-        seg.tx_ns = self.now;
+        // stamped once in the outbox: a field written just before the segment was copied
+        // made the copy wait for the write (a store read back wider than it was written)
+        self.outbox.push(seg);
+        let last = self.outbox.len() - 1;
+        self.outbox[last].tx_ns = self.now;
         if self.tracing {
+            let seg = self.outbox[last].clone();
             let x = TraceArgs {
                 seg: Some(&seg),
                 ..TraceArgs::default()
             };
             self.trace("tx", "", x);
         }
-        self.outbox.push(seg);
     }
 
     /// The connection dies (tcp_write_err / tcp_reset): no more segments, timers off.

@@ -198,6 +198,17 @@ def test_7_1_and_the_retraction_patch_differ_on_the_fin_allowance():
     assert got == {"linux-7.1": (False, 1), "linux-7.0": (True, 0)}
 
 
+def test_the_retraction_patch_keeps_its_edge_in_the_socket():
+    """The posted series' rcv_mwnd_seq lives in the socket's state, as 7.1's does: one
+    policy object may serve many sockets (a host's class shares one on the native engine),
+    and another socket's largest edge must not widen this one's."""
+    p, _, first_edge = _retracted("linux-7.0", ("rfc7323-retraction",))
+    assert p.sk.rcv.rcv_mwnd_seq == first_edge
+    other = established("linux-7.0").sk
+    own = other.rcv.rcv_wup + other.rcv.rcv_wnd - other.rcv.rcv_nxt
+    assert p.sk.k.sequence_window(other) == own < first_edge - other.rcv.rcv_nxt
+
+
 def test_7_1_counts_overwindow_drops_as_beyond_window():
     for prof, counted in (("linux-7.0", 0), ("linux-7.1", 1)):
         sk = established(prof).sk

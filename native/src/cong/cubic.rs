@@ -253,8 +253,7 @@ pub fn pkts_acked(sk: &mut TcpSocket, rtt_us: i64) {
     if snd.ca_found || snd.snd_cwnd >= snd.snd_ssthresh {
         return;
     }
-    let k = sk.k.clone();
-    if sk.snd.snd_cwnd >= HYSTART_LOW_WINDOW || k.hystart_round_reset_first(sk) {
+    if sk.snd.snd_cwnd >= HYSTART_LOW_WINDOW || sk.k.hystart_round_reset_first(sk) {
         hystart_update(sk, delay);
     }
 }
@@ -269,10 +268,9 @@ pub fn hystart_update(sk: &mut TcpSocket, delay: i64) {
         return; // 6.14+: the round reset runs first
     }
     let now = sk.tcp_mstamp;
-    let k = sk.k.clone();
     if now - sk.snd.ca_last_ack <= HYSTART_ACK_DELTA_US {
         sk.snd.ca_last_ack = now;
-        let threshold = (sk.snd.ca_delay_min + k.hystart_ack_delay(sk)) >> 1; // SK_PACING_NONE
+        let threshold = (sk.snd.ca_delay_min + sk.k.hystart_ack_delay(sk)) >> 1; // SK_PACING_NONE
         if now - sk.snd.ca_round_start > threshold {
             sk.snd.ca_found = true;
             sk.snd.snd_ssthresh = sk.snd.snd_cwnd;

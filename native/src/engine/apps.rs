@@ -333,7 +333,7 @@ pub struct Phase {
     pub end: i64,
     pub n: i64,
     pub period: i64,
-    pub id: u64,
+    pub id: u32,
 }
 
 /// The phase sequence of a reader kind (apps.py `READER_PHASES`), produced lazily: the
@@ -426,11 +426,11 @@ pub struct Reader {
     pub sk: usize,
     phases: PhaseGen,
     pub phase: Phase,
-    ids: u64,
+    ids: u32,
     /// Time of the first read not yet applied (periodic).
     pub next_read: i64,
     /// Invalidates stale wake-ups.
-    pub gen: u64,
+    pub gen: u32,
     pub read_bytes: i64,
     pub second_start: i64,
     pub second_bytes: i64,
@@ -680,7 +680,7 @@ impl Simulation {
     }
 
     /// Reader._enter(phase).
-    pub fn reader_enter(&mut self, r: usize, id: u64) {
+    pub fn reader_enter(&mut self, r: usize, id: u32) {
         if self.reader(r).phase.id != id {
             return;
         }
@@ -704,7 +704,7 @@ impl Simulation {
     }
 
     /// Reader._leave(phase).
-    pub fn reader_leave(&mut self, r: usize, id: u64) {
+    pub fn reader_leave(&mut self, r: usize, id: u32) {
         if self.reader(r).phase.id == id {
             let now = self.sched.now;
             self.reader_catch_up(r, now);
@@ -713,7 +713,7 @@ impl Simulation {
     }
 
     /// Reader._wake(gen): a periodic read that may matter is due.
-    pub fn reader_wake(&mut self, r: usize, gen: u64) {
+    pub fn reader_wake(&mut self, r: usize, gen: u32) {
         let rd = self.reader(r);
         if gen != rd.gen || rd.phase.kind != PhaseKind::Periodic {
             return;
@@ -788,7 +788,7 @@ impl Simulation {
     /// Reader._timed_wake(gen): a late periodic wakeup reads once per tick that fell due,
     /// each recv() keeping the reader busy for its cost; then it sleeps until the next due
     /// tick plus a draw.
-    pub fn reader_timed_wake(&mut self, r: usize, gen: u64) {
+    pub fn reader_timed_wake(&mut self, r: usize, gen: u32) {
         let now = self.sched.now;
         let rd = self.reader(r);
         if gen != rd.gen || rd.phase.kind != PhaseKind::Periodic || rd.timing.is_none() {

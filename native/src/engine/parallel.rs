@@ -30,7 +30,7 @@
 //!
 //! Both ways give the same bytes (tests/host/test_host_threads.py).
 
-use super::simulation::{FlowSpec, HostSample, RunSpec, Simulation};
+use super::simulation::{FlowSpec, HostSample, RunSpec, Simulation, PREFETCH_FLOWS};
 use super::trace::TraceColumns;
 use crate::memcg::{MemCgroup, MemcgHandle};
 use crate::protmem::{ProtoHandle, ProtoMemory};
@@ -306,6 +306,10 @@ impl HostRun {
                 }
             }
         });
+        if self.specs.len() >= PREFETCH_FLOWS {
+            // what the threads' parts grew into, in malloc's arenas of those threads
+            crate::hugepages::advise_arenas();
+        }
         self.checked(w, at_mark)
     }
 

@@ -30,7 +30,7 @@ const CHUNK: usize = 16;
 const NONE: u32 = u32::MAX;
 
 /// One scheduled event and its key: (time, priority << 56 | id), unique. The event rides
-/// with its key (a host's event is 24 bytes, the key 40): the next one is read from the
+/// with its key (a host's event is 16 bytes, the key 32): the next one is read from the
 /// small heap `near`, which stays in the CPU's cache, and nothing else.
 #[derive(Clone, Copy)]
 struct Key<E> {

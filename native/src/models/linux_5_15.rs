@@ -20,6 +20,7 @@ use crate::constants::{
     NS_PER_US, TCP_ATO_MIN_NS, TCP_DELACK_MAX_NS, TCP_INIT_CWND, TCP_MIN_MSS, TCP_MSS_DEFAULT,
     TCP_RTO_MAX_NS, TCP_RTO_MIN_NS, TCP_TIMEOUT_INIT_NS,
 };
+use crate::kcall;
 use crate::kernel::Kernel;
 use crate::memory::Tail;
 use crate::segment::{Segment, FIN, PSH, SYN, URG};
@@ -90,7 +91,7 @@ impl Linux515 {
         if free < full >> 1 {
             sk.ack.ack_quick = 0;
             if sk.under_memory_pressure() {
-                sk.k.clone().pressure_adjust(sk);
+                kcall!(sk.pressure_adjust());
             }
             if free < allowed >> 4 || free < mss || free < unit {
                 return 0;
@@ -344,7 +345,7 @@ impl Kernel for Linux515 {
                 return;
             }
             let sample = sk.tcp_mstamp - sk.rcv.rcv_rtt_time;
-            sk.k.clone().rcv_rtt_update(sk, sample, true);
+            kcall!(sk.rcv_rtt_update(sample, true));
         }
         sk.rcv.rcv_rtt_seq = sk.rcv.rcv_nxt + sk.rcv.rcv_wnd;
         sk.rcv.rcv_rtt_time = sk.tcp_mstamp;
@@ -359,10 +360,9 @@ impl Kernel for Linux515 {
         }
         sk.rcv.rcv_rtt_last_tsecr = tsecr;
         if seg.len >= sk.ack.ack_rcv_mss {
-            let k = sk.k.clone();
-            let sample = k.ts_rtt_sample_us(sk.tsval() - tsecr);
+            let sample = sk.k.ts_rtt_sample_us(sk.tsval() - tsecr);
             if sample >= 0 {
-                k.rcv_rtt_update(sk, sample, false);
+                kcall!(sk.rcv_rtt_update(sample, false));
             }
         }
     }
@@ -390,7 +390,7 @@ impl Kernel for Linux515 {
         };
         if length >= sk.ack.ack_rcv_mss {
             if length != sk.ack.ack_rcv_mss {
-                sk.k.clone().on_rcv_mss_change(sk, seg, skb);
+                kcall!(sk.on_rcv_mss_change(seg, skb));
             }
             sk.ack.ack_rcv_mss = length.min(sk.conn.advmss);
             return;
@@ -431,7 +431,7 @@ impl Kernel for Linux515 {
             return;
         }
         if sk.under_memory_pressure() {
-            sk.k.clone().grow_under_pressure(sk);
+            kcall!(sk.grow_under_pressure());
             return;
         }
         let mut truesize = skb.truesize;
@@ -494,7 +494,7 @@ impl Kernel for Linux515 {
         if free < full >> 1 {
             sk.ack.ack_quick = 0;
             if sk.under_memory_pressure() {
-                sk.k.clone().pressure_adjust(sk);
+                kcall!(sk.pressure_adjust());
             }
             free = round_down(free, unit);
             if free < allowed >> 4 || free < mss {
@@ -523,9 +523,8 @@ impl Kernel for Linux515 {
     fn advertise_window(&self, sk: &mut TcpSocket) -> i64 {
         let old = sk.rcv.rcv_wnd;
         let cur = sk.receive_window();
-        let k = sk.k.clone();
-        let mut new = k.select_window(sk);
-        if new < cur && !k.shrink_allowed(sk) {
+        let mut new = kcall!(sk.select_window());
+        if new < cur && !sk.k.shrink_allowed(sk) {
             if new == 0 {
                 sk.mib.TCPWantZeroWindowAdv += 1;
                 sk.trace(
@@ -587,19 +586,18 @@ impl Kernel for Linux515 {
             sk.forced_mem_schedule(skb.truesize);
             return true;
         }
-        sk.k.clone().try_rmem_schedule(sk, skb, skb.truesize)
+        kcall!(sk.try_rmem_schedule(skb, skb.truesize))
     }
 
     /// Models tcp_try_rmem_schedule() [5.15-6.16]: over budget (rmem > rcvbuf) ->
     /// prune the queue, then prune the OFO queue until the quota can be had.
     fn try_rmem_schedule(&self, sk: &mut TcpSocket, skb: &Skb, size: i64) -> bool {
-        let k = sk.k.clone();
-        if !k.can_ingest(sk, skb) || !sk.rmem_schedule(size) {
-            if k.prune_queue(sk, skb) < 0 {
+        if !sk.k.can_ingest(sk, skb) || !sk.rmem_schedule(size) {
+            if kcall!(sk.prune_queue(skb)) < 0 {
                 return false;
             }
             while !sk.rmem_schedule(size) {
-                if !k.prune_ofo_queue(sk, skb) {
+                if !kcall!(sk.prune_ofo_queue(skb)) {
                     return false;
                 }
             }
@@ -642,21 +640,20 @@ impl Kernel for Linux515 {
                 ..TraceArgs::default()
             },
         );
-        let k = sk.k.clone();
-        if k.needs_clamp(sk, skb) {
-            k.clamp_window(sk);
+        if sk.k.needs_clamp(sk, skb) {
+            kcall!(sk.clamp_window());
         } else if sk.under_memory_pressure() {
-            k.pressure_adjust(sk);
+            kcall!(sk.pressure_adjust());
         }
-        if k.can_ingest(sk, skb) {
+        if sk.k.can_ingest(sk, skb) {
             return 0;
         }
-        k.collapse(sk, skb);
-        if k.can_ingest(sk, skb) {
+        kcall!(sk.collapse(skb));
+        if sk.k.can_ingest(sk, skb) {
             return 0;
         }
-        k.prune_ofo_queue(sk, skb);
-        if k.can_ingest(sk, skb) {
+        kcall!(sk.prune_ofo_queue(skb));
+        if sk.k.can_ingest(sk, skb) {
             return 0;
         }
         sk.mib.RcvPruned += 1;
@@ -771,15 +768,15 @@ impl Kernel for Linux515 {
     /// 16-segment cushion and a growth term, at a per-segment memory cost.
     fn rcv_space_adjust(&self, sk: &mut TcpSocket) {
         let now = sk.tcp_mstamp;
-        let k = sk.k.clone();
-        let gate = k.rcv_space_gate_us(sk);
+        let gate = sk.k.rcv_space_gate_us(sk);
         if gate < 0 || now < gate {
             return;
         }
-        let copied = k.rcv_space_copied(sk, sk.rcv.copied_seq, sk.rcv.rcvq_seq);
+        let copied =
+            sk.k.rcv_space_copied(sk, sk.rcv.copied_seq, sk.rcv.rcvq_seq);
         if copied > sk.rcv.rcvq_space {
             if sk.sysctl.tcp_moderate_rcvbuf != 0 && !sk.mem.rcvbuf_locked {
-                k.grow_rcvbuf(sk, copied);
+                kcall!(sk.grow_rcvbuf(copied));
             }
             sk.rcv.rcvq_space = copied;
         }

@@ -9,6 +9,7 @@
 //!   zero window advertised after a memory drop is stored (rcv_wnd = 0, rcv_wup = rcv_nxt), so a
 //!   later read reliably sends the window update.
 
+use crate::kcall;
 use crate::kernel::Kernel;
 use crate::models::linux_6_10::Linux610;
 use crate::socket::TcpSocket;
@@ -41,9 +42,8 @@ impl Kernel for Linux614 {
 
     /// tcp_measure_rcv_mss() [6.11+]: window_clamp = W(sk_rcvbuf), DRS baseline capped.
     fn on_scaling_ratio_change(&self, sk: &mut TcpSocket) {
-        let k = sk.k.clone();
-        let clamp = k.win_from_space(sk, sk.mem.sk_rcvbuf);
-        k.set_window_clamp(sk, clamp);
+        let clamp = sk.k.win_from_space(sk, sk.mem.sk_rcvbuf);
+        kcall!(sk.set_window_clamp(clamp));
         if sk.rcv.window_clamp < sk.rcv.rcvq_space {
             sk.rcv.rcvq_space = sk.rcv.window_clamp;
         }

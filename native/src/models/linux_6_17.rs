@@ -24,6 +24,7 @@
 //! number is inferred from the review date) and from then on admits as linux-6.18.0 does; it
 //! ended before 026dfef287c0 (Feb 2026) could reach it (UNVERIFIED: no 6.17.y revert found).
 
+use crate::kcall;
 use crate::kernel::Kernel;
 use crate::models::linux_5_15::{set_rcvbuf_grown, MIB};
 use crate::models::linux_6_14::Linux614;
@@ -75,14 +76,14 @@ impl Kernel for Linux617 {
     /// through tcp_rcvbuf_grow() when more was consumed than last time.
     fn rcv_space_adjust(&self, sk: &mut TcpSocket) {
         let now = sk.tcp_mstamp;
-        let k = sk.k.clone();
-        let gate = k.rcv_space_gate_us(sk);
+        let gate = sk.k.rcv_space_gate_us(sk);
         if gate < 0 || now < gate {
             return;
         }
-        let copied = k.rcv_space_copied(sk, sk.rcv.copied_seq, sk.rcv.rcvq_seq);
+        let copied =
+            sk.k.rcv_space_copied(sk, sk.rcv.copied_seq, sk.rcv.rcvq_seq);
         if copied > sk.rcv.rcvq_space {
-            k.rcvbuf_grow(sk, copied);
+            kcall!(sk.rcvbuf_grow(copied));
         }
         sk.rcv.rcvq_seq = sk.rcv.copied_seq;
         sk.rcv.rcvq_time = now;
@@ -193,6 +194,6 @@ impl Kernel for Linux617 {
 
     /// tcp_data_queue_ofo() [6.17+]: out-of-order data updates rcv_mss too.
     fn ofo_measure_rcv_mss(&self, sk: &mut TcpSocket, seg: &Segment, skb: &Skb) {
-        sk.k.clone().measure_rcv_mss(sk, seg, skb);
+        kcall!(sk.measure_rcv_mss(seg, skb));
     }
 }

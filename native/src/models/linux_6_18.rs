@@ -20,6 +20,7 @@
 
 use crate::arith::py_floor_div;
 use crate::constants::NS_PER_MS;
+use crate::kcall;
 use crate::kernel::Kernel;
 use crate::models::linux_6_17::Linux617;
 use crate::segment::{Segment, FIN};
@@ -64,7 +65,7 @@ impl Kernel for Linux618 {
     fn ofo_rcvbuf_grow(&self, sk: &mut TcpSocket) {
         if sk.accepted {
             let space = sk.rcv.rcvq_space;
-            sk.k.clone().rcvbuf_grow(sk, space);
+            kcall!(sk.rcvbuf_grow(space));
         }
     }
 

@@ -22,6 +22,7 @@ use crate::arith::floor_div;
 use crate::constants::{
     ICSK_ACK_NOMEM, ICSK_ACK_NOW, ICSK_ACK_PUSHED, ICSK_ACK_SCHED, TCP_ATO_MIN_NS, TCP_RTO_MAX_NS,
 };
+use crate::kcall;
 use crate::kernel::Kernel;
 use crate::models::linux_5_15::{drs_rcvwin, set_rcvbuf_grown, trace_ofo_prune};
 use crate::models::linux_6_1::Linux61;
@@ -86,7 +87,7 @@ impl Kernel for Linux66 {
         let old = sk.rcv.scaling_ratio;
         sk.rcv.scaling_ratio = floor_div(skb.len << TCP_RMEM_TO_WIN_SCALE, skb.truesize).max(1);
         if sk.rcv.scaling_ratio != old {
-            sk.k.clone().on_scaling_ratio_change(sk);
+            kcall!(sk.on_scaling_ratio_change());
         }
         if seg.flags & PSH != 0 {
             sk.ack.ack_pending |= ICSK_ACK_PUSHED;
@@ -98,13 +99,13 @@ impl Kernel for Linux66 {
 
     /// tcp_grow_window() under pressure [6.x]: tcp_adjust_rcv_ssthresh().
     fn grow_under_pressure(&self, sk: &mut TcpSocket) {
-        sk.k.clone().pressure_adjust(sk);
+        kcall!(sk.pressure_adjust());
     }
 
     /// tcp_data_queue() in-order memory step [6.6, e2142825c120]: on failure ask for an
     /// immediate zero-window ACK; drop only if other data is queued, else force it in.
     fn admit_in_order(&self, sk: &mut TcpSocket, skb: &Skb) -> bool {
-        if sk.k.clone().try_rmem_schedule(sk, skb, skb.truesize) {
+        if kcall!(sk.try_rmem_schedule(skb, skb.truesize)) {
             return true;
         }
         sk.ack.ack_pending |= ICSK_ACK_NOMEM | ICSK_ACK_NOW | ICSK_ACK_SCHED;
@@ -119,7 +120,7 @@ impl Kernel for Linux66 {
     /// tcp_select_window() [6.6]: after a memory drop advertise 0 at once.
     fn advertise_window(&self, sk: &mut TcpSocket) -> i64 {
         if sk.ack.ack_pending & ICSK_ACK_NOMEM != 0 {
-            return sk.k.clone().nomem_window(sk);
+            return kcall!(sk.nomem_window());
         }
         self.base().advertise_window(sk)
     }

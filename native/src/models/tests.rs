@@ -304,14 +304,23 @@ fn the_registry_refuses_unknown_and_repeated_names() {
 
 #[test]
 fn rfc7323_keeps_its_edge_per_socket() {
+    // one kernel object serves every socket of a host's class: the edge is each socket's
     let k = compose("linux-6.18", &["rfc7323-retraction"]).unwrap();
-    let mut sk = socket(k.clone(), defaults(&k));
-    sk.rcv.rcv_wup = 1000;
-    sk.rcv.rcv_wnd = 5000;
-    sk.rcv.rcv_nxt = 1000;
-    assert_eq!(k.sequence_window(&sk), 5000);
-    // a fresh kernel (another socket) starts from 0 again
-    let other = compose("linux-6.18", &["rfc7323-retraction"]).unwrap();
-    sk.rcv.rcv_wnd = 0;
-    assert_eq!(other.sequence_window(&sk), 0);
+    let mut a = socket(k.clone(), defaults(&k));
+    let mut b = socket(k.clone(), defaults(&k));
+    for sk in [&mut a, &mut b] {
+        sk.rcv.rcv_wup = 1000;
+        sk.rcv.rcv_nxt = 1000;
+    }
+    a.rcv.rcv_wnd = 50_000;
+    b.rcv.rcv_wnd = 5000;
+    k.advertise_window(&mut a);
+    k.advertise_window(&mut b);
+    assert_eq!(a.rcv.rcv_mwnd_seq, 51_000);
+    assert_eq!(b.rcv.rcv_mwnd_seq, 6000);
+    // b's window retracts to 0: it still accepts up to its own largest edge, not a's
+    b.rcv.rcv_wnd = 0;
+    assert_eq!(k.sequence_window(&b), 5000);
+    a.rcv.rcv_wnd = 0;
+    assert_eq!(k.sequence_window(&a), 50_000);
 }

@@ -19,37 +19,23 @@
 //! then goes only into an empty receive queue). Use the patch to see the idea on an older
 //! kernel; use -p linux-7.1 for what 7.1 does.
 
-use std::sync::atomic::{AtomicI64, Ordering};
-
 use crate::kernel::Kernel;
 use crate::patches::PatchInfo;
 use crate::socket::TcpSocket;
 
 /// tcp_sequence() accepts up to the largest right edge ever advertised.
+/// Its rcv_mwnd_seq is the socket's (sk.rcv.rcv_mwnd_seq, where 7.1 keeps it): a kernel
+/// object serves every socket of a host's class, on any thread.
 pub struct Rfc7323Retraction {
     base: Box<dyn Kernel>,
-    /// Per socket, as the Python attribute (a kernel object belongs to one socket). Atomic
-    /// only because `Kernel` is `Sync`; one socket's calls never race.
-    rcv_mwnd_seq: AtomicI64,
 }
 
 pub const PATCH: PatchInfo = PatchInfo {
     name: "rfc7323-retraction",
     summary: "2026 upstream series: accept data up to the max advertised right edge (rcv_mwnd_seq)",
     class_name: "Rfc7323Retraction",
-    apply: |base| {
-        Box::new(Rfc7323Retraction {
-            base,
-            rcv_mwnd_seq: AtomicI64::new(0),
-        })
-    },
+    apply: |base| Box::new(Rfc7323Retraction { base }),
 };
-
-impl Rfc7323Retraction {
-    fn mwnd(&self) -> i64 {
-        self.rcv_mwnd_seq.load(Ordering::Relaxed)
-    }
-}
 
 impl Kernel for Rfc7323Retraction {
     fn base(&self) -> &dyn Kernel {
@@ -60,12 +46,12 @@ impl Kernel for Rfc7323Retraction {
         PATCH.class_name
     }
 
-    /// tcp_select_window() then rcv_mwnd_seq = max(rcv_mwnd_seq, rcv_wup + rcv_wnd).
+    /// tcp_select_window() then rcv_mwnd_seq = max(rcv_mwnd_seq, rcv_wup + rcv_wnd), kept in
+    /// the socket.
     fn advertise_window(&self, sk: &mut TcpSocket) -> i64 {
         let raw = self.base.advertise_window(sk);
         let edge = sk.rcv.rcv_wup + sk.rcv.rcv_wnd;
-        self.rcv_mwnd_seq
-            .store(self.mwnd().max(edge), Ordering::Relaxed);
+        sk.rcv.rcv_mwnd_seq = sk.rcv.rcv_mwnd_seq.max(edge);
         raw
     }
 
@@ -76,7 +62,7 @@ impl Kernel for Rfc7323Retraction {
 
     /// tcp_max_receive_window(): from rcv_nxt to the largest right edge advertised.
     fn sequence_window(&self, sk: &TcpSocket) -> i64 {
-        let right = self.mwnd().max(sk.rcv.rcv_wup + sk.rcv.rcv_wnd);
+        let right = sk.rcv.rcv_mwnd_seq.max(sk.rcv.rcv_wup + sk.rcv.rcv_wnd);
         (right - sk.rcv.rcv_nxt).max(0)
     }
 }
