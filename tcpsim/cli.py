@@ -1472,11 +1472,11 @@ def replay(
     hz: Optional[int] = typer.Option(None, "--hz", help="the kernel's CONFIG_HZ (default: tcpsim's "
                                      "1 ms clock; with --fit: fitted)"),
     fit: bool = typer.Option(False, "--fit", help="fit what the capture cannot say (writer "
-                             "feed, reader, its phase, device, HZ, timing, tcp_rmem[1], "
+                             "feed, reader, its phase and late reads, device, HZ, timing, tcp_rmem[1], "
                              "tcp_shrink_window, how long a read or a write owns the socket) by "
                              "replaying candidates, then replay under --profile; --writer-feed, "
                              "--reader, --hz, --rcvbuf, --device, --timing, --owns-socket, "
-                             "--write-owns-socket pin"),
+                             "--write-owns-socket, --late-reads pin"),
     fit_profile: Optional[str] = typer.Option(None, "--fit-profile", help="--fit under this "
                                               "profile (the capture's kernel), then replay under "
                                               "--profile/--policy (default: --profile)"),
