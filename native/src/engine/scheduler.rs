@@ -414,6 +414,17 @@ fn sift_down<E: Copy>(heap: &mut [Key<E>], key: Key<E>) {
 mod tests {
     use super::*;
 
+    /// A reproducible stream of draws in 0..m (a 64-bit LCG) for the ordering tests.
+    fn draws(seed: u64) -> impl FnMut(u64) -> u64 {
+        let mut x = seed;
+        move |m| {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (x >> 33) % m
+        }
+    }
+
     #[test]
     fn time_then_priority_then_scheduling_order() {
         let mut s = Scheduler::new();
@@ -438,13 +449,7 @@ mod tests {
     fn order_matches_an_ordered_set() {
         let mut s = Scheduler::new();
         let mut pending = std::collections::BTreeSet::new();
-        let mut x: u64 = 12345;
-        let mut draw = |m: u64| {
-            x = x
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (x >> 33) % m
-        };
+        let mut draw = draws(12345);
         let mut pops = 0;
         for round in 0..50_000u64 {
             for _ in 0..draw(4) {
@@ -473,13 +478,7 @@ mod tests {
     fn order_matches_an_ordered_set_across_the_wheel() {
         let mut s = Scheduler::new();
         let mut pending = std::collections::BTreeSet::new();
-        let mut x: u64 = 99;
-        let mut draw = |m: u64| {
-            x = x
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (x >> 33) % m
-        };
+        let mut draw = draws(99);
         let turn = (WHEEL as i64) << SLICE_SHIFT;
         for round in 0..60_000u64 {
             for _ in 0..draw(3) {
