@@ -20,6 +20,17 @@ pub fn read_lines<T>(x: &T, max_lines: usize) {
     }
 }
 
+/// Prefetch every line `*x` lies on (its first and last included, however aligned).
+#[inline]
+pub fn span<T>(x: &T) {
+    let p = (x as *const T).cast::<u8>();
+    let skew = (p as usize) & 63;
+    let start = p.wrapping_sub(skew);
+    for i in 0..(skew + std::mem::size_of::<T>()).div_ceil(64) {
+        line(start.wrapping_add(64 * i));
+    }
+}
+
 /// Prefetch the line of a deque's first element and the line its next `push_back` writes
 /// (an empty deque's are the same place: where its next element goes).
 #[inline]

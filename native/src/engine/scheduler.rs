@@ -31,7 +31,8 @@ const NONE: u32 = u32::MAX;
 
 /// One scheduled event and its key: (time, priority << 56 | id), unique. The event rides
 /// with its key (a host's event is 16 bytes, the key 32): the next one is read from the
-/// small heap `near`, which stays in the CPU's cache, and nothing else.
+/// current slice's sorted run or the small heap `near`, which stay in the CPU's cache, and
+/// nothing else.
 #[derive(Clone, Copy)]
 struct Key<E> {
     t: i64,
@@ -67,26 +68,36 @@ impl<E> Key<E> {
 /// Calls events in time order, integer-nanosecond time (scheduler.py `Scheduler`).
 ///
 /// The order is that of one heap of every pending (time, priority, id); the keys are kept
-/// in three places by how far ahead their time is, so that each event costs a few steps in
-/// a small heap that stays in the CPU's cache (a host of 10 000 connections keeps ~55 000
-/// events pending; one heap of them, 1.3 MB, cost a cache miss at nearly every level):
+/// in four places by how far ahead their time is, so that each event costs a few steps on
+/// keys that stay in the CPU's cache (a host of 10 000 connections keeps ~55 000 events
+/// pending; one heap of them, 1.3 MB, cost a cache miss at nearly every level):
 ///
-/// * `near`: a 4-ary heap of the events before time slice `next` (slices of 131 us), the
-///   only keys compared at each event. More than half of a host's events are scheduled for
-///   the very nanosecond they are scheduled at (nearly all the next segment of a train sent
-///   at one moment, which arrives at the same time as the one before it), and land here.
+/// * `run`: the events of the current time slice (131 us) as they were when it came, sorted
+///   (from `pos` on: those not yet run). Sorted, the events to come are known several
+///   ahead, and the host reads their connections ahead (`Simulation::read_ahead`).
+/// * `near`: a 4-ary heap of the events scheduled into the current slice (or before it)
+///   since it came. More than half of a host's events are scheduled for the very
+///   nanosecond they are scheduled at (nearly all the next segment of a train sent at one
+///   moment, which arrives at the same time as the one before it), and land here.
 /// * `wheel`: the events of the next 2048 slices (268 ms), unordered, one bucket per slice:
-///   scheduling one appends its key (`Wheel`). When `near` runs empty, the earliest slice
-///   holding events becomes `near` (its bucket heapified: O(n)).
+///   scheduling one appends its key (`Wheel`). When `run` and `near` run empty, the
+///   earliest slice holding events becomes `run` (its bucket sorted).
 /// * `far`: a 4-ary heap of the events beyond the wheel (RTOs, lifetimes' ends: few), whose
-///   slice is taken into `near` when it comes.
+///   slice is taken into `run` when it comes.
 ///
-/// Every key in `near` is before every key elsewhere (its slice is earlier), so the least of
-/// `near` is the least pending: the same order as one heap, event for event.
+/// Every key in `run` and `near` is before every key elsewhere (its slice is earlier), so
+/// the lesser of their least keys is the least pending: the same order as one heap, event
+/// for event.
 pub struct Scheduler<E> {
-    /// A 4-ary min-heap of the keys of the events before slice `next`.
+    /// The keys of the current slice when it came, sorted; `run[pos..]` are pending.
+    run: Vec<Key<E>>,
+    pos: usize,
+    /// Slices taken into `run` so far (`run_position`).
+    runs: u64,
+    /// A 4-ary min-heap of the keys scheduled before slice `next` since `run` was filled.
     near: Vec<Key<E>>,
-    /// The first slice not in `near`: slices `next .. next + WHEEL` are on the wheel.
+    /// The first slice not in `run` or `near`: slices `next .. next + WHEEL` are on the
+    /// wheel.
     next: i64,
     /// Bucket `s % WHEEL`: the keys of the events in slice `s`, unordered.
     wheel: Wheel<E>,
@@ -109,6 +120,9 @@ impl<E: Copy + Tagged> Scheduler<E> {
     /// An empty schedule at time 0.
     pub fn new() -> Self {
         Scheduler {
+            run: Vec::new(),
+            pos: 0,
+            runs: 0,
             near: Vec::new(),
             next: 0,
             wheel: Wheel::new(),
@@ -132,6 +146,13 @@ impl<E: Copy + Tagged> Scheduler<E> {
         id
     }
 
+    /// Nothing is pending in `run` or `near` (then nothing is pending at all: they are
+    /// refilled as they run empty).
+    #[inline]
+    fn idle(&self) -> bool {
+        self.pos == self.run.len() && self.near.is_empty()
+    }
+
     /// Schedule `ev` as if `at()` had been called when `ticket` was reserved (same key).
     pub fn at_ticket(&mut self, t: i64, prio: u8, ticket: u64, ev: E) {
         debug_assert!(ticket < 1 << ID_BITS);
@@ -141,8 +162,8 @@ impl<E: Copy + Tagged> Scheduler<E> {
             ev,
         };
         let ahead = key.slice() - self.next;
-        if self.near.is_empty() {
-            // nothing is pending: `near` starts at this key's slice
+        if self.idle() {
+            // nothing is pending: the current slice is this key's
             self.next = key.slice() + 1;
             self.near.push(key);
         } else if ahead < 0 {
@@ -154,18 +175,22 @@ impl<E: Copy + Tagged> Scheduler<E> {
         }
     }
 
-    /// The next event's key: `near`'s least (`near` is refilled as it runs empty, so it is
-    /// empty only when nothing is scheduled).
+    /// The next event's key and whether it is `run`'s (else `near`'s root). `run` and
+    /// `near` are refilled as they run empty, so None only when nothing is scheduled.
     #[inline]
-    fn first(&self) -> Option<&Key<E>> {
-        self.near.first()
+    fn first(&self) -> Option<(&Key<E>, bool)> {
+        match (self.run.get(self.pos), self.near.first()) {
+            (Some(r), Some(n)) => Some(if n.before(r) { (n, false) } else { (r, true) }),
+            (Some(r), None) => Some((r, true)),
+            (None, n) => n.map(|n| (n, false)),
+        }
     }
 
-    /// `near` ran empty: make the earliest slice holding events (on the wheel or in `far`)
-    /// `near`. False when nothing is scheduled.
+    /// `run` and `near` ran empty: make the earliest slice holding events (on the wheel or
+    /// in `far`) `run`, sorted. False when nothing is scheduled.
     #[cold]
     fn refill(&mut self) -> bool {
-        debug_assert!(self.near.is_empty());
+        debug_assert!(self.idle());
         let on_wheel = self
             .wheel
             .first_occupied((self.next as usize) & (WHEEL - 1))
@@ -177,14 +202,17 @@ impl<E: Copy + Tagged> Scheduler<E> {
             (None, Some(f)) => f,
             (None, None) => return false,
         };
+        self.run.clear();
+        self.pos = 0;
+        self.runs += 1;
         if on_wheel == Some(s) {
-            self.wheel.take((s as usize) & (WHEEL - 1), &mut self.near);
+            self.wheel.take((s as usize) & (WHEEL - 1), &mut self.run);
         }
         while self.far.first().is_some_and(|k| k.slice() == s) {
             let k = heap_pop(&mut self.far);
-            self.near.push(k);
+            self.run.push(k);
         }
-        heapify(&mut self.near);
+        self.run.sort_unstable_by_key(|k| (k.t, k.order));
         self.next = s + 1;
         true
     }
@@ -192,28 +220,56 @@ impl<E: Copy + Tagged> Scheduler<E> {
     /// Time of the next event, None when none is scheduled (Python: INFINITY).
     #[inline]
     pub fn peek(&self) -> Option<i64> {
-        self.first().map(|k| k.t)
+        self.first().map(|(k, _)| k.t)
     }
 
     /// The time and priority of the next event, None when none is scheduled.
     #[inline]
     pub fn peek_key(&self) -> Option<(i64, u8)> {
-        self.first().map(|k| (k.t, (k.order >> ID_BITS) as u8))
+        self.first().map(|(k, _)| (k.t, (k.order >> ID_BITS) as u8))
     }
 
     /// The tag of the next event (`Tagged`), None when none is scheduled.
     #[inline]
     pub fn peek_tag(&self) -> Option<u32> {
-        self.first().map(|k| k.ev.tag())
+        self.first().map(|(k, _)| k.ev.tag())
+    }
+
+    /// Whether the next event is the current run's (`run_at(run_position().1)`), None when
+    /// none is scheduled.
+    #[inline]
+    pub fn next_in_run(&self) -> Option<bool> {
+        self.first().map(|(_, r)| r)
+    }
+
+    /// Where the sorted run of the current slice stands: (which run: it changes at each
+    /// refill, the next pending index of it). `run_at(i)` for i from there on are events
+    /// to come in that order (others scheduled meanwhile may come between them): a hint
+    /// for reading ahead.
+    #[inline]
+    pub fn run_position(&self) -> (u64, usize) {
+        (self.runs, self.pos)
+    }
+
+    /// The event at index `i` of the current run (`run_position`), if there is one.
+    #[inline]
+    pub fn run_at(&self, i: usize) -> Option<&E> {
+        self.run.get(i).map(|k| &k.ev)
     }
 
     /// The next event if it is due at or before `until`: the clock moves to it.
     pub fn pop_until(&mut self, until: i64) -> Option<E> {
-        if self.first()?.t > until {
+        let (first, from_run) = self.first()?;
+        if first.t > until {
             return None;
         }
-        let top = heap_pop(&mut self.near);
-        if self.near.is_empty() {
+        let top = if from_run {
+            self.pos += 1;
+            self.run[self.pos - 1]
+        } else {
+            heap_pop(&mut self.near)
+        };
+        if self.idle() {
             self.refill();
         }
         self.now = top.t;
@@ -328,36 +384,6 @@ fn heap_pop<E: Copy>(heap: &mut Vec<Key<E>>) -> Key<E> {
         sift_down(heap, last);
     }
     top
-}
-
-/// Make `heap` a 4-ary min-heap (Floyd's: each parent sifted down, the last first).
-fn heapify<E: Copy>(heap: &mut [Key<E>]) {
-    let n = heap.len();
-    if n < 2 {
-        return;
-    }
-    for i in (0..=(n - 2) / ARITY).rev() {
-        let key = heap[i];
-        let mut i = i;
-        loop {
-            let first = ARITY * i + 1;
-            if first >= n {
-                break;
-            }
-            let mut c = first;
-            for j in first + 1..(first + ARITY).min(n) {
-                if heap[j].before(&heap[c]) {
-                    c = j;
-                }
-            }
-            if !heap[c].before(&key) {
-                break;
-            }
-            heap[i] = heap[c];
-            i = c;
-        }
-        heap[i] = key;
-    }
 }
 
 /// Move `key` up from the hole at `i` to where it belongs, and put it there.
