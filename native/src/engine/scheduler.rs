@@ -251,10 +251,11 @@ impl<E: Copy + Tagged> Scheduler<E> {
         (self.runs, self.pos)
     }
 
-    /// The event at index `i` of the current run (`run_position`), if there is one.
+    /// The time and event at index `i` of the current run (`run_position`), if there is
+    /// one.
     #[inline]
-    pub fn run_at(&self, i: usize) -> Option<&E> {
-        self.run.get(i).map(|k| &k.ev)
+    pub fn run_at(&self, i: usize) -> Option<(i64, E)> {
+        self.run.get(i).map(|k| (k.t, k.ev))
     }
 
     /// The next event if it is due at or before `until`: the clock moves to it.

@@ -1195,7 +1195,7 @@ impl Simulation {
         for (stage, &dist) in AHEAD.iter().enumerate() {
             let mut i = self.ahead[stage].max(pos);
             while i < pos + dist {
-                let Some(&(c, ev)) = self.sched.run_at(i) else {
+                let Some((t, (c, ev))) = self.sched.run_at(i) else {
                     break;
                 };
                 let c = c as usize;
@@ -1208,8 +1208,10 @@ impl Simulation {
                     }
                     1 => {
                         if let Some(Some(f)) = self.flows.get(c) {
-                            Self::prefetch_first(f, ev);
-                            crate::prefetch::read::<Flow>(f);
+                            if !self.rearms_only(c, t, ev) {
+                                Self::prefetch_first(f, ev);
+                                crate::prefetch::read::<Flow>(f);
+                            }
                         }
                     }
                     _ => {
@@ -1252,6 +1254,22 @@ impl Simulation {
             Some(&self.f)
         } else {
             self.flows[c].as_deref()
+        }
+    }
+
+    /// Whether event `ev` of flow `c` (not the served one), due at `t`, looks like a timer
+    /// wake-up that will only re-arm (`timer_rearm_only`: its flow is not served) as its
+    /// entry of `timers` stands now: `read_ahead` asks for no connection for it (one event
+    /// in ten on the bench host; 99 % of its timer events).
+    #[inline]
+    fn rearms_only(&self, c: usize, t: i64, ev: Ev) -> bool {
+        match ev {
+            Ev::Timer(i) => {
+                let ts = &self.timers[c];
+                let due = ts.due[i as usize & 1];
+                ts.closed || due == 0 || due > t
+            }
+            _ => false,
         }
     }
 
