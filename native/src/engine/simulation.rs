@@ -1180,7 +1180,7 @@ impl Simulation {
     /// their order (`Scheduler::run_at`), so each stage asks for what the next stage will
     /// read, an event or two before it does: `AHEAD[0]` events ahead the slot of `flows`
     /// naming the event's connection and its entry of `timers`; `AHEAD[1]` ahead the
-    /// connection's lines (`Flow`, ~5 KB), read from that slot; `AHEAD[2]` ahead what the
+    /// connection's lines (`prefetch_flow_for`), read from that slot; `AHEAD[2]` ahead what the
     /// event reads beyond them (`prefetch_for`: the arriving segment, the socket's queues),
     /// read from the connection. Each of these is a miss on a large host, and each waited
     /// on the one before it. Events scheduled into the current slice meanwhile (most of
@@ -1210,7 +1210,7 @@ impl Simulation {
                         if let Some(Some(f)) = self.flows.get(c) {
                             if !self.rearms_only(c, t, ev) {
                                 Self::prefetch_first(f, ev);
-                                crate::prefetch::read::<Flow>(f);
+                                Self::prefetch_flow_for(f, ev);
                             }
                         }
                     }
@@ -1271,6 +1271,46 @@ impl Simulation {
             }
             _ => false,
         }
+    }
+
+    /// Ask for the lines of flow `f` its event `ev` reads (`read_ahead`'s second stage):
+    /// the whole flow but the socket the event is not for, and of that one only what
+    /// leaving the flow reads (`note_deadlines`: its timer deadlines) and its outbox.
+    /// Every line asked for takes its place in the CPU's queue of misses (the prefetches
+    /// themselves waited, a host's whole next flow asked for at each switch: 86 lines, a
+    /// third of them the other socket's).
+    #[inline]
+    fn prefetch_flow_for(f: &Flow, ev: Ev) {
+        let i = match ev {
+            Ev::Arrive(d) => {
+                if d == 0 {
+                    RCV
+                } else {
+                    SND
+                }
+            }
+            Ev::Timer(i) => i as usize,
+            Ev::WriterTimedTick(w) | Ev::WriterTick(w) | Ev::WriterFill(w) => 1 - w as usize,
+            Ev::ReaderTimedWake(r, _)
+            | Ev::ReaderTimedRead(r)
+            | Ev::ReaderWake(r, _)
+            | Ev::ReaderEnter(r, _)
+            | Ev::ReaderLeave(r, _) => r as usize,
+            _ => {
+                crate::prefetch::read::<Flow>(f);
+                return;
+            }
+        };
+        let other = &f.socks[1 - i];
+        crate::prefetch::read_except(f, other);
+        crate::prefetch::span(&other.mem.owned_until);
+        crate::prefetch::span(&other.ack.delack_deadline);
+        crate::prefetch::span(&other.ack.comp_sack_deadline);
+        crate::prefetch::span(&other.snd.reo_deadline);
+        crate::prefetch::span(&other.snd.tlp_deadline);
+        crate::prefetch::span(&other.snd.rto_deadline);
+        crate::prefetch::span(&other.snd.probe_deadline);
+        crate::prefetch::span(&other.outbox);
     }
 
     /// The lines of flow `f` that `prefetch_for` reads for its event `ev` (the link's and
