@@ -94,6 +94,10 @@ pub struct Scheduler<E> {
     pos: usize,
     /// Slices taken into `run` so far (`run_position`).
     runs: u64,
+    /// Slices are sorted into `run` as they come (`sort_slices`); else heapified into
+    /// `near`, and `run` stays empty (a schedule nobody reads ahead in: one connection's
+    /// few events a slice pay no sort).
+    sorted: bool,
     /// A 4-ary min-heap of the keys scheduled before slice `next` since `run` was filled.
     near: Vec<Key<E>>,
     /// The first slice not in `run` or `near`: slices `next .. next + WHEEL` are on the
@@ -123,6 +127,7 @@ impl<E: Copy + Tagged> Scheduler<E> {
             run: Vec::new(),
             pos: 0,
             runs: 0,
+            sorted: false,
             near: Vec::new(),
             next: 0,
             wheel: Wheel::new(),
@@ -198,7 +203,8 @@ impl<E: Copy + Tagged> Scheduler<E> {
     }
 
     /// `run` and `near` ran empty: make the earliest slice holding events (on the wheel or
-    /// in `far`) `run`, sorted. False when nothing is scheduled.
+    /// in `far`) `run`, sorted (or `near`, heapified: `sorted`). False when nothing is
+    /// scheduled.
     #[cold]
     fn refill(&mut self) -> bool {
         debug_assert!(self.idle());
@@ -213,17 +219,26 @@ impl<E: Copy + Tagged> Scheduler<E> {
             (None, Some(f)) => f,
             (None, None) => return false,
         };
-        self.run.clear();
-        self.pos = 0;
-        self.runs += 1;
+        // the slice's keys into `run` (to be sorted) or, unsorted, into `near` (a heap)
+        let into = if self.sorted {
+            self.run.clear();
+            self.pos = 0;
+            self.runs += 1;
+            &mut self.run
+        } else {
+            &mut self.near
+        };
         if on_wheel == Some(s) {
-            self.wheel.take((s as usize) & (WHEEL - 1), &mut self.run);
+            self.wheel.take((s as usize) & (WHEEL - 1), into);
         }
         while self.far.first().is_some_and(|k| k.slice() == s) {
-            let k = heap_pop(&mut self.far);
-            self.run.push(k);
+            into.push(heap_pop(&mut self.far));
         }
-        self.run.sort_unstable_by_key(|k| (k.t, k.order));
+        if self.sorted {
+            self.run.sort_unstable_by_key(|k| (k.t, k.order));
+        } else {
+            heapify(&mut self.near);
+        }
         self.next = s + 1;
         true
     }
@@ -244,6 +259,12 @@ impl<E: Copy + Tagged> Scheduler<E> {
     #[inline]
     pub fn peek_tag(&self) -> Option<u32> {
         self.first().map(|(k, _)| k.ev.tag())
+    }
+
+    /// Sort each slice into `run` as it comes, so the events to come can be read ahead
+    /// (`run_at`); the order of the events is the same either way.
+    pub fn sort_slices(&mut self) {
+        self.sorted = true;
     }
 
     /// Whether the next event is the current run's (`run_at(run_position().1)`), None when
@@ -330,8 +351,9 @@ impl<E: Copy> Wheel<E> {
         self.tails[b] = (tail, n + 1);
     }
 
-    /// A chunk for bucket `b`, after its last `tail` (one key in 16 needs one: out of line).
-    #[inline(never)]
+    /// A chunk for bucket `b`, after its last `tail` (the first key of a bucket, and one in
+    /// 16 after).
+    #[inline]
     fn new_chunk(&mut self, b: usize, tail: u32, key: Key<E>) -> u32 {
         let c = match self.free.pop() {
             Some(c) => c,
@@ -402,6 +424,36 @@ fn heap_pop<E: Copy>(heap: &mut Vec<Key<E>>) -> Key<E> {
         sift_down(heap, last);
     }
     top
+}
+
+/// Make `heap` a 4-ary min-heap (Floyd's: each parent sifted down, the last first).
+fn heapify<E: Copy>(heap: &mut [Key<E>]) {
+    let n = heap.len();
+    if n < 2 {
+        return;
+    }
+    for i in (0..=(n - 2) / ARITY).rev() {
+        let key = heap[i];
+        let mut i = i;
+        loop {
+            let first = ARITY * i + 1;
+            if first >= n {
+                break;
+            }
+            let mut c = first;
+            for j in first + 1..(first + ARITY).min(n) {
+                if heap[j].before(&heap[c]) {
+                    c = j;
+                }
+            }
+            if !heap[c].before(&key) {
+                break;
+            }
+            heap[i] = heap[c];
+            i = c;
+        }
+        heap[i] = key;
+    }
 }
 
 /// Move `key` up from the hole at `i` to where it belongs, and put it there.
@@ -489,9 +541,23 @@ mod tests {
 
     /// Pushes and pops interleaved, many at equal times: each pop is the least
     /// (time, priority, id) pending, as an ordered set of the keys gives it.
+    /// A schedule whose slices are sorted into `run` or heapified into `near`.
+    fn schedule<E: Copy + Tagged>(sorted: bool) -> Scheduler<E> {
+        let mut s = Scheduler::new();
+        if sorted {
+            s.sort_slices();
+        }
+        s
+    }
+
     #[test]
     fn order_matches_an_ordered_set() {
-        let mut s = Scheduler::new();
+        for sorted in [false, true] {
+            order_matches_an_ordered_set_in(schedule(sorted));
+        }
+    }
+
+    fn order_matches_an_ordered_set_in(mut s: Scheduler<(i64, u8, u64)>) {
         let mut pending = std::collections::BTreeSet::new();
         let mut draw = draws(12345);
         let mut pops = 0;
@@ -520,7 +586,12 @@ mod tests {
     /// from the wheel, from `far` or from both, `peek` between pops.
     #[test]
     fn order_matches_an_ordered_set_across_the_wheel() {
-        let mut s = Scheduler::new();
+        for sorted in [false, true] {
+            across_the_wheel_in(schedule(sorted));
+        }
+    }
+
+    fn across_the_wheel_in(mut s: Scheduler<(i64, u8, u64)>) {
         let mut pending = std::collections::BTreeSet::new();
         let mut draw = draws(99);
         let turn = (WHEEL as i64) << SLICE_SHIFT;
@@ -590,7 +661,12 @@ mod tests {
     /// A schedule that ran empty is refilled by what comes next, however far ahead.
     #[test]
     fn refills_after_running_empty() {
-        let mut s = Scheduler::new();
+        for sorted in [false, true] {
+            refills_in(schedule(sorted));
+        }
+    }
+
+    fn refills_in(mut s: Scheduler<u8>) {
         let turn = (WHEEL as i64) << SLICE_SHIFT;
         s.at(3 * turn + 5, READER, 1);
         assert_eq!(s.pop_until(i64::MAX), Some(1));
@@ -604,6 +680,30 @@ mod tests {
         assert_eq!(s.pop_until(i64::MAX), Some(4));
         assert_eq!(s.pop_until(i64::MAX), Some(3));
         assert_eq!(s.now, 4 * turn + 6);
+    }
+
+    /// A sorted slice shows the events to come in their order (`run_at`), those
+    /// scheduled into it since coming between them as their keys say.
+    #[test]
+    fn a_sorted_slice_is_read_ahead_in_order() {
+        let mut s = schedule(true);
+        let base = 5 << SLICE_SHIFT;
+        s.at(1, READER, 0u8);
+        for (t, ev) in [(9, 4), (3, 2), (3, 1), (7, 3)] {
+            s.at(base + t, TIMER, ev);
+        }
+        assert_eq!(s.pop_until(i64::MAX), Some(0));
+        let (run, pos) = s.run_position();
+        let ahead: Vec<_> = (pos..).map_while(|i| s.run_at(i)).collect();
+        assert_eq!(
+            ahead,
+            [(base + 3, 2), (base + 3, 1), (base + 7, 3), (base + 9, 4)]
+        );
+        assert_eq!(s.next_in_run(), Some(true));
+        s.at(base + 5, NETWORK, 9); // scheduled into the current slice: `near`
+        let got: Vec<_> = std::iter::from_fn(|| s.pop_until(i64::MAX)).collect();
+        assert_eq!(got, [2, 1, 9, 3, 4]);
+        assert_eq!(s.run_position().0, run, "one slice: no refill");
     }
 
     /// An event's tag rides in its key: `peek_tag` is the next event's, as popped.

@@ -560,6 +560,9 @@ impl Simulation {
             ahead_run: u64::MAX,
             ahead: [0; 3],
         };
+        if sim.prefetch {
+            sim.sched.sort_slices(); // read ahead in (`read_ahead`)
+        }
         sim.prepare();
         while sim
             .pending
@@ -1132,7 +1135,7 @@ impl Simulation {
         };
         if self.prefetch {
             self.read_ahead();
-        } else {
+        } else if self.flows.len() > 1 {
             self.prefetch_next();
         }
         let rearmed = match ev {
