@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 
 use super::random::LazyRandom;
 use super::scheduler::{Scheduler, Tagged, NETWORK};
+use crate::rewind::Rewind;
 use crate::segment::Segment;
 
 /// Ethernet + IP + TCP + FCS + preamble + gap.
@@ -187,7 +188,7 @@ impl LinkDirection {
     pub fn arrive<E: Copy + Tagged>(&mut self, sched: &mut Scheduler<E>, arrive: E) -> Segment {
         let (_, _, seg) = self
             .flight
-            .pop_front()
+            .pop_front_rewind()
             .expect("an arrival with nothing in flight");
         if let Some(&(t, ticket, _)) = self.flight.front() {
             sched.at_ticket(t, NETWORK, ticket, arrive);
