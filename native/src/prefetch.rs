@@ -20,6 +20,34 @@ pub fn read_lines<T>(x: &T, max_lines: usize) {
     }
 }
 
+/// Prefetch the lines of `*x` but those wholly inside `*hole` (a part of it, or anything).
+#[inline]
+pub fn read_except<T, U>(x: &T, hole: &U) {
+    let p = (x as *const T).cast::<u8>();
+    let (h0, h1) = {
+        let h = hole as *const U as usize;
+        (h, h + std::mem::size_of::<U>())
+    };
+    for i in 0..std::mem::size_of::<T>().div_ceil(64) {
+        let l = p.wrapping_add(64 * i);
+        let a = (l as usize) & !63;
+        if a < h0 || a + 64 > h1 {
+            line(l);
+        }
+    }
+}
+
+/// Prefetch every line `*x` lies on (its first and last included, however aligned).
+#[inline]
+pub fn span<T>(x: &T) {
+    let p = (x as *const T).cast::<u8>();
+    let skew = (p as usize) & 63;
+    let start = p.wrapping_sub(skew);
+    for i in 0..(skew + std::mem::size_of::<T>()).div_ceil(64) {
+        line(start.wrapping_add(64 * i));
+    }
+}
+
 /// Prefetch the line of a deque's first element and the line its next `push_back` writes
 /// (an empty deque's are the same place: where its next element goes).
 #[inline]

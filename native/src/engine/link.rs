@@ -185,6 +185,19 @@ impl LinkDirection {
     }
 
     /// The head of the flight reaches the far end (returned); the next one takes its place.
+    /// Prefetch the segment the next `arrive` takes (the head of the flight, queued a
+    /// propagation delay ago: on a host of thousands of connections, in memory) -- a hint,
+    /// asked for an event ahead (Simulation::read_ahead).
+    #[inline]
+    pub fn prefetch_head(&self) {
+        if let Some(head) = self.flight.front() {
+            crate::prefetch::span(head);
+        }
+        if let Some(second) = self.flight.get(1) {
+            crate::prefetch::span(second);
+        }
+    }
+
     pub fn arrive<E: Copy + Tagged>(&mut self, sched: &mut Scheduler<E>, arrive: E) -> Segment {
         let (_, _, seg) = self
             .flight
@@ -192,6 +205,11 @@ impl LinkDirection {
             .expect("an arrival with nothing in flight");
         if let Some(&(t, ticket, _)) = self.flight.front() {
             sched.at_ticket(t, NETWORK, ticket, arrive);
+            if let Some(after) = self.flight.get(1) {
+                // a train arrives at one moment: the one after the next is asked for now
+                // (a hint; see prefetch_head)
+                crate::prefetch::span(after);
+            }
         }
         seg
     }

@@ -31,7 +31,8 @@ const NONE: u32 = u32::MAX;
 
 /// One scheduled event and its key: (time, priority << 56 | id), unique. The event rides
 /// with its key (a host's event is 16 bytes, the key 32): the next one is read from the
-/// small heap `near`, which stays in the CPU's cache, and nothing else.
+/// current slice's sorted run or the small heap `near`, which stay in the CPU's cache, and
+/// nothing else.
 #[derive(Clone, Copy)]
 struct Key<E> {
     t: i64,
@@ -67,26 +68,40 @@ impl<E> Key<E> {
 /// Calls events in time order, integer-nanosecond time (scheduler.py `Scheduler`).
 ///
 /// The order is that of one heap of every pending (time, priority, id); the keys are kept
-/// in three places by how far ahead their time is, so that each event costs a few steps in
-/// a small heap that stays in the CPU's cache (a host of 10 000 connections keeps ~55 000
-/// events pending; one heap of them, 1.3 MB, cost a cache miss at nearly every level):
+/// in four places by how far ahead their time is, so that each event costs a few steps on
+/// keys that stay in the CPU's cache (a host of 10 000 connections keeps ~55 000 events
+/// pending; one heap of them, 1.3 MB, cost a cache miss at nearly every level):
 ///
-/// * `near`: a 4-ary heap of the events before time slice `next` (slices of 131 us), the
-///   only keys compared at each event. More than half of a host's events are scheduled for
-///   the very nanosecond they are scheduled at (nearly all the next segment of a train sent
-///   at one moment, which arrives at the same time as the one before it), and land here.
+/// * `run`: the events of the current time slice (131 us) as they were when it came, sorted
+///   (from `pos` on: those not yet run). Sorted, the events to come are known several
+///   ahead, and the host reads their connections ahead (`Simulation::read_ahead`).
+/// * `near`: a 4-ary heap of the events scheduled into the current slice (or before it)
+///   since it came. More than half of a host's events are scheduled for the very
+///   nanosecond they are scheduled at (nearly all the next segment of a train sent at one
+///   moment, which arrives at the same time as the one before it), and land here.
 /// * `wheel`: the events of the next 2048 slices (268 ms), unordered, one bucket per slice:
-///   scheduling one appends its key (`Wheel`). When `near` runs empty, the earliest slice
-///   holding events becomes `near` (its bucket heapified: O(n)).
+///   scheduling one appends its key (`Wheel`). When `run` and `near` run empty, the
+///   earliest slice holding events becomes `run` (its bucket sorted).
 /// * `far`: a 4-ary heap of the events beyond the wheel (RTOs, lifetimes' ends: few), whose
-///   slice is taken into `near` when it comes.
+///   slice is taken into `run` when it comes.
 ///
-/// Every key in `near` is before every key elsewhere (its slice is earlier), so the least of
-/// `near` is the least pending: the same order as one heap, event for event.
+/// Every key in `run` and `near` is before every key elsewhere (its slice is earlier), so
+/// the lesser of their least keys is the least pending: the same order as one heap, event
+/// for event.
 pub struct Scheduler<E> {
-    /// A 4-ary min-heap of the keys of the events before slice `next`.
+    /// The keys of the current slice when it came, sorted; `run[pos..]` are pending.
+    run: Vec<Key<E>>,
+    pos: usize,
+    /// Slices taken into `run` so far (`run_position`).
+    runs: u64,
+    /// Slices are sorted into `run` as they come (`sort_slices`); else heapified into
+    /// `near`, and `run` stays empty (a schedule nobody reads ahead in: one connection's
+    /// few events a slice pay no sort).
+    sorted: bool,
+    /// A 4-ary min-heap of the keys scheduled before slice `next` since `run` was filled.
     near: Vec<Key<E>>,
-    /// The first slice not in `near`: slices `next .. next + WHEEL` are on the wheel.
+    /// The first slice not in `run` or `near`: slices `next .. next + WHEEL` are on the
+    /// wheel.
     next: i64,
     /// Bucket `s % WHEEL`: the keys of the events in slice `s`, unordered.
     wheel: Wheel<E>,
@@ -109,6 +124,10 @@ impl<E: Copy + Tagged> Scheduler<E> {
     /// An empty schedule at time 0.
     pub fn new() -> Self {
         Scheduler {
+            run: Vec::new(),
+            pos: 0,
+            runs: 0,
+            sorted: false,
             near: Vec::new(),
             next: 0,
             wheel: Wheel::new(),
@@ -120,6 +139,7 @@ impl<E: Copy + Tagged> Scheduler<E> {
     }
 
     /// Run `ev` at absolute time `t` (>= now), after the events of kind < `prio`.
+    #[inline]
     pub fn at(&mut self, t: i64, prio: u8, ev: E) {
         let id = self.ticket();
         self.at_ticket(t, prio, id, ev);
@@ -132,7 +152,18 @@ impl<E: Copy + Tagged> Scheduler<E> {
         id
     }
 
+    /// Nothing is pending in `run` or `near` (then nothing is pending at all: they are
+    /// refilled as they run empty).
+    #[inline]
+    fn idle(&self) -> bool {
+        self.pos == self.run.len() && self.near.is_empty()
+    }
+
     /// Schedule `ev` as if `at()` had been called when `ticket` was reserved (same key).
+    /// Inlined: called out of line, the event was read back from memory wider than its
+    /// caller had just written it, and waited for those writes (a failed store forward:
+    /// two fifths of this function's samples on a large host).
+    #[inline(always)]
     pub fn at_ticket(&mut self, t: i64, prio: u8, ticket: u64, ev: E) {
         debug_assert!(ticket < 1 << ID_BITS);
         let key = Key {
@@ -141,8 +172,8 @@ impl<E: Copy + Tagged> Scheduler<E> {
             ev,
         };
         let ahead = key.slice() - self.next;
-        if self.near.is_empty() {
-            // nothing is pending: `near` starts at this key's slice
+        if self.idle() {
+            // nothing is pending: the current slice is this key's
             self.next = key.slice() + 1;
             self.near.push(key);
         } else if ahead < 0 {
@@ -150,22 +181,33 @@ impl<E: Copy + Tagged> Scheduler<E> {
         } else if ahead < WHEEL as i64 {
             self.wheel.push((key.slice() as usize) & (WHEEL - 1), key);
         } else {
-            heap_push(&mut self.far, key);
+            self.push_far(key);
         }
     }
 
-    /// The next event's key: `near`'s least (`near` is refilled as it runs empty, so it is
-    /// empty only when nothing is scheduled).
-    #[inline]
-    fn first(&self) -> Option<&Key<E>> {
-        self.near.first()
+    #[cold]
+    #[inline(never)]
+    fn push_far(&mut self, key: Key<E>) {
+        heap_push(&mut self.far, key);
     }
 
-    /// `near` ran empty: make the earliest slice holding events (on the wheel or in `far`)
-    /// `near`. False when nothing is scheduled.
+    /// The next event's key and whether it is `run`'s (else `near`'s root). `run` and
+    /// `near` are refilled as they run empty, so None only when nothing is scheduled.
+    #[inline]
+    fn first(&self) -> Option<(&Key<E>, bool)> {
+        match (self.run.get(self.pos), self.near.first()) {
+            (Some(r), Some(n)) => Some(if n.before(r) { (n, false) } else { (r, true) }),
+            (Some(r), None) => Some((r, true)),
+            (None, n) => n.map(|n| (n, false)),
+        }
+    }
+
+    /// `run` and `near` ran empty: make the earliest slice holding events (on the wheel or
+    /// in `far`) `run`, sorted (or `near`, heapified: `sorted`). False when nothing is
+    /// scheduled.
     #[cold]
     fn refill(&mut self) -> bool {
-        debug_assert!(self.near.is_empty());
+        debug_assert!(self.idle());
         let on_wheel = self
             .wheel
             .first_occupied((self.next as usize) & (WHEEL - 1))
@@ -177,14 +219,26 @@ impl<E: Copy + Tagged> Scheduler<E> {
             (None, Some(f)) => f,
             (None, None) => return false,
         };
+        // the slice's keys into `run` (to be sorted) or, unsorted, into `near` (a heap)
+        let into = if self.sorted {
+            self.run.clear();
+            self.pos = 0;
+            self.runs += 1;
+            &mut self.run
+        } else {
+            &mut self.near
+        };
         if on_wheel == Some(s) {
-            self.wheel.take((s as usize) & (WHEEL - 1), &mut self.near);
+            self.wheel.take((s as usize) & (WHEEL - 1), into);
         }
         while self.far.first().is_some_and(|k| k.slice() == s) {
-            let k = heap_pop(&mut self.far);
-            self.near.push(k);
+            into.push(heap_pop(&mut self.far));
         }
-        heapify(&mut self.near);
+        if self.sorted {
+            self.run.sort_unstable_by_key(|k| (k.t, k.order));
+        } else {
+            heapify(&mut self.near);
+        }
         self.next = s + 1;
         true
     }
@@ -192,28 +246,63 @@ impl<E: Copy + Tagged> Scheduler<E> {
     /// Time of the next event, None when none is scheduled (Python: INFINITY).
     #[inline]
     pub fn peek(&self) -> Option<i64> {
-        self.first().map(|k| k.t)
+        self.first().map(|(k, _)| k.t)
     }
 
     /// The time and priority of the next event, None when none is scheduled.
     #[inline]
     pub fn peek_key(&self) -> Option<(i64, u8)> {
-        self.first().map(|k| (k.t, (k.order >> ID_BITS) as u8))
+        self.first().map(|(k, _)| (k.t, (k.order >> ID_BITS) as u8))
     }
 
     /// The tag of the next event (`Tagged`), None when none is scheduled.
     #[inline]
     pub fn peek_tag(&self) -> Option<u32> {
-        self.first().map(|k| k.ev.tag())
+        self.first().map(|(k, _)| k.ev.tag())
+    }
+
+    /// Sort each slice into `run` as it comes, so the events to come can be read ahead
+    /// (`run_at`); the order of the events is the same either way.
+    pub fn sort_slices(&mut self) {
+        self.sorted = true;
+    }
+
+    /// Whether the next event is the current run's (`run_at(run_position().1)`), None when
+    /// none is scheduled.
+    #[inline]
+    pub fn next_in_run(&self) -> Option<bool> {
+        self.first().map(|(_, r)| r)
+    }
+
+    /// Where the sorted run of the current slice stands: (which run: it changes at each
+    /// refill, the next pending index of it). `run_at(i)` for i from there on are events
+    /// to come in that order (others scheduled meanwhile may come between them): a hint
+    /// for reading ahead.
+    #[inline]
+    pub fn run_position(&self) -> (u64, usize) {
+        (self.runs, self.pos)
+    }
+
+    /// The time and event at index `i` of the current run (`run_position`), if there is
+    /// one.
+    #[inline]
+    pub fn run_at(&self, i: usize) -> Option<(i64, E)> {
+        self.run.get(i).map(|k| (k.t, k.ev))
     }
 
     /// The next event if it is due at or before `until`: the clock moves to it.
     pub fn pop_until(&mut self, until: i64) -> Option<E> {
-        if self.first()?.t > until {
+        let (first, from_run) = self.first()?;
+        if first.t > until {
             return None;
         }
-        let top = heap_pop(&mut self.near);
-        if self.near.is_empty() {
+        let top = if from_run {
+            self.pos += 1;
+            self.run[self.pos - 1]
+        } else {
+            heap_pop(&mut self.near)
+        };
+        if self.idle() {
             self.refill();
         }
         self.now = top.t;
@@ -252,25 +341,32 @@ impl<E: Copy> Wheel<E> {
     }
 
     /// Append `key` to bucket `b`.
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, b: usize, key: Key<E>) {
         let (mut tail, mut n) = self.tails[b];
         if tail == NONE || n as usize == CHUNK {
-            let c = match self.free.pop() {
-                Some(c) => c,
-                None => {
-                    let c = u32::try_from(self.before.len()).expect("fewer than 2**32 chunks");
-                    self.store.resize(self.store.len() + CHUNK, key);
-                    self.before.push(NONE);
-                    c
-                }
-            };
-            self.before[c as usize] = tail;
-            (tail, n) = (c, 0);
-            self.occupied[b / 64] |= 1 << (b % 64);
+            (tail, n) = (self.new_chunk(b, tail, key), 0);
         }
         self.store[tail as usize * CHUNK + n as usize] = key;
         self.tails[b] = (tail, n + 1);
+    }
+
+    /// A chunk for bucket `b`, after its last `tail` (the first key of a bucket, and one in
+    /// 16 after).
+    #[inline]
+    fn new_chunk(&mut self, b: usize, tail: u32, key: Key<E>) -> u32 {
+        let c = match self.free.pop() {
+            Some(c) => c,
+            None => {
+                let c = u32::try_from(self.before.len()).expect("fewer than 2**32 chunks");
+                self.store.resize(self.store.len() + CHUNK, key);
+                self.before.push(NONE);
+                c
+            }
+        };
+        self.before[c as usize] = tail;
+        self.occupied[b / 64] |= 1 << (b % 64);
+        c
     }
 
     /// Move bucket `b`'s keys to the end of `out`; the bucket is empty after.
@@ -445,9 +541,23 @@ mod tests {
 
     /// Pushes and pops interleaved, many at equal times: each pop is the least
     /// (time, priority, id) pending, as an ordered set of the keys gives it.
+    /// A schedule whose slices are sorted into `run` or heapified into `near`.
+    fn schedule<E: Copy + Tagged>(sorted: bool) -> Scheduler<E> {
+        let mut s = Scheduler::new();
+        if sorted {
+            s.sort_slices();
+        }
+        s
+    }
+
     #[test]
     fn order_matches_an_ordered_set() {
-        let mut s = Scheduler::new();
+        for sorted in [false, true] {
+            order_matches_an_ordered_set_in(schedule(sorted));
+        }
+    }
+
+    fn order_matches_an_ordered_set_in(mut s: Scheduler<(i64, u8, u64)>) {
         let mut pending = std::collections::BTreeSet::new();
         let mut draw = draws(12345);
         let mut pops = 0;
@@ -476,7 +586,12 @@ mod tests {
     /// from the wheel, from `far` or from both, `peek` between pops.
     #[test]
     fn order_matches_an_ordered_set_across_the_wheel() {
-        let mut s = Scheduler::new();
+        for sorted in [false, true] {
+            across_the_wheel_in(schedule(sorted));
+        }
+    }
+
+    fn across_the_wheel_in(mut s: Scheduler<(i64, u8, u64)>) {
         let mut pending = std::collections::BTreeSet::new();
         let mut draw = draws(99);
         let turn = (WHEEL as i64) << SLICE_SHIFT;
@@ -546,7 +661,12 @@ mod tests {
     /// A schedule that ran empty is refilled by what comes next, however far ahead.
     #[test]
     fn refills_after_running_empty() {
-        let mut s = Scheduler::new();
+        for sorted in [false, true] {
+            refills_in(schedule(sorted));
+        }
+    }
+
+    fn refills_in(mut s: Scheduler<u8>) {
         let turn = (WHEEL as i64) << SLICE_SHIFT;
         s.at(3 * turn + 5, READER, 1);
         assert_eq!(s.pop_until(i64::MAX), Some(1));
@@ -560,6 +680,30 @@ mod tests {
         assert_eq!(s.pop_until(i64::MAX), Some(4));
         assert_eq!(s.pop_until(i64::MAX), Some(3));
         assert_eq!(s.now, 4 * turn + 6);
+    }
+
+    /// A sorted slice shows the events to come in their order (`run_at`), those
+    /// scheduled into it since coming between them as their keys say.
+    #[test]
+    fn a_sorted_slice_is_read_ahead_in_order() {
+        let mut s = schedule(true);
+        let base = 5 << SLICE_SHIFT;
+        s.at(1, READER, 0u8);
+        for (t, ev) in [(9, 4), (3, 2), (3, 1), (7, 3)] {
+            s.at(base + t, TIMER, ev);
+        }
+        assert_eq!(s.pop_until(i64::MAX), Some(0));
+        let (run, pos) = s.run_position();
+        let ahead: Vec<_> = (pos..).map_while(|i| s.run_at(i)).collect();
+        assert_eq!(
+            ahead,
+            [(base + 3, 2), (base + 3, 1), (base + 7, 3), (base + 9, 4)]
+        );
+        assert_eq!(s.next_in_run(), Some(true));
+        s.at(base + 5, NETWORK, 9); // scheduled into the current slice: `near`
+        let got: Vec<_> = std::iter::from_fn(|| s.pop_until(i64::MAX)).collect();
+        assert_eq!(got, [2, 1, 9, 3, 4]);
+        assert_eq!(s.run_position().0, run, "one slice: no refill");
     }
 
     /// An event's tag rides in its key: `peek_tag` is the next event's, as popped.

@@ -417,7 +417,15 @@ pub struct Simulation {
     /// Ask the CPU for an event's heap blocks as it starts (`dispatch`): only on a host of
     /// enough flows that they leave the caches (PREFETCH_FLOWS); a hint either way.
     prefetch: bool,
+    /// `read_ahead`'s place: the schedule's run it read ahead in, and the index of that
+    /// run each of its stages reaches next.
+    ahead_run: u64,
+    ahead: [usize; 3],
 }
+
+/// How many events ahead (of the schedule's current run) each stage of `read_ahead` asks
+/// for its part: the slot and timers entry, the connection, what its event reads beyond it.
+const AHEAD: [usize; 3] = [4, 2, 1];
 
 /// The flows from which a host's sockets' queues are prefetched as each event starts: each
 /// flow holds ~5 KB and its queues, so a few dozen fill a core's own caches; below that the
@@ -551,7 +559,12 @@ impl Simulation {
             replay_reader: None,
             outboxes: Default::default(),
             prefetch: n >= PREFETCH_FLOWS,
+            ahead_run: u64::MAX,
+            ahead: [0; 3],
         };
+        if sim.prefetch {
+            sim.sched.sort_slices(); // read ahead in (`read_ahead`)
+        }
         sim.prepare();
         while sim
             .pending
@@ -1122,16 +1135,21 @@ impl Simulation {
         let Some((c, ev)) = self.sched.pop_until(until) else {
             return false;
         };
-        self.prefetch_next();
-        if let Ev::Timer(i) = ev {
-            if self.timer_rearm_only(c as usize, i as usize, self.sched.now) {
-                return true;
-            }
+        if self.prefetch {
+            self.read_ahead();
+        } else if self.flows.len() > 1 {
+            self.prefetch_next();
         }
-        if matches!(ev, Ev::OpenDue) {
-            self.open_due();
-        } else if self.switch(c as usize) && !self.f.closed {
-            self.dispatch(ev);
+        let rearmed = match ev {
+            Ev::Timer(i) => self.timer_rearm_only(c as usize, i as usize, self.sched.now),
+            _ => false,
+        };
+        if !rearmed {
+            if matches!(ev, Ev::OpenDue) {
+                self.open_due();
+            } else if self.switch(c as usize) && !self.f.closed {
+                self.dispatch(ev);
+            }
         }
         true
     }
@@ -1149,15 +1167,70 @@ impl Simulation {
         self.sched.peek_key().filter(|&(t, _)| t <= self.duration)
     }
 
-    /// Ask the CPU for the next event and its connection while this one is served (a
-    /// hint: nothing computed changes). On a host of thousands of connections, each
-    /// event's connection is otherwise read from memory when its event starts.
+    /// Ask the CPU for the next event's connection while this one is served (a hint:
+    /// nothing computed changes) when `read_ahead` did not: on a host of thousands of
+    /// connections, each event's connection is otherwise read from memory as its event
+    /// starts.
     #[inline]
     fn prefetch_next(&self) {
         if let Some(c) = self.sched.peek_tag() {
             if let Some(Some(f)) = self.flows.get(c as usize) {
                 crate::prefetch::read::<Flow>(f);
             }
+        }
+    }
+
+    /// Read the events to come ahead, in stages (on a host of `PREFETCH_FLOWS` or more;
+    /// a hint: nothing computed changes). The schedule knows the current slice's events in
+    /// their order (`Scheduler::run_at`), so each stage asks for what the next stage will
+    /// read, an event or two before it does: `AHEAD[0]` events ahead the slot of `flows`
+    /// naming the event's connection and its entry of `timers`; `AHEAD[1]` ahead the
+    /// connection's lines (`prefetch_flow_for`), read from that slot; `AHEAD[2]` ahead what the
+    /// event reads beyond them (`prefetch_for`: the arriving segment, the socket's queues),
+    /// read from the connection. Each of these is a miss on a large host, and each waited
+    /// on the one before it. Events scheduled into the current slice meanwhile (most of
+    /// them the served connection's) get the next event's connection only (`prefetch_next`).
+    #[inline]
+    fn read_ahead(&mut self) {
+        let (run, pos) = self.sched.run_position();
+        if run != self.ahead_run {
+            self.ahead_run = run;
+            self.ahead = [pos; 3];
+        }
+        for (stage, &dist) in AHEAD.iter().enumerate() {
+            let mut i = self.ahead[stage].max(pos);
+            while i < pos + dist {
+                let Some((t, (c, ev))) = self.sched.run_at(i) else {
+                    break;
+                };
+                let c = c as usize;
+                match stage {
+                    0 => {
+                        if let (Some(slot), Some(ts)) = (self.flows.get(c), self.timers.get(c)) {
+                            crate::prefetch::lines(slot, 1);
+                            crate::prefetch::span(ts);
+                        }
+                    }
+                    1 => {
+                        if let Some(Some(f)) = self.flows.get(c) {
+                            if !self.rearms_only(c, t, ev) {
+                                Self::prefetch_first(f, ev);
+                                Self::prefetch_flow_for(f, ev);
+                            }
+                        }
+                    }
+                    _ => {
+                        if let Some(f) = self.flow(c) {
+                            Self::prefetch_for(f, ev);
+                        }
+                    }
+                }
+                i += 1;
+            }
+            self.ahead[stage] = i;
+        }
+        if self.sched.next_in_run() == Some(false) {
+            self.prefetch_next();
         }
     }
 
@@ -1189,18 +1262,101 @@ impl Simulation {
         }
     }
 
-    /// Ask the CPU for what event `ev` of the current flow is about to read and write beyond
-    /// the flow itself (prefetched one event ahead): its entry of `timers`, its socket's
-    /// queues (`Flow::prefetch_queues`), an application's next lateness (`Timing::prefetch`).
-    /// A hint: nothing computed changes.
+    /// Whether event `ev` of flow `c` (not the served one), due at `t`, looks like a timer
+    /// wake-up that will only re-arm (`timer_rearm_only`: its flow is not served) as its
+    /// entry of `timers` stands now: `read_ahead` asks for no connection for it (one event
+    /// in ten on the bench host; 99 % of its timer events).
     #[inline]
-    fn prefetch_for(&self, ev: Ev) {
-        crate::prefetch::lines(&self.timers[self.cur], 1);
+    fn rearms_only(&self, c: usize, t: i64, ev: Ev) -> bool {
         match ev {
-            Ev::Arrive(d) => self.f.prefetch_queues(if d == 0 { RCV } else { SND }),
+            Ev::Timer(i) => {
+                let ts = &self.timers[c];
+                let due = ts.due[i as usize & 1];
+                ts.closed || due == 0 || due > t
+            }
+            _ => false,
+        }
+    }
+
+    /// Ask for the lines of flow `f` its event `ev` reads (`read_ahead`'s second stage):
+    /// the whole flow but the socket the event is not for, and of that one only what
+    /// leaving the flow reads (`note_deadlines`: its timer deadlines) and its outbox.
+    /// Every line asked for takes its place in the CPU's queue of misses (the prefetches
+    /// themselves waited, a host's whole next flow asked for at each switch: 86 lines, a
+    /// third of them the other socket's).
+    #[inline]
+    fn prefetch_flow_for(f: &Flow, ev: Ev) {
+        let i = match ev {
+            Ev::Arrive(d) => {
+                if d == 0 {
+                    RCV
+                } else {
+                    SND
+                }
+            }
+            Ev::Timer(i) => i as usize,
+            Ev::WriterTimedTick(w) | Ev::WriterTick(w) | Ev::WriterFill(w) => 1 - w as usize,
+            Ev::ReaderTimedWake(r, _)
+            | Ev::ReaderTimedRead(r)
+            | Ev::ReaderWake(r, _)
+            | Ev::ReaderEnter(r, _)
+            | Ev::ReaderLeave(r, _) => r as usize,
+            _ => {
+                crate::prefetch::read::<Flow>(f);
+                return;
+            }
+        };
+        let other = &f.socks[1 - i];
+        crate::prefetch::read_except(f, other);
+        crate::prefetch::span(&other.mem.owned_until);
+        crate::prefetch::span(&other.ack.delack_deadline);
+        crate::prefetch::span(&other.ack.comp_sack_deadline);
+        crate::prefetch::span(&other.snd.reo_deadline);
+        crate::prefetch::span(&other.snd.tlp_deadline);
+        crate::prefetch::span(&other.snd.rto_deadline);
+        crate::prefetch::span(&other.snd.probe_deadline);
+        crate::prefetch::span(&other.outbox);
+    }
+
+    /// The lines of flow `f` that `prefetch_for` reads for its event `ev` (the link's and
+    /// the socket's queue headers), asked before the rest of the flow: they are what the
+    /// next stage of `read_ahead` reads, an event later. (The flow's ~85 lines take a
+    /// while to come: asked for in its order, those were often still on their way.)
+    #[inline]
+    fn prefetch_first(f: &Flow, ev: Ev) {
+        let i = match ev {
+            Ev::Arrive(d) => {
+                crate::prefetch::span(&f.links[d as usize]);
+                if d == 0 {
+                    RCV
+                } else {
+                    SND
+                }
+            }
+            Ev::WriterTimedTick(w) | Ev::WriterTick(w) => 1 - w as usize,
+            Ev::ReaderTimedWake(r, _) | Ev::ReaderTimedRead(r) | Ev::ReaderWake(r, _) => r as usize,
+            _ => return,
+        };
+        let sk = &f.socks[i];
+        crate::prefetch::span(&sk.mem.receive_queue);
+        crate::prefetch::span(&sk.snd.rtx_queue);
+        crate::prefetch::span(&sk.snd.write_queue);
+    }
+
+    /// Ask the CPU for what event `ev` of flow `f` is about to read and write beyond the
+    /// flow itself (`read_ahead`, an event before it runs): an arriving segment,
+    /// its socket's queues (`Flow::prefetch_queues`), an application's next lateness
+    /// (`Timing::prefetch`). A hint: nothing computed changes.
+    #[inline]
+    fn prefetch_for(f: &Flow, ev: Ev) {
+        match ev {
+            Ev::Arrive(d) => {
+                f.links[d as usize].prefetch_head();
+                f.prefetch_queues(if d == 0 { RCV } else { SND })
+            }
             Ev::WriterTimedTick(w) | Ev::WriterTick(w) => {
-                self.f.prefetch_queues(1 - w as usize);
-                if let Some(tm) = self.f.writers[w as usize]
+                f.prefetch_queues(1 - w as usize);
+                if let Some(tm) = f.writers[w as usize]
                     .as_ref()
                     .and_then(|w| w.timing.as_ref())
                 {
@@ -1208,8 +1364,8 @@ impl Simulation {
                 }
             }
             Ev::ReaderTimedWake(r, _) | Ev::ReaderTimedRead(r) | Ev::ReaderWake(r, _) => {
-                self.f.prefetch_queues(r as usize);
-                if let Some(tm) = self.f.readers[r as usize]
+                f.prefetch_queues(r as usize);
+                if let Some(tm) = f.readers[r as usize]
                     .as_ref()
                     .and_then(|r| r.timing.as_ref())
                 {
@@ -1221,9 +1377,6 @@ impl Simulation {
     }
 
     fn dispatch(&mut self, ev: Ev) {
-        if self.prefetch {
-            self.prefetch_for(ev);
-        }
         match ev {
             Ev::Arrive(d) => {
                 let ev = (self.cur as u32, Ev::Arrive(d));
