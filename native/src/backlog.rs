@@ -166,6 +166,7 @@ pub fn merged_segment(tail: &Segment, seg: &Segment) -> Segment {
     m.gso_size = gso(tail).max(gso(seg));
     m.tx_ns = tail.tx_ns;
     m.tx_segs = tail.tx_segs.max(seg.tx_segs);
+    m.frags = tail.frags + seg.frags;
     m
 }
 

@@ -75,9 +75,14 @@ impl TcpSocket {
             if seg.seq + seg.len <= rcv.rcv_nxt + self.receive_window() {
                 let skb = match pre {
                     Some(skb) => skb,
-                    None => self
-                        .dev
-                        .make_skb(seg.seq, seg.len, false, seg.gso_size, seg.tx_segs),
+                    None => self.dev.make_skb(
+                        seg.seq,
+                        seg.len,
+                        false,
+                        seg.gso_size,
+                        seg.tx_segs,
+                        seg.frags,
+                    ),
                 };
                 if skb.truesize <= self.mem.sk_forward_alloc {
                     self.fast_path_data(seg, skb, !fast);
@@ -235,7 +240,7 @@ impl TcpSocket {
             Some(s) => s,
             None => self
                 .dev
-                .make_skb(seq, length, fin, seg.gso_size, seg.tx_segs),
+                .make_skb(seq, length, fin, seg.gso_size, seg.tx_segs, seg.frags),
         };
         if !kcall!(self.admit_in_order(&skb)) {
             self.mib.TCPRcvQDrop += 1;
@@ -299,6 +304,7 @@ impl TcpSocket {
             seg.flags & FIN != 0,
             seg.gso_size,
             seg.tx_segs,
+            seg.frags,
         )
     }
 

@@ -180,4 +180,5 @@ def merged_segment(tail: Segment, seg: Segment) -> Segment:
                 gso_size=max(tail.gso_size or tail.len, seg.gso_size or seg.len))
     m.tx_ns = tail.tx_ns
     m.tx_segs = max(tail.tx_segs, seg.tx_segs)
+    m.frags = tail.frags + seg.frags
     return m

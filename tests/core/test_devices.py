@@ -111,7 +111,7 @@ def test_scenario_device_table_and_string():
     ({"strategy": "page-frag", "buf": 100}, "receiver.device.buf: a page fragment holds"),
     ({"strategy": "tun", "rx_copybreak": 64}, "receiver.device.rx_copybreak: the tun strategy"),
     ({"strategy": "kmalloc", "bufsize": 1}, "receiver.device.bufsize: unknown field"),
-    ({"strategy": "tun", "tso": False}, "receiver.device: head, shared and tso belong to the "
+    ({"strategy": "tun", "tso": False}, "receiver.device: head, shared, tso and reuse belong to the "
                                         "sender strategy"),
     ({"preset": "loopback", "tso": 0}, "receiver.device.tso: expected true or false"),
     ("e1000", "receiver.device: expected one of veth"),
