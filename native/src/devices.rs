@@ -14,7 +14,8 @@
 
 use crate::arith::ceil_div;
 use crate::constants::{
-    data_align, kmalloc_size, skb_truesize, PAGE_SIZE, SKB_FRAG_PAGE_SIZE, SKB_SHINFO, SKB_STRUCT,
+    data_align, kmalloc_size, skb_truesize, MAX_TCP_HEADER, PAGE_SIZE, SKB_FRAG_PAGE_SIZE,
+    SKB_SHINFO, SKB_STRUCT,
 };
 use crate::skb::{Layout, Skb};
 
@@ -214,6 +215,7 @@ impl Device {
             } else {
                 sender_frags(seq, length)
             },
+            tailroom: (self.head - MAX_TCP_HEADER).max(0),
             ..Layout::default()
         };
         let mut skb = Skb::new(seq, length, skb_truesize(self.head) + length, layout, fin);

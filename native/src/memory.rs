@@ -71,6 +71,23 @@ pub fn skb_try_coalesce(to: &mut Skb, frm: &Skb, peer_released: i64) -> Option<i
     Some(delta)
 }
 
+/// skb_condense() [net/core/skbuff.c, 6.18], as tcp_add_backlog() and tcp_data_queue_ofo()
+/// [tcp_input.c] run it on an skb about to be parked: a payload in page fragments that fits
+/// the linear tailroom is pulled into the head and truesize becomes the head's alone, unless
+/// the skb is still cloned (`cloned_until`). memory.py `skb_condense`: on a local pair a
+/// software-GSO segment of 64 B or less becomes a linear skb whose kmalloc'd head
+/// skb_try_coalesce() cannot steal.
+pub fn skb_condense(skb: &mut Skb, peer_released: i64) {
+    let data = skb.len - skb.linear;
+    if data == 0 || skb.nfrags == 0 || data > skb.tailroom || skb.cloned_until > peer_released {
+        return;
+    }
+    skb.linear += data;
+    skb.tailroom -= data;
+    skb.nfrags = 0;
+    skb.truesize = skb_truesize(skb.head);
+}
+
 /// A fresh linear skb of up to one page at `start`, as tcp_collapse() allocates it.
 fn collapse_skb(start: i64, copy: i64) -> Skb {
     let alloc = kmalloc_size(data_align(copy) + SKB_SHINFO);

@@ -9,7 +9,7 @@
 use crate::arith::floor_div;
 use crate::constants::{ICSK_ACK_NOW, ICSK_ACK_SCHED, TCP_MAX_QUICKACKS};
 use crate::kcall;
-use crate::memory::Tail;
+use crate::memory::{skb_condense, Tail};
 use crate::segment::{Segment, ACK, FIN, RST, SYN, URG};
 use crate::skb::Skb;
 use crate::socket::{TcpSocket, TraceArgs};
@@ -360,8 +360,12 @@ impl TcpSocket {
             if self.conn.sack_ok {
                 kcall!(self.grow_window(&skb, false, seg));
             }
-            self.charge(skb.truesize);
-            self.trace_seg("rx", "ofo", seg, skb.truesize, "");
+            let peer_released = self.rcv.peer_released;
+            let parked = &mut self.mem.ofo_queue[at];
+            skb_condense(parked, peer_released);
+            let truesize = parked.truesize;
+            self.charge(truesize);
+            self.trace_seg("rx", "ofo", seg, truesize, "");
         }
         kcall!(self.ofo_rcvbuf_grow());
     }

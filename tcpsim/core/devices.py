@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tcpsim.core.constants import (
-    PAGE_SIZE, SKB_FRAG_PAGE_SIZE, SKB_SHINFO, SKB_STRUCT, data_align, kmalloc_size, skb_truesize,
+    MAX_TCP_HEADER, PAGE_SIZE, SKB_FRAG_PAGE_SIZE, SKB_SHINFO, SKB_STRUCT, data_align, kmalloc_size, skb_truesize,
 )
 from tcpsim.core.skb import Skb
 
@@ -179,7 +179,8 @@ class Device:
         GSO, so only one-segment skbs arrive as clones.
         """
         skb = Skb(seq, length, skb_truesize(self.head) + length, head=self.head, linear=0,
-                  nfrags=frags or sender_frags(seq, length), fin=fin)
+                  nfrags=frags or sender_frags(seq, length), fin=fin,
+                  tailroom=max(0, self.head - MAX_TCP_HEADER))
         if self.shared and (self.tso or tx_segs <= 1):
             skb.cloned_until = seq + length + (1 if fin else 0)
         return skb

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from tcpsim.core.constants import (
     ICSK_ACK_NOW, ICSK_ACK_PUSHED, ICSK_ACK_PUSHED2, ICSK_ACK_SCHED, TCP_MAX_QUICKACKS,
 )
+from tcpsim.core.memory import skb_condense
 from tcpsim.core.segment import ACK, FIN, PSH, RST, SYN, URG, Segment
 from tcpsim.core.skb import Skb
 from tcpsim.core.state import (
@@ -264,6 +265,7 @@ class ReceiveMixin:
             insort(ofo, skb, key=lambda s: s.seq)
             if self.conn.sack_ok:
                 self.k.grow_window(self, skb, False, seg)
+            skb_condense(skb, self.rcv.peer_released)
             self.charge(skb.truesize)
             self.trace("rx", "ofo", seg, skb.truesize)
         self.k.ofo_rcvbuf_grow(self)
