@@ -616,6 +616,29 @@ mod tests {
     }
 
     #[test]
+    fn skb_condense_makes_a_small_fresh_segment_linear_and_unstealable() {
+        // a 32 B software-GSO segment on a local pair: pulled into its head's 64 B tailroom
+        let soft = device("veth-direct:tso=off").unwrap();
+        let mut small = soft.make_skb(1001, 32, false, 0, 13, 0);
+        assert_eq!((small.nfrags, small.tailroom, small.truesize), (1, 64, 864));
+        skb_condense(&mut small, 0);
+        assert_eq!((small.nfrags, small.linear, small.tailroom), (0, 32, 32));
+        assert_eq!(small.truesize, skb_truesize(256));
+        // its kmalloc'd head cannot be stolen: it stays an skb of its own
+        let mut to = soft.make_skb(1, 1000, false, 0, 13, 0);
+        assert_eq!(skb_try_coalesce(&mut to, &small, 0), None);
+        // 65 B do not fit; a clone (the sender's copy not freed) is left alone
+        let mut big = soft.make_skb(1001, 65, false, 0, 13, 0);
+        skb_condense(&mut big, 0);
+        assert_eq!(big.nfrags, 1);
+        let mut clone = soft.make_skb(1001, 32, false, 0, 1, 0);
+        skb_condense(&mut clone, 0);
+        assert_eq!(clone.nfrags, 1);
+        skb_condense(&mut clone, 1033);
+        assert_eq!(clone.nfrags, 0);
+    }
+
+    #[test]
     fn collapse_packs_small_tun_skbs_into_pages() {
         let mut sk = socket("linux-6.1");
         queue(&mut sk, "nic-4k", &[100; 50]);

@@ -272,12 +272,15 @@ def test_one_segment_writes_over_a_local_pair_with_tso_off_arrive_as_clones():
     did not try (it graded 0.593 with clones throughout) -- and what waited while the
     window was shut leaves as one multi-segment skb: the writer fed in bursts. The true
     reader, 1000 B a millisecond, is a round size the refinement tries (0.696 and 38.5 %
-    within a unit at 993 B, as sent)."""
+    within a unit at 993 B, as sent). The 32 B tail of the burst that reaches the reading
+    socket's backlog at 337 ms is condensed into its own linear skb (skb_condense(): 832 B
+    for 32 B), which the model without it merged into the burst: 62.5 % within a unit from
+    there on; with it, every window."""
     cap = Capture(PCAPS / "veth-periodic-small-writes-shrink1.pcap.gz")
     f = fit(cap, "linux-6.18")
     assert f.best.device == "veth-direct:tso=off" and f.best.writer == "bursts"
     assert f.best.reader == "periodic:1000B/1ms"
-    assert f.grade.total >= 0.8 and f.grade.within_unit_fraction >= 0.6
+    assert f.grade.total >= 0.95 and f.grade.within_unit_fraction >= 0.95
 
 
 TBF = PCAPS / "veth-tbf-periodic.pcap.gz"       # periodic:8192/2, tbf 40 Mbit/s, 6.18
