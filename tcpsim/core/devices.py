@@ -276,9 +276,9 @@ def sender_frags(seq: int, length: int) -> int:
     reader of the seed reproducer frees 17, then 16, then 16 segments' skbs at 24.6, 47.8
     and 71.0 s). The stream offset is seq - 1 (the model's ISS is 0). This is the layout of
     a segment that does not say its own (`Segment.frags` 0: not from the model's sender);
-    the model's sender keeps the writer's page frag itself, with the restarts this layout
-    leaves out (a page with fewer than 32 bytes left not used, a page nobody references
-    any more reused from its start): tcpsim/core/pagefrag.py."""
+    the model's sender keeps the writer's page frag itself, with the restart this layout
+    leaves out (a page nobody references any more reused from its start):
+    tcpsim/core/pagefrag.py."""
     if length <= 0:
         return 0
     off = max(0, seq - 1)

