@@ -1473,10 +1473,11 @@ def replay(
                                      "1 ms clock; with --fit: fitted)"),
     fit: bool = typer.Option(False, "--fit", help="fit what the capture cannot say (writer "
                              "feed, reader, its phase and late reads, device, HZ, timing, tcp_rmem[1], "
-                             "tcp_shrink_window, how long a read or a write owns the socket) by "
-                             "replaying candidates, then replay under --profile; --writer-feed, "
-                             "--reader, --hz, --rcvbuf, --device, --timing, --owns-socket, "
-                             "--write-owns-socket, --late-reads pin"),
+                             "tcp_shrink_window, how long a read or a write owns the socket, the "
+                             "writer's page reuse) by replaying candidates, then replay under "
+                             "--profile; --writer-feed, --reader, --hz, --rcvbuf, --device, "
+                             "--timing, --owns-socket, --write-owns-socket, --late-reads, "
+                             "--page-reuse pin"),
     fit_profile: Optional[str] = typer.Option(None, "--fit-profile", help="--fit under this "
                                               "profile (the capture's kernel), then replay under "
                                               "--profile/--policy (default: --profile)"),
@@ -1504,6 +1505,11 @@ def replay(
                                              "reads move to the read-drawn ACK that dates them: "
                                              "those at least this late after their tick (e.g. "
                                              "30us), or 0 (every read on its grid)"),
+    page_reuse: Optional[str] = typer.Option(None, "--page-reuse", help="with --fit: pin "
+                                             "whether the reader's frees reach the writer's "
+                                             "page frag at once (immediate: one CPU; an "
+                                             "emptied page restarts) or wait for its next "
+                                             "transmission (deferred); see docs/pcap.md"),
     until: Optional[float] = typer.Option(None, "--until", help="compare only the first S seconds"),
     html: Optional[Path] = typer.Option(None, "--html", help="capture-vs-model overlay page"),
     as_json: bool = typer.Option(False, "--json"),
@@ -1533,7 +1539,7 @@ def replay(
         with interrupt.stoppable():
             if fit or profiles:
                 pins = _fit_pins(opts, hz, device, timing, sysctls, owns_socket, writer_feed,
-                                 write_owns_socket, late_reads)
+                                 write_owns_socket, late_reads, page_reuse)
                 if profiles:
                     code = _rank_capture(capture, profiles, tuple(policy), sysctls, until, pins,
                                          fit, eng, as_json, opts)
@@ -1553,6 +1559,10 @@ def replay(
             if late_reads is not None:
                 raise ScenarioError(f"--late-reads {late_reads}: pins an unknown of a fit; "
                                     "give --fit (or --profiles) with it")
+            if page_reuse is not None:
+                raise ScenarioError(f"--page-reuse {page_reuse}: pins an unknown of a fit "
+                                    "(without --fit: --device with reuse=on); give --fit "
+                                    "(or --profiles) with it")
             _check_feed(writer_feed)
             if device is not None:
                 _check_device(device)
@@ -1613,7 +1623,7 @@ def _whole_us(value: str, option: str) -> int:
 def _fit_pins(opts: dict, hz: Optional[int], device: Optional[str], timing: Optional[str],
               sysctls: dict, owns_socket: Optional[str] = None,
               writer_feed: Optional[str] = None, write_owns_socket: Optional[str] = None,
-              late_reads: Optional[str] = None) -> dict:
+              late_reads: Optional[str] = None, page_reuse: Optional[str] = None) -> dict:
     """The unknowns the user pinned (tcpsim.pcap.fit.Unknowns fields); the rest are fitted.
     --reader/--rcvbuf are taken out of the import options: the fit replays them."""
     from tcpsim.app_latency import timing_choices
@@ -1646,6 +1656,12 @@ def _fit_pins(opts: dict, hz: Optional[int], device: Optional[str], timing: Opti
         pins["writer"] = writer_feed
     if write_owns_socket is not None:
         pins["wowns_us"] = _whole_us(write_owns_socket, "--write-owns-socket")
+    if page_reuse is not None:
+        from tcpsim.pcap.fit import REUSE_NAMES
+        if page_reuse not in REUSE_NAMES:
+            raise ScenarioError(f"--page-reuse {page_reuse}: expected one of "
+                                f"{', '.join(REUSE_NAMES)}")
+        pins["reuse"] = REUSE_NAMES.index(page_reuse)
     if any(k.endswith("tcp_rmem") for k in sysctls):
         pins["rmem1"] = 0
     if any(k.endswith("tcp_shrink_window") for k in sysctls):

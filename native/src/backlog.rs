@@ -12,7 +12,7 @@
 use std::mem;
 
 use crate::constants::ICSK_ACK_SCHED;
-use crate::memory::skb_try_coalesce;
+use crate::memory::{skb_condense, skb_try_coalesce};
 use crate::segment::{Segment, ACK, AE, CWR, ECE, RST, SYN, URG};
 use crate::skb::Skb;
 use crate::socket::TcpSocket;
@@ -53,8 +53,9 @@ impl TcpSocket {
     /// backlog's tail (no limit: the tail's fragments bound it), else append it unless the
     /// backlog and the receive queue already hold more than the limit.
     pub fn add_backlog(&mut self, seg: &Segment) {
-        let skb = self.segment_skb(seg);
+        let mut skb = self.segment_skb(seg);
         let peer_released = self.rcv.peer_released;
+        skb_condense(&mut skb, peer_released);
         if let Some((tseg, tskb)) = self.backlog.last_mut() {
             if backlog_may_merge(tseg, seg) {
                 if let Some(delta) = skb_try_coalesce(tskb, &skb, peer_released) {
@@ -166,6 +167,7 @@ pub fn merged_segment(tail: &Segment, seg: &Segment) -> Segment {
     m.gso_size = gso(tail).max(gso(seg));
     m.tx_ns = tail.tx_ns;
     m.tx_segs = tail.tx_segs.max(seg.tx_segs);
+    m.frags = tail.frags + seg.frags;
     m
 }
 

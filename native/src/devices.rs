@@ -14,7 +14,8 @@
 
 use crate::arith::ceil_div;
 use crate::constants::{
-    data_align, kmalloc_size, skb_truesize, PAGE_SIZE, SKB_FRAG_PAGE_SIZE, SKB_SHINFO, SKB_STRUCT,
+    data_align, kmalloc_size, skb_truesize, MAX_TCP_HEADER, PAGE_SIZE, SKB_FRAG_PAGE_SIZE,
+    SKB_SHINFO, SKB_STRUCT,
 };
 use crate::skb::{Layout, Skb};
 
@@ -35,8 +36,17 @@ pub const SKB_SMALL_HEAD: i64 = 256;
 /// The buffer strategies, as scenarios spell them.
 pub const STRATEGIES: &[&str] = &["sender", "tun", "page-frag", "page", "kmalloc"];
 const NIC: &[&str] = &["page-frag", "page", "kmalloc"];
-const ATTRS: &[&str] = &["buf", "mtu", "rx_copybreak", "gro", "head", "shared", "tso"];
-const FLAGS: &[&str] = &["gro", "shared", "tso"];
+const ATTRS: &[&str] = &[
+    "buf",
+    "mtu",
+    "rx_copybreak",
+    "gro",
+    "head",
+    "shared",
+    "tso",
+    "reuse",
+];
+const FLAGS: &[&str] = &["gro", "shared", "tso", "reuse"];
 
 /// (data area, truesize, head_frag) of netdev_alloc_skb(dev, length).
 ///
@@ -64,7 +74,10 @@ pub fn netdev_alloc_skb(length: i64) -> (i64, i64, bool) {
 /// `buf`: bytes per receive buffer (page-frag: the fragment size; kmalloc: the length asked
 /// of netdev_alloc_skb). `head`, `shared`, `tso`: the sender strategy's kmalloc'd header area,
 /// whether the skb is a clone of the sender's, and whether the sending device takes
-/// multi-segment skbs whole.
+/// multi-segment skbs whole. `reuse`: the receiver's frees of the sender's pages are
+/// immediate (reader and writer on one CPU), so the writer reuses a page the reader emptied
+/// from its start; off, they wait in skb_attempt_defer_free() for the writer's next
+/// transmission (pagefrag.rs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Device {
     pub name: String,
@@ -76,6 +89,7 @@ pub struct Device {
     pub head: i64,
     pub shared: bool,
     pub tso: bool,
+    pub reuse: bool,
     /// TCP header with the timestamp option.
     pub tcp_hlen: i64,
 }
@@ -93,6 +107,7 @@ impl Device {
             head: 256,
             shared: false,
             tso: true,
+            reuse: false,
             tcp_hlen: 32,
         }
     }
@@ -111,6 +126,7 @@ impl Device {
             "gro" => flag(self.gro),
             "head" => self.head.to_string(),
             "shared" => flag(self.shared),
+            "reuse" => flag(self.reuse),
             _ => flag(self.tso),
         }
     }
@@ -150,10 +166,19 @@ impl Device {
 
     /// The skb this device builds for an arriving segment of `length` payload bytes
     /// (`gso_size`: the per-frame payload of a GSO train, 0 = one frame; `tx_segs`: the
-    /// segment count of the sender's skb it was sent from, 0 = unknown).
-    pub fn make_skb(&self, seq: i64, length: i64, fin: bool, gso_size: i64, tx_segs: i64) -> Skb {
+    /// segment count of the sender's skb it was sent from, 0 = unknown; `frags`: the page
+    /// fragments of its payload in the sender's memory, 0 = unknown).
+    pub fn make_skb(
+        &self,
+        seq: i64,
+        length: i64,
+        fin: bool,
+        gso_size: i64,
+        tx_segs: i64,
+        frags: i64,
+    ) -> Skb {
         match self.strategy.as_str() {
-            "sender" => return self.sender_skb(seq, length, fin, tx_segs),
+            "sender" => return self.sender_skb(seq, length, fin, tx_segs, frags),
             "tun" => return self.tun_skb(seq, length, fin),
             _ => {}
         }
@@ -174,17 +199,23 @@ impl Device {
     /// so truesize = len + SKB_TRUESIZE(head) and a coalesce charges exactly `len`.
     /// Measured on 6.18 over veth: truesize = len + 832 and 17 segments per skb
     /// (docs/kernel-measurements.md, E1, E4) -- 16 when one of them crosses a page of the
-    /// writer's page frag and so holds two fragments (`sender_frags`). `shared`: the
+    /// writer's page frag and so holds two fragments: `frags`, as the model's sender laid its
+    /// bytes out (pagefrag.rs), or `sender_frags` for a segment from elsewhere. `shared`: the
     /// receiver's skb is a clone of the
     /// sender's retransmit-queue skb; skb_try_coalesce() refuses a cloned skb. Only a
     /// one-segment skb reaches the receiver as that clone (tcp_transmit_skb() [tcp_output.c,
     /// 6.18] clones what it sends); a multi-segment (GSO) skb is cut by skb_segment()
     /// [net/core/skbuff.c, 6.18] into fresh skbs when the device does not take it whole
     /// (`tso` off: software GSO), so there `tx_segs` > 1 is never a clone.
-    fn sender_skb(&self, seq: i64, length: i64, fin: bool, tx_segs: i64) -> Skb {
+    fn sender_skb(&self, seq: i64, length: i64, fin: bool, tx_segs: i64, frags: i64) -> Skb {
         let layout = Layout {
             head: self.head,
-            nfrags: sender_frags(seq, length),
+            nfrags: if frags > 0 {
+                frags
+            } else {
+                sender_frags(seq, length)
+            },
+            tailroom: (self.head - MAX_TCP_HEADER).max(0),
             ..Layout::default()
         };
         let mut skb = Skb::new(seq, length, skb_truesize(self.head) + length, layout, fin);
@@ -308,6 +339,7 @@ impl Device {
             "gro" => self.gro = v != 0,
             "head" => self.head = v,
             "shared" => self.shared = v != 0,
+            "reuse" => self.reuse = v != 0,
             _ => self.tso = v != 0,
         }
     }
@@ -351,9 +383,10 @@ fn nic(name: &str, buf: i64) -> Device {
 /// page boundary holds two fragments, and skb_try_coalesce() then fits one segment fewer into
 /// a receiver skb (16 instead of 17 of 1448 bytes; measured, 6.18 over veth: the 1 B/ms reader
 /// of the seed reproducer frees 17, then 16, then 16 segments' skbs at 24.6, 47.8 and 71.0 s).
-/// The stream offset is seq - 1 (the model's ISS is 0). Not modelled: a page with fewer than
-/// 32 bytes left is not used (the offset then restarts on a new page), and a page nobody
-/// references any more is reused from its start (an idle, fully read connection).
+/// The stream offset is seq - 1 (the model's ISS is 0). This is the layout of a segment that
+/// does not say its own (`Segment::frags` 0: not from the model's sender); the model's sender
+/// keeps the writer's page frag itself, with the restart this layout leaves out (a page nobody
+/// references any more reused from its start): pagefrag.rs.
 pub fn sender_frags(seq: i64, length: i64) -> i64 {
     if length <= 0 {
         return 0;
@@ -383,7 +416,7 @@ fn unknown(name: &str) -> String {
 }
 
 /// Python `build()`: a device from a strategy (or preset) and field values, validated; named
-/// by its spec string. `fields` are (attr, value) with gro/shared/tso as 0/1.
+/// by its spec string. `fields` are (attr, value) with gro/shared/tso/reuse as 0/1.
 pub fn build(strategy: &str, fields: &[(String, i64)], where_: &str) -> Result<Device, String> {
     let presets = devices();
     let base = if let Some(p) = presets.iter().find(|d| d.name == strategy) {
@@ -443,16 +476,16 @@ pub fn check(dev: &Device, where_: &str) -> Result<(), String> {
                 ));
             }
         }
-        if s == "tun" && (dev.shared || dev.head != 256 || !dev.tso) {
+        if s == "tun" && (dev.shared || dev.head != 256 || !dev.tso || dev.reuse) {
             return Err(format!(
-                "{where_}: head, shared and tso belong to the sender strategy"
+                "{where_}: head, shared, tso and reuse belong to the sender strategy"
             ));
         }
         return Ok(());
     }
-    if dev.shared || dev.head != 256 || !dev.tso {
+    if dev.shared || dev.head != 256 || !dev.tso || dev.reuse {
         return Err(format!(
-            "{where_}: head, shared and tso belong to the sender strategy"
+            "{where_}: head, shared, tso and reuse belong to the sender strategy"
         ));
     }
     if s == "page" && dev.buf != PAGE_SIZE {
@@ -503,7 +536,7 @@ pub fn parse_spec(spec: &str) -> Result<Device, String> {
                 .map_err(|_| format!("device '{spec}': {key} is out of range"))?,
             _ => {
                 return Err(format!(
-                    "device '{spec}': expected key=number (or gro/shared/tso=on|off), got '{item}'"
+                    "device '{spec}': expected key=number (or gro/shared/tso/reuse=on|off), got '{item}'"
                 ))
             }
         };
@@ -544,7 +577,7 @@ mod tests {
             assert_eq!(
                 device("veth")
                     .unwrap()
-                    .make_skb(seq, len, false, 0, 0)
+                    .make_skb(seq, len, false, 0, 0, 0)
                     .nfrags,
                 frags
             );
@@ -553,24 +586,24 @@ mod tests {
 
     #[test]
     fn veth_charges_len_plus_832() {
-        let skb = device("veth").unwrap().make_skb(1, 1448, false, 0, 0);
+        let skb = device("veth").unwrap().make_skb(1, 1448, false, 0, 0, 0);
         assert_eq!(
             (skb.truesize, skb.nfrags, skb.cloned_until),
             (1448 + 832, 1, 0)
         );
-        let shared = device("loopback").unwrap().make_skb(1, 1448, true, 0, 0);
+        let shared = device("loopback").unwrap().make_skb(1, 1448, true, 0, 0, 0);
         assert_eq!(shared.cloned_until, 1450);
     }
 
     #[test]
     fn without_tso_only_a_one_segment_skb_is_a_clone() {
         let lo = device("loopback").unwrap();
-        assert_eq!(lo.make_skb(1, 1448, false, 0, 22).cloned_until, 1449);
+        assert_eq!(lo.make_skb(1, 1448, false, 0, 22, 0).cloned_until, 1449);
         let soft = device("loopback:tso=off").unwrap();
         assert_eq!(soft.spec(), "sender:shared=on,tso=off");
-        assert_eq!(soft.make_skb(1, 1448, false, 0, 22).cloned_until, 0);
-        assert_eq!(soft.make_skb(1, 1448, false, 0, 1).cloned_until, 1449);
-        assert_eq!(soft.make_skb(1, 1448, false, 0, 0).cloned_until, 1449);
+        assert_eq!(soft.make_skb(1, 1448, false, 0, 22, 0).cloned_until, 0);
+        assert_eq!(soft.make_skb(1, 1448, false, 0, 1, 0).cloned_until, 1449);
+        assert_eq!(soft.make_skb(1, 1448, false, 0, 0, 0).cloned_until, 1449);
         assert!(device("tun:tso=off").is_err());
     }
 
@@ -579,24 +612,24 @@ mod tests {
         assert_eq!(
             device("nic-2k")
                 .unwrap()
-                .make_skb(0, 1448, false, 0, 0)
+                .make_skb(0, 1448, false, 0, 0, 0)
                 .truesize,
             2304
         );
         assert_eq!(
             device("nic-4k")
                 .unwrap()
-                .make_skb(0, 1448, false, 0, 0)
+                .make_skb(0, 1448, false, 0, 0, 0)
                 .truesize,
             4352
         );
-        let jumbo = device("nic-2k").unwrap().make_skb(0, 9000, false, 0, 0);
+        let jumbo = device("nic-2k").unwrap().make_skb(0, 9000, false, 0, 0, 0);
         assert!(jumbo.nfrags > 0 && jumbo.head_frag);
     }
 
     #[test]
     fn tun_keeps_kmalloc_slack_as_tailroom() {
-        let skb = device("tun").unwrap().make_skb(0, 100, false, 0, 0);
+        let skb = device("tun").unwrap().make_skb(0, 100, false, 0, 0, 0);
         // 52 header bytes + 100: data_align(64 + 152) + 320 = 576 -> the 1024-byte bucket
         assert_eq!(
             (skb.head, skb.linear, skb.tailroom, skb.nfrags),
@@ -622,7 +655,7 @@ mod tests {
         assert_eq!(
             device("page:buf=4096")
                 .unwrap()
-                .make_skb(0, 1448, false, 0, 0)
+                .make_skb(0, 1448, false, 0, 0, 0)
                 .truesize,
             4352
         );
@@ -633,11 +666,14 @@ mod tests {
         // ntb_netdev at a 64 KiB MTU: netdev_alloc_skb(65550) is a 128 KiB kmalloc object
         let ntb = device("kmalloc:mtu=65536").unwrap();
         assert_eq!(ntb.name, "kmalloc:buf=65550,mtu=65536");
-        assert_eq!(ntb.make_skb(0, 0, false, 0, 0).truesize, 131072 - 320 + 576);
+        assert_eq!(
+            ntb.make_skb(0, 0, false, 0, 0, 0).truesize,
+            131072 - 320 + 576
+        );
         let cb = device("kmalloc:mtu=65536,rx_copybreak=256").unwrap();
-        let ack = cb.make_skb(0, 0, false, 0, 0);
+        let ack = cb.make_skb(0, 0, false, 0, 0, 0);
         assert_eq!((ack.truesize, ack.head, ack.tailroom), (832, 256, 126));
-        assert_eq!(cb.make_skb(0, 1448, false, 0, 0).truesize, 131328);
+        assert_eq!(cb.make_skb(0, 1448, false, 0, 0, 0).truesize, 131328);
         // between the small-head cache and a page: a page fragment, head_frag
         assert_eq!(netdev_alloc_skb(1000), (1088, 1088 + 576, true));
     }

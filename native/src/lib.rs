@@ -46,6 +46,7 @@ pub mod memcg;
 pub mod memory;
 pub mod mib;
 pub mod models;
+pub mod pagefrag;
 pub mod patches;
 pub mod prefetch;
 pub mod protmem;

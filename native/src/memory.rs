@@ -71,6 +71,23 @@ pub fn skb_try_coalesce(to: &mut Skb, frm: &Skb, peer_released: i64) -> Option<i
     Some(delta)
 }
 
+/// skb_condense() [net/core/skbuff.c, 6.18], as tcp_add_backlog() and tcp_data_queue_ofo()
+/// [tcp_input.c] run it on an skb about to be parked: a payload in page fragments that fits
+/// the linear tailroom is pulled into the head and truesize becomes the head's alone, unless
+/// the skb is still cloned (`cloned_until`). memory.py `skb_condense`: on a local pair a
+/// software-GSO segment of 64 B or less becomes a linear skb whose kmalloc'd head
+/// skb_try_coalesce() cannot steal.
+pub fn skb_condense(skb: &mut Skb, peer_released: i64) {
+    let data = skb.len - skb.linear;
+    if data == 0 || skb.nfrags == 0 || data > skb.tailroom || skb.cloned_until > peer_released {
+        return;
+    }
+    skb.linear += data;
+    skb.tailroom -= data;
+    skb.nfrags = 0;
+    skb.truesize = skb_truesize(skb.head);
+}
+
 /// A fresh linear skb of up to one page at `start`, as tcp_collapse() allocates it.
 fn collapse_skb(start: i64, copy: i64) -> Skb {
     let alloc = kmalloc_size(data_align(copy) + SKB_SHINFO);
@@ -507,7 +524,7 @@ mod tests {
         let dev = device(dev).unwrap();
         let mut seq = 1;
         for &len in lens {
-            let skb = dev.make_skb(seq, len, false, 0, 0);
+            let skb = dev.make_skb(seq, len, false, 0, 0, 0);
             sk.rmem_schedule(skb.truesize);
             sk.charge(skb.truesize);
             seq = skb.end_seq;
@@ -553,49 +570,72 @@ mod tests {
     fn veth_coalesce_charges_the_payload() {
         let mut sk = socket("linux-6.1");
         queue(&mut sk, "veth", &[1000]);
-        let frm = device("veth").unwrap().make_skb(1001, 500, false, 0, 0);
+        let frm = device("veth").unwrap().make_skb(1001, 500, false, 0, 0, 0);
         let before = sk.mem.sk_rmem_alloc;
         assert!(sk.coalesce_into(Tail::Receive, &frm));
         assert_eq!(sk.mem.sk_rmem_alloc - before, 500);
         assert_eq!(sk.mem.receive_queue[0].end_seq, 1501);
         assert_eq!(sk.mib.TCPRcvCoalesce, 1);
         assert!(!sk.coalesce_into(Tail::Ofo, &frm), "empty queue");
-        let gap = device("veth").unwrap().make_skb(2000, 10, false, 0, 0);
+        let gap = device("veth").unwrap().make_skb(2000, 10, false, 0, 0, 0);
         assert!(!sk.coalesce_into(Tail::Receive, &gap));
     }
 
     #[test]
     fn skb_try_coalesce_per_layout() {
         let nic = device("nic-2k").unwrap();
-        let mut to = nic.make_skb(1, 1000, false, 0, 0);
-        let frm = nic.make_skb(1001, 1000, false, 0, 0);
+        let mut to = nic.make_skb(1, 1000, false, 0, 0, 0);
+        let frm = nic.make_skb(1001, 1000, false, 0, 0, 0);
         // payload in a page-fragment head: stolen as a fragment, charged truesize - sk_buff
         assert_eq!(skb_try_coalesce(&mut to, &frm, 0), Some(2304 - SKB_STRUCT));
         assert_eq!((to.nfrags, to.len, to.end_seq), (1, 2000, 2001));
         // the fragment limit: a stolen head takes one more slot, up to MAX_SKB_FRAGS
         to.nfrags = MAX_SKB_FRAGS - 1;
-        let next = nic.make_skb(2001, 10, false, 0, 0);
+        let next = nic.make_skb(2001, 10, false, 0, 0, 0);
         assert_eq!(skb_try_coalesce(&mut to, &next, 0), Some(2304 - SKB_STRUCT));
-        let last = nic.make_skb(2011, 10, false, 0, 0);
+        let last = nic.make_skb(2011, 10, false, 0, 0, 0);
         assert_eq!(skb_try_coalesce(&mut to, &last, 0), None);
         // a small segment fits the linear tailroom of a tun skb: copied for free
         let tun = device("tun").unwrap();
-        let mut lin = tun.make_skb(1, 100, false, 0, 0);
-        let small = tun.make_skb(101, 50, false, 0, 0);
+        let mut lin = tun.make_skb(1, 100, false, 0, 0, 0);
+        let small = tun.make_skb(101, 50, false, 0, 0, 0);
         assert_eq!(skb_try_coalesce(&mut lin, &small, 0), Some(0));
         assert_eq!((lin.linear, lin.tailroom), (150, 438));
         // a shared veth skb is cloned until the peer releases it
         let lo = device("loopback").unwrap();
-        let mut shared = lo.make_skb(1, 100, false, 0, 0);
-        let more = lo.make_skb(101, 100, false, 0, 0);
+        let mut shared = lo.make_skb(1, 100, false, 0, 0, 0);
+        let more = lo.make_skb(101, 100, false, 0, 0, 0);
         assert_eq!(skb_try_coalesce(&mut shared.clone(), &more, 100), None);
         assert_eq!(skb_try_coalesce(&mut shared, &more, 101), Some(100));
         // a FIN ends the skb
-        let mut fin = lo.make_skb(1, 10, true, 0, 0);
+        let mut fin = lo.make_skb(1, 10, true, 0, 0, 0);
         assert_eq!(
-            skb_try_coalesce(&mut fin, &lo.make_skb(12, 1, false, 0, 0), 1 << 62),
+            skb_try_coalesce(&mut fin, &lo.make_skb(12, 1, false, 0, 0, 0), 1 << 62),
             None
         );
+    }
+
+    #[test]
+    fn skb_condense_makes_a_small_fresh_segment_linear_and_unstealable() {
+        // a 32 B software-GSO segment on a local pair: pulled into its head's 64 B tailroom
+        let soft = device("veth-direct:tso=off").unwrap();
+        let mut small = soft.make_skb(1001, 32, false, 0, 13, 0);
+        assert_eq!((small.nfrags, small.tailroom, small.truesize), (1, 64, 864));
+        skb_condense(&mut small, 0);
+        assert_eq!((small.nfrags, small.linear, small.tailroom), (0, 32, 32));
+        assert_eq!(small.truesize, skb_truesize(256));
+        // its kmalloc'd head cannot be stolen: it stays an skb of its own
+        let mut to = soft.make_skb(1, 1000, false, 0, 13, 0);
+        assert_eq!(skb_try_coalesce(&mut to, &small, 0), None);
+        // 65 B do not fit; a clone (the sender's copy not freed) is left alone
+        let mut big = soft.make_skb(1001, 65, false, 0, 13, 0);
+        skb_condense(&mut big, 0);
+        assert_eq!(big.nfrags, 1);
+        let mut clone = soft.make_skb(1001, 32, false, 0, 1, 0);
+        skb_condense(&mut clone, 0);
+        assert_eq!(clone.nfrags, 1);
+        skb_condense(&mut clone, 1033);
+        assert_eq!(clone.nfrags, 0);
     }
 
     #[test]
@@ -622,7 +662,7 @@ mod tests {
         let mut sk = socket("linux-6.6");
         let dev = device("veth").unwrap();
         for seq in [100, 300, 500] {
-            let skb = dev.make_skb(seq, 100, false, 0, 0);
+            let skb = dev.make_skb(seq, 100, false, 0, 0, 0);
             sk.charge(skb.truesize);
             sk.mem.ofo_queue.push(skb);
         }

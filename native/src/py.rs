@@ -152,7 +152,8 @@ fn segment_info(
 
 /// The skb `device` builds for a segment: its fields as a dict, plus "repr".
 #[pyfunction]
-#[pyo3(signature = (device, seq, length, fin, gso_size=0, tx_segs=0))]
+#[pyo3(signature = (device, seq, length, fin, gso_size=0, tx_segs=0, frags=0))]
+#[allow(clippy::too_many_arguments)]
 fn make_skb<'py>(
     py: Python<'py>,
     device: &str,
@@ -161,9 +162,10 @@ fn make_skb<'py>(
     fin: bool,
     gso_size: i64,
     tx_segs: i64,
+    frags: i64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let dev = devices::device(device).map_err(PyValueError::new_err)?;
-    let skb = dev.make_skb(seq, length, fin, gso_size, tx_segs);
+    let skb = dev.make_skb(seq, length, fin, gso_size, tx_segs, frags);
     let Value::Record(fields) = skb.to_value() else {
         unreachable!("an skb is a record")
     };
@@ -574,6 +576,7 @@ pub(crate) fn segment_from_py(seg: &Bound<'_, PyAny>) -> PyResult<Segment> {
         gso_size: int("gso_size")?,
         tx_ns: int("tx_ns")?,
         tx_segs: int("tx_segs")?,
+        frags: int("frags")?,
     })
 }
 
@@ -595,6 +598,7 @@ pub(crate) fn segment_to_py<'py>(
     let obj = cls.call((seg.seq, seg.len, seg.flags, seg.ack, seg.win), Some(&kw))?;
     obj.setattr("tx_ns", seg.tx_ns)?;
     obj.setattr("tx_segs", seg.tx_segs)?;
+    obj.setattr("frags", seg.frags)?;
     Ok(obj)
 }
 

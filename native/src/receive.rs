@@ -9,7 +9,7 @@
 use crate::arith::floor_div;
 use crate::constants::{ICSK_ACK_NOW, ICSK_ACK_SCHED, TCP_MAX_QUICKACKS};
 use crate::kcall;
-use crate::memory::Tail;
+use crate::memory::{skb_condense, Tail};
 use crate::rewind::Rewind;
 use crate::segment::{Segment, ACK, FIN, RST, SYN, URG};
 use crate::skb::Skb;
@@ -76,9 +76,14 @@ impl TcpSocket {
             if seg.seq + seg.len <= rcv.rcv_nxt + self.receive_window() {
                 let skb = match pre {
                     Some(skb) => skb,
-                    None => self
-                        .dev
-                        .make_skb(seg.seq, seg.len, false, seg.gso_size, seg.tx_segs),
+                    None => self.dev.make_skb(
+                        seg.seq,
+                        seg.len,
+                        false,
+                        seg.gso_size,
+                        seg.tx_segs,
+                        seg.frags,
+                    ),
                 };
                 if skb.truesize <= self.mem.sk_forward_alloc {
                     self.fast_path_data(seg, skb, !fast);
@@ -236,7 +241,7 @@ impl TcpSocket {
             Some(s) => s,
             None => self
                 .dev
-                .make_skb(seq, length, fin, seg.gso_size, seg.tx_segs),
+                .make_skb(seq, length, fin, seg.gso_size, seg.tx_segs, seg.frags),
         };
         if !kcall!(self.admit_in_order(&skb)) {
             self.mib.TCPRcvQDrop += 1;
@@ -300,6 +305,7 @@ impl TcpSocket {
             seg.flags & FIN != 0,
             seg.gso_size,
             seg.tx_segs,
+            seg.frags,
         )
     }
 
@@ -355,8 +361,12 @@ impl TcpSocket {
             if self.conn.sack_ok {
                 kcall!(self.grow_window(&skb, false, seg));
             }
-            self.charge(skb.truesize);
-            self.trace_seg("rx", "ofo", seg, skb.truesize, "");
+            let peer_released = self.rcv.peer_released;
+            let parked = &mut self.mem.ofo_queue[at];
+            skb_condense(parked, peer_released);
+            let truesize = parked.truesize;
+            self.charge(truesize);
+            self.trace_seg("rx", "ofo", seg, truesize, "");
         }
         kcall!(self.ofo_rcvbuf_grow());
     }

@@ -69,6 +69,10 @@ pub struct Segment {
     /// from the model's sender). Above 1 the stack segmented a GSO skb in software and the wire
     /// segment is a fresh skb, not a clone of the sender's (see `Device::sender_skb`).
     pub tx_segs: i64,
+    /// Set by the sender: the page fragments holding the payload in the sender's memory
+    /// (pagefrag.rs); 0 = unknown (`sender_frags()` lays the stream out page after page from
+    /// its first byte).
+    pub frags: i64,
 }
 
 impl Segment {
@@ -89,6 +93,7 @@ impl Segment {
             gso_size: 0,
             tx_ns: 0,
             tx_segs: 0,
+            frags: 0,
         }
     }
 

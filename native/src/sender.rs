@@ -272,14 +272,20 @@ impl TcpSocket {
     }
 
     /// tcp_sendmsg_locked() [tcp.c, v6.18]: top up the unsent tail skb to the size goal,
-    /// then new skbs; returns the bytes queued (sender.py `_queue_bytes`).
+    /// then new skbs; returns the bytes queued (sender.py `_queue_bytes`). Each skb's share of
+    /// the write is copied into the writer's page frag (pagefrag.rs).
     fn queue_bytes(&mut self, n: i64) -> i64 {
         let goal = self.size_goal();
+        let mut free = self
+            .pfrag
+            .page_free(self.snd.snd_una == self.snd.write_seq, self.snd.wstamp_ns);
         let mut done = 0;
         if let Some(last) = self.snd.write_queue.back_mut() {
             if *last < goal {
                 done = (goal - *last).min(n);
                 *last += done;
+                self.pfrag.copy(self.snd.write_seq, done, free);
+                free = false;
             }
         }
         if done < n {
@@ -293,6 +299,8 @@ impl TcpSocket {
             while done < n && queued < sndbuf && notsent < lowat {
                 let take = goal.min(n - done);
                 self.snd.write_queue.push_back(take);
+                self.pfrag.copy(self.snd.write_seq + done, take, free);
+                free = false;
                 done += take;
                 queued += take + SND_SKB_OVERHEAD;
                 notsent += take;
@@ -574,6 +582,7 @@ impl TcpSocket {
         };
         let mut seg = self.make_segment(seq, length, ACK | psh);
         seg.tx_segs = segs;
+        seg.frags = self.pfrag.frags(seq, length);
         if length > mss {
             seg.gso_size = mss;
         }
@@ -686,7 +695,9 @@ impl TcpSocket {
         let seg = if e.is_fin != 0 {
             self.make_segment(e.seq, 0, ACK | FIN)
         } else {
-            self.make_segment(e.seq, e.end - e.seq, ACK | PSH)
+            let mut seg = self.make_segment(e.seq, e.end - e.seq, ACK | PSH);
+            seg.frags = self.pfrag.frags(e.seq, e.end - e.seq);
+            seg
         };
         let now = self.now;
         let e = &mut self.snd.rtx_queue[i];
@@ -877,6 +888,8 @@ impl TcpSocket {
         }
         snd.bytes_acked += ack - snd.snd_una;
         snd.snd_una = ack;
+        self.pfrag.release(ack);
+        let snd = &mut self.snd;
         snd.retransmits = 0;
         snd.dupacks = 0;
         if rtt_ns >= 0 {

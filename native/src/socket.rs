@@ -24,6 +24,7 @@ use crate::kcall;
 use crate::kernel::{KernelRef, KernelSpares};
 use crate::memcg::MemcgHandle;
 use crate::mib::Mib;
+use crate::pagefrag::PageFrag;
 use crate::protmem::{ProtoHandle, ProtoMemory};
 use crate::segment::{Segment, ACK, RST, SYN};
 use crate::state::{AckState, ConnState, MemState, RcvState, SndState, TcpState};
@@ -99,6 +100,8 @@ pub struct TcpSocket {
     pub backlog: Vec<crate::backlog::Parked>,
     pub releasing: bool,
     pub ack_deferred: bool,
+    /// The writer's page frag (src/pagefrag.rs).
+    pub pfrag: PageFrag,
     /// Record trace events (the Python socket's sink is set).
     pub tracing: bool,
     /// Events recorded since the last `take_events()`.
@@ -200,6 +203,7 @@ impl TcpSocket {
             backlog: Vec::new(),
             releasing: false,
             ack_deferred: false,
+            pfrag: PageFrag::default(),
             tracing: false,
             events: Vec::new(),
         })
@@ -629,6 +633,21 @@ impl TcpSocket {
     /// `on_peer_release`): on veth/loopback a queued skb stays cloned until then.
     pub fn on_peer_release(&mut self, seq: i64) {
         self.rcv.peer_released = seq;
+    }
+
+    /// The peer's receive side went from holding none of our data's skbs to holding some, or
+    /// back (socket.py `on_peer_pages`): on veth/loopback they reference our writer's pages
+    /// (src/pagefrag.rs).
+    pub fn on_peer_pages(&mut self, holds: bool, now: i64) {
+        if holds != self.pfrag.peer_holds {
+            self.pfrag.on_peer(holds, now);
+        }
+    }
+
+    /// Any received skb still allocated, queued in order or out of order (sk_rmem_alloc) or
+    /// in the backlog (socket.py `holds_pages`).
+    pub fn holds_pages(&self) -> bool {
+        self.mem.sk_rmem_alloc != 0 || self.mem.sk_backlog_len != 0
     }
 
     /// Run every timer whose deadline has passed (delayed ACK, RACK reordering, loss probe,

@@ -42,7 +42,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tcpsim.core.constants import ICSK_ACK_SCHED
-from tcpsim.core.memory import skb_try_coalesce
+from tcpsim.core.memory import skb_condense, skb_try_coalesce
 from tcpsim.core.segment import ACK, AE, CWR, ECE, RST, SYN, URG, Segment
 from tcpsim.core.state import SYNCHRONIZED
 
@@ -89,6 +89,7 @@ class BacklogMixin:
         backlog and the receive queue already hold more than the limit."""
         mem = self.mem
         skb = self.segment_skb(seg)
+        skb_condense(skb, self.rcv.peer_released)
         q = self.backlog
         if q:
             tseg, tskb = q[-1]
@@ -180,4 +181,5 @@ def merged_segment(tail: Segment, seg: Segment) -> Segment:
                 gso_size=max(tail.gso_size or tail.len, seg.gso_size or seg.len))
     m.tx_ns = tail.tx_ns
     m.tx_segs = max(tail.tx_segs, seg.tx_segs)
+    m.frags = tail.frags + seg.frags
     return m

@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tcpsim.core.constants import (
-    PAGE_SIZE, SKB_FRAG_PAGE_SIZE, SKB_SHINFO, SKB_STRUCT, data_align, kmalloc_size, skb_truesize,
+    MAX_TCP_HEADER, PAGE_SIZE, SKB_FRAG_PAGE_SIZE, SKB_SHINFO, SKB_STRUCT, data_align, kmalloc_size, skb_truesize,
 )
 from tcpsim.core.skb import Skb
 
@@ -49,8 +49,8 @@ SKB_SMALL_HEAD = 256
 
 STRATEGIES = ("sender", "tun", "page-frag", "page", "kmalloc")
 _NIC = ("page-frag", "page", "kmalloc")
-_ATTRS = ("buf", "mtu", "rx_copybreak", "gro", "head", "shared", "tso")
-_FLAGS = ("gro", "shared", "tso")
+_ATTRS = ("buf", "mtu", "rx_copybreak", "gro", "head", "shared", "tso", "reuse")
+_FLAGS = ("gro", "shared", "tso", "reuse")
 # the fields a [...device] table may give besides preset/strategy (copybreak: rx_copybreak)
 FIELDS = (*_ATTRS, "copybreak")
 
@@ -83,7 +83,10 @@ class Device:
     `buf`: bytes per receive buffer (page-frag: the fragment size; kmalloc: the length asked
     of netdev_alloc_skb, 0 = mtu + ETH_HLEN). `head`, `shared`, `tso`: the sender strategy's
     kmalloc'd header area, whether the skb is a clone of the sender's, and whether the sending
-    device takes multi-segment skbs whole (see `sender_skb`).
+    device takes multi-segment skbs whole (see `sender_skb`). `reuse`: the receiver's frees
+    of the sender's pages are immediate (reader and writer on one CPU), so the writer reuses
+    a page the reader emptied from its start; off, they wait in skb_attempt_defer_free() for
+    the writer's next transmission (tcpsim/core/pagefrag.py).
     """
 
     name: str = "veth"
@@ -95,6 +98,7 @@ class Device:
     head: int = 256
     shared: bool = False
     tso: bool = True
+    reuse: bool = False
     tcp_hlen: int = 32  # TCP header with the timestamp option
 
     @property
@@ -127,12 +131,13 @@ class Device:
         return self.strategy == "sender" and self.shared and self.tso
 
     def make_skb(self, seq: int, length: int, fin: bool, gso_size: int = 0,
-                 tx_segs: int = 0) -> Skb:
+                 tx_segs: int = 0, frags: int = 0) -> Skb:
         """The skb this device builds for an arriving segment of `length` payload bytes
         (`gso_size`: the per-frame payload of a GSO train, 0 = one frame; `tx_segs`: the
-        segment count of the sender's skb it was sent from, 0 = unknown)."""
+        segment count of the sender's skb it was sent from, 0 = unknown; `frags`: the page
+        fragments of its payload in the sender's memory, 0 = unknown)."""
         if self.strategy == "sender":
-            return self.sender_skb(seq, length, fin, tx_segs)
+            return self.sender_skb(seq, length, fin, tx_segs, frags)
         if self.strategy == "tun":
             return self.tun_skb(seq, length, fin)
         frame = ETH_HLEN + IP_HLEN + self.tcp_hlen + length
@@ -142,7 +147,8 @@ class Device:
             return self.linear_skb(seq, length, fin, frame, gso_size)
         return self.page_frag_skb(seq, length, fin, frame, gso_size)
 
-    def sender_skb(self, seq: int, length: int, fin: bool, tx_segs: int = 0) -> Skb:
+    def sender_skb(self, seq: int, length: int, fin: bool, tx_segs: int = 0,
+                   frags: int = 0) -> Skb:
         """veth / loopback: the receiver gets the sender's own skb (TSO/GSO/GRO off).
 
         tcp_sendmsg() builds a small kmalloc'd head for the headers (`head` bytes of data area,
@@ -150,7 +156,9 @@ class Device:
         so truesize = len + SKB_TRUESIZE(head) and a coalesce charges exactly `len`.
         Measured on 6.18 over veth: truesize = len + 832 and 17 segments per skb
         (docs/kernel-measurements.md, E1, E4) -- 16 when one of them crosses a page of the
-        writer's page frag and so holds two fragments (`sender_frags`).
+        writer's page frag and so holds two fragments: `frags`, as the model's sender laid
+        its bytes out (tcpsim/core/pagefrag.py), or `sender_frags` for a segment from
+        elsewhere.
 
         `shared`: the receiver's skb is a clone of the sender's retransmit-queue skb (a veth pair
         or loopback with both ends on one host and no forwarding hop). skb_try_coalesce() refuses
@@ -171,7 +179,8 @@ class Device:
         GSO, so only one-segment skbs arrive as clones.
         """
         skb = Skb(seq, length, skb_truesize(self.head) + length, head=self.head, linear=0,
-                  nfrags=sender_frags(seq, length), fin=fin)
+                  nfrags=frags or sender_frags(seq, length), fin=fin,
+                  tailroom=max(0, self.head - MAX_TCP_HEADER))
         if self.shared and (self.tso or tx_segs <= 1):
             skb.cloned_until = seq + length + (1 if fin else 0)
         return skb
@@ -265,10 +274,11 @@ def sender_frags(seq: int, length: int) -> int:
     a page boundary holds two fragments, and skb_try_coalesce() then fits one segment fewer
     into a receiver skb (16 instead of 17 of 1448 bytes; measured, 6.18 over veth: the 1 B/ms
     reader of the seed reproducer frees 17, then 16, then 16 segments' skbs at 24.6, 47.8
-    and 71.0 s). The stream offset is seq - 1 (the model's ISS is 0). Not modelled: a page
-    with fewer than 32 bytes left is not used (the offset then restarts on a new page), and
-    a page nobody references any more is reused from its start (an idle, fully read
-    connection)."""
+    and 71.0 s). The stream offset is seq - 1 (the model's ISS is 0). This is the layout of
+    a segment that does not say its own (`Segment.frags` 0: not from the model's sender);
+    the model's sender keeps the writer's page frag itself, with the restart this layout
+    leaves out (a page nobody references any more reused from its start):
+    tcpsim/core/pagefrag.py."""
     if length <= 0:
         return 0
     off = max(0, seq - 1)
@@ -308,8 +318,8 @@ def build(strategy: str, fields: dict[str, object], link_mtu: int = 0,
           where: str = "device") -> Device:
     """A Device from a strategy (or preset name) and field values, validated.
 
-    `fields` keys: buf, mtu, rx_copybreak (or copybreak), gro, head, shared, tso -- byte
-    counts, and bools for gro/shared/tso. `link_mtu`: the MTU of the link the device sits on
+    `fields` keys: buf, mtu, rx_copybreak (or copybreak), gro, head, shared, tso, reuse --
+    byte counts, and bools for gro/shared/tso/reuse. `link_mtu`: the MTU of the link the device sits on
     (0: unknown), the default for `mtu`. A preset with no fields is the preset; anything else is named by
     its spec string. Errors are one-line ValueErrors naming `where.field`.
     """
@@ -355,11 +365,13 @@ def check(dev: Device, where: str = "device") -> None:
             if getattr(dev, attr):
                 raise ValueError(f"{where}.{attr}: the {dev.strategy} strategy has no receive "
                                  "buffers; use strategy page-frag, page or kmalloc")
-        if dev.strategy == "tun" and (dev.shared or dev.head != 256 or not dev.tso):
-            raise ValueError(f"{where}: head, shared and tso belong to the sender strategy")
+        if dev.strategy == "tun" and (dev.shared or dev.head != 256 or not dev.tso
+                                      or dev.reuse):
+            raise ValueError(f"{where}: head, shared, tso and reuse belong to the sender "
+                             "strategy")
         return
-    if dev.shared or dev.head != 256 or not dev.tso:
-        raise ValueError(f"{where}: head, shared and tso belong to the sender strategy")
+    if dev.shared or dev.head != 256 or not dev.tso or dev.reuse:
+        raise ValueError(f"{where}: head, shared, tso and reuse belong to the sender strategy")
     if dev.strategy == "page" and dev.buf != PAGE_SIZE:
         raise ValueError(f"{where}.buf: the page strategy uses one {PAGE_SIZE}-byte page per "
                          f"frame; use page-frag for {dev.buf}-byte buffers")
@@ -390,7 +402,7 @@ def parse_spec(spec: str) -> Device:
         elif key not in _FLAGS and eq and val.isdigit():
             fields[key] = int(val)
         else:
-            raise ValueError(f"device {spec!r}: expected key=number (or gro/shared/tso=on|off), "
+            raise ValueError(f"device {spec!r}: expected key=number (or gro/shared/tso/reuse=on|off), "
                              f"got {item!r}")
     return build(base, fields, where=f"device {spec!r}")
 

@@ -356,6 +356,25 @@ class MemoryMixin:
         return bisect_left([s.seq for s in self.mem.ofo_queue], seq)
 
 
+def skb_condense(skb: Skb, peer_released: int) -> None:
+    """skb_condense() [net/core/skbuff.c, 6.18], as tcp_add_backlog() and
+    tcp_data_queue_ofo() [tcp_input.c] run it on an skb about to be parked: a payload in page
+    fragments that fits the linear tailroom is pulled into the head (the fragments freed) and
+    truesize becomes the head's alone -- unless the skb is still cloned (the sender's
+    retransmit-queue copy not yet freed, `cloned_until`). On a local pair the tailroom is what
+    a sender's small head leaves after MAX_TCP_HEADER (64 B): a segment of 64 B or less that
+    software GSO cut (a window edge's tail) becomes a linear skb, whose kmalloc'd head
+    skb_try_coalesce() cannot steal -- it stays an skb of its own (832 B for its few bytes;
+    measured: veth-periodic-small-writes-shrink1, docs/bring-your-own-capture.md)."""
+    data = skb.len - skb.linear
+    if not data or skb.nfrags == 0 or data > skb.tailroom or skb.cloned_until > peer_released:
+        return
+    skb.linear += data
+    skb.tailroom -= data
+    skb.nfrags = 0
+    skb.truesize = skb_truesize(skb.head)
+
+
 def skb_try_coalesce(to: Skb, frm: Skb, peer_released: int) -> int:
     """skb_try_coalesce() [net/core/skbuff.c] on the skbs alone: merge `frm` into `to` and
     return the truesize delta to charge, or -1 when they cannot be merged (gap, FIN, a `to`

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from tcpsim.core.constants import (
     ICSK_ACK_NOW, ICSK_ACK_PUSHED, ICSK_ACK_PUSHED2, ICSK_ACK_SCHED, TCP_MAX_QUICKACKS,
 )
+from tcpsim.core.memory import skb_condense
 from tcpsim.core.segment import ACK, FIN, PSH, RST, SYN, URG, Segment
 from tcpsim.core.skb import Skb
 from tcpsim.core.state import (
@@ -77,7 +78,7 @@ class ReceiveMixin:
             if seg.seq + seg.len <= rcv.rcv_nxt + self.receive_window():
                 if skb is None:
                     skb = self.dev.make_skb(seg.seq, seg.len, False, seg.gso_size,
-                                            seg.tx_segs)
+                                            seg.tx_segs, seg.frags)
                 if skb.truesize <= self.mem.sk_forward_alloc:
                     self._fast_path_data(seg, skb, not fast)
                     return
@@ -189,7 +190,7 @@ class ReceiveMixin:
     def _queue_in_order(self: TcpSocket, seg: Segment, seq: int, length: int, fin: bool,
                         skb: Skb | None = None) -> None:
         if skb is None:
-            skb = self.dev.make_skb(seq, length, fin, seg.gso_size, seg.tx_segs)
+            skb = self.dev.make_skb(seq, length, fin, seg.gso_size, seg.tx_segs, seg.frags)
         if not self.k.admit_in_order(self, skb):
             self.mib.TCPRcvQDrop += 1
             self.trace("drop", "rcvq full", seg, skb.truesize, reason="PROTO_MEM")
@@ -228,7 +229,7 @@ class ReceiveMixin:
     def segment_skb(self: TcpSocket, seg: Segment) -> Skb:
         """The skb the ingress device builds for the whole of `seg` (its FIN included)."""
         return self.dev.make_skb(seg.seq, seg.len, bool(seg.flags & FIN), seg.gso_size,
-                                 seg.tx_segs)
+                                 seg.tx_segs, seg.frags)
 
     def data_queue_ofo(self: TcpSocket, seg: Segment) -> None:
         """Models tcp_data_queue_ofo(): admission, SACK, insert/merge in sequence order."""
@@ -264,6 +265,7 @@ class ReceiveMixin:
             insort(ofo, skb, key=lambda s: s.seq)
             if self.conn.sack_ok:
                 self.k.grow_window(self, skb, False, seg)
+            skb_condense(skb, self.rcv.peer_released)
             self.charge(skb.truesize)
             self.trace("rx", "ofo", seg, skb.truesize)
         self.k.ofo_rcvbuf_grow(self)

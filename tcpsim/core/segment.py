@@ -34,12 +34,15 @@ class Segment:
     wire segment was sent from; 0 = not from the model's sender (injected). Above 1 the stack
     segmented a GSO skb in software and the wire segment is a fresh skb, not a clone of the
     sender's retransmit-queue skb (see `Device.sender_skb`).
+    `frags`: set by the model's sender, the page fragments holding the payload in the
+    sender's memory (tcpsim/core/pagefrag.py); 0 = unknown (`sender_frags()` lays the stream
+    out page after page from its first byte).
     """
 
     __slots__ = (
         "seq", "len", "flags", "ack", "win",
         "mss", "wscale", "sack_ok", "tsval", "tsecr", "sacks", "gso_size",
-        "tx_ns", "tx_segs",
+        "tx_ns", "tx_segs", "frags",
     )
 
     def __init__(
@@ -72,6 +75,7 @@ class Segment:
         self.gso_size = gso_size
         self.tx_ns = 0            # set by the link: when the segment left the sender
         self.tx_segs = 0          # set by the sender: tcp_skb_pcount() of the skb sent
+        self.frags = 0            # set by the sender: page fragments of the payload
 
     @property
     def end_seq(self) -> int:

@@ -225,14 +225,19 @@ class SendMixin:
         then new skbs; returns the bytes queued. The send buffer only gates a *new* skb
         (sk_stream_memory_free: sk_wmem_queued < sk_sndbuf); filling the tail skb takes no
         room check, so a write that meets a full buffer stops at an skb boundary (the
-        kernel's partial writes complete the tail skb, then EAGAIN)."""
+        kernel's partial writes complete the tail skb, then EAGAIN). Each skb's share of
+        the write is copied into the writer's page frag (tcpsim/core/pagefrag.py)."""
         snd = self.snd
         q = snd.write_queue
         goal = self.size_goal()
+        pf = self.pfrag
+        free = pf.page_free(snd.snd_una == snd.write_seq, snd.wstamp_ns)
         done = 0
         if q and q[-1] < goal:
             done = min(goal - q[-1], n)
             q[-1] += done
+            pf.copy(snd.write_seq, done, free)
+            free = False
         if done < n:
             queued = self.wmem_queued() + done
             sndbuf = snd.sk_sndbuf
@@ -243,6 +248,8 @@ class SendMixin:
             while done < n and queued < sndbuf and notsent < lowat:
                 take = min(goal, n - done)
                 q.append(take)
+                pf.copy(snd.write_seq + done, take, free)
+                free = False
                 done += take
                 queued += take + SND_SKB_OVERHEAD
                 notsent += take
@@ -460,6 +467,7 @@ class SendMixin:
         flags = ACK | (PSH if seq + length == snd.write_seq else 0)
         seg = self.make_segment(seq, length, flags)
         seg.tx_segs = segs
+        seg.frags = self.pfrag.frags(seq, length)
         if length > mss:
             seg.gso_size = mss
         if not inflight:
@@ -533,6 +541,7 @@ class SendMixin:
             seg = self.make_segment(e[SEQ], 0, ACK | FIN)
         else:
             seg = self.make_segment(e[SEQ], e[END] - e[SEQ], ACK | PSH)
+            seg.frags = self.pfrag.frags(e[SEQ], e[END] - e[SEQ])
         e[RETRANS] += 1
         e[SACKED] |= TCPCB_EVER_RETRANS
         e[TX_NS] = self.now
@@ -674,6 +683,7 @@ class SendMixin:
             q[0][SEQ] = ack
         snd.bytes_acked += ack - snd.snd_una
         snd.snd_una = ack
+        self.pfrag.release(ack)
         snd.retransmits = 0
         snd.dupacks = 0
         if rtt_ns >= 0:

@@ -48,6 +48,7 @@ from tcpsim.core.clock import Clock, make_clock
 from tcpsim.core.cong import CongestionOps, ca_ops
 from tcpsim.core.memory import MemoryMixin
 from tcpsim.core.mib import Mib
+from tcpsim.core.pagefrag import PageFrag
 from tcpsim.core.memcg import MemCgroup
 from tcpsim.core.protmem import ProtoMemory
 from tcpsim.core.receiver import ReceiveMixin
@@ -117,6 +118,8 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin, B
         # the socket backlog (tcpsim/core/backlog.py): the parked (segment, skb) pairs,
         # __release_sock() running, TCP_ACK_DEFERRED
         "backlog", "releasing", "ack_deferred",
+        # the writer's page frag (tcpsim/core/pagefrag.py)
+        "pfrag",
     )
     name: str
     k: KernelPolicy                     # the profile's policy: an era, patches first
@@ -145,6 +148,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin, B
     backlog: list[tuple[Segment, Skb]]
     releasing: bool
     ack_deferred: bool
+    pfrag: PageFrag
 
     def __init__(self, kernel: Any, sysctl: Sysctls | None = None, device: Device | None = None,
                  *, name: str = "rcv", sink: TraceSink | None = None, mtu: int = 1500,
@@ -181,6 +185,7 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin, B
         self.backlog = []
         self.releasing = False
         self.ack_deferred = False
+        self.pfrag = PageFrag()
 
     def set_proto(self, proto: ProtoMemory, cpu: int = 0) -> None:
         """Charge this socket's memory to the pool `proto` (shared by a host's sockets) on
@@ -492,6 +497,22 @@ class TcpSocket(MemoryMixin, ReceiveMixin, AckMixin, SendMixin, RecoveryMixin, B
         sender lets go can data be coalesced into it. Devices that build their own skbs
         never call this (peer_released stays infinite)."""
         self.rcv.peer_released = seq
+
+    def on_peer_pages(self, holds: bool, now: int) -> None:
+        """The peer's receive side went from holding none of our data's skbs to holding
+        some, or back (`now`: when). On veth/loopback its skbs reference our writer's pages
+        (tcpsim/core/pagefrag.py): a page is reused from its start only once they are all
+        freed. Devices that build their own skbs never call this."""
+        pf = self.pfrag
+        if holds != pf.peer_holds:
+            pf.on_peer(holds, now)
+
+    def holds_pages(self) -> bool:
+        """Any received skb still allocated -- queued in order or out of order
+        (sk_rmem_alloc), or in the backlog -- hence, on a local pair, a reference to the
+        sender's pages (see on_peer_pages())."""
+        mem = self.mem
+        return bool(mem.sk_rmem_alloc or mem.sk_backlog_len)
 
     def on_timer(self, now: int) -> None:
         """Run every timer whose deadline has passed (delayed ACK, RACK reordering, loss

@@ -96,6 +96,11 @@ class Connection:
         self.rev_shared_skbs = scenario.two_way and sdev.shared
         if self.rev_shared_skbs:
             self.snd.on_peer_release(0)
+        # the receiving end's skbs hold the writing end's pages (tcpsim/core/pagefrag.py)
+        self.shared_pages = dev.strategy == "sender"
+        self.snd.pfrag.reuse = dev.reuse
+        self.rev_shared_pages = scenario.two_way and sdev.strategy == "sender"
+        self.rcv.pfrag.reuse = sdev.reuse
         seed = scenario.seed
         self.writer: PeriodicWriter | BulkWriter = make_writer(
             self, scenario.writer, timing=make_timing(scenario.writer, seed, "writer"))
@@ -146,6 +151,8 @@ class Connection:
                 send(seg)
         self._arm(sk)
         if sk is self.rcv:
+            if self.shared_pages:
+                self.snd.on_peer_pages(sk.holds_pages(), sk.now)
             self._note_peaks(sk, self.peaks)
             self._note_queue(sk)
             if sk.readable:
@@ -154,6 +161,8 @@ class Connection:
             if rw is not None and rw.blocked and sk.can_queue():
                 rw.on_writable(self.sched.now)
         else:
+            if self.rev_shared_pages:
+                self.rcv.on_peer_pages(sk.holds_pages(), sk.now)
             if self.rev_reader is not None:
                 self._note_peaks(sk, self.rev_peaks)
                 if sk.readable:

@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from tcpsim.core.devices import device
 from tcpsim.importers.pcap import Imported, load
 from tcpsim.pcap import PcapError
 from tcpsim.pcap.grade import Grade, grade
@@ -137,8 +138,14 @@ PHASED_LEADS_US = (0, 10, 20, 40, 80, 150)
 READS_US = (0, 30, 100)
 JOINT = {"skip": "owns_us"}
 WRITE_OWNS_US = (0, 30, 100)         # how long each write holds the socket (writer.owns_socket)
-ORDER = ("owns_us", "reader", "skip", "phase_us", "reads_us", "device", "hz", "timing", "rmem1",
-         "shrink", "writer", "wowns_us")
+# the writer's page reuse (tcpsim/core/pagefrag.py), as `--page-reuse` names it: whether the
+# reader's frees reach the writer's page frag before its next write (reader and writer on one
+# CPU) or wait in skb_attempt_defer_free() for the writer's next transmission -- which CPUs
+# the two programs ran on, which no capture shows; swept only on a local pair (the sender
+# strategy), where the receiver's skbs hold the writer's pages
+REUSE_NAMES = ("deferred", "immediate")
+ORDER = ("owns_us", "reader", "skip", "phase_us", "reads_us", "device", "reuse", "hz",
+         "timing", "rmem1", "shrink", "writer", "wowns_us")
 # swept once the others have settled (_search): the writer's feed moves every segment's
 # time, and swept among the others it led the search into other basins
 LATE = ("writer", "wowns_us")
@@ -147,7 +154,8 @@ UNKNOWN_NAMES = {"reader": "reader", "device": "ingress device", "hz": "CONFIG_H
                  "so_rcvbuf": "SO_RCVBUF", "phase_us": "reader phase",
                  "shrink": "tcp_shrink_window", "owns_us": "read owns socket",
                  "skip": "reader ticks skipped", "writer": "writer feed",
-                 "wowns_us": "write owns socket", "reads_us": "late reads placed"}
+                 "wowns_us": "write owns socket", "reads_us": "late reads placed",
+                 "reuse": "writer's page reuse"}
 
 
 @dataclass(frozen=True)
@@ -168,6 +176,8 @@ class Unknowns:
     wowns_us: int = 0               # how long each write holds the socket (writer.owns_socket)
     reads_us: int = 0               # reads a read-drawn ACK shows this late or more moved to
     #                                 it (tcpsim.pcap.readtimes.place); 0: all on the grid
+    reuse: int = 0                  # 1: the reader's frees reach the writer's page frag at
+    #                                 once, an emptied page restarts (Device.reuse); 0: deferred
 
     def show(self, name: str) -> str:
         v = getattr(self, name)
@@ -183,6 +193,8 @@ class Unknowns:
             return f"{v} us"
         if name == "reads_us":
             return "none (the grid)" if not v else f">= {v} us late"
+        if name == "reuse":
+            return REUSE_NAMES[v]
         if name == "skip" and reader_period_us(self.reader):
             first = self.phase_us + v * reader_period_us(self.reader)
             return f"{v} (first read {first / 1000:g} ms)"
@@ -317,7 +329,7 @@ class Capture:
             raise PcapError(str(self.path), None, str(exc).split(":")[0],
                             "replay needs the connection's handshake: capture from before the "
                             "connect") from None
-        sc = p.scenario.with_(device=u.device)
+        sc = p.scenario.with_(device=reuse_device(u.device) if u.reuse else u.device)
         if (u.phase_us or u.skip) and sc.reader.kind in ("periodic", "oscillating") and \
                 not is_phased(u.reader):
             first = u.phase_us * 1000 + u.skip * sc.reader.every
@@ -549,6 +561,8 @@ def candidates(cap: Capture, name: str, cur: Unknowns, profile: str = "linux-6.1
         return cap.reader_candidates()
     if name == "device":
         return list(DEVICES)
+    if name == "reuse":
+        return [0, 1] if device(cur.device).strategy == "sender" else [0]
     if name == "hz":
         return list(HZS)
     if name == "timing":
@@ -583,6 +597,15 @@ def candidates(cap: Capture, name: str, cur: Unknowns, profile: str = "linux-6.1
         period = reader_period_us(cur.reader)
         return cap.skip_candidates(period) if period else [0]
     return [getattr(cur, name)]
+
+
+def reuse_device(spec: str) -> str:
+    """The device `spec` with the reader's frees reaching the writer's pages at once
+    (`reuse=on`; a local pair's only: other devices build their own skbs)."""
+    dev = device(spec)
+    if dev.strategy != "sender" or dev.reuse:
+        return spec
+    return spec + ("," if ":" in spec else ":") + "reuse=on"
 
 
 def extra_timings() -> list[str]:

@@ -97,3 +97,30 @@ def test_tun_linear_head_cannot_be_stolen():
 def test_skb_repr_mentions_flags():
     s = Skb(1, 10, 842, head=256, linear=0, nfrags=1, fin=True)
     assert "FIN" in repr(s) and s.end_seq == 12
+
+
+def test_skb_condense_makes_a_small_fresh_segment_linear_and_unstealable():
+    """skb_condense() as tcp_add_backlog() runs it: a 32 B segment software GSO cut on a
+    local pair fits the 64 B its small head leaves after MAX_TCP_HEADER, so it becomes linear
+    (truesize its head's, 832) -- and skb_try_coalesce() cannot steal a kmalloc'd head, so it
+    stays an skb of its own (the kernel's extra skb in veth-periodic-small-writes-shrink1 at
+    337 ms). 65 B do not fit; a clone of the sender's skb is left alone until released."""
+    from tcpsim.core.constants import skb_truesize
+    from tcpsim.core.devices import device
+    from tcpsim.core.memory import skb_condense, skb_try_coalesce
+    soft = device("veth-direct:tso=off")
+    small = soft.make_skb(1001, 32, False, 0, 13)
+    assert (small.nfrags, small.tailroom, small.truesize) == (1, 64, 864)
+    skb_condense(small, 0)
+    assert (small.nfrags, small.linear, small.tailroom) == (0, 32, 32)
+    assert small.truesize == skb_truesize(256) == 832
+    to = soft.make_skb(1, 1000, False, 0, 13)
+    assert skb_try_coalesce(to, small, 0) == -1
+    big = soft.make_skb(1001, 65, False, 0, 13)
+    skb_condense(big, 0)
+    assert big.nfrags == 1
+    clone = soft.make_skb(1001, 32, False, 0, 1)
+    skb_condense(clone, 0)
+    assert clone.nfrags == 1
+    skb_condense(clone, 1033)
+    assert clone.nfrags == 0

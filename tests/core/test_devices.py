@@ -23,9 +23,10 @@ def test_veth_preset_matches_e1_truesize_measured_on_6_18():
 
 
 @pytest.mark.parametrize("name,length,truesize,head,tailroom,frags,head_frag,cloned", [
-    ("veth", 1448, 2280, 256, 0, 1, False, 0),          # E1
-    ("veth-direct", 1448, 2280, 256, 0, 1, False, 1449),  # E1: clone of the sender's skb
-    ("loopback", 100, 932, 256, 0, 1, False, 101),
+    # E1; tailroom: the 64 B a small head leaves after MAX_TCP_HEADER (skb_condense())
+    ("veth", 1448, 2280, 256, 64, 1, False, 0),
+    ("veth-direct", 1448, 2280, 256, 64, 1, False, 1449),  # E1: clone of the sender's skb
+    ("loopback", 100, 932, 256, 64, 1, False, 101),
     ("tun", 100, 1280, 704, 488, 0, False, 0),          # 52 + 100 bytes in a 1 KiB kmalloc head
     ("tun", 1448, 2304, 1728, 164, 0, False, 0),        # a 2 KiB kmalloc head
     ("nic-2k", 1448, 2304, 1728, 150, 0, True, 0),      # half-page buffer + sk_buff
@@ -111,7 +112,7 @@ def test_scenario_device_table_and_string():
     ({"strategy": "page-frag", "buf": 100}, "receiver.device.buf: a page fragment holds"),
     ({"strategy": "tun", "rx_copybreak": 64}, "receiver.device.rx_copybreak: the tun strategy"),
     ({"strategy": "kmalloc", "bufsize": 1}, "receiver.device.bufsize: unknown field"),
-    ({"strategy": "tun", "tso": False}, "receiver.device: head, shared and tso belong to the "
+    ({"strategy": "tun", "tso": False}, "receiver.device: head, shared, tso and reuse belong to the "
                                         "sender strategy"),
     ({"preset": "loopback", "tso": 0}, "receiver.device.tso: expected true or false"),
     ("e1000", "receiver.device: expected one of veth"),

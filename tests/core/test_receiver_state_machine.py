@@ -431,12 +431,18 @@ class ReceiverMachine(ReceiverRules):
         is not coalesced. tcp_data_queue() queues a partially old segment whole (case
         "Partial packet, seq < rcv_next < end_seq": tcp_dsack_set(), goto queue_and_out; no
         trimming), and tcp_try_coalesce() refuses it (TCP_SKB_CB(from)->seq !=
-        TCP_SKB_CB(to)->end_seq); tcp_recvmsg() skips the old bytes by offset."""
+        TCP_SKB_CB(to)->end_seq); tcp_recvmsg() skips the old bytes by offset. An skb
+        newly parked out of order is condensed first (skb_condense() in
+        tcp_data_queue_ofo(): a payload that fits the head's tailroom pulled into it)."""
+        from tcpsim.core.memory import skb_condense
         fin = bool(seg.flags & FIN)
-        want = self.sk.dev.make_skb(seg.seq, seg.len, fin, seg.gso_size).truesize
+        built = self.sk.dev.make_skb(seg.seq, seg.len, fin, seg.gso_size)
+        device_truesize = built.truesize
+        skb_condense(built, self.sk.rcv.peer_released)
         for detail, s, truesize in self.log.rx:
             if s is not seg:
                 continue
+            want = built.truesize if detail == "ofo" else device_truesize
             assert truesize == want, (
                 f"{seg} became an skb of truesize {truesize}, the device built {want} "
                 f"(rcv_nxt was {rcv_nxt0}; {detail})")

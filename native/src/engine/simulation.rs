@@ -220,6 +220,9 @@ pub struct Flow {
     pub jitter_rng: [LazyRandom; 2],
     pub shared_skbs: bool,
     pub rev_shared_skbs: bool,
+    /// The receiving end's skbs hold the writing end's pages (src/pagefrag.rs): each way.
+    pub shared_pages: bool,
+    pub rev_shared_pages: bool,
     /// [the writer (to the sender socket), the receiver end's writer (two-way)].
     pub writers: [Option<Writer>; 2],
     /// [the reader (of the receiver socket), the sender end's reader (two-way)].
@@ -261,6 +264,10 @@ impl Flow {
         }
         let shared_skbs = rcv.dev.shared;
         let rev_shared_skbs = spec.rev.is_some() && snd.dev.shared;
+        let shared_pages = rcv.dev.strategy == "sender";
+        snd.pfrag.reuse = rcv.dev.reuse;
+        let rev_shared_pages = spec.rev.is_some() && snd.dev.strategy == "sender";
+        rcv.pfrag.reuse = snd.dev.reuse;
         // one GSO skb per transmission where the peer's device takes it whole and no rate
         // limiter would cut it (Device::gso_whole; simulation.py)
         let whole = l.rate_bps == 0 && l.burst == 0;
@@ -320,6 +327,8 @@ impl Flow {
             jitter_rng: [LazyRandom::new(seed * 2 + 1), LazyRandom::new(seed * 2 + 2)],
             shared_skbs,
             rev_shared_skbs,
+            shared_pages,
+            rev_shared_pages,
             writers: [Some(writer), rev_writer],
             readers: [Some(reader), rev_reader],
             peaks: [Peaks::default(); 2],
@@ -753,6 +762,11 @@ impl Simulation {
         }
         self.arm(i);
         if i == RCV {
+            if self.f.shared_pages {
+                let r = &self.f.socks[RCV];
+                let (holds, t) = (r.holds_pages(), r.now);
+                self.f.socks[SND].on_peer_pages(holds, t);
+            }
             self.note_peaks(RCV);
             self.note_queue();
             if self.f.socks[RCV].readable {
@@ -764,6 +778,11 @@ impl Simulation {
                 self.writer_on_writable(1, now);
             }
         } else {
+            if self.f.rev_shared_pages {
+                let s = &self.f.socks[SND];
+                let (holds, t) = (s.holds_pages(), s.now);
+                self.f.socks[RCV].on_peer_pages(holds, t);
+            }
             if self.f.readers[1].is_some() {
                 self.note_peaks(SND);
                 if self.f.socks[SND].readable {
