@@ -589,8 +589,10 @@ impl PySimulation {
     /// memcg usage)], the pool's and (with one) the memcg's snapshot,
     /// events run, and per flow built (in index order) its record: class, start, stop,
     /// established_at, written, read_bytes, queue area (bytes x ns), peak sk_rmem_alloc and
-    /// the receiver's MIB -- at its close for a closed flow, at the end for the others.
-    fn host_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    /// the receiver's MIB -- at its close for a closed flow, at the end for the others
+    /// (`flows` False: without them; `host_flows` gives them as rows).
+    #[pyo3(signature = (flows = true))]
+    fn host_stats<'py>(&self, py: Python<'py>, flows: bool) -> PyResult<Bound<'py, PyDict>> {
         let s = &self.sim;
         let out = PyDict::new(py);
         out.set_item("events", s.sched.steps)?;
@@ -628,6 +630,9 @@ impl PySimulation {
             d.set_item("pressure_ns", m.pressure_ns)?;
             out.set_item("memcg", d)?;
         }
+        if !flows {
+            return Ok(out); // the flows' numbers from host_flows
+        }
         let flows = PyList::empty(py);
         for c in 0..s.specs.len() {
             let end;
@@ -654,6 +659,53 @@ impl PySimulation {
             flows.append(d)?;
         }
         out.set_item("flows", flows)?;
+        Ok(out)
+    }
+
+    /// The host's flows' final numbers, one tuple each in flow order -- (index, cls, start,
+    /// stop, established_at, written, read_bytes, received, q_area, peak_rmem, then the
+    /// counters named in `counters`, 0 where a flow has none) -- what `host_stats` gives
+    /// under "flows" without a dict and a counter list per flow: tcpsim/host/run.py makes
+    /// the host's FlowRecords from them (tens of thousands with churn).
+    fn host_flows<'py>(
+        &self,
+        py: Python<'py>,
+        counters: Vec<String>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let s = &self.sim;
+        let out = PyList::empty(py);
+        let mut row: Vec<Bound<'py, PyAny>> = Vec::with_capacity(10 + counters.len());
+        for c in 0..s.specs.len() {
+            let end;
+            let rec = match (s.flow(c), &s.ended[c]) {
+                (_, Some(e)) => e,
+                (Some(f), None) => {
+                    end = FlowEnd::of(f);
+                    &end
+                }
+                (None, None) => continue,
+            };
+            row.clear();
+            row.push(c.into_pyobject(py)?.into_any());
+            row.push(rec.cls.into_pyobject(py)?.into_any());
+            for v in [
+                rec.start,
+                rec.stop,
+                rec.established_at,
+                rec.written,
+                rec.read_bytes,
+                rec.received,
+            ] {
+                row.push(v.into_pyobject(py)?.into_any());
+            }
+            row.push(rec.q_area.into_pyobject(py)?.into_any());
+            row.push(rec.peaks.rmem.into_pyobject(py)?.into_any());
+            for name in &counters {
+                let v = rec.mib.iter().find(|(n, _)| n == name).map_or(0, |&(_, v)| v);
+                row.push(v.into_pyobject(py)?.into_any());
+            }
+            out.append(PyTuple::new(py, &row)?)?;
+        }
         Ok(out)
     }
 }

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from tcpsim import interrupt
 from tcpsim.core.mib import COUNTERS, Mib
-from tcpsim.engine.result import Peaks, RunResult, Tally, few_gc_passes, summarize
+from tcpsim.engine.result import Peaks, RunResult, Tally, few_gc_passes, gc_paused, summarize
 from tcpsim.engines import EngineError, base_profile_name, native_policy, native_socket_class
 from tcpsim.host.plan import HostPlan, memcg_config, pool_config, with_fields
 from tcpsim.policy import Profile
@@ -130,6 +130,9 @@ def _side(sc: Scenario, sysctls: dict[str, Any], rcv: bool, trace: bool) -> dict
             "trace": trace, "mtu": sc.link.mtu, "hz": sc.hz}
 
 
+_LINK_KEYS = ("delay_ab", "delay_ba", "rate_bps", "queue_limit", "loss", "jitter", "burst", "limit")
+
+
 def _flows_cfg(plan: HostPlan, profile: Profile, wants: Callable[[str], bool]) -> dict[str, Any]:
     """The plan's flows as the native engine takes them: {"sockets": [socket configs],
     "apps": [app configs], "flows": [flow configs indexing both]}. Flows that share a
@@ -180,25 +183,49 @@ def _flows_cfg(plan: HostPlan, profile: Profile, wants: Callable[[str], bool]) -
             apps.append(d)
         return app_ids[base]
 
+    # what flows of one class share, made once: by (its scenario's identity, traced ends,
+    # a drawn mtu) -> (receiver socket, sender socket, the base's link, receiver's role,
+    # duration); applications by identity (flows that drew the same values share them)
+    shared: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    app_ids_of: dict[int, tuple[App, int | None]] = {}
+
+    def app_of(app: App | None) -> int | None:
+        if app is None:
+            return None
+        got = app_ids_of.get(id(app))
+        if got is None:
+            got = app_ids_of[id(app)] = (app, app_id(app))
+        return got[1]
+
     flows = []
+    traced_set = plan.traced
     for i, f in enumerate(plan.flows):
-        sc = f.scenario
-        traced = i in plan.traced
-        two_way = sc.rev_writer is not None and sc.rev_reader is not None
-        roles = (sc.writer, sc.reader, sc.rev_writer if two_way else None,
-                 sc.rev_reader if two_way else None)
+        p = f.parts
+        sc = p.base
+        trace_rcv = trace_snd = False
+        if i in traced_set:
+            trace_rcv, trace_snd = wants("rcv"), wants("snd")
+        key = (id(sc), trace_rcv, trace_snd, p.link.get("mtu") if p.link else None)
+        got = shared.get(key)
+        if got is None:
+            link_sc = with_fields(sc, link=with_fields(sc.link, **p.link)) if p.link else sc
+            got = shared[key] = (
+                socket_id(_side(link_sc, sysctls_of(sc.sysctl), True, trace_rcv)),
+                socket_id(_side(link_sc, sysctls_of(sc.sender_sysctl), False, trace_snd)),
+                {k: getattr(sc.link, k) for k in _LINK_KEYS},
+                sc.receiver_role == "client", sc.duration, sc)
+        rcv, snd, link, client, duration, _ = got
+        w, r, rw, rr = p.apps
+        if rw is None or rr is None:          # two-way only with both reverse apps
+            rw = rr = None
+        shift = p.shift
         flows.append({
-            "rcv": socket_id(_side(sc, sysctls_of(sc.sysctl), True, traced and wants("rcv"))),
-            "snd": socket_id(_side(sc, sysctls_of(sc.sender_sysctl), False,
-                                   traced and wants("snd"))),
-            "link": {k: getattr(sc.link, k) for k in
-                     ("delay_ab", "delay_ba", "rate_bps", "queue_limit", "loss", "jitter",
-                      "burst", "limit")},
-            "writer": app_id(roles[0]), "reader": app_id(roles[1]),
-            "rev_writer": app_id(roles[2]), "rev_reader": app_id(roles[3]),
-            "starts": tuple(a.start if a is not None else 0 for a in roles),
-            "seed": sc.seed, "receiver_client": sc.receiver_role == "client",
-            "duration": sc.duration, "start": f.start, "stop": f.stop, "cls": f.cls,
+            "rcv": rcv, "snd": snd, "link": {**link, **p.link} if p.link else link,
+            "writer": app_of(w), "reader": app_of(r),
+            "rev_writer": app_of(rw), "rev_reader": app_of(rr),
+            "starts": tuple(a.start + shift if a is not None else 0 for a in (w, r, rw, rr)),
+            "seed": p.seed, "receiver_client": client,
+            "duration": duration, "start": f.start, "stop": f.stop, "cls": f.cls,
         })
     return {"sockets": sockets, "apps": apps, "flows": flows, "latency_sequences": seq_sets}
 
@@ -303,12 +330,12 @@ class NativeSimulation:
             "replay_writer": (replay or {}).get("writer"),
             "replay_reader": (replay or {}).get("reader"),
         }
-        cfg.update(_flows_cfg(plan, profile, wants))
-        for f in plan.flows:
-            sc = f.scenario
-            if not -(2**125) <= sc.seed < 2**125:
-                raise EngineError(f"seed {sc.seed}: the native engine takes seeds within +-2**125; "
-                                  "use a smaller seed or --engine python")
+        with gc_paused():
+            cfg.update(_flows_cfg(plan, profile, wants))
+        for flow in cfg["flows"]:
+            if not -(2**125) <= flow["seed"] < 2**125:
+                raise EngineError(f"seed {flow['seed']}: the native engine takes seeds within "
+                                  "+-2**125; use a smaller seed or --engine python")
         too_large = _too_large(cfg)
         if too_large:
             field, value = too_large
@@ -356,9 +383,16 @@ class NativeSimulation:
                 self._feed_sink(sim.rows())
         self.wall = time.perf_counter() - wall
 
-    def host_stats(self) -> dict[str, Any]:
-        """The host's samples and per-flow records (tcpsim/host/outputs.py)."""
-        return dict(self.sim.host_stats())
+    def host_stats(self, flows: bool = True) -> dict[str, Any]:
+        """The host's samples and per-flow records (tcpsim/host/outputs.py); `flows` False:
+        without the per-flow records (`host_flows` gives them as rows)."""
+        return dict(self.sim.host_stats(flows))
+
+    def host_flows(self, counters: tuple[str, ...]) -> list[tuple[int, ...]]:
+        """The flows' final numbers as `host_stats` has them, a tuple per flow: (index,
+        cls, start, stop, established_at, written, read_bytes, received, q_area,
+        peak_rmem, then the core counters named in `counters`, 0 where a flow has none)."""
+        return list(self.sim.host_flows(list(counters)))
 
     def close(self) -> None:
         """Free the native simulation now (its memory), not when the last frame referring to
