@@ -701,7 +701,11 @@ impl PySimulation {
             row.push(rec.q_area.into_pyobject(py)?.into_any());
             row.push(rec.peaks.rmem.into_pyobject(py)?.into_any());
             for name in &counters {
-                let v = rec.mib.iter().find(|(n, _)| n == name).map_or(0, |&(_, v)| v);
+                let v = rec
+                    .mib
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map_or(0, |&(_, v)| v);
                 row.push(v.into_pyobject(py)?.into_any());
             }
             out.append(PyTuple::new(py, &row)?)?;
