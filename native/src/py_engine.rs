@@ -147,34 +147,70 @@ fn socket_maker(
     Ok(maker)
 }
 
-/// A link of the config (scenario.py `Link`).
-fn link_spec(l: &Bound<'_, PyDict>) -> PyResult<LinkSpec> {
-    Ok(LinkSpec {
-        delay_ab: int(l, "delay_ab")?,
-        delay_ba: int(l, "delay_ba")?,
-        rate_bps: int(l, "rate_bps")?,
-        queue_limit: int(l, "queue_limit")?,
-        loss: item(l, "loss")?.extract()?,
-        jitter: int(l, "jitter")?,
-        burst: int(l, "burst")?,
-        limit: int(l, "limit")?,
-    })
+/// One column of the flows' table.
+fn column<'py, T: FromPyObjectOwned<'py>>(
+    cols: &Bound<'py, PyDict>,
+    key: &str,
+    n: usize,
+) -> PyResult<Vec<T>> {
+    let v: Vec<T> = item(cols, key)?.extract()?;
+    if v.len() != n {
+        return Err(PyValueError::new_err(format!(
+            "native engine config: flows column {key:?} has {} values for {n} flows",
+            v.len()
+        )));
+    }
+    Ok(v)
 }
 
-/// One flow of the config: indices into its sockets and apps, and its own values.
-fn flow_spec(
-    d: &Bound<'_, PyDict>,
+/// The flows of the config, a column per field (tcpsim/engine/native.py `_flows_cfg` and
+/// its FLOW_COLUMNS): indices into its sockets and apps, and each flow's own values -- a
+/// host of tens of thousands of flows hands them over as a few dozen lists.
+fn flow_specs(
+    cols: &Bound<'_, PyDict>,
     makers: &[Arc<SocketMaker>],
     apps: &[Arc<App>],
-) -> PyResult<FlowSpec> {
-    let pick = |v: &[Arc<SocketMaker>], key: &str| -> PyResult<Arc<SocketMaker>> {
-        let i: usize = item(d, key)?.extract()?;
-        v.get(i)
+) -> PyResult<Vec<FlowSpec>> {
+    let rcv: Vec<usize> = item(cols, "rcv")?.extract()?;
+    let n = rcv.len();
+    let snd: Vec<usize> = column(cols, "snd", n)?;
+    let ints = |k: &str| column::<i64>(cols, k, n);
+    let roles = |k: &str| column::<Option<usize>>(cols, k, n);
+    let (delay_ab, delay_ba, rate_bps) = (
+        ints("link.delay_ab")?,
+        ints("link.delay_ba")?,
+        ints("link.rate_bps")?,
+    );
+    let (queue_limit, jitter, burst, limit) = (
+        ints("link.queue_limit")?,
+        ints("link.jitter")?,
+        ints("link.burst")?,
+        ints("link.limit")?,
+    );
+    let loss: Vec<f64> = column(cols, "link.loss", n)?;
+    let (writer, reader, rev_writer, rev_reader) = (
+        roles("writer")?,
+        roles("reader")?,
+        roles("rev_writer")?,
+        roles("rev_reader")?,
+    );
+    let starts = [
+        ints("start.writer")?,
+        ints("start.reader")?,
+        ints("start.rev_writer")?,
+        ints("start.rev_reader")?,
+    ];
+    let seed: Vec<i128> = column(cols, "seed", n)?;
+    let client: Vec<bool> = column(cols, "receiver_client", n)?;
+    let (duration, start, stop) = (ints("duration")?, ints("start")?, ints("stop")?);
+    let cls: Vec<usize> = column(cols, "cls", n)?;
+    let socket = |i: usize| -> PyResult<Arc<SocketMaker>> {
+        makers
+            .get(i)
             .cloned()
             .ok_or_else(|| PyValueError::new_err(format!("no socket {i}")))
     };
-    let app_at = |key: &str| -> PyResult<Option<Arc<App>>> {
-        let i: Option<usize> = item(d, key)?.extract()?;
+    let app_at = |i: Option<usize>| -> PyResult<Option<Arc<App>>> {
         i.map(|i| {
             apps.get(i)
                 .cloned()
@@ -182,29 +218,41 @@ fn flow_spec(
         })
         .transpose()
     };
-    let need = |key: &str| -> PyResult<Arc<App>> {
-        app_at(key)?.ok_or_else(|| PyValueError::new_err(format!("flow without {key}")))
+    let need = |i: Option<usize>, key: &str| -> PyResult<Arc<App>> {
+        app_at(i)?.ok_or_else(|| PyValueError::new_err(format!("flow without {key}")))
     };
-    let rev = match (app_at("rev_writer")?, app_at("rev_reader")?) {
-        (Some(w), Some(r)) => Some((w, r)),
-        _ => None,
-    };
-    let starts: (i64, i64, i64, i64) = item(d, "starts")?.extract()?;
-    Ok(FlowSpec {
-        starts: [starts.0, starts.1, starts.2, starts.3],
-        rcv: pick(makers, "rcv")?,
-        snd: pick(makers, "snd")?,
-        link: link_spec(&item(d, "link")?.cast_into()?)?,
-        seed: item(d, "seed")?.extract()?,
-        receiver_client: item(d, "receiver_client")?.extract()?,
-        writer: need("writer")?,
-        reader: need("reader")?,
-        rev,
-        duration: int(d, "duration")?,
-        start: int(d, "start")?,
-        stop: int(d, "stop")?,
-        cls: item(d, "cls")?.extract()?,
-    })
+    (0..n)
+        .map(|f| {
+            let rev = match (app_at(rev_writer[f])?, app_at(rev_reader[f])?) {
+                (Some(w), Some(r)) => Some((w, r)),
+                _ => None,
+            };
+            Ok(FlowSpec {
+                starts: [starts[0][f], starts[1][f], starts[2][f], starts[3][f]],
+                rcv: socket(rcv[f])?,
+                snd: socket(snd[f])?,
+                link: LinkSpec {
+                    delay_ab: delay_ab[f],
+                    delay_ba: delay_ba[f],
+                    rate_bps: rate_bps[f],
+                    queue_limit: queue_limit[f],
+                    loss: loss[f],
+                    jitter: jitter[f],
+                    burst: burst[f],
+                    limit: limit[f],
+                },
+                seed: seed[f],
+                receiver_client: client[f],
+                writer: need(writer[f], "writer")?,
+                reader: need(reader[f], "reader")?,
+                rev,
+                duration: duration[f],
+                start: start[f],
+                stop: stop[f],
+                cls: cls[f],
+            })
+        })
+        .collect()
 }
 
 /// The bytes of a slice of integers, little-endian (what Arrow buffers hold here).
@@ -330,11 +378,7 @@ impl PySimulation {
             .iter()
             .map(|a| Ok(Arc::new(app(&a.cast_into()?, &sets)?)))
             .collect::<PyResult<Vec<_>>>()?;
-        let specs = item(cfg, "flows")?
-            .cast_into::<PyList>()?
-            .iter()
-            .map(|f| flow_spec(&f.cast_into()?, &makers, &apps))
-            .collect::<PyResult<Vec<_>>>()?;
+        let specs = flow_specs(&item(cfg, "flows")?.cast_into()?, &makers, &apps)?;
         let pool: Bound<'_, PyDict> = item(cfg, "pool")?.cast_into()?;
         let spec = RunSpec {
             duration: int(cfg, "duration")?,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from tcpsim import interrupt
 from tcpsim.core.mib import COUNTERS, Mib
@@ -131,11 +131,20 @@ def _side(sc: Scenario, sysctls: dict[str, Any], rcv: bool, trace: bool) -> dict
 
 
 _LINK_KEYS = ("delay_ab", "delay_ba", "rate_bps", "queue_limit", "loss", "jitter", "burst", "limit")
+_LINK_AT = {k: i for i, k in enumerate(_LINK_KEYS)}
+_ROLES = ("writer", "reader", "rev_writer", "rev_reader")
+# the native engine's flows, a column each (py_engine.rs `flow_specs`): the receiver's and
+# sender's sockets and the apps (indices; None: no such app), the link's fields, the apps'
+# start times, seed, whether the receiver is the client, duration, start, stop, class
+FLOW_COLUMNS = ("rcv", "snd", *(f"link.{k}" for k in _LINK_KEYS), *_ROLES,
+                *(f"start.{r}" for r in _ROLES), "seed", "receiver_client", "duration",
+                "start", "stop", "cls")
 
 
 def _flows_cfg(plan: HostPlan, profile: Profile, wants: Callable[[str], bool]) -> dict[str, Any]:
     """The plan's flows as the native engine takes them: {"sockets": [socket configs],
-    "apps": [app configs], "flows": [flow configs indexing both]}. Flows that share a
+    "apps": [app configs], "flows": {column: [a value per flow]} (FLOW_COLUMNS: indices
+    into both and each flow's own values)}. Flows that share a
     socket configuration or an application share its entry (a host of thousands of flows of
     a few classes holds a few of each, and the captured latency sequences once)."""
     sockets: list[dict[str, Any]] = []
@@ -184,20 +193,14 @@ def _flows_cfg(plan: HostPlan, profile: Profile, wants: Callable[[str], bool]) -
         return app_ids[base]
 
     # what flows of one class share, made once: by (its scenario's identity, traced ends,
-    # a drawn mtu) -> (receiver socket, sender socket, the base's link, receiver's role,
-    # duration); applications by identity (flows that drew the same values share them)
+    # a drawn mtu) -> (receiver socket, sender socket, the base's link fields, receiver's
+    # role, duration); applications by identity (flows that drew the same values share them)
     shared: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-    app_ids_of: dict[int, tuple[App, int | None]] = {}
+    # by the identity of a flow's apps (a class's flows that drew the same values share
+    # them): (the apps, kept alive; their entries; their own starts, None for none)
+    apps_of: dict[int, tuple[Any, tuple[int | None, ...], tuple[int | None, ...]]] = {}
 
-    def app_of(app: App | None) -> int | None:
-        if app is None:
-            return None
-        got = app_ids_of.get(id(app))
-        if got is None:
-            got = app_ids_of[id(app)] = (app, app_id(app))
-        return got[1]
-
-    flows = []
+    rows = []
     traced_set = plan.traced
     for i, f in enumerate(plan.flows):
         p = f.parts
@@ -212,22 +215,41 @@ def _flows_cfg(plan: HostPlan, profile: Profile, wants: Callable[[str], bool]) -
             got = shared[key] = (
                 socket_id(_side(link_sc, sysctls_of(sc.sysctl), True, trace_rcv)),
                 socket_id(_side(link_sc, sysctls_of(sc.sender_sysctl), False, trace_snd)),
-                {k: getattr(sc.link, k) for k in _LINK_KEYS},
+                tuple(getattr(sc.link, k) for k in _LINK_KEYS),
                 sc.receiver_role == "client", sc.duration, sc)
         rcv, snd, link, client, duration, _ = got
-        w, r, rw, rr = p.apps
-        if rw is None or rr is None:          # two-way only with both reverse apps
-            rw = rr = None
+        if p.link:
+            fields = list(link)
+            for k, v in p.link.items():
+                fields[_LINK_AT[k]] = v
+            link = tuple(fields)
+        a = apps_of.get(id(p.apps))
+        if a is None:
+            w, r, rw, rr = p.apps
+            if rw is None or rr is None:          # two-way only with both reverse apps
+                rw = rr = None
+            roles = (w, r, rw, rr)
+            a = apps_of[id(p.apps)] = (p.apps, tuple(app_id(x) for x in roles),
+                                       tuple(None if x is None else x.start for x in roles))
+        _, ids, (s0, s1, s2, s3) = a
         shift = p.shift
-        flows.append({
-            "rcv": rcv, "snd": snd, "link": {**link, **p.link} if p.link else link,
-            "writer": app_of(w), "reader": app_of(r),
-            "rev_writer": app_of(rw), "rev_reader": app_of(rr),
-            "starts": tuple(a.start + shift if a is not None else 0 for a in (w, r, rw, rr)),
-            "seed": p.seed, "receiver_client": client,
-            "duration": duration, "start": f.start, "stop": f.stop, "cls": f.cls,
-        })
+        rows.append((rcv, snd, *link, *ids,
+                     0 if s0 is None else s0 + shift, 0 if s1 is None else s1 + shift,
+                     0 if s2 is None else s2 + shift, 0 if s3 is None else s3 + shift,
+                     p.seed, client, duration, f.start, f.stop, f.cls))
+    flows = {k: list(col) for k, col in zip(FLOW_COLUMNS, zip(*rows))}
     return {"sockets": sockets, "apps": apps, "flows": flows, "latency_sequences": seq_sets}
+
+
+def flow_rows(flows: dict[str, list[Any]]) -> Iterator[dict[str, Any]]:
+    """The flows' columns (`_flows_cfg`) as one record per flow: {"link": {field: value},
+    "starts": (the apps' starts), and the other columns by name}."""
+    n = len(flows["rcv"])
+    for i in range(n):
+        row = {k: col[i] for k, col in flows.items()}
+        row["link"] = {k: row.pop(f"link.{k}") for k in _LINK_KEYS}
+        row["starts"] = tuple(row.pop(f"start.{r}") for r in _ROLES)
+        yield row
 
 
 def _too_large(cfg: dict[str, Any]) -> tuple[str, int] | None:
@@ -239,10 +261,10 @@ def _too_large(cfg: dict[str, Any]) -> tuple[str, int] | None:
     if found is None and not _may_be_too_large(cfg):
         return None
     seen: set[tuple[str, int]] = set()
-    for flow in cfg["flows"]:
+    for flow in flow_rows(cfg["flows"]):
         found = found or _beyond_int64(flow["link"], "link") or _beyond_int64(
             {k: flow[k] for k in ("start", "stop", "duration")})
-        for role, t in zip(("writer", "reader", "rev_writer", "rev_reader"), flow["starts"]):
+        for role, t in zip(_ROLES, flow["starts"]):
             if abs(t) > NATIVE_MAX:
                 return f"{_CFG_NAMES.get(role, role)}.start", t
         for key, table in (("rcv", "sockets"), ("snd", "sockets"), ("writer", "apps"),
@@ -257,16 +279,22 @@ def _too_large(cfg: dict[str, Any]) -> tuple[str, int] | None:
     return found
 
 
+# the flows' columns of numbers `_may_be_too_large` bounds (the others are indices, flags
+# and the seed, checked apart)
+_NUMBER_COLUMNS = tuple(k for k in FLOW_COLUMNS if k.startswith(("link.", "start."))) + (
+    "start", "stop", "duration")
+
+
 def _may_be_too_large(cfg: dict[str, Any]) -> bool:
     """A quick look before `_too_large`'s walk, which names the field: False when no number
     of the flows (links, start, stop, duration, their apps' starts), their sockets or their
-    apps is beyond +-NATIVE_MAX (a host of 66 000 flows took over a second to walk)."""
+    apps is beyond +-NATIVE_MAX (a column at a time: a host of 66 000 flows took over a
+    second to walk)."""
+    flows = cfg["flows"]
     try:
-        for flow in cfg["flows"]:
-            if (max(map(abs, flow["link"].values())) > NATIVE_MAX
-                    or max(map(abs, flow["starts"])) > NATIVE_MAX
-                    or max(abs(flow["start"]), abs(flow["stop"]),
-                           abs(flow["duration"])) > NATIVE_MAX):
+        for k in _NUMBER_COLUMNS:
+            col = flows[k]
+            if col and max(max(col), -min(col)) > NATIVE_MAX:
                 return True
     except TypeError:           # something not a number: the walk decides
         return True
@@ -332,9 +360,9 @@ class NativeSimulation:
         }
         with gc_paused():
             cfg.update(_flows_cfg(plan, profile, wants))
-        for flow in cfg["flows"]:
-            if not -(2**125) <= flow["seed"] < 2**125:
-                raise EngineError(f"seed {flow['seed']}: the native engine takes seeds within "
+        for seed in cfg["flows"]["seed"]:
+            if not -(2**125) <= seed < 2**125:
+                raise EngineError(f"seed {seed}: the native engine takes seeds within "
                                   "+-2**125; use a smaller seed or --engine python")
         too_large = _too_large(cfg)
         if too_large:
