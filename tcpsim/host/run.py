@@ -121,10 +121,16 @@ def run_host(host: HostScenario, engine: str | None = None, skip: bool = True,
 def _run_native(host: HostScenario, plan: HostPlan, profile: Any, skip: bool, sink: Any,
                 progress: Callable[[int], None] | None) -> HostResult:
     from tcpsim.engine.native import NativeSimulation
-    from tcpsim.engine.result import gc_paused
-    from tcpsim.host.outputs import native_flow_records
     sim = NativeSimulation.of_host(plan, profile, skip=skip, sink=sink)
     sim.run_loop(progress)
+    return native_result(host, plan, profile, sim)
+
+
+def native_result(host: HostScenario, plan: HostPlan, profile: Any, sim: Any) -> HostResult:
+    """The outputs of a native host run that has run (`sim`: its NativeSimulation): the
+    flows' records from its rows (tcpsim/host/outputs.py `native_flow_records`)."""
+    from tcpsim.engine.result import gc_paused
+    from tcpsim.host.outputs import native_flow_records
     st = sim.host_stats(flows=False)
     with gc_paused():
         flows = native_flow_records(sim)
