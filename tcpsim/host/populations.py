@@ -19,7 +19,6 @@ import copy
 import hashlib
 import random
 from dataclasses import replace
-from operator import itemgetter
 from typing import Any, Callable
 
 from tcpsim.engine.result import gc_paused
@@ -43,13 +42,14 @@ def conn_rng(seed: int, cls: str, slot: int, gen: int) -> random.Random:
     return random.Random(_key(seed, cls, slot, gen))
 
 
-def _seed_rng(rng: random.Random, seed: int, cls: str, slot: int, gen: int) -> None:
+def _seed_rng(rng: random.Random, seed: int, cls: str, slot: int, gen: int) -> int:
     """`rng` in the state `conn_rng` starts in, without a new generator: what
     random.Random.seed does with a string (version 2: the text's bytes then their SHA-512,
     as one integer), given to the C generator's seed directly (a host seeds one per
-    connection)."""
+    connection). Returns the connection's `conn_seed`, from the same text."""
     key = _key(seed, cls, slot, gen).encode()
     _c_seed(rng, int.from_bytes(key + hashlib.sha512(key).digest(), "big"))
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") >> 1
 
 
 def conn_seed(seed: int, cls: str, slot: int, gen: int) -> int:
@@ -90,14 +90,18 @@ class _Drawn:
         self.where = where
         # a continuous duration's draw is integer ns, its value "<n>ns": read back directly
         self.ns = d.unit == "duration" and d.kind in ("uniform", "loguniform", "exponential")
+        self.draw = d.sampler()
+        self.text_ns = d.unit == "duration" and d.kind != "const"
         # a choice's few values parsed once each (others: every draw is its own)
         self.memo: dict[tuple[type, Any], int] | None = {} if d.kind == "choice" else None
 
     def value(self, rng: random.Random) -> int:
         if self.ns:
-            v = self.d.draw(rng)
+            v = self.draw(rng)
             return v if 0 <= v < _EXACT_NS else self.unit(f"{v}ns", self.where)
-        raw = self.d.value(rng)
+        raw = self.draw(rng)
+        if self.text_ns and isinstance(raw, int):      # as Dist.value writes a duration
+            raw = f"{raw}ns"
         if self.memo is None:
             return self.unit(raw, self.where)
         key = (type(raw), raw)
@@ -229,33 +233,40 @@ def expand(host: HostScenario, timing: str | None = None) -> HostPlan:
 
 
 def _expand(host: HostScenario, timing: str | None) -> HostPlan:
-    raw: list[tuple[tuple[int, int, int, int], Flow]] = []
+    # slots and generations < 2**21 (MAX_CONNECTIONS), classes < 2**22, starts >= 0
+    assert MAX_CONNECTIONS < 1 << 21
+    # each flow's place in opening order, (start, class, slot, generation), as one integer
+    # (sorted faster than tuples, and nothing for the garbage collector to track)
+    keys: list[int] = []
+    made: list[Flow] = []
     rng = random.Random()
     for ci, c in enumerate(host.classes):
         builder = _ClassBuilder(c, host, timing)
+        draw_start = c.start.sampler()
+        draw_life = c.lifetime.sampler() if c.lifetime is not None else None
         for slot in range(c.count):
             start, gen = -1, 0
             while True:
-                _seed_rng(rng, host.seed, c.name, slot, gen)
+                seed = _seed_rng(rng, host.seed, c.name, slot, gen)
                 if start < 0:
-                    start = min(int(c.start.draw(rng)), host.duration)
+                    start = min(int(draw_start(rng)), host.duration)
                 stop = 0
-                if c.lifetime is not None:
-                    life = max(1, int(c.lifetime.draw(rng)))
+                if draw_life is not None:
+                    life = max(1, int(draw_life(rng)))
                     stop = start + life if start + life < host.duration else 0
-                parts = builder.parts(rng, conn_seed(host.seed, c.name, slot, gen), start)
-                raw.append(((start, ci, slot, gen), Flow(None, start, stop, ci, parts)))
-                if len(raw) > MAX_CONNECTIONS:
+                parts = builder.parts(rng, seed, start)
+                keys.append((start << 64) | (ci << 42) | (slot << 21) | gen)
+                made.append(Flow(None, start, stop, ci, parts))
+                if len(made) > MAX_CONNECTIONS:
                     raise ScenarioError(f"class.{c.name}: the host would open more than "
                                         f"{MAX_CONNECTIONS:_} connections over its duration; "
                                         "use fewer or longer-lived connections")
                 if not stop:
                     break
                 start, gen = stop, gen + 1
-    if not raw:
+    if not made:
         raise ScenarioError("class: every class has count 0; give at least one connection")
-    raw.sort(key=itemgetter(0))
-    flows = tuple(r[1] for r in raw)
+    flows = tuple(made[i] for i in sorted(range(len(made)), key=keys.__getitem__))
     return HostPlan(flows=flows, duration=host.duration,
                     classes=tuple(c.name for c in host.classes), sysctl=dict(host.sysctl),
                     ncpus=host.cpus, sample_every=host.sample_every,

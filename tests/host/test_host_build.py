@@ -106,6 +106,27 @@ def test_the_generator_is_seeded_as_a_new_one_would_be():
         assert rng.getstate() == conn_rng(*key).getstate()
 
 
+@pytest.mark.parametrize("text", [
+    '{uniform = ["10ms", "40ms"]}', '{uniform = [0.5, 2.5]}', '{uniform = ["1KiB", "8KiB"]}',
+    '{loguniform = ["2ms", "80ms"]}', '{loguniform = [1, 1000]}', '{exponential = "300ms"}',
+    '{exponential = 2.5}', '{choice = ["20ms", "50ms", "100ms"]}',
+    '{choice = [1, 2, 3], weights = [1, 0, 3]}', '"30ms"', '7'])
+@pytest.mark.parametrize("unit", ["any", "duration"])
+def test_a_sampler_draws_what_draw_draws(text, unit):
+    import tomllib
+
+    from tcpsim.errors import ScenarioError
+    from tcpsim.host.dist import parse_dist
+    try:
+        d = parse_dist(tomllib.loads(f"v = {text}")["v"], "v", unit)
+    except ScenarioError:
+        pytest.skip("not a distribution of this unit")
+    a, b = random.Random(3), random.Random(3)
+    sample = d.sampler()
+    got, want = [sample(a) for _ in range(200)], [d.draw(b) for _ in range(200)]
+    assert got == want and [type(x) for x in got] == [type(x) for x in want]
+
+
 def test_flows_from_parts_are_the_scenarios_parsing_each_connection_gives(tmp_path, monkeypatch):
     host = _host(tmp_path)
     fast = expand(host)
