@@ -83,18 +83,22 @@ def periodic_reader(sock: socket.socket, nbytes: int, every_ns: int, stop: threa
                     log: Log) -> None:
     """Every ``every_ns`` read up to ``nbytes`` (nothing queued: nothing read)."""
     t = time.monotonic_ns()
-    while _sleep_until(t, stop):
-        log.append((time.monotonic_ns(), "wake", t))
-        try:
-            n = len(sock.recv(nbytes, socket.MSG_DONTWAIT))
-            log.append((time.monotonic_ns(), "read", n))
-            if n == 0:
-                return
-        except BlockingIOError:
-            pass
-        except OSError:
-            return
+    while _sleep_until(t, stop) and _tick_read(sock, nbytes, t, log):
         t += every_ns
+
+
+def _tick_read(sock: socket.socket, nbytes: int, tick: int, log: Log) -> bool:
+    """One wake-up of a ticking reader (due at ``tick``): log it, read up to ``nbytes``
+    without blocking. False once the peer has closed or the socket failed."""
+    log.append((time.monotonic_ns(), "wake", tick))
+    try:
+        n = len(sock.recv(nbytes, socket.MSG_DONTWAIT))
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    log.append((time.monotonic_ns(), "read", n))
+    return n != 0
 
 
 def fast_reader(sock: socket.socket, stop: threading.Event, log: Log, nbytes: int = 1 << 20) -> None:
@@ -141,15 +145,7 @@ def oscillating_reader(sock: socket.socket, app: App, stop: threading.Event, log
     start = t = time.monotonic_ns()
     while _sleep_until(t, stop):
         nbytes, every = app.rate_at(t - start)
-        log.append((time.monotonic_ns(), "wake", t))
-        try:
-            n = len(sock.recv(nbytes, socket.MSG_DONTWAIT))
-            log.append((time.monotonic_ns(), "read", n))
-            if n == 0:
-                return
-        except BlockingIOError:
-            pass
-        except OSError:
+        if not _tick_read(sock, nbytes, t, log):
             return
         t += every
 

@@ -183,9 +183,12 @@ def dask_client(jobs: int, scheduler: str | None):
         except (OSError, TimeoutError, ValueError) as exc:
             raise ExecutorError(f"--scheduler {scheduler}: cannot connect ({exc}); give the "
                                 "address a Dask scheduler prints, e.g. tcp://10.0.0.5:8786") from None
+    # The workers' own log lines stay quiet up to CRITICAL: what happens to each point (done,
+    # failed, retried after a lost worker) the sweep reports itself, and on a loaded machine a
+    # worker logs a missed heartbeat as an ERROR it then recovers from.
     cluster = distributed.LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
                                        host="127.0.0.1", dashboard_address=None,
-                                       silence_logs=logging.ERROR)
+                                       silence_logs=logging.CRITICAL)
     client = distributed.Client(cluster)
     client.register_plugin(_lifeline(distributed, os.getpid()))   # workers die with us
     return client, cluster
