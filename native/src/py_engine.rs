@@ -338,6 +338,22 @@ impl Column {
     }
 }
 
+/// Each flow built so far, in index order, with its record (`host_stats`, `host_flows`): a
+/// closed flow's kept at its close, an open one's now.
+fn each_flow_end(
+    s: &Simulation,
+    mut each: impl FnMut(usize, &FlowEnd) -> PyResult<()>,
+) -> PyResult<()> {
+    for c in 0..s.specs.len() {
+        match (s.flow(c), &s.ended[c]) {
+            (_, Some(e)) => each(c, e)?,
+            (Some(f), None) => each(c, &FlowEnd::of(f))?,
+            (None, None) => {}
+        }
+    }
+    Ok(())
+}
+
 /// A whole run in Rust (crate::engine::simulation).
 ///
 /// Not `unsendable`: everything it holds is `Send` (the compiler checks it), so Python may
@@ -678,16 +694,7 @@ impl PySimulation {
             return Ok(out); // the flows' numbers from host_flows
         }
         let flows = PyList::empty(py);
-        for c in 0..s.specs.len() {
-            let end;
-            let rec = match (s.flow(c), &s.ended[c]) {
-                (_, Some(e)) => e,
-                (Some(f), None) => {
-                    end = FlowEnd::of(f);
-                    &end
-                }
-                (None, None) => continue,
-            };
+        each_flow_end(s, |c, rec| {
             let d = PyDict::new(py);
             d.set_item("index", c)?;
             d.set_item("cls", rec.cls)?;
@@ -700,8 +707,8 @@ impl PySimulation {
             d.set_item("q_area", rec.q_area)?;
             d.set_item("peak_rmem", rec.peaks.rmem)?;
             d.set_item("mib", rec.mib.to_vec())?;
-            flows.append(d)?;
-        }
+            flows.append(d)
+        })?;
         out.set_item("flows", flows)?;
         Ok(out)
     }
@@ -719,16 +726,7 @@ impl PySimulation {
         let s = &self.sim;
         let out = PyList::empty(py);
         let mut row: Vec<Bound<'py, PyAny>> = Vec::with_capacity(10 + counters.len());
-        for c in 0..s.specs.len() {
-            let end;
-            let rec = match (s.flow(c), &s.ended[c]) {
-                (_, Some(e)) => e,
-                (Some(f), None) => {
-                    end = FlowEnd::of(f);
-                    &end
-                }
-                (None, None) => continue,
-            };
+        each_flow_end(s, |c, rec| {
             row.clear();
             row.push(c.into_pyobject(py)?.into_any());
             row.push(rec.cls.into_pyobject(py)?.into_any());
@@ -752,8 +750,8 @@ impl PySimulation {
                     .map_or(0, |&(_, v)| v);
                 row.push(v.into_pyobject(py)?.into_any());
             }
-            out.append(PyTuple::new(py, &row)?)?;
-        }
+            out.append(PyTuple::new(py, &row)?)
+        })?;
         Ok(out)
     }
 }
