@@ -36,7 +36,12 @@ pub fn open_receiver(profile: &str, device_name: &str, trace: bool) -> Result<Tc
     let k = kernel_for(profile)?;
     let sysctl = k.default_sysctls();
     let dev = device(device_name)?;
-    let mut sk = TcpSocket::new(k, sysctl, Some(dev), &SocketParams::default())?;
+    let mut sk = TcpSocket::new(
+        k,
+        sysctl,
+        Some(std::sync::Arc::new(dev)),
+        &SocketParams::default(),
+    )?;
     sk.tracing = trace;
     sk.connect(0);
     sk.take_outbox();

@@ -51,6 +51,7 @@ pub mod prefetch;
 pub mod protmem;
 pub mod receive;
 pub mod recovery;
+pub mod rewind;
 pub mod segment;
 pub mod sender;
 pub mod seq;

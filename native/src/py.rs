@@ -457,7 +457,8 @@ impl PySocket {
         };
         let k = kernel_for(profile).map_err(PyValueError::new_err)?;
         let dev = devices::device(device).map_err(PyValueError::new_err)?;
-        let sk = TcpSocket::new(k, sysctl, Some(dev), &params).map_err(PyValueError::new_err)?;
+        let sk = TcpSocket::new(k, sysctl, Some(std::sync::Arc::new(dev)), &params)
+            .map_err(PyValueError::new_err)?;
         Ok(PySocket(sk))
     }
 
@@ -668,8 +669,8 @@ impl PyTcpSocket {
             init_rwnd,
             hz,
         };
-        let mut sk =
-            TcpSocket::new(k, sysctl, Some(dev), &params).map_err(PyValueError::new_err)?;
+        let mut sk = TcpSocket::new(k, sysctl, Some(std::sync::Arc::new(dev)), &params)
+            .map_err(PyValueError::new_err)?;
         sk.tracing = trace;
         let segment_cls = py
             .import("tcpsim.core.segment")?

@@ -138,7 +138,7 @@ fn socket_maker(
     let maker = SocketMaker {
         k,
         sysctl: sysctl.into(),
-        dev,
+        dev: Arc::new(dev),
         params,
         so_rcvbuf: int(side, "so_rcvbuf")?,
         tracing: item(side, "trace")?.extract()?,

@@ -10,6 +10,7 @@ use crate::arith::floor_div;
 use crate::constants::{ICSK_ACK_NOW, ICSK_ACK_SCHED, TCP_MAX_QUICKACKS};
 use crate::kcall;
 use crate::memory::Tail;
+use crate::rewind::Rewind;
 use crate::segment::{Segment, ACK, FIN, RST, SYN, URG};
 use crate::skb::Skb;
 use crate::socket::{TcpSocket, TraceArgs};
@@ -468,7 +469,7 @@ impl TcpSocket {
                     break;
                 }
             }
-            self.mem.receive_queue.pop_front();
+            self.mem.receive_queue.pop_front_rewind();
             if fin {
                 self.rcv.copied_seq += 1;
                 self.eof = true;

@@ -56,6 +56,7 @@ use crate::constants::{
     TCP_SYN_RETRIES,
 };
 use crate::recovery::{TCPCB_EVER_RETRANS, TCPCB_SACKED_ACKED};
+use crate::rewind::Rewind;
 use crate::segment::{Segment, ACK, FIN, PSH};
 use crate::socket::{TcpSocket, TraceArgs};
 use crate::state::{RtxEntry, TcpState};
@@ -458,7 +459,7 @@ impl TcpSocket {
             if sent < skb_len {
                 self.snd.write_queue[0] = skb_len - sent; // tso_fragment(): rest stays
             } else {
-                self.snd.write_queue.pop_front();
+                self.snd.write_queue.pop_front_rewind();
             }
             if self.k.new_data_checks_space(self) {
                 self.check_space(); // tcp_event_new_data_sent()
@@ -837,7 +838,7 @@ impl TcpSocket {
         let sack_ok = self.conn.sack_ok;
         let mut reord = self.snd.snd_nxt;
         while self.snd.rtx_queue.front().is_some_and(|e| e.end <= ack) {
-            let e = self.snd.rtx_queue.pop_front().expect("checked");
+            let e = self.snd.rtx_queue.pop_front_rewind().expect("checked");
             acked_pkts += 1;
             if e.sacked & TCPCB_SACKED_ACKED == 0 {
                 self.mib.TCPDelivered += 1; // tcp_newly_delivered(); a SACKed one was
@@ -1262,7 +1263,7 @@ impl TcpSocket {
             if seg_len < head {
                 self.snd.write_queue[0] -= seg_len; // tcp_fragment(): the rest stays a skb
             } else {
-                self.snd.write_queue.pop_front();
+                self.snd.write_queue.pop_front_rewind();
             }
             let inflight = self.packets_in_flight();
             self.send_new(self.snd.snd_nxt, seg_len, inflight, 1);

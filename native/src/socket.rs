@@ -66,15 +66,20 @@ pub struct TcpSocket {
     /// Shared by the sockets built from one configuration (a host's flows of a class):
     /// read-only while a run goes; a change makes the socket its own copy.
     pub sysctl: Arc<Sysctls>,
-    /// The ingress device that builds our skbs.
-    pub dev: Device,
+    /// The ingress device that builds our skbs: read-only, shared by the sockets built from
+    /// one configuration (a host's flows of a class), so its bytes are not copied into every
+    /// socket and the device a host's skbs are built by stays in the caches.
+    pub dev: Arc<Device>,
     /// The host's TCP pool the socket charges its pages to (a private one unless a host
     /// shares one with `set_proto`), and the CPU whose per-CPU counter takes them.
     pub proto: ProtoHandle,
     pub cpu: usize,
     /// The memory cgroup the socket belongs to (src/memcg.rs), None for none.
     pub memcg: Option<MemcgHandle>,
-    pub mib: Mib,
+    /// The socket's counters. Behind a box: an event bumps a few of the ~45 (Simulation
+    /// prefetches the lines they are on: Flow::prefetch_queues), and every byte kept in the
+    /// socket itself is read from memory at each event on a host of thousands of connections.
+    pub mib: Box<Mib>,
     pub clock: Box<dyn Clock + Send + Sync>,
     pub now: i64,
     pub tcp_mstamp: i64,
@@ -154,13 +159,13 @@ impl TcpSocket {
     pub fn new(
         k: KernelRef,
         sysctl: impl Into<Arc<Sysctls>>,
-        dev: Option<Device>,
+        dev: Option<Arc<Device>>,
         p: &SocketParams,
     ) -> Result<Self, String> {
         let sysctl: Arc<Sysctls> = sysctl.into();
         let dev = match dev {
             Some(d) => d,
-            None => device("veth")?,
+            None => Arc::new(device("veth")?),
         };
         let scaling_ratio = k.initial_scaling_ratio();
         let counters: Vec<&'static str> = k.counters().iter().map(|&(n, _)| n).collect();
@@ -183,7 +188,7 @@ impl TcpSocket {
             k_spares: KernelSpares::default(),
             sysctl,
             dev,
-            mib: Mib::with_counters(&counters),
+            mib: Box::new(Mib::with_counters(&counters)),
             now: 0,
             tcp_mstamp: 0,
             outbox: Vec::new(),

@@ -123,7 +123,9 @@ impl BlockSequence {
 
 /// apps.py `Timing`: how late a wakeup is, how long a recv() keeps a reader busy.
 pub struct Timing {
-    blocks: Option<BlockSequence>,
+    /// Behind a box: most apps replay no capture, and every flow of a host holds up to
+    /// four timings, read from memory at each of their wakeups.
+    blocks: Option<Box<BlockSequence>>,
     /// The app's latency table, shared by every flow of its class.
     table: Arc<[i64]>,
     fixed: i64,
@@ -213,16 +215,16 @@ impl Timing {
 /// apps.py `_block_sequence`: the run's capture (the host stream's first draw, the same for
 /// every app of the run, kept in `host_k`) of the app's captured sequences; None when it
 /// replays none.
-fn block_sequence(app: &App, seed: i128, host_k: &OnceCell<u64>) -> Option<BlockSequence> {
+fn block_sequence(app: &App, seed: i128, host_k: &OnceCell<u64>) -> Option<Box<BlockSequence>> {
     if app.latency_sequences.is_empty() {
         return None;
     }
     let k = *host_k.get_or_init(|| Random::new(seed * 8 + STREAM_HOST).random_k53());
     let c = pick_capture(k, app.latency_sequences.len());
-    Some(BlockSequence::new(
+    Some(Box::new(BlockSequence::new(
         Arc::clone(&app.latency_sequences[c]),
         app.latency_block as usize,
-    ))
+    )))
 }
 
 impl App {

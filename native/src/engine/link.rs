@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 
 use super::random::LazyRandom;
 use super::scheduler::{Scheduler, Tagged, NETWORK};
+use crate::rewind::Rewind;
 use crate::segment::Segment;
 
 /// Ethernet + IP + TCP + FCS + preamble + gap.
@@ -34,14 +35,54 @@ pub struct LinkDirection {
     pub sent: i64,
     pub dropped: i64,
     pub lost: i64,
-    /// Token bucket (`tbf_burst` > 0): bucket size and queue limit (bytes), tokens (bit-ns)
-    /// as of `tokens_at`, the bytes queued and each queued packet's (departure, bytes).
-    pub tbf_burst: i64,
-    pub tbf_limit: i64,
+    /// The token bucket of a `tbf` link, None for the FIFO link. Behind a box: most links
+    /// have none, and a host of thousands of connections reads each direction from memory
+    /// at every packet (link.py keeps these fields on the direction itself).
+    tbf: Option<Box<TokenBucket>>,
+}
+
+/// A link direction's token bucket (link.py `LinkDirection`'s `tbf_*` fields): bucket size
+/// and queue limit (bytes), tokens (bit-ns) as of `tokens_at`, the bytes queued and each
+/// queued packet's (departure, bytes).
+struct TokenBucket {
+    tbf_burst: i64,
+    tbf_limit: i64,
     tokens: i128,
     tokens_at: i64,
     backlog: i64,
     tbf_queue: VecDeque<(i64, i64)>,
+}
+
+impl TokenBucket {
+    /// link.py `_tbf`: models `tbf_enqueue()`/`tbf_dequeue()` [net/sched/sch_tbf.c]: the
+    /// departure time of a packet queued at `t` on a link of `rate` busy until `busy_until`
+    /// (moved to it), None when the bucket's queue drops it.
+    fn tbf(&mut self, busy_until: &mut i64, rate: i64, t: i64, seg: &Segment) -> Option<i64> {
+        while self.tbf_queue.front().is_some_and(|&(d, _)| d <= t) {
+            let (_, size) = self.tbf_queue.pop_front().expect("a queued packet");
+            self.backlog -= size;
+        }
+        let size = seg.len + if seg.tsval >= 0 { 12 } else { 0 } + TBF_OVERHEAD;
+        if size > self.tbf_burst || self.backlog + size > self.tbf_limit {
+            return None;
+        }
+        let mut d = t.max(*busy_until);
+        let rate = i128::from(rate);
+        let full = i128::from(self.tbf_burst) * TOKEN_BYTE;
+        self.tokens = full.min(self.tokens + i128::from(d - self.tokens_at) * rate);
+        let need = i128::from(size) * TOKEN_BYTE;
+        if self.tokens < need {
+            let wait = (need - self.tokens + rate - 1) / rate;
+            d += wait as i64;
+            self.tokens += wait * rate;
+        }
+        self.tokens -= need;
+        self.tokens_at = d;
+        *busy_until = d;
+        self.tbf_queue.push_back((d, size));
+        self.backlog += size;
+        Some(d)
+    }
 }
 
 impl LinkDirection {
@@ -61,50 +102,23 @@ impl LinkDirection {
             sent: 0,
             dropped: 0,
             lost: 0,
-            tbf_burst: 0,
-            tbf_limit: 0,
-            tokens: 0,
-            tokens_at: 0,
-            backlog: 0,
-            tbf_queue: VecDeque::new(),
+            tbf: None,
         }
     }
 
     /// The direction shaped by a token bucket of `burst` and `limit` bytes at its rate.
     pub fn with_tbf(mut self, burst: i64, limit: i64) -> Self {
-        self.tbf_burst = burst;
-        self.tbf_limit = limit;
-        self.tokens = i128::from(burst) * TOKEN_BYTE;
+        self.tbf = (burst != 0).then(|| {
+            Box::new(TokenBucket {
+                tbf_burst: burst,
+                tbf_limit: limit,
+                tokens: i128::from(burst) * TOKEN_BYTE,
+                tokens_at: 0,
+                backlog: 0,
+                tbf_queue: VecDeque::new(),
+            })
+        });
         self
-    }
-
-    /// link.py `_tbf`: models `tbf_enqueue()`/`tbf_dequeue()` [net/sched/sch_tbf.c]: the
-    /// departure time of a packet queued at `t`, None when the bucket's queue drops it.
-    fn tbf(&mut self, t: i64, seg: &Segment) -> Option<i64> {
-        while self.tbf_queue.front().is_some_and(|&(d, _)| d <= t) {
-            let (_, size) = self.tbf_queue.pop_front().expect("a queued packet");
-            self.backlog -= size;
-        }
-        let size = seg.len + if seg.tsval >= 0 { 12 } else { 0 } + TBF_OVERHEAD;
-        if size > self.tbf_burst || self.backlog + size > self.tbf_limit {
-            return None;
-        }
-        let mut d = t.max(self.busy_until);
-        let rate = i128::from(self.rate);
-        let full = i128::from(self.tbf_burst) * TOKEN_BYTE;
-        self.tokens = full.min(self.tokens + i128::from(d - self.tokens_at) * rate);
-        let need = i128::from(size) * TOKEN_BYTE;
-        if self.tokens < need {
-            let wait = (need - self.tokens + rate - 1) / rate;
-            d += wait as i64;
-            self.tokens += wait * rate;
-        }
-        self.tokens -= need;
-        self.tokens_at = d;
-        self.busy_until = d;
-        self.tbf_queue.push_back((d, size));
-        self.backlog += size;
-        Some(d)
     }
 
     /// Put a segment on the link at the scheduler's current time; `rng` draws the loss,
@@ -123,8 +137,8 @@ impl LinkDirection {
             self.lost += 1;
             return;
         }
-        if self.tbf_burst != 0 {
-            match self.tbf(t, &seg) {
+        if let Some(tb) = self.tbf.as_deref_mut() {
+            match tb.tbf(&mut self.busy_until, self.rate, t, &seg) {
                 Some(d) => t = d,
                 None => {
                     self.dropped += 1;
@@ -174,7 +188,7 @@ impl LinkDirection {
     pub fn arrive<E: Copy + Tagged>(&mut self, sched: &mut Scheduler<E>, arrive: E) -> Segment {
         let (_, _, seg) = self
             .flight
-            .pop_front()
+            .pop_front_rewind()
             .expect("an arrival with nothing in flight");
         if let Some(&(t, ticket, _)) = self.flight.front() {
             sched.at_ticket(t, NETWORK, ticket, arrive);

@@ -101,7 +101,7 @@ pub struct LinkSpec {
 pub struct SocketMaker {
     pub k: KernelRef,
     pub sysctl: Arc<Sysctls>,
-    pub dev: Device,
+    pub dev: Arc<Device>,
     pub params: SocketParams,
     pub so_rcvbuf: i64,
     pub tracing: bool,
@@ -113,7 +113,7 @@ impl SocketMaker {
         let mut sk = TcpSocket::new(
             self.k.clone(),
             Arc::clone(&self.sysctl),
-            Some(self.dev.clone()),
+            Some(Arc::clone(&self.dev)),
             &self.params,
         )?;
         if self.so_rcvbuf != 0 {
@@ -338,12 +338,14 @@ impl Flow {
 impl Flow {
     /// Ask the CPU for the queues socket `i` is about to work on -- the ends of its receive,
     /// retransmit and write queues, its outbox, and where the link it sends on queues the
-    /// next segment -- as its event starts: each is a heap block of its own that, on a host
-    /// of thousands of connections, is in memory, not in a cache, and the socket's own work
-    /// on the event hides the wait. A hint: nothing computed changes.
+    /// next segment -- and its counters (`mib`) as its event starts: each is a heap block of
+    /// its own that, on a host of thousands of connections, is in memory, not in a cache,
+    /// and the socket's own work on the event hides the wait. A hint: nothing computed
+    /// changes.
     #[inline]
     pub fn prefetch_queues(&self, i: usize) {
         let sk = &self.socks[i];
+        crate::prefetch::read::<crate::mib::Mib>(&sk.mib);
         crate::prefetch::deque_ends(&sk.mem.receive_queue);
         crate::prefetch::deque_ends(&sk.snd.rtx_queue);
         crate::prefetch::deque_ends(&sk.snd.write_queue);
