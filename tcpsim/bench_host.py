@@ -2,8 +2,11 @@
 mix -- 5 % reproducer sessions (seed-unbounded-growth) among request/response sessions with
 churn (experiments/host-seed-mix.toml's classes) -- of 1 000 and 10 000 connections for
 60 simulated seconds on the native engine, each case in a child process: wall time of
-building the population (Python), of building the engine and of the run, events, and the
-child's peak RSS. Beside them, single-connection cases of `tcpsim bench` for the same
+building the population (Python), of building the engine, of the run and of its results as
+`tcpsim run` makes them (tcpsim/host/run.py `native_result`) -- `total_s`, what a user waits
+for but the interpreter's start and exit --, the child's whole life as its parent saw it
+(`process_s`: start-up, imports, the case, the results' digest and the exit that frees the
+host), CPU seconds, events, and the child's peak RSS. Beside them, single-connection cases of `tcpsim bench` for the same
 build (no regression). Numbers, never pass/fail: the machine is shared and noisy.
 """
 
@@ -63,10 +66,10 @@ def child(n: int, duration: str, engine: str, threads: int = 1,
     import hashlib
     from tcpsim.catalog import get_profile
     from tcpsim.host.outputs import host_result
-    from tcpsim.host.plan import HostSample
     from tcpsim.host.populations import expand
     from tcpsim.host.scenario import read_host_text
     t0 = time.perf_counter()
+    cpu00 = time.process_time()
     text = host_text(n, duration)
     if "tcp_mem" not in get_profile("linux-6.1").known_sysctls():     # a model without a pool
         text = "\n".join(ln for ln in text.splitlines() if "tcp_mem" not in ln and "[sysctl]" != ln)
@@ -79,31 +82,40 @@ def child(n: int, duration: str, engine: str, threads: int = 1,
     cpu0 = time.process_time()
     if engine == "native":
         from tcpsim.engine.native import NativeSimulation
+        from tcpsim.host.run import native_result
         sim: Any = NativeSimulation.of_host(plan, profile)
         t2 = time.perf_counter()
         sim.run_loop()
-        st = sim.host_stats()
-        events, samples = st["events"], [HostSample(*s) for s in st["samples"]]
+        t3 = time.perf_counter()
+        r = native_result(host, plan, profile, sim)     # what tcpsim run makes of it
+        t4 = time.perf_counter()
+        cpu = time.process_time()
+        events = r.events
         windows = sim.sim.host_windows
         balance = sim.sim.host_balance
+        # the run's numbers, all of them (not timed: no user waits for this)
+        st = sim.host_stats()
         digest = hashlib.sha256(json.dumps(st, sort_keys=True).encode()).hexdigest()[:12]
     else:
         from tcpsim.engine.simulation import Simulation
         sim = Simulation.of_host(plan, profile)
         t2 = time.perf_counter()
         sim.run_loop()
-        events, samples = sim.steps, sim.samples
+        t3 = time.perf_counter()
+        r = host_result(plan, profile.name, sim.samples, [c.record() for c in sim.conns],
+                        sim.pool, sim.steps, t3 - t2, host.as_dict(), sim.memcg)
+        t4 = time.perf_counter()
+        cpu = time.process_time()
+        events = sim.steps
         digest = ""
-    t3 = time.perf_counter()
-    cpu = time.process_time() - cpu0
-    r = host_result(plan, profile.name, samples, [], None, events, t3 - t2)
     return {"connections": n, "flows": len(plan.flows), "duration": duration, "engine": engine,
             "threads": threads, "mode": mode, "windows": windows, "digest": digest,
             "balance_s": [round(x / 1e9, 3) for x in balance] if balance else None,
             "load": [round(load, 2), round(os.getloadavg()[0], 2)],
             "population_s": round(t1 - t0, 3), "build_s": round(t2 - t1, 3),
-            "run_s": round(t3 - t2, 3), "total_s": round(t3 - t0, 3), "events": events,
-            "build_run_cpu_s": round(cpu, 3),
+            "run_s": round(t3 - t2, 3), "results_s": round(t4 - t3, 3),
+            "total_s": round(t4 - t0, 3), "events": events,
+            "build_run_cpu_s": round(cpu - cpu0, 3), "cpu_s": round(cpu - cpu00, 3),
             "us_per_event": round((t3 - t2) / max(1, events) * 1e6, 3),
             "peak_sockstat_mem": r.pressure["peak_sockstat_mem"],
             "onset_s": r.pressure["onset_s"],
@@ -119,9 +131,14 @@ def run_case(n: int, duration: str = "60s", engine: str = "native",
     if tree is not None:
         env = {**os.environ, "PYTHONPATH": tree}
     args = [str(n), duration, engine] + ([str(threads), mode] if threads != 1 else [])
+    t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "tcpsim.bench_host", *args],
                          capture_output=True, text=True, check=True, cwd=tree, env=env)
+    process = time.perf_counter() - t0
     row = dict(json.loads(out.stdout.strip().splitlines()[-1]))
+    # the child's whole life: start-up and imports, the case, the results' digest (not a
+    # user's wait) and its exit (freeing the host)
+    row["process_s"] = round(process, 3)
     if tree is not None:
         row["tree"] = tree
     return row
@@ -144,10 +161,18 @@ def format_case(row: dict[str, Any]) -> str:
     if goal is not None:
         wall, rss = goal
         g = f"   goal <= {wall:g} s" + (f", RSS <= {rss >> 30} GB" if rss else "")
+    # a tree before results_s timed its run with the flows' records and the digest in it
+    res = row.get("results_s")
+    results = (f", results {res:.2f} s" if res is not None
+               else "; the run with host_stats and the digest")
+    cpu = f", all CPU {row['cpu_s']:.2f} s" if "cpu_s" in row else ""
+    process = f"; process {row['process_s']:.2f} s" if "process_s" in row else ""
     return (f"  {row['connections']:>6} connections ({row['flows']} with churn), "
             f"{row['duration']} on {row['engine']}{tree}: run {row['run_s']:.2f} s "
-            f"(+ population {row['population_s']:.2f} s, build {row['build_s']:.2f} s; total "
-            f"{row['total_s']:.2f} s; build + run CPU {row['build_run_cpu_s']:.2f} s), "
+            f"(+ population {row['population_s']:.2f} s, build {row['build_s']:.2f} s"
+            f"{results}; total {row['total_s']:.2f} s{process}; build + run"
+            f"{' + results' if res is not None else ''} CPU {row['build_run_cpu_s']:.2f} s"
+            f"{cpu}), "
             f"{row['events']} events, {row['us_per_event']} us/event, "
             f"peak RSS {row['rss_bytes'] / 2**20:.0f} MiB, load "
             f"{'-'.join(str(x) for x in row.get('load') or ())}, "
@@ -192,6 +217,8 @@ def host_benchmarks(quick: bool = False, echo: Any = print,
                          f"{'s' if th > 1 else ''}: CPU "
                          f"{row['build_run_cpu_s'] / max(1e-9, base['build_run_cpu_s']):.2f}x, "
                          f"wall {row['total_s'] / max(1e-9, base['total_s']):.2f}x, "
+                         f"process wall "
+                         f"{row['process_s'] / max(1e-9, base['process_s']):.2f}x, "
                          f"peak RSS {row['rss_bytes'] / max(1, base['rss_bytes']):.2f}x, results "
                          f"{'the same' if row['digest'] == base['digest'] else 'DIFFER'}")
                 if first is not None:

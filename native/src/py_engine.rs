@@ -147,34 +147,70 @@ fn socket_maker(
     Ok(maker)
 }
 
-/// A link of the config (scenario.py `Link`).
-fn link_spec(l: &Bound<'_, PyDict>) -> PyResult<LinkSpec> {
-    Ok(LinkSpec {
-        delay_ab: int(l, "delay_ab")?,
-        delay_ba: int(l, "delay_ba")?,
-        rate_bps: int(l, "rate_bps")?,
-        queue_limit: int(l, "queue_limit")?,
-        loss: item(l, "loss")?.extract()?,
-        jitter: int(l, "jitter")?,
-        burst: int(l, "burst")?,
-        limit: int(l, "limit")?,
-    })
+/// One column of the flows' table.
+fn column<'py, T: FromPyObjectOwned<'py>>(
+    cols: &Bound<'py, PyDict>,
+    key: &str,
+    n: usize,
+) -> PyResult<Vec<T>> {
+    let v: Vec<T> = item(cols, key)?.extract()?;
+    if v.len() != n {
+        return Err(PyValueError::new_err(format!(
+            "native engine config: flows column {key:?} has {} values for {n} flows",
+            v.len()
+        )));
+    }
+    Ok(v)
 }
 
-/// One flow of the config: indices into its sockets and apps, and its own values.
-fn flow_spec(
-    d: &Bound<'_, PyDict>,
+/// The flows of the config, a column per field (tcpsim/engine/native.py `_flows_cfg` and
+/// its FLOW_COLUMNS): indices into its sockets and apps, and each flow's own values -- a
+/// host of tens of thousands of flows hands them over as a few dozen lists.
+fn flow_specs(
+    cols: &Bound<'_, PyDict>,
     makers: &[Arc<SocketMaker>],
     apps: &[Arc<App>],
-) -> PyResult<FlowSpec> {
-    let pick = |v: &[Arc<SocketMaker>], key: &str| -> PyResult<Arc<SocketMaker>> {
-        let i: usize = item(d, key)?.extract()?;
-        v.get(i)
+) -> PyResult<Vec<FlowSpec>> {
+    let rcv: Vec<usize> = item(cols, "rcv")?.extract()?;
+    let n = rcv.len();
+    let snd: Vec<usize> = column(cols, "snd", n)?;
+    let ints = |k: &str| column::<i64>(cols, k, n);
+    let roles = |k: &str| column::<Option<usize>>(cols, k, n);
+    let (delay_ab, delay_ba, rate_bps) = (
+        ints("link.delay_ab")?,
+        ints("link.delay_ba")?,
+        ints("link.rate_bps")?,
+    );
+    let (queue_limit, jitter, burst, limit) = (
+        ints("link.queue_limit")?,
+        ints("link.jitter")?,
+        ints("link.burst")?,
+        ints("link.limit")?,
+    );
+    let loss: Vec<f64> = column(cols, "link.loss", n)?;
+    let (writer, reader, rev_writer, rev_reader) = (
+        roles("writer")?,
+        roles("reader")?,
+        roles("rev_writer")?,
+        roles("rev_reader")?,
+    );
+    let starts = [
+        ints("start.writer")?,
+        ints("start.reader")?,
+        ints("start.rev_writer")?,
+        ints("start.rev_reader")?,
+    ];
+    let seed: Vec<i128> = column(cols, "seed", n)?;
+    let client: Vec<bool> = column(cols, "receiver_client", n)?;
+    let (duration, start, stop) = (ints("duration")?, ints("start")?, ints("stop")?);
+    let cls: Vec<usize> = column(cols, "cls", n)?;
+    let socket = |i: usize| -> PyResult<Arc<SocketMaker>> {
+        makers
+            .get(i)
             .cloned()
             .ok_or_else(|| PyValueError::new_err(format!("no socket {i}")))
     };
-    let app_at = |key: &str| -> PyResult<Option<Arc<App>>> {
-        let i: Option<usize> = item(d, key)?.extract()?;
+    let app_at = |i: Option<usize>| -> PyResult<Option<Arc<App>>> {
         i.map(|i| {
             apps.get(i)
                 .cloned()
@@ -182,29 +218,41 @@ fn flow_spec(
         })
         .transpose()
     };
-    let need = |key: &str| -> PyResult<Arc<App>> {
-        app_at(key)?.ok_or_else(|| PyValueError::new_err(format!("flow without {key}")))
+    let need = |i: Option<usize>, key: &str| -> PyResult<Arc<App>> {
+        app_at(i)?.ok_or_else(|| PyValueError::new_err(format!("flow without {key}")))
     };
-    let rev = match (app_at("rev_writer")?, app_at("rev_reader")?) {
-        (Some(w), Some(r)) => Some((w, r)),
-        _ => None,
-    };
-    let starts: (i64, i64, i64, i64) = item(d, "starts")?.extract()?;
-    Ok(FlowSpec {
-        starts: [starts.0, starts.1, starts.2, starts.3],
-        rcv: pick(makers, "rcv")?,
-        snd: pick(makers, "snd")?,
-        link: link_spec(&item(d, "link")?.cast_into()?)?,
-        seed: item(d, "seed")?.extract()?,
-        receiver_client: item(d, "receiver_client")?.extract()?,
-        writer: need("writer")?,
-        reader: need("reader")?,
-        rev,
-        duration: int(d, "duration")?,
-        start: int(d, "start")?,
-        stop: int(d, "stop")?,
-        cls: item(d, "cls")?.extract()?,
-    })
+    (0..n)
+        .map(|f| {
+            let rev = match (app_at(rev_writer[f])?, app_at(rev_reader[f])?) {
+                (Some(w), Some(r)) => Some((w, r)),
+                _ => None,
+            };
+            Ok(FlowSpec {
+                starts: [starts[0][f], starts[1][f], starts[2][f], starts[3][f]],
+                rcv: socket(rcv[f])?,
+                snd: socket(snd[f])?,
+                link: LinkSpec {
+                    delay_ab: delay_ab[f],
+                    delay_ba: delay_ba[f],
+                    rate_bps: rate_bps[f],
+                    queue_limit: queue_limit[f],
+                    loss: loss[f],
+                    jitter: jitter[f],
+                    burst: burst[f],
+                    limit: limit[f],
+                },
+                seed: seed[f],
+                receiver_client: client[f],
+                writer: need(writer[f], "writer")?,
+                reader: need(reader[f], "reader")?,
+                rev,
+                duration: duration[f],
+                start: start[f],
+                stop: stop[f],
+                cls: cls[f],
+            })
+        })
+        .collect()
 }
 
 /// The bytes of a slice of integers, little-endian (what Arrow buffers hold here).
@@ -290,6 +338,22 @@ impl Column {
     }
 }
 
+/// Each flow built so far, in index order, with its record (`host_stats`, `host_flows`): a
+/// closed flow's kept at its close, an open one's now.
+fn each_flow_end(
+    s: &Simulation,
+    mut each: impl FnMut(usize, &FlowEnd) -> PyResult<()>,
+) -> PyResult<()> {
+    for c in 0..s.specs.len() {
+        match (s.flow(c), &s.ended[c]) {
+            (_, Some(e)) => each(c, e)?,
+            (Some(f), None) => each(c, &FlowEnd::of(f))?,
+            (None, None) => {}
+        }
+    }
+    Ok(())
+}
+
 /// A whole run in Rust (crate::engine::simulation).
 ///
 /// Not `unsendable`: everything it holds is `Send` (the compiler checks it), so Python may
@@ -330,11 +394,7 @@ impl PySimulation {
             .iter()
             .map(|a| Ok(Arc::new(app(&a.cast_into()?, &sets)?)))
             .collect::<PyResult<Vec<_>>>()?;
-        let specs = item(cfg, "flows")?
-            .cast_into::<PyList>()?
-            .iter()
-            .map(|f| flow_spec(&f.cast_into()?, &makers, &apps))
-            .collect::<PyResult<Vec<_>>>()?;
+        let specs = flow_specs(&item(cfg, "flows")?.cast_into()?, &makers, &apps)?;
         let pool: Bound<'_, PyDict> = item(cfg, "pool")?.cast_into()?;
         let spec = RunSpec {
             duration: int(cfg, "duration")?,
@@ -589,8 +649,10 @@ impl PySimulation {
     /// memcg usage)], the pool's and (with one) the memcg's snapshot,
     /// events run, and per flow built (in index order) its record: class, start, stop,
     /// established_at, written, read_bytes, queue area (bytes x ns), peak sk_rmem_alloc and
-    /// the receiver's MIB -- at its close for a closed flow, at the end for the others.
-    fn host_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    /// the receiver's MIB -- at its close for a closed flow, at the end for the others
+    /// (`flows` False: without them; `host_flows` gives them as rows).
+    #[pyo3(signature = (flows = true))]
+    fn host_stats<'py>(&self, py: Python<'py>, flows: bool) -> PyResult<Bound<'py, PyDict>> {
         let s = &self.sim;
         let out = PyDict::new(py);
         out.set_item("events", s.sched.steps)?;
@@ -628,17 +690,11 @@ impl PySimulation {
             d.set_item("pressure_ns", m.pressure_ns)?;
             out.set_item("memcg", d)?;
         }
+        if !flows {
+            return Ok(out); // the flows' numbers from host_flows
+        }
         let flows = PyList::empty(py);
-        for c in 0..s.specs.len() {
-            let end;
-            let rec = match (s.flow(c), &s.ended[c]) {
-                (_, Some(e)) => e,
-                (Some(f), None) => {
-                    end = FlowEnd::of(f);
-                    &end
-                }
-                (None, None) => continue,
-            };
+        each_flow_end(s, |c, rec| {
             let d = PyDict::new(py);
             d.set_item("index", c)?;
             d.set_item("cls", rec.cls)?;
@@ -651,9 +707,51 @@ impl PySimulation {
             d.set_item("q_area", rec.q_area)?;
             d.set_item("peak_rmem", rec.peaks.rmem)?;
             d.set_item("mib", rec.mib.to_vec())?;
-            flows.append(d)?;
-        }
+            flows.append(d)
+        })?;
         out.set_item("flows", flows)?;
+        Ok(out)
+    }
+
+    /// The host's flows' final numbers, one tuple each in flow order -- (index, cls, start,
+    /// stop, established_at, written, read_bytes, received, q_area, peak_rmem, then the
+    /// counters named in `counters`, 0 where a flow has none) -- what `host_stats` gives
+    /// under "flows" without a dict and a counter list per flow: tcpsim/host/run.py makes
+    /// the host's FlowRecords from them (tens of thousands with churn).
+    fn host_flows<'py>(
+        &self,
+        py: Python<'py>,
+        counters: Vec<String>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let s = &self.sim;
+        let out = PyList::empty(py);
+        let mut row: Vec<Bound<'py, PyAny>> = Vec::with_capacity(10 + counters.len());
+        each_flow_end(s, |c, rec| {
+            row.clear();
+            row.push(c.into_pyobject(py)?.into_any());
+            row.push(rec.cls.into_pyobject(py)?.into_any());
+            for v in [
+                rec.start,
+                rec.stop,
+                rec.established_at,
+                rec.written,
+                rec.read_bytes,
+                rec.received,
+            ] {
+                row.push(v.into_pyobject(py)?.into_any());
+            }
+            row.push(rec.q_area.into_pyobject(py)?.into_any());
+            row.push(rec.peaks.rmem.into_pyobject(py)?.into_any());
+            for name in &counters {
+                let v = rec
+                    .mib
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map_or(0, |&(_, v)| v);
+                row.push(v.into_pyobject(py)?.into_any());
+            }
+            out.append(PyTuple::new(py, &row)?)
+        })?;
         Ok(out)
     }
 }

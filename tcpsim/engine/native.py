@@ -16,11 +16,11 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from tcpsim import interrupt
 from tcpsim.core.mib import COUNTERS, Mib
-from tcpsim.engine.result import Peaks, RunResult, Tally, few_gc_passes, summarize
+from tcpsim.engine.result import Peaks, RunResult, Tally, few_gc_passes, gc_paused, summarize
 from tcpsim.engines import EngineError, base_profile_name, native_policy, native_socket_class
 from tcpsim.host.plan import HostPlan, memcg_config, pool_config, with_fields
 from tcpsim.policy import Profile
@@ -130,9 +130,21 @@ def _side(sc: Scenario, sysctls: dict[str, Any], rcv: bool, trace: bool) -> dict
             "trace": trace, "mtu": sc.link.mtu, "hz": sc.hz}
 
 
+_LINK_KEYS = ("delay_ab", "delay_ba", "rate_bps", "queue_limit", "loss", "jitter", "burst", "limit")
+_LINK_AT = {k: i for i, k in enumerate(_LINK_KEYS)}
+_ROLES = ("writer", "reader", "rev_writer", "rev_reader")
+# the native engine's flows, a column each (py_engine.rs `flow_specs`): the receiver's and
+# sender's sockets and the apps (indices; None: no such app), the link's fields, the apps'
+# start times, seed, whether the receiver is the client, duration, start, stop, class
+FLOW_COLUMNS = ("rcv", "snd", *(f"link.{k}" for k in _LINK_KEYS), *_ROLES,
+                *(f"start.{r}" for r in _ROLES), "seed", "receiver_client", "duration",
+                "start", "stop", "cls")
+
+
 def _flows_cfg(plan: HostPlan, profile: Profile, wants: Callable[[str], bool]) -> dict[str, Any]:
     """The plan's flows as the native engine takes them: {"sockets": [socket configs],
-    "apps": [app configs], "flows": [flow configs indexing both]}. Flows that share a
+    "apps": [app configs], "flows": {column: [a value per flow]} (FLOW_COLUMNS: indices
+    into both and each flow's own values)}. Flows that share a
     socket configuration or an application share its entry (a host of thousands of flows of
     a few classes holds a few of each, and the captured latency sequences once)."""
     sockets: list[dict[str, Any]] = []
@@ -180,27 +192,64 @@ def _flows_cfg(plan: HostPlan, profile: Profile, wants: Callable[[str], bool]) -
             apps.append(d)
         return app_ids[base]
 
-    flows = []
+    # what flows of one class share, made once: by (its scenario's identity, traced ends,
+    # a drawn mtu) -> (receiver socket, sender socket, the base's link fields, receiver's
+    # role, duration); applications by identity (flows that drew the same values share them)
+    shared: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    # by the identity of a flow's apps (a class's flows that drew the same values share
+    # them): (the apps, kept alive; their entries; their own starts, None for none)
+    apps_of: dict[int, tuple[Any, tuple[int | None, ...], tuple[int | None, ...]]] = {}
+
+    rows = []
+    traced_set = plan.traced
     for i, f in enumerate(plan.flows):
-        sc = f.scenario
-        traced = i in plan.traced
-        two_way = sc.rev_writer is not None and sc.rev_reader is not None
-        roles = (sc.writer, sc.reader, sc.rev_writer if two_way else None,
-                 sc.rev_reader if two_way else None)
-        flows.append({
-            "rcv": socket_id(_side(sc, sysctls_of(sc.sysctl), True, traced and wants("rcv"))),
-            "snd": socket_id(_side(sc, sysctls_of(sc.sender_sysctl), False,
-                                   traced and wants("snd"))),
-            "link": {k: getattr(sc.link, k) for k in
-                     ("delay_ab", "delay_ba", "rate_bps", "queue_limit", "loss", "jitter",
-                      "burst", "limit")},
-            "writer": app_id(roles[0]), "reader": app_id(roles[1]),
-            "rev_writer": app_id(roles[2]), "rev_reader": app_id(roles[3]),
-            "starts": tuple(a.start if a is not None else 0 for a in roles),
-            "seed": sc.seed, "receiver_client": sc.receiver_role == "client",
-            "duration": sc.duration, "start": f.start, "stop": f.stop, "cls": f.cls,
-        })
+        p = f.parts
+        sc = p.base
+        trace_rcv = trace_snd = False
+        if i in traced_set:
+            trace_rcv, trace_snd = wants("rcv"), wants("snd")
+        key = (id(sc), trace_rcv, trace_snd, p.link.get("mtu") if p.link else None)
+        got = shared.get(key)
+        if got is None:
+            link_sc = with_fields(sc, link=with_fields(sc.link, **p.link)) if p.link else sc
+            got = shared[key] = (
+                socket_id(_side(link_sc, sysctls_of(sc.sysctl), True, trace_rcv)),
+                socket_id(_side(link_sc, sysctls_of(sc.sender_sysctl), False, trace_snd)),
+                tuple(getattr(sc.link, k) for k in _LINK_KEYS),
+                sc.receiver_role == "client", sc.duration, sc)
+        rcv, snd, link, client, duration, _ = got
+        if p.link:
+            fields = list(link)
+            for k, v in p.link.items():
+                fields[_LINK_AT[k]] = v
+            link = tuple(fields)
+        a = apps_of.get(id(p.apps))
+        if a is None:
+            w, r, rw, rr = p.apps
+            if rw is None or rr is None:          # two-way only with both reverse apps
+                rw = rr = None
+            roles = (w, r, rw, rr)
+            a = apps_of[id(p.apps)] = (p.apps, tuple(app_id(x) for x in roles),
+                                       tuple(None if x is None else x.start for x in roles))
+        _, ids, (s0, s1, s2, s3) = a
+        shift = p.shift
+        rows.append((rcv, snd, *link, *ids,
+                     0 if s0 is None else s0 + shift, 0 if s1 is None else s1 + shift,
+                     0 if s2 is None else s2 + shift, 0 if s3 is None else s3 + shift,
+                     p.seed, client, duration, f.start, f.stop, f.cls))
+    flows = {k: list(col) for k, col in zip(FLOW_COLUMNS, zip(*rows))}
     return {"sockets": sockets, "apps": apps, "flows": flows, "latency_sequences": seq_sets}
+
+
+def flow_rows(flows: dict[str, list[Any]]) -> Iterator[dict[str, Any]]:
+    """The flows' columns (`_flows_cfg`) as one record per flow: {"link": {field: value},
+    "starts": (the apps' starts), and the other columns by name}."""
+    n = len(flows["rcv"])
+    for i in range(n):
+        row = {k: col[i] for k, col in flows.items()}
+        row["link"] = {k: row.pop(f"link.{k}") for k in _LINK_KEYS}
+        row["starts"] = tuple(row.pop(f"start.{r}") for r in _ROLES)
+        yield row
 
 
 def _too_large(cfg: dict[str, Any]) -> tuple[str, int] | None:
@@ -212,10 +261,10 @@ def _too_large(cfg: dict[str, Any]) -> tuple[str, int] | None:
     if found is None and not _may_be_too_large(cfg):
         return None
     seen: set[tuple[str, int]] = set()
-    for flow in cfg["flows"]:
+    for flow in flow_rows(cfg["flows"]):
         found = found or _beyond_int64(flow["link"], "link") or _beyond_int64(
             {k: flow[k] for k in ("start", "stop", "duration")})
-        for role, t in zip(("writer", "reader", "rev_writer", "rev_reader"), flow["starts"]):
+        for role, t in zip(_ROLES, flow["starts"]):
             if abs(t) > NATIVE_MAX:
                 return f"{_CFG_NAMES.get(role, role)}.start", t
         for key, table in (("rcv", "sockets"), ("snd", "sockets"), ("writer", "apps"),
@@ -230,16 +279,22 @@ def _too_large(cfg: dict[str, Any]) -> tuple[str, int] | None:
     return found
 
 
+# the flows' columns of numbers `_may_be_too_large` bounds (the others are indices, flags
+# and the seed, checked apart)
+_NUMBER_COLUMNS = tuple(k for k in FLOW_COLUMNS if k.startswith(("link.", "start."))) + (
+    "start", "stop", "duration")
+
+
 def _may_be_too_large(cfg: dict[str, Any]) -> bool:
     """A quick look before `_too_large`'s walk, which names the field: False when no number
     of the flows (links, start, stop, duration, their apps' starts), their sockets or their
-    apps is beyond +-NATIVE_MAX (a host of 66 000 flows took over a second to walk)."""
+    apps is beyond +-NATIVE_MAX (a column at a time: a host of 66 000 flows took over a
+    second to walk)."""
+    flows = cfg["flows"]
     try:
-        for flow in cfg["flows"]:
-            if (max(map(abs, flow["link"].values())) > NATIVE_MAX
-                    or max(map(abs, flow["starts"])) > NATIVE_MAX
-                    or max(abs(flow["start"]), abs(flow["stop"]),
-                           abs(flow["duration"])) > NATIVE_MAX):
+        for k in _NUMBER_COLUMNS:
+            col = flows[k]
+            if col and max(max(col), -min(col)) > NATIVE_MAX:
                 return True
     except TypeError:           # something not a number: the walk decides
         return True
@@ -303,12 +358,12 @@ class NativeSimulation:
             "replay_writer": (replay or {}).get("writer"),
             "replay_reader": (replay or {}).get("reader"),
         }
-        cfg.update(_flows_cfg(plan, profile, wants))
-        for f in plan.flows:
-            sc = f.scenario
-            if not -(2**125) <= sc.seed < 2**125:
-                raise EngineError(f"seed {sc.seed}: the native engine takes seeds within +-2**125; "
-                                  "use a smaller seed or --engine python")
+        with gc_paused():
+            cfg.update(_flows_cfg(plan, profile, wants))
+        for seed in cfg["flows"]["seed"]:
+            if not -(2**125) <= seed < 2**125:
+                raise EngineError(f"seed {seed}: the native engine takes seeds within "
+                                  "+-2**125; use a smaller seed or --engine python")
         too_large = _too_large(cfg)
         if too_large:
             field, value = too_large
@@ -356,9 +411,16 @@ class NativeSimulation:
                 self._feed_sink(sim.rows())
         self.wall = time.perf_counter() - wall
 
-    def host_stats(self) -> dict[str, Any]:
-        """The host's samples and per-flow records (tcpsim/host/outputs.py)."""
-        return dict(self.sim.host_stats())
+    def host_stats(self, flows: bool = True) -> dict[str, Any]:
+        """The host's samples and per-flow records (tcpsim/host/outputs.py); `flows` False:
+        without the per-flow records (`host_flows` gives them as rows)."""
+        return dict(self.sim.host_stats(flows))
+
+    def host_flows(self, counters: tuple[str, ...]) -> list[tuple[int, ...]]:
+        """The flows' final numbers as `host_stats` has them, a tuple per flow: (index,
+        cls, start, stop, established_at, written, read_bytes, received, q_area,
+        peak_rmem, then the core counters named in `counters`, 0 where a flow has none)."""
+        return list(self.sim.host_flows(list(counters)))
 
     def close(self) -> None:
         """Free the native simulation now (its memory), not when the last frame referring to

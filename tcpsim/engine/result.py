@@ -208,6 +208,21 @@ def few_gc_passes() -> Iterator[None]:
         gc.set_threshold(*old)
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Build a host's records (its flows, the native engine's config, its results) with the
+    cyclic garbage collector off: tens of thousands of small records and no reference
+    cycles among them, while each of the collector's full passes walks every object made so
+    far -- a third of the build's time at 66 000 flows. It runs again as before after."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def progress_bar(total_ns: int, enabled: bool,
                  clock: Callable[[], float] = time.perf_counter,
                  stream: Any = None) -> Callable[[int], None] | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from tcpsim.errors import ScenarioError
 from tcpsim.units import UnitError, parse_duration, parse_size
@@ -85,6 +85,37 @@ class Dist:
         else:
             x = rng.expovariate(1.0 / a[0]) if a[0] > 0 else 0.0
         return int(round(x)) if self.unit in ("duration", "size") else x
+
+    def sampler(self) -> Callable[[random.Random], Any]:
+        """`draw` as one function with its constants worked out once (the same draws, the
+        same values): a host draws its connections' starts, lifetimes and fields with it."""
+        k, a = self.kind, self.args
+        whole = self.unit in ("duration", "size")
+        if k == "const":
+            v = a[0]
+            return lambda rng: v
+        if k == "choice":
+            if self.weights:
+                w = self.weights
+                return lambda rng: rng.choices(a, weights=w)[0]
+            n = len(a)
+            return lambda rng: a[rng.randrange(n)]
+        if k == "uniform":
+            lo, hi = a
+            if whole:
+                return lambda rng: int(round(rng.uniform(lo, hi)))
+            return lambda rng: rng.uniform(lo, hi)
+        if k == "loguniform":
+            llo, lhi = math.log(a[0]), math.log(a[1])
+            if whole:
+                return lambda rng: int(round(math.exp(rng.uniform(llo, lhi))))
+            return lambda rng: math.exp(rng.uniform(llo, lhi))
+        if a[0] <= 0:
+            return self.draw
+        lambd = 1.0 / a[0]
+        if whole:
+            return lambda rng: int(round(rng.expovariate(lambd)))
+        return lambda rng: rng.expovariate(lambd)
 
     def value(self, rng: random.Random) -> Any:
         """A draw as a scenario field takes it (durations as "<n>ns")."""

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from tcpsim.core.constants import NS_PER_MS, NS_PER_S, PAGE_SIZE
+from tcpsim.core.mib import COUNTERS, nstat_name
 from tcpsim.engine import counts
 from tcpsim.host.plan import HostPlan, HostSample
 
@@ -114,6 +115,22 @@ def flow_counters(mib: Any, extra: tuple[str, ...] = ()) -> dict[str, int]:
         mib = m
     c = mib.as_nstat(extra)
     return {k: int(c[k]) for k in HOST_COUNTERS if k in c}
+
+
+# HOST_COUNTERS as the core's counters name them (all receive-path counters of the TcpExt MIB)
+_CORE_NAMES = tuple(k.removeprefix("TcpExt") for k in HOST_COUNTERS)
+assert all(k in COUNTERS and nstat_name(k) == f"TcpExt{k}" for k in _CORE_NAMES)
+
+
+def native_flow_records(sim: Any) -> list[FlowRecord]:
+    """A native host run's flows (tcpsim.engine.native.NativeSimulation) as FlowRecords, in
+    index order: its `host_flows` rows, each flow's counters as `flow_counters` gives them
+    (every HOST_COUNTERS name, a counter the flow never bumped at zero)."""
+    names = HOST_COUNTERS
+    return [FlowRecord(i, cls, start, stop, est, written, read, received, area, peak,
+                       dict(zip(names, c)))
+            for i, cls, start, stop, est, written, read, received, area, peak, *c
+            in sim.host_flows(_CORE_NAMES)]
 
 
 def pool_counters(pool: Any, end: int) -> dict[str, Any]:

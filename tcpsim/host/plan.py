@@ -15,20 +15,95 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     from tcpsim.policy import Profile
     from tcpsim.scenario import Scenario
+    from tcpsim.workload import App
 
 SAMPLE_EVERY_NS = 100_000_000      # sockstat/nstat sampling period of a host run (100 ms)
 
 
-@dataclass(frozen=True)
+APP_ROLES = ("writer", "reader", "rev_writer", "rev_reader")
+
+
+class FlowParts(NamedTuple):
+    """What a flow's scenario is made of, as a host builds thousands of them without making
+    each: its class's scenario (`base`, shared), the link fields drawn for it (`link`, None:
+    the base's link), its applications before its start shift (`apps`, in APP_ROLES order;
+    flows that drew the same values share them), its seed, and `shift`: ns added to every
+    application's start (the flow's opening time; 0 when the apps already count from it).
+    The native engine reads these directly (tcpsim/engine/native.py `_flows_cfg`)."""
+
+    base: Scenario
+    link: dict[str, int] | None
+    apps: tuple[App | None, App | None, App | None, App | None]
+    seed: int
+    shift: int = 0
+
+    def scenario(self) -> Scenario:
+        """The flow's scenario: the base with its drawn link, its shifted apps and its seed
+        (equal to building it field by field, tcpsim/host/populations.py)."""
+        base = self.base
+        changes: dict[str, Any] = {}
+        if self.link:
+            changes["link"] = with_fields(base.link, **self.link)
+        for role, app in zip(APP_ROLES, self.apps):
+            if app is not None and self.shift:
+                app = with_fields(app, start=app.start + self.shift)
+            if app is not getattr(base, role):
+                changes[role] = app
+        changes["seed"] = self.seed
+        out: Scenario = with_fields(base, **changes)
+        return out
+
+
 class Flow:
     """One connection of a host: its scenario (with its own seed), when it opens (`start`,
     ns: the receiver end's connect() or listen()) and when both ends close (`stop`, ns; 0:
-    it lasts the run), and the index of its class in the plan (0 for a plain scenario)."""
+    it lasts the run), and the index of its class in the plan (0 for a plain scenario).
 
-    scenario: Scenario
-    start: int = 0
-    stop: int = 0
-    cls: int = 0
+    A host's flows are given as `parts` (FlowParts) and make their scenario the first time
+    it is asked for: the native engine never asks (it reads the parts), the Python engine
+    asks as it opens each connection. Immutable, equal by (scenario, start, stop, cls)."""
+
+    __slots__ = ("start", "stop", "cls", "_parts", "_scenario")
+
+    def __init__(self, scenario: Scenario | None = None, start: int = 0, stop: int = 0,
+                 cls: int = 0, parts: FlowParts | None = None) -> None:
+        if (scenario is None) == (parts is None):
+            raise TypeError("Flow: give its scenario or its parts")
+        self.start = start
+        self.stop = stop
+        self.cls = cls
+        self._parts = parts
+        self._scenario = scenario
+
+    @property
+    def scenario(self) -> Scenario:
+        sc = self._scenario
+        if sc is None:
+            assert self._parts is not None
+            sc = self._scenario = self._parts.scenario()
+        return sc
+
+    @property
+    def parts(self) -> FlowParts:
+        """The flow's parts (a flow given its scenario: that scenario, nothing drawn)."""
+        if self._parts is not None:
+            return self._parts
+        sc = self.scenario
+        return FlowParts(sc, None, (sc.writer, sc.reader, sc.rev_writer, sc.rev_reader),
+                         sc.seed)
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.scenario, self.start, self.stop, self.cls)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Flow) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"Flow(scenario={self.scenario!r}, start={self.start!r}, stop={self.stop!r}, "
+                f"cls={self.cls!r})")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from tcpsim.host.outputs import FlowRecord, HostResult, host_result
+from tcpsim.host.outputs import HostResult, host_result
 from tcpsim.host.plan import HostPlan, HostSample
 from tcpsim.host.populations import expand
 from tcpsim.host.scenario import HostScenario, host_from_dict
@@ -121,15 +121,19 @@ def run_host(host: HostScenario, engine: str | None = None, skip: bool = True,
 def _run_native(host: HostScenario, plan: HostPlan, profile: Any, skip: bool, sink: Any,
                 progress: Callable[[int], None] | None) -> HostResult:
     from tcpsim.engine.native import NativeSimulation
-    from tcpsim.host.outputs import flow_counters
     sim = NativeSimulation.of_host(plan, profile, skip=skip, sink=sink)
     sim.run_loop(progress)
-    st = sim.host_stats()
-    extra = profile.counters()
-    flows = [FlowRecord(d["index"], d["cls"], d["start"], d["stop"], d["established_at"],
-                        d["written"], d["read_bytes"], d["received"], d["q_area"],
-                        d["peak_rmem"],
-                        flow_counters(d["mib"], extra)) for d in st["flows"]]
-    samples = [HostSample(*s) for s in st["samples"]]
-    return host_result(plan, profile.name, samples, flows, st.get("pool"), st["events"],
-                       sim.wall, host.as_dict(), st.get("memcg"))
+    return native_result(host, plan, profile, sim)
+
+
+def native_result(host: HostScenario, plan: HostPlan, profile: Any, sim: Any) -> HostResult:
+    """The outputs of a native host run that has run (`sim`: its NativeSimulation): the
+    flows' records from its rows (tcpsim/host/outputs.py `native_flow_records`)."""
+    from tcpsim.engine.result import gc_paused
+    from tcpsim.host.outputs import native_flow_records
+    st = sim.host_stats(flows=False)
+    with gc_paused():
+        flows = native_flow_records(sim)
+        samples = [HostSample(*s) for s in st["samples"]]
+        return host_result(plan, profile.name, samples, flows, st.get("pool"), st["events"],
+                           sim.wall, host.as_dict(), st.get("memcg"))
