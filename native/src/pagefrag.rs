@@ -80,13 +80,16 @@ impl PageFrag {
         if length <= 0 {
             return 0;
         }
+        // the breaks are ascending and a new segment lies at the stream's end: walk back from
+        // the newest until a break at or before seq (a fast sender keeps a window's worth
+        // of pages in flight; only a retransmission walks further)
         let end = seq + length;
         let mut n = 1;
-        for &b in &self.breaks {
-            if b >= end {
+        for &b in self.breaks.iter().rev() {
+            if b <= seq {
                 break;
             }
-            if b > seq {
+            if b < end {
                 n += 1;
             }
         }

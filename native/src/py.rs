@@ -576,7 +576,7 @@ pub(crate) fn segment_from_py(seg: &Bound<'_, PyAny>) -> PyResult<Segment> {
         gso_size: int("gso_size")?,
         tx_ns: int("tx_ns")?,
         tx_segs: int("tx_segs")?,
-        frags: int("frags")?,
+        frags: seg.getattr("frags")?.extract()?,
     })
 }
 

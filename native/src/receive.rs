@@ -82,7 +82,7 @@ impl TcpSocket {
                         false,
                         seg.gso_size,
                         seg.tx_segs,
-                        seg.frags,
+                        seg.frags as i64,
                     ),
                 };
                 if skb.truesize <= self.mem.sk_forward_alloc {
@@ -239,9 +239,14 @@ impl TcpSocket {
     ) {
         let skb = match skb {
             Some(s) => s,
-            None => self
-                .dev
-                .make_skb(seq, length, fin, seg.gso_size, seg.tx_segs, seg.frags),
+            None => self.dev.make_skb(
+                seq,
+                length,
+                fin,
+                seg.gso_size,
+                seg.tx_segs,
+                seg.frags as i64,
+            ),
         };
         if !kcall!(self.admit_in_order(&skb)) {
             self.mib.TCPRcvQDrop += 1;
@@ -305,7 +310,7 @@ impl TcpSocket {
             seg.flags & FIN != 0,
             seg.gso_size,
             seg.tx_segs,
-            seg.frags,
+            seg.frags as i64,
         )
     }
 

@@ -71,8 +71,9 @@ pub struct Segment {
     pub tx_segs: i64,
     /// Set by the sender: the page fragments holding the payload in the sender's memory
     /// (pagefrag.rs); 0 = unknown (`sender_frags()` lays the stream out page after page from
-    /// its first byte).
-    pub frags: i64,
+    /// its first byte). An i32 so that it shares the word `sack_ok` pads (a segment is
+    /// copied whole along the link).
+    pub frags: i32,
 }
 
 impl Segment {

@@ -582,7 +582,7 @@ impl TcpSocket {
         };
         let mut seg = self.make_segment(seq, length, ACK | psh);
         seg.tx_segs = segs;
-        seg.frags = self.pfrag.frags(seq, length);
+        seg.frags = self.pfrag.frags(seq, length) as i32;
         if length > mss {
             seg.gso_size = mss;
         }
@@ -696,7 +696,7 @@ impl TcpSocket {
             self.make_segment(e.seq, 0, ACK | FIN)
         } else {
             let mut seg = self.make_segment(e.seq, e.end - e.seq, ACK | PSH);
-            seg.frags = self.pfrag.frags(e.seq, e.end - e.seq);
+            seg.frags = self.pfrag.frags(e.seq, e.end - e.seq) as i32;
             seg
         };
         let now = self.now;

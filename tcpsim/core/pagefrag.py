@@ -99,12 +99,14 @@ class PageFrag:
         piece starting inside."""
         if length <= 0:
             return 0
+        # the breaks are ascending and a new segment lies at the stream's end: walk back from
+        # the newest until a break at or before seq (only a retransmission walks further)
         end = seq + length
         n = 1
-        for b in self.breaks:
-            if b >= end:
+        for b in reversed(self.breaks):
+            if b <= seq:
                 break
-            if b > seq:
+            if b < end:
                 n += 1
         return n
 
